@@ -1,0 +1,36 @@
+# Akira: make build | make test | make bench | make demo
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: build test vet fmt-check redis-check bench fuzz lint clean
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/akira ./cmd/akira
+
+# The test command of the README: formatting, vet, and every test with the race detector.
+# Tests that need Redis read AKIRA_TEST_REDIS (host:port), default 127.0.0.1:6379.
+test: fmt-check vet redis-check
+	$(GO) test -race -count=1 ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change these files (run gofmt -w):"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+redis-check:
+	@scripts/redis-check
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchtime=20x ./...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$${FUZZTIME:-60s} ./runner/roadmap/
+
+lint:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,52 @@
+// Package agent holds the coding backends that make the changes for a task: an external command
+// (exec) or a built-in tool-calling loop against a model API (openai, anthropic).
+package agent
+
+import (
+	"context"
+	"time"
+)
+
+// Request is one attempt at one task.
+type Request struct {
+	// Workspace is the directory of the ephemeral clone; the agent works only inside it.
+	Workspace string
+	TaskID    string
+	TaskTitle string
+	// Attempt is 1-based.
+	Attempt int
+	// Prompt is the full task prompt the engine composed (task, roadmap, phase, feedback).
+	Prompt string
+	// Feedback is what went wrong on the previous attempt (failing commands, exit codes, output tail),
+	// plus any human guidance; empty on the first attempt.
+	Feedback string
+	// ProtectedPaths are globs the agent must not change (default .github/workflows/**).
+	ProtectedPaths []string
+}
+
+// Usage is what an attempt consumed, when the backend knows.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+	// CostUSD is zero when the model has no price in the table.
+	CostUSD float64
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens, CostUSD: u.CostUSD + o.CostUSD}
+}
+
+// Result is what an attempt left, besides the files it changed in the workspace.
+type Result struct {
+	// Output is the agent's own log or final message, capped.
+	Output   string
+	Usage    Usage
+	Duration time.Duration
+}
+
+// Agent makes the changes for one attempt. A returned error is a failed attempt (its message is
+// feedback for the next one); the caller's context ending must stop the agent promptly.
+type Agent interface {
+	Run(ctx context.Context, req Request) (Result, error)
+}

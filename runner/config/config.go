@@ -1,0 +1,413 @@
+// Package config reads the two configuration files of Akira: the operator's file (AKIRA_CONFIG, which
+// names agent profiles and their commands) and a repository's .github/akira.yml (which may only choose
+// among what the operator defined).
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults shared by the CLI and the GitHub App.
+const (
+	DefaultRoadmap      = "ROADMAP.md"
+	DefaultBranchPrefix = "akira/"
+	DefaultMaxAttempts  = 3
+)
+
+// DefaultProtectedPaths are globs an agent must never change.
+var DefaultProtectedPaths = []string{".github/workflows/**"}
+
+// DefaultSpecs are the spec-file globs a pull request may change to trigger a run.
+var DefaultSpecs = []string{"specs/**/tasks.md", "**/tasks.md"}
+
+// Duration is a time.Duration written as "30m" or "90s" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML accepts Go duration strings.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration like 30m: %w", n.Line, err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a duration (want e.g. 30m, 90s)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration back as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Price is the cost of a model in USD per million tokens.
+type Price struct {
+	InputPerMTok  float64 `yaml:"input_per_mtok" json:"input_per_mtok"`
+	OutputPerMTok float64 `yaml:"output_per_mtok" json:"output_per_mtok"`
+}
+
+// AgentProfile is one coding backend the operator allows.
+type AgentProfile struct {
+	// Kind is exec, openai or anthropic.
+	Kind string `yaml:"kind"`
+	// Command is the shell command of an exec agent.
+	Command string `yaml:"command"`
+	// Env names environment variables passed through to the agent (and nothing else is).
+	Env     []string `yaml:"env"`
+	Timeout Duration `yaml:"timeout"`
+	// Model, BaseURL and APIKeyEnv configure the built-in agent. The key itself is read from the
+	// environment variable APIKeyEnv names, never from a file or a flag.
+	Model           string           `yaml:"model"`
+	BaseURL         string           `yaml:"base_url"`
+	APIKeyEnv       string           `yaml:"api_key_env"`
+	MaxTurns        int              `yaml:"max_turns"`
+	MaxTokens       int64            `yaml:"max_tokens"`
+	MaxOutputTokens int              `yaml:"max_output_tokens"`
+	MaxCost         float64          `yaml:"max_cost"`
+	Prices          map[string]Price `yaml:"prices"`
+}
+
+// Operator is the operator's configuration file.
+type Operator struct {
+	DefaultAgent string                  `yaml:"default_agent"`
+	Agents       map[string]AgentProfile `yaml:"agents"`
+	MaxAttempts  int                     `yaml:"max_attempts"`
+	// VerifyTimeout bounds each verification command.
+	VerifyTimeout Duration `yaml:"verify_timeout"`
+	// Env names variables passed to verification commands besides the default allowlist.
+	Env []string `yaml:"env"`
+	// Prices extends the built-in price table for every profile.
+	Prices map[string]Price `yaml:"prices"`
+	// ProtectedPaths replaces the default protected globs when set.
+	ProtectedPaths []string `yaml:"protected_paths"`
+}
+
+// Triggers says which GitHub events may start a run in a repository.
+type Triggers struct {
+	IssueComment bool `yaml:"issue_comment"`
+	Push         bool `yaml:"push"`
+	PullRequest  bool `yaml:"pull_request"`
+}
+
+// Repo is a repository's .github/akira.yml.
+type Repo struct {
+	Roadmap        string   `yaml:"roadmap"`
+	Specs          []string `yaml:"specs"`
+	BranchPrefix   string   `yaml:"branch_prefix"`
+	Agent          string   `yaml:"agent"`
+	Verify         []string `yaml:"verify"`
+	MaxAttempts    int      `yaml:"max_attempts"`
+	Allowlist      []string `yaml:"allowlist"`
+	ProtectedPaths []string `yaml:"protected_paths"`
+	Triggers       Triggers `yaml:"triggers"`
+}
+
+// DefaultRepo is the configuration of a repository without .github/akira.yml.
+func DefaultRepo() Repo {
+	return Repo{
+		Roadmap:        DefaultRoadmap,
+		Specs:          append([]string(nil), DefaultSpecs...),
+		BranchPrefix:   DefaultBranchPrefix,
+		ProtectedPaths: append([]string(nil), DefaultProtectedPaths...),
+		Triggers:       Triggers{IssueComment: true, Push: true, PullRequest: true},
+	}
+}
+
+// ParseRepo parses .github/akira.yml over the defaults. Unknown keys and bad values are errors that
+// name the key and the line, because the error is posted where the repository's users will read it.
+func ParseRepo(data []byte) (Repo, error) {
+	r := DefaultRepo()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return r, nil
+	}
+	if err := decodeStrict(data, &r); err != nil {
+		return Repo{}, fmt.Errorf(".github/akira.yml: %w", err)
+	}
+	var errs []error
+	if r.Roadmap == "" {
+		r.Roadmap = DefaultRoadmap
+	}
+	if err := checkRepoPath("roadmap", r.Roadmap); err != nil {
+		errs = append(errs, err)
+	}
+	for _, g := range r.Specs {
+		if err := checkGlob("specs", g); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, g := range r.ProtectedPaths {
+		if err := checkGlob("protected_paths", g); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.BranchPrefix == "" {
+		r.BranchPrefix = DefaultBranchPrefix
+	}
+	if strings.ContainsAny(r.BranchPrefix, " ~^:?*[\\") || strings.Contains(r.BranchPrefix, "..") {
+		errs = append(errs, fmt.Errorf("branch_prefix: %q is not a valid git branch prefix", r.BranchPrefix))
+	}
+	if r.MaxAttempts < 0 || r.MaxAttempts > 10 {
+		errs = append(errs, fmt.Errorf("max_attempts: %d is out of range (1 to 10)", r.MaxAttempts))
+	}
+	for _, v := range r.Verify {
+		if strings.TrimSpace(v) == "" {
+			errs = append(errs, errors.New("verify: empty command"))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Repo{}, fmt.Errorf(".github/akira.yml: %w", err)
+	}
+	return r, nil
+}
+
+// Allowed reports whether login is on the repository's allowlist (case-insensitive, as GitHub logins are).
+func (r Repo) Allowed(login string) bool {
+	for _, a := range r.Allowlist {
+		if strings.EqualFold(strings.TrimPrefix(a, "@"), login) {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadOperator reads the operator's file. An empty path yields a configuration with one exec profile
+// named "exec" and no command, which a caller must fill (akira run --agent-cmd).
+func LoadOperator(file string) (Operator, error) {
+	if file == "" {
+		return DefaultOperator(), nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Operator{}, fmt.Errorf("config: %w", err)
+	}
+	op, err := ParseOperator(data)
+	if err != nil {
+		return Operator{}, fmt.Errorf("config %s: %w", file, err)
+	}
+	return op, nil
+}
+
+// DefaultOperator is the configuration used without a file.
+func DefaultOperator() Operator {
+	return Operator{MaxAttempts: DefaultMaxAttempts, Agents: map[string]AgentProfile{}}
+}
+
+// ParseOperator parses and validates the operator's file.
+func ParseOperator(data []byte) (Operator, error) {
+	op := DefaultOperator()
+	if err := decodeStrict(data, &op); err != nil {
+		return Operator{}, err
+	}
+	if op.Agents == nil {
+		op.Agents = map[string]AgentProfile{}
+	}
+	if op.MaxAttempts == 0 {
+		op.MaxAttempts = DefaultMaxAttempts
+	}
+	var errs []error
+	if op.MaxAttempts < 1 || op.MaxAttempts > 10 {
+		errs = append(errs, fmt.Errorf("max_attempts: %d is out of range (1 to 10)", op.MaxAttempts))
+	}
+	for _, name := range op.AgentNames() {
+		if err := op.Agents[name].validate(); err != nil {
+			errs = append(errs, fmt.Errorf("agents.%s: %w", name, err))
+		}
+	}
+	if op.DefaultAgent != "" {
+		if _, ok := op.Agents[op.DefaultAgent]; !ok {
+			errs = append(errs, fmt.Errorf("default_agent: %q is not one of the agents (%s)", op.DefaultAgent, strings.Join(op.AgentNames(), ", ")))
+		}
+	}
+	return op, errors.Join(errs...)
+}
+
+func (p AgentProfile) validate() error {
+	switch p.Kind {
+	case "exec":
+		if strings.TrimSpace(p.Command) == "" {
+			return errors.New("command: required for kind exec")
+		}
+	case "openai", "anthropic":
+		if p.Model == "" {
+			return fmt.Errorf("model: required for kind %s", p.Kind)
+		}
+		if p.BaseURL != "" && !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
+			return fmt.Errorf("base_url: %q is not an http(s) URL", p.BaseURL)
+		}
+	case "":
+		return errors.New("kind: required (exec, openai or anthropic)")
+	default:
+		return fmt.Errorf("kind: %q is not exec, openai or anthropic", p.Kind)
+	}
+	if p.MaxTurns < 0 || p.MaxTokens < 0 || p.MaxCost < 0 {
+		return errors.New("max_turns, max_tokens and max_cost must not be negative")
+	}
+	return nil
+}
+
+// AgentNames lists the profile names, sorted.
+func (o Operator) AgentNames() []string {
+	names := make([]string, 0, len(o.Agents))
+	for n := range o.Agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Agent returns the profile a repository asked for (or the default one). A repository may only choose
+// among the operator's profiles: that is what keeps the commands an agent runs in the operator's hands.
+func (o Operator) Agent(name string) (string, AgentProfile, error) {
+	if name == "" {
+		name = o.DefaultAgent
+	}
+	if name == "" {
+		if len(o.Agents) == 1 {
+			name = o.AgentNames()[0]
+		} else {
+			return "", AgentProfile{}, fmt.Errorf("no agent chosen: set default_agent (profiles: %s)", strings.Join(o.AgentNames(), ", "))
+		}
+	}
+	p, ok := o.Agents[name]
+	if !ok {
+		return "", AgentProfile{}, fmt.Errorf("agent %q is not one of the profiles the operator defined (%s)", name, strings.Join(o.AgentNames(), ", "))
+	}
+	return name, p, nil
+}
+
+// ValidateRepo checks the choices a repository's file makes against the operator's.
+func (o Operator) ValidateRepo(r Repo) error {
+	if r.Agent == "" {
+		return nil
+	}
+	if _, _, err := o.Agent(r.Agent); err != nil {
+		return fmt.Errorf(".github/akira.yml: agent: %w", err)
+	}
+	return nil
+}
+
+// MaxAttemptsFor is the repository's max_attempts when set, else the operator's.
+func (o Operator) MaxAttemptsFor(r Repo) int {
+	if r.MaxAttempts > 0 {
+		return r.MaxAttempts
+	}
+	if o.MaxAttempts > 0 {
+		return o.MaxAttempts
+	}
+	return DefaultMaxAttempts
+}
+
+// ProtectedPathsFor merges the operator's protected globs (or the defaults) with the repository's:
+// a repository can protect more, never less.
+func (o Operator) ProtectedPathsFor(r Repo) []string {
+	base := o.ProtectedPaths
+	if len(base) == 0 {
+		base = DefaultProtectedPaths
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range append(append([]string{}, base...), r.ProtectedPaths...) {
+		if !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%s", strings.Join(cleanYAMLErrors(te.Errors), "; "))
+		}
+		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	return nil
+}
+
+// cleanYAMLErrors turns "line 3: field agnet not found in type config.Repo" into
+// "line 3: unknown key \"agnet\"", which is what a user can act on.
+func cleanYAMLErrors(errs []string) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		if m := unknownField.FindStringSubmatch(e); m != nil {
+			out[i] = fmt.Sprintf("%s: unknown key %q", m[1], m[2])
+			continue
+		}
+		out[i] = e
+	}
+	return out
+}
+
+var unknownField = regexp.MustCompile(`^(line \d+): field (\S+) not found in type `)
+
+func checkRepoPath(key, p string) error {
+	if p == "" || path.IsAbs(p) || strings.HasPrefix(path.Clean(p), "..") || strings.Contains(p, "\\") {
+		return fmt.Errorf("%s: %q must be a relative path inside the repository", key, p)
+	}
+	return nil
+}
+
+func checkGlob(key, g string) error {
+	if err := checkRepoPath(key, g); err != nil {
+		return err
+	}
+	if _, err := path.Match(strings.ReplaceAll(g, "**", "*"), ""); err != nil {
+		return fmt.Errorf("%s: %q is not a valid glob: %w", key, g, err)
+	}
+	return nil
+}
+
+// MatchGlob reports whether a slash-separated repository path matches a glob where * matches within
+// a path segment and ** matches any number of segments.
+func MatchGlob(glob, name string) bool {
+	return matchSegments(strings.Split(glob, "/"), strings.Split(name, "/"))
+}
+
+func matchSegments(g, n []string) bool {
+	for len(g) > 0 {
+		if g[0] == "**" {
+			for i := 0; i <= len(n); i++ {
+				if matchSegments(g[1:], n[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(n) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(g[0], n[0]); !ok {
+			return false
+		}
+		g, n = g[1:], n[1:]
+	}
+	return len(n) == 0
+}
+
+// MatchAny reports whether name matches one of globs.
+func MatchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if MatchGlob(g, name) {
+			return true
+		}
+	}
+	return false
+}
