@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test vet fmt-check redis-check bench fuzz lint clean
+.PHONY: build test vet fmt-check redis-check bench fuzz lint clean demo
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/akira ./cmd/akira
@@ -34,3 +34,7 @@ lint:
 
 clean:
 	rm -rf bin
+
+# The README's first command: Akira's main job end to end on a throwaway repository.
+demo: build
+	@scripts/demo.sh

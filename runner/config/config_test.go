@@ -151,3 +151,16 @@ func TestMatchGlob(t *testing.T) {
 		}
 	}
 }
+
+// The operator files shipped with the project must stay valid as the schema changes.
+func TestShippedOperatorFiles(t *testing.T) {
+	for _, file := range []string{"../../examples/akira.yaml", "../../deploy/akira.yaml"} {
+		op, err := LoadOperator(file)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if _, _, err := op.Agent(""); err != nil {
+			t.Fatalf("%s: default agent: %v", file, err)
+		}
+	}
+}
