@@ -1,0 +1,283 @@
+package templates
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Task is one row of the run summary.
+type Task struct {
+	ID    string
+	Title string
+	// Status is one of the Status constants.
+	Status   string
+	Attempts int
+	Duration time.Duration
+	// Checkpoint is the full SHA of the task's checkpoint commit, empty until it verifies.
+	Checkpoint    string
+	CheckpointURL string
+	CheckRunURL   string
+}
+
+// Usage is what the agent consumed; zero fields are unknown and left out.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+	CostUSD      float64
+}
+
+// Tokens is input plus output tokens.
+func (u Usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
+
+// Known reports whether there is anything to show.
+func (u Usage) Known() bool { return u.Tokens() > 0 || u.CostUSD > 0 }
+
+// Run states, as shown in the summary and status replies.
+const (
+	RunQueued  = "queued"
+	RunRunning = "running"
+	RunParked  = "parked"
+	RunDone    = "done"
+	RunFailed  = "failed"
+	RunAborted = "aborted"
+)
+
+// Summary is the one comment per run that is edited in place as the run goes.
+type Summary struct {
+	RunID string
+	// Source is what the tasks came from ("ROADMAP.md", "issue #12") and SourceURL links it.
+	Source    string
+	SourceURL string
+	Branch    string
+	BranchURL string
+	// State is one of the Run constants.
+	State string
+	Tasks []Task
+	Usage Usage
+	// ParkedTask and EscalationURL say which task waits for a decision when State is parked.
+	ParkedTask    string
+	EscalationURL string
+	// Error is why the run stopped when State is failed; AbortedBy who stopped it when aborted.
+	Error     string
+	AbortedBy string
+	PRURL     string
+}
+
+// Count is how many tasks have the status.
+func (s Summary) Count(status string) int {
+	n := 0
+	for _, t := range s.Tasks {
+		if t.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// Tally lists the non-zero counts per status in a fixed order, e.g. "3 passed, 1 escalated, 2 pending".
+func (s Summary) Tally() string {
+	var parts []string
+	for _, st := range []string{StatusPassed, StatusFailed, StatusEscalated, StatusSkipped, StatusAborted, StatusRunning, StatusPending} {
+		if n := s.Count(st); n > 0 {
+			parts = append(parts, strconv.Itoa(n)+" "+st)
+		}
+	}
+	if len(parts) == 0 {
+		return "none started"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Attempts is the total number of attempts over all tasks.
+func (s Summary) Attempts() int {
+	n := 0
+	for _, t := range s.Tasks {
+		n += t.Attempts
+	}
+	return n
+}
+
+// Duration is the time spent on all tasks.
+func (s Summary) Duration() time.Duration {
+	var d time.Duration
+	for _, t := range s.Tasks {
+		d += t.Duration
+	}
+	return d
+}
+
+// SummaryMarker is the hidden line that lets Akira find a run's summary comment again after a crash.
+func SummaryMarker(runID string) string { return "<!-- akira:summary run=" + runID + " -->" }
+
+// EscalationMarker is the hidden line of an escalation comment.
+func EscalationMarker(runID, taskID string) string {
+	return "<!-- akira:escalation run=" + runID + " task=" + taskID + " -->"
+}
+
+// Marker lets a template call SummaryMarker.
+func (s Summary) Marker() string { return SummaryMarker(s.RunID) }
+
+// Command is one verification command and how it ended.
+type Command struct {
+	Command  string
+	ExitCode int
+	TimedOut bool
+	Duration time.Duration
+}
+
+// Passed reports whether the command succeeded.
+func (c Command) Passed() bool { return c.ExitCode == 0 && !c.TimedOut }
+
+// Escalation is the comment posted when a task is parked for a human decision.
+type Escalation struct {
+	RunID       string
+	TaskID      string
+	TaskTitle   string
+	Attempts    int
+	MaxAttempts int
+	// Reason is why Akira stopped trying, e.g. "the same failure happened twice".
+	Reason string
+	// Failures are the verification commands that failed on the last attempt.
+	Failures []Command
+	// Error is a failure that is not a command (the agent crashed, a protected path was changed).
+	Error string
+	// Output is the last attempt's output; the template shows its last OutputLines lines.
+	Output      string
+	CheckRunURL string
+	// Buttons says whether the check run offers Approve / Retry / Skip buttons.
+	Buttons bool
+}
+
+// Marker lets a template call EscalationMarker.
+func (e Escalation) Marker() string { return EscalationMarker(e.RunID, e.TaskID) }
+
+// Refusal answers a command from someone who may not command Akira.
+type Refusal struct {
+	User string
+	// Command is what they asked for, without the /akira prefix.
+	Command string
+	// Permission is their permission on the repository (read, triage, none).
+	Permission string
+}
+
+// HelpCommand is one line of the help reply.
+type HelpCommand struct {
+	Usage       string
+	Description string
+}
+
+// Commands is the list the help reply shows by default.
+var Commands = []HelpCommand{
+	{"/akira run [path]", "Run the tasks of this issue's checklist, or of the roadmap (or the file at path)."},
+	{"/akira status", "Show how far the current run is."},
+	{"/akira approve", "Accept the escalated task as it is and continue."},
+	{"/akira retry <guidance>", "Try the escalated task again; your guidance is given to the agent."},
+	{"/akira skip", "Leave the escalated task undone and continue with the next one."},
+	{"/akira abort", "Stop the run; pushed checkpoints stay on the branch."},
+	{"/akira help", "Show this list."},
+}
+
+// Help is the reply to /akira help.
+type Help struct {
+	// Commands defaults to the package's Commands when nil.
+	Commands []HelpCommand
+}
+
+// List is what the template iterates over.
+func (h Help) List() []HelpCommand {
+	if h.Commands == nil {
+		return Commands
+	}
+	return h.Commands
+}
+
+// DidYouMean answers a command Akira does not know.
+type DidYouMean struct {
+	// Input is what the user wrote after /akira.
+	Input string
+	// Suggestion is the closest known command (without /akira), empty when nothing is close.
+	Suggestion string
+}
+
+// ConfigError is posted when .github/akira.yml cannot be used.
+type ConfigError struct {
+	Path string
+	Ref  string
+	// FileURL links the file on the default branch.
+	FileURL string
+	// Problems are the individual errors, one per line, each naming the key.
+	Problems []string
+	// Keys are the keys the file may contain, listed to help with a misspelt one.
+	Keys []string
+	// Action is what Akira did not do because of it, e.g. "start the run".
+	Action string
+}
+
+// Status answers /akira status.
+type Status struct {
+	RunID  string
+	State  string // a Run constant; empty when there is no run
+	Branch string
+	Done   int
+	Total  int
+	// Current is the task being worked on (running) or waiting (parked).
+	CurrentID    string
+	CurrentTitle string
+	Attempt      int
+	MaxAttempts  int
+	SummaryURL   string
+	PRURL        string
+}
+
+// CheckRun is a task's check-run output (both checkrun_summary and checkrun_text).
+type CheckRun struct {
+	RunID     string
+	TaskID    string
+	TaskTitle string
+	// Status is one of the Status constants.
+	Status      string
+	Attempt     int
+	MaxAttempts int
+	// Reason explains a failure, an escalation or a skip.
+	Reason string
+	// Verify are the last attempt's verification results.
+	Verify        []Command
+	Agent         string
+	Usage         Usage
+	Duration      time.Duration
+	Checkpoint    string
+	CheckpointURL string
+	// Attempts are shown in the text, newest last.
+	Attempts []Attempt
+}
+
+// Attempt is one attempt's record in the check run's text.
+type Attempt struct {
+	Number   int
+	Verify   []Command
+	Error    string
+	Guidance string
+	Output   string
+	Duration time.Duration
+}
+
+// PRTask is one line of the pull request's task list.
+type PRTask struct {
+	ID    string
+	Title string
+	Done  bool
+}
+
+// PRBody is the body of the draft pull request a run opens.
+type PRBody struct {
+	RunID     string
+	Source    string
+	SourceURL string
+	// Issue is the issue the run came from; the body then says "Closes #<n>".
+	Issue int
+	Tasks []PRTask
+}
+
+// Marker is the hidden line that ties the pull request to the run.
+func (p PRBody) Marker() string { return "<!-- akira:pr run=" + p.RunID + " -->" }

@@ -1,0 +1,167 @@
+package templates
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// OutputLines is how many lines of command output an escalation comment shows.
+const OutputLines = 40
+
+// CheckRunOutputLines is how many lines of output per attempt a check run's text shows; GitHub's
+// 65,535-character limit is enforced again by the client when the text is sent.
+const CheckRunOutputLines = 200
+
+var funcs = template.FuncMap{
+	"status":              statusLabel,
+	"dur":                 formatDuration,
+	"short":               shortSHA,
+	"fence":               Fence,
+	"tail":                tailLines,
+	"omitted":             omittedLines,
+	"cell":                cell,
+	"code":                inlineCode,
+	"cellcode":            cellCode,
+	"num":                 formatInt,
+	"usd":                 formatUSD,
+	"plural":              plural,
+	"trim":                strings.TrimSpace,
+	"lines":               nonEmptyLines,
+	"add":                 func(a, b int) int { return a + b },
+	"outputLines":         func() int { return OutputLines },
+	"checkRunOutputLines": func() int { return CheckRunOutputLines },
+}
+
+// Task statuses, as used in the summary table and check runs.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusPassed    = "passed"
+	StatusFailed    = "failed"
+	StatusSkipped   = "skipped"
+	StatusEscalated = "escalated"
+	StatusAborted   = "aborted"
+)
+
+var statusEmoji = map[string]string{
+	StatusPending:   "⚪",
+	StatusRunning:   "🔄",
+	StatusPassed:    "✅",
+	StatusFailed:    "❌",
+	StatusSkipped:   "⏭️",
+	StatusEscalated: "✋",
+	StatusAborted:   "🛑",
+}
+
+func statusLabel(s string) string {
+	if e, ok := statusEmoji[s]; ok {
+		return e + " " + s
+	}
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// formatDuration rounds to the second: nobody reads milliseconds in a comment.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "—"
+	case d < time.Second:
+		return "<1s"
+	}
+	return d.Round(time.Second).String()
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func tailLines(n int, s string) string {
+	t, _ := Tail(s, n)
+	return t
+}
+
+func omittedLines(n int, s string) int {
+	_, o := Tail(s, n)
+	return o
+}
+
+// cell makes text safe inside a Markdown table cell: one line, pipes escaped.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// inlineCode wraps s in a code span that its own backticks cannot close.
+func inlineCode(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return ""
+	}
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+			continue
+		}
+		run = 0
+	}
+	ticks := strings.Repeat("`", longest+1)
+	if longest > 0 || strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return ticks + " " + s + " " + ticks
+	}
+	return ticks + s + ticks
+}
+
+func formatInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func formatUSD(v float64) string {
+	if v > 0 && v < 0.01 {
+		return "<$0.01"
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, strings.TrimRight(l, " \t\r"))
+		}
+	}
+	return out
+}
+
+// cellCode is a code span inside a table cell, where GFM needs pipes escaped even in code.
+func cellCode(s string) string { return strings.ReplaceAll(inlineCode(s), "|", `\|`) }

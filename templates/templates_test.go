@@ -1,0 +1,299 @@
+package templates
+
+import (
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func numbered(prefix string, n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%s %d\n", prefix, i)
+	}
+	return b.String()
+}
+
+const sha1 = "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b"
+const sha2 = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+
+var cases = []struct {
+	golden   string
+	template string
+	data     any
+}{
+	{"summary_running", "summary", Summary{
+		RunID: "r-20240501-abc", Source: "ROADMAP.md", SourceURL: "https://github.com/o/r/blob/main/ROADMAP.md",
+		Branch: "akira/roadmap", BranchURL: "https://github.com/o/r/tree/akira/roadmap", State: RunRunning,
+		Tasks: []Task{
+			{ID: "T1", Title: "Parse the config | strictly", Status: StatusPassed, Attempts: 1, Duration: 83 * time.Second,
+				Checkpoint: sha1, CheckpointURL: "https://github.com/o/r/commit/" + sha1, CheckRunURL: "https://github.com/o/r/runs/1"},
+			{ID: "T2", Title: "Add the `serve` command", Status: StatusPassed, Attempts: 2, Duration: 4*time.Minute + 2*time.Second,
+				Checkpoint: sha2, CheckRunURL: "https://github.com/o/r/runs/2"},
+			{ID: "T3", Title: "Skip me", Status: StatusSkipped, Attempts: 3, Duration: 500 * time.Millisecond},
+			{ID: "T4", Title: "Write docs", Status: StatusRunning, Attempts: 1, CheckRunURL: "https://github.com/o/r/runs/4"},
+			{ID: "T5", Title: "Release\nnotes", Status: StatusPending},
+		},
+		Usage: Usage{InputTokens: 1234567, OutputTokens: 89012, CostUSD: 4.2},
+	}},
+	{"summary_parked", "summary", Summary{
+		RunID: "r2", Source: "issue #12", SourceURL: "https://github.com/o/r/issues/12", Branch: "akira/issue-12",
+		State: RunParked, ParkedTask: "T2", EscalationURL: "https://github.com/o/r/pull/13#issuecomment-99",
+		Tasks: []Task{
+			{ID: "T1", Title: "First", Status: StatusPassed, Attempts: 1, Duration: time.Second, Checkpoint: sha1},
+			{ID: "T2", Title: "Second", Status: StatusEscalated, Attempts: 3, Duration: time.Hour + 2*time.Minute},
+		},
+		Usage: Usage{CostUSD: 0.004},
+	}},
+	{"summary_done", "summary", Summary{
+		RunID: "r3", Source: "ROADMAP.md", State: RunDone, PRURL: "https://github.com/o/r/pull/7",
+		Tasks: []Task{{ID: "T1", Title: "Only", Status: StatusPassed, Attempts: 1, Duration: 2 * time.Second, Checkpoint: "abc"}},
+	}},
+	{"summary_done_skipped", "summary", Summary{
+		RunID: "r3", State: RunDone,
+		Tasks: []Task{{ID: "T1", Title: "Only", Status: StatusSkipped, Attempts: 2}},
+		Usage: Usage{InputTokens: 10, OutputTokens: 5},
+	}},
+	{"summary_failed", "summary", Summary{RunID: "r4", State: RunFailed, Error: "clone failed: repository not found"}},
+	{"summary_aborted", "summary", Summary{RunID: "r5", State: RunAborted, AbortedBy: "octocat",
+		Tasks: []Task{{ID: "T1", Title: "x", Status: StatusAborted, Attempts: 1}}}},
+	{"summary_queued", "summary", Summary{RunID: "r6", State: RunQueued, Tasks: []Task{{ID: "T1", Title: "x", Status: StatusPending}}}},
+
+	{"escalation", "escalation", Escalation{
+		RunID: "r1", TaskID: "T3", TaskTitle: "Retry transport", Attempts: 3, MaxAttempts: 3,
+		Reason: "the same failure happened twice",
+		Failures: []Command{
+			{Command: "go test ./...", ExitCode: 1, Duration: 12 * time.Second},
+			{Command: "go vet ./...", TimedOut: true, ExitCode: -1},
+		},
+		Output:      numbered("line", 45) + "```go\npanic: boom\n```\n",
+		CheckRunURL: "https://github.com/o/r/runs/3", Buttons: true,
+	}},
+	{"escalation_error_no_buttons", "escalation", Escalation{
+		RunID: "r1", TaskID: "T9", TaskTitle: "Touch CI", Attempts: 1,
+		Error:       "the agent changed a protected path: .github/workflows/ci.yml",
+		CheckRunURL: "https://github.com/o/r/runs/9",
+	}},
+	{"escalation_minimal", "escalation", Escalation{RunID: "r1", TaskID: "T1", TaskTitle: "t", Attempts: 2, Buttons: true}},
+
+	{"refusal", "refusal", Refusal{User: "mallory", Command: "run ROADMAP.md", Permission: "read"}},
+	{"refusal_bare", "refusal", Refusal{User: "eve"}},
+	{"help", "help", Help{}},
+	{"didyoumean", "didyoumean", DidYouMean{Input: "aprove", Suggestion: "approve"}},
+	{"didyoumean_none", "didyoumean", DidYouMean{Input: "make coffee"}},
+	{"config_error", "config_error", ConfigError{
+		Path: ".github/akira.yml", Ref: "main", FileURL: "https://github.com/o/r/blob/main/.github/akira.yml",
+		Problems: []string{`.github/akira.yml: line 3: unknown key "agnet"`, `max_attempts: 40 is out of range (1 to 10)`},
+		Keys:     []string{"roadmap", "specs", "agent"}, Action: "start the run",
+	}},
+	{"config_error_bare", "config_error", ConfigError{Path: ".github/akira.yml", Problems: []string{"line 1: mapping values are not allowed in this context"}}},
+	{"status_none", "status", Status{}},
+	{"status_running", "status", Status{RunID: "r1", State: RunRunning, Branch: "akira/roadmap", Done: 2, Total: 5,
+		CurrentID: "T3", CurrentTitle: "Third", Attempt: 2, MaxAttempts: 3,
+		SummaryURL: "https://github.com/o/r/pull/4#issuecomment-1", PRURL: "https://github.com/o/r/pull/4"}},
+	{"status_parked", "status", Status{RunID: "r1", State: RunParked, Done: 1, Total: 1, CurrentID: "T1", CurrentTitle: "One",
+		PRURL: "https://github.com/o/r/pull/4"}},
+	{"status_done", "status", Status{RunID: "r1", State: RunDone, Done: 3, Total: 3}},
+
+	{"checkrun_summary_success", "checkrun_summary", CheckRun{
+		RunID: "r1", TaskID: "T1", TaskTitle: "Parse config", Status: StatusPassed, Attempt: 2, MaxAttempts: 3,
+		Verify: []Command{
+			{Command: "go build ./...", Duration: 3 * time.Second},
+			{Command: "go test | tee out", Duration: 61 * time.Second},
+		},
+		Agent: "claude", Usage: Usage{InputTokens: 5000, OutputTokens: 1000, CostUSD: 0.1234}, Duration: 95 * time.Second,
+		Checkpoint: sha1, CheckpointURL: "https://github.com/o/r/commit/" + sha1,
+	}},
+	{"checkrun_summary_failure", "checkrun_summary", CheckRun{
+		TaskID: "T2", TaskTitle: "Serve", Status: StatusEscalated, Attempt: 3, MaxAttempts: 3,
+		Reason: "Escalated: the same failure happened twice.",
+		Verify: []Command{{Command: "make test", ExitCode: 2, Duration: time.Second}, {Command: "make lint", TimedOut: true}},
+	}},
+	{"checkrun_summary_running", "checkrun_summary", CheckRun{TaskID: "T3", TaskTitle: "Docs", Status: StatusRunning, Attempt: 1, MaxAttempts: 3}},
+	{"checkrun_text", "checkrun_text", CheckRun{
+		TaskID: "T2", Attempts: []Attempt{
+			{Number: 1, Duration: 30 * time.Second, Verify: []Command{{Command: "make test", ExitCode: 2}}, Output: "FAIL x_test.go:3: nope\n"},
+			{Number: 2, Guidance: "use a temp dir", Error: "agent: exit status 1", Output: numbered("out", 205) + "````\n"},
+			{Number: 3, Verify: []Command{{Command: "make test"}}},
+		},
+	}},
+	{"checkrun_text_empty", "checkrun_text", CheckRun{TaskID: "T2"}},
+
+	{"pr_body_issue", "pr_body", PRBody{RunID: "r1", Source: "issue #12", SourceURL: "https://github.com/o/r/issues/12", Issue: 12,
+		Tasks: []PRTask{{ID: "T1", Title: "One", Done: true}, {ID: "T2", Title: "Two"}}}},
+	{"pr_body_roadmap", "pr_body", PRBody{RunID: "r2", Source: "ROADMAP.md", Tasks: []PRTask{{ID: "1.1", Title: "Only"}}}},
+	{"pr_body_empty", "pr_body", PRBody{RunID: "r3", Source: "ROADMAP.md"}},
+}
+
+func TestGolden(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tc := range cases {
+		t.Run(tc.golden, func(t *testing.T) {
+			seen[tc.template] = true
+			got, err := Render(tc.template, tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join("testdata", tc.golden+".golden")
+			if *update {
+				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("%v (run go test ./templates -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs from the golden file (run with -update after checking the diff)\n--- got\n%s\n--- want\n%s", tc.template, got, want)
+			}
+		})
+	}
+	for _, name := range Names() {
+		if !seen[name] {
+			t.Errorf("template %q has no golden case", name)
+		}
+	}
+}
+
+func TestEveryFileDefinesOneTemplateNamedAfterIt(t *testing.T) {
+	entries, err := fs.Glob(files, "*"+suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range entries {
+		want = append(want, fileBase(f))
+		src, _ := fs.ReadFile(files, f)
+		if err := checkOneDefine(f, fileBase(f), string(src)); err != nil {
+			t.Error(err)
+		}
+	}
+	sort.Strings(want)
+	if got := Names(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Names() = %v, want %v", got, want)
+	}
+	for _, name := range []string{"summary", "escalation", "refusal", "help", "didyoumean", "config_error", "status", "checkrun_summary", "checkrun_text", "pr_body"} {
+		if !strings.Contains(","+strings.Join(want, ",")+",", ","+name+",") {
+			t.Errorf("missing template %q", name)
+		}
+	}
+}
+
+func TestParseAllRejectsBadFiles(t *testing.T) {
+	tests := []struct {
+		name, file, src, wantErr string
+	}{
+		{"two defines", "a.md.tmpl", `{{define "a"}}x{{end}}{{define "b"}}y{{end}}`, "exactly one"},
+		{"wrong name", "a.md.tmpl", `{{define "b"}}x{{end}}`, "exactly one"},
+		{"text outside", "a.md.tmpl", "hello {{define \"a\"}}x{{end}}", "outside"},
+		{"syntax", "a.md.tmpl", `{{define "a"}}{{if}}{{end}}`, "missing value"},
+		{"unknown func", "a.md.tmpl", `{{define "a"}}{{nope .}}{{end}}`, "not defined"},
+		{"none", "a.txt", "", "no .md.tmpl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseAll(fstest.MapFS{tt.file: {Data: []byte(tt.src)}})
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("parseAll: err = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+	if _, err := parseAll(fstest.MapFS{"a.md.tmpl": {Data: []byte("{{/* c */}}\n{{define \"a\"}}x{{end}}\n")}}); err != nil {
+		t.Fatalf("a comment outside the define must be accepted: %v", err)
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	if _, err := Render("nope", nil); err == nil {
+		t.Error("unknown template: want an error")
+	}
+	if _, err := Render("summary.md.tmpl", Summary{}); err == nil {
+		t.Error("file name instead of template name: want an error")
+	}
+	if _, err := Render("summary", struct{}{}); err == nil {
+		t.Error("wrong data type: want an error")
+	}
+}
+
+func TestFence(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", "```"},
+		{"no ticks", "```"},
+		{"a ``` b", "````"},
+		{"`````", "``````"},
+		{"` `` `", "```"},
+	}
+	for _, tt := range tests {
+		if got := Fence(tt.in); got != tt.want {
+			t.Errorf("Fence(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestTail(t *testing.T) {
+	tests := []struct {
+		in      string
+		n       int
+		want    string
+		omitted int
+	}{
+		{"", 3, "", 0},
+		{"a\nb\n", 3, "a\nb", 0},
+		{"a\nb\nc\nd\n", 2, "c\nd", 2},
+		{"a\nb\nc", 3, "a\nb\nc", 0},
+		{"a\nb", 0, "", 2},
+	}
+	for _, tt := range tests {
+		got, omitted := Tail(tt.in, tt.n)
+		if got != tt.want || omitted != tt.omitted {
+			t.Errorf("Tail(%q, %d) = %q, %d; want %q, %d", tt.in, tt.n, got, omitted, tt.want, tt.omitted)
+		}
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{inlineCode("a`b"), "`` a`b ``"},
+		{inlineCode("plain"), "`plain`"},
+		{inlineCode(""), ""},
+		{cell("a | b\nc"), `a \| b c`},
+		{formatInt(1234567), "1,234,567"},
+		{formatInt(-1000), "-1,000"},
+		{formatInt(12), "12"},
+		{formatUSD(0.004), "<$0.01"},
+		{formatUSD(1.234), "$1.23"},
+		{formatDuration(0), "—"},
+		{formatDuration(90*time.Second + 400*time.Millisecond), "1m30s"},
+		{statusLabel("weird"), "weird"},
+		{shortSHA(sha1), "3f2a9c1"},
+		{plural(1, "task"), "1 task"},
+		{plural(0, "task"), "0 tasks"},
+	}
+	for i, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("case %d: got %q, want %q", i, tt.got, tt.want)
+		}
+	}
+}
+
+// TestEscalationOutputCannotEscapeFence checks that backticks in command output never close the block.
+func TestEscalationOutputCannotEscapeFence(t *testing.T) {
+	out, err := Render("escalation", Escalation{TaskID: "T1", Output: "before\n``````\n# Heading injected\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "```````text\n") {
+		t.Fatalf("want a seven-backtick fence:\n%s", out)
+	}
+}
