@@ -1,0 +1,755 @@
+package roadmap
+
+import (
+	"bytes"
+	"strings"
+)
+
+// The markdown reader is line based rather than a full CommonMark parser: roadmaps are lists under
+// headings, and a line model keeps every byte position exact, which Tick needs. The CommonMark rules
+// that matter for finding tasks are kept: fenced code, HTML comments, front matter, ATX and setext
+// headings, list markers and nesting by indentation.
+
+var bom = []byte("\xef\xbb\xbf")
+
+// mdLine is one line of the source.
+type mdLine struct {
+	start  int    // byte offset of the line's first byte (after a BOM on line 1)
+	text   string // without the line end ("\n" or "\r\n")
+	num    int    // 1-based
+	indent int    // columns of leading whitespace, tabs to the next multiple of 4
+	blank  bool
+	skip   bool // inside front matter, a fenced code block or an HTML comment: never a task
+	region int  // for skipped lines: index of the line that opened the region; -1 otherwise
+}
+
+func splitLines(data []byte) []mdLine {
+	var lines []mdLine
+	start := 0
+	if bytes.HasPrefix(data, bom) {
+		start = len(bom)
+	}
+	for num := 1; ; num++ {
+		end, next := len(data), -1
+		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+			end, next = start+i, start+i+1
+		}
+		text := strings.TrimSuffix(string(data[start:end]), "\r")
+		ws := leadingWS(text)
+		lines = append(lines, mdLine{
+			start:  start,
+			text:   text,
+			num:    num,
+			indent: columns(text[:ws]),
+			blank:  ws == len(text),
+			region: -1,
+		})
+		if next < 0 {
+			return lines
+		}
+		start = next
+	}
+}
+
+func leadingWS(s string) int {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+func columns(ws string) int {
+	col := 0
+	for i := 0; i < len(ws); i++ {
+		if ws[i] == '\t' {
+			col += 4 - col%4
+		} else {
+			col++
+		}
+	}
+	return col
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' }
+
+// markSkips marks front matter, fenced code blocks and HTML comments. Fences are recognised at any
+// indentation (so code inside list items is covered); an unclosed fence or comment runs to the end.
+func markSkips(lines []mdLine) {
+	i := 0
+	if len(lines) > 1 && strings.TrimRight(lines[0].text, " \t") == "---" {
+		for j := 1; j < len(lines); j++ {
+			if t := strings.TrimRight(lines[j].text, " \t"); t == "---" || t == "..." {
+				for k := 0; k <= j; k++ {
+					lines[k].skip, lines[k].region = true, 0
+				}
+				i = j + 1
+				break
+			}
+		}
+	}
+	const (
+		none = iota
+		fence
+		comment
+	)
+	state, region := none, -1
+	var fenceChar byte
+	fenceLen := 0
+	for ; i < len(lines); i++ {
+		ln := &lines[i]
+		switch state {
+		case fence:
+			ln.skip, ln.region = true, region
+			if fenceCloses(ln.text, fenceChar, fenceLen) {
+				state = none
+			}
+		case comment:
+			ln.skip, ln.region = true, region
+			if !commentOpenAtEnd(ln.text, true) {
+				state = none
+			}
+		default:
+			if c, n, ok := fenceOpens(ln.text); ok {
+				state, region, fenceChar, fenceLen = fence, i, c, n
+				ln.skip, ln.region = true, i
+				continue
+			}
+			if strings.HasPrefix(ln.text[leadingWS(ln.text):], "<!--") {
+				ln.skip, ln.region = true, i
+			}
+			if commentOpenAtEnd(blankCodeSpans(ln.text), false) {
+				state, region = comment, i
+			}
+		}
+	}
+}
+
+func fenceOpens(text string) (byte, int, bool) {
+	t := text[leadingWS(text):]
+	if len(t) < 3 || (t[0] != '`' && t[0] != '~') {
+		return 0, 0, false
+	}
+	c := t[0]
+	n := 0
+	for n < len(t) && t[n] == c {
+		n++
+	}
+	if n < 3 || (c == '`' && strings.IndexByte(t[n:], '`') >= 0) {
+		return 0, 0, false
+	}
+	return c, n, true
+}
+
+func fenceCloses(text string, c byte, n int) bool {
+	t := text[leadingWS(text):]
+	m := 0
+	for m < len(t) && t[m] == c {
+		m++
+	}
+	return m >= n && strings.Trim(t[m:], " \t") == ""
+}
+
+// commentOpenAtEnd reports whether an HTML comment is still open at the end of s.
+func commentOpenAtEnd(s string, open bool) bool {
+	for {
+		if open {
+			j := strings.Index(s, "-->")
+			if j < 0 {
+				return true
+			}
+			s, open = s[j+3:], false
+			continue
+		}
+		j := strings.Index(s, "<!--")
+		if j < 0 {
+			return false
+		}
+		s, open = s[j+4:], true
+	}
+}
+
+// blankCodeSpans hides the content of inline code spans, so a title that mentions `<!--` does not
+// open a comment.
+func blankCodeSpans(s string) string {
+	if strings.IndexByte(s, '`') < 0 {
+		return s
+	}
+	b := []byte(s)
+	for i := 0; i < len(b); {
+		if b[i] != '`' {
+			i++
+			continue
+		}
+		n := 0
+		for i+n < len(b) && b[i+n] == '`' {
+			n++
+		}
+		closeAt := -1
+		for j := i + n; j < len(b); {
+			if b[j] != '`' {
+				j++
+				continue
+			}
+			m := 0
+			for j+m < len(b) && b[j+m] == '`' {
+				m++
+			}
+			if m == n {
+				closeAt = j
+				break
+			}
+			j += m
+		}
+		if closeAt < 0 {
+			i += n
+			continue
+		}
+		for k := i + n; k < closeAt; k++ {
+			b[k] = ' '
+		}
+		i = closeAt + n
+	}
+	return string(b)
+}
+
+// atxHeading parses "## text ##".
+func atxHeading(ln mdLine) (int, string, bool) {
+	if ln.indent > 3 {
+		return 0, "", false
+	}
+	t := ln.text[leadingWS(ln.text):]
+	level := 0
+	for level < len(t) && t[level] == '#' {
+		level++
+	}
+	if level == 0 || level > 6 || (level < len(t) && !isSpace(t[level])) {
+		return 0, "", false
+	}
+	text := strings.Trim(t[level:], " \t")
+	if trimmed := strings.TrimRight(text, "#"); trimmed == "" || isSpace(trimmed[len(trimmed)-1]) {
+		text = strings.TrimRight(trimmed, " \t")
+	}
+	return level, text, true
+}
+
+// setextLevel reports whether a line underlines the paragraph above it: "===" (1) or "---" (2).
+func setextLevel(ln mdLine) int {
+	if ln.indent > 3 {
+		return 0
+	}
+	t := strings.Trim(ln.text, " \t")
+	switch {
+	case t == "":
+		return 0
+	case strings.Trim(t, "=") == "":
+		return 1
+	case strings.Trim(t, "-") == "":
+		return 2
+	}
+	return 0
+}
+
+// listMarker returns the offset of an item's content when s (from byte p) starts with a list
+// marker: "-", "*", "+", "1." or "1)" followed by whitespace or the end of the line.
+func listMarker(s string, p int) (int, bool) {
+	if p >= len(s) {
+		return 0, false
+	}
+	q := p
+	switch c := s[p]; {
+	case c == '-' || c == '*' || c == '+':
+		q++
+	case c >= '0' && c <= '9':
+		for q < len(s) && q-p < 9 && s[q] >= '0' && s[q] <= '9' {
+			q++
+		}
+		if q >= len(s) || (s[q] != '.' && s[q] != ')') {
+			return 0, false
+		}
+		q++
+	default:
+		return 0, false
+	}
+	if q < len(s) && !isSpace(s[q]) {
+		return 0, false
+	}
+	for q < len(s) && isSpace(s[q]) {
+		q++
+	}
+	return q, true
+}
+
+const (
+	emojiDone = "✅"
+	emojiTodo = "⬜"
+	ballotBox = "☐"
+	variation = "\ufe0f"
+)
+
+// emojiBox recognises ✅ (done), ⬜ and ☐ (pending), with an optional variation selector.
+func emojiBox(s string) (done bool, n int) {
+	switch {
+	case strings.HasPrefix(s, emojiDone):
+		done, n = true, len(emojiDone)
+	case strings.HasPrefix(s, emojiTodo):
+		n = len(emojiTodo)
+	case strings.HasPrefix(s, ballotBox):
+		n = len(ballotBox)
+	default:
+		return false, 0
+	}
+	if strings.HasPrefix(s[n:], variation) {
+		n += len(variation)
+	}
+	return done, n
+}
+
+// parseBox finds a checkbox: a list item whose content starts with [ ], [x], [X], ✅, ⬜ or ☐, or a
+// line that starts with one of the emoji. off is the byte offset of the box within the line.
+func parseBox(text string) (off int, emoji, done bool, rest string, ok bool) {
+	p := leadingWS(text)
+	if q, isItem := listMarker(text, p); isItem {
+		if q+3 <= len(text) && text[q] == '[' && text[q+2] == ']' && (q+3 == len(text) || isSpace(text[q+3])) {
+			switch text[q+1] {
+			case ' ', '\t':
+				return q, false, false, text[q+3:], true
+			case 'x', 'X':
+				return q, false, true, text[q+3:], true
+			}
+		}
+		p = q
+	}
+	if d, n := emojiBox(text[p:]); n > 0 {
+		return p, true, d, text[p+n:], true
+	}
+	return 0, false, false, "", false
+}
+
+// scanMarkdown finds the tasks of a markdown roadmap. It never fails: problems are reported by
+// validate.
+func scanMarkdown(data []byte) *doc {
+	lines := splitLines(data)
+	markSkips(lines)
+	d := &doc{}
+	var phaseKeys []int
+	titleSet := false
+	h1, h2 := -1, -1 // index of the current level-1 and level-2 heading lines
+	var h1Text, h2Text string
+	heading := func(level int, text string, i int) {
+		switch level {
+		case 1:
+			if !titleSet {
+				d.title, titleSet = text, true
+			}
+			// A new level-1 heading starts a new part: the level-2 phase above it no longer applies.
+			h1, h1Text, h2, h2Text = i, text, -1, ""
+		case 2:
+			h2, h2Text = i, text
+		}
+	}
+	var para []string // the paragraph above, for setext headings
+	for i := 0; i < len(lines); i++ {
+		ln := lines[i]
+		if ln.skip || ln.blank {
+			para = para[:0]
+			continue
+		}
+		if level, text, ok := atxHeading(ln); ok {
+			heading(level, text, i)
+			para = para[:0]
+			continue
+		}
+		if len(para) > 0 {
+			if level := setextLevel(ln); level > 0 {
+				heading(level, strings.Join(para, " "), i)
+				para = para[:0]
+				continue
+			}
+		}
+		if off, emoji, done, rest, ok := parseBox(ln.text); ok {
+			it := &item{task: newTask(), box: box{off: ln.start + off, emoji: emoji}}
+			it.task.Line, it.task.Done = ln.num, done
+			key := -1
+			switch {
+			case h2 >= 0:
+				it.task.Phase, key = h2Text, h2
+			case h1 >= 0:
+				it.task.Phase, key = h1Text, h1
+			}
+			parseTitle(it, rest, ln.num)
+			i = parseBody(it, lines, i)
+			d.items = append(d.items, it)
+			phaseKeys = append(phaseKeys, key)
+			para = para[:0]
+			continue
+		}
+		if _, ok := listMarker(ln.text, leadingWS(ln.text)); ok {
+			para = para[:0]
+			continue
+		}
+		if ln.indent <= 3 || len(para) > 0 {
+			para = append(para, strings.Trim(ln.text, " \t"))
+		}
+	}
+	autoIDs(d.items, phaseKeys)
+	return d
+}
+
+// parseBody reads the lines nested under the task on line i (indented deeper than its marker) and
+// returns the index of the last one.
+func parseBody(it *item, lines []mdLine, i int) int {
+	last := i
+	for j := i + 1; j < len(lines); j++ {
+		l := lines[j]
+		if l.skip && l.region != j {
+			// Inside a code block or comment that opened in this body (or on the task line itself).
+			last = j
+			continue
+		}
+		if l.blank {
+			continue
+		}
+		if l.indent <= lines[i].indent {
+			break
+		}
+		last = j
+	}
+	var notes []string
+	pendingKey, pendingIndent := "", 0
+	for j := i + 1; j <= last; j++ {
+		l := lines[j]
+		if l.skip || l.blank {
+			notes = append(notes, l.text)
+			if !l.blank {
+				pendingKey = ""
+			}
+			continue
+		}
+		if off, emoji, done, rest, ok := parseBox(l.text); ok {
+			it.task.Subtasks = append(it.task.Subtasks, Subtask{Title: cleanSpaces(rest), Done: done})
+			it.subBoxes = append(it.subBoxes, box{off: l.start + off, emoji: emoji})
+			pendingKey = ""
+			continue
+		}
+		if q, ok := listMarker(l.text, leadingWS(l.text)); ok {
+			content := l.text[q:]
+			if key, val, ok := parseKey(content); ok {
+				if strings.Trim(val, " \t") == "" {
+					pendingKey, pendingIndent = key, l.indent
+				} else {
+					pendingKey = ""
+					it.addKey(key, val, l.num)
+				}
+				continue
+			}
+			if pendingKey != "" && l.indent > pendingIndent {
+				it.addKey(pendingKey, content, l.num)
+				continue
+			}
+		}
+		pendingKey = ""
+		notes = append(notes, l.text)
+	}
+	it.task.Notes = dedent(notes)
+	return last
+}
+
+func (it *item) addKey(key, val string, line int) {
+	val = strings.Trim(val, " \t")
+	switch key {
+	case "depends":
+		for _, id := range splitIDs(val) {
+			it.addDep(id, line)
+		}
+	case "verify":
+		if v := stripBackticks(val); v != "" {
+			it.task.Verify = append(it.task.Verify, v)
+		}
+	case "accept":
+		if val != "" {
+			it.task.Accept = append(it.task.Accept, val)
+		}
+	}
+}
+
+// parseKey recognises the sub-items "depends: …", "depends on: …", "after: …", "verify: …" and
+// "accept: …" (case-insensitive, the key optionally in bold).
+func parseKey(s string) (key, val string, ok bool) {
+	bold := strings.HasPrefix(s, "**")
+	if bold {
+		s = s[2:]
+	}
+	for _, k := range []struct{ word, key string }{
+		{"depends on", "depends"}, {"depends", "depends"}, {"after", "depends"},
+		{"verify", "verify"}, {"accept", "accept"},
+	} {
+		if !hasFoldPrefix(s, k.word) {
+			continue
+		}
+		r := s[len(k.word):]
+		if bold {
+			r = strings.TrimPrefix(r, "**")
+		}
+		r = strings.TrimLeft(r, " \t")
+		if !strings.HasPrefix(r, ":") {
+			continue
+		}
+		r = r[1:]
+		if bold {
+			r = strings.TrimPrefix(r, "**")
+		}
+		return k.key, r, true
+	}
+	return "", "", false
+}
+
+func hasFoldPrefix(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// stripBackticks turns "`go test ./...`" into "go test ./...".
+func stripBackticks(s string) string {
+	n := 0
+	for n < len(s) && s[n] == '`' {
+		n++
+	}
+	if n == 0 || len(s) < 2*n+1 || strings.Repeat("`", n) != s[len(s)-n:] || s[len(s)-n-1] == '`' {
+		return s
+	}
+	return strings.Trim(s[n:len(s)-n], " ")
+}
+
+// dedent joins note lines, removing the indentation they share and leading and trailing blank
+// lines; everything else is kept verbatim.
+func dedent(lines []string) string {
+	for len(lines) > 0 && strings.Trim(lines[0], " \t") == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && strings.Trim(lines[len(lines)-1], " \t") == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	prefix := ""
+	first := true
+	for _, l := range lines {
+		if strings.Trim(l, " \t") == "" {
+			continue
+		}
+		ws := l[:leadingWS(l)]
+		if first {
+			prefix, first = ws, false
+			continue
+		}
+		n := 0
+		for n < len(prefix) && n < len(ws) && prefix[n] == ws[n] {
+			n++
+		}
+		prefix = prefix[:n]
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = strings.TrimPrefix(l, prefix)
+		if strings.Trim(out[i], " \t") == "" {
+			out[i] = ""
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func cleanSpaces(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// parseTitle splits the text after a checkbox into id, markers, inline dependencies and title.
+func parseTitle(it *item, rest string, line int) {
+	s := strings.TrimLeft(rest, " \t")
+	if id, after, ok := parseID(s); ok {
+		it.task.ID, s = id, after
+	}
+	for {
+		s = strings.TrimLeft(s, " \t")
+		if strings.HasPrefix(s, "[P]") {
+			it.task.Parallel, s = true, s[3:]
+			continue
+		}
+		if strings.HasPrefix(s, "[") {
+			if j := strings.IndexByte(s, ']'); j > 1 && isAlnumID(s[1:j]) {
+				it.task.Labels = append(it.task.Labels, s[1:j])
+				s = s[j+1:]
+				continue
+			}
+		}
+		break
+	}
+	s, deps := cutInlineDeps(s)
+	for _, d := range deps {
+		it.addDep(d, line)
+	}
+	it.task.Title = cleanSpaces(s)
+}
+
+// parseID reads an explicit id: a dotted number (1, 1.2, 2.3.1), digits joined by dashes (01-02,
+// as GSD plans are numbered) or letters followed by digits with an optional dash (T001, T-7,
+// task-001, AUTH-12); optionally in **bold** or [brackets]; followed by ":", ".", " -" or a space.
+func parseID(s string) (id, rest string, ok bool) {
+	switch {
+	case strings.HasPrefix(s, "**"):
+		inner := s[2:]
+		j := strings.Index(inner, "**")
+		if j <= 0 {
+			return "", s, false
+		}
+		tok, after := inner[:j], inner[j+2:]
+		if isID(tok) {
+			if r, ok := afterID(after); ok {
+				return tok, r, true
+			}
+			return "", s, false
+		}
+		// "**T001:** title"
+		if core := tok[:len(tok)-1]; (tok[len(tok)-1] == ':' || tok[len(tok)-1] == '.') && isID(core) &&
+			(after == "" || isSpace(after[0])) {
+			return core, trimSep(after), true
+		}
+	case strings.HasPrefix(s, "["):
+		if j := strings.IndexByte(s, ']'); j > 1 && isID(s[1:j]) {
+			if r, ok := afterID(s[j+1:]); ok {
+				return s[1:j], r, true
+			}
+		}
+	default:
+		if n := idPrefixLen(s); n > 0 {
+			if r, ok := afterID(s[n:]); ok {
+				return s[:n], r, true
+			}
+		}
+	}
+	return "", s, false
+}
+
+// afterID checks what follows an id and returns the title after the separator.
+func afterID(r string) (string, bool) {
+	if r == "" {
+		return "", false
+	}
+	switch r[0] {
+	case ':', '.':
+		if len(r) > 1 && !isSpace(r[1]) {
+			return "", false
+		}
+		return trimSep(r[1:]), true
+	case ' ', '\t':
+		return trimSep(r), true
+	}
+	return "", false
+}
+
+// trimSep drops the whitespace and dash between an id and its title.
+func trimSep(r string) string {
+	r = strings.TrimLeft(r, " \t")
+	for _, dash := range []string{"-", "–", "—"} {
+		if strings.HasPrefix(r, dash) && (len(r) == len(dash) || isSpace(r[len(dash)])) {
+			return strings.TrimLeft(r[len(dash):], " \t")
+		}
+	}
+	return r
+}
+
+func isID(s string) bool           { return s != "" && idPrefixLen(s) == len(s) }
+func isAlnumID(s string) bool      { return s != "" && isLetter(s[0]) && idPrefixLen(s) == len(s) }
+func isDigit(c byte) bool          { return c >= '0' && c <= '9' }
+func isLetter(c byte) bool         { return (c|0x20) >= 'a' && (c|0x20) <= 'z' }
+func digitAt(s string, i int) bool { return i < len(s) && isDigit(s[i]) }
+
+// idPrefixLen returns the length of the longest id at the start of s, or 0.
+func idPrefixLen(s string) int {
+	n := 0
+	switch {
+	case s == "":
+		return 0
+	case isDigit(s[0]):
+		for n < len(s) && isDigit(s[n]) {
+			n++
+		}
+		sep := byte('.')
+		if n < len(s) && s[n] == '-' {
+			sep = '-'
+		}
+		for n < len(s) && s[n] == sep && digitAt(s, n+1) {
+			n++
+			for n < len(s) && isDigit(s[n]) {
+				n++
+			}
+		}
+		return n
+	case isLetter(s[0]):
+		for n < len(s) && isLetter(s[n]) {
+			n++
+		}
+		if n < len(s) && s[n] == '-' {
+			n++
+		}
+		d := n
+		for n < len(s) && isDigit(s[n]) {
+			n++
+		}
+		if n == d {
+			return 0
+		}
+		return n
+	}
+	return 0
+}
+
+// cutInlineDeps removes "(depends: a, b)", "(depends on a)", "(depends on: a)" and "(after: a)"
+// from a title and returns the ids.
+func cutInlineDeps(s string) (string, []string) {
+	var deps []string
+	for i := 0; i < len(s); i++ {
+		if s[i] != '(' {
+			continue
+		}
+		t := strings.TrimLeft(s[i+1:], " \t")
+		n, ok := depKeyword(t)
+		if !ok {
+			continue
+		}
+		j := strings.IndexByte(t[n:], ')')
+		if j < 0 {
+			continue
+		}
+		deps = append(deps, splitIDs(t[n:n+j])...)
+		end := len(s) - len(t) + n + j + 1
+		s = s[:i] + " " + s[end:]
+	}
+	return s, deps
+}
+
+// depKeyword matches "depends:", "depends on", "depends on:" and "after:" and returns the length.
+func depKeyword(t string) (int, bool) {
+	switch {
+	case hasFoldPrefix(t, "depends"):
+		q := 7 + leadingWS(t[7:])
+		if q > 7 && hasFoldPrefix(t[q:], "on") {
+			r := q + 2
+			r2 := r + leadingWS(t[r:])
+			if r2 < len(t) && t[r2] == ':' {
+				return r2 + 1, true
+			}
+			if r2 > r {
+				return r2, true
+			}
+			return 0, false
+		}
+		if q < len(t) && t[q] == ':' {
+			return q + 1, true
+		}
+	case hasFoldPrefix(t, "after"):
+		q := 5 + leadingWS(t[5:])
+		if q < len(t) && t[q] == ':' {
+			return q + 1, true
+		}
+	}
+	return 0, false
+}
