@@ -1,0 +1,492 @@
+// Package workspace is the ephemeral clone a run works in: it clones the repository into a fresh
+// directory, checks out the run's branch, makes checkpoint commits and pushes them back.
+//
+// Every git command runs through runner/proc with an isolated configuration (no system or global
+// git config, no terminal prompts, a fixed identity from the environment), so a run behaves the same
+// on a laptop and in a worker. Credentials reach git only through GIT_CONFIG_COUNT/KEY/VALUE
+// (http.extraheader) in the environment of the git commands that talk to the remote: never in a URL,
+// .git/config, argv or the output the package returns.
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/akira-bot/akira/runner/proc"
+)
+
+// DefaultAuthor is the identity of checkpoint commits when Options.Author is empty.
+var DefaultAuthor = Identity{Name: "Akira", Email: "akira@users.noreply.github.com"}
+
+// DefaultGitTimeout bounds one git command when Options.Timeout is zero.
+const DefaultGitTimeout = 10 * time.Minute
+
+// ErrPushRejected marks a push the remote refused because the branch moved under the run.
+var ErrPushRejected = errors.New("push rejected: the remote branch moved")
+
+// Identity is a commit author and committer.
+type Identity struct {
+	Name  string
+	Email string
+}
+
+// String formats the identity the way git does: "Name <email>".
+func (i Identity) String() string { return fmt.Sprintf("%s <%s>", i.Name, i.Email) }
+
+// ParseIdentity reads "Name <email>".
+func ParseIdentity(s string) (Identity, error) {
+	m := identityRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return Identity{}, fmt.Errorf("workspace: identity %q: want \"Name <email>\"", s)
+	}
+	return Identity{Name: strings.TrimSpace(m[1]), Email: m[2]}, nil
+}
+
+var identityRE = regexp.MustCompile(`^([^<>]+)<([^<>\s]+)>$`)
+
+// Options configures Clone.
+type Options struct {
+	// Remote is a clone URL or a local repository path.
+	Remote string
+	// Base is the branch a new run branch starts from; empty means the remote's default branch (its HEAD).
+	Base string
+	// WorkDir is where the temporary workspace directory is created; empty means os.TempDir().
+	WorkDir string
+	// Auth, when set, is called before each command that talks to the remote (clone, fetch, push) and
+	// returns the value of an http.extraheader, e.g. "Authorization: Basic ...". It is called every
+	// time so that short-lived tokens can be minted fresh.
+	Auth func(ctx context.Context) (string, error)
+	// Author is the author and committer of the commits; empty means DefaultAuthor.
+	Author Identity
+	// PassEnv names variables passed to git besides proc.DefaultAllowEnv (e.g. SSH_AUTH_SOCK).
+	PassEnv []string
+	// Timeout bounds one git command; zero means DefaultGitTimeout.
+	Timeout time.Duration
+}
+
+// Workspace is one ephemeral clone. It is not safe for concurrent use.
+type Workspace struct {
+	// Dir is the root of the working tree.
+	Dir string
+	// Base is the branch new run branches start from.
+	Base string
+	// Branch is the checked-out run branch (set by Checkout).
+	Branch string
+	// Created reports that Checkout created Branch (it did not exist on the remote).
+	Created bool
+
+	opts       Options
+	root       string // the temporary directory holding Dir, removed by Close
+	checkpoint string
+	parked     map[string]string // sanitized task id -> sha of refs/akira/parked/<branch>/<id>
+}
+
+// Clone makes a fresh temporary directory and clones the remote into it, without checking out a
+// branch yet (see Checkout). The caller must Close the workspace, also on error paths.
+func Clone(ctx context.Context, opts Options) (*Workspace, error) {
+	if opts.Remote == "" {
+		return nil, errors.New("workspace: no repository given")
+	}
+	if opts.Author.Name == "" || opts.Author.Email == "" {
+		opts.Author = DefaultAuthor
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultGitTimeout
+	}
+	root, err := os.MkdirTemp(opts.WorkDir, "akira-ws-")
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	w := &Workspace{Dir: filepath.Join(root, "repo"), opts: opts, root: root}
+	if _, err := w.remote(ctx, root, "clone", "--quiet", "--no-checkout", "--", opts.Remote, w.Dir); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("workspace: clone: %w", err)
+	}
+	w.Base = opts.Base
+	if w.Base == "" {
+		ref, err := w.Git(ctx, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
+		if err != nil || !strings.HasPrefix(ref, "refs/remotes/origin/") {
+			_ = w.Close()
+			return nil, errors.New("workspace: the repository has no default branch (is it empty?); give a base branch")
+		}
+		w.Base = strings.TrimPrefix(ref, "refs/remotes/origin/")
+	}
+	if _, err := w.Git(ctx, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/"+w.Base+"^{commit}"); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("workspace: base branch %q does not exist in the repository", w.Base)
+	}
+	return w, nil
+}
+
+// Close removes the workspace directory. It is safe to call more than once.
+func (w *Workspace) Close() error {
+	if w == nil || w.root == "" {
+		return nil
+	}
+	err := os.RemoveAll(w.root)
+	if err != nil {
+		// A read-only directory left by a tool (Go's module cache does this) must not keep the clone
+		// around: make everything writable and try again.
+		_ = filepath.WalkDir(w.root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+		err = os.RemoveAll(w.root)
+	}
+	if err != nil {
+		return fmt.Errorf("workspace: remove: %w", err)
+	}
+	w.root = ""
+	return nil
+}
+
+// ReadBase returns a file as it is on the base branch, and false when it does not exist there.
+func (w *Workspace) ReadBase(ctx context.Context, path string) ([]byte, bool, error) {
+	return w.readAt(ctx, "refs/remotes/origin/"+w.Base, path)
+}
+
+func (w *Workspace) readAt(ctx context.Context, rev, path string) ([]byte, bool, error) {
+	spec := rev + ":" + filepath.ToSlash(path)
+	if _, err := w.Git(ctx, "cat-file", "-e", spec); err != nil {
+		return nil, false, nil
+	}
+	// cat-file -p prints nothing on stderr when the object exists, so the combined output is the blob.
+	res, err := w.run(ctx, w.Dir, false, "cat-file", "blob", spec)
+	if err != nil {
+		return nil, false, err
+	}
+	return res, true, nil
+}
+
+// Checkout checks out branch: the remote's branch when it exists (continuing it), otherwise a new
+// branch from the head of the base branch. It also fetches the task work parked on this branch by
+// earlier runs (see PushParked).
+func (w *Workspace) Checkout(ctx context.Context, branch string) error {
+	if err := checkRefName(branch); err != nil {
+		return err
+	}
+	w.Branch = branch
+	start := "refs/remotes/origin/" + branch
+	if _, err := w.Git(ctx, "rev-parse", "--verify", "--quiet", start+"^{commit}"); err != nil {
+		start = "refs/remotes/origin/" + w.Base
+		w.Created = true
+	}
+	if _, err := w.Git(ctx, "checkout", "--quiet", "--no-track", "-B", branch, start); err != nil {
+		return fmt.Errorf("workspace: checkout %s: %w", branch, err)
+	}
+	head, err := w.Git(ctx, "rev-parse", "HEAD")
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	w.checkpoint = head
+	prefix := w.parkedPrefix()
+	if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "origin", "+"+prefix+"*:"+prefix+"*"); err != nil {
+		return fmt.Errorf("workspace: fetch parked work: %w", err)
+	}
+	out, err := w.Git(ctx, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	w.parked = map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		sha, ref, ok := strings.Cut(line, " ")
+		if ok {
+			w.parked[strings.TrimPrefix(ref, prefix)] = sha
+		}
+	}
+	return nil
+}
+
+// Head is the last checkpoint: the commit the branch points to.
+func (w *Workspace) Head() string { return w.checkpoint }
+
+// Trailers returns, for each commit on the branch that is not on the base branch (oldest first), the
+// values of the given trailer key.
+func (w *Workspace) Trailers(ctx context.Context, key string) ([]Commit, error) {
+	out, err := w.Git(ctx, "log", "--reverse", "--format=%H%x1f%(trailers:key="+key+",valueonly,separator=%x1f)%x1e",
+		"refs/remotes/origin/"+w.Base+"..HEAD")
+	if err != nil {
+		return nil, fmt.Errorf("workspace: read trailers: %w", err)
+	}
+	var commits []Commit
+	for _, rec := range strings.Split(out, "\x1e") {
+		fields := strings.Split(strings.TrimSpace(rec), "\x1f")
+		if len(fields) < 2 || fields[0] == "" {
+			continue
+		}
+		c := Commit{SHA: fields[0]}
+		for _, v := range fields[1:] {
+			if v = strings.TrimSpace(v); v != "" {
+				c.Values = append(c.Values, v)
+			}
+		}
+		if len(c.Values) > 0 {
+			commits = append(commits, c)
+		}
+	}
+	return commits, nil
+}
+
+// Commit is a commit and the trailer values Trailers found on it.
+type Commit struct {
+	SHA    string
+	Values []string
+}
+
+// Stage stages everything in the working tree and returns the paths that differ from the last
+// checkpoint (added, modified or deleted), whether or not the agent committed them itself.
+func (w *Workspace) Stage(ctx context.Context) ([]string, error) {
+	if _, err := w.Git(ctx, "add", "--all"); err != nil {
+		return nil, fmt.Errorf("workspace: stage: %w", err)
+	}
+	out, err := w.run(ctx, w.Dir, false, "diff", "--cached", "--name-only", "--no-renames", "-z", w.checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: diff: %w", err)
+	}
+	var paths []string
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// Commit records what Stage staged as one commit on top of the last checkpoint and moves the branch
+// to it. Commits the agent made on its own are folded in: only the tree counts. The commit is made
+// even when nothing changed. It returns the new checkpoint.
+func (w *Workspace) Commit(ctx context.Context, message string) (string, error) {
+	sha, err := w.commitTree(ctx, message)
+	if err != nil {
+		return "", err
+	}
+	ref := "refs/heads/" + w.Branch
+	if _, err := w.Git(ctx, "update-ref", ref, sha); err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	// The agent may have switched branches or detached HEAD; point HEAD back at the run branch. The
+	// index already matches the new commit's tree, so the working tree stays as it is.
+	if head, _ := os.ReadFile(filepath.Join(w.Dir, ".git", "HEAD")); string(bytes.TrimSpace(head)) != "ref: "+ref {
+		if _, err := w.Git(ctx, "symbolic-ref", "HEAD", ref); err != nil {
+			return "", fmt.Errorf("workspace: %w", err)
+		}
+	}
+	w.checkpoint = sha
+	return sha, nil
+}
+
+func (w *Workspace) commitTree(ctx context.Context, message string) (string, error) {
+	tree, err := w.Git(ctx, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("workspace: write tree: %w", err)
+	}
+	res, err := w.exec(ctx, w.Dir, false, strings.NewReader(message), "commit-tree", tree, "-p", w.checkpoint)
+	if err != nil {
+		return "", fmt.Errorf("workspace: commit: %w", err)
+	}
+	sha := strings.TrimSpace(string(res))
+	if !shaRE.MatchString(sha) {
+		return "", fmt.Errorf("workspace: commit: unexpected output %q", sha)
+	}
+	return sha, nil
+}
+
+var shaRE = regexp.MustCompile(`^[0-9a-f]{40,64}$`)
+
+// Reset throws away everything since the last checkpoint: changes, new files (ignored files such as
+// dependency caches are kept, they are not part of any commit), commits and branch switches.
+func (w *Workspace) Reset(ctx context.Context) error {
+	// A cherry-pick or merge the agent left half-done would make checkout refuse.
+	_, _ = w.Git(ctx, "reset", "--quiet", "--merge")
+	if _, err := w.Git(ctx, "checkout", "--quiet", "--force", "--no-track", "-B", w.Branch, w.checkpoint); err != nil {
+		return fmt.Errorf("workspace: reset: %w", err)
+	}
+	if _, err := w.Git(ctx, "clean", "-ffdq"); err != nil {
+		return fmt.Errorf("workspace: clean: %w", err)
+	}
+	return nil
+}
+
+// Push publishes the branch to the remote with an explicit refspec and a plain (fast-forward only)
+// push. When someone else moved the remote branch meanwhile, the error wraps ErrPushRejected.
+func (w *Workspace) Push(ctx context.Context) error {
+	ref := "refs/heads/" + w.Branch
+	out, err := w.remote(ctx, w.Dir, "push", "--porcelain", "origin", ref+":"+ref)
+	if err != nil {
+		if rejected(out) {
+			return fmt.Errorf("workspace: push %s: %w (someone else pushed to it); run again to continue from the new head",
+				w.Branch, ErrPushRejected)
+		}
+		return fmt.Errorf("workspace: push %s: %w", w.Branch, err)
+	}
+	return nil
+}
+
+func rejected(out string) bool {
+	for _, s := range []string{"[rejected]", "non-fast-forward", "fetch first", "stale info"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// parkedPrefix is where failed task work waits for a human decision, namespaced by branch so that
+// runs on different branches never see each other's parked work.
+func (w *Workspace) parkedPrefix() string { return "refs/akira/parked/" + w.Branch + "/" }
+
+// ParkedRef is the remote ref holding a task's parked work.
+func (w *Workspace) ParkedRef(taskID string) string { return w.parkedPrefix() + refSafe(taskID) }
+
+// Parked returns the parked work of a task (found on the remote when the branch was checked out, or
+// parked by this run), or "".
+func (w *Workspace) Parked(taskID string) string { return w.parked[refSafe(taskID)] }
+
+// PushParked commits the current working tree (the failed work) on top of the last checkpoint
+// without moving the branch, and force-pushes it to the task's parked ref so that a later run can
+// approve it. It returns the parked commit.
+func (w *Workspace) PushParked(ctx context.Context, taskID, message string) (string, error) {
+	if _, err := w.Stage(ctx); err != nil {
+		return "", err
+	}
+	sha, err := w.commitTree(ctx, message)
+	if err != nil {
+		return "", err
+	}
+	ref := w.ParkedRef(taskID)
+	if _, err := w.remote(ctx, w.Dir, "push", "--quiet", "origin", "+"+sha+":"+ref); err != nil {
+		return "", fmt.Errorf("workspace: push parked work: %w", err)
+	}
+	w.parked[refSafe(taskID)] = sha
+	return sha, nil
+}
+
+// DropParked deletes a task's parked work on the remote, once the task is decided.
+func (w *Workspace) DropParked(ctx context.Context, taskID string) error {
+	if w.parked[refSafe(taskID)] == "" {
+		return nil
+	}
+	if _, err := w.remote(ctx, w.Dir, "push", "--quiet", "origin", ":"+w.ParkedRef(taskID)); err != nil {
+		return fmt.Errorf("workspace: delete parked work: %w", err)
+	}
+	delete(w.parked, refSafe(taskID))
+	return nil
+}
+
+// ApplyParked applies the changes of a task's parked work to the working tree (a three-way merge,
+// because other checkpoints may have landed since it was parked) without committing.
+func (w *Workspace) ApplyParked(ctx context.Context, taskID string) error {
+	sha := w.Parked(taskID)
+	if sha == "" {
+		return fmt.Errorf("workspace: task %s has no parked work on branch %s", taskID, w.Branch)
+	}
+	if _, err := w.Git(ctx, "cherry-pick", "--no-commit", sha); err != nil {
+		_ = w.Reset(ctx)
+		return fmt.Errorf("workspace: the parked work of task %s no longer applies: %w", taskID, err)
+	}
+	return nil
+}
+
+// refSafe maps a task id onto a valid ref name component.
+func refSafe(id string) string {
+	s := refUnsafeRE.ReplaceAllString(id, "-")
+	s = strings.ReplaceAll(s, "..", "-")
+	s = strings.Trim(s, ".-")
+	if s == "" || strings.HasSuffix(s, ".lock") {
+		s = "task-" + s
+	}
+	return s
+}
+
+var refUnsafeRE = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func checkRefName(branch string) error {
+	if branch == "" || strings.HasPrefix(branch, "-") || strings.ContainsAny(branch, " ~^:?*[\\\x7f") ||
+		strings.Contains(branch, "..") || strings.Contains(branch, "@{") || strings.HasSuffix(branch, ".lock") ||
+		strings.HasSuffix(branch, "/") || strings.HasPrefix(branch, "/") || strings.Contains(branch, "//") {
+		return fmt.Errorf("workspace: %q is not a valid branch name", branch)
+	}
+	return nil
+}
+
+// Git runs a local git command in the workspace (never with credentials) and returns its trimmed
+// output. A non-zero exit is an error carrying the output.
+func (w *Workspace) Git(ctx context.Context, args ...string) (string, error) {
+	out, err := w.run(ctx, w.Dir, false, args...)
+	return strings.TrimSpace(string(out)), err
+}
+
+// remote runs a git command that talks to the remote, with credentials when Options.Auth is set.
+func (w *Workspace) remote(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := w.run(ctx, dir, true, args...)
+	return string(out), err
+}
+
+func (w *Workspace) run(ctx context.Context, dir string, auth bool, args ...string) ([]byte, error) {
+	return w.exec(ctx, dir, auth, nil, args...)
+}
+
+func (w *Workspace) exec(ctx context.Context, dir string, auth bool, stdin *strings.Reader, args ...string) ([]byte, error) {
+	extra := []string{
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"GCM_INTERACTIVE=never",
+		"LC_ALL=C",
+		"GIT_AUTHOR_NAME=" + w.opts.Author.Name,
+		"GIT_AUTHOR_EMAIL=" + w.opts.Author.Email,
+		"GIT_COMMITTER_NAME=" + w.opts.Author.Name,
+		"GIT_COMMITTER_EMAIL=" + w.opts.Author.Email,
+	}
+	secret := ""
+	if auth && w.opts.Auth != nil {
+		header, err := w.opts.Auth(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("git auth: %w", err)
+		}
+		if header != "" {
+			secret = header
+			extra = append(extra, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraheader", "GIT_CONFIG_VALUE_0="+header)
+		}
+	}
+	allow := append(append([]string{}, proc.DefaultAllowEnv...), w.opts.PassEnv...)
+	c := proc.Cmd{
+		Args:    append([]string{"git"}, args...),
+		Dir:     dir,
+		Env:     proc.ScrubEnv(os.Environ(), allow, extra...),
+		Timeout: w.opts.Timeout,
+	}
+	if stdin != nil {
+		c.Stdin = stdin
+	}
+	res, err := proc.Run(ctx, c)
+	out := res.Output
+	if secret != "" {
+		// Git does not print the header, but a misbehaving credential setup must not leak it either.
+		out = bytes.ReplaceAll(out, []byte(secret), []byte("[redacted]"))
+	}
+	if err != nil {
+		return out, fmt.Errorf("git %s: %w", args[0], err)
+	}
+	if res.ExitCode != 0 {
+		return out, fmt.Errorf("git %s: exit status %d: %s", args[0], res.ExitCode, lastLines(string(out), 5))
+	}
+	return out, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
