@@ -1,0 +1,48 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisAddr is the Redis the tests use: AKIRA_TEST_REDIS, else the local default.
+func redisAddr() string {
+	if a := os.Getenv("AKIRA_TEST_REDIS"); a != "" {
+		return a
+	}
+	return "127.0.0.1:6379"
+}
+
+// testRedis connects to the test Redis and returns a key prefix no other test uses; every key under
+// the prefix is deleted when the test ends.
+func testRedis(t testing.TB) (*redis.Client, string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("redis at %s: %v (start one or set AKIRA_TEST_REDIS)", redisAddr(), err)
+	}
+	prefix := "akira-test:" + randomHex(t, 6) + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		_ = rdb.Close()
+	})
+	return rdb, prefix
+}
+
+func randomHex(t testing.TB, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
