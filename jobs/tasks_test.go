@@ -64,7 +64,9 @@ func TestResumePayloadValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"reply", func(*ResumePayload) {}, ""},
-		{"button", func(p *ResumePayload) { p.Number, p.CommentID, p.DeliveryID, p.RunID, p.TaskID = 0, 0, "d-2", "run1", "1.1" }, ""},
+		{"button", func(p *ResumePayload) {
+			p.Number, p.CommentID, p.DeliveryID, p.RunID, p.TaskID = 0, 0, "d-2", "run1", "1.1"
+		}, ""},
 		{"no key", func(p *ResumePayload) { p.CommentID = 0 }, "neither a delivery id nor a comment id"},
 		{"no run", func(p *ResumePayload) { p.Number = 0 }, "neither an issue number nor a run id"},
 		{"unknown action", func(p *ResumePayload) { p.Action = "merge" }, `unknown action "merge"`},
