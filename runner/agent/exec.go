@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/akira-bot/akira/runner/proc"
+)
+
+// DefaultExecTimeout bounds one exec agent attempt when Exec.Timeout is zero.
+const DefaultExecTimeout = 30 * time.Minute
+
+// Exec is an agent that is an external command (a coding-agent CLI or a script). The command runs
+// through `sh -c` in the workspace; the prompt arrives on stdin and in the file $AKIRA_PROMPT_FILE.
+// Its environment is scrubbed: proc.DefaultAllowEnv, the names in PassEnv, the KEY=VALUE entries in
+// Env, and the AKIRA_* variables of the attempt: AKIRA_TASK_ID, AKIRA_TASK_TITLE, AKIRA_ATTEMPT
+// (1-based), AKIRA_PROMPT_FILE, AKIRA_WORKSPACE and, when there is feedback, AKIRA_FEEDBACK_FILE.
+// A non-zero exit or a timeout is a failed attempt; the whole process group is killed on timeout.
+type Exec struct {
+	// Command is the shell command line.
+	Command string
+	// PassEnv names variables of Akira's environment the agent needs (e.g. ANTHROPIC_API_KEY).
+	PassEnv []string
+	// Env holds KEY=VALUE entries set for the agent.
+	Env []string
+	// Timeout bounds one attempt; zero means DefaultExecTimeout.
+	Timeout time.Duration
+	// OutputCap bounds the output kept; zero means proc.DefaultOutputCap.
+	OutputCap int
+	// Stream, when set, receives the agent's output live.
+	Stream io.Writer
+	// TempDir is where the prompt and feedback files are written (outside the workspace, so they are
+	// never committed); empty means os.TempDir().
+	TempDir string
+}
+
+// ErrAgentFailed marks an attempt where the agent command exited non-zero or timed out.
+var ErrAgentFailed = errors.New("agent failed")
+
+// Run runs the command once for req.
+func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
+	if strings.TrimSpace(e.Command) == "" {
+		return Result{}, errors.New("agent: exec: no command configured")
+	}
+	dir, err := os.MkdirTemp(e.TempDir, "akira-prompt-")
+	if err != nil {
+		return Result{}, fmt.Errorf("agent: exec: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	promptFile := filepath.Join(dir, "prompt.md")
+	if err := os.WriteFile(promptFile, []byte(req.Prompt), 0o600); err != nil {
+		return Result{}, fmt.Errorf("agent: exec: %w", err)
+	}
+	vars := []string{
+		"AKIRA_TASK_ID=" + req.TaskID,
+		"AKIRA_TASK_TITLE=" + req.TaskTitle,
+		"AKIRA_ATTEMPT=" + strconv.Itoa(req.Attempt),
+		"AKIRA_PROMPT_FILE=" + promptFile,
+		"AKIRA_WORKSPACE=" + req.Workspace,
+	}
+	if req.Feedback != "" {
+		feedbackFile := filepath.Join(dir, "feedback.md")
+		if err := os.WriteFile(feedbackFile, []byte(req.Feedback), 0o600); err != nil {
+			return Result{}, fmt.Errorf("agent: exec: %w", err)
+		}
+		vars = append(vars, "AKIRA_FEEDBACK_FILE="+feedbackFile)
+	}
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = DefaultExecTimeout
+	}
+	// Operator-configured values first, so the attempt's own AKIRA_* variables always win.
+	extra := append(append([]string{}, e.Env...), vars...)
+	res, err := proc.Run(ctx, proc.Cmd{
+		Shell:     e.Command,
+		Dir:       req.Workspace,
+		Env:       proc.Environ(e.PassEnv, extra...),
+		Stdin:     strings.NewReader(req.Prompt),
+		Timeout:   timeout,
+		OutputCap: e.OutputCap,
+		Stream:    e.Stream,
+	})
+	out := Result{Output: string(res.Output), Duration: res.Duration}
+	switch {
+	case res.TimedOut:
+		return out, fmt.Errorf("%w: timed out after %s (the agent's process group was killed)", ErrAgentFailed, timeout)
+	case err != nil:
+		return out, fmt.Errorf("agent: exec: %w", err)
+	case res.ExitCode != 0:
+		return out, fmt.Errorf("%w: exit status %d", ErrAgentFailed, res.ExitCode)
+	}
+	return out, nil
+}

@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/runner/internal/testproc"
+)
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestExecEnvironmentAndPrompt(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "ghs_secret_exec_test")
+	t.Setenv("AKIRA_GITHUB_TOKEN", "ghs_secret_exec_test2")
+	t.Setenv("MY_API_KEY", "sk-passed-on-purpose")
+	ws := t.TempDir()
+	out := t.TempDir()
+	e := &Exec{
+		Command: `env > "` + out + `/env"; cat > "` + out + `/stdin"; cp "$AKIRA_PROMPT_FILE" "` + out + `/prompt";` +
+			` if [ -n "$AKIRA_FEEDBACK_FILE" ]; then cp "$AKIRA_FEEDBACK_FILE" "` + out + `/feedback"; fi; pwd > "` + out + `/pwd"; echo done`,
+		PassEnv: []string{"MY_API_KEY"},
+		Env:     []string{"EXTRA=1", "AKIRA_ATTEMPT=99"},
+	}
+	res, err := e.Run(context.Background(), Request{
+		Workspace: ws, TaskID: "1.2", TaskTitle: "Add the parser", Attempt: 2,
+		Prompt: "do the thing\n", Feedback: "go test failed: want 1\n",
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Output != "done\n" {
+		t.Fatalf("Output = %q", res.Output)
+	}
+	env := readFile(t, filepath.Join(out, "env"))
+	for _, want := range []string{"AKIRA_TASK_ID=1.2\n", "AKIRA_TASK_TITLE=Add the parser\n", "AKIRA_ATTEMPT=2\n",
+		"AKIRA_WORKSPACE=" + ws + "\n", "MY_API_KEY=sk-passed-on-purpose\n", "EXTRA=1\n", "AKIRA_FEEDBACK_FILE="} {
+		if !strings.Contains(env, want) {
+			t.Errorf("agent env lacks %q:\n%s", want, env)
+		}
+	}
+	if strings.Contains(env, "ghs_secret") || strings.Contains(env, "GITHUB_TOKEN") {
+		t.Fatalf("a secret reached the agent:\n%s", env)
+	}
+	if got := readFile(t, filepath.Join(out, "stdin")); got != "do the thing\n" {
+		t.Fatalf("stdin = %q", got)
+	}
+	if got := readFile(t, filepath.Join(out, "prompt")); got != "do the thing\n" {
+		t.Fatalf("prompt file = %q", got)
+	}
+	if got := readFile(t, filepath.Join(out, "feedback")); got != "go test failed: want 1\n" {
+		t.Fatalf("feedback file = %q", got)
+	}
+	if got := strings.TrimSpace(readFile(t, filepath.Join(out, "pwd"))); got != ws {
+		t.Fatalf("working directory = %q, want the workspace %q", got, ws)
+	}
+}
+
+func TestExecFirstAttemptHasNoFeedbackFile(t *testing.T) {
+	e := &Exec{Command: `test -z "$AKIRA_FEEDBACK_FILE"`}
+	if _, err := e.Run(context.Background(), Request{Workspace: t.TempDir(), TaskID: "a", Attempt: 1, Prompt: "p"}); err != nil {
+		t.Fatalf("AKIRA_FEEDBACK_FILE set on a first attempt: %v", err)
+	}
+}
+
+func TestExecFailure(t *testing.T) {
+	e := &Exec{Command: "echo 'cannot do it' >&2; exit 3"}
+	res, err := e.Run(context.Background(), Request{Workspace: t.TempDir(), TaskID: "a", Attempt: 1, Prompt: "p"})
+	if !errors.Is(err, ErrAgentFailed) || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("err = %v", err)
+	}
+	if res.Output != "cannot do it\n" {
+		t.Fatalf("Output = %q", res.Output)
+	}
+}
+
+func TestExecTimeoutKillsProcessGroup(t *testing.T) {
+	ws := t.TempDir()
+	e := &Exec{Command: `sleep 60 & echo $! > pid; wait`, Timeout: 300 * time.Millisecond}
+	_, err := e.Run(context.Background(), Request{Workspace: ws, TaskID: "a", Attempt: 1, Prompt: "p"})
+	if !errors.Is(err, ErrAgentFailed) || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("err = %v", err)
+	}
+	testproc.WaitGoneFromFile(t, filepath.Join(ws, "pid"))
+}
+
+func TestExecPromptFilesRemoved(t *testing.T) {
+	tmp := t.TempDir()
+	e := &Exec{Command: `true`, TempDir: tmp}
+	if _, err := e.Run(context.Background(), Request{Workspace: t.TempDir(), TaskID: "a", Attempt: 2, Prompt: "p", Feedback: "f"}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("prompt files left behind: %v", left)
+	}
+}
