@@ -1,0 +1,192 @@
+package app
+
+import (
+	"path"
+	"regexp"
+	"strings"
+)
+
+// CommandName is a slash-command subcommand: /akira <name>.
+type CommandName string
+
+// The commands Akira runs. Help is answered by the parser itself.
+const (
+	CmdRun     CommandName = "run"
+	CmdApprove CommandName = "approve"
+	CmdRetry   CommandName = "retry"
+	CmdSkip    CommandName = "skip"
+	CmdAbort   CommandName = "abort"
+	CmdStatus  CommandName = "status"
+	CmdHelp    CommandName = "help"
+)
+
+// commandNames is the order commands are listed in help and tried for did-you-mean.
+var commandNames = []CommandName{CmdRun, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
+
+// ParseResult is what a comment asks of Akira: a Command, a Reply to post at once, or Ignore.
+type ParseResult interface{ parseResult() }
+
+// Command is a command to run once the author's permission is checked.
+type Command struct {
+	Name CommandName
+	// Path is the roadmap to run instead of the repository's (run only, optional).
+	Path string
+	// Guidance is the text after /akira retry, up to the end of the comment (retry only, optional).
+	Guidance string
+}
+
+// Reply is an answer to post at once without running anything: help, usage, did-you-mean.
+type Reply struct{ Text string }
+
+// Ignore means the comment holds no command.
+type Ignore struct{}
+
+func (Command) parseResult() {}
+func (Reply) parseResult()   {}
+func (Ignore) parseResult()  {}
+
+var (
+	// A command starts a line, with at most three spaces of indentation as in Markdown (four make a code
+	// block). "/akira" must be followed by whitespace or the end of the line so "/akiraX" is not ours.
+	commandLineRE = regexp.MustCompile(`(?i)^ {0,3}/akira(?:[ \t]+(.*?))?[ \t]*$`)
+	quoteRE       = regexp.MustCompile(`^ {0,3}>`)
+	fenceOpenRE   = regexp.MustCompile("^ {0,3}(`{3,}|~{3,})(.*)$")
+
+	// One anchored expression per command, applied to the text after "/akira ". Only retry reads past its
+	// own line, because its guidance may span lines.
+	commandREs = map[CommandName]*regexp.Regexp{
+		CmdRun:     regexp.MustCompile(`(?i)^run(?:[ \t]+(\S+))?$`),
+		CmdApprove: regexp.MustCompile(`(?i)^approve$`),
+		CmdRetry:   regexp.MustCompile(`(?is)^retry(?:\s+(.*))?$`),
+		CmdSkip:    regexp.MustCompile(`(?i)^skip$`),
+		CmdAbort:   regexp.MustCompile(`(?i)^abort$`),
+		CmdStatus:  regexp.MustCompile(`(?i)^status$`),
+		CmdHelp:    regexp.MustCompile(`(?is)^help(?:\s.*)?$`),
+	}
+)
+
+// Parse finds the first /akira command in a comment body. Lines inside fenced code blocks and block quotes
+// do not count, so quoting someone's command or showing an example never triggers anything.
+func Parse(body string) ParseResult {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	lines := strings.Split(body, "\n")
+	var fence string // the opening fence while inside a fenced block
+	for i, line := range lines {
+		if fence != "" {
+			if closesFence(line, fence) {
+				fence = ""
+			}
+			continue
+		}
+		if m := fenceOpenRE.FindStringSubmatch(line); m != nil {
+			// A backtick fence's info string cannot contain backticks; such a line is inline code.
+			if m[1][0] != '`' || !strings.Contains(m[2], "`") {
+				fence = m[1]
+				continue
+			}
+		}
+		if quoteRE.MatchString(line) {
+			continue
+		}
+		m := commandLineRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		rest := m[1]
+		if i+1 < len(lines) {
+			rest += "\n" + strings.Join(lines[i+1:], "\n")
+		}
+		return parseCommand(m[1], rest)
+	}
+	return Ignore{}
+}
+
+func closesFence(line, open string) bool {
+	t := strings.TrimRight(line, " \t")
+	trimmed := strings.TrimLeft(t, " ")
+	if len(t)-len(trimmed) > 3 {
+		return false
+	}
+	return len(trimmed) >= len(open) && strings.Trim(trimmed, open[:1]) == ""
+}
+
+// parseCommand parses the text after "/akira" on the command line (line) and the same text followed by the
+// rest of the comment (rest).
+func parseCommand(line, rest string) ParseResult {
+	word, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+	word, _, _ = strings.Cut(word, "\t")
+	name := CommandName(strings.ToLower(word))
+	if name == "" {
+		return Reply{Text: helpText()}
+	}
+	re, known := commandREs[name]
+	if !known {
+		if s, ok := suggest(string(name)); ok {
+			return Reply{Text: didYouMeanText(word, s)}
+		}
+		return Reply{Text: unknownCommandText(word)}
+	}
+	subject := strings.TrimSpace(line)
+	if name == CmdRetry || name == CmdHelp {
+		subject = strings.TrimSpace(rest)
+	}
+	m := re.FindStringSubmatch(subject)
+	if m == nil {
+		return Reply{Text: usageText(name)}
+	}
+	switch name {
+	case CmdHelp:
+		return Reply{Text: helpText()}
+	case CmdRun:
+		if m[1] != "" && !validRoadmapPath(m[1]) {
+			return Reply{Text: badPathText(m[1])}
+		}
+		return Command{Name: CmdRun, Path: m[1]}
+	case CmdRetry:
+		return Command{Name: CmdRetry, Guidance: strings.TrimSpace(m[1])}
+	}
+	return Command{Name: name}
+}
+
+// validRoadmapPath accepts a relative path inside the repository; the job reads it from the default branch.
+func validRoadmapPath(p string) bool {
+	if path.IsAbs(p) || strings.Contains(p, `\`) || strings.ContainsAny(p, "\x00") {
+		return false
+	}
+	c := path.Clean(p)
+	return c != "." && c != ".." && !strings.HasPrefix(c, "../")
+}
+
+// suggest returns the command closest to word when it is a plausible typo: at most two edits away, and fewer
+// edits than the word has letters (so "x" does not suggest "run").
+func suggest(word string) (CommandName, bool) {
+	best, bestDist := CommandName(""), 3
+	for _, c := range commandNames {
+		if d := editDistance(word, string(c)); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best, best != "" && bestDist < len([]rune(word))
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,165 @@
+package app
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Results reported in the JSON body of every webhook answer.
+const (
+	resultAccepted     = "accepted"
+	resultReplied      = "replied"
+	resultRefused      = "refused"
+	resultIgnored      = "ignored"
+	resultAcknowledged = "acknowledged"
+	resultRejected     = "rejected"
+	resultUnavailable  = "unavailable"
+)
+
+// outcome is a handler's answer to GitHub.
+type outcome struct {
+	status int
+	result string
+	reason string
+	err    error // logged, never sent
+}
+
+func accepted(reason string) outcome { return outcome{http.StatusAccepted, resultAccepted, reason, nil} }
+func ignored(reason string) outcome  { return outcome{http.StatusOK, resultIgnored, reason, nil} }
+func replied(reason string) outcome  { return outcome{http.StatusOK, resultReplied, reason, nil} }
+func refused(reason string) outcome  { return outcome{http.StatusOK, resultRefused, reason, nil} }
+func rejected(status int, reason string) outcome {
+	return outcome{status, resultRejected, reason, nil}
+}
+
+// unavailable is a failure of a dependency (the queue, GitHub): a 503 GitHub records as a failed delivery,
+// which can be redelivered.
+func unavailable(reason string, err error) outcome {
+	return outcome{http.StatusServiceUnavailable, resultUnavailable, reason, err}
+}
+
+// delivery is one webhook being handled.
+type delivery struct {
+	id      string
+	event   string
+	payload []byte
+	env     envelope
+	log     *slog.Logger
+}
+
+// deliveryLogger carries the four fields every intake log line has, empty until they are known.
+func (s *server) deliveryLogger(id, event string, installation int64, repo string) *slog.Logger {
+	return s.log.With("delivery", id, "event", event, "installation", installation, "repo", repo)
+}
+
+func (s *server) webhook(c *gin.Context) {
+	r := c.Request
+	d := &delivery{id: r.Header.Get("X-GitHub-Delivery"), event: r.Header.Get("X-GitHub-Event")}
+	d.log = s.deliveryLogger(d.id, d.event, 0, "")
+	out := s.intake(r, c.Writer, d)
+	s.respond(c, d, out)
+}
+
+func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) outcome {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return rejected(http.StatusRequestEntityTooLarge, "body larger than GitHub's 25 MB cap")
+		}
+		return rejected(http.StatusBadRequest, "could not read body")
+	}
+	if reason, ok := s.verifySignature(r.Header, body); !ok {
+		return rejected(http.StatusUnauthorized, reason)
+	}
+	if d.event == "" {
+		return rejected(http.StatusBadRequest, "missing X-GitHub-Event header")
+	}
+	if d.id == "" {
+		return rejected(http.StatusBadRequest, "missing X-GitHub-Delivery header")
+	}
+	payload, err := payloadOf(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		return rejected(http.StatusBadRequest, err.Error())
+	}
+	if err := json.Unmarshal(payload, &d.env); err != nil {
+		return rejected(http.StatusBadRequest, "body is not a JSON webhook payload")
+	}
+	d.payload = payload
+	d.log = s.deliveryLogger(d.id, d.event, d.env.installationID(), d.env.repoFullName())
+
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HandlerTimeout)
+	defer cancel()
+	return s.route(ctx, d)
+}
+
+// verifySignature checks X-Hub-Signature-256 over the raw body in constant time. The SHA-1 X-Hub-Signature
+// alone is not enough: GitHub sends both, and SHA-1 is only there for old receivers.
+func (s *server) verifySignature(h http.Header, body []byte) (string, bool) {
+	sig := h.Get("X-Hub-Signature-256")
+	if sig == "" {
+		if h.Get("X-Hub-Signature") != "" {
+			return "X-Hub-Signature-256 is required; SHA-1 signatures are not accepted", false
+		}
+		return "missing X-Hub-Signature-256 header", false
+	}
+	hexSig, ok := strings.CutPrefix(sig, "sha256=")
+	if !ok {
+		return "X-Hub-Signature-256 is not sha256=<hex>", false
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return "X-Hub-Signature-256 is not sha256=<hex>", false
+	}
+	mac := hmac.New(sha256.New, s.cfg.WebhookSecret)
+	mac.Write(body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return "signature does not match", false
+	}
+	return "", true
+}
+
+// payloadOf returns the JSON payload: the body itself, or its payload field when the webhook was set up
+// with the form content type.
+func payloadOf(contentType string, body []byte) ([]byte, error) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt != "application/x-www-form-urlencoded" {
+		return body, nil
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil || !form.Has("payload") {
+		return nil, errors.New("form body without a payload field")
+	}
+	return []byte(form.Get("payload")), nil
+}
+
+func (s *server) respond(c *gin.Context, d *delivery, out outcome) {
+	level := slog.LevelInfo
+	switch {
+	case out.status >= 500:
+		level = slog.LevelError
+	case out.status >= 400:
+		level = slog.LevelWarn
+	}
+	attrs := []any{"status", out.status, "result", out.result, "reason", out.reason, "action", d.env.Action}
+	if out.err != nil {
+		attrs = append(attrs, "err", out.err.Error())
+	}
+	d.log.Log(c.Request.Context(), level, "webhook handled", attrs...)
+	body := gin.H{"result": out.result}
+	if out.reason != "" {
+		body["reason"] = out.reason
+	}
+	c.JSON(out.status, body)
+}
