@@ -36,10 +36,12 @@ type outcome struct {
 	err    error // logged, never sent
 }
 
-func accepted(reason string) outcome { return outcome{http.StatusAccepted, resultAccepted, reason, nil} }
-func ignored(reason string) outcome  { return outcome{http.StatusOK, resultIgnored, reason, nil} }
-func replied(reason string) outcome  { return outcome{http.StatusOK, resultReplied, reason, nil} }
-func refused(reason string) outcome  { return outcome{http.StatusOK, resultRefused, reason, nil} }
+func accepted(reason string) outcome {
+	return outcome{http.StatusAccepted, resultAccepted, reason, nil}
+}
+func ignored(reason string) outcome { return outcome{http.StatusOK, resultIgnored, reason, nil} }
+func replied(reason string) outcome { return outcome{http.StatusOK, resultReplied, reason, nil} }
+func refused(reason string) outcome { return outcome{http.StatusOK, resultRefused, reason, nil} }
 func rejected(status int, reason string) outcome {
 	return outcome{status, resultRejected, reason, nil}
 }
