@@ -140,7 +140,10 @@ func (c *checkRun) apply(in *checkRunInput, annotations []Annotation) {
 			*dst = *v
 		}
 	}
-	set(&c.Name, in.Name)
+	// go-github always sends "name" on update, empty when the caller left it unset.
+	if in.Name != nil && *in.Name != "" {
+		c.Name = *in.Name
+	}
 	set(&c.DetailsURL, in.DetailsURL)
 	set(&c.ExternalID, in.ExternalID)
 	set(&c.Status, in.Status)
