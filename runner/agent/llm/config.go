@@ -66,6 +66,28 @@ type Config struct {
 	Logger     *slog.Logger // optional
 }
 
+// String and LogValue keep the API key out of anything that prints or logs a Config.
+func (c Config) String() string {
+	return fmt.Sprintf("llm.Config{Provider:%s Model:%s BaseURL:%s APIKey:%s MaxTurns:%d MaxTokens:%d Timeout:%s MaxCostUSD:%g}",
+		c.Provider, c.Model, c.BaseURL, redactedKey(c.APIKey), c.MaxTurns, c.MaxTokens, c.Timeout, c.MaxCostUSD)
+}
+
+// GoString is used by %#v.
+func (c Config) GoString() string { return c.String() }
+
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("provider", c.Provider), slog.String("model", c.Model), slog.String("base_url", c.BaseURL),
+		slog.String("api_key", redactedKey(c.APIKey)), slog.Int("max_turns", c.MaxTurns), slog.Int64("max_tokens", c.MaxTokens),
+		slog.Duration("timeout", c.Timeout), slog.Float64("max_cost", c.MaxCostUSD))
+}
+
+func redactedKey(k string) string {
+	if k == "" {
+		return "(none)"
+	}
+	return "[redacted]"
+}
+
 // Price is a model's list price in USD per million tokens.
 type Price struct {
 	InputPerMTok  float64 `yaml:"input_per_mtok" json:"input_per_mtok"`

@@ -108,11 +108,14 @@ func within(root, p string) bool {
 func (w *workspace) writable(given, rel string) error {
 	lexical := filepath.ToSlash(filepath.Clean(strings.TrimSpace(given)))
 	for _, p := range []string{lexical, rel} {
+		// Case-folded, so that ".GitHub/Workflows" cannot slip past on a case-insensitive file
+		// system; refusing a little more on a case-sensitive one is harmless.
+		p = strings.ToLower(p)
 		if p == ".git" || strings.HasPrefix(p, ".git/") {
 			return refused("path %q is inside .git: git metadata is not yours to change", given)
 		}
 		for _, g := range w.protected {
-			if matchGlob(g, p) {
+			if matchGlob(strings.ToLower(g), p) {
 				return refused("path %q is protected (%s): it must not be changed", given, g)
 			}
 		}
@@ -201,13 +204,15 @@ func (w *workspace) topLevel(limit int) string {
 
 // matchGlob reports whether the slash-separated path name matches pattern. "**" matches any number
 // of path segments (none included); other segments follow path.Match. A pattern without "/" matches
-// the base name at any depth, as in .gitignore; a trailing "/" means everything under a directory.
+// the base name at any depth, as in .gitignore, unless it starts with "/"; a trailing "/" means
+// everything under a directory.
 func matchGlob(pattern, name string) bool {
+	anchored := strings.HasPrefix(pattern, "/")
 	pattern = strings.TrimPrefix(pattern, "/")
 	if strings.HasSuffix(pattern, "/") {
 		pattern += "**"
 	}
-	if !strings.Contains(pattern, "/") {
+	if !anchored && !strings.Contains(pattern, "/") {
 		pattern = "**/" + pattern
 	}
 	return matchSegments(strings.Split(pattern, "/"), strings.Split(name, "/"))
