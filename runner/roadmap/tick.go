@@ -102,6 +102,10 @@ type edit struct {
 func tickList(d *doc, data []byte, format Format, targets []*item) ([]byte, error) {
 	var edits []edit
 	feasible := true
+	var starts []int
+	if format == FormatYAML {
+		starts = yamlLineStarts(data)
+	}
 	for _, it := range targets {
 		if it.task.Done {
 			continue
@@ -112,7 +116,7 @@ func tickList(d *doc, data []byte, format Format, targets []*item) ([]byte, erro
 		if format == FormatJSON {
 			e, ok = jsonDoneEdit(data, d.tree.spans, n)
 		} else {
-			e, ok = yamlDoneEdit(data, n)
+			e, ok = yamlDoneEdit(data, starts, n)
 		}
 		if !ok {
 			feasible = false
@@ -189,8 +193,7 @@ func jsonDoneEdit(data []byte, spans map[*yaml.Node]*jval, n *yaml.Node) (edit, 
 }
 
 // yamlDoneEdit plans the in-place change for one YAML task mapping.
-func yamlDoneEdit(data []byte, n *yaml.Node) (edit, bool) {
-	starts := yamlLineStarts(data)
+func yamlDoneEdit(data []byte, starts []int, n *yaml.Node) (edit, bool) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value != "done" {
 			continue
