@@ -1,0 +1,232 @@
+// Package gh is how Akira talks to GitHub: installation clients (ghinstallation + go-github), a transport
+// that retries what GitHub asks to be retried and serialises mutating calls, and the small operations the
+// jobs layer needs (comments, check runs, pull requests, reactions, contents, refs, permissions).
+//
+// Nothing of go-github leaks out of this package: operations take and return plain types, so consumers
+// declare their own small interfaces over *Client.
+package gh
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/google/go-github/v60/github"
+)
+
+// DefaultBaseURL is the REST API of github.com.
+const DefaultBaseURL = "https://api.github.com/"
+
+// ErrNotFound is returned when GitHub answers 404 for the thing asked for.
+var ErrNotFound = errors.New("gh: not found")
+
+// AppConfig configures an App.
+type AppConfig struct {
+	AppID         int64
+	PrivateKeyPEM []byte
+	// BaseURL is the REST API root (GITHUB_API_URL), e.g. https://api.github.com/ or
+	// https://ghes.example.com/api/v3/. A missing trailing slash is added.
+	BaseURL string
+	// HTTPClient supplies the base transport; nil means http.DefaultTransport.
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	// Retry tunes the retry transport; zero fields take the defaults.
+	Retry RetryPolicy
+}
+
+// App is a GitHub App: it mints installation tokens and hands out one Client per installation.
+type App struct {
+	cfg     AppConfig
+	base    *url.URL
+	graphql string
+	upload  *url.URL
+	atr     *ghinstallation.AppsTransport
+	tr      http.RoundTripper
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	clients map[int64]*Client
+}
+
+// NewApp checks the configuration and parses the private key.
+func NewApp(cfg AppConfig) (*App, error) {
+	if cfg.AppID <= 0 {
+		return nil, errors.New("gh: app id is required")
+	}
+	if len(cfg.PrivateKeyPEM) == 0 {
+		return nil, errors.New("gh: private key is required")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if !strings.HasSuffix(cfg.BaseURL, "/") {
+		cfg.BaseURL += "/"
+	}
+	base, err := url.Parse(cfg.BaseURL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, fmt.Errorf("gh: base url %q is not an http(s) URL", cfg.BaseURL)
+	}
+	tr := http.DefaultTransport
+	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
+		tr = cfg.HTTPClient.Transport
+	}
+	atr, err := ghinstallation.NewAppsTransport(tr, cfg.AppID, cfg.PrivateKeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("gh: app key: %w", err)
+	}
+	// ghinstallation appends /app/installations/... itself, so it wants the root without the slash.
+	atr.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/")
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	upload, _ := url.Parse(uploadURL(base))
+	return &App{
+		cfg: cfg, base: base, graphql: GraphQLURL(cfg.BaseURL), upload: upload, atr: atr, tr: tr,
+		log: log, clients: map[int64]*Client{},
+	}, nil
+}
+
+// GraphQLURL derives the GraphQL endpoint from the REST root: api.github.com/graphql on github.com,
+// <host>/api/graphql on GitHub Enterprise Server (whose REST root is <host>/api/v3/), and <root>graphql
+// otherwise.
+func GraphQLURL(restBase string) string {
+	u, err := url.Parse(restBase)
+	if err != nil {
+		return strings.TrimSuffix(restBase, "/") + "/graphql"
+	}
+	p := strings.TrimSuffix(u.Path, "/")
+	if strings.HasSuffix(p, "/api/v3") {
+		u.Path = strings.TrimSuffix(p, "/v3") + "/graphql"
+	} else {
+		u.Path = p + "/graphql"
+	}
+	u.RawPath = ""
+	return u.String()
+}
+
+func uploadURL(base *url.URL) string {
+	u := *base
+	switch {
+	case u.Host == "api.github.com":
+		return "https://uploads.github.com/"
+	case strings.HasSuffix(u.Path, "/api/v3/"):
+		u.Path = strings.TrimSuffix(u.Path, "v3/") + "uploads/"
+	}
+	return u.String()
+}
+
+// Installation returns the client of an installation, created once and cached: its token is cached and
+// refreshed by ghinstallation, and its mutating calls are serialised.
+func (a *App) Installation(id int64) (*Client, error) {
+	if id <= 0 {
+		return nil, fmt.Errorf("gh: installation id %d is not valid", id)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c := a.clients[id]; c != nil {
+		return c, nil
+	}
+	tokens := &tokenSource{atr: a.atr, id: id, baseURL: a.atr.BaseURL, log: a.log}
+	tokens.reset()
+	rt := &retryTransport{
+		next:   tokens,
+		policy: a.cfg.Retry.withDefaults(),
+		mu:     &sync.Mutex{},
+		log:    a.log.With("installation", id),
+		reset:  tokens.reset,
+	}
+	gc := github.NewClient(&http.Client{Transport: rt})
+	base, upload := *a.base, *a.upload
+	gc.BaseURL, gc.UploadURL = &base, &upload
+	gc.UserAgent = "akira"
+	c := &Client{id: id, gh: gc, tokens: tokens, graphql: a.graphql, log: a.log.With("installation", id)}
+	a.clients[id] = c
+	return c, nil
+}
+
+// Client is the GitHub client of one installation. It is safe for concurrent use.
+type Client struct {
+	id      int64
+	gh      *github.Client
+	tokens  *tokenSource
+	graphql string
+	log     *slog.Logger
+}
+
+// InstallationID is the installation this client acts as.
+func (c *Client) InstallationID() int64 { return c.id }
+
+// Token mints a fresh installation token, for git. A new token is minted on every call instead of reusing
+// the cached one, so a push never starts with a token that is about to expire or that GitHub has already
+// revoked; the API calls that follow use the new token too.
+func (c *Client) Token(ctx context.Context) (string, error) {
+	tok, err := c.tokens.fresh(ctx)
+	if err != nil {
+		return "", fmt.Errorf("gh: installation %d token: %w", c.id, err)
+	}
+	return tok, nil
+}
+
+// GitAuthHeader returns a complete header line, "Authorization: Basic <base64(x-access-token:<token>)>",
+// with a freshly minted token: the value for git's http.extraheader.
+func (c *Client) GitAuthHeader(ctx context.Context) (string, error) {
+	tok, err := c.Token(ctx)
+	if err != nil {
+		return "", err
+	}
+	return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok)), nil
+}
+
+// tokenSource is the installation's authenticating transport. It wraps a ghinstallation.Transport that can
+// be replaced, which is how a token is forced to refresh: ghinstallation itself only refreshes a token a
+// minute before the expiry it was told, and cannot know that GitHub revoked it earlier.
+type tokenSource struct {
+	atr     *ghinstallation.AppsTransport
+	id      int64
+	baseURL string
+	log     *slog.Logger
+
+	mu  sync.Mutex
+	cur *ghinstallation.Transport
+	gen int
+}
+
+func (t *tokenSource) reset() {
+	tr := ghinstallation.NewFromAppsTransport(t.atr, t.id)
+	tr.BaseURL = t.baseURL
+	t.mu.Lock()
+	t.cur = tr
+	t.gen++
+	t.mu.Unlock()
+}
+
+func (t *tokenSource) current() *ghinstallation.Transport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cur
+}
+
+func (t *tokenSource) fresh(ctx context.Context) (string, error) {
+	t.reset()
+	tok, err := t.current().Token(ctx)
+	if err != nil {
+		return "", err
+	}
+	if _, exp, err := t.current().Expiry(); err == nil {
+		t.log.Debug("gh: minted installation token", "installation", t.id, "refresh_at", exp.Format(time.RFC3339))
+	}
+	return tok, nil
+}
+
+func (t *tokenSource) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.current().RoundTrip(req)
+}
