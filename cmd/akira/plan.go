@@ -1,0 +1,236 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/akira-bot/akira/runner/roadmap"
+)
+
+func init() { subcommands = append(subcommands, newPlanCmd) }
+
+func newPlanCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plan [PATH]",
+		Short: "Show the tasks of a roadmap and the order they will run in",
+		Long: `Plan reads a roadmap (ROADMAP.md by default; a markdown checklist, a spec-kit tasks.md,
+or a YAML/JSON task list chosen by extension), validates it and prints its tasks by phase
+with the execution order. Nothing is run.
+
+Exit status: 0 when the roadmap is valid, 2 when it is invalid (every problem is printed
+on stderr), 1 on other failures such as a missing file.`,
+		Args:          cobra.MaximumNArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "ROADMAP.md"
+			if len(args) == 1 {
+				path = args[0]
+			}
+			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the roadmap as JSON")
+	return cmd
+}
+
+func runPlan(stdout, stderr io.Writer, path string, asJSON bool) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, "ROADMAP.md")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return withExit(1, fmt.Errorf("plan: %w", err))
+	}
+	r, err := roadmap.Parse(path, data)
+	if err != nil {
+		var errs roadmap.Errors
+		if !errors.As(err, &errs) {
+			return withExit(1, fmt.Errorf("plan: %w", err))
+		}
+		for _, e := range errs {
+			fmt.Fprintln(stderr, e.Error())
+		}
+		return withExit(2, fmt.Errorf("%s: invalid roadmap (%s)", path, plural(len(errs), "error")))
+	}
+	if asJSON {
+		return writePlanJSON(stdout, r)
+	}
+	return writePlanText(stdout, r)
+}
+
+// planJSON is the documented shape of `akira plan --json`; arrays are never null.
+type planJSON struct {
+	Source string         `json:"source"`
+	Title  string         `json:"title"`
+	Order  []string       `json:"order"`
+	Tasks  []planTaskJSON `json:"tasks"`
+}
+
+type planTaskJSON struct {
+	ID       string            `json:"id"`
+	Title    string            `json:"title"`
+	Phase    string            `json:"phase"`
+	Line     int               `json:"line"`
+	Done     bool              `json:"done"`
+	Parallel bool              `json:"parallel"`
+	Labels   []string          `json:"labels"`
+	Depends  []string          `json:"depends"`
+	Verify   []string          `json:"verify"`
+	Accept   []string          `json:"accept"`
+	Subtasks []planSubtaskJSON `json:"subtasks"`
+	Notes    string            `json:"notes"`
+}
+
+type planSubtaskJSON struct {
+	Title string `json:"title"`
+	Done  bool   `json:"done"`
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func writePlanJSON(w io.Writer, r *roadmap.Roadmap) error {
+	out := planJSON{Source: r.Source, Title: r.Title, Order: nonNil(r.Order), Tasks: []planTaskJSON{}}
+	for _, t := range r.Tasks {
+		subs := []planSubtaskJSON{}
+		for _, s := range t.Subtasks {
+			subs = append(subs, planSubtaskJSON(s))
+		}
+		out.Tasks = append(out.Tasks, planTaskJSON{
+			ID: t.ID, Title: t.Title, Phase: t.Phase, Line: t.Line, Done: t.Done, Parallel: t.Parallel,
+			Labels: nonNil(t.Labels), Depends: nonNil(t.Depends), Verify: nonNil(t.Verify), Accept: nonNil(t.Accept),
+			Subtasks: subs, Notes: t.Notes,
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return withExit(1, fmt.Errorf("plan: write json: %w", err))
+	}
+	return nil
+}
+
+// writePlanText prints tasks grouped by phase (consecutive tasks of the same phase form a group),
+// then the order in which the pending tasks will run.
+func writePlanText(w io.Writer, r *roadmap.Roadmap) error {
+	var b strings.Builder
+	title := r.Title
+	if title == "" {
+		title = "(untitled)"
+	}
+	done := 0
+	for _, t := range r.Tasks {
+		if t.Done {
+			done++
+		}
+	}
+	fmt.Fprintf(&b, "%s\n", title)
+	fmt.Fprintf(&b, "%s, %s: %s, %d done, %d pending\n", r.Source, r.Format, plural(len(r.Tasks), "task"), done, len(r.Tasks)-done)
+	if len(r.Tasks) == 0 {
+		b.WriteString("\nNo tasks: a task is a list item with a checkbox, such as \"- [ ] Write the parser\".\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	for start := 0; start < len(r.Tasks); {
+		end := start
+		for end < len(r.Tasks) && r.Tasks[end].Phase == r.Tasks[start].Phase {
+			end++
+		}
+		group := r.Tasks[start:end]
+		phase := group[0].Phase
+		if phase == "" {
+			phase = "(no phase)"
+		}
+		gdone := 0
+		for _, t := range group {
+			if t.Done {
+				gdone++
+			}
+		}
+		fmt.Fprintf(&b, "\n%s (%d done, %d pending)\n", phase, gdone, len(group)-gdone)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, t := range group {
+			box := "[ ]"
+			if t.Done {
+				box = "[x]"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", box, t.ID, t.Title, details(t))
+		}
+		if err := tw.Flush(); err != nil {
+			return withExit(1, fmt.Errorf("plan: %w", err))
+		}
+		start = end
+	}
+	var pending []string
+	for _, id := range r.Order {
+		if t := r.Task(id); t != nil && !t.Done {
+			pending = append(pending, id)
+		}
+	}
+	switch {
+	case len(pending) == 0:
+		b.WriteString("\nExecution order: nothing left to do.\n")
+	case done > 0:
+		fmt.Fprintf(&b, "\nExecution order: %s (done tasks are skipped)\n", strings.Join(pending, ", "))
+	default:
+		fmt.Fprintf(&b, "\nExecution order: %s\n", strings.Join(pending, ", "))
+	}
+	// The table pads every title; lines without details would otherwise end in spaces.
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	if _, err := io.WriteString(w, strings.Join(lines, "\n")); err != nil {
+		return withExit(1, fmt.Errorf("plan: %w", err))
+	}
+	return nil
+}
+
+// details summarises what else a task carries, in one column of the table.
+func details(t *roadmap.Task) string {
+	var parts []string
+	if len(t.Depends) > 0 {
+		parts = append(parts, "after "+strings.Join(t.Depends, ", "))
+	}
+	if t.Parallel {
+		parts = append(parts, "parallel")
+	}
+	if len(t.Labels) > 0 {
+		parts = append(parts, strings.Join(t.Labels, " "))
+	}
+	if n := len(t.Subtasks); n > 0 {
+		subDone := 0
+		for _, s := range t.Subtasks {
+			if s.Done {
+				subDone++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d/%d subtasks", subDone, n))
+	}
+	if n := len(t.Verify); n > 0 {
+		parts = append(parts, "verify: "+strings.Join(t.Verify, "; "))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

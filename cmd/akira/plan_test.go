@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// runCmd runs akira in-process, like main does, and returns stdout, stderr and the exit code.
+func runCmd(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	root := newRootCmd()
+	var stdout, stderr bytes.Buffer
+	root.SetArgs(args)
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	err := root.Execute()
+	code := 0
+	if err != nil {
+		code = 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if ee == nil || ee.err != nil {
+			stderr.WriteString("akira: " + err.Error() + "\n") // what main prints
+		}
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "plan", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run go test -update after checking):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestPlanGolden(t *testing.T) {
+	tests := []struct {
+		file string
+		code int
+	}{
+		{"gsd.md", 0},
+		{"speckit-tasks.md", 0},
+		{"plain.md", 0},
+		{"emoji.md", 0},
+		{"tasks.yaml", 0},
+		{"tasks.json", 0},
+		{"invalid.md", 2},
+		{"invalid-tasks.yaml", 2},
+	}
+	for _, tt := range tests {
+		for _, mode := range []string{"txt", "json"} {
+			t.Run(tt.file+"/"+mode, func(t *testing.T) {
+				args := []string{"plan", filepath.Join("testdata", "plan", tt.file)}
+				if mode == "json" {
+					args = append(args, "--json")
+				}
+				stdout, stderr, code := runCmd(t, args...)
+				if code != tt.code {
+					t.Fatalf("exit code %d, want %d; stderr:\n%s", code, tt.code, stderr)
+				}
+				if tt.code != 0 {
+					if stdout != "" {
+						t.Errorf("stdout = %q, want nothing", stdout)
+					}
+					golden(t, tt.file+".stderr.golden", stderr)
+					return
+				}
+				if stderr != "" {
+					t.Errorf("stderr = %q", stderr)
+				}
+				golden(t, tt.file+"."+mode+".golden", stdout)
+			})
+		}
+	}
+}
+
+// TestPlanJSONShape checks the documented JSON keys and that arrays are never null.
+func TestPlanJSONShape(t *testing.T) {
+	stdout, _, code := runCmd(t, "plan", "--json", filepath.Join("testdata", "plan", "plain.md"))
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := sortedKeys(doc); !reflect.DeepEqual(got, []string{"order", "source", "tasks", "title"}) {
+		t.Errorf("top-level keys = %q", got)
+	}
+	tasks := doc["tasks"].([]any)
+	task := tasks[0].(map[string]any)
+	want := []string{"accept", "depends", "done", "id", "labels", "line", "notes", "parallel", "phase", "subtasks", "title", "verify"}
+	if got := sortedKeys(task); !reflect.DeepEqual(got, want) {
+		t.Errorf("task keys = %q", got)
+	}
+	for _, k := range []string{"labels", "depends", "verify", "accept", "subtasks"} {
+		if _, ok := task[k].([]any); !ok {
+			t.Errorf("%s = %#v, want an array", k, task[k])
+		}
+	}
+	if line := task["line"].(float64); line != 3 {
+		t.Errorf("line = %v, want 3", line)
+	}
+	sub := tasks[1].(map[string]any)["subtasks"].([]any)[0].(map[string]any)
+	if got := sortedKeys(sub); !reflect.DeepEqual(got, []string{"done", "title"}) {
+		t.Errorf("subtask keys = %q", got)
+	}
+
+	// An empty roadmap still has arrays.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ROADMAP.md")
+	if err := os.WriteFile(path, []byte("# Nothing yet\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, _ = runCmd(t, "plan", "--json", path)
+	if !strings.Contains(stdout, `"order": []`) || !strings.Contains(stdout, `"tasks": []`) {
+		t.Errorf("empty roadmap JSON:\n%s", stdout)
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := range keys {
+		for j := i + 1; j < len(keys); j++ {
+			if keys[j] < keys[i] {
+				keys[i], keys[j] = keys[j], keys[i]
+			}
+		}
+	}
+	return keys
+}
+
+func TestPlanDefaultPath(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "plan", "plain.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ROADMAP.md"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	stdout, stderr, code := runCmd(t, "plan")
+	if code != 0 || !strings.Contains(stdout, "ROADMAP.md, markdown: 4 tasks, 1 done, 3 pending") {
+		t.Errorf("plan in a directory with ROADMAP.md: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// A directory argument means the ROADMAP.md inside it.
+	stdout, _, code = runCmd(t, "plan", ".")
+	if code != 0 || !strings.Contains(stdout, "Website relaunch") {
+		t.Errorf("plan .: exit %d\n%s", code, stdout)
+	}
+	// No roadmap: exit 1, not 2.
+	t.Chdir(sub)
+	_, stderr, code = runCmd(t, "plan")
+	if code != 1 || !strings.Contains(stderr, "ROADMAP.md: no such file or directory") {
+		t.Errorf("missing roadmap: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestPlanUsageErrors(t *testing.T) {
+	_, _, code := runCmd(t, "plan", "a.md", "b.md")
+	if code == 0 {
+		t.Error("two paths accepted")
+	}
+	_, _, code = runCmd(t, "plan", "--yaml")
+	if code != 2 {
+		t.Errorf("unknown flag: exit %d, want 2", code)
+	}
+}
