@@ -1,102 +1,144 @@
-package llm
+// Package llmtest holds fake LLM providers for tests: HTTP servers that speak OpenAI Chat
+// Completions and Anthropic Messages as the providers document them, answer from a script turn by
+// turn, and check every request against the protocol (headers, fields, and that tool results answer
+// exactly the tool calls issued in the previous response) independently of the client's own structs.
+package llmtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// The fakes below are LLM providers speaking each provider's documented wire protocol: they check
-// the shape of every request (headers, fields, that tool results answer the tool calls the fake
-// issued in its previous response) against the protocol, not against this package's structs, and
-// answer the next scripted turn.
-
-const (
-	testModel = "test-model"
-	testKey   = "sk-test-SECRET-0123456789"
-)
-
-// fakeCall is a tool call the scripted model makes.
-type fakeCall struct {
-	name string
-	args any
+// Call is a tool call the scripted model makes; Args is marshalled to JSON.
+type Call struct {
+	Name string
+	Args any
 }
 
-// turn is one scripted response: a completion, an HTTP error, or a hang until the client leaves.
-type turn struct {
-	text    string
-	calls   []fakeCall
-	in, out int64
-	// stop overrides the finish_reason / stop_reason.
-	stop string
+// Turn is one scripted response: a completion (Text and/or Calls), an HTTP error (Status), or a
+// hang until the client gives up (Hang).
+type Turn struct {
+	Text                      string
+	Calls                     []Call
+	InputTokens, OutputTokens int64
+	// Stop overrides the finish_reason (OpenAI) or stop_reason (Anthropic).
+	Stop string
 
-	status                 int
-	header                 map[string]string
-	errType, errMsg, errCd string
+	// Status, when set, answers with this HTTP status and the provider's error body.
+	Status                       int
+	Header                       map[string]string
+	ErrType, ErrMessage, ErrCode string
 
-	hang bool
+	Hang bool
 
-	// check sees the tool results the request carries, in the order of the previous turn's calls.
-	check func(t *testing.T, results []gotResult)
+	// Check sees the tool results the request carries, in the order of the previous turn's calls.
+	Check func(t testing.TB, results []ToolResult)
 }
 
-type gotResult struct {
-	id, content string
-	isError     bool
+// ToolResult is a tool result as the request carried it.
+type ToolResult struct {
+	ID, Content string
+	IsError     bool
 }
 
-type fakeLLM struct {
-	t      *testing.T
-	kind   string
-	srv    *httptest.Server
+// Server is a scripted provider.
+type Server struct {
+	t     testing.TB
+	kind  string
+	model string
+	key   string
+	srv   *httptest.Server
+
 	mu     sync.Mutex
-	script []turn
+	script []Turn
 	// requests counts every request, errors and retries included.
 	requests int
 	// issued are the tool call ids of the last completion, which the next request must answer.
-	issued []string
-	nextID int
-	// firstSystem and firstUser are the system prompt and the first user message of the first request.
-	firstSystem, firstUser string
-	// lastUserText is the text of the newest user message of each request.
-	lastUserText []string
+	issued      []string
+	nextID      int
+	firstSystem string
+	firstUser   string
+	userTexts   []string
 }
 
-func newFakeLLM(t *testing.T, kind string, script ...turn) *fakeLLM {
+// NewOpenAI starts a Chat Completions server for model that requires key ("" for none).
+func NewOpenAI(t testing.TB, model, key string, script ...Turn) *Server {
+	return start(t, "openai", model, key, script)
+}
+
+// NewAnthropic starts a Messages server for model that requires key.
+func NewAnthropic(t testing.TB, model, key string, script ...Turn) *Server {
+	return start(t, "anthropic", model, key, script)
+}
+
+// New starts a server for kind "openai" or "anthropic".
+func New(t testing.TB, kind, model, key string, script ...Turn) *Server {
+	return start(t, kind, model, key, script)
+}
+
+func start(t testing.TB, kind, model, key string, script []Turn) *Server {
 	t.Helper()
-	f := &fakeLLM{t: t, kind: kind, script: script}
+	f := &Server{t: t, kind: kind, model: model, key: key, script: script}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-// baseURL is what an operator would configure for this server.
-func (f *fakeLLM) baseURL() string {
+// BaseURL is what an operator would configure for this server (OPENAI_BASE_URL, ANTHROPIC_BASE_URL).
+func (f *Server) BaseURL() string {
 	if f.kind == "openai" {
 		return f.srv.URL + "/v1"
 	}
 	return f.srv.URL
 }
 
-func (f *fakeLLM) count() int {
+// Kind is "openai" or "anthropic".
+func (f *Server) Kind() string { return f.kind }
+
+// Requests counts the requests received, retries included.
+func (f *Server) Requests() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.requests
 }
 
-func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
+// FirstSystem is the system prompt of the first request.
+func (f *Server) FirstSystem() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.firstSystem
+}
+
+// FirstUser is the first user message of the first request.
+func (f *Server) FirstUser() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.firstUser
+}
+
+// UserTexts is the text of the newest user message of each request (empty when it held only tool results).
+func (f *Server) UserTexts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.userTexts...)
+}
+
+// Remaining is how many scripted turns were not used.
+func (f *Server) Remaining() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.script)
+}
+
+func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 	t := f.t
 	f.mu.Lock()
 	f.requests++
@@ -112,16 +154,16 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var (
-		results  []gotResult
+		results  []ToolResult
 		problems []string
 		system   string
 		first    string
 		lastUser string
 	)
 	if f.kind == "openai" {
-		results, system, first, lastUser, problems = checkOpenAIRequest(r, body)
+		results, system, first, lastUser, problems = checkOpenAIRequest(r, body, f.model, f.key)
 	} else {
-		results, system, first, lastUser, problems = checkAnthropicRequest(r, body)
+		results, system, first, lastUser, problems = checkAnthropicRequest(r, body, f.model, f.key)
 	}
 	for _, p := range problems {
 		t.Errorf("%s request violates the protocol: %s", f.kind, p)
@@ -135,11 +177,11 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 	if f.firstUser == "" {
 		f.firstSystem, f.firstUser = system, first
 	}
-	f.lastUserText = append(f.lastUserText, lastUser)
+	f.userTexts = append(f.userTexts, lastUser)
 	// Tool results must answer exactly the calls issued in the previous completion, in order.
 	var ids []string
 	for _, res := range results {
-		ids = append(ids, res.id)
+		ids = append(ids, res.ID)
 	}
 	if strings.Join(ids, ",") != strings.Join(f.issued, ",") {
 		t.Errorf("tool results answer %v, want the calls of the previous response %v", ids, f.issued)
@@ -154,65 +196,65 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 	f.script = f.script[1:]
 	f.mu.Unlock()
 
-	if step.check != nil {
-		step.check(t, results)
+	if step.Check != nil {
+		step.Check(t, results)
 	}
 	switch {
-	case step.hang:
+	case step.Hang:
 		<-r.Context().Done()
 		return
-	case step.status != 0:
-		for k, v := range step.header {
+	case step.Status != 0:
+		for k, v := range step.Header {
 			w.Header().Set(k, v)
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(step.status)
+		w.WriteHeader(step.Status)
 		w.Write(f.errorBody(step))
 		return
 	}
 	f.mu.Lock()
 	f.issued = nil
 	var calls []map[string]any
-	for _, c := range step.calls {
+	for _, c := range step.Calls {
 		f.nextID++
 		id := fmt.Sprintf("call_%d", f.nextID)
 		if f.kind == "anthropic" {
 			id = fmt.Sprintf("toolu_%02d", f.nextID)
 		}
 		f.issued = append(f.issued, id)
-		argJSON, err := json.Marshal(c.args)
+		argJSON, err := json.Marshal(c.Args)
 		if err != nil {
-			t.Fatalf("script args: %v", err)
+			t.Errorf("script args: %v", err)
 		}
-		calls = append(calls, map[string]any{"id": id, "name": c.name, "args": argJSON})
+		calls = append(calls, map[string]any{"id": id, "name": c.Name, "args": argJSON})
 	}
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	if f.kind == "openai" {
-		w.Write(openAICompletion(step, calls))
+		w.Write(openAICompletion(step, calls, f.model))
 	} else {
-		w.Write(anthropicMessage(step, calls))
+		w.Write(anthropicMessage(step, calls, f.model))
 	}
 }
 
-func (f *fakeLLM) protocolError(w http.ResponseWriter, msg string) {
+func (f *Server) protocolError(w http.ResponseWriter, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
-	w.Write(f.errorBody(turn{errType: "invalid_request_error", errMsg: msg}))
+	w.Write(f.errorBody(Turn{ErrType: "invalid_request_error", ErrMessage: msg}))
 }
 
-func (f *fakeLLM) errorBody(step turn) []byte {
+func (f *Server) errorBody(step Turn) []byte {
 	var v any
 	if f.kind == "openai" {
 		var code any
-		if step.errCd != "" {
-			code = step.errCd
+		if step.ErrCode != "" {
+			code = step.ErrCode
 		}
-		v = map[string]any{"error": map[string]any{"message": step.errMsg, "type": step.errType, "param": nil, "code": code}}
+		v = map[string]any{"error": map[string]any{"message": step.ErrMessage, "type": step.ErrType, "param": nil, "code": code}}
 	} else {
-		e := map[string]any{"type": step.errType, "message": step.errMsg}
-		if step.errCd != "" {
-			e["details"] = map[string]any{"error_code": step.errCd}
+		e := map[string]any{"type": step.ErrType, "message": step.ErrMessage}
+		if step.ErrCode != "" {
+			e["details"] = map[string]any{"error_code": step.ErrCode}
 		}
 		v = map[string]any{"type": "error", "error": e, "request_id": "req_011CTest"}
 	}
@@ -220,10 +262,10 @@ func (f *fakeLLM) errorBody(step turn) []byte {
 	return out
 }
 
-func openAICompletion(step turn, calls []map[string]any) []byte {
+func openAICompletion(step Turn, calls []map[string]any, model string) []byte {
 	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil, "annotations": []any{}}
-	if step.text != "" {
-		msg["content"] = step.text
+	if step.Text != "" {
+		msg["content"] = step.Text
 	}
 	finish := "stop"
 	if len(calls) > 0 {
@@ -235,46 +277,46 @@ func openAICompletion(step turn, calls []map[string]any) []byte {
 		msg["tool_calls"] = tcs
 		finish = "tool_calls"
 	}
-	if step.stop != "" {
-		finish = step.stop
+	if step.Stop != "" {
+		finish = step.Stop
 	}
 	out, _ := json.Marshal(map[string]any{
-		"id": "chatcmpl-test", "object": "chat.completion", "created": time.Now().Unix(), "model": testModel,
+		"id": "chatcmpl-test", "object": "chat.completion", "created": time.Now().Unix(), "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": step.in, "completion_tokens": step.out, "total_tokens": step.in + step.out},
+		"usage":   map[string]any{"prompt_tokens": step.InputTokens, "completion_tokens": step.OutputTokens, "total_tokens": step.InputTokens + step.OutputTokens},
 	})
 	return out
 }
 
-func anthropicMessage(step turn, calls []map[string]any) []byte {
+func anthropicMessage(step Turn, calls []map[string]any, model string) []byte {
 	content := []any{}
-	if step.text != "" {
-		content = append(content, map[string]any{"type": "text", "text": step.text})
+	if step.Text != "" {
+		content = append(content, map[string]any{"type": "text", "text": step.Text})
 	}
 	stop := "end_turn"
 	for _, c := range calls {
 		content = append(content, map[string]any{"type": "tool_use", "id": c["id"], "name": c["name"], "input": json.RawMessage(c["args"].([]byte))})
 		stop = "tool_use"
 	}
-	if step.stop != "" {
-		stop = step.stop
+	if step.Stop != "" {
+		stop = step.Stop
 	}
 	out, _ := json.Marshal(map[string]any{
-		"id": "msg_test", "type": "message", "role": "assistant", "model": testModel, "content": content,
+		"id": "msg_test", "type": "message", "role": "assistant", "model": model, "content": content,
 		"stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": step.in, "output_tokens": step.out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+		"usage": map[string]any{"input_tokens": step.InputTokens, "output_tokens": step.OutputTokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
 	})
 	return out
 }
 
 // checkOpenAIRequest checks a Chat Completions request as the API documents it.
-func checkOpenAIRequest(r *http.Request, body map[string]any) (results []gotResult, system, first, lastUser string, problems []string) {
+func checkOpenAIRequest(r *http.Request, body map[string]any, model, key string) (results []ToolResult, system, first, lastUser string, problems []string) {
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		bad("%s %s, want POST /v1/chat/completions", r.Method, r.URL.Path)
 	}
-	if got := r.Header.Get("Authorization"); got != "Bearer "+testKey {
-		bad("Authorization header is %q", got)
+	if want := "Bearer " + key; key != "" && r.Header.Get("Authorization") != want {
+		bad("Authorization header is %q", redact(r.Header.Get("Authorization"), key))
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		bad("Content-Type is %q", ct)
@@ -286,7 +328,7 @@ func checkOpenAIRequest(r *http.Request, body map[string]any) (results []gotResu
 			bad("unexpected field %q", k)
 		}
 	}
-	if body["model"] != testModel {
+	if body["model"] != model {
 		bad("model is %v", body["model"])
 	}
 	if v, ok := body["max_tokens"]; ok {
@@ -362,7 +404,7 @@ func checkOpenAIRequest(r *http.Request, body map[string]any) (results []gotResu
 				bad("tool message %d answers %q, which the previous assistant message did not call", i, id)
 			}
 			delete(pending, id)
-			results = append(results, gotResult{id: id, content: strings.TrimPrefix(content, "ERROR: "), isError: strings.HasPrefix(content, "ERROR: ")})
+			results = append(results, ToolResult{ID: id, Content: strings.TrimPrefix(content, "ERROR: "), IsError: strings.HasPrefix(content, "ERROR: ")})
 		default:
 			bad("message %d has role %q", i, role)
 		}
@@ -377,13 +419,13 @@ func checkOpenAIRequest(r *http.Request, body map[string]any) (results []gotResu
 }
 
 // checkAnthropicRequest checks a Messages request as the API documents it.
-func checkAnthropicRequest(r *http.Request, body map[string]any) (results []gotResult, system, first, lastUser string, problems []string) {
+func checkAnthropicRequest(r *http.Request, body map[string]any, model, key string) (results []ToolResult, system, first, lastUser string, problems []string) {
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		bad("%s %s, want POST /v1/messages", r.Method, r.URL.Path)
 	}
-	if got := r.Header.Get("x-api-key"); got != testKey {
-		bad("x-api-key header is %q", got)
+	if got := r.Header.Get("x-api-key"); key != "" && got != key {
+		bad("x-api-key header is %q", redact(got, key))
 	}
 	if got := r.Header.Get("anthropic-version"); got != "2023-06-01" {
 		bad("anthropic-version header is %q", got)
@@ -401,7 +443,7 @@ func checkAnthropicRequest(r *http.Request, body map[string]any) (results []gotR
 			bad("unexpected field %q", k)
 		}
 	}
-	if body["model"] != testModel {
+	if body["model"] != model {
 		bad("model is %v", body["model"])
 	}
 	if n, err := body["max_tokens"].(json.Number).Int64(); err != nil || n <= 0 {
@@ -473,7 +515,7 @@ func checkAnthropicRequest(r *http.Request, body map[string]any) (results []gotR
 						isErr = b
 					}
 					answered[id] = true
-					results = append(results, gotResult{id: id, content: content, isError: isErr})
+					results = append(results, ToolResult{ID: id, Content: content, IsError: isErr})
 				case "text":
 					seenOther = true
 					s, _ := bm["text"].(string)
@@ -536,97 +578,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// newTestAgent builds an agent against f whose retry waits are recorded instead of taken.
-func newTestAgent(t *testing.T, f *fakeLLM, mutate func(*Config)) (*llmAgent, *waits, *syncBuffer) {
-	t.Helper()
-	logs := &syncBuffer{}
-	cfg := Config{
-		Provider: f.kind, Model: testModel, BaseURL: f.baseURL(), APIKey: testKey,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+// redact keeps a wrong credential's neighbour, the right key, out of test failure messages.
+func redact(s, key string) string {
+	if key == "" {
+		return s
 	}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	ag, err := New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	a := ag.(*llmAgent)
-	w := &waits{}
-	a.http.retry.baseDelay = 100 * time.Millisecond
-	a.http.retry.sleep = func(ctx context.Context, d time.Duration) error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.d = append(w.d, d)
-		return ctx.Err()
-	}
-	return a, w, logs
-}
-
-type waits struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (w *waits) all() []time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]time.Duration(nil), w.d...)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// newRepo makes a git repository with files (path → content) committed, and returns its directory.
-func newRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "initial")
-	return dir
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	return string(b)
+	return strings.ReplaceAll(s, key, "[key]")
 }
