@@ -49,7 +49,8 @@ func truncNote(omitted int) string {
 }
 
 // cutAt returns the longest prefix of s of at most n bytes that ends on a rune boundary, shortened to
-// the last line break when one is within the last 2 KB, so a table row or a line is not cut in half.
+// the last line break when one is near the end (within an eighth, at most 2 KB), so that a line or a
+// table row is not cut in half.
 func cutAt(s string, n int) string {
 	if n >= len(s) {
 		return s
@@ -61,7 +62,7 @@ func cutAt(s string, n int) string {
 		n--
 	}
 	p := s[:n]
-	if i := strings.LastIndexByte(p, '\n'); i >= 0 && len(p)-i <= 2048 {
+	if i := strings.LastIndexByte(p, '\n'); i >= 0 && len(p)-i <= min(2048, n/8) {
 		p = p[:i]
 	}
 	return p
