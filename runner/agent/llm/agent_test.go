@@ -415,3 +415,25 @@ func TestFeedbackInPrompt(t *testing.T) {
 		})
 	}
 }
+
+// A refusal or content filter ends the attempt with the model's words, not as a success.
+func TestRefusal(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind, func(t *testing.T) {
+			stop := "content_filter"
+			if kind == "anthropic" {
+				stop = "refusal"
+			}
+			dir := newRepo(t, map[string]string{"a.txt": "a\n"})
+			f := newFake(t, kind, llmtest.Turn{Text: "I can't help with that.", Stop: stop, InputTokens: 3, OutputTokens: 4})
+			a, _, _ := newTestAgent(t, f, nil)
+			res, err := a.Run(context.Background(), agent.Request{Workspace: dir, Prompt: "task"})
+			if err == nil || !strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "can't help") || errors.Is(err, ErrLimit) {
+				t.Fatalf("err = %v", err)
+			}
+			if res.Usage.OutputTokens != 4 {
+				t.Errorf("usage %+v", res.Usage)
+			}
+		})
+	}
+}

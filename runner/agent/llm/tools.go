@@ -24,6 +24,7 @@ const (
 	maxListEntries     = 1000
 	maxSearchMatches   = 200
 	maxSearchFileBytes = 4 << 20
+	maxReadFileBytes   = 32 << 20
 )
 
 var toolSpecs = []toolSpec{
@@ -237,6 +238,9 @@ func (tb *toolbox) readFile(p string, offset, limit int) (string, error) {
 	}
 	if fi.IsDir() {
 		return "", fmt.Errorf("%q is a directory; use list_files", p)
+	}
+	if fi.Size() > maxReadFileBytes {
+		return "", fmt.Errorf("%q is too large to read (%d bytes); use search, or run_command with head or sed", p, fi.Size())
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
