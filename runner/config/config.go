@@ -76,6 +76,9 @@ type AgentProfile struct {
 	MaxOutputTokens int              `yaml:"max_output_tokens"`
 	MaxCost         float64          `yaml:"max_cost"`
 	Prices          map[string]Price `yaml:"prices"`
+	// CommandTimeout and OutputCap bound the built-in agent's run_command tool.
+	CommandTimeout Duration `yaml:"command_timeout"`
+	OutputCap      int      `yaml:"output_cap"`
 }
 
 // Operator is the operator's configuration file.
@@ -250,8 +253,8 @@ func (p AgentProfile) validate() error {
 	default:
 		return fmt.Errorf("kind: %q is not exec, openai or anthropic", p.Kind)
 	}
-	if p.MaxTurns < 0 || p.MaxTokens < 0 || p.MaxCost < 0 {
-		return errors.New("max_turns, max_tokens and max_cost must not be negative")
+	if p.MaxTurns < 0 || p.MaxTokens < 0 || p.MaxCost < 0 || p.OutputCap < 0 || p.MaxOutputTokens < 0 {
+		return errors.New("max_turns, max_tokens, max_output_tokens, max_cost and output_cap must not be negative")
 	}
 	return nil
 }
