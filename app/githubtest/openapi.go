@@ -133,7 +133,8 @@ func (sp *spec) resolve(v any) any {
 // match reports whether a request path fits the operation's template and how many literal segments it
 // matched, so the most specific template wins.
 func (o *specOp) match(path string) (int, bool) {
-	return matchSegs(o.segs, strings.Split(strings.Trim(path, "/"), "/"), o.multi)
+	// Only the leading slash goes: a trailing one is an empty multi-segment value (contents of the root).
+	return matchSegs(o.segs, strings.Split(strings.TrimPrefix(path, "/"), "/"), o.multi)
 }
 
 func matchSegs(tmpl, segs []string, multi map[string]bool) (int, bool) {

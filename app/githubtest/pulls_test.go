@@ -18,7 +18,7 @@ func TestPullRequests(t *testing.T) {
 	ctx := context.Background()
 	gh, _ := installationClient(t, s, repo.InstallationID)
 	head := s.PushCommit("octo", "hello", Push{Branch: "akira/issue-1", Message: "Add feature",
-		Files: map[string]string{"feature.go": "package feature\n", "ROADMAP.md": "# Roadmap\n\n- [x] first task\n"},
+		Files:  map[string]string{"feature.go": "package feature\n", "ROADMAP.md": "# Roadmap\n\n- [x] first task\n"},
 		Delete: []string{"docs/guide/a.txt"}})
 
 	pr, resp, err := gh.PullRequests.Create(ctx, "octo", "hello", &github.NewPullRequest{

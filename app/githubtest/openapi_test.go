@@ -1,0 +1,233 @@
+package githubtest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/go-github/v60/github"
+)
+
+func specOrSkip(t *testing.T) string {
+	t.Helper()
+	p, ok := OpenAPISubsetPath()
+	if !ok {
+		t.Skip("no shared/fixtures/github/openapi/subset.json beside the repository")
+	}
+	return p
+}
+
+// Every route the fake serves is an operation of GitHub's description with the same method and operationId,
+// and every operation of the subset is served.
+func TestRoutesMatchOpenAPISubset(t *testing.T) {
+	sp, err := loadSpec(specOrSkip(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{}
+	for _, rt := range routes {
+		key := rt.Method + " " + rt.Path
+		served[key] = true
+		var found *specOp
+		for _, o := range sp.ops {
+			if o.method == rt.Method && o.path == rt.Path {
+				found = o
+			}
+		}
+		if found == nil {
+			t.Errorf("route %s is not in the OpenAPI subset", key)
+			continue
+		}
+		if found.id != rt.OperationID {
+			t.Errorf("route %s: operationId %q, spec says %q", key, rt.OperationID, found.id)
+		}
+		for name := range found.multi {
+			if !multiSegment[name] {
+				t.Errorf("route %s: parameter %q is multi-segment in the spec but not in the mux", key, name)
+			}
+		}
+	}
+	for _, o := range sp.ops {
+		if !served[o.method+" "+o.path] {
+			t.Errorf("operation %s %s (%s) is not served", o.method, o.path, o.id)
+		}
+	}
+}
+
+// A flow through every operation with the real clients; everything the fake received must conform.
+func TestRequestsConformToOpenAPI(t *testing.T) {
+	specPath := specOrSkip(t)
+	s, repo := newRepoServer(t)
+	ctx := context.Background()
+	app := appClient(t, s)
+	gh, _ := installationClient(t, s, repo.InstallationID)
+	must := func(_ any, _ *github.Response, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(app.Apps.Get(ctx, ""))
+	must(app.Apps.FindRepositoryInstallation(ctx, "octo", "hello"))
+	must(app.Apps.ListHookDeliveries(ctx, &github.ListCursorOptions{PerPage: 10}))
+	d := s.AddDelivery(Delivery{GUID: "g", Event: "ping"})
+	if _, _, err := app.Apps.RedeliverHookDelivery(ctx, d.ID); err != nil {
+		if _, ok := err.(*github.AcceptedError); !ok {
+			t.Fatal(err)
+		}
+	}
+	must(gh.Repositories.Get(ctx, "octo", "hello"))
+	is := s.AddIssue("octo", "hello", Issue{Title: "i"})
+	c, _, err := gh.Issues.CreateComment(ctx, "octo", "hello", is.Number, &github.IssueComment{Body: ptr("hi")})
+	must(c, nil, err)
+	must(gh.Issues.EditComment(ctx, "octo", "hello", c.GetID(), &github.IssueComment{Body: ptr("ho")}))
+	must(gh.Issues.ListComments(ctx, "octo", "hello", is.Number, &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 5}}))
+	must(gh.Issues.Get(ctx, "octo", "hello", is.Number))
+	must(gh.Reactions.CreateIssueCommentReaction(ctx, "octo", "hello", c.GetID(), "+1"))
+	s.PushCommit("octo", "hello", Push{Branch: "feature/a", Files: map[string]string{"x": "y"}})
+	pr, _, err := gh.PullRequests.Create(ctx, "octo", "hello", &github.NewPullRequest{Title: ptr("p"), Head: ptr("feature/a"), Base: ptr("main"), Draft: ptr(true)})
+	must(pr, nil, err)
+	must(gh.PullRequests.List(ctx, "octo", "hello", &github.PullRequestListOptions{Head: "octo:feature/a", State: "all", Base: "main"}))
+	must(gh.PullRequests.Get(ctx, "octo", "hello", pr.GetNumber()))
+	must(gh.PullRequests.Edit(ctx, "octo", "hello", pr.GetNumber(), &github.PullRequest{Body: ptr("b")}))
+	must(gh.PullRequests.ListFiles(ctx, "octo", "hello", pr.GetNumber(), &github.ListOptions{PerPage: 100}))
+	sha := s.Branch("octo", "hello", "feature/a")
+	cr, _, err := gh.Checks.CreateCheckRun(ctx, "octo", "hello", github.CreateCheckRunOptions{Name: "c", HeadSHA: sha,
+		Status: ptr("in_progress"), Output: &github.CheckRunOutput{Title: ptr("t"), Summary: ptr("s")}})
+	must(cr, nil, err)
+	must(gh.Checks.UpdateCheckRun(ctx, "octo", "hello", cr.GetID(), github.UpdateCheckRunOptions{Name: "c",
+		Conclusion: ptr("failure"), Output: &github.CheckRunOutput{Title: ptr("t"), Summary: ptr("s"), Annotations: annotations(2)},
+		Actions: []*github.CheckRunAction{{Label: "Retry", Description: "again", Identifier: "retry"}}}))
+	must(gh.Repositories.GetPermissionLevel(ctx, "octo", "hello", "alice"))
+	f, _, _, err := gh.Repositories.GetContents(ctx, "octo", "hello", "docs/guide/a.txt", &github.RepositoryContentGetOptions{Ref: "feature/a"})
+	must(f, nil, err)
+	must(gh.Git.GetRef(ctx, "octo", "hello", "heads/feature/a"))
+	must(gh.Git.CreateRef(ctx, "octo", "hello", &github.Reference{Ref: ptr("refs/heads/b"), Object: &github.GitObject{SHA: ptr(sha)}}))
+	must(gh.Repositories.CompareCommits(ctx, "octo", "hello", "main", "feature/a", nil))
+
+	reqs := s.Requests()
+	CheckRequestsAgainstOpenAPI(t, specPath, reqs)
+
+	sp, err := loadSpec(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range reqs {
+		if o := sp.find(r.Method, r.Path); o != nil {
+			seen[o.id] = true
+		}
+	}
+	for _, rt := range routes {
+		if !seen[rt.OperationID] {
+			t.Errorf("the flow did not exercise %s", rt.OperationID)
+		}
+	}
+}
+
+// recordingTB collects what CheckRequestsAgainstOpenAPI reports instead of failing the test.
+type recordingTB struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recordingTB) Helper() {}
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+func (r *recordingTB) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
+
+func TestCheckRequestsAgainstOpenAPIFindsMistakes(t *testing.T) {
+	specPath := specOrSkip(t)
+	req := func(method, path, query, body string, status int) Request {
+		q, _ := url.ParseQuery(query)
+		return Request{Method: method, Path: path, Query: q, Body: []byte(body), Status: status}
+	}
+	tests := []struct {
+		name string
+		req  Request
+		want string // substring of the single expected complaint; "" for none
+	}{
+		{"good comment", req("POST", "/repos/o/r/issues/1/comments", "", `{"body":"x"}`, 201), ""},
+		{"good compare with slashes", req("GET", "/repos/o/r/compare/main...feature/a/b", "", "", 200), ""},
+		{"good contents of root", req("GET", "/repos/o/r/contents/", "ref=feature/x", "", 200), ""},
+		{"good check run", req("POST", "/repos/o/r/check-runs", "", `{"name":"n","head_sha":"s","status":"completed","conclusion":"success","output":{"title":"t","summary":"s"}}`, 201), ""},
+		{"git traffic is skipped", req("POST", "/o/r.git/git-receive-pack", "", "", 200), ""},
+		{"failed request status is not checked", req("POST", "/repos/o/r/issues/1/comments", "", `{"body":"x"}`, 502), ""},
+		{"unknown operation", req("DELETE", "/repos/o/r", "", "", 204), "no such operation"},
+		{"missing required field", req("POST", "/repos/o/r/check-runs", "", `{"name":"n"}`, 201), `missing required field "head_sha"`},
+		{"missing nested field", req("POST", "/repos/o/r/check-runs", "", `{"name":"n","head_sha":"s","output":{"title":"t"}}`, 201), `body.output: missing required field "summary"`},
+		{"missing field in array item", req("PATCH", "/repos/o/r/check-runs/1", "", `{"actions":[{"label":"l","identifier":"i"}]}`, 200), `"description"`},
+		{"oneOf branch", req("POST", "/repos/o/r/check-runs", "", `{"name":"n","head_sha":"s","status":"completed"}`, 201), "oneOf"},
+		{"enum", req("POST", "/repos/o/r/issues/comments/1/reactions", "", `{"content":"yay"}`, 201), "is not one of"},
+		{"empty body", req("POST", "/repos/o/r/git/refs", "", "", 201), "empty body"},
+		{"undeclared query parameter", req("GET", "/repos/o/r/git/ref/heads/main", "ref=x", "", 200), `query parameter "ref"`},
+		{"undocumented success status", req("POST", "/repos/o/r/pulls", "", `{"head":"h","base":"b"}`, 200), "status 200"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recordingTB{TB: t}
+			CheckRequestsAgainstOpenAPI(rec, specPath, []Request{tc.req})
+			switch {
+			case tc.want == "" && len(rec.errs) > 0:
+				t.Errorf("unexpected complaints: %q", rec.errs)
+			case tc.want != "" && (len(rec.errs) != 1 || !strings.Contains(rec.errs[0], tc.want)):
+				t.Errorf("complaints %q, want one containing %q", rec.errs, tc.want)
+			}
+		})
+	}
+}
+
+func TestMatchSegments(t *testing.T) {
+	multi := map[string]bool{"path": true, "basehead": true}
+	tests := []struct {
+		tmpl, path string
+		lit        int
+		ok         bool
+	}{
+		{"/repos/{owner}/{repo}", "/repos/o/r", 1, true},
+		{"/repos/{owner}/{repo}", "/repos/o", 0, false},
+		{"/repos/{owner}/{repo}", "/repos/o/r/x", 0, false},
+		{"/repos/{owner}/{repo}/contents/{path}", "/repos/o/r/contents/a/b/c.md", 2, true},
+		{"/repos/{owner}/{repo}/contents/{path}", "/repos/o/r/contents/", 2, true},
+		{"/repos/{owner}/{repo}/compare/{basehead}", "/repos/o/r/compare/a/b...c/d", 2, true},
+		{"/repos/{owner}/{repo}/issues/{issue_number}", "/repos/o/r/issues/comments", 2, true},
+		{"/repos/{owner}/{repo}/issues/comments/{comment_id}", "/repos/o/r/issues/comments/5", 3, true},
+		{"/repos/{owner}/{repo}/issues/{issue_number}", "/repos/o//issues/1", 0, false},
+	}
+	for _, tc := range tests {
+		o := &specOp{segs: strings.Split(strings.Trim(tc.tmpl, "/"), "/"), multi: multi}
+		lit, ok := o.match(tc.path)
+		if ok != tc.ok || (ok && lit != tc.lit) {
+			t.Errorf("%s ~ %s = %d %v, want %d %v", tc.tmpl, tc.path, lit, ok, tc.lit, tc.ok)
+		}
+	}
+}
+
+// The mux serves multi-segment values with slashes, encoded or not.
+func TestMultiSegmentRouting(t *testing.T) {
+	s, repo := newRepoServer(t)
+	s.PushCommit("octo", "hello", Push{Branch: "a/b", Files: map[string]string{"x": "1"}})
+	tok := s.InstallationToken(repo.InstallationID)
+	for _, path := range []string{
+		"repos/octo/hello/git/ref/heads/a/b",
+		"repos/octo/hello/git/ref/heads/a%2Fb",
+		"repos/octo/hello/compare/main...a/b",
+		"repos/octo/hello/compare/main...a%2Fb",
+		"repos/octo/hello/contents/docs/guide/a.txt?ref=a/b",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, s.URL()+path, nil)
+		req.Header.Set("Authorization", "token "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d", path, resp.StatusCode)
+		}
+	}
+}
