@@ -154,7 +154,7 @@ type Result struct {
 	Command  string        `json:"command"`
 	ExitCode int           `json:"exit_code"`
 	TimedOut bool          `json:"timed_out,omitempty"`
-	Duration time.Duration `json:"duration"`
+	Duration time.Duration `json:"duration_ns"`
 	// Output is the tail of the combined output.
 	Output string `json:"output,omitempty"`
 	// Annotations are the file/line problems found in the whole (capped) output.

@@ -1,0 +1,703 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/proc"
+	"github.com/akira-bot/akira/runner/roadmap"
+	"github.com/akira-bot/akira/runner/verify"
+	"github.com/akira-bot/akira/runner/workspace"
+)
+
+// errAborted ends the task loop after an abort decision.
+var errAborted = errors.New("aborted by decision")
+
+type engine struct {
+	o           Options
+	ws          *workspace.Workspace
+	rm          *roadmap.Roadmap
+	roadmapPath string // "" for an external plan
+	source      string // the plan's name in prompts
+	results     map[string]*TaskResult
+	out         Outcome
+	verifyEnv   []string
+	start       time.Time
+	taskStart   time.Time // when the current task started, for durations reported before it ends
+}
+
+func (e *engine) run(ctx context.Context) (out Outcome, err error) {
+	e.start = time.Now()
+	e.out = Outcome{RunID: e.o.RunID, Repo: e.o.Repo, Branch: e.o.Branch, Base: e.o.Base, Status: StatusFailed}
+	defer func() {
+		if e.ws != nil {
+			if cerr := e.ws.Close(); cerr != nil {
+				e.o.Logger.Warn("runner: workspace not removed", "dir", e.ws.Dir, "err", cerr)
+			}
+		}
+	}()
+	if err := e.prepare(ctx); err != nil {
+		return e.finish(ctx, err)
+	}
+	aborted := false
+	for {
+		t := e.next()
+		if t == nil {
+			break
+		}
+		if err := e.runTask(ctx, t); err != nil {
+			if errors.Is(err, errAborted) {
+				aborted = true
+				break
+			}
+			return e.finish(ctx, err)
+		}
+	}
+	if !aborted {
+		if err := e.blockRest(ctx); err != nil {
+			return e.finish(ctx, err)
+		}
+	}
+	switch {
+	case aborted:
+		e.out.Status = StatusAborted
+	case len(e.out.Parked) > 0:
+		e.out.Status = StatusParked
+	default:
+		e.out.Status = StatusSucceeded
+	}
+	return e.finish(ctx, nil)
+}
+
+// prepare clones, resolves the roadmap and branch, checks out, parses the plan and works out what is
+// already done.
+func (e *engine) prepare(ctx context.Context) error {
+	ws, err := workspace.Clone(ctx, workspace.Options{
+		Remote: e.o.Repo, Base: e.o.Base, WorkDir: e.o.WorkDir, Auth: e.o.GitAuth,
+		Author: e.o.Author, PassEnv: e.o.GitEnv,
+	})
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	e.ws = ws
+	e.out.Base = ws.Base
+
+	repoCfg := config.DefaultRepo()
+	if data, ok, err := ws.ReadBase(ctx, ".github/akira.yml"); err != nil {
+		return fmt.Errorf("runner: %w", err)
+	} else if ok {
+		if repoCfg, err = config.ParseRepo(data); err != nil {
+			return fmt.Errorf("runner: %w: %w", ErrUsage, err)
+		}
+	}
+	if e.o.MaxAttempts <= 0 {
+		e.o.MaxAttempts = repoCfg.MaxAttempts
+		if e.o.MaxAttempts <= 0 {
+			e.o.MaxAttempts = DefaultMaxAttempts
+		}
+	}
+	if len(e.o.Verify) == 0 {
+		e.o.Verify = repoCfg.Verify
+	}
+	for _, g := range repoCfg.ProtectedPaths {
+		if !slices.Contains(e.o.ProtectedPaths, g) {
+			e.o.ProtectedPaths = append(e.o.ProtectedPaths, g)
+		}
+	}
+
+	planName := e.o.PlanSource
+	if e.o.Plan == nil {
+		e.roadmapPath = e.o.Roadmap
+		if e.roadmapPath == "" {
+			e.roadmapPath = repoCfg.Roadmap
+		}
+		if e.roadmapPath == "" {
+			e.roadmapPath = DefaultRoadmap
+		}
+		e.roadmapPath = filepath.ToSlash(filepath.Clean(e.roadmapPath))
+		if filepath.IsAbs(e.roadmapPath) || strings.HasPrefix(e.roadmapPath, "../") {
+			return fmt.Errorf("runner: %w: roadmap %q must be a path inside the repository", ErrUsage, e.o.Roadmap)
+		}
+		planName = e.roadmapPath
+		e.source = e.roadmapPath
+	} else {
+		if planName == "" {
+			planName = "plan"
+		}
+		e.source = planName
+	}
+	e.out.Roadmap = e.source
+
+	branch := e.o.Branch
+	if branch == "" {
+		branch = DefaultBranch(repoCfg.BranchPrefix, planName)
+	}
+	e.out.Branch = branch
+	if err := ws.Checkout(ctx, branch); err != nil {
+		if strings.Contains(err.Error(), "not a valid branch name") {
+			return fmt.Errorf("runner: %w: %w", ErrUsage, err)
+		}
+		return fmt.Errorf("runner: %w", err)
+	}
+
+	data := e.o.Plan
+	if data == nil {
+		data, err = os.ReadFile(filepath.Join(ws.Dir, filepath.FromSlash(e.roadmapPath)))
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("runner: %w: %s not found on branch %s", ErrInvalidPlan, e.roadmapPath, branch)
+		} else if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+	}
+	rm, err := roadmap.Parse(e.source, data)
+	if err != nil {
+		return fmt.Errorf("runner: %w: %w", ErrInvalidPlan, err)
+	}
+	e.rm = rm
+	if len(rm.Tasks) == 0 {
+		return fmt.Errorf("runner: %w: %s has no tasks (checkboxes)", ErrInvalidPlan, e.source)
+	}
+	for _, id := range e.o.Skip {
+		if rm.Task(id) == nil {
+			return fmt.Errorf("runner: %w: --skip %s: no such task in %s", ErrUsage, id, e.source)
+		}
+	}
+	for id := range e.o.Decisions {
+		if rm.Task(id) == nil {
+			return fmt.Errorf("runner: %w: decision for %s: no such task in %s", ErrUsage, id, e.source)
+		}
+	}
+
+	commits, err := ws.Trailers(ctx, TrailerTask)
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	doneBy := map[string]string{}
+	for _, c := range commits {
+		for _, id := range c.Values {
+			doneBy[id] = c.SHA
+		}
+	}
+	for _, id := range e.order() {
+		t := rm.Task(id)
+		r := &TaskResult{ID: t.ID, Title: t.Title, Phase: t.Phase, Status: TaskPending}
+		switch sha := doneBy[t.ID]; {
+		case sha != "":
+			r.Status, r.Commit, r.Note = TaskDone, sha, "checkpoint already on the branch"
+		case t.Done:
+			r.Status, r.Note = TaskDone, "ticked in the roadmap"
+		case slices.Contains(e.o.Skip, t.ID):
+			r.Status, r.Note = TaskSkipped, "skipped (--skip)"
+		}
+		e.results[t.ID] = r
+		e.out.Tasks = append(e.out.Tasks, *r)
+	}
+	e.verifyEnv = proc.Environ(e.o.Env)
+	e.out.Head = ws.Head()
+	if err := e.emit(ctx, Event{Type: EventRunStarted, Repo: e.o.Repo, Roadmap: e.source, Branch: branch,
+		Base: ws.Base, Tasks: e.snapshot(), MaxAttempts: e.o.MaxAttempts, Commit: ws.Head(),
+		Message: map[bool]string{true: "new branch from " + ws.Base, false: "continuing the branch"}[ws.Created]}); err != nil {
+		return err
+	}
+	for _, id := range e.order() {
+		if r := e.results[id]; r.Status == TaskSkipped {
+			if err := e.emit(ctx, e.taskEvent(EventTaskSkipped, rm.Task(id), Event{Message: r.Note})); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *engine) order() []string {
+	if len(e.rm.Order) > 0 {
+		return e.rm.Order
+	}
+	ids := make([]string, len(e.rm.Tasks))
+	for i, t := range e.rm.Tasks {
+		ids[i] = t.ID
+	}
+	return ids
+}
+
+// next is the first pending task, in roadmap order, whose dependencies are all done.
+func (e *engine) next() *roadmap.Task {
+	for _, id := range e.order() {
+		if e.results[id].Status != TaskPending {
+			continue
+		}
+		t := e.rm.Task(id)
+		ready := true
+		for _, d := range t.Depends {
+			if r := e.results[d]; r == nil || r.Status != TaskDone {
+				ready = false
+				break
+			}
+		}
+		if ready {
+			return t
+		}
+	}
+	return nil
+}
+
+// blockRest marks every task still pending as blocked: one of its dependencies did not get done.
+func (e *engine) blockRest(ctx context.Context) error {
+	for _, id := range e.order() {
+		r := e.results[id]
+		if r.Status != TaskPending {
+			continue
+		}
+		t := e.rm.Task(id)
+		var why []string
+		for _, d := range t.Depends {
+			if dr := e.results[d]; dr != nil && dr.Status != TaskDone {
+				why = append(why, fmt.Sprintf("%s (%s)", d, dr.Status))
+			}
+		}
+		r.Status = TaskBlocked
+		r.Note = "blocked by " + strings.Join(why, ", ")
+		if err := e.emit(ctx, e.taskEvent(EventTaskBlocked, t, Event{Message: r.Note})); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
+	r := e.results[t.ID]
+	e.taskStart = time.Now()
+	defer func() { r.Duration += time.Since(e.taskStart) }()
+	if err := e.emit(ctx, e.taskEvent(EventTaskStarted, t, Event{MaxAttempts: e.o.MaxAttempts})); err != nil {
+		return err
+	}
+	guidance := ""
+	if d, ok := e.o.Decisions[t.ID]; ok {
+		if d.Kind == "" {
+			d.Kind = DecisionPark
+		}
+		if err := e.emit(ctx, e.taskEvent(EventTaskDecided, t, Event{Decision: &d})); err != nil {
+			return err
+		}
+		switch d.Kind {
+		case DecisionPark:
+			esc := Escalation{TaskID: t.ID, Title: t.Title, Phase: t.Phase, Reason: "awaiting_decision",
+				Summary: "kept parked until a decision", HeadSHA: e.ws.Head()}
+			if sha := e.ws.Parked(t.ID); sha != "" {
+				esc.ParkedRef, esc.ParkedCommit = e.ws.ParkedRef(t.ID), sha
+			}
+			return e.markParked(ctx, t, esc)
+		case DecisionSkip:
+			return e.skip(ctx, t, "skipped by decision")
+		case DecisionAbort:
+			return errAborted
+		case DecisionApprove:
+			if err := e.ws.ApplyParked(ctx, t.ID); err != nil {
+				return fmt.Errorf("runner: approve %s: %w", t.ID, err)
+			}
+			f, err := e.checkpoint(ctx, t, checkpointInfo{approved: true})
+			if err != nil {
+				return err
+			}
+			if f != nil {
+				return fmt.Errorf("runner: approve %s: the parked work cannot be a checkpoint: %s", t.ID, f.summary())
+			}
+			return nil
+		case DecisionRetry:
+			guidance = d.Guidance
+		default:
+			return fmt.Errorf("runner: %w: unknown decision %q for %s", ErrUsage, d.Kind, t.ID)
+		}
+	}
+	return e.attempts(ctx, t, guidance)
+}
+
+// attempts runs attempts until one checkpoints, then asks for a decision when they are exhausted or
+// the same failure repeats.
+func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guidance string) error {
+	r := e.results[t.ID]
+	var last *failure
+	lastFeedback, lastSig := "", ""
+	round := 0 // attempts since the start or since a retry decision
+	for {
+		round++
+		r.Attempts++
+		feedback := joinFeedback(lastFeedback, guidance)
+		f, err := e.attempt(ctx, t, r.Attempts, feedback)
+		if err != nil {
+			return err
+		}
+		if f == nil {
+			return nil
+		}
+		last = f
+		lastFeedback = f.text(r.Attempts)
+		if err := e.emit(ctx, e.taskEvent(EventAttemptFailed, t, Event{Attempt: r.Attempts, MaxAttempts: e.o.MaxAttempts,
+			Feedback: lastFeedback, Verify: f.verify, Message: f.summary()})); err != nil {
+			return err
+		}
+		sig := f.signature(e.ws.Dir)
+		repeated := round > 1 && sig == lastSig
+		lastSig = sig
+		if round < e.o.MaxAttempts && !repeated {
+			if err := e.ws.Reset(ctx); err != nil {
+				return fmt.Errorf("runner: %w", err)
+			}
+			continue
+		}
+
+		esc := Escalation{TaskID: t.ID, Title: t.Title, Phase: t.Phase, Attempts: r.Attempts, Reason: "max_attempts",
+			Summary: last.summary(), Feedback: lastFeedback, Verify: last.verify, HeadSHA: e.ws.Head()}
+		if repeated {
+			esc.Reason = "repeated_failure"
+		}
+		d, err := e.escalate(ctx, t, esc)
+		if err != nil {
+			return err
+		}
+		switch d.Kind {
+		case DecisionRetry:
+			guidance, round, lastSig = d.Guidance, 0, ""
+			if err := e.ws.Reset(ctx); err != nil {
+				return fmt.Errorf("runner: %w", err)
+			}
+			continue
+		case DecisionSkip:
+			if err := e.ws.Reset(ctx); err != nil {
+				return fmt.Errorf("runner: %w", err)
+			}
+			return e.skip(ctx, t, "skipped by decision")
+		case DecisionAbort:
+			if err := e.ws.Reset(ctx); err != nil {
+				return fmt.Errorf("runner: %w", err)
+			}
+			return errAborted
+		case DecisionApprove:
+			f, err := e.checkpoint(ctx, t, checkpointInfo{approved: true, verify: last.verify})
+			if err != nil {
+				return err
+			}
+			if f == nil {
+				return nil
+			}
+			// The work cannot become a checkpoint (protected paths, a broken roadmap): park it instead.
+			esc.Summary = "approval refused: " + f.summary()
+			esc.Feedback = f.text(r.Attempts)
+			if err := e.emit(ctx, e.taskEvent(EventAttemptFailed, t, Event{Attempt: r.Attempts, Feedback: esc.Feedback, Message: esc.Summary})); err != nil {
+				return err
+			}
+		}
+		return e.park(ctx, t, esc)
+	}
+}
+
+func joinFeedback(feedback, guidance string) string {
+	guidance = strings.TrimSpace(guidance)
+	if guidance == "" {
+		return feedback
+	}
+	g := "Guidance from a human for this attempt:\n\n" + guidance + "\n"
+	if feedback == "" {
+		return g
+	}
+	return strings.TrimRight(feedback, "\n") + "\n\n" + g
+}
+
+// attempt runs the agent and the verification once. It returns a failure, or nil once the task is
+// checkpointed; an error is not about the task (cancellation, git, a reporter).
+func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback string) (*failure, error) {
+	r := e.results[t.ID]
+	plan := verify.Choose(e.ws.Dir, t.Verify, e.o.Verify)
+	verifyNote := ""
+	if plan.Source == verify.SourceDetected {
+		verifyNote = "Akira will run the project's default tests (detected from " + plan.Reason + "): " +
+			strings.Join(plan.Commands, " && ") + ". Make sure they pass."
+	} else if plan.Source == verify.SourceNone {
+		verifyNote = "No verification commands are configured for this task: make sure the project still builds and its tests pass."
+	}
+	promptVerify := plan.Commands
+	if plan.Source == verify.SourceDetected || plan.Source == verify.SourceNone {
+		promptVerify = nil
+	}
+	prompt := buildPrompt(promptInput{roadmap: e.rm, source: e.source, task: t, attempt: n, maxAttempts: e.o.MaxAttempts,
+		verify: promptVerify, verifyNote: verifyNote, protected: e.o.ProtectedPaths, feedback: feedback})
+	if err := e.emit(ctx, e.taskEvent(EventAttemptStarted, t, Event{Attempt: n, MaxAttempts: e.o.MaxAttempts, Feedback: feedback})); err != nil {
+		return nil, err
+	}
+
+	actx, cancel := context.WithTimeout(ctx, e.o.AgentTimeout)
+	res, aerr := e.o.Agent.Run(actx, agent.Request{
+		Workspace: e.ws.Dir, TaskID: t.ID, TaskTitle: t.Title, Attempt: n, Prompt: prompt, Feedback: feedback,
+		ProtectedPaths: e.o.ProtectedPaths,
+	})
+	timedOut := actx.Err() == context.DeadlineExceeded
+	cancel()
+	r.Usage = r.Usage.Add(res.Usage)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("runner: %w", ctx.Err())
+	}
+	ev := Event{Attempt: n, Usage: &res.Usage, Duration: res.Duration}
+	if aerr != nil {
+		ev.Message = aerr.Error()
+	}
+	if err := e.emit(ctx, e.taskEvent(EventAgentFinished, t, ev)); err != nil {
+		return nil, err
+	}
+	if aerr != nil {
+		msg := aerr.Error()
+		if timedOut {
+			msg = fmt.Sprintf("timed out after %s (agent timeout)", e.o.AgentTimeout)
+		}
+		return &failure{agentErr: msg, agentOutput: res.Output}, nil
+	}
+
+	// Choose again: the agent may have created the build file a default is detected from.
+	plan = verify.Choose(e.ws.Dir, t.Verify, e.o.Verify)
+	if err := e.emit(ctx, e.taskEvent(EventVerifyStarted, t, Event{Attempt: n, VerifyPlan: &plan, Message: plan.Describe()})); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	results, err := verify.Run(ctx, e.ws.Dir, plan.Commands, verify.Options{
+		Env: e.verifyEnv, Timeout: e.o.VerifyTimeout, OutputCap: e.o.OutputCap, Stream: e.o.Output,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("runner: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if err := e.emit(ctx, e.taskEvent(EventVerifyFinished, t, Event{Attempt: n, Verify: results, Duration: time.Since(started)})); err != nil {
+		return nil, err
+	}
+	if !verify.Passed(results) {
+		return &failure{verify: results}, nil
+	}
+	return e.checkpoint(ctx, t, checkpointInfo{plan: plan, verify: results})
+}
+
+type checkpointInfo struct {
+	plan     verify.Plan
+	verify   []verify.Result
+	approved bool
+}
+
+// checkpoint ticks the task, commits everything in one commit and pushes it. A failure means the
+// work cannot be a checkpoint (the roadmap no longer parses, protected paths changed).
+func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpointInfo) (*failure, error) {
+	r := e.results[t.ID]
+	if e.roadmapPath != "" {
+		if f := e.tick(t); f != nil {
+			return f, nil
+		}
+	}
+	changed, err := e.ws.Stage(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	var bad []string
+	for _, p := range changed {
+		if config.MatchAny(e.o.ProtectedPaths, p) {
+			bad = append(bad, p)
+		}
+	}
+	if len(bad) > 0 {
+		return &failure{protected: bad}, nil
+	}
+	sha, err := e.ws.Commit(ctx, e.commitMessage(t, info))
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if err := e.ws.Push(ctx); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if err := e.ws.DropParked(ctx, t.ID); err != nil {
+		e.o.Logger.Warn("runner: parked work not deleted", "task", t.ID, "err", err)
+	}
+	e.out.Head = sha
+	r.Status, r.Commit = TaskDone, sha
+	if info.approved {
+		r.Note = "approved without passing verification"
+	}
+	return nil, e.emit(ctx, e.taskEvent(EventTaskCheckpointed, t, Event{Attempt: r.Attempts, Commit: sha, Changed: changed,
+		Verify: info.verify, Duration: r.Duration + time.Since(e.taskStart), Usage: &r.Usage, Message: r.Note}))
+}
+
+// tick marks the task done in the roadmap file as the attempt left it, byte for byte otherwise.
+func (e *engine) tick(t *roadmap.Task) *failure {
+	file := filepath.Join(e.ws.Dir, filepath.FromSlash(e.roadmapPath))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return &failure{roadmapErr: fmt.Sprintf("the roadmap %s could not be read after the attempt: %v", e.roadmapPath, err)}
+	}
+	cur, err := roadmap.Parse(e.roadmapPath, data)
+	if err != nil {
+		return &failure{roadmapErr: fmt.Sprintf("the roadmap %s no longer parses after the attempt: %v", e.roadmapPath, err)}
+	}
+	if cur.Task(t.ID) == nil {
+		return &failure{roadmapErr: fmt.Sprintf("task %s is no longer in the roadmap %s after the attempt", t.ID, e.roadmapPath)}
+	}
+	ticked, err := roadmap.Tick(cur, data, t.ID)
+	if err != nil {
+		return &failure{roadmapErr: fmt.Sprintf("could not tick task %s: %v", t.ID, err)}
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(file); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := os.WriteFile(file, ticked, mode); err != nil {
+		return &failure{roadmapErr: fmt.Sprintf("could not write the roadmap %s: %v", e.roadmapPath, err)}
+	}
+	return nil
+}
+
+func (e *engine) commitMessage(t *roadmap.Task, info checkpointInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "akira: %s %s\n\n", t.ID, oneLine(t.Title))
+	switch {
+	case info.approved:
+		b.WriteString("Approved by a human without passing verification.\n")
+		for _, r := range info.verify {
+			if !r.Passed() {
+				fmt.Fprintf(&b, "- failed: %s (exit %d)\n", oneLine(r.Command), r.ExitCode)
+			}
+		}
+	case len(info.verify) == 0:
+		b.WriteString("No verification: no verify commands were configured and none could be detected.\n")
+	default:
+		b.WriteString("Verified by:\n")
+		for _, r := range info.verify {
+			fmt.Fprintf(&b, "- %s\n", oneLine(r.Command))
+		}
+		if info.plan.Source == verify.SourceDetected {
+			fmt.Fprintf(&b, "(detected from %s)\n", info.plan.Reason)
+		}
+	}
+	fmt.Fprintf(&b, "\n%s: %s\n%s: %s\n", TrailerRun, e.o.RunID, TrailerTask, t.ID)
+	return b.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (e *engine) escalate(ctx context.Context, t *roadmap.Task, esc Escalation) (Decision, error) {
+	if err := e.emit(ctx, e.taskEvent(EventTaskEscalated, t, Event{Attempt: esc.Attempts, Escalation: &esc,
+		Feedback: esc.Feedback, Verify: esc.Verify, Message: esc.Summary})); err != nil {
+		return Decision{}, err
+	}
+	if e.o.Escalate == nil {
+		return Decision{Kind: DecisionPark}, nil
+	}
+	d, err := e.o.Escalate(ctx, esc)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Decision{}, fmt.Errorf("runner: %w", ctx.Err())
+		}
+		return Decision{}, fmt.Errorf("runner: escalation of %s: %w", t.ID, err)
+	}
+	if d.Kind == "" {
+		d.Kind = DecisionPark
+	}
+	if err := e.emit(ctx, e.taskEvent(EventTaskDecided, t, Event{Decision: &d})); err != nil {
+		return Decision{}, err
+	}
+	return d, nil
+}
+
+// park saves the failed work on the task's parked ref (so that a later run can approve it), resets
+// the workspace to the last checkpoint and moves on.
+func (e *engine) park(ctx context.Context, t *roadmap.Task, esc Escalation) error {
+	msg := fmt.Sprintf("akira: parked %s %s\n\n%s\n\n%s: %s\nAkira-Parked: %s\n", t.ID, oneLine(t.Title),
+		strings.TrimSpace(esc.Summary), TrailerRun, e.o.RunID, t.ID)
+	sha, err := e.ws.PushParked(ctx, t.ID, msg)
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	if err := e.ws.Reset(ctx); err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	esc.ParkedRef, esc.ParkedCommit = e.ws.ParkedRef(t.ID), sha
+	return e.markParked(ctx, t, esc)
+}
+
+func (e *engine) markParked(ctx context.Context, t *roadmap.Task, esc Escalation) error {
+	r := e.results[t.ID]
+	r.Status, r.Note = TaskParked, esc.Summary
+	e.out.Parked = append(e.out.Parked, esc)
+	return e.emit(ctx, e.taskEvent(EventTaskParked, t, Event{Attempt: esc.Attempts, Escalation: &esc, Message: esc.Summary}))
+}
+
+func (e *engine) skip(ctx context.Context, t *roadmap.Task, note string) error {
+	r := e.results[t.ID]
+	r.Status, r.Note = TaskSkipped, note
+	if err := e.ws.DropParked(ctx, t.ID); err != nil {
+		e.o.Logger.Warn("runner: parked work not deleted", "task", t.ID, "err", err)
+	}
+	return e.emit(ctx, e.taskEvent(EventTaskSkipped, t, Event{Message: note}))
+}
+
+// finish fills in the outcome and reports the end of the run, also after an error: the final event
+// is reported even when ctx was cancelled, so that a live view can print its summary.
+func (e *engine) finish(ctx context.Context, runErr error) (Outcome, error) {
+	e.out.Duration = time.Since(e.start)
+	if e.rm != nil {
+		e.out.Tasks = e.snapshot()
+	}
+	if runErr != nil {
+		e.out.Status = StatusFailed
+		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {
+			e.out.Status = StatusAborted
+		}
+		e.out.Error = runErr.Error()
+	}
+	out := e.out
+	if rerr := e.emit(context.WithoutCancel(ctx), Event{Type: EventRunFinished, Outcome: &out, Duration: out.Duration,
+		Commit: out.Head, Message: string(out.Status)}); rerr != nil && runErr == nil {
+		runErr = rerr
+		out.Status, out.Error = StatusFailed, rerr.Error()
+	}
+	return out, runErr
+}
+
+func (e *engine) snapshot() []TaskResult {
+	out := make([]TaskResult, 0, len(e.results))
+	for _, id := range e.order() {
+		if r, ok := e.results[id]; ok {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+func (e *engine) taskEvent(typ EventType, t *roadmap.Task, ev Event) Event {
+	ev.Type = typ
+	ev.TaskID, ev.TaskTitle, ev.Phase = t.ID, t.Title, t.Phase
+	return ev
+}
+
+// errReporter marks an error returned by the reporter, which stops the run as it is.
+type errReporter struct{ err error }
+
+func (e errReporter) Error() string { return "reporter: " + e.err.Error() }
+func (e errReporter) Unwrap() error { return e.err }
+
+func (e *engine) emit(ctx context.Context, ev Event) error {
+	if e.o.Reporter == nil {
+		return nil
+	}
+	ev.Time = time.Now().UTC()
+	ev.RunID = e.o.RunID
+	if ev.Branch == "" {
+		ev.Branch = e.out.Branch
+	}
+	if err := e.o.Reporter.Report(ctx, ev); err != nil {
+		return errReporter{err}
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/verify"
+)
+
+// EventType names what happened.
+type EventType string
+
+const (
+	// EventRunStarted: the workspace is ready; Tasks holds the plan with the status of each task
+	// (tasks already done on the branch are "done").
+	EventRunStarted EventType = "run_started"
+	// EventTaskStarted: a task begins (before its first attempt, or resumes after a decision).
+	EventTaskStarted EventType = "task_started"
+	// EventAttemptStarted: the agent is about to run; Feedback holds what the agent is told went wrong.
+	EventAttemptStarted EventType = "attempt_started"
+	// EventAgentFinished: the agent returned; Usage and Duration are the attempt's, Message its error.
+	EventAgentFinished EventType = "agent_finished"
+	// EventVerifyStarted: VerifyPlan says what runs and where it came from (also "no verification").
+	EventVerifyStarted EventType = "verify_started"
+	// EventVerifyFinished: Verify holds every command's result.
+	EventVerifyFinished EventType = "verify_finished"
+	// EventAttemptFailed: Feedback is what the next attempt (or the escalation) is told.
+	EventAttemptFailed EventType = "attempt_failed"
+	// EventTaskCheckpointed: the checkpoint Commit is pushed.
+	EventTaskCheckpointed EventType = "task_checkpointed"
+	// EventTaskEscalated: attempts are exhausted (or the same failure repeated); Escalation is set and
+	// the escalation handler is asked next.
+	EventTaskEscalated EventType = "task_escalated"
+	// EventTaskDecided: a human decision (Decision) was taken for the task.
+	EventTaskDecided EventType = "task_decided"
+	// EventTaskParked: the task waits for a decision; its work is saved on Escalation.ParkedRef.
+	EventTaskParked EventType = "task_parked"
+	// EventTaskSkipped: the task will not run (--skip or a skip decision); dependents stay blocked.
+	EventTaskSkipped EventType = "task_skipped"
+	// EventTaskBlocked: a dependency is not done (parked, skipped or blocked itself); Message says which.
+	EventTaskBlocked EventType = "task_blocked"
+	// EventRunFinished: Outcome is the result of the run.
+	EventRunFinished EventType = "run_finished"
+)
+
+// Event is one step of a run, for the live view, the JSON stream and the GitHub edge.
+type Event struct {
+	Type  EventType `json:"type"`
+	Time  time.Time `json:"time"`
+	RunID string    `json:"run_id"`
+
+	// Set on run_started.
+	Repo    string       `json:"repo,omitempty"`
+	Roadmap string       `json:"roadmap,omitempty"`
+	Branch  string       `json:"branch,omitempty"`
+	Base    string       `json:"base,omitempty"`
+	Tasks   []TaskResult `json:"tasks,omitempty"`
+
+	TaskID      string `json:"task_id,omitempty"`
+	TaskTitle   string `json:"task_title,omitempty"`
+	Phase       string `json:"phase,omitempty"`
+	Attempt     int    `json:"attempt,omitempty"`
+	MaxAttempts int    `json:"max_attempts,omitempty"`
+
+	VerifyPlan *verify.Plan    `json:"verify_plan,omitempty"`
+	Verify     []verify.Result `json:"verify,omitempty"`
+	// Changed are the paths the attempt changed (task_checkpointed).
+	Changed  []string      `json:"changed,omitempty"`
+	Feedback string        `json:"feedback,omitempty"`
+	Commit   string        `json:"commit,omitempty"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	Usage    *agent.Usage  `json:"usage,omitempty"`
+	Message  string        `json:"message,omitempty"`
+
+	Decision   *Decision   `json:"decision,omitempty"`
+	Escalation *Escalation `json:"escalation,omitempty"`
+	Outcome    *Outcome    `json:"outcome,omitempty"`
+}
+
+// Reporter receives the events of a run, in order, from one goroutine. An error stops the run with
+// that error (a GitHub reporter that cannot post makes the job fail and be retried).
+type Reporter interface {
+	Report(ctx context.Context, ev Event) error
+}
+
+// ReporterFunc adapts a function to Reporter.
+type ReporterFunc func(ctx context.Context, ev Event) error
+
+// Report calls f.
+func (f ReporterFunc) Report(ctx context.Context, ev Event) error { return f(ctx, ev) }
+
+// Reporters fans events out to every non-nil reporter in order. Each reporter sees every event even
+// when an earlier one failed; the errors are joined.
+func Reporters(rs ...Reporter) Reporter {
+	var live []Reporter
+	for _, r := range rs {
+		if r != nil {
+			live = append(live, r)
+		}
+	}
+	return ReporterFunc(func(ctx context.Context, ev Event) error {
+		var errs []error
+		for _, r := range live {
+			if err := r.Report(ctx, ev); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// JSONReporter writes each event as one JSON object per line.
+type JSONReporter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+// NewJSONReporter writes JSON lines to w.
+func NewJSONReporter(w io.Writer) *JSONReporter {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &JSONReporter{enc: enc}
+}
+
+// Report writes ev as one line.
+func (j *JSONReporter) Report(_ context.Context, ev Event) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.enc.Encode(ev); err != nil {
+		return fmt.Errorf("json reporter: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package runner
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/akira-bot/akira/runner/roadmap"
+	"github.com/akira-bot/akira/runner/verify"
+)
+
+// FeedbackTailBytes is how much of a failing command's output the feedback keeps.
+const FeedbackTailBytes = 4 << 10
+
+type promptInput struct {
+	roadmap     *roadmap.Roadmap
+	source      string
+	task        *roadmap.Task
+	attempt     int
+	maxAttempts int
+	verify      []string
+	verifyNote  string // when there are no task or configured commands
+	protected   []string
+	feedback    string
+}
+
+// buildPrompt states the task for the agent: what to do, how it is checked, the rules of the
+// workspace and, on later attempts, what went wrong.
+func buildPrompt(in promptInput) string {
+	t := in.task
+	var b strings.Builder
+	title := in.roadmap.Title
+	if title == "" {
+		title = in.source
+	}
+	fmt.Fprintf(&b, "You are working on one task of the roadmap %q (%s)", title, in.source)
+	if t.Phase != "" {
+		fmt.Fprintf(&b, ", phase %q", t.Phase)
+	}
+	b.WriteString(". The repository is checked out in the current directory.\n\n")
+	fmt.Fprintf(&b, "# Task %s: %s\n", t.ID, t.Title)
+	for _, s := range []string{t.Description, t.Notes} {
+		if s = strings.TrimSpace(s); s != "" {
+			b.WriteString("\n" + s + "\n")
+		}
+	}
+	if len(t.Subtasks) > 0 {
+		b.WriteString("\n## Subtasks\n")
+		for _, s := range t.Subtasks {
+			box := " "
+			if s.Done {
+				box = "x"
+			}
+			fmt.Fprintf(&b, "- [%s] %s\n", box, s.Title)
+		}
+	}
+	if len(t.Accept) > 0 {
+		b.WriteString("\n## Acceptance criteria\n")
+		for _, a := range t.Accept {
+			fmt.Fprintf(&b, "- %s\n", a)
+		}
+	}
+	if len(t.Depends) > 0 {
+		fmt.Fprintf(&b, "\nThis task builds on tasks %s, which are already done.\n", strings.Join(t.Depends, ", "))
+	}
+	b.WriteString("\n## Verification\n")
+	if len(in.verify) > 0 {
+		b.WriteString("When you are done, Akira runs these commands from the repository root; each must exit 0:\n")
+		for _, c := range in.verify {
+			fmt.Fprintf(&b, "    %s\n", c)
+		}
+	} else {
+		b.WriteString(in.verifyNote + "\n")
+	}
+	b.WriteString("\n## Rules\n")
+	b.WriteString("- Change only files inside this repository. Do not commit, push or switch branches: Akira " +
+		"commits your changes as one checkpoint once verification passes.\n")
+	b.WriteString("- Do only this task; later tasks of the roadmap are done separately. Do not tick checkboxes in the roadmap.\n")
+	if len(in.protected) > 0 {
+		fmt.Fprintf(&b, "- Do not change files matching %s: such a change fails the attempt.\n", strings.Join(in.protected, ", "))
+	}
+	fmt.Fprintf(&b, "- This is attempt %d", in.attempt)
+	if in.maxAttempts > 0 {
+		fmt.Fprintf(&b, " (up to %d before a human is asked)", in.maxAttempts)
+	}
+	b.WriteString(".\n")
+	if in.feedback != "" {
+		b.WriteString("\n## What went wrong last time\n\n")
+		b.WriteString(strings.TrimSpace(in.feedback) + "\n")
+	}
+	return b.String()
+}
+
+// failure is why an attempt did not produce a checkpoint.
+type failure struct {
+	agentErr    string
+	agentOutput string
+	verify      []verify.Result // every result, failing and passing
+	protected   []string
+	roadmapErr  string
+}
+
+// summary is one line for events and escalations.
+func (f *failure) summary() string {
+	switch {
+	case f.agentErr != "":
+		return "the agent failed: " + f.agentErr
+	case f.roadmapErr != "":
+		return f.roadmapErr
+	case len(f.protected) > 0:
+		return "changed protected paths: " + strings.Join(f.protected, ", ")
+	}
+	var bad []string
+	for _, r := range f.verify {
+		if !r.Passed() {
+			bad = append(bad, fmt.Sprintf("`%s` exited %d", r.Command, r.ExitCode))
+		}
+	}
+	return "verification failed: " + strings.Join(bad, ", ")
+}
+
+// text is the feedback the next attempt (and a human) reads: what failed, with the end of its output.
+func (f *failure) text(attempt int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Attempt %d failed: %s.\n", attempt, f.summary())
+	switch {
+	case f.agentErr != "":
+		if out := strings.TrimSpace(f.agentOutput); out != "" {
+			b.WriteString("\nThe end of the agent's output:\n\n```\n" + verify.Tail(out, FeedbackTailBytes) + "\n```\n")
+		}
+	case f.roadmapErr != "":
+		b.WriteString("\nLeave the roadmap file as it was: Akira ticks the task's checkbox itself.\n")
+	case len(f.protected) > 0:
+		b.WriteString("\nThese paths must not be changed by an agent. Undo those changes and do the task without them.\n")
+	default:
+		for _, r := range f.verify {
+			if r.Passed() {
+				continue
+			}
+			fmt.Fprintf(&b, "\n$ %s\nexit code %d", r.Command, r.ExitCode)
+			if r.TimedOut {
+				b.WriteString(" (killed: timeout)")
+			}
+			b.WriteString("\n```\n" + strings.TrimRight(verify.Tail(r.Output, FeedbackTailBytes), "\n") + "\n```\n")
+		}
+	}
+	return b.String()
+}
+
+// signature identifies a failure independently of when it happened, so that a repeat of the same
+// failure can be recognised: the failing commands, their exit codes and their output with times,
+// durations and the temporary paths of the attempt masked.
+func (f *failure) signature(workspace string) string {
+	var b strings.Builder
+	norm := func(s string) string {
+		if workspace != "" {
+			s = strings.ReplaceAll(s, workspace, "<workspace>")
+		}
+		return normalizeOutput(s)
+	}
+	fmt.Fprintf(&b, "agent:%s\n%s\nroadmap:%s\nprotected:%s\n", norm(f.agentErr), norm(f.agentOutput), f.roadmapErr, strings.Join(f.protected, ","))
+	for _, r := range f.verify {
+		if !r.Passed() {
+			fmt.Fprintf(&b, "cmd:%s exit:%d timeout:%v\n%s\n", r.Command, r.ExitCode, r.TimedOut, norm(r.Output))
+		}
+	}
+	return b.String()
+}
+
+var volatileRE = []*regexp.Regexp{
+	// 2024-05-01T10:11:12.123Z, 2024-05-01 10:11:12+02:00
+	regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-]\d{2}:?\d{2})?`),
+	regexp.MustCompile(`\d{4}[-/]\d{2}[-/]\d{2}`),
+	regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b`),
+	// 0.003s, 12ms, 1.5 seconds, 2m3.5s, (cached)
+	regexp.MustCompile(`\b\d+(\.\d+)?\s?(ns|µs|us|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h)\b`),
+	regexp.MustCompile(`\(cached\)`),
+	// Temporary files and directories of the attempt.
+	regexp.MustCompile(`akira-(prompt|ws)-\d+`),
+}
+
+func normalizeOutput(s string) string {
+	for _, re := range volatileRE {
+		s = re.ReplaceAllString(s, "…")
+	}
+	return s
+}

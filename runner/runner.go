@@ -1,0 +1,277 @@
+// Package runner is Akira's engine: it clones the repository into an ephemeral workspace, runs the
+// tasks of a roadmap one at a time with a coding agent, verifies each attempt, commits one checkpoint
+// per verified task (ticking its checkbox, with Akira-Run and Akira-Task trailers), pushes it, retries
+// with feedback (reflection), and escalates a task that keeps failing.
+//
+// The same Run serves `akira run` on a laptop and the GitHub App's worker: everything specific to a
+// caller comes in through Options (the agent, the reporter, the escalation handler, the git
+// credentials, the decisions of a resume). The branch is the durable state: a later Run on the same
+// branch continues from its Akira-Task trailers and never commits a task twice.
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/verify"
+	"github.com/akira-bot/akira/runner/workspace"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxAttempts   = config.DefaultMaxAttempts
+	DefaultAgentTimeout  = 30 * time.Minute
+	DefaultVerifyTimeout = verify.DefaultTimeout
+	DefaultRoadmap       = config.DefaultRoadmap
+	DefaultBranchPrefix  = config.DefaultBranchPrefix
+)
+
+// Trailer keys of checkpoint commits.
+const (
+	TrailerRun  = "Akira-Run"
+	TrailerTask = "Akira-Task"
+)
+
+var (
+	// ErrInvalidPlan wraps a roadmap or plan that does not parse or validate (the roadmap.Errors are
+	// in the chain), or that is missing.
+	ErrInvalidPlan = errors.New("invalid roadmap")
+	// ErrUsage wraps options that cannot work: no agent, unknown task ids, a bad branch name.
+	ErrUsage = errors.New("invalid options")
+	// ErrPushRejected marks a push refused because the remote branch moved under the run.
+	ErrPushRejected = workspace.ErrPushRejected
+)
+
+// Identity is the author and committer of checkpoint commits.
+type Identity = workspace.Identity
+
+// DefaultAuthor is the identity of checkpoint commits when Options.Author is empty.
+var DefaultAuthor = workspace.DefaultAuthor
+
+// Options configures one Run.
+type Options struct {
+	// Repo is a clone URL or a local repository path.
+	Repo string
+	// Roadmap is the roadmap's path inside the repository; empty means `roadmap` from
+	// .github/akira.yml on the base branch, else ROADMAP.md. Ignored when Plan is set.
+	Roadmap string
+	// Plan is an external plan (e.g. task checkboxes of an issue body) that lives outside the
+	// repository: nothing is ticked in a file, and done-ness comes only from the branch's Akira-Task
+	// trailers. PlanSource names it in prompts and errors (e.g. "issue #12"); a .yml/.yaml/.json
+	// suffix selects a task-list format, anything else is markdown.
+	Plan       []byte
+	PlanSource string
+	// Branch receives the checkpoints; empty means <branch_prefix><roadmap file name without
+	// extension, lowercased>, e.g. akira/roadmap.
+	Branch string
+	// Base is the branch a new Branch starts from; empty means the remote's default branch.
+	Base string
+	// RunID goes into the Akira-Run trailer; empty means NewRunID().
+	RunID string
+	// Agent makes the changes of each attempt.
+	Agent agent.Agent
+	// MaxAttempts per task before escalating; zero means max_attempts of .github/akira.yml, else 3.
+	MaxAttempts int
+	// Verify are the fallback verification commands for tasks without their own; empty means
+	// verify of .github/akira.yml, else a default detected from the repository, else none.
+	Verify []string
+	// Skip lists task ids not to run (their dependents are blocked).
+	Skip []string
+	// Decisions for parked tasks, by task id, passed in by a resume. A task without a decision that is
+	// not done simply runs (a parked task is retried); DecisionPark keeps a task parked without running it.
+	Decisions map[string]Decision
+	// Env names variables of this process passed to verification commands besides
+	// proc.DefaultAllowEnv. The agent's environment is configured on the agent.
+	Env []string
+	// AgentTimeout bounds one agent call (its context ends); zero means DefaultAgentTimeout.
+	AgentTimeout time.Duration
+	// VerifyTimeout bounds each verification command; zero means DefaultVerifyTimeout.
+	VerifyTimeout time.Duration
+	// OutputCap bounds the output kept of each verification command; zero means the proc default.
+	OutputCap int
+	// ProtectedPaths are globs (** spans directories) the agent must not change; a change there fails
+	// the attempt. Nil means config.DefaultProtectedPaths; .github/akira.yml can add more.
+	ProtectedPaths []string
+	// Author of checkpoint commits; empty means DefaultAuthor.
+	Author Identity
+	// WorkDir is where the workspace directory is created; empty means os.TempDir().
+	WorkDir string
+	// Reporter receives the events of the run; nil means none.
+	Reporter Reporter
+	// Escalate decides about a task that keeps failing; nil means park it.
+	Escalate EscalationHandler
+	// GitAuth returns a fresh http.extraheader value ("Authorization: ...") for each clone, fetch and
+	// push; nil means no credentials. The header reaches git only through its environment.
+	GitAuth func(ctx context.Context) (string, error)
+	// GitEnv names variables passed to git besides proc.DefaultAllowEnv (e.g. SSH_AUTH_SOCK).
+	GitEnv []string
+	// Output, when set, receives the output of verification commands live.
+	Output io.Writer
+	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DecisionKind is what a human decided about an escalated task.
+type DecisionKind string
+
+const (
+	// DecisionPark leaves the task parked: its work is saved to a side ref and the run continues with
+	// independent tasks. The zero Decision parks.
+	DecisionPark DecisionKind = "park"
+	// DecisionRetry starts the attempts again with Guidance added to the feedback.
+	DecisionRetry DecisionKind = "retry"
+	// DecisionSkip marks the task skipped; its dependents stay blocked.
+	DecisionSkip DecisionKind = "skip"
+	// DecisionApprove accepts the failed work as the checkpoint.
+	DecisionApprove DecisionKind = "approve"
+	// DecisionAbort stops the run; the branch stays at its last checkpoint.
+	DecisionAbort DecisionKind = "abort"
+)
+
+// Decision is a human's answer to an escalation.
+type Decision struct {
+	Kind     DecisionKind `json:"kind"`
+	Guidance string       `json:"guidance,omitempty"`
+}
+
+// EscalationHandler is asked what to do with a task that keeps failing. The failed work is still in
+// the workspace while it runs (so DecisionApprove can take it).
+type EscalationHandler func(ctx context.Context, esc Escalation) (Decision, error)
+
+// Escalation describes a task that needs a human.
+type Escalation struct {
+	TaskID   string `json:"task_id"`
+	Title    string `json:"title"`
+	Phase    string `json:"phase,omitempty"`
+	Attempts int    `json:"attempts"`
+	// Reason is "max_attempts", "repeated_failure" or "awaiting_decision" (kept parked by a decision).
+	Reason string `json:"reason"`
+	// Summary is one line; Feedback is what failed in full (commands, exit codes, output tails).
+	Summary  string          `json:"summary,omitempty"`
+	Feedback string          `json:"feedback,omitempty"`
+	Verify   []verify.Result `json:"verify,omitempty"`
+	// HeadSHA is the branch head (the last checkpoint) when the task was parked.
+	HeadSHA string `json:"head_sha"`
+	// ParkedRef holds the failed work as a commit on top of HeadSHA (ParkedCommit) on the remote, for
+	// a later DecisionApprove.
+	ParkedRef    string `json:"parked_ref,omitempty"`
+	ParkedCommit string `json:"parked_commit,omitempty"`
+}
+
+// RunStatus is how a run ended.
+type RunStatus string
+
+const (
+	StatusSucceeded RunStatus = "succeeded" // every task is done or deliberately skipped
+	StatusParked    RunStatus = "parked"    // at least one task waits for a decision
+	StatusFailed    RunStatus = "failed"    // an error stopped the run (Run returned it)
+	StatusAborted   RunStatus = "aborted"   // an abort decision or cancellation stopped the run
+)
+
+// TaskStatus is where a task stands.
+type TaskStatus string
+
+const (
+	TaskDone    TaskStatus = "done"
+	TaskSkipped TaskStatus = "skipped"
+	TaskBlocked TaskStatus = "blocked"
+	TaskParked  TaskStatus = "parked"
+	TaskPending TaskStatus = "pending"
+)
+
+// TaskResult is one task's line in the outcome.
+type TaskResult struct {
+	ID       string        `json:"id"`
+	Title    string        `json:"title"`
+	Phase    string        `json:"phase,omitempty"`
+	Status   TaskStatus    `json:"status"`
+	Attempts int           `json:"attempts,omitempty"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	// Commit is the task's checkpoint (also when it was done by an earlier run).
+	Commit string      `json:"commit,omitempty"`
+	Usage  agent.Usage `json:"usage"`
+	// Note says why a task has its status when that is not obvious ("ticked in the roadmap",
+	// "blocked by 1.2 (parked)", "approved without passing verification").
+	Note string `json:"note,omitempty"`
+}
+
+// Outcome is the result of a run.
+type Outcome struct {
+	RunID   string       `json:"run_id"`
+	Repo    string       `json:"repo"`
+	Roadmap string       `json:"roadmap"`
+	Branch  string       `json:"branch"`
+	Base    string       `json:"base"`
+	Status  RunStatus    `json:"status"`
+	Tasks   []TaskResult `json:"tasks"`
+	Parked  []Escalation `json:"parked,omitempty"`
+	// Head is the branch head when the run ended (the last checkpoint).
+	Head     string        `json:"head"`
+	Duration time.Duration `json:"duration_ns"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// NewRunID returns a run id that sorts by start time and does not collide.
+func NewRunID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// DefaultBranch is the branch of a roadmap when none is given: prefix + the file name without its
+// extension, lowercased, reduced to characters that are safe in a ref name.
+func DefaultBranch(prefix, roadmapPath string) string {
+	if prefix == "" {
+		prefix = DefaultBranchPrefix
+	}
+	name := strings.ToLower(strings.TrimSuffix(path.Base(roadmapPath), path.Ext(roadmapPath)))
+	name = strings.Trim(branchUnsafeRE.ReplaceAllString(name, "-"), "-.")
+	if name == "" {
+		name = "roadmap"
+	}
+	return prefix + name
+}
+
+var branchUnsafeRE = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// Run executes the plan. It returns the outcome also when it returns an error (Status failed, or
+// aborted when ctx was cancelled): the tasks checkpointed so far are on the branch.
+func Run(ctx context.Context, opts Options) (Outcome, error) {
+	if opts.Agent == nil {
+		return Outcome{Status: StatusFailed}, fmt.Errorf("runner: %w: no agent", ErrUsage)
+	}
+	if opts.Repo == "" {
+		return Outcome{Status: StatusFailed}, fmt.Errorf("runner: %w: no repository", ErrUsage)
+	}
+	if opts.RunID == "" {
+		opts.RunID = NewRunID()
+	}
+	if opts.AgentTimeout <= 0 {
+		opts.AgentTimeout = DefaultAgentTimeout
+	}
+	if opts.VerifyTimeout <= 0 {
+		opts.VerifyTimeout = DefaultVerifyTimeout
+	}
+	if opts.Author.Name == "" || opts.Author.Email == "" {
+		opts.Author = DefaultAuthor
+	}
+	if opts.ProtectedPaths == nil {
+		opts.ProtectedPaths = append([]string(nil), config.DefaultProtectedPaths...)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	e := &engine{o: opts, results: map[string]*TaskResult{}}
+	return e.run(ctx)
+}
