@@ -1,0 +1,482 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/templates"
+)
+
+// RunStatus is where a run is in its life.
+type RunStatus string
+
+const (
+	// StatusQueued: created, or a decision arrived, and a job is on the queue to (continue) work.
+	StatusQueued RunStatus = "queued"
+	// StatusRunning: a worker holds the branch lock and works on the run.
+	StatusRunning RunStatus = "running"
+	// StatusParked: a task is escalated; the run waits for a human decision and holds no worker.
+	StatusParked RunStatus = "parked"
+	// StatusSucceeded: every task is done (passed, approved or skipped) and the PR is ready.
+	StatusSucceeded RunStatus = "succeeded"
+	// StatusFailed: the run stopped on an error it cannot recover from.
+	StatusFailed RunStatus = "failed"
+	// StatusAborted: someone replied /akira abort.
+	StatusAborted RunStatus = "aborted"
+)
+
+// Terminal reports whether the run is over; a terminal run frees its branch.
+func (s RunStatus) Terminal() bool {
+	return s == StatusSucceeded || s == StatusFailed || s == StatusAborted
+}
+
+// Run is the state of one run, stored as JSON under <prefix>run:<id>.
+type Run struct {
+	ID             string  `json:"id"`
+	Owner          string  `json:"owner"`
+	Repo           string  `json:"repo"`
+	InstallationID int64   `json:"installation_id"`
+	Trigger        Trigger `json:"trigger"`
+	Sender         string  `json:"sender,omitempty"`
+	// Issue is the issue the run came from (trigger issue); PR is the pull request the run pushes to.
+	Issue  int    `json:"issue,omitempty"`
+	PR     int    `json:"pr,omitempty"`
+	PRURL  string `json:"pr_url,omitempty"`
+	Branch string `json:"branch"`
+	Base   string `json:"base,omitempty"`
+	// Roadmap is the plan file in the repository; empty when the plan is the issue's body.
+	Roadmap string `json:"roadmap,omitempty"`
+	// Source and SourceURL say where the tasks came from, for people ("issue #12", "ROADMAP.md").
+	Source    string    `json:"source,omitempty"`
+	SourceURL string    `json:"source_url,omitempty"`
+	Status    RunStatus `json:"status"`
+	// Tasks are in execution order.
+	Tasks []TaskState `json:"tasks,omitempty"`
+	// SummaryCommentID is the run's one summary comment, stored as soon as it exists.
+	SummaryCommentID int64  `json:"summary_comment_id,omitempty"`
+	SummaryURL       string `json:"summary_url,omitempty"`
+	// Parked is set while Status is parked.
+	Parked *Parked `json:"parked,omitempty"`
+	// Decisions are the human decisions the next job hands to the engine, by task id.
+	Decisions map[string]Decision `json:"decisions,omitempty"`
+	// Error says why a failed run stopped; AbortedBy who aborted it.
+	Error     string `json:"error,omitempty"`
+	AbortedBy string `json:"aborted_by,omitempty"`
+	// Jobs counts the job executions that worked on the run (retries and continuations included).
+	Jobs       int       `json:"jobs"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Rev is incremented by every write.
+	Rev int64 `json:"rev"`
+}
+
+// TaskState is one task of a run.
+type TaskState struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	// Status is one of the templates.Status* values (pending, running, passed, ...).
+	Status      string        `json:"status"`
+	Attempts    int           `json:"attempts,omitempty"`
+	CheckRunID  int64         `json:"check_run_id,omitempty"`
+	CheckRunURL string        `json:"check_run_url,omitempty"`
+	Duration    time.Duration `json:"duration,omitempty"`
+	// Checkpoint is the commit that finished the task.
+	Checkpoint   string  `json:"checkpoint,omitempty"`
+	InputTokens  int64   `json:"input_tokens,omitempty"`
+	OutputTokens int64   `json:"output_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+}
+
+// Parked is the escalation a parked run waits on.
+type Parked struct {
+	TaskID  string `json:"task_id"`
+	Attempt int    `json:"attempt"`
+	// HeadSHA is the branch head when the run parked; a decision only acts while it is unchanged.
+	HeadSHA string `json:"head_sha"`
+	Reason  string `json:"reason,omitempty"`
+	// CommentID is the escalation comment.
+	CommentID int64     `json:"comment_id,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// Decision is a human decision on a parked task.
+type Decision struct {
+	TaskID   string `json:"task_id"`
+	Action   Action `json:"action"`
+	Guidance string `json:"guidance,omitempty"`
+	By       string `json:"by,omitempty"`
+}
+
+// Task returns the task with the id, or nil.
+func (r *Run) Task(id string) *TaskState {
+	for i := range r.Tasks {
+		if r.Tasks[i].ID == id {
+			return &r.Tasks[i]
+		}
+	}
+	return nil
+}
+
+// Repository is "owner/repo".
+func (r *Run) Repository() string { return r.Owner + "/" + r.Repo }
+
+// Errors of the store.
+var (
+	ErrNotFound = errors.New("jobs: run not found")
+	// ErrBranchBusy is wrapped by *BranchBusyError.
+	ErrBranchBusy = errors.New("jobs: another run is active on the branch")
+	// ErrConflict is returned when a run kept changing under an update (more writers than retries).
+	ErrConflict = errors.New("jobs: run state kept changing; giving up")
+)
+
+// BranchBusyError says which run holds the branch.
+type BranchBusyError struct {
+	Branch string
+	Active *Run
+}
+
+func (e *BranchBusyError) Error() string {
+	return fmt.Sprintf("jobs: run %s is %s on branch %s", e.Active.ID, e.Active.Status, e.Branch)
+}
+
+// Unwrap makes errors.Is(err, ErrBranchBusy) true.
+func (e *BranchBusyError) Unwrap() error { return ErrBranchBusy }
+
+// Defaults of the store.
+const (
+	DefaultPrefix = "akira:"
+	// DefaultStateRetention is how long a finished run's state is kept for /akira status and replies.
+	DefaultStateRetention = 30 * 24 * time.Hour
+	// DefaultStaleAfter is how long a queued or running run may go without a write before a new run
+	// may take its branch: longer than any job's timeout, so only a run whose jobs all died qualifies.
+	DefaultStaleAfter = DefaultTimeout + time.Hour
+)
+
+// Store keeps run state in Redis. Every change is a read-modify-write inside WATCH/MULTI, so two
+// writers never lose each other's update and a conditional transition (parked → queued only when
+// still parked on that task at that head) cannot race.
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+	// Retention is the TTL of a finished run's state (DefaultStateRetention when zero).
+	Retention time.Duration
+	// StaleAfter: see DefaultStaleAfter.
+	StaleAfter time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// NewStore returns a store whose keys start with prefix (DefaultPrefix when empty).
+func NewStore(rdb redis.UniversalClient, prefix string) *Store {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &Store{rdb: rdb, prefix: prefix}
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Store) retention() time.Duration {
+	if s.Retention > 0 {
+		return s.Retention
+	}
+	return DefaultStateRetention
+}
+
+func (s *Store) staleAfter() time.Duration {
+	if s.StaleAfter > 0 {
+		return s.StaleAfter
+	}
+	return DefaultStaleAfter
+}
+
+// repoKey is lower-case because GitHub owner and repository names are case-insensitive.
+func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
+
+func (s *Store) runKey(id string) string { return s.prefix + "run:" + id }
+
+func (s *Store) indexKey(owner, repo string, number int) string {
+	return s.prefix + "runidx:" + repoKey(owner, repo) + "#" + strconv.Itoa(number)
+}
+
+func (s *Store) branchKey(owner, repo, branch string) string {
+	return s.prefix + "branchrun:" + repoKey(owner, repo) + ":" + branch
+}
+
+// compareAndDelete deletes KEYS[1] only when it holds ARGV[1].
+const compareAndDeleteLua = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("DEL", KEYS[1])
+end
+return 0`
+
+// compareAndExpire sets a TTL on KEYS[1] only when it holds ARGV[1].
+// Both are sent with EVAL rather than EVALSHA because they run inside MULTI, where a missing script
+// could not be retried.
+const compareAndExpireLua = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0`
+
+// active reports whether r still owns its branch.
+func (s *Store) active(r *Run) bool {
+	if r.Status.Terminal() {
+		return false
+	}
+	if r.Status == StatusParked {
+		return true // waiting for people is not stale
+	}
+	return s.now().Sub(r.UpdatedAt) < s.staleAfter()
+}
+
+// Create stores a new run and makes it the branch's active run. When a run with the same id exists
+// (a retried or redelivered job), it is returned with created false and nothing is written. When
+// another run is active on the branch the error is a *BranchBusyError.
+func (s *Store) Create(ctx context.Context, r *Run) (run *Run, created bool, err error) {
+	if r.ID == "" || r.Owner == "" || r.Repo == "" || r.Branch == "" {
+		return nil, false, errors.New("jobs: create run: id, repository and branch are required")
+	}
+	key := s.runKey(r.ID)
+	bkey := s.branchKey(r.Owner, r.Repo, r.Branch)
+	txf := func(tx *redis.Tx) error {
+		if existing, err := s.get(ctx, tx, r.ID); err == nil {
+			run, created = existing, false
+			return nil
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		other, err := tx.Get(ctx, bkey).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("jobs: create run: %w", err)
+		}
+		if other != "" && other != r.ID {
+			o, err := s.get(ctx, tx, other)
+			switch {
+			case err == nil && s.active(o):
+				return &BranchBusyError{Branch: r.Branch, Active: o}
+			case err != nil && !errors.Is(err, ErrNotFound):
+				return err
+			}
+		}
+		nr := *r
+		now := s.now()
+		nr.CreatedAt, nr.UpdatedAt, nr.Rev = now, now, 1
+		if nr.Status == "" {
+			nr.Status = StatusQueued
+		}
+		data, err := json.Marshal(&nr)
+		if err != nil {
+			return fmt.Errorf("jobs: create run: %w", err)
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, key, data, 0)
+			p.Set(ctx, bkey, nr.ID, 0)
+			for _, n := range nr.numbers() {
+				p.Set(ctx, s.indexKey(nr.Owner, nr.Repo, n), nr.ID, 0)
+			}
+			return nil
+		})
+		run, created = &nr, true
+		return err
+	}
+	if err := s.watch(ctx, txf, key, bkey); err != nil {
+		return nil, false, err
+	}
+	return run, created, nil
+}
+
+// numbers are the issue and pull request numbers a reply can find the run by.
+func (r *Run) numbers() []int {
+	var out []int
+	if r.Issue > 0 {
+		out = append(out, r.Issue)
+	}
+	if r.PR > 0 && r.PR != r.Issue {
+		out = append(out, r.PR)
+	}
+	return out
+}
+
+// Get returns the run with the id, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (*Run, error) {
+	return s.get(ctx, s.rdb, id)
+}
+
+func (s *Store) get(ctx context.Context, c redis.Cmdable, id string) (*Run, error) {
+	data, err := c.Get(ctx, s.runKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: get run %s: %w", id, err)
+	}
+	var r Run
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("jobs: run %s: %w", id, err)
+	}
+	return &r, nil
+}
+
+// ByNumber returns the latest run started from, or pushing to, the issue or pull request.
+func (s *Store) ByNumber(ctx context.Context, owner, repo string, number int) (*Run, error) {
+	id, err := s.rdb.Get(ctx, s.indexKey(owner, repo, number)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: %s#%d", ErrNotFound, repoKey(owner, repo), number)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: run of %s#%d: %w", repoKey(owner, repo), number, err)
+	}
+	return s.Get(ctx, id)
+}
+
+// ActiveOnBranch returns the run that owns the branch, or ErrNotFound when none does.
+func (s *Store) ActiveOnBranch(ctx context.Context, owner, repo, branch string) (*Run, error) {
+	id, err := s.rdb.Get(ctx, s.branchKey(owner, repo, branch)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: branch %s", ErrNotFound, branch)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: run on %s: %w", branch, err)
+	}
+	r, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !s.active(r) {
+		return nil, fmt.Errorf("%w: branch %s", ErrNotFound, branch)
+	}
+	return r, nil
+}
+
+// Update applies fn to the run atomically and returns the stored result. fn may be called more than
+// once (when another writer got in between) and must only change the run it is given; an error from
+// fn aborts the update and is returned as is. The indexes follow the run: a number it gains is
+// indexed, and when it turns terminal it frees its branch and its state starts to expire.
+func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Run, error) {
+	key := s.runKey(id)
+	var out *Run
+	txf := func(tx *redis.Tx) error {
+		r, err := s.get(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+		r.ID = id
+		r.Rev++
+		r.UpdatedAt = s.now()
+		if r.Status.Terminal() && r.FinishedAt.IsZero() {
+			r.FinishedAt = r.UpdatedAt
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("jobs: update run %s: %w", id, err)
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			ttl := time.Duration(0)
+			if r.Status.Terminal() {
+				ttl = s.retention()
+			}
+			p.Set(ctx, key, data, ttl)
+			for _, n := range r.numbers() {
+				ik := s.indexKey(r.Owner, r.Repo, n)
+				if r.Status.Terminal() {
+					// Only this run's own index entries expire with it; a newer run keeps its entry.
+					p.Eval(ctx, compareAndExpireLua, []string{ik}, id, ttl.Milliseconds())
+				} else {
+					p.Set(ctx, ik, id, 0)
+				}
+			}
+			if r.Status.Terminal() {
+				p.Eval(ctx, compareAndDeleteLua, []string{s.branchKey(r.Owner, r.Repo, r.Branch)}, id)
+			}
+			return nil
+		})
+		out = r
+		return err
+	}
+	if err := s.watch(ctx, txf, key); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// watch runs an optimistic transaction, retrying while other writers get in between.
+func (s *Store) watch(ctx context.Context, txf func(*redis.Tx) error, keys ...string) error {
+	for range 100 {
+		err := s.rdb.Watch(ctx, txf, keys...)
+		if !errors.Is(err, redis.TxFailedErr) {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return ErrConflict
+}
+
+// NotParkedError says why a decision does not apply to the run as it is now.
+type NotParkedError struct {
+	Reason string
+}
+
+func (e *NotParkedError) Error() string { return "jobs: " + e.Reason }
+
+// Decide records a decision on the parked task and moves the run from parked to queued (approve,
+// retry, skip) or aborted (abort). It acts only while the run is parked on taskID and, when headSHA is
+// given, the parked head is headSHA; otherwise it returns a *NotParkedError and changes nothing.
+func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA string) (*Run, error) {
+	return s.Update(ctx, id, func(r *Run) error {
+		if r.Status != StatusParked || r.Parked == nil {
+			return &NotParkedError{Reason: fmt.Sprintf("run %s is %s, not waiting for a decision", r.ID, r.Status)}
+		}
+		if d.TaskID != "" && d.TaskID != r.Parked.TaskID {
+			return &NotParkedError{Reason: fmt.Sprintf("run %s waits on task %s, not %s", r.ID, r.Parked.TaskID, d.TaskID)}
+		}
+		if headSHA != "" && headSHA != r.Parked.HeadSHA {
+			return &NotParkedError{Reason: fmt.Sprintf("branch %s moved from %s to %s since task %s was escalated",
+				r.Branch, short(r.Parked.HeadSHA), short(headSHA), r.Parked.TaskID)}
+		}
+		d.TaskID = r.Parked.TaskID
+		if d.Action == ActionAbort {
+			r.Status = StatusAborted
+			r.AbortedBy = d.By
+			for i := range r.Tasks {
+				if t := &r.Tasks[i]; t.Status == templates.StatusPending || t.Status == templates.StatusRunning || t.Status == templates.StatusEscalated {
+					t.Status = templates.StatusAborted
+				}
+			}
+			r.Parked = nil
+			return nil
+		}
+		if r.Decisions == nil {
+			r.Decisions = map[string]Decision{}
+		}
+		r.Decisions[d.TaskID] = d
+		r.Status = StatusQueued
+		r.Parked = nil
+		return nil
+	})
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

@@ -1,0 +1,271 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/templates"
+)
+
+func newRun(id, branch string) *Run {
+	return &Run{ID: id, Owner: "Octo", Repo: "Hello", InstallationID: 1, Trigger: TriggerIssue, Issue: 4, Branch: branch,
+		Tasks: []TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPending}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
+}
+
+func TestStoreCreateAndFind(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	s := NewStore(rdb, prefix)
+	ctx := context.Background()
+
+	r, created, err := s.Create(ctx, newRun("r1", "akira/issue-4"))
+	if err != nil || !created {
+		t.Fatalf("Create = %v, %v", created, err)
+	}
+	if r.Status != StatusQueued || r.Rev != 1 || r.CreatedAt.IsZero() {
+		t.Errorf("created run = status %s rev %d created %v", r.Status, r.Rev, r.CreatedAt)
+	}
+	// A retried job creates the same run again: it gets the stored one back, untouched.
+	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Status = StatusRunning; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	again, created, err := s.Create(ctx, newRun("r1", "akira/issue-4"))
+	if err != nil || created || again.Status != StatusRunning {
+		t.Fatalf("second Create = %+v, %v, %v; want the stored running run", again, created, err)
+	}
+	// Owner and repository names are case-insensitive on GitHub.
+	got, err := s.ByNumber(ctx, "octo", "hello", 4)
+	if err != nil || got.ID != "r1" {
+		t.Fatalf("ByNumber = %v, %v", got, err)
+	}
+	if _, err := s.ByNumber(ctx, "octo", "hello", 5); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("ByNumber(5) = %v, want ErrNotFound", err)
+	}
+	// The PR opened later is indexed by the update that records it.
+	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.PR = 9; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ByNumber(ctx, "OCTO", "hello", 9); err != nil || got.ID != "r1" {
+		t.Fatalf("ByNumber(PR) = %v, %v", got, err)
+	}
+	if got, err := s.ActiveOnBranch(ctx, "octo", "hello", "akira/issue-4"); err != nil || got.ID != "r1" {
+		t.Fatalf("ActiveOnBranch = %v, %v", got, err)
+	}
+	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(nope) = %v", err)
+	}
+}
+
+func TestStoreOneActiveRunPerBranch(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	s := NewStore(rdb, prefix)
+	ctx := context.Background()
+	if _, _, err := s.Create(ctx, newRun("r1", "akira/roadmap")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := s.Create(ctx, newRun("r2", "akira/roadmap"))
+	var busy *BranchBusyError
+	if !errors.As(err, &busy) || busy.Active.ID != "r1" || !errors.Is(err, ErrBranchBusy) {
+		t.Fatalf("Create on a busy branch = %v, want BranchBusyError naming r1", err)
+	}
+	if _, _, err := s.Create(ctx, newRun("r3", "akira/other")); err != nil {
+		t.Fatalf("Create on another branch: %v", err)
+	}
+	// Parked still owns the branch.
+	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Status = StatusParked; r.Parked = &Parked{TaskID: "1.1"}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Create(ctx, newRun("r2", "akira/roadmap")); !errors.Is(err, ErrBranchBusy) {
+		t.Fatalf("Create while parked = %v, want ErrBranchBusy", err)
+	}
+	// A terminal run frees the branch.
+	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Status = StatusSucceeded; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ActiveOnBranch(ctx, "octo", "hello", "akira/roadmap"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("ActiveOnBranch after success = %v, want ErrNotFound", err)
+	}
+	if _, created, err := s.Create(ctx, newRun("r2", "akira/roadmap")); err != nil || !created {
+		t.Fatalf("Create after the first run ended = %v, %v", created, err)
+	}
+	// The finished run's state expires; its index entry for #4 now belongs to r2 and must not.
+	ttl, err := rdb.PTTL(ctx, s.runKey("r1")).Result()
+	if err != nil || ttl <= 0 {
+		t.Errorf("finished run TTL = %v, %v; want a retention", ttl, err)
+	}
+	if ttl, _ := rdb.PTTL(ctx, s.indexKey("octo", "hello", 4)).Result(); ttl != -1 {
+		t.Errorf("index of #4 has TTL %v; it points at the new run and must not expire", ttl)
+	}
+}
+
+func TestStoreStaleRunGivesUpBranch(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := NewStore(rdb, prefix)
+	s.Now = func() time.Time { return now }
+	s.StaleAfter = time.Hour
+	ctx := context.Background()
+	if _, _, err := s.Create(ctx, newRun("dead", "b")); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(59 * time.Minute)
+	if _, _, err := s.Create(ctx, newRun("new", "b")); !errors.Is(err, ErrBranchBusy) {
+		t.Fatalf("Create before the run is stale = %v, want ErrBranchBusy", err)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, created, err := s.Create(ctx, newRun("new", "b")); err != nil || !created {
+		t.Fatalf("Create over a stale run = %v, %v", created, err)
+	}
+}
+
+// TestStoreUpdateIsAtomic has many writers increment the same counter: with a GET-then-SET store some
+// increments would be lost.
+func TestStoreUpdateIsAtomic(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	s := NewStore(rdb, prefix)
+	ctx := context.Background()
+	if _, _, err := s.Create(ctx, newRun("r1", "b")); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				_, err := s.Update(ctx, "r1", func(r *Run) error { r.Jobs++; return nil })
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Update: %v", err)
+		}
+	}
+	r, err := s.Get(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Jobs != writers*each || r.Rev != 1+writers*each {
+		t.Fatalf("after %d updates: jobs %d rev %d", writers*each, r.Jobs, r.Rev)
+	}
+	sentinel := errors.New("no")
+	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Jobs = 0; return sentinel }); !errors.Is(err, sentinel) {
+		t.Fatalf("Update with a failing fn = %v", err)
+	}
+	if r, _ := s.Get(ctx, "r1"); r.Jobs != writers*each {
+		t.Fatalf("a failed update changed the run: jobs %d", r.Jobs)
+	}
+}
+
+func TestStoreDecide(t *testing.T) {
+	park := func(r *Run) error {
+		r.Status = StatusParked
+		r.Parked = &Parked{TaskID: "1.2", Attempt: 3, HeadSHA: "aaaaaaaaaa"}
+		r.Tasks[1].Status = templates.StatusEscalated
+		return nil
+	}
+	tests := []struct {
+		name       string
+		setup      func(*Run) error
+		decision   Decision
+		head       string
+		wantErr    string
+		wantStatus RunStatus
+	}{
+		{"retry", park, Decision{TaskID: "1.2", Action: ActionRetry, Guidance: "use tabs", By: "ann"}, "aaaaaaaaaa", "", StatusQueued},
+		{"reply names no task", park, Decision{Action: ActionSkip, By: "ann"}, "aaaaaaaaaa", "", StatusQueued},
+		{"abort", park, Decision{Action: ActionAbort, By: "ann"}, "aaaaaaaaaa", "", StatusAborted},
+		{"head moved", park, Decision{Action: ActionApprove}, "bbbbbbbbbb", "moved from aaaaaaa to bbbbbbb", StatusParked},
+		{"other task", park, Decision{TaskID: "1.1", Action: ActionApprove}, "aaaaaaaaaa", "waits on task 1.2, not 1.1", StatusParked},
+		{"running", func(r *Run) error { r.Status = StatusRunning; return nil }, Decision{Action: ActionApprove}, "x", "is running, not waiting", StatusRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rdb, prefix := testRedis(t)
+			s := NewStore(rdb, prefix)
+			ctx := context.Background()
+			if _, _, err := s.Create(ctx, newRun("r1", "b")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Update(ctx, "r1", tt.setup); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Decide(ctx, "r1", tt.decision, tt.head)
+			var np *NotParkedError
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Decide: %v", err)
+			case tt.wantErr != "" && (!errors.As(err, &np) || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("Decide = %v, want NotParkedError containing %q", err, tt.wantErr)
+			}
+			r, err := s.Get(ctx, "r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != tt.wantStatus {
+				t.Fatalf("status = %s, want %s", r.Status, tt.wantStatus)
+			}
+			switch tt.wantStatus {
+			case StatusQueued:
+				d := r.Decisions["1.2"]
+				if r.Parked != nil || d.Action != tt.decision.Action || d.Guidance != tt.decision.Guidance || d.TaskID != "1.2" {
+					t.Errorf("after decision: parked %+v decisions %+v", r.Parked, r.Decisions)
+				}
+			case StatusAborted:
+				if r.AbortedBy != "ann" || r.Tasks[0].Status != templates.StatusAborted || r.Tasks[1].Status != templates.StatusAborted {
+					t.Errorf("after abort: by %q tasks %+v", r.AbortedBy, r.Tasks)
+				}
+				if _, err := s.ActiveOnBranch(ctx, "octo", "hello", "b"); !errors.Is(err, ErrNotFound) {
+					t.Errorf("an aborted run still owns its branch: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestStoreDecideOnce: two replies race for one parked task; exactly one decision applies.
+func TestStoreDecideOnce(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	s := NewStore(rdb, prefix)
+	ctx := context.Background()
+	if _, _, err := s.Create(ctx, newRun("r1", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, "r1", func(r *Run) error {
+		r.Status, r.Parked = StatusParked, &Parked{TaskID: "1.1", HeadSHA: "h"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	results := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := s.Decide(ctx, "r1", Decision{Action: ActionRetry, Guidance: string(rune('a' + i))}, "h")
+			results <- err
+		}()
+	}
+	ok := 0
+	for range n {
+		err := <-results
+		var np *NotParkedError
+		switch {
+		case err == nil:
+			ok++
+		case !errors.As(err, &np):
+			t.Fatalf("Decide: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d decisions applied to one parked task, want 1", ok)
+	}
+}
