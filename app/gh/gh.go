@@ -52,8 +52,11 @@ type App struct {
 	tr      http.RoundTripper
 	log     *slog.Logger
 
-	mu      sync.Mutex
-	clients map[int64]*Client
+	appClient *github.Client // authenticated as the app (JWT)
+
+	mu       sync.Mutex
+	clients  map[int64]*Client
+	botLogin string
 }
 
 // NewApp checks the configuration and parses the private key.
@@ -89,10 +92,53 @@ func NewApp(cfg AppConfig) (*App, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	upload, _ := url.Parse(uploadURL(base))
-	return &App{
+	a := &App{
 		cfg: cfg, base: base, graphql: GraphQLURL(cfg.BaseURL), upload: upload, atr: atr, tr: tr,
 		log: log, clients: map[int64]*Client{},
-	}, nil
+	}
+	a.appClient = a.newGitHub(&retryTransport{next: atr, policy: cfg.Retry.withDefaults(), sem: make(chan struct{}, 1), log: log})
+	return a, nil
+}
+
+func (a *App) newGitHub(rt http.RoundTripper) *github.Client {
+	gc := github.NewClient(&http.Client{Transport: rt})
+	base, upload := *a.base, *a.upload
+	gc.BaseURL, gc.UploadURL = &base, &upload
+	gc.UserAgent = "akira"
+	return gc
+}
+
+// BotLogin is the login of the app's bot user ("<slug>[bot]"), the author of what Akira posts. It is
+// asked once (GET /app) and cached.
+func (a *App) BotLogin(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	login := a.botLogin
+	a.mu.Unlock()
+	if login != "" {
+		return login, nil
+	}
+	app, _, err := a.appClient.Apps.Get(ctx, "")
+	if err != nil {
+		return "", apiErr("get app", err)
+	}
+	if app.GetSlug() == "" {
+		return "", errors.New("gh: get app: GitHub returned no slug")
+	}
+	login = app.GetSlug() + "[bot]"
+	a.mu.Lock()
+	a.botLogin = login
+	a.mu.Unlock()
+	return login, nil
+}
+
+// RepoInstallation returns the id of the installation that covers a repository; ErrNotFound when the app
+// is not installed on it.
+func (a *App) RepoInstallation(ctx context.Context, owner, repo string) (int64, error) {
+	in, _, err := a.appClient.Apps.FindRepositoryInstallation(ctx, owner, repo)
+	if err != nil {
+		return 0, apiErr("find installation", err)
+	}
+	return in.GetID(), nil
 }
 
 // GraphQLURL derives the GraphQL endpoint from the REST root: api.github.com/graphql on github.com,
@@ -140,15 +186,11 @@ func (a *App) Installation(id int64) (*Client, error) {
 	rt := &retryTransport{
 		next:   tokens,
 		policy: a.cfg.Retry.withDefaults(),
-		mu:     &sync.Mutex{},
+		sem:    make(chan struct{}, 1),
 		log:    a.log.With("installation", id),
 		reset:  tokens.reset,
 	}
-	gc := github.NewClient(&http.Client{Transport: rt})
-	base, upload := *a.base, *a.upload
-	gc.BaseURL, gc.UploadURL = &base, &upload
-	gc.UserAgent = "akira"
-	c := &Client{id: id, gh: gc, tokens: tokens, graphql: a.graphql, log: a.log.With("installation", id)}
+	c := &Client{id: id, app: a, gh: a.newGitHub(rt), tokens: tokens, graphql: a.graphql, log: a.log.With("installation", id)}
 	a.clients[id] = c
 	return c, nil
 }
@@ -156,6 +198,7 @@ func (a *App) Installation(id int64) (*Client, error) {
 // Client is the GitHub client of one installation. It is safe for concurrent use.
 type Client struct {
 	id      int64
+	app     *App
 	gh      *github.Client
 	tokens  *tokenSource
 	graphql string

@@ -481,6 +481,7 @@ func TestRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // most of the time is spent waiting out Retry-After
 			e := newEnv(t, nil, nil)
 			is := e.srv.AddIssue(owner, repo, githubtest.Issue{Title: "t"})
 			e.srv.InjectFault(tt.fault)
@@ -733,5 +734,37 @@ func TestRefsAndFiles(t *testing.T) {
 	}
 	if _, err := e.c.GetIssue(ctx, owner, repo, 999); !errors.Is(err, gh.ErrNotFound) {
 		t.Fatalf("GetIssue of a missing issue: %v", err)
+	}
+}
+
+func TestFindCommentAndApp(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	login, err := e.app.BotLogin(ctx)
+	if err != nil || login != e.srv.BotLogin() {
+		t.Fatalf("BotLogin = %q, %v; want %q", login, err, e.srv.BotLogin())
+	}
+	id, err := e.app.RepoInstallation(ctx, owner, repo)
+	if err != nil || id != e.c.InstallationID() {
+		t.Fatalf("RepoInstallation = %d, %v", id, err)
+	}
+	e.srv.CreateRepo("someone", "else", map[string]string{"a": "a\n"}, githubtest.NotInstalled())
+	if _, err := e.app.RepoInstallation(ctx, "someone", "else"); !errors.Is(err, gh.ErrNotFound) {
+		t.Fatalf("RepoInstallation of a repository without the app: %v", err)
+	}
+
+	is := e.srv.AddIssue(owner, repo, githubtest.Issue{Title: "t"})
+	marker := "<!-- akira:summary run=r1 -->"
+	e.srv.AddComment(owner, repo, is.Number, "mallory", marker+"\nfake summary")
+	if _, err := e.c.FindComment(ctx, owner, repo, is.Number, marker); !errors.Is(err, gh.ErrNotFound) {
+		t.Fatalf("a human's comment was found: %v", err)
+	}
+	cid, _, err := e.c.CreateComment(ctx, owner, repo, is.Number, marker+"\nreal summary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := e.c.FindComment(ctx, owner, repo, is.Number, marker)
+	if err != nil || cm.ID != cid {
+		t.Fatalf("FindComment = %+v, %v; want comment %d", cm, err, cid)
 	}
 }

@@ -133,6 +133,26 @@ func (c *Client) ListComments(ctx context.Context, owner, repo string, number in
 	}
 }
 
+// FindComment returns the oldest comment of the app's bot user that contains marker (a hidden line
+// such as the run summary's), or ErrNotFound. Comments by anyone else are ignored, so a person who
+// quotes the marker cannot take the summary's place.
+func (c *Client) FindComment(ctx context.Context, owner, repo string, number int, marker string) (Comment, error) {
+	bot, err := c.app.BotLogin(ctx)
+	if err != nil {
+		return Comment{}, fmt.Errorf("gh: find comment: %w", err)
+	}
+	all, err := c.ListComments(ctx, owner, repo, number)
+	if err != nil {
+		return Comment{}, err
+	}
+	for _, cm := range all {
+		if strings.EqualFold(cm.User, bot) && strings.Contains(cm.Body, marker) {
+			return cm, nil
+		}
+	}
+	return Comment{}, fmt.Errorf("gh: no comment with %q on #%d: %w", marker, number, ErrNotFound)
+}
+
 // Reaction contents GitHub accepts.
 const (
 	ReactionPlusOne  = "+1"

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
@@ -58,7 +57,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 type retryTransport struct {
 	next   http.RoundTripper
 	policy RetryPolicy
-	mu     *sync.Mutex // held for the whole of a mutating request, retries and waits included
+	sem    chan struct{} // one slot, held for the whole of a mutating request, retries and waits included
 	log    *slog.Logger
 	// reset forces a new installation token; called once per request on 401 Bad credentials, which is
 	// how a token that GitHub revoked or expired early shows itself.
@@ -74,11 +73,15 @@ func mutating(method string) bool {
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if mutating(req.Method) {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-	}
 	ctx := req.Context()
+	if mutating(req.Method) {
+		select {
+		case t.sem <- struct{}{}:
+			defer func() { <-t.sem }()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("gh: %s %s: waiting for the installation's previous call: %w", req.Method, req.URL.Path, ctx.Err())
+		}
+	}
 	didReset := false
 	for attempt, sent := 0, 0; ; sent++ {
 		r, err := t.attemptRequest(req, sent)
