@@ -6,6 +6,18 @@
 // It speaks the real protocols so that the real go-github client, ghinstallation and the git CLI can be pointed
 // at it. Tests set up state with the Server's methods, drive Akira, then assert on the final state (comments,
 // check runs, pull requests, branches and commits) and on the requests Akira sent (Requests).
+//
+//	gh := githubtest.New(t)
+//	repo := gh.CreateRepo("octo", "hello", map[string]string{"ROADMAP.md": "- [ ] task\n"})
+//	gh.SetPermission("octo", "hello", "alice", "write")
+//	issue := gh.AddIssue("octo", "hello", githubtest.Issue{Title: "Do it", User: "alice"})
+//	// Akira config: API URL gh.URL(), app id gh.AppID(), key gh.PrivateKeyPEM().
+//	// payload: an issue_comment event for issue.Number with installation.id = repo.InstallationID.
+//	req := gh.SignedWebhook(akiraURL+"/webhook", secret, "issue_comment", "delivery-1", payload)
+//	// ... then assert on gh.Comments, gh.CheckRuns, gh.PullRequests, gh.Log, gh.Requests.
+//
+// Requests to /{owner}/{repo}.git/... are git smart HTTP; /graphql is GraphQL; everything else is REST, also
+// under the GitHub Enterprise prefix /api/v3.
 package githubtest
 
 import (
