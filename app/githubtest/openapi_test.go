@@ -218,6 +218,7 @@ func TestMultiSegmentRouting(t *testing.T) {
 		"repos/octo/hello/compare/main...a/b",
 		"repos/octo/hello/compare/main...a%2Fb",
 		"repos/octo/hello/contents/docs/guide/a.txt?ref=a/b",
+		"api/v3/repos/octo/hello/git/ref/heads/a%2Fb",
 	} {
 		req, _ := http.NewRequest(http.MethodGet, s.URL()+path, nil)
 		req.Header.Set("Authorization", "token "+tok)

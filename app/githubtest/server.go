@@ -366,11 +366,9 @@ var gitPathRE = regexp.MustCompile(`^/([^/]+)/([^/]+)\.git(/.*)?$`)
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if p, ok := strings.CutPrefix(r.URL.Path, "/api/v3"); ok && (p == "" || p[0] == '/') {
-		r.URL.Path = p
-		r.URL.RawPath = ""
-		if raw, ok := strings.CutPrefix(r.URL.EscapedPath(), "/api/v3"); ok {
-			r.URL.RawPath = raw
-		}
+		// Keep the escaped form (an encoded "/" inside a ref, say) for the mux, which matches on it.
+		raw := strings.TrimPrefix(r.URL.EscapedPath(), "/api/v3")
+		r.URL.Path, r.URL.RawPath = p, raw
 	}
 	isGit := gitPathRE.MatchString(r.URL.Path)
 	rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone()}
