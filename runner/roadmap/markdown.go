@@ -704,13 +704,15 @@ func idPrefixLen(s string) int {
 
 // cutInlineDeps removes "(depends: a, b)", "(depends on a)", "(depends on: a)" and "(after: a)"
 // from a title and returns the ids.
+// Text inside code spans is left alone: "`(after: x)`" documents the syntax rather than using it.
 func cutInlineDeps(s string) (string, []string) {
 	var deps []string
+	masked := blankCodeSpans(s) // same length as s
 	for i := 0; i < len(s); i++ {
-		if s[i] != '(' {
+		if masked[i] != '(' {
 			continue
 		}
-		t := strings.TrimLeft(s[i+1:], " \t")
+		t := strings.TrimLeft(masked[i+1:], " \t")
 		n, ok := depKeyword(t)
 		if !ok {
 			continue
@@ -719,9 +721,11 @@ func cutInlineDeps(s string) (string, []string) {
 		if j < 0 {
 			continue
 		}
-		deps = append(deps, splitIDs(t[n:n+j])...)
-		end := len(s) - len(t) + n + j + 1
+		start := len(s) - len(t)
+		deps = append(deps, splitIDs(s[start+n:start+n+j])...)
+		end := start + n + j + 1
 		s = s[:i] + " " + s[end:]
+		masked = masked[:i] + " " + masked[end:]
 	}
 	return s, deps
 }

@@ -309,6 +309,7 @@ func TestDependencies(t *testing.T) {
 		{"two inline groups", "- [ ] T1 Do it (depends: 1.1) (after: 1.2)", "Do it", []string{"1.1", "1.2"}},
 		{"inline none", "- [ ] T1 Do it (depends: none)", "Do it", []string{}},
 		{"not a dependency", "- [ ] T1 Deploy (after lunch)", "Deploy (after lunch)", []string{}},
+		{"inside a code span", "- [ ] T1 Document `(after: x)`", "Document `(after: x)`", []string{}},
 		{"sub-item depends", "- [ ] T1 Do it\n  - depends: 1.1, 1.2", "Do it", []string{"1.1", "1.2"}},
 		{"sub-item depends on", "- [ ] T1 Do it\n  - Depends on: 1.2", "Do it", []string{"1.2"}},
 		{"sub-item after", "- [ ] T1 Do it\n  * after: `1.3`", "Do it", []string{"1.3"}},
@@ -407,7 +408,7 @@ func TestValidationErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		src  string
-		want []string  // Error() of each error
+		want []string   // Error() of each error
 		ids  [][]string // IDs of each error
 	}{
 		{
