@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/runner/agent"
-	"github.com/akira-bot/akira/runner/internal/gittest"
+	"github.com/akira-bot/akira/runner/gittest"
 )
 
 const threeTasks = `# Test roadmap

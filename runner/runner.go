@@ -275,3 +275,6 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	e := &engine{o: opts, results: map[string]*TaskResult{}}
 	return e.run(ctx)
 }
+
+// ParseIdentity reads "Name <email>".
+func ParseIdentity(s string) (Identity, error) { return workspace.ParseIdentity(s) }

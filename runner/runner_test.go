@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/akira-bot/akira/runner/internal/gittest"
-	"github.com/akira-bot/akira/runner/internal/testproc"
+	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/runner/roadmap"
+	"github.com/akira-bot/akira/runner/testproc"
 	"github.com/akira-bot/akira/runner/verify"
 )
 

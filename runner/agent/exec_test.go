@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/akira-bot/akira/runner/internal/testproc"
+	"github.com/akira-bot/akira/runner/testproc"
 )
 
 func readFile(t *testing.T, path string) string {

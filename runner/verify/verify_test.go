@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/akira-bot/akira/runner/internal/testproc"
 	"github.com/akira-bot/akira/runner/proc"
+	"github.com/akira-bot/akira/runner/testproc"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/akira-bot/akira/runner/internal/gittest"
+	"github.com/akira-bot/akira/runner/gittest"
 )
 
 func open(t *testing.T, remote, branch string) *Workspace {

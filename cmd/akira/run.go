@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/proc"
+)
+
+func init() { subcommands = append(subcommands, newRunCmd) }
+
+// runFlags are the flags of `akira run`.
+type runFlags struct {
+	repo, roadmap, branch, base string
+	agentCmd                    string
+	maxAttempts                 int
+	verify, skip, approve, env  []string
+	nonInteractive, json        bool
+	verbose                     bool
+	agentTimeout, verifyTimeout time.Duration
+	workDir, runID, author      string
+}
+
+func newRunCmd() *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the tasks of a roadmap with a coding agent, one verified checkpoint commit per task",
+		Long: `Run clones the repository into a temporary workspace, runs each open task of the roadmap with
+the coding agent, verifies it, and commits one checkpoint per verified task to a branch
+(default akira/<roadmap name>), pushing it back after each checkpoint. Your working tree,
+index and current branch are never touched. Running the same command again continues the
+branch: finished tasks are never redone, parked ones are retried.
+
+The agent command runs through sh -c in the workspace. The prompt arrives on stdin and in the
+file $AKIRA_PROMPT_FILE; AKIRA_TASK_ID, AKIRA_TASK_TITLE, AKIRA_ATTEMPT and AKIRA_WORKSPACE are
+set, and from the second attempt on AKIRA_FEEDBACK_FILE holds what went wrong. Its environment
+is scrubbed: pass what it needs (an API key) with --env NAME.
+
+Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage,
+1 other failure, 130 interrupted.`,
+		Example: `  akira run --agent-cmd 'claude -p --permission-mode acceptEdits' --env ANTHROPIC_API_KEY
+  akira run --agent-cmd 'codex exec --full-auto "$(cat "$AKIRA_PROMPT_FILE")"' --env OPENAI_API_KEY
+  akira run --roadmap docs/ROADMAP.md --verify 'make lint' --verify 'go test ./...' --agent-cmd ./agent.sh
+  akira run --non-interactive --json --agent-cmd ./agent.sh > events.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRun(cmd.Context(), cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.repo, "repo", "", "local repository path or clone URL (default: the git repository of the current directory)")
+	fl.StringVar(&f.roadmap, "roadmap", "", "roadmap path inside the repository (default: roadmap of .github/akira.yml, else ROADMAP.md)")
+	fl.StringVar(&f.branch, "branch", "", "branch for the checkpoints (default: akira/<roadmap file name, lowercased>)")
+	fl.StringVar(&f.base, "base", "", "branch a new branch starts from (default: the repository's default branch)")
+	fl.StringVar(&f.agentCmd, "agent-cmd", "", "shell command of the coding agent (prompt on stdin and in $AKIRA_PROMPT_FILE)")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per task before asking a human (default: max_attempts of .github/akira.yml, else 3)")
+	fl.StringArrayVar(&f.verify, "verify", nil, "verification command for tasks without their own verify lines (repeatable)")
+	fl.StringArrayVar(&f.skip, "skip", nil, "task id not to run; tasks that depend on it stay blocked (repeatable)")
+	fl.StringArrayVar(&f.approve, "approve", nil, "task id whose parked work to accept as its checkpoint (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "environment variable passed to the agent and verification, e.g. ANTHROPIC_API_KEY (repeatable)")
+	fl.BoolVar(&f.nonInteractive, "non-interactive", false, "never ask: park a failing task, finish independent tasks, exit 3")
+	fl.BoolVar(&f.json, "json", false, "print one JSON event per line instead of the live view")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also show the output of the agent and of verification")
+	fl.DurationVar(&f.agentTimeout, "agent-timeout", runner.DefaultAgentTimeout, "time limit of one agent attempt")
+	fl.DurationVar(&f.verifyTimeout, "verify-timeout", runner.DefaultVerifyTimeout, "time limit of each verification command")
+	fl.StringVar(&f.workDir, "work-dir", "", "directory for the temporary workspace (default: $TMPDIR)")
+	fl.StringVar(&f.runID, "run-id", "", "run id for the Akira-Run trailer (default: generated)")
+	fl.StringVar(&f.author, "author", runner.DefaultAuthor.String(), "author and committer of checkpoints, \"Name <email>\"")
+	_ = fl.MarkHidden("run-id")
+	return cmd
+}
+
+func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.maxAttempts < 0 {
+		return withExit(2, errors.New("--max-attempts must be positive"))
+	}
+	repo, err := resolveRepo(ctx, f.repo)
+	if err != nil {
+		return withExit(2, err)
+	}
+	author, err := runner.ParseIdentity(f.author)
+	if err != nil {
+		return withExit(2, fmt.Errorf("--author: %w", err))
+	}
+	var stream io.Writer
+	if f.verbose {
+		stream = stderr
+	}
+	ag, err := agentFromFlags(f, stream)
+	if err != nil {
+		return withExit(2, err)
+	}
+
+	var reporter runner.Reporter
+	var term *runner.Terminal
+	if f.json {
+		reporter = runner.NewJSONReporter(stdout)
+	} else {
+		term = runner.NewTerminal(stdout, isTerminal(stdout) && !f.verbose)
+		defer term.Close()
+		reporter = term
+	}
+	decisions := map[string]runner.Decision{}
+	for _, id := range f.approve {
+		decisions[id] = runner.Decision{Kind: runner.DecisionApprove}
+	}
+	opts := runner.Options{
+		Repo: repo, Roadmap: f.roadmap, Branch: f.branch, Base: f.base, RunID: f.runID,
+		Agent: ag, MaxAttempts: f.maxAttempts, Verify: f.verify, Skip: f.skip, Decisions: decisions,
+		Env: f.env, AgentTimeout: f.agentTimeout, VerifyTimeout: f.verifyTimeout, Author: author,
+		WorkDir: f.workDir, Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
+		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
+			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
+		Output: stream,
+	}
+	if !f.nonInteractive && isTerminal(cmd.InOrStdin()) {
+		p := &linePrompter{in: bufio.NewReader(cmd.InOrStdin()), out: stderr}
+		opts.Escalate = func(ctx context.Context, esc runner.Escalation) (runner.Decision, error) {
+			if term != nil {
+				term.Pause()
+			}
+			return p.Decide(ctx, esc)
+		}
+	}
+
+	out, err := runner.Run(ctx, opts)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return withExit(130, fmt.Errorf("interrupted: the workspace is removed and branch %s is at its last checkpoint", out.Branch))
+	case errors.Is(err, runner.ErrInvalidPlan), errors.Is(err, runner.ErrUsage):
+		return withExit(2, err)
+	case err != nil:
+		return withExit(1, err)
+	}
+	switch out.Status {
+	case runner.StatusParked:
+		fmt.Fprintln(stderr, parkedHelp(out))
+		return withExit(3, nil)
+	case runner.StatusAborted:
+		return withExit(1, errors.New("aborted: the branch is at its last checkpoint"))
+	}
+	return nil
+}
+
+func parkedHelp(out runner.Outcome) string {
+	var b strings.Builder
+	for _, p := range out.Parked {
+		fmt.Fprintf(&b, "akira: task %s (%s) is parked: %s\n", p.TaskID, p.Title, p.Summary)
+	}
+	b.WriteString("akira: run the same command again to retry, add --approve ID to accept the parked work, or --skip ID")
+	return b.String()
+}
+
+// agentFromFlags builds the agent of a run from the flags. Agent profiles of the operator's
+// configuration (--agent NAME, --config FILE) plug in here.
+func agentFromFlags(f *runFlags, stream io.Writer) (agent.Agent, error) {
+	if strings.TrimSpace(f.agentCmd) == "" {
+		return nil, errors.New("no agent: give the coding agent's command with --agent-cmd, e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'")
+	}
+	return &agent.Exec{Command: f.agentCmd, PassEnv: f.env, Timeout: f.agentTimeout, Stream: stream}, nil
+}
+
+// resolveRepo turns --repo into what the engine clones: a URL as given, a local path made absolute,
+// or, without --repo, the top of the git repository holding the current directory.
+func resolveRepo(ctx context.Context, repo string) (string, error) {
+	if isURL(repo) {
+		return repo, nil
+	}
+	dir := repo
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("--repo: %w", err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("--repo %s: %w", repo, err)
+	}
+	if repo != "" {
+		return abs, nil
+	}
+	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"git", "rev-parse", "--show-toplevel"}, Dir: abs,
+		Env: proc.Environ(nil, "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1"), Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		return "", errors.New("not inside a git repository: run akira in one, or give --repo PATH|URL")
+	}
+	return strings.TrimSpace(string(res.Output)), nil
+}
+
+func isURL(s string) bool {
+	if strings.Contains(s, "://") {
+		return true
+	}
+	// scp-like syntax: git@github.com:owner/repo.git
+	at, colon := strings.Index(s, "@"), strings.Index(s, ":")
+	return at > 0 && colon > at && !strings.Contains(s[:colon], "/")
+}
+
+// gitAuthFromEnv lets `akira run` push to an https GitHub remote with a token from the environment
+// (AKIRA_GITHUB_TOKEN, else GITHUB_TOKEN), passed to git as an http.extraheader through git's
+// environment only. Other remotes use the user's ssh agent.
+func gitAuthFromEnv(repo string) func(context.Context) (string, error) {
+	u, err := url.Parse(repo)
+	if err != nil || u.Scheme != "https" || u.User != nil {
+		return nil
+	}
+	token := os.Getenv("AKIRA_GITHUB_TOKEN")
+	if token == "" {
+		token = os.Getenv("GITHUB_TOKEN")
+	}
+	if token == "" {
+		return nil
+	}
+	header := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
+	return func(context.Context) (string, error) { return header, nil }
+}
+
+// isTerminal reports whether r or w is an interactive terminal. Tests replace it to drive the
+// interactive prompt without a TTY.
+var isTerminal = func(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && (isatty.IsTerminal(file.Fd()) || isatty.IsCygwinTerminal(file.Fd()))
+}
+
+// linePrompter asks on a terminal what to do with an escalated task.
+type linePrompter struct {
+	in  *bufio.Reader
+	out io.Writer
+}
+
+// Decide shows the escalation and reads the answer. End of input parks the task.
+func (p *linePrompter) Decide(ctx context.Context, esc runner.Escalation) (runner.Decision, error) {
+	fmt.Fprintf(p.out, "\nTask %s (%s) needs a decision after %d attempt(s): %s\n", esc.TaskID, esc.Title, esc.Attempts, esc.Summary)
+	for {
+		fmt.Fprint(p.out, "[r]etry with guidance, [s]kip, [a]pprove the current work, [p]ark and continue, a[b]ort? ")
+		line, err := p.readLine(ctx)
+		if errors.Is(err, io.EOF) {
+			fmt.Fprintln(p.out)
+			return runner.Decision{Kind: runner.DecisionPark}, nil
+		}
+		if err != nil {
+			return runner.Decision{}, err
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "r", "retry":
+			fmt.Fprint(p.out, "Guidance for the next attempt (one line, empty for none): ")
+			g, err := p.readLine(ctx)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return runner.Decision{}, err
+			}
+			return runner.Decision{Kind: runner.DecisionRetry, Guidance: strings.TrimSpace(g)}, nil
+		case "s", "skip":
+			return runner.Decision{Kind: runner.DecisionSkip}, nil
+		case "a", "approve":
+			return runner.Decision{Kind: runner.DecisionApprove}, nil
+		case "p", "park":
+			return runner.Decision{Kind: runner.DecisionPark}, nil
+		case "b", "abort", "q", "quit":
+			return runner.Decision{Kind: runner.DecisionAbort}, nil
+		}
+		fmt.Fprintln(p.out, "Please answer r, s, a, p or b.")
+	}
+}
+
+// readLine reads one line, giving up when ctx ends (Ctrl-C while the prompt waits).
+func (p *linePrompter) readLine(ctx context.Context) (string, error) {
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := p.in.ReadString('\n')
+		if err != nil && line != "" && errors.Is(err, io.EOF) {
+			err = nil
+		}
+		ch <- result{line, err}
+	}()
+	select {
+	case r := <-ch:
+		return strings.TrimRight(r.line, "\r\n"), r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}

@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/gittest"
+	"github.com/akira-bot/akira/runner/testproc"
+)
+
+// akiraBin is the real binary, built once by TestMain, for the tests of exit codes and signals.
+var akiraBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "akira-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	akiraBin = filepath.Join(dir, "akira")
+	build := exec.Command("go", "build", "-o", akiraBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build akira:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runFixture is a user's repository (a working clone with uncommitted work, which `akira run` must
+// never touch) holding testdata/run/ROADMAP.md, its bare remote, the scripted agent's log directory
+// and the directory for workspaces.
+type runFixture struct {
+	repo     gittest.Repo
+	logs     string
+	workDir  string
+	agent    string
+	snapshot string
+}
+
+func newRunFixture(t *testing.T, roadmap string) *runFixture {
+	t.Helper()
+	if roadmap == "" {
+		data, err := os.ReadFile(filepath.Join("testdata", "run", "ROADMAP.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		roadmap = string(data)
+	}
+	agent, err := filepath.Abs(filepath.Join("testdata", "run", "agent.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &runFixture{repo: gittest.New(t, map[string]string{"ROADMAP.md": roadmap, "README.md": "test\n"}),
+		logs: t.TempDir(), workDir: t.TempDir(), agent: agent}
+	gittest.WriteFiles(t, f.repo.Work, map[string]string{"notes.txt": "uncommitted\n", "README.md": "edited, not staged\n"})
+	f.snapshot = gittest.Snapshot(t, f.repo.Work)
+	t.Cleanup(func() {
+		if got := gittest.Snapshot(t, f.repo.Work); got != f.snapshot {
+			t.Errorf("the user's working tree, index or branch changed:\nbefore:\n%s\nafter:\n%s", f.snapshot, got)
+		}
+		if left, _ := os.ReadDir(f.workDir); len(left) != 0 {
+			t.Errorf("workspace left behind: %v", left)
+		}
+	})
+	return f
+}
+
+func (f *runFixture) touch(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		gittest.WriteFiles(t, f.logs, map[string]string{n: ""})
+	}
+}
+
+func (f *runFixture) remove(t *testing.T, name string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(f.logs, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *runFixture) calls(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.logs, "calls"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(data)), " ", ":"))
+}
+
+// args are the flags every test run uses; the repository is the current directory (the user's clone).
+func (f *runFixture) args(extra ...string) []string {
+	return append([]string{"run", "--agent-cmd", f.agent, "--env", "AKIRA_TEST_LOG", "--work-dir", f.workDir, "--non-interactive"}, extra...)
+}
+
+func (f *runFixture) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(akiraBin, args...)
+	cmd.Dir = f.repo.Work
+	cmd.Env = append(os.Environ(), "AKIRA_TEST_LOG="+f.logs)
+	return cmd
+}
+
+// run runs the binary in the user's clone and returns stdout, stderr and the exit code.
+func (f *runFixture) run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := f.command(args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+// branch lists "subject|task" of the commits on the akira branch of the user's repository.
+func (f *runFixture) branch(t *testing.T) []string {
+	t.Helper()
+	if _, code := gittest.TryGit(t, f.repo.Work, "rev-parse", "--verify", "-q", "refs/heads/akira/roadmap"); code != 0 {
+		return nil
+	}
+	out := gittest.Git(t, f.repo.Work, "log", "--reverse", "--format=%s|%(trailers:key=Akira-Task,valueonly,separator=%x2C)", "main..akira/roadmap")
+	return strings.Split(out, "\n")
+}
+
+func TestRunBinaryAllDone(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "ghs_cliSecretToken")
+	t.Setenv("AKIRA_GITHUB_TOKEN", "ghs_cliAppSecret")
+	f := newRunFixture(t, "")
+	stdout, stderr, code := f.run(t, f.args()...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	want := []string{"akira: 1.1 First file|1.1", "akira: 1.2 Second file|1.2", "akira: 1.3 Third file|1.3"}
+	if got := f.branch(t); !slices.Equal(got, want) {
+		t.Fatalf("branch = %q, want %q", got, want)
+	}
+	for _, s := range []string{"TASK", "STATUS", "ATTEMPTS", "DURATION", "COMMIT", "1.2 Second file", "done · branch akira/roadmap"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("output lacks %q:\n%s", s, stdout)
+		}
+	}
+	// The agent's environment and everything committed are free of secrets, although the agent dumps
+	// its environment into a committed file.
+	env, err := os.ReadFile(filepath.Join(f.logs, "env-1.1-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	everything := string(env) + gittest.Git(t, f.repo.Work, "log", "-p", "--all")
+	for _, s := range []string{"ghs_cliSecretToken", "ghs_cliAppSecret", "GITHUB_TOKEN"} {
+		if strings.Contains(everything, s) {
+			t.Errorf("%s leaked into the agent's environment or a commit", s)
+		}
+	}
+	if !strings.Contains(string(env), "AKIRA_TEST_LOG=") {
+		t.Fatal("--env did not pass AKIRA_TEST_LOG to the agent")
+	}
+}
+
+func TestRunBinaryUsageErrors(t *testing.T) {
+	f := newRunFixture(t, "")
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"no agent", []string{"run", "--work-dir", f.workDir}, "no agent"},
+		{"unknown flag", []string{"run", "--agent-cmd", "true", "--bogus"}, "unknown flag"},
+		{"unknown skip id", f.args("--skip", "9.9"), "no such task"},
+		{"missing roadmap", f.args("--roadmap", "NOPE.md"), "NOPE.md not found"},
+		{"bad branch", f.args("--branch", "bad..name"), "not a valid branch name"},
+		{"not a repository", f.args("--repo", f.logs), "clone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := f.run(t, tt.args...)
+			want := 2
+			if tt.name == "not a repository" {
+				want = 1 // the path exists but cloning it fails
+			}
+			if code != want || !strings.Contains(stderr, tt.stderr) {
+				t.Fatalf("exit %d (want %d), stderr:\n%s", code, want, stderr)
+			}
+		})
+	}
+	if len(f.calls(t)) != 0 {
+		t.Fatal("the agent ran")
+	}
+}
+
+func TestRunBinaryOutsideRepository(t *testing.T) {
+	gittest.Isolate(t)
+	cmd := exec.Command(akiraBin, "run", "--agent-cmd", "true")
+	cmd.Dir = t.TempDir()
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "not inside a git repository") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestRunBinaryInvalidRoadmap(t *testing.T) {
+	f := newRunFixture(t, "# R\n\n- [ ] 1 one (depends: 2)\n- [ ] 2 two (depends: 1)\n")
+	_, stderr, code := f.run(t, f.args()...)
+	if code != 2 || !strings.Contains(stderr, "ROADMAP.md:") || !strings.Contains(stderr, "cycle") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// A task that keeps failing is parked (exit 3) while the independent task still runs; the same
+// command afterwards continues without redoing anything, and --approve/--skip steer parked tasks.
+func TestRunBinaryEscalationAndResume(t *testing.T) {
+	f := newRunFixture(t, "")
+	f.touch(t, "fail-1.1")
+	stdout, stderr, code := f.run(t, f.args()...)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, s := range []string{"1.1 First file needs a human", "refusing task 1.1", "parked"} {
+		if !strings.Contains(stdout+stderr, s) {
+			t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", s, stdout, stderr)
+		}
+	}
+	if !strings.Contains(stderr, "task 1.1 (First file) is parked") {
+		t.Errorf("stderr does not name the escalation:\n%s", stderr)
+	}
+	if got := f.branch(t); !slices.Equal(got, []string{"akira: 1.3 Third file|1.3"}) {
+		t.Fatalf("branch = %q", got)
+	}
+
+	f.remove(t, "fail-1.1")
+	stdout, stderr, code = f.run(t, f.args()...)
+	if code != 0 {
+		t.Fatalf("resume: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if got, want := f.calls(t), []string{"1.1:1", "1.1:2", "1.3:1", "1.1:1", "1.2:1"}; !slices.Equal(got, want) {
+		t.Fatalf("agent calls = %v, want %v (no task redone)", got, want)
+	}
+	if got := f.branch(t); len(got) != 3 {
+		t.Fatalf("branch = %q", got)
+	}
+}
+
+func TestRunBinaryApproveAndSkip(t *testing.T) {
+	f := newRunFixture(t, "")
+	f.touch(t, "need-banana-1.1")
+	if _, stderr, code := f.run(t, f.args()...); code != 3 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	// 1.1's failed attempt left env-1.1.txt; approving takes that work as the checkpoint.
+	stdout, stderr, code := f.run(t, f.args("--approve", "1.1", "--skip", "1.2")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if got := f.branch(t); !slices.Equal(got, []string{"akira: 1.3 Third file|1.3", "akira: 1.1 First file|1.1"}) {
+		t.Fatalf("branch = %q", got)
+	}
+	gittest.Git(t, f.repo.Work, "cat-file", "-e", "akira/roadmap:env-1.1.txt")
+	if !strings.Contains(stdout, "skipped") || !strings.Contains(stdout, "approved without passing verification") {
+		t.Fatalf("output:\n%s", stdout)
+	}
+}
+
+func TestRunBinaryJSON(t *testing.T) {
+	f := newRunFixture(t, "")
+	stdout, stderr, code := f.run(t, f.args("--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var types []string
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var last runner.Event
+	for sc.Scan() {
+		var ev runner.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("line is not one JSON event: %q: %v", sc.Text(), err)
+		}
+		if ev.RunID == "" || ev.Time.IsZero() {
+			t.Fatalf("event without run id or time: %s", sc.Text())
+		}
+		types = append(types, string(ev.Type))
+		last = ev
+	}
+	if types[0] != "run_started" || last.Type != runner.EventRunFinished || last.Outcome == nil || last.Outcome.Status != runner.StatusSucceeded {
+		t.Fatalf("events = %v, last = %+v", types, last)
+	}
+	if n := strings.Count(strings.Join(types, " "), "task_checkpointed"); n != 3 {
+		t.Fatalf("%d checkpoints in %v", n, types)
+	}
+}
+
+// Ctrl-C stops the agent (its whole process group), removes the workspace, exits 130 and leaves the
+// branch at its last checkpoint.
+func TestRunBinaryInterrupt(t *testing.T) {
+	f := newRunFixture(t, "")
+	f.touch(t, "hang-1.2")
+	cmd := f.command(f.args()...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(f.logs, "pid")
+	for i := 0; ; i++ {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+		if i > 6000 {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the agent never started task 1.2:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit %d, want 130:\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "interrupted") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	testproc.WaitGoneFromFile(t, pidFile)
+	if got := f.branch(t); !slices.Equal(got, []string{"akira: 1.1 First file|1.1"}) {
+		t.Fatalf("branch = %q, want the checkpoint of 1.1 only", got)
+	}
+}
+
+// The interactive prompt, driven without a TTY: retry with guidance, then the agent succeeds.
+func TestRunInteractiveRetryWithGuidance(t *testing.T) {
+	f := newRunFixture(t, "# R\n\n- [ ] 1.1 Needs guidance\n  - verify: `test -f 1.1.txt`\n")
+	f.touch(t, "need-banana-1.1")
+	t.Setenv("AKIRA_TEST_LOG", f.logs)
+	t.Chdir(f.repo.Work)
+	in := strings.NewReader("what\nr\nThe answer is banana.\n")
+	old := isTerminal
+	isTerminal = func(v any) bool { return v == in }
+	defer func() { isTerminal = old }()
+
+	root := newRootCmd()
+	var stdout, stderr bytes.Buffer
+	root.SetArgs([]string{"run", "--agent-cmd", f.agent, "--env", "AKIRA_TEST_LOG", "--work-dir", f.workDir, "--max-attempts", "1"})
+	root.SetIn(in)
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "Please answer") || !strings.Contains(stderr.String(), "Guidance for the next attempt") {
+		t.Fatalf("prompt:\n%s", stderr.String())
+	}
+	if got := f.calls(t); !slices.Equal(got, []string{"1.1:1", "1.1:2"}) {
+		t.Fatalf("calls = %v", got)
+	}
+}
+
+func TestLinePrompter(t *testing.T) {
+	tests := []struct {
+		input string
+		want  runner.Decision
+	}{
+		{"r\nuse the other API\n", runner.Decision{Kind: runner.DecisionRetry, Guidance: "use the other API"}},
+		{"retry\n\n", runner.Decision{Kind: runner.DecisionRetry}},
+		{"s\n", runner.Decision{Kind: runner.DecisionSkip}},
+		{"A\n", runner.Decision{Kind: runner.DecisionApprove}},
+		{"p\n", runner.Decision{Kind: runner.DecisionPark}},
+		{"b\n", runner.Decision{Kind: runner.DecisionAbort}},
+		{"\nnonsense\nskip\n", runner.Decision{Kind: runner.DecisionSkip}},
+		{"", runner.Decision{Kind: runner.DecisionPark}},
+		{"approve", runner.Decision{Kind: runner.DecisionApprove}},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		p := &linePrompter{in: bufio.NewReader(strings.NewReader(tt.input)), out: &out}
+		got, err := p.Decide(context.Background(), runner.Escalation{TaskID: "2.1", Title: "x", Attempts: 3, Summary: "tests fail"})
+		if err != nil || got != tt.want {
+			t.Errorf("input %q: got %+v, %v; want %+v", tt.input, got, err, tt.want)
+		}
+		if !strings.Contains(out.String(), "Task 2.1 (x) needs a decision after 3 attempt(s): tests fail") {
+			t.Errorf("prompt:\n%s", out.String())
+		}
+	}
+}
+
+func TestGitAuthFromEnv(t *testing.T) {
+	t.Setenv("AKIRA_GITHUB_TOKEN", "")
+	t.Setenv("GITHUB_TOKEN", "tok")
+	auth := gitAuthFromEnv("https://github.com/o/r.git")
+	if auth == nil {
+		t.Fatal("no auth for an https remote with GITHUB_TOKEN")
+	}
+	h, _ := auth(context.Background())
+	if h != "Authorization: Basic eC1hY2Nlc3MtdG9rZW46dG9r" { // x-access-token:tok
+		t.Fatalf("header = %q", h)
+	}
+	for _, repo := range []string{"/local/path", "git@github.com:o/r.git", "https://user:pw@example.com/r.git", "http://example.com/r.git"} {
+		if gitAuthFromEnv(repo) != nil {
+			t.Errorf("%s: want no token auth", repo)
+		}
+	}
+}
+
+func TestIsURL(t *testing.T) {
+	for s, want := range map[string]bool{
+		"https://github.com/o/r": true, "ssh://git@host/r": true, "git@github.com:o/r.git": true,
+		"file:///tmp/r": true, "/tmp/r": false, "../r": false, "a@b/c:d": false, "": false,
+	} {
+		if got := isURL(s); got != want {
+			t.Errorf("isURL(%q) = %v", s, got)
+		}
+	}
+}

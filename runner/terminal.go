@@ -1,0 +1,377 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/akira-bot/akira/runner/verify"
+)
+
+// Terminal is the human view of a run: one line per step and a summary table at the end. With Live
+// set (an interactive terminal) it also keeps a status line at the bottom — progress bar, current
+// task, attempt, elapsed time — redrawn every second.
+type Terminal struct {
+	mu    sync.Mutex
+	w     io.Writer
+	live  bool
+	color bool
+
+	total, settled int
+	task, title    string
+	attempt, max   int
+	taskStart      time.Time
+	phase          string // what the current task is doing: agent, verify
+	statusShown    bool
+	paused         bool // while a human is asked, the status line stays away
+	stop           chan struct{}
+	stopped        chan struct{}
+}
+
+// NewTerminal writes the view to w; live enables the status line and colors.
+func NewTerminal(w io.Writer, live bool) *Terminal {
+	return &Terminal{w: w, live: live, color: live}
+}
+
+// Close stops the status line. It is safe to call more than once.
+func (t *Terminal) Close() {
+	t.mu.Lock()
+	stop, stopped := t.stop, t.stopped
+	t.stop = nil
+	t.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-stopped
+	}
+	t.mu.Lock()
+	t.clearStatus()
+	t.mu.Unlock()
+}
+
+// Pause hides the status line until the next event, e.g. while a prompt waits for an answer.
+func (t *Terminal) Pause() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clearStatus()
+	t.paused = true
+}
+
+// Report prints ev.
+func (t *Terminal) Report(_ context.Context, ev Event) error {
+	if ev.Type == EventRunFinished {
+		t.Close()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.clearStatus()
+	t.paused = false
+	t.print(ev)
+	if ev.Type == EventTaskEscalated {
+		t.paused = true
+	}
+	if ev.Type == EventRunStarted && t.live && t.stop == nil {
+		t.stop, t.stopped = make(chan struct{}), make(chan struct{})
+		go t.tick(t.stop, t.stopped)
+	}
+	t.drawStatus()
+	return nil
+}
+
+func (t *Terminal) tick(stop, stopped chan struct{}) {
+	defer close(stopped)
+	tk := time.NewTicker(time.Second)
+	defer tk.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tk.C:
+			t.mu.Lock()
+			t.clearStatus()
+			t.drawStatus()
+			t.mu.Unlock()
+		}
+	}
+}
+
+const (
+	green  = "\x1b[32m"
+	red    = "\x1b[31m"
+	yellow = "\x1b[33m"
+	dim    = "\x1b[2m"
+	bold   = "\x1b[1m"
+	reset  = "\x1b[0m"
+)
+
+func (t *Terminal) c(color, s string) string {
+	if !t.color {
+		return s
+	}
+	return color + s + reset
+}
+
+func (t *Terminal) printf(format string, args ...any) { fmt.Fprintf(t.w, format, args...) }
+
+func (t *Terminal) print(ev Event) {
+	switch ev.Type {
+	case EventRunStarted:
+		t.total = len(ev.Tasks)
+		done, todo := 0, 0
+		for _, r := range ev.Tasks {
+			if r.Status == TaskPending {
+				todo++
+			} else {
+				done++
+			}
+		}
+		t.settled = done
+		t.printf("%s %s → branch %s (%s)\n", t.c(bold, "akira run"), ev.Roadmap, t.c(bold, ev.Branch), ev.Message)
+		t.printf("%s\n", t.c(dim, fmt.Sprintf("run %s · %d tasks: %d to do, %d already done or skipped", ev.RunID, len(ev.Tasks), todo, done)))
+		for _, r := range ev.Tasks {
+			if r.Status == TaskDone {
+				t.printf("%s %s %s %s\n", t.c(green, "✓"), r.ID, r.Title, t.c(dim, "("+r.Note+")"))
+			}
+		}
+	case EventTaskStarted:
+		t.task, t.title, t.attempt, t.max, t.taskStart, t.phase = ev.TaskID, ev.TaskTitle, 0, ev.MaxAttempts, ev.Time, ""
+		phase := ""
+		if ev.Phase != "" {
+			phase = t.c(dim, "  ["+ev.Phase+"]")
+		}
+		t.printf("%s %s %s%s\n", t.c(bold, "▶"), t.c(bold, ev.TaskID), ev.TaskTitle, phase)
+	case EventAttemptStarted:
+		t.attempt, t.phase = ev.Attempt, "agent"
+		if ev.Attempt > 1 {
+			t.printf("  ↻ attempt %d%s, with the feedback of the last one\n", ev.Attempt, t.ofMax(ev.MaxAttempts))
+		}
+	case EventAgentFinished:
+		if ev.Message != "" {
+			t.printf("  %s agent: %s %s\n", t.c(red, "✗"), ev.Message, t.c(dim, "("+FormatDuration(ev.Duration)+")"))
+		} else {
+			t.printf("  · agent done %s\n", t.c(dim, "("+FormatDuration(ev.Duration)+usageText(ev)+")"))
+		}
+	case EventVerifyStarted:
+		t.phase = "verify"
+		msg := ev.Message
+		if ev.VerifyPlan != nil && ev.VerifyPlan.Source == verify.SourceNone {
+			msg = t.c(yellow, msg)
+		}
+		t.printf("  · %s\n", msg)
+	case EventVerifyFinished:
+		for _, r := range ev.Verify {
+			mark := t.c(green, "✓")
+			status := ""
+			if !r.Passed() {
+				mark, status = t.c(red, "✗"), fmt.Sprintf(" exit %d", r.ExitCode)
+				if r.TimedOut {
+					status = " timed out"
+				}
+			}
+			t.printf("    %s %s%s %s\n", mark, r.Command, status, t.c(dim, "("+FormatDuration(r.Duration)+")"))
+		}
+	case EventAttemptFailed:
+		t.printf("  %s attempt %d failed: %s\n", t.c(red, "✗"), ev.Attempt, ev.Message)
+		for _, r := range ev.Verify {
+			if !r.Passed() {
+				for _, l := range keyLines(r.Output, 6) {
+					t.printf("    %s %s\n", t.c(dim, "│"), l)
+				}
+			}
+		}
+	case EventTaskCheckpointed:
+		t.settled++
+		note := ""
+		if ev.Message != "" {
+			note = ", " + ev.Message
+		}
+		t.printf("%s %s %s → %s %s\n", t.c(green, "✓"), t.c(bold, ev.TaskID), ev.TaskTitle, short(ev.Commit),
+			t.c(dim, fmt.Sprintf("(%s, %s%s)", plural(ev.Attempt, "attempt"), FormatDuration(ev.Duration), note)))
+	case EventTaskEscalated:
+		why := "after " + plural(ev.Attempt, "attempt")
+		if ev.Escalation != nil && ev.Escalation.Reason == "repeated_failure" {
+			why += ": the same failure twice in a row"
+		}
+		t.printf("%s %s %s needs a human (%s)\n", t.c(yellow, "!"), t.c(bold, ev.TaskID), ev.TaskTitle, why)
+		for _, l := range lastLines(ev.Feedback, 20) {
+			t.printf("    %s %s\n", t.c(dim, "│"), l)
+		}
+	case EventTaskDecided:
+		if ev.Decision != nil {
+			g := ""
+			if ev.Decision.Guidance != "" {
+				g = ": " + oneLine(ev.Decision.Guidance)
+			}
+			t.printf("  · decision for %s: %s%s\n", ev.TaskID, ev.Decision.Kind, g)
+		}
+	case EventTaskParked:
+		t.settled++
+		ref := ""
+		if ev.Escalation != nil && ev.Escalation.ParkedRef != "" {
+			ref = "; its work is saved on " + ev.Escalation.ParkedRef
+		}
+		t.printf("%s %s parked: %s%s\n", t.c(yellow, "⏸"), t.c(bold, ev.TaskID), ev.Message, ref)
+	case EventTaskSkipped:
+		t.settled++
+		t.printf("%s %s %s %s\n", t.c(dim, "–"), ev.TaskID, ev.TaskTitle, t.c(dim, "("+ev.Message+")"))
+	case EventTaskBlocked:
+		t.settled++
+		t.printf("%s %s %s %s\n", t.c(dim, "–"), ev.TaskID, ev.TaskTitle, t.c(dim, "("+ev.Message+")"))
+	case EventRunFinished:
+		t.task = ""
+		if ev.Outcome != nil {
+			t.summary(*ev.Outcome)
+		}
+	}
+}
+
+func (t *Terminal) summary(o Outcome) {
+	if len(o.Tasks) > 0 {
+		t.printf("\n")
+		tw := tabwriter.NewWriter(t.w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tDURATION\tCOMMIT\tNOTE")
+		for _, r := range o.Tasks {
+			dur := "-"
+			if r.Duration > 0 {
+				dur = FormatDuration(r.Duration)
+			}
+			commit := "-"
+			if r.Commit != "" {
+				commit = short(r.Commit)
+			}
+			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), r.Status, r.Attempts, dur, commit, r.Note)
+		}
+		tw.Flush()
+	}
+	var line string
+	switch o.Status {
+	case StatusSucceeded:
+		line = t.c(green, "done")
+	case StatusParked:
+		line = t.c(yellow, fmt.Sprintf("parked: %s waiting for a decision", plural(len(o.Parked), "task")))
+	case StatusAborted:
+		line = t.c(yellow, "aborted")
+	default:
+		line = t.c(red, "failed")
+		if o.Error != "" {
+			line += ": " + o.Error
+		}
+	}
+	head := ""
+	if o.Head != "" {
+		head = " at " + short(o.Head)
+	}
+	t.printf("\n%s · branch %s%s · %s\n", line, o.Branch, head, FormatDuration(o.Duration))
+}
+
+func (t *Terminal) ofMax(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("/%d", n)
+}
+
+// drawStatus writes the status line without a newline; clearStatus removes it. Both hold t.mu.
+func (t *Terminal) drawStatus() {
+	if !t.live || t.paused || t.task == "" || t.total == 0 {
+		return
+	}
+	const width = 20
+	filled := t.settled * width / t.total
+	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
+	attempt := ""
+	if t.attempt > 0 {
+		attempt = fmt.Sprintf(" · attempt %d%s", t.attempt, t.ofMax(t.max))
+	}
+	phase := ""
+	if t.phase != "" {
+		phase = " · " + t.phase
+	}
+	t.printf("%s %d/%d · %s %s%s%s · %s", bar, t.settled, t.total, t.task, truncate(t.title, 40), attempt, phase,
+		FormatDuration(time.Since(t.taskStart).Truncate(time.Second)))
+	t.statusShown = true
+}
+
+func (t *Terminal) clearStatus() {
+	if t.statusShown {
+		t.printf("\r\x1b[2K")
+		t.statusShown = false
+	}
+}
+
+// FormatDuration prints a duration for people: 850ms, 4.2s, 3m05s, 1h02m.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func usageText(ev Event) string {
+	if ev.Usage == nil || (ev.Usage.InputTokens == 0 && ev.Usage.OutputTokens == 0) {
+		return ""
+	}
+	s := fmt.Sprintf(", %d+%d tokens", ev.Usage.InputTokens, ev.Usage.OutputTokens)
+	if ev.Usage.CostUSD > 0 {
+		s += fmt.Sprintf(", $%.4f", ev.Usage.CostUSD)
+	}
+	return s
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+var keyLineRE = regexp.MustCompile(`(?i)(panic:|--- FAIL|\bFAIL:|\berror\b|exception|assert|expected|\bwant\b)`)
+
+// keyLines picks the lines of a failure output that say what broke (up to n), or else its last lines.
+func keyLines(s string, n int) []string {
+	var key []string
+	for _, l := range strings.Split(s, "\n") {
+		if keyLineRE.MatchString(l) && len(key) < n {
+			key = append(key, strings.TrimRight(l, "\r"))
+		}
+	}
+	if len(key) > 0 {
+		return key
+	}
+	return lastLines(s, n)
+}
+
+func lastLines(s string, n int) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
