@@ -45,25 +45,38 @@ type Run struct {
 	InstallationID int64   `json:"installation_id"`
 	Trigger        Trigger `json:"trigger"`
 	Sender         string  `json:"sender,omitempty"`
+	// CloneURL is the repository's clone URL (no credentials in it, ever).
+	CloneURL string `json:"clone_url,omitempty"`
 	// Issue is the issue the run came from (trigger issue); PR is the pull request the run pushes to.
-	Issue  int    `json:"issue,omitempty"`
-	PR     int    `json:"pr,omitempty"`
-	PRURL  string `json:"pr_url,omitempty"`
-	Branch string `json:"branch"`
-	Base   string `json:"base,omitempty"`
-	// Roadmap is the plan file in the repository; empty when the plan is the issue's body.
+	Issue    int    `json:"issue,omitempty"`
+	PR       int    `json:"pr,omitempty"`
+	PRURL    string `json:"pr_url,omitempty"`
+	PRNodeID string `json:"pr_node_id,omitempty"`
+	Branch   string `json:"branch"`
+	// Base is the branch the run's branch started from and its pull request goes into.
+	Base string `json:"base,omitempty"`
+	// Roadmap is the plan file in the repository; empty when Plan holds the plan.
 	Roadmap string `json:"roadmap,omitempty"`
+	// Plan is an external plan (an issue's task checkboxes), pinned when the run was created so that
+	// editing the issue cannot change a run under way. PlanSource names it ("issue #12").
+	Plan       string `json:"plan,omitempty"`
+	PlanSource string `json:"plan_source,omitempty"`
 	// Source and SourceURL say where the tasks came from, for people ("issue #12", "ROADMAP.md").
-	Source    string    `json:"source,omitempty"`
-	SourceURL string    `json:"source_url,omitempty"`
-	Status    RunStatus `json:"status"`
+	Source    string `json:"source,omitempty"`
+	SourceURL string `json:"source_url,omitempty"`
+	// Agent is the operator's agent profile the run uses.
+	Agent  string    `json:"agent,omitempty"`
+	Status RunStatus `json:"status"`
 	// Tasks are in execution order.
 	Tasks []TaskState `json:"tasks,omitempty"`
 	// SummaryCommentID is the run's one summary comment, stored as soon as it exists.
 	SummaryCommentID int64  `json:"summary_comment_id,omitempty"`
 	SummaryURL       string `json:"summary_url,omitempty"`
-	// Parked is set while Status is parked.
-	Parked *Parked `json:"parked,omitempty"`
+	// Parked are the escalated tasks waiting for a decision, in the order they were parked.
+	Parked []Parked `json:"parked,omitempty"`
+	// Head is the branch head when the last job ended: a decision only acts while the branch is
+	// still there, so nobody decides about work that has changed under them.
+	Head string `json:"head,omitempty"`
 	// Decisions are the human decisions the next job hands to the engine, by task id.
 	Decisions map[string]Decision `json:"decisions,omitempty"`
 	// Error says why a failed run stopped; AbortedBy who aborted it.
@@ -83,28 +96,36 @@ type TaskState struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
 	// Status is one of the templates.Status* values (pending, running, passed, ...).
-	Status      string        `json:"status"`
-	Attempts    int           `json:"attempts,omitempty"`
-	CheckRunID  int64         `json:"check_run_id,omitempty"`
-	CheckRunURL string        `json:"check_run_url,omitempty"`
-	Duration    time.Duration `json:"duration,omitempty"`
+	Status   string        `json:"status"`
+	Attempts int           `json:"attempts,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	// CheckRunID is the task's current check run; CheckRunDone says it is completed, so the next
+	// round of attempts (after a retry decision) gets a new one.
+	CheckRunID   int64  `json:"check_run_id,omitempty"`
+	CheckRunURL  string `json:"check_run_url,omitempty"`
+	CheckRunDone bool   `json:"check_run_done,omitempty"`
 	// Checkpoint is the commit that finished the task.
-	Checkpoint   string  `json:"checkpoint,omitempty"`
-	InputTokens  int64   `json:"input_tokens,omitempty"`
-	OutputTokens int64   `json:"output_tokens,omitempty"`
-	CostUSD      float64 `json:"cost_usd,omitempty"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Note       string `json:"note,omitempty"`
+	// Escalations counts how often the task was escalated; EscalationCommentID is the comment of the
+	// latest escalation.
+	Escalations         int     `json:"escalations,omitempty"`
+	EscalationCommentID int64   `json:"escalation_comment_id,omitempty"`
+	EscalationURL       string  `json:"escalation_url,omitempty"`
+	InputTokens         int64   `json:"input_tokens,omitempty"`
+	OutputTokens        int64   `json:"output_tokens,omitempty"`
+	CostUSD             float64 `json:"cost_usd,omitempty"`
 }
 
-// Parked is the escalation a parked run waits on.
+// Parked is an escalated task waiting for a decision.
 type Parked struct {
 	TaskID  string `json:"task_id"`
 	Attempt int    `json:"attempt"`
-	// HeadSHA is the branch head when the run parked; a decision only acts while it is unchanged.
-	HeadSHA string `json:"head_sha"`
-	Reason  string `json:"reason,omitempty"`
-	// CommentID is the escalation comment.
-	CommentID int64     `json:"comment_id,omitempty"`
-	At        time.Time `json:"at"`
+	// HeadSHA is the last checkpoint when the task was parked.
+	HeadSHA string    `json:"head_sha"`
+	Reason  string    `json:"reason,omitempty"`
+	Summary string    `json:"summary,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // Decision is a human decision on a parked task.
@@ -113,6 +134,16 @@ type Decision struct {
 	Action   Action `json:"action"`
 	Guidance string `json:"guidance,omitempty"`
 	By       string `json:"by,omitempty"`
+}
+
+// ParkedTask returns the parked entry of the task, or nil.
+func (r *Run) ParkedTask(id string) *Parked {
+	for i := range r.Parked {
+		if r.Parked[i].TaskID == id {
+			return &r.Parked[i]
+		}
+	}
+	return nil
 }
 
 // Task returns the task with the id, or nil.
@@ -437,22 +468,30 @@ type NotParkedError struct {
 
 func (e *NotParkedError) Error() string { return "jobs: " + e.Reason }
 
-// Decide records a decision on the parked task and moves the run from parked to queued (approve,
-// retry, skip) or aborted (abort). It acts only while the run is parked on taskID and, when headSHA is
-// given, the parked head is headSHA; otherwise it returns a *NotParkedError and changes nothing.
+// Decide records a decision on a parked task. The run moves from parked to queued (approve, retry,
+// skip: a job continues it) or to aborted. It acts only while the task is parked (a run already queued
+// by a decision on another parked task still takes decisions on the rest) and, when headSHA is given,
+// while the branch is still at the head the run left it at; otherwise it returns a *NotParkedError and
+// changes nothing. An empty d.TaskID means the first parked task.
 func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA string) (*Run, error) {
 	return s.Update(ctx, id, func(r *Run) error {
-		if r.Status != StatusParked || r.Parked == nil {
+		if (r.Status != StatusParked && r.Status != StatusQueued) || len(r.Parked) == 0 {
 			return &NotParkedError{Reason: fmt.Sprintf("run %s is %s, not waiting for a decision", r.ID, r.Status)}
 		}
-		if d.TaskID != "" && d.TaskID != r.Parked.TaskID {
-			return &NotParkedError{Reason: fmt.Sprintf("run %s waits on task %s, not %s", r.ID, r.Parked.TaskID, d.TaskID)}
+		if d.TaskID == "" {
+			d.TaskID = r.Parked[0].TaskID
 		}
-		if headSHA != "" && headSHA != r.Parked.HeadSHA {
-			return &NotParkedError{Reason: fmt.Sprintf("branch %s moved from %s to %s since task %s was escalated",
-				r.Branch, short(r.Parked.HeadSHA), short(headSHA), r.Parked.TaskID)}
+		if r.ParkedTask(d.TaskID) == nil {
+			waiting := make([]string, len(r.Parked))
+			for i, p := range r.Parked {
+				waiting[i] = p.TaskID
+			}
+			return &NotParkedError{Reason: fmt.Sprintf("run %s waits on task %s, not %s", r.ID, strings.Join(waiting, ", "), d.TaskID)}
 		}
-		d.TaskID = r.Parked.TaskID
+		if headSHA != "" && r.Head != "" && headSHA != r.Head {
+			return &NotParkedError{Reason: fmt.Sprintf("branch %s moved from %s to %s since the run parked",
+				r.Branch, short(r.Head), short(headSHA))}
+		}
 		if d.Action == ActionAbort {
 			r.Status = StatusAborted
 			r.AbortedBy = d.By
@@ -461,15 +500,21 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 					t.Status = templates.StatusAborted
 				}
 			}
-			r.Parked = nil
+			r.Decisions = nil
 			return nil
 		}
+		kept := r.Parked[:0]
+		for _, p := range r.Parked {
+			if p.TaskID != d.TaskID {
+				kept = append(kept, p)
+			}
+		}
+		r.Parked = kept
 		if r.Decisions == nil {
 			r.Decisions = map[string]Decision{}
 		}
 		r.Decisions[d.TaskID] = d
 		r.Status = StatusQueued
-		r.Parked = nil
 		return nil
 	})
 }

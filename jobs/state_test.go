@@ -75,7 +75,7 @@ func TestStoreOneActiveRunPerBranch(t *testing.T) {
 		t.Fatalf("Create on another branch: %v", err)
 	}
 	// Parked still owns the branch.
-	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Status = StatusParked; r.Parked = &Parked{TaskID: "1.1"}; return nil }); err != nil {
+	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Status = StatusParked; r.Parked = []Parked{{TaskID: "1.1"}}; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Create(ctx, newRun("r2", "akira/roadmap")); !errors.Is(err, ErrBranchBusy) {
@@ -169,7 +169,8 @@ func TestStoreUpdateIsAtomic(t *testing.T) {
 func TestStoreDecide(t *testing.T) {
 	park := func(r *Run) error {
 		r.Status = StatusParked
-		r.Parked = &Parked{TaskID: "1.2", Attempt: 3, HeadSHA: "aaaaaaaaaa"}
+		r.Parked = []Parked{{TaskID: "1.2", Attempt: 3}}
+		r.Head = "aaaaaaaaaa"
 		r.Tasks[1].Status = templates.StatusEscalated
 		return nil
 	}
@@ -185,6 +186,12 @@ func TestStoreDecide(t *testing.T) {
 		{"reply names no task", park, Decision{Action: ActionSkip, By: "ann"}, "aaaaaaaaaa", "", StatusQueued},
 		{"abort", park, Decision{Action: ActionAbort, By: "ann"}, "aaaaaaaaaa", "", StatusAborted},
 		{"head moved", park, Decision{Action: ActionApprove}, "bbbbbbbbbb", "moved from aaaaaaa to bbbbbbb", StatusParked},
+		{"queued by another decision", func(r *Run) error {
+			r.Status = StatusQueued
+			r.Parked = []Parked{{TaskID: "1.2"}}
+			r.Decisions = map[string]Decision{"1.1": {TaskID: "1.1", Action: ActionSkip}}
+			return nil
+		}, Decision{TaskID: "1.2", Action: ActionRetry, Guidance: "again"}, "", "", StatusQueued},
 		{"other task", park, Decision{TaskID: "1.1", Action: ActionApprove}, "aaaaaaaaaa", "waits on task 1.2, not 1.1", StatusParked},
 		{"running", func(r *Run) error { r.Status = StatusRunning; return nil }, Decision{Action: ActionApprove}, "x", "is running, not waiting", StatusRunning},
 	}
@@ -217,7 +224,7 @@ func TestStoreDecide(t *testing.T) {
 			switch tt.wantStatus {
 			case StatusQueued:
 				d := r.Decisions["1.2"]
-				if r.Parked != nil || d.Action != tt.decision.Action || d.Guidance != tt.decision.Guidance || d.TaskID != "1.2" {
+				if len(r.Parked) != 0 || d.Action != tt.decision.Action || d.Guidance != tt.decision.Guidance || d.TaskID != "1.2" {
 					t.Errorf("after decision: parked %+v decisions %+v", r.Parked, r.Decisions)
 				}
 			case StatusAborted:
@@ -241,7 +248,7 @@ func TestStoreDecideOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.Update(ctx, "r1", func(r *Run) error {
-		r.Status, r.Parked = StatusParked, &Parked{TaskID: "1.1", HeadSHA: "h"}
+		r.Status, r.Parked, r.Head = StatusParked, []Parked{{TaskID: "1.1"}}, "h"
 		return nil
 	}); err != nil {
 		t.Fatal(err)
