@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,14 @@ import (
 
 // DefaultBaseURL is the REST API of github.com.
 const DefaultBaseURL = "https://api.github.com/"
+
+// BaseURLFromEnv returns GITHUB_API_URL, or github.com's API root when it is not set.
+func BaseURLFromEnv() string {
+	if u := strings.TrimSpace(os.Getenv("GITHUB_API_URL")); u != "" {
+		return u
+	}
+	return DefaultBaseURL
+}
 
 // ErrNotFound is returned when GitHub answers 404 for the thing asked for.
 var ErrNotFound = errors.New("gh: not found")

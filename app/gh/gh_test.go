@@ -106,6 +106,48 @@ func TestGraphQLURL(t *testing.T) {
 	}
 }
 
+func TestBaseURLFromEnv(t *testing.T) {
+	t.Setenv("GITHUB_API_URL", "")
+	if got := gh.BaseURLFromEnv(); got != gh.DefaultBaseURL {
+		t.Fatalf("unset: %q", got)
+	}
+	t.Setenv("GITHUB_API_URL", "https://ghes.example.com/api/v3")
+	if got := gh.BaseURLFromEnv(); got != "https://ghes.example.com/api/v3" {
+		t.Fatalf("set: %q", got)
+	}
+}
+
+func TestEnterpriseURLs(t *testing.T) {
+	// The fake also serves the GitHub Enterprise Server layout: REST under /api/v3/, GraphQL at /api/graphql.
+	srv := githubtest.New(t)
+	srv.CreateRepo(owner, repo, map[string]string{"a": "a\n"})
+	app, err := gh.NewApp(gh.AppConfig{AppID: srv.AppID(), PrivateKeyPEM: srv.PrivateKeyPEM(), BaseURL: srv.URL() + "api/v3", Retry: fastRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := app.Installation(srv.InstallationID(owner, repo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/x", Files: map[string]string{"x": "x\n"}})
+	pr, err := c.CreatePullRequest(ctx, owner, repo, gh.PRSpec{Title: "x", Head: "akira/x", Base: "main", Draft: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MarkReady(ctx, owner, repo, pr); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range srv.Requests() {
+		paths = append(paths, r.Method+" "+r.Path)
+	}
+	joined := strings.Join(paths, "\n")
+	if !strings.Contains(joined, "POST /api/graphql") || !strings.Contains(joined, "POST /app/installations/") {
+		t.Fatalf("requests:\n%s", joined)
+	}
+}
+
 func TestInstallationClientIsCached(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	again, err := e.app.Installation(e.c.InstallationID())
