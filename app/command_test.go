@@ -1,0 +1,168 @@
+package app
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseCommands(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want ParseResult
+	}{
+		{"run", "/akira run", Command{Name: CmdRun}},
+		{"run with path", "/akira run docs/ROADMAP.md", Command{Name: CmdRun, Path: "docs/ROADMAP.md"}},
+		{"run trailing space", "/akira run   \n", Command{Name: CmdRun}},
+		{"approve", "/akira approve", Command{Name: CmdApprove}},
+		{"skip", "/akira skip", Command{Name: CmdSkip}},
+		{"abort", "/akira abort", Command{Name: CmdAbort}},
+		{"status", "/akira status", Command{Name: CmdStatus}},
+		{"retry bare", "/akira retry", Command{Name: CmdRetry}},
+		{"retry one line", "/akira retry use the v2 API", Command{Name: CmdRetry, Guidance: "use the v2 API"}},
+		{"retry spans lines", "/akira retry use the v2 API\nand keep the old test\n\n- bullet",
+			Command{Name: CmdRetry, Guidance: "use the v2 API\nand keep the old test\n\n- bullet"}},
+		{"retry guidance on next line", "/akira retry\nthe flaky test needs a seed", Command{Name: CmdRetry, Guidance: "the flaky test needs a seed"}},
+		{"crlf", "/akira retry first\r\nsecond\r\n", Command{Name: CmdRetry, Guidance: "first\nsecond"}},
+		{"case insensitive", "/Akira APPROVE", Command{Name: CmdApprove}},
+		{"tab separator", "/akira\tskip", Command{Name: CmdSkip}},
+		{"indented up to three spaces", "   /akira approve", Command{Name: CmdApprove}},
+		{"after prose", "Looks good to me.\n\n/akira approve\n", Command{Name: CmdApprove}},
+		{"first command wins", "/akira skip\n/akira abort", Command{Name: CmdSkip}},
+		{"after a closed fence", "```\n/akira abort\n```\n/akira approve", Command{Name: CmdApprove}},
+		{"after a tilde fence", "~~~sh\n/akira abort\n~~~\n/akira skip", Command{Name: CmdSkip}},
+		{"inline triple backticks are not a fence", "``` inline ``` text\n/akira skip", Command{Name: CmdSkip}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Parse(tt.body); got != tt.want {
+				t.Fatalf("Parse(%q) = %#v, want %#v", tt.body, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseIgnores(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"empty", ""},
+		{"prose", "Thanks, this looks great!"},
+		{"mid line", "please /akira approve this"},
+		{"inline code", "type `/akira approve` to continue"},
+		{"four spaces is a code block", "    /akira approve"},
+		{"tab is a code block", "\t/akira approve"},
+		{"in fenced block", "```\n/akira approve\n```"},
+		{"in unclosed fence", "```go\n/akira approve"},
+		{"in longer fence", "````\n```\n/akira approve\n````"},
+		{"in tilde fence", "~~~\n/akira approve\n~~~"},
+		{"quoted", "> /akira approve\n\nno, not yet"},
+		{"nested quote", "> > /akira abort"},
+		{"indented quote", "  > /akira approve"},
+		{"other bot", "/akirabot run"},
+		{"other prefix", "/akira-ci run"},
+		{"different command", "/deploy now"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Parse(tt.body); got != (Ignore{}) {
+				t.Fatalf("Parse(%q) = %#v, want Ignore", tt.body, got)
+			}
+		})
+	}
+}
+
+func TestParseReplies(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		// wantIn must all appear in the reply.
+		wantIn []string
+		// wantOut must not.
+		wantOut []string
+	}{
+		{"help", "/akira help", []string{"/akira run [path]", "/akira approve", "/akira retry", "/akira skip",
+			"/akira abort", "/akira status", "/akira help", "write, maintain or admin"}, nil},
+		{"help with words", "/akira help me please", []string{"/akira run [path]"}, nil},
+		{"bare akira", "/akira", []string{"/akira run [path]"}, nil},
+		{"typo approve", "/akira aprove", []string{"Did you mean `/akira approve`?"}, []string{"/akira run [path]"}},
+		{"typo retry", "/akira rerty now", []string{"Did you mean `/akira retry`?"}, nil},
+		{"typo status", "/akira stauts", []string{"Did you mean `/akira status`?"}, nil},
+		{"typo abort", "/akira abrot", []string{"Did you mean `/akira abort`?"}, nil},
+		{"typo skip case", "/akira SKIPP", []string{"Did you mean `/akira skip`?"}, nil},
+		{"unknown far", "/akira deploy", []string{"does not know `/akira deploy`", "/akira run [path]"}, []string{"Did you mean"}},
+		{"one letter", "/akira x", []string{"does not know `/akira x`"}, []string{"Did you mean"}},
+		{"approve with args", "/akira approve please", []string{"Usage:", "/akira approve"}, nil},
+		{"status with args", "/akira status now", []string{"Usage:", "/akira status"}, nil},
+		{"run with two args", "/akira run a.md b.md", []string{"Usage:", "/akira run [path]"}, nil},
+		{"run outside repo", "/akira run ../secrets.md", []string{"is not a path inside this repository"}, nil},
+		{"run absolute", "/akira run /etc/passwd", []string{"is not a path inside this repository"}, nil},
+		{"backticks cannot break out", "/akira ap`prove", []string{"ap'prove"}, []string{"ap`prove"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Parse(tt.body)
+			r, ok := got.(Reply)
+			if !ok {
+				t.Fatalf("Parse(%q) = %#v, want a Reply", tt.body, got)
+			}
+			for _, s := range tt.wantIn {
+				if !strings.Contains(r.Text, s) {
+					t.Errorf("reply lacks %q:\n%s", s, r.Text)
+				}
+			}
+			for _, s := range tt.wantOut {
+				if strings.Contains(r.Text, s) {
+					t.Errorf("reply has %q:\n%s", s, r.Text)
+				}
+			}
+		})
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"approve", "approve", 0},
+		{"aprove", "approve", 1},
+		{"rerty", "retry", 2},
+		{"", "run", 3},
+		{"kitten", "sitting", 3},
+		{"héllo", "hello", 1},
+	}
+	for _, tt := range tests {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"/akira run x", "```\n/akira skip\n```", "> /akira abort", "/akira retry a\nb", "/akira aprove"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		switch r := Parse(body).(type) {
+		case Ignore:
+			// A first line that is a command can never be ignored.
+			first, _, _ := strings.Cut(body, "\n")
+			if commandLineRE.MatchString(strings.TrimSuffix(first, "\r")) {
+				t.Fatalf("ignored a comment starting with a command: %q", body)
+			}
+		case Reply:
+			if r.Text == "" {
+				t.Fatalf("empty reply for %q", body)
+			}
+		case Command:
+			if r.Name == CmdHelp || commandREs[r.Name] == nil {
+				t.Fatalf("command %q for %q", r.Name, body)
+			}
+			if r.Path != "" && !validRoadmapPath(r.Path) {
+				t.Fatalf("invalid path %q accepted from %q", r.Path, body)
+			}
+		default:
+			t.Fatalf("unexpected result %T", r)
+		}
+	})
+}
