@@ -44,7 +44,8 @@ type AppConfig struct {
 	// BaseURL is the REST API root (GITHUB_API_URL), e.g. https://api.github.com/ or
 	// https://ghes.example.com/api/v3/. A missing trailing slash is added.
 	BaseURL string
-	// HTTPClient supplies the base transport; nil means http.DefaultTransport.
+	// HTTPClient supplies the base transport (only its Transport is used: deadlines come from the
+	// contexts and RetryPolicy.AttemptTimeout); nil means http.DefaultTransport.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	// Retry tunes the retry transport; zero fields take the defaults.
@@ -58,7 +59,6 @@ type App struct {
 	graphql string
 	upload  *url.URL
 	atr     *ghinstallation.AppsTransport
-	tr      http.RoundTripper
 	log     *slog.Logger
 
 	appClient *github.Client // authenticated as the app (JWT)
@@ -102,7 +102,7 @@ func NewApp(cfg AppConfig) (*App, error) {
 	}
 	upload, _ := url.Parse(uploadURL(base))
 	a := &App{
-		cfg: cfg, base: base, graphql: GraphQLURL(cfg.BaseURL), upload: upload, atr: atr, tr: tr,
+		cfg: cfg, base: base, graphql: GraphQLURL(cfg.BaseURL), upload: upload, atr: atr,
 		log: log, clients: map[int64]*Client{},
 	}
 	a.appClient = a.newGitHub(&retryTransport{next: atr, policy: cfg.Retry.withDefaults(), sem: make(chan struct{}, 1), log: log})
@@ -249,7 +249,6 @@ type tokenSource struct {
 
 	mu  sync.Mutex
 	cur *ghinstallation.Transport
-	gen int
 }
 
 func (t *tokenSource) reset() {
@@ -257,7 +256,6 @@ func (t *tokenSource) reset() {
 	tr.BaseURL = t.baseURL
 	t.mu.Lock()
 	t.cur = tr
-	t.gen++
 	t.mu.Unlock()
 }
 
@@ -269,12 +267,13 @@ func (t *tokenSource) current() *ghinstallation.Transport {
 
 func (t *tokenSource) fresh(ctx context.Context) (string, error) {
 	t.reset()
-	tok, err := t.current().Token(ctx)
+	cur := t.current()
+	tok, err := cur.Token(ctx)
 	if err != nil {
 		return "", err
 	}
-	if _, exp, err := t.current().Expiry(); err == nil {
-		t.log.Debug("gh: minted installation token", "installation", t.id, "refresh_at", exp.Format(time.RFC3339))
+	if exp, _, err := cur.Expiry(); err == nil {
+		t.log.Debug("gh: minted installation token", "installation", t.id, "expires_at", exp.Format(time.RFC3339))
 	}
 	return tok, nil
 }
