@@ -124,7 +124,7 @@ func parseCommand(line, rest string) ParseResult {
 		if s, ok := suggest(string(name)); ok {
 			return Reply{Text: didYouMeanText(word, s)}
 		}
-		return Reply{Text: unknownCommandText(word)}
+		return Reply{Text: didYouMeanText(word, "")}
 	}
 	subject := strings.TrimSpace(line)
 	if name == CmdRetry || name == CmdHelp {

@@ -88,14 +88,15 @@ func TestParseReplies(t *testing.T) {
 		{"typo status", "/akira stauts", []string{"Did you mean `/akira status`?"}, nil},
 		{"typo abort", "/akira abrot", []string{"Did you mean `/akira abort`?"}, nil},
 		{"typo skip case", "/akira SKIPP", []string{"Did you mean `/akira skip`?"}, nil},
-		{"unknown far", "/akira deploy", []string{"does not know `/akira deploy`", "/akira run [path]"}, []string{"Did you mean"}},
-		{"one letter", "/akira x", []string{"does not know `/akira x`"}, []string{"Did you mean"}},
+		{"unknown far", "/akira deploy", []string{"I don't know `/akira deploy`", "/akira help"}, []string{"Did you mean"}},
+		{"one letter", "/akira x", []string{"I don't know `/akira x`"}, []string{"Did you mean"}},
 		{"approve with args", "/akira approve please", []string{"Usage:", "/akira approve"}, nil},
 		{"status with args", "/akira status now", []string{"Usage:", "/akira status"}, nil},
 		{"run with two args", "/akira run a.md b.md", []string{"Usage:", "/akira run [path]"}, nil},
 		{"run outside repo", "/akira run ../secrets.md", []string{"is not a path inside this repository"}, nil},
 		{"run absolute", "/akira run /etc/passwd", []string{"is not a path inside this repository"}, nil},
-		{"backticks cannot break out", "/akira ap`prove", []string{"ap'prove"}, []string{"ap`prove"}},
+		{"backticks cannot break out", "/akira ap`prove", []string{"`` /akira ap`prove ``"}, nil},
+		{"long input is clipped", "/akira " + strings.Repeat("z", 100), []string{strings.Repeat("z", 60) + "…"}, []string{strings.Repeat("z", 61)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

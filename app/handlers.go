@@ -9,11 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/runner/config"
 )
-
-// repoConfigPath is the repository's Akira configuration, read from the default branch only.
-const repoConfigPath = ".github/akira.yml"
 
 // reactionAccepted acknowledges a command Akira took.
 const reactionAccepted = "eyes"
@@ -74,6 +72,7 @@ type target struct {
 	installationID int64
 	owner, repo    string
 	defaultBranch  string
+	htmlURL        string
 }
 
 func targetOf(e envelope) (target, bool) {
@@ -81,34 +80,39 @@ func targetOf(e envelope) (target, bool) {
 	if e.installationID() == 0 || owner == "" || repo == "" {
 		return target{}, false
 	}
-	return target{installationID: e.installationID(), owner: owner, repo: repo, defaultBranch: e.Repository.DefaultBranch}, true
+	return target{installationID: e.installationID(), owner: owner, repo: repo, defaultBranch: e.Repository.DefaultBranch,
+		htmlURL: e.Repository.HTMLURL}, true
+}
+
+// fileURL links the configuration file on GitHub, when the payload said where the repository is.
+func (t target) fileURL(ce *gh.ConfigError) string {
+	if t.htmlURL == "" || ce.Ref == "" {
+		return ""
+	}
+	return t.htmlURL + "/blob/" + ce.Ref + "/" + ce.Path
 }
 
 const noInstallation = "no installation or repository in the payload"
 
-// errBadConfig marks a .github/akira.yml that exists but does not parse; it is the repository's mistake,
-// not a failure of a dependency.
-var errBadConfig = errors.New("invalid repository configuration")
-
-// repoConfig reads .github/akira.yml from the default branch, or the defaults when there is none.
+// repoConfig reads the repository's configuration. A file that cannot be used comes back as a
+// *gh.ConfigError: the repository's mistake, not a failure of a dependency.
 func (s *server) repoConfig(ctx context.Context, t target) (config.Repo, error) {
-	data, found, err := s.gh.DefaultBranchFile(ctx, t.installationID, t.owner, t.repo, repoConfigPath)
+	rc, err := s.gh.RepoConfig(ctx, t.installationID, t.owner, t.repo, t.defaultBranch)
 	if err != nil {
-		return config.Repo{}, fmt.Errorf("read %s: %w", repoConfigPath, err)
-	}
-	if !found {
-		return config.DefaultRepo(), nil
-	}
-	rc, err := config.ParseRepo(data)
-	if err != nil {
-		return config.Repo{}, fmt.Errorf("%w: %w", errBadConfig, err)
+		return config.Repo{}, fmt.Errorf("repository config: %w", err)
 	}
 	return rc, nil
+}
+
+func configError(err error) (*gh.ConfigError, bool) {
+	return errors.AsType[*gh.ConfigError](err)
 }
 
 // authorization is the answer to "may this user command Akira here?".
 type authorization struct {
 	allowed bool
+	// level is the user's permission on the repository.
+	level string
 	// cfg is the repository configuration when it had to be read (allowlist), else nil.
 	cfg *config.Repo
 	// cfgErr is why the configuration could not be used for the allowlist.
@@ -123,16 +127,16 @@ func (s *server) authorize(ctx context.Context, t target, login string) (authori
 		return authorization{}, fmt.Errorf("permission of %s: %w", login, err)
 	}
 	if slices.Contains([]string{"admin", "maintain", "write"}, strings.ToLower(level)) {
-		return authorization{allowed: true}, nil
+		return authorization{allowed: true, level: level}, nil
 	}
 	rc, err := s.repoConfig(ctx, t)
-	if errors.Is(err, errBadConfig) {
-		return authorization{cfgErr: err}, nil
+	if _, bad := configError(err); bad {
+		return authorization{level: level, cfgErr: err}, nil
 	}
 	if err != nil {
 		return authorization{}, err
 	}
-	return authorization{allowed: rc.Allowed(login), cfg: &rc}, nil
+	return authorization{allowed: rc.Allowed(login), level: level, cfg: &rc}, nil
 }
 
 func (s *server) onIssueComment(ctx context.Context, d *delivery, ev *issueCommentEvent) outcome {
@@ -160,7 +164,7 @@ func (s *server) onIssueComment(ctx context.Context, d *delivery, ev *issueComme
 		if auth.cfgErr != nil {
 			d.log.WarnContext(ctx, "allowlist unavailable", "err", auth.cfgErr.Error())
 		}
-		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, refusalText(author)); err != nil {
+		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, refusalText(author, commandText(res), auth.level)); err != nil {
 			return unavailable("could not post the refusal", err)
 		}
 		return refused(author + " may not command Akira")
@@ -198,7 +202,7 @@ func (s *server) runCommand(ctx context.Context, d *delivery, ev *issueCommentEv
 			return out
 		}
 		if !rc.Triggers.IssueComment {
-			return ignored("issue_comment trigger disabled in " + repoConfigPath)
+			return ignored("issue_comment trigger disabled in the repository configuration")
 		}
 		req := RunRequest{
 			DeliveryID: d.id, InstallationID: t.installationID, Owner: t.owner, Repo: t.repo,
@@ -246,14 +250,14 @@ func (s *server) configForCommand(ctx context.Context, t target, number int, aut
 		return *auth.cfg, outcome{}, true
 	}
 	rc, err := s.repoConfig(ctx, t)
-	if errors.Is(err, errBadConfig) {
-		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, configErrorText(err)); err != nil {
+	if ce, bad := configError(err); bad {
+		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, configErrorText(ce, "start the run", t.fileURL(ce))); err != nil {
 			return config.Repo{}, unavailable("could not post the configuration error", err), false
 		}
-		return config.Repo{}, replied("invalid " + repoConfigPath), false
+		return config.Repo{}, replied("invalid repository configuration"), false
 	}
 	if err != nil {
-		return config.Repo{}, unavailable("could not read "+repoConfigPath, err), false
+		return config.Repo{}, unavailable("could not read the repository configuration", err), false
 	}
 	return rc, outcome{}, true
 }
@@ -307,19 +311,19 @@ func (s *server) onPush(ctx context.Context, d *delivery, ev *pushEvent) outcome
 		return ignored("push to " + branch + " is not to the default branch")
 	}
 	rc, err := s.repoConfig(ctx, t)
-	if errors.Is(err, errBadConfig) {
+	if _, bad := configError(err); bad {
 		// Nobody to answer on a push; the next command or pull request reports it.
 		d.log.WarnContext(ctx, "invalid repository configuration", "err", err.Error())
-		return ignored("invalid " + repoConfigPath)
+		return ignored("invalid repository configuration")
 	}
 	if err != nil {
-		return unavailable("could not read "+repoConfigPath, err)
+		return unavailable("could not read the repository configuration", err)
 	}
 	if strings.HasPrefix(branch, rc.BranchPrefix) {
 		return ignored("push to Akira's own branch " + branch)
 	}
 	if !rc.Triggers.Push {
-		return ignored("push trigger disabled in " + repoConfigPath)
+		return ignored("push trigger disabled in the repository configuration")
 	}
 	if !roadmapChanged(ev, rc.Roadmap) {
 		return ignored(rc.Roadmap + " not changed")
@@ -379,23 +383,24 @@ func (s *server) onPullRequest(ctx context.Context, d *delivery, ev *pullRequest
 		number = ev.Number
 	}
 	rc, err := s.repoConfig(ctx, t)
-	if errors.Is(err, errBadConfig) {
+	if ce, bad := configError(err); bad {
+		// Said once when the pull request opens, not on every push to it.
 		if ev.Action == "synchronize" {
-			return ignored("invalid " + repoConfigPath)
+			return ignored("invalid repository configuration")
 		}
-		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, configErrorText(err)); err != nil {
+		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, configErrorText(ce, "start a run for this pull request", t.fileURL(ce))); err != nil {
 			return unavailable("could not post the configuration error", err)
 		}
-		return replied("invalid " + repoConfigPath)
+		return replied("invalid repository configuration")
 	}
 	if err != nil {
-		return unavailable("could not read "+repoConfigPath, err)
+		return unavailable("could not read the repository configuration", err)
 	}
 	if strings.HasPrefix(pr.Head.Ref, rc.BranchPrefix) {
 		return ignored("pull request from Akira's own branch " + pr.Head.Ref)
 	}
 	if !rc.Triggers.PullRequest {
-		return ignored("pull_request trigger disabled in " + repoConfigPath)
+		return ignored("pull_request trigger disabled in the repository configuration")
 	}
 	files, err := s.gh.PullRequestFiles(ctx, t.installationID, t.owner, t.repo, number)
 	if err != nil {
@@ -478,7 +483,7 @@ func (s *server) onCheckRun(ctx context.Context, d *delivery, ev *checkRunEvent)
 	}
 	if !auth.allowed {
 		if number != 0 {
-			if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, refusalText(sender)); err != nil {
+			if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, refusalText(sender, string(decision), auth.level)); err != nil {
 				return unavailable("could not post the refusal", err)
 			}
 		}

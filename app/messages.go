@@ -3,73 +3,82 @@ package app
 import (
 	"fmt"
 	"strings"
+
+	"github.com/akira-bot/akira/app/gh"
+	"github.com/akira-bot/akira/templates"
 )
 
-// The texts Akira posts from the webhook intake live here, in one place, so they can move to the templates
-// package without touching the handlers.
+// The texts the intake posts. Help, refusal, did-you-mean and configuration errors come from the templates
+// package; the short usage answers that have no template are here.
 
-// commandHelp is one line of the help text per command, in the order of commandNames.
-var commandHelp = map[CommandName]string{
-	CmdRun:     "`/akira run [path]`: run the tasks of this issue's checkboxes, or of the repository's roadmap (or `path`)",
-	CmdApprove: "`/akira approve`: accept the parked task as it is and continue",
-	CmdRetry:   "`/akira retry [guidance…]`: try the parked task again; the rest of the comment is passed to the agent",
-	CmdSkip:    "`/akira skip`: leave the parked task undone and continue with the next",
-	CmdAbort:   "`/akira abort`: stop the run; pushed checkpoints stay on the branch",
-	CmdStatus:  "`/akira status`: show where the run is",
-	CmdHelp:    "`/akira help`: show this message",
+// render renders a template whose data the tests of this package cover; the fallback only matters if a
+// template and its data type drift apart, and then a plain answer beats none.
+func render(name string, data any, fallback string) string {
+	out, err := templates.Render(name, data)
+	if err != nil {
+		return fallback
+	}
+	return out
 }
 
 func helpText() string {
-	var b strings.Builder
-	b.WriteString("**Akira commands**\n\n")
-	for _, c := range commandNames {
-		b.WriteString("- ")
-		b.WriteString(commandHelp[c])
-		b.WriteString("\n")
+	return render("help", templates.Help{}, "Say `/akira run`, `/akira approve`, `/akira retry <guidance>`, `/akira skip`, `/akira abort` or `/akira status`.")
+}
+
+// didYouMeanText answers an unknown command; suggestion is empty when nothing known is close.
+func didYouMeanText(typed string, suggestion CommandName) string {
+	return render("didyoumean", templates.DidYouMean{Input: clip(typed), Suggestion: string(suggestion)},
+		"Akira does not know that command. Reply `/akira help` to see every command.")
+}
+
+// usageOf is the usage line of a command as the help reply shows it.
+func usageOf(c CommandName) string {
+	for _, hc := range templates.Commands {
+		if hc.Usage == "/akira "+string(c) || strings.HasPrefix(hc.Usage, "/akira "+string(c)+" ") {
+			return hc.Usage
+		}
 	}
-	b.WriteString("\nA command must start a line of a comment (not inside a code block or a quote). ")
-	b.WriteString(whoMayText)
-	return b.String()
-}
-
-const whoMayText = "Commands are accepted from people with write, maintain or admin permission on this repository, " +
-	"and from the logins in the `allowlist` of `.github/akira.yml`."
-
-func didYouMeanText(typed string, s CommandName) string {
-	return fmt.Sprintf("Akira does not know `/akira %s`. Did you mean `/akira %s`?\n\nSay `/akira help` for the list of commands.",
-		inlineSafe(typed), s)
-}
-
-func unknownCommandText(typed string) string {
-	return fmt.Sprintf("Akira does not know `/akira %s`.\n\n%s", inlineSafe(typed), helpText())
+	return "/akira " + string(c)
 }
 
 func usageText(c CommandName) string {
-	return fmt.Sprintf("That is not how `/akira %s` is used. Usage: %s", c, commandHelp[c])
+	return fmt.Sprintf("That is not how `/akira %s` is used. Usage: `%s`. Reply `/akira help` to see every command.", c, usageOf(c))
 }
 
 func badPathText(p string) string {
-	return fmt.Sprintf("`%s` is not a path inside this repository. Usage: %s", inlineSafe(p), commandHelp[CmdRun])
+	return fmt.Sprintf("`%s` is not a path inside this repository. Usage: `%s`.", strings.ReplaceAll(clip(p), "`", "'"), usageOf(CmdRun))
 }
 
-func refusalText(login string) string {
-	return fmt.Sprintf("Sorry @%s, Akira only takes commands from people who may change this repository. %s",
-		login, whoMayText)
+func refusalText(login, command, permission string) string {
+	return render("refusal", templates.Refusal{User: login, Command: clip(command), Permission: permission},
+		fmt.Sprintf("Sorry @%s, Akira only takes commands from people with write, maintain or admin access to this repository, and from its allowlist.", login))
 }
 
 const forkRefusalText = "Akira never runs on pull requests from forks: their code is not trusted with this repository's credentials. " +
-	"Push the branch to this repository, or open an issue and say `/akira run` there."
+	"Push the branch to this repository, or open an issue and say `/akira run` there.\n"
 
-func configErrorText(err error) string {
-	return fmt.Sprintf("Akira could not read `%s` from the default branch, so nothing was started:\n\n```\n%s\n```\n",
-		repoConfigPath, strings.ReplaceAll(err.Error(), "```", "'''"))
+func configErrorText(ce *gh.ConfigError, action, fileURL string) string {
+	return render("config_error", templates.ConfigError{
+		Path: ce.Path, Ref: ce.Ref, FileURL: fileURL, Problems: ce.Problems, Keys: gh.RepoConfigKeys(), Action: action,
+	}, "Akira cannot use "+ce.Path+": "+strings.Join(ce.Problems, "; "))
 }
 
-// inlineSafe keeps user text from breaking out of an inline code span.
-func inlineSafe(s string) string {
-	s = strings.ReplaceAll(s, "`", "'")
+// commandText is how a refusal names what was asked.
+func commandText(res ParseResult) string {
+	switch r := res.(type) {
+	case Command:
+		if r.Path != "" {
+			return string(r.Name) + " " + r.Path
+		}
+		return string(r.Name)
+	}
+	return ""
+}
+
+// clip keeps user text in an answer short.
+func clip(s string) string {
 	if r := []rune(s); len(r) > 60 {
-		s = string(r[:60]) + "…"
+		return string(r[:60]) + "…"
 	}
 	return s
 }

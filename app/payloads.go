@@ -18,6 +18,7 @@ type ghRepo struct {
 	FullName      string `json:"full_name"`
 	Owner         ghUser `json:"owner"`
 	DefaultBranch string `json:"default_branch"`
+	HTMLURL       string `json:"html_url"`
 }
 
 type ghInstallation struct {

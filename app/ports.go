@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"errors"
+
+	"github.com/akira-bot/akira/runner/config"
 )
 
 // Enqueuer takes the work the webhook intake accepts. The jobs layer implements it over asynq, using
@@ -25,9 +27,10 @@ type GitHub interface {
 	// (GET /repos/{owner}/{repo}/collaborators/{user}/permission, role_name). A user GitHub does not know is
 	// "none", not an error.
 	PermissionLevel(ctx context.Context, installationID int64, owner, repo, user string) (string, error)
-	// DefaultBranchFile reads a file from the repository's default branch; found is false when it does not
-	// exist. Repository configuration is never read from a pull request's head.
-	DefaultBranchFile(ctx context.Context, installationID int64, owner, repo, path string) (data []byte, found bool, err error)
+	// RepoConfig is the repository's .github/akira.yml read from the default branch (never from a pull
+	// request's head), or the defaults when there is none. defaultBranch may be empty when unknown. A file
+	// that cannot be used is a *gh.ConfigError, answered on the issue; other errors are failures to ask.
+	RepoConfig(ctx context.Context, installationID int64, owner, repo, defaultBranch string) (config.Repo, error)
 	// PullRequest describes a pull request's head, to tell a fork's from the repository's own.
 	PullRequest(ctx context.Context, installationID int64, owner, repo string, number int) (PullRequestInfo, error)
 	// PullRequestFiles lists the paths a pull request changes.
