@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,8 +46,9 @@ type Run struct {
 	InstallationID int64   `json:"installation_id"`
 	Trigger        Trigger `json:"trigger"`
 	Sender         string  `json:"sender,omitempty"`
-	// CloneURL is the repository's clone URL (no credentials in it, ever).
+	// CloneURL is the repository's clone URL (no credentials in it, ever); RepoURL its web page.
 	CloneURL string `json:"clone_url,omitempty"`
+	RepoURL  string `json:"repo_url,omitempty"`
 	// Issue is the issue the run came from (trigger issue); PR is the pull request the run pushes to.
 	Issue    int    `json:"issue,omitempty"`
 	PR       int    `json:"pr,omitempty"`
@@ -79,6 +81,9 @@ type Run struct {
 	Head string `json:"head,omitempty"`
 	// Decisions are the human decisions the next job hands to the engine, by task id.
 	Decisions map[string]Decision `json:"decisions,omitempty"`
+	// DecisionKeys are the keys of the latest decisions taken, so that a retried resume job sees its
+	// own decision as done instead of refusing it.
+	DecisionKeys []string `json:"decision_keys,omitempty"`
 	// Error says why a failed run stopped; AbortedBy who aborted it.
 	Error     string `json:"error,omitempty"`
 	AbortedBy string `json:"aborted_by,omitempty"`
@@ -130,6 +135,8 @@ type Parked struct {
 
 // Decision is a human decision on a parked task.
 type Decision struct {
+	// Key identifies the request that carried the decision (the resume job); see Run.DecisionKeys.
+	Key      string `json:"key,omitempty"`
 	TaskID   string `json:"task_id"`
 	Action   Action `json:"action"`
 	Guidance string `json:"guidance,omitempty"`
@@ -468,13 +475,23 @@ type NotParkedError struct {
 
 func (e *NotParkedError) Error() string { return "jobs: " + e.Reason }
 
+// errAlreadyDecided aborts an update that would take the same decision twice.
+var errAlreadyDecided = errors.New("jobs: decision already taken")
+
+// maxDecisionKeys bounds Run.DecisionKeys.
+const maxDecisionKeys = 20
+
 // Decide records a decision on a parked task. The run moves from parked to queued (approve, retry,
 // skip: a job continues it) or to aborted. It acts only while the task is parked (a run already queued
 // by a decision on another parked task still takes decisions on the rest) and, when headSHA is given,
 // while the branch is still at the head the run left it at; otherwise it returns a *NotParkedError and
-// changes nothing. An empty d.TaskID means the first parked task.
-func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA string) (*Run, error) {
-	return s.Update(ctx, id, func(r *Run) error {
+// changes nothing. An empty d.TaskID means the first parked task. A decision whose Key was taken
+// before is not taken again: the run is returned as it is, with already true.
+func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA string) (run *Run, already bool, err error) {
+	run, err = s.Update(ctx, id, func(r *Run) error {
+		if d.Key != "" && slices.Contains(r.DecisionKeys, d.Key) {
+			return errAlreadyDecided
+		}
 		if (r.Status != StatusParked && r.Status != StatusQueued) || len(r.Parked) == 0 {
 			return &NotParkedError{Reason: fmt.Sprintf("run %s is %s, not waiting for a decision", r.ID, r.Status)}
 		}
@@ -491,6 +508,12 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 		if headSHA != "" && r.Head != "" && headSHA != r.Head {
 			return &NotParkedError{Reason: fmt.Sprintf("branch %s moved from %s to %s since the run parked",
 				r.Branch, short(r.Head), short(headSHA))}
+		}
+		if d.Key != "" {
+			r.DecisionKeys = append(r.DecisionKeys, d.Key)
+			if n := len(r.DecisionKeys); n > maxDecisionKeys {
+				r.DecisionKeys = r.DecisionKeys[n-maxDecisionKeys:]
+			}
 		}
 		if d.Action == ActionAbort {
 			r.Status = StatusAborted
@@ -517,6 +540,11 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 		r.Status = StatusQueued
 		return nil
 	})
+	if errors.Is(err, errAlreadyDecided) {
+		run, err = s.Get(ctx, id)
+		return run, true, err
+	}
+	return run, false, err
 }
 
 func short(sha string) string {

@@ -206,7 +206,7 @@ func TestStoreDecide(t *testing.T) {
 			if _, err := s.Update(ctx, "r1", tt.setup); err != nil {
 				t.Fatal(err)
 			}
-			_, err := s.Decide(ctx, "r1", tt.decision, tt.head)
+			_, _, err := s.Decide(ctx, "r1", tt.decision, tt.head)
 			var np *NotParkedError
 			switch {
 			case tt.wantErr == "" && err != nil:
@@ -257,7 +257,7 @@ func TestStoreDecideOnce(t *testing.T) {
 	results := make(chan error, n)
 	for i := range n {
 		go func() {
-			_, err := s.Decide(ctx, "r1", Decision{Action: ActionRetry, Guidance: string(rune('a' + i))}, "h")
+			_, _, err := s.Decide(ctx, "r1", Decision{Action: ActionRetry, Guidance: string(rune('a' + i))}, "h")
 			results <- err
 		}()
 	}
@@ -274,5 +274,36 @@ func TestStoreDecideOnce(t *testing.T) {
 	}
 	if ok != 1 {
 		t.Fatalf("%d decisions applied to one parked task, want 1", ok)
+	}
+}
+
+// TestStoreDecideIsIdempotent: a resume job retried after its decision was stored sees the decision as
+// taken, not as a refusal.
+func TestStoreDecideIsIdempotent(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	s := NewStore(rdb, prefix)
+	ctx := context.Background()
+	if _, _, err := s.Create(ctx, newRun("r1", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, "r1", func(r *Run) error {
+		r.Status, r.Parked = StatusParked, []Parked{{TaskID: "1.1"}, {TaskID: "1.2"}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d := Decision{Key: "resume:comment:1", Action: ActionSkip}
+	r, already, err := s.Decide(ctx, "r1", d, "")
+	if err != nil || already || r.Decisions["1.1"].Action != ActionSkip || len(r.Parked) != 1 {
+		t.Fatalf("first Decide = %+v, %v, %v", r, already, err)
+	}
+	r, already, err = s.Decide(ctx, "r1", d, "")
+	if err != nil || !already || len(r.Parked) != 1 || r.Parked[0].TaskID != "1.2" {
+		t.Fatalf("repeated Decide = parked %+v, already %v, %v; want the stored run unchanged", r.Parked, already, err)
+	}
+	// Another request on the remaining task still applies while the run is queued.
+	r, already, err = s.Decide(ctx, "r1", Decision{Key: "resume:comment:2", Action: ActionApprove}, "")
+	if err != nil || already || r.Decisions["1.2"].Action != ActionApprove || len(r.Parked) != 0 || r.Status != StatusQueued {
+		t.Fatalf("second decision = %+v, %v, %v", r, already, err)
 	}
 }

@@ -1,0 +1,146 @@
+package jobs
+
+import (
+	"log/slog"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the Prometheus metrics of the workers. A nil *Metrics records nothing, so tests and the
+// CLI need not build one.
+type Metrics struct {
+	jobs         *prometheus.CounterVec
+	taskDuration *prometheus.HistogramVec
+	attempts     *prometheus.HistogramVec
+	escalations  prometheus.Counter
+	tokens       *prometheus.CounterVec
+	cost         prometheus.Counter
+}
+
+// Job outcomes, the values of the outcome label of akira_jobs_total.
+const (
+	OutcomeSucceeded = "succeeded" // the run finished (all tasks done or skipped)
+	OutcomeParked    = "parked"    // the run waits for a decision
+	OutcomeFailed    = "failed"    // the run failed for good
+	OutcomeRetry     = "retry"     // a transient error; asynq retries the job
+	OutcomeBusy      = "busy"      // another worker holds the branch; the job waits its turn
+	OutcomeNoop      = "noop"      // nothing to do (duplicate, already finished, not parked)
+	OutcomeDecided   = "decided"   // a decision was applied
+	OutcomeRefused   = "refused"   // a decision that did not apply; the reply says why
+	OutcomeAborted   = "aborted"
+	OutcomeInvalid   = "invalid" // a payload that can never be processed
+)
+
+// QueueInspector is the part of *asynq.Inspector the queue-size gauge reads.
+type QueueInspector interface {
+	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
+}
+
+// NewMetrics registers the metrics on reg. When insp is not nil, akira_queue_tasks reports the size of
+// each of the queues, read from Redis when Prometheus scrapes.
+func NewMetrics(reg prometheus.Registerer, insp QueueInspector, queues ...string) (*Metrics, error) {
+	m := &Metrics{
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "akira_jobs_total", Help: "Jobs processed, by task type and outcome.",
+		}, []string{"type", "outcome"}),
+		taskDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "akira_task_duration_seconds", Help: "Time from a task's start to its checkpoint, skip or escalation.",
+			Buckets: []float64{10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
+		}, []string{"result"}),
+		attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "akira_task_attempts", Help: "Attempts a task took, by how it ended.",
+			Buckets: []float64{1, 2, 3, 4, 5, 7, 10},
+		}, []string{"result"}),
+		escalations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "akira_escalations_total", Help: "Tasks parked for a human decision.",
+		}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "akira_agent_tokens_total", Help: "Tokens the agents consumed, by direction (input, output).",
+		}, []string{"direction"}),
+		cost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "akira_agent_cost_usd_total", Help: "What the agents cost, in USD, where the model has a price.",
+		}),
+	}
+	cs := []prometheus.Collector{m.jobs, m.taskDuration, m.attempts, m.escalations, m.tokens, m.cost}
+	if insp != nil {
+		if len(queues) == 0 {
+			queues = []string{Queue}
+		}
+		cs = append(cs, &queueCollector{insp: insp, queues: queues, desc: prometheus.NewDesc(
+			"akira_queue_tasks", "Tasks in the asynq queue, by state.", []string{"queue", "state"}, nil)})
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) job(typ, outcome string) {
+	if m != nil {
+		m.jobs.WithLabelValues(typ, outcome).Inc()
+	}
+}
+
+func (m *Metrics) task(result string, seconds float64, attempts int) {
+	if m == nil {
+		return
+	}
+	if seconds > 0 {
+		m.taskDuration.WithLabelValues(result).Observe(seconds)
+	}
+	if attempts > 0 {
+		m.attempts.WithLabelValues(result).Observe(float64(attempts))
+	}
+}
+
+func (m *Metrics) escalated() {
+	if m != nil {
+		m.escalations.Inc()
+	}
+}
+
+func (m *Metrics) usage(in, out int64, usd float64) {
+	if m == nil {
+		return
+	}
+	if in > 0 {
+		m.tokens.WithLabelValues("input").Add(float64(in))
+	}
+	if out > 0 {
+		m.tokens.WithLabelValues("output").Add(float64(out))
+	}
+	if usd > 0 {
+		m.cost.Add(usd)
+	}
+}
+
+// queueCollector reads the queue sizes at scrape time, so the gauge is right whichever process
+// (web or worker) is scraped.
+type queueCollector struct {
+	insp   QueueInspector
+	queues []string
+	desc   *prometheus.Desc
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, q := range c.queues {
+		info, err := c.insp.GetQueueInfo(q)
+		if err != nil {
+			// A queue that never had a task does not exist yet; anything else is worth a log line,
+			// but a scrape must not fail because Redis hiccuped.
+			slog.Debug("jobs: queue size unavailable", "queue", q, "err", err)
+			continue
+		}
+		for state, n := range map[string]int{
+			"pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled,
+			"retry": info.Retry, "archived": info.Archived, "completed": info.Completed,
+		} {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), q, state)
+		}
+	}
+}
