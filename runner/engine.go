@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ type engine struct {
 	rm          *roadmap.Roadmap
 	roadmapPath string // "" for an external plan
 	source      string // the plan's name in prompts
+	roadmapData []byte // the roadmap file as of the last checkpoint
 	results     map[string]*TaskResult
 	out         Outcome
 	verifyEnv   []string
@@ -162,6 +164,9 @@ func (e *engine) prepare(ctx context.Context) error {
 		return fmt.Errorf("runner: %w: %w", ErrInvalidPlan, err)
 	}
 	e.rm = rm
+	if e.roadmapPath != "" {
+		e.roadmapData = data
+	}
 	if len(rm.Tasks) == 0 {
 		return fmt.Errorf("runner: %w: %s has no tasks (checkboxes)", ErrInvalidPlan, e.source)
 	}
@@ -493,8 +498,10 @@ type checkpointInfo struct {
 // work cannot be a checkpoint (the roadmap no longer parses, protected paths changed).
 func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpointInfo) (*failure, error) {
 	r := e.results[t.ID]
+	var ticked []byte
 	if e.roadmapPath != "" {
-		if f := e.tick(t); f != nil {
+		var f *failure
+		if ticked, f = e.tick(t); f != nil {
 			return f, nil
 		}
 	}
@@ -515,6 +522,9 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
+	if ticked != nil {
+		e.roadmapData = ticked
+	}
 	if err := e.ws.Push(ctx); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
@@ -530,32 +540,30 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 		Verify: info.verify, Duration: r.Duration + time.Since(e.taskStart), Usage: &r.Usage, Message: r.Note}))
 }
 
-// tick marks the task done in the roadmap file as the attempt left it, byte for byte otherwise.
-func (e *engine) tick(t *roadmap.Task) *failure {
+// tick marks the task done in the roadmap file, byte for byte otherwise, and returns the new content.
+// The agent must leave the roadmap alone (ticking its own box is tolerated): otherwise it could, say,
+// weaken the verify line of a later task.
+func (e *engine) tick(t *roadmap.Task) ([]byte, *failure) {
 	file := filepath.Join(e.ws.Dir, filepath.FromSlash(e.roadmapPath))
-	data, err := os.ReadFile(file)
+	cur, err := os.ReadFile(file)
 	if err != nil {
-		return &failure{roadmapErr: fmt.Sprintf("the roadmap %s could not be read after the attempt: %v", e.roadmapPath, err)}
+		return nil, &failure{roadmapErr: fmt.Sprintf("the roadmap %s could not be read after the attempt: %v", e.roadmapPath, err)}
 	}
-	cur, err := roadmap.Parse(e.roadmapPath, data)
+	ticked, err := roadmap.Tick(e.rm, e.roadmapData, t.ID)
 	if err != nil {
-		return &failure{roadmapErr: fmt.Sprintf("the roadmap %s no longer parses after the attempt: %v", e.roadmapPath, err)}
+		return nil, &failure{roadmapErr: fmt.Sprintf("could not tick task %s: %v", t.ID, err)}
 	}
-	if cur.Task(t.ID) == nil {
-		return &failure{roadmapErr: fmt.Sprintf("task %s is no longer in the roadmap %s after the attempt", t.ID, e.roadmapPath)}
-	}
-	ticked, err := roadmap.Tick(cur, data, t.ID)
-	if err != nil {
-		return &failure{roadmapErr: fmt.Sprintf("could not tick task %s: %v", t.ID, err)}
+	if !bytes.Equal(cur, e.roadmapData) && !bytes.Equal(cur, ticked) {
+		return nil, &failure{roadmapErr: fmt.Sprintf("the roadmap %s was changed during the attempt; only Akira edits it", e.roadmapPath)}
 	}
 	mode := os.FileMode(0o644)
 	if fi, err := os.Stat(file); err == nil {
 		mode = fi.Mode().Perm()
 	}
 	if err := os.WriteFile(file, ticked, mode); err != nil {
-		return &failure{roadmapErr: fmt.Sprintf("could not write the roadmap %s: %v", e.roadmapPath, err)}
+		return nil, &failure{roadmapErr: fmt.Sprintf("could not write the roadmap %s: %v", e.roadmapPath, err)}
 	}
-	return nil
+	return ticked, nil
 }
 
 func (e *engine) commitMessage(t *roadmap.Task, info checkpointInfo) string {

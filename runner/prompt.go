@@ -173,6 +173,7 @@ var volatileRE = []*regexp.Regexp{
 	regexp.MustCompile(`\d{4}[-/]\d{2}[-/]\d{2}`),
 	regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b`),
 	// 0.003s, 12ms, 1.5 seconds, 2m3.5s, (cached)
+	regexp.MustCompile(`\b(\d+(\.\d+)?(h|ms|m|s|us|µs|ns)){2,}\b`),
 	regexp.MustCompile(`\b\d+(\.\d+)?\s?(ns|µs|us|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h)\b`),
 	regexp.MustCompile(`\(cached\)`),
 	// Temporary files and directories of the attempt.

@@ -598,3 +598,43 @@ func TestDefaultBranch(t *testing.T) {
 		}
 	}
 }
+
+// The agent may tick its own box but not otherwise edit the roadmap (e.g. weaken a later task's
+// verify line).
+func TestAgentMustNotRewriteRoadmap(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks})
+	script := logCall + `touch "$AKIRA_TASK_ID.txt"
+if [ "$AKIRA_TASK_ID" = T1 ] && [ "$AKIRA_ATTEMPT" = 1 ]; then sed -i 's/test -f T2.txt/true/' ROADMAP.md; fi
+if [ "$AKIRA_TASK_ID" = T1 ] && [ "$AKIRA_ATTEMPT" = 2 ]; then sed -i 's/- \[ \] T1:/- [x] T1:/' ROADMAP.md; fi`
+	out, rec, err := f.run(t, Options{Agent: f.agent(script)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, out, map[string]TaskStatus{"T1": TaskDone, "T2": TaskDone, "T3": TaskDone})
+	wantCalls(t, f, "T1:1", "T1:2", "T2:1", "T3:1")
+	if failed := rec.of(EventAttemptFailed, "T1"); len(failed) != 1 || !strings.Contains(failed[0].Message, "only Akira edits it") {
+		t.Fatalf("attempt_failed = %+v", failed)
+	}
+	final := gittest.Git(t, f.repo.Remote, "show", "akira/roadmap:ROADMAP.md")
+	if final+"\n" != strings.ReplaceAll(threeTasks, "[ ]", "[x]") {
+		t.Fatalf("final roadmap:\n%s", final)
+	}
+}
+
+// Retry and skip decisions passed in by a later run (the GitHub flow's /akira retry and /akira skip).
+func TestDecisionsInLaterRun(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks})
+	script := logCall + `if [ "$AKIRA_TASK_ID" = T1 ] && ! grep -q 'use the blue folder' "${AKIRA_FEEDBACK_FILE:-/dev/null}"; then exit 1; fi; touch "$AKIRA_TASK_ID.txt"`
+	if _, _, err := f.run(t, Options{Agent: f.agent(script), Skip: []string{"T3"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := f.run(t, Options{Agent: f.agent(script), Decisions: map[string]Decision{
+		"T1": {Kind: DecisionRetry, Guidance: "use the blue folder"},
+		"T3": {Kind: DecisionSkip},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatuses(t, out, map[string]TaskStatus{"T1": TaskDone, "T2": TaskDone, "T3": TaskSkipped})
+	wantCalls(t, f, "T1:1", "T1:2", "T1:1", "T2:1")
+}
