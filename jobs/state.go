@@ -66,9 +66,12 @@ type Run struct {
 	// Source and SourceURL say where the tasks came from, for people ("issue #12", "ROADMAP.md").
 	Source    string `json:"source,omitempty"`
 	SourceURL string `json:"source_url,omitempty"`
-	// Agent is the operator's agent profile the run uses.
-	Agent  string    `json:"agent,omitempty"`
-	Status RunStatus `json:"status"`
+	// Title is the pull request's title (the issue's title for an issue run).
+	Title string `json:"title,omitempty"`
+	// Agent is the operator's agent profile the run uses; MaxAttempts the attempts per task.
+	Agent       string    `json:"agent,omitempty"`
+	MaxAttempts int       `json:"max_attempts,omitempty"`
+	Status      RunStatus `json:"status"`
 	// Tasks are in execution order.
 	Tasks []TaskState `json:"tasks,omitempty"`
 	// SummaryCommentID is the run's one summary comment, stored as soon as it exists.

@@ -87,6 +87,9 @@ type RunPayload struct {
 	Sender string `json:"sender,omitempty"`
 	// CommentID is the `/akira run` comment, which gets the 👀 reaction.
 	CommentID int64 `json:"comment_id,omitempty"`
+	// DefaultBranch and CloneURL are the repository's, from the webhook; when empty the job asks GitHub.
+	DefaultBranch string `json:"default_branch,omitempty"`
+	CloneURL      string `json:"clone_url,omitempty"`
 	// RunID names the run to continue (trigger continue). For a new run it is left empty and derived
 	// from DeliveryID, so a retried or redelivered job finds the run it already created.
 	RunID string `json:"run_id,omitempty"`
