@@ -342,8 +342,9 @@ func scanMarkdown(data []byte) *doc {
 			if !titleSet {
 				d.title, titleSet = text, true
 			}
-			// A new level-1 heading starts a new part: the level-2 phase above it no longer applies.
-			h1, h1Text, h2, h2Text = i, text, -1, ""
+			// The phase stays the nearest level-2 heading above, even past a later level-1 heading:
+			// the format's rule is "nearest level-2 heading, else nearest level-1 heading".
+			h1, h1Text = i, text
 		case 2:
 			h2, h2Text = i, text
 		}

@@ -124,10 +124,16 @@ func TestPhasesAndTitle(t *testing.T) {
 			phases: []string{"One", "One"},
 		},
 		{
-			name:   "a new level-1 heading starts a new part",
+			name:   "the nearest level-2 heading wins over a later level-1 heading",
 			src:    "# A\n## One\n- [ ] a\n# B\n- [ ] b",
 			title:  "A",
-			phases: []string{"One", "B"},
+			phases: []string{"One", "One"},
+		},
+		{
+			name:   "level-1 heading is the phase until a level-2 heading appears",
+			src:    "# A\n- [ ] a\n# B\n- [ ] b\n## Two\n- [ ] c",
+			title:  "A",
+			phases: []string{"A", "B", "Two"},
 		},
 		{
 			name:   "closing hashes and spaces",
@@ -171,7 +177,7 @@ func TestPhasesAndTitle(t *testing.T) {
 			name:   "title is the first level-1 heading",
 			src:    "## Intro\n# First\n# Second\n- [ ] a",
 			title:  "First",
-			phases: []string{"Second"},
+			phases: []string{"Intro"}, // a level-2 heading above wins, however far up
 		},
 	}
 	for _, tt := range tests {
