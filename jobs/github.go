@@ -7,7 +7,7 @@ import (
 
 // The GitHub operations jobs needs, declared here (consumer-owned) and implemented by app/gh. They use
 // this package's plain types so that jobs never imports the GitHub edge; cmd/akira adapts app/gh's
-// client to them (see the ghport package).
+// client to them (see package jobs/bridge).
 
 // ErrGitHubNotFound is what an implementation returns (wrapped) when GitHub answers 404, or a search
 // (FindComment, FindPullRequest) finds nothing.

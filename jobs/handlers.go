@@ -743,7 +743,13 @@ func upperFirst(s string) string {
 
 // Status is the Markdown answer to `/akira status` on an issue or pull request.
 func (h *Handler) Status(ctx context.Context, owner, repo string, number int) (string, error) {
-	run, err := h.d.Store.ByNumber(ctx, owner, repo, number)
+	return h.d.Store.StatusText(ctx, owner, repo, number)
+}
+
+// StatusText is the Markdown answer to `/akira status` on an issue or pull request: the web process
+// answers it from the state alone.
+func (s *Store) StatusText(ctx context.Context, owner, repo string, number int) (string, error) {
+	run, err := s.ByNumber(ctx, owner, repo, number)
 	if errors.Is(err, ErrNotFound) {
 		return templates.Render("status", templates.Status{})
 	}

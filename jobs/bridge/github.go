@@ -1,8 +1,9 @@
-// Package ghport adapts app/gh's installation client to the GitHub ports that package jobs declares.
+// Package bridge connects the GitHub edge (app, app/gh) and package jobs: it adapts app/gh's installation
+// client to the GitHub ports jobs declares, and jobs' Enqueuer to the app.Enqueuer the webhook server calls.
 //
 // jobs never imports the GitHub edge (app, go-github); its ports use jobs' own plain types, and this
 // package converts between the two. It is wiring, used by cmd/akira and the end-to-end tests.
-package ghport
+package bridge
 
 import (
 	"context"

@@ -1,0 +1,59 @@
+package jobs
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+)
+
+// WorkerConfig configures NewWorker.
+type WorkerConfig struct {
+	// Concurrency is how many jobs run at once (asynq's default, the number of CPUs, when zero). Each
+	// running job is one workspace and one agent.
+	Concurrency int
+	// ShutdownTimeout is how long a stopping worker lets jobs finish before cancelling them; a
+	// cancelled run job is retried and carries on from its last checkpoint.
+	ShutdownTimeout time.Duration
+	// RetryDelay defaults to RetryDelay.
+	RetryDelay asynq.RetryDelayFunc
+	Logger     *slog.Logger
+}
+
+// NewWorker returns an asynq server set up for this package's tasks: its queue, retries that do not
+// count a busy branch as a failure, and logs through slog. Run it with NewServeMux.
+func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig) *asynq.Server {
+	delay := cfg.RetryDelay
+	if delay == nil {
+		delay = RetryDelay
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		Concurrency:     cfg.Concurrency,
+		Queues:          Queues(),
+		IsFailure:       IsFailure,
+		RetryDelayFunc:  delay,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          slogAsynq{log.With("component", "asynq")},
+		LogLevel:        asynq.WarnLevel,
+	})
+}
+
+// slogAsynq writes asynq's log lines through slog.
+type slogAsynq struct{ l *slog.Logger }
+
+func (s slogAsynq) Debug(args ...any) { s.l.Debug(fmt.Sprint(args...)) }
+func (s slogAsynq) Info(args ...any)  { s.l.Info(fmt.Sprint(args...)) }
+func (s slogAsynq) Warn(args ...any)  { s.l.Warn(fmt.Sprint(args...)) }
+func (s slogAsynq) Error(args ...any) { s.l.Error(fmt.Sprint(args...)) }
+// Fatal exits, as asynq's Logger contract says.
+func (s slogAsynq) Fatal(args ...any) {
+	s.l.Error(fmt.Sprint(args...))
+	os.Exit(1)
+}
