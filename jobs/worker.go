@@ -52,6 +52,7 @@ func (s slogAsynq) Debug(args ...any) { s.l.Debug(fmt.Sprint(args...)) }
 func (s slogAsynq) Info(args ...any)  { s.l.Info(fmt.Sprint(args...)) }
 func (s slogAsynq) Warn(args ...any)  { s.l.Warn(fmt.Sprint(args...)) }
 func (s slogAsynq) Error(args ...any) { s.l.Error(fmt.Sprint(args...)) }
+
 // Fatal exits, as asynq's Logger contract says.
 func (s slogAsynq) Fatal(args ...any) {
 	s.l.Error(fmt.Sprint(args...))
