@@ -1,0 +1,337 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/app/gh"
+	"github.com/akira-bot/akira/app/githubtest"
+)
+
+const testSecret = "It's a Secret to Everybody"
+
+// recordingEnqueuer is the queue side of the intake: it records what was enqueued and can be told to fail.
+type recordingEnqueuer struct {
+	mu      sync.Mutex
+	runs    []RunRequest
+	resumes []ResumeRequest
+	// err is returned by both enqueue calls when set (the call is not recorded then).
+	err        error
+	status     string
+	statusErr  error
+	statusAsks []string
+	panicMsg   string
+}
+
+func (r *recordingEnqueuer) EnqueueRun(_ context.Context, req RunRequest) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.panicMsg != "" {
+		panic(r.panicMsg)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	r.runs = append(r.runs, req)
+	return nil
+}
+
+func (r *recordingEnqueuer) EnqueueResume(_ context.Context, req ResumeRequest) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	r.resumes = append(r.resumes, req)
+	return nil
+}
+
+func (r *recordingEnqueuer) Status(_ context.Context, owner, repo string, number int) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.statusAsks = append(r.statusAsks, fmt.Sprintf("%s/%s#%d", owner, repo, number))
+	return r.status, r.statusErr
+}
+
+// set changes the enqueuer's behaviour between requests.
+func (r *recordingEnqueuer) set(f func(*recordingEnqueuer)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(r)
+}
+
+func (r *recordingEnqueuer) enqueued() ([]RunRequest, []ResumeRequest) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]RunRequest(nil), r.runs...), append([]ResumeRequest(nil), r.resumes...)
+}
+
+// harness is the webhook server wired to a fake GitHub through the real gh client, served over HTTP.
+type harness struct {
+	t      *testing.T
+	gh     *githubtest.Server
+	enq    *recordingEnqueuer
+	srv    *httptest.Server
+	logs   *syncBuffer
+	cfg    ServerConfig
+	nextID atomic.Int64
+}
+
+type harnessOption func(*harnessSetup)
+
+type harnessSetup struct {
+	cfg       ServerConfig
+	readiness []ReadinessCheck
+	wrap      func(GitHub) GitHub
+	ghOpts    []githubtest.Option
+}
+
+func withReadiness(rc ...ReadinessCheck) harnessOption {
+	return func(s *harnessSetup) { s.readiness = append(s.readiness, rc...) }
+}
+
+func withServerConfig(f func(*ServerConfig)) harnessOption {
+	return func(s *harnessSetup) { f(&s.cfg) }
+}
+
+// withGitHub wraps the adapter, e.g. to map the installation ids of fixture payloads onto the fake's.
+func withGitHub(wrap func(GitHub) GitHub) harnessOption {
+	return func(s *harnessSetup) { s.wrap = wrap }
+}
+
+func newHarness(t *testing.T, opts ...harnessOption) *harness {
+	t.Helper()
+	setup := harnessSetup{}
+	for _, o := range opts {
+		o(&setup)
+	}
+	fake := githubtest.New(t, setup.ghOpts...)
+	app, err := gh.NewApp(gh.AppConfig{
+		AppID: fake.AppID(), PrivateKeyPEM: fake.PrivateKeyPEM(), BaseURL: fake.URL(), HTTPClient: fake.Client(),
+		Retry: gh.RetryPolicy{MaxRetries: 1, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var client GitHub = NewAppGitHub(app)
+	if setup.wrap != nil {
+		client = setup.wrap(client)
+	}
+	cfg := setup.cfg
+	cfg.AppID = fake.AppID()
+	cfg.WebhookSecret = []byte(testSecret)
+	if cfg.BotLogin == "" {
+		cfg.BotLogin = fake.BotLogin()
+	}
+	h := &harness{t: t, gh: fake, enq: &recordingEnqueuer{status: "Akira run `r1` is **running**."}, logs: &syncBuffer{}, cfg: cfg}
+	logger := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	handler, err := NewServer(cfg, Deps{Enqueuer: h.enq, GitHub: client, Readiness: setup.readiness, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = httptest.NewServer(handler)
+	t.Cleanup(h.srv.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", h.logs.String())
+		}
+	})
+	return h
+}
+
+// response is the server's answer to one webhook.
+type response struct {
+	Status int
+	Result string `json:"result"`
+	Reason string `json:"reason"`
+	Raw    string
+}
+
+func (r response) String() string { return fmt.Sprintf("%d %s", r.Status, r.Raw) }
+
+// send posts a webhook signed with the harness secret, as GitHub would.
+func (h *harness) send(event string, payload any) response {
+	h.t.Helper()
+	id := fmt.Sprintf("delivery-%d", h.nextID.Add(1))
+	req := h.gh.SignedWebhook(h.srv.URL+"/webhook", testSecret, event, id, payload)
+	return h.do(req)
+}
+
+func (h *harness) do(req *http.Request) response {
+	h.t.Helper()
+	resp, err := h.srv.Client().Do(req)
+	if err != nil {
+		h.t.Fatalf("webhook: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := response{Status: resp.StatusCode, Raw: strings.TrimSpace(string(body))}
+	if err := json.Unmarshal(body, &out); err != nil {
+		h.t.Fatalf("answer is not JSON: %q", body)
+	}
+	out.Status = resp.StatusCode
+	return out
+}
+
+func (h *harness) get(path string) (int, map[string]any) {
+	h.t.Helper()
+	resp, err := h.srv.Client().Get(h.srv.URL + path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		h.t.Fatalf("GET %s: answer is not JSON: %v", path, err)
+	}
+	return resp.StatusCode, body
+}
+
+// expect checks a webhook's answer.
+func expect(t *testing.T, got response, status int, result string) {
+	t.Helper()
+	if got.Status != status || got.Result != result {
+		t.Fatalf("answer = %s, want %d %s", got, status, result)
+	}
+}
+
+// apiCalls lists the REST requests the server made to the fake, as "METHOD path", without token minting.
+func (h *harness) apiCalls() []string {
+	var out []string
+	for _, r := range h.gh.Requests() {
+		if strings.HasSuffix(r.Path, "/access_tokens") {
+			continue
+		}
+		out = append(out, r.Method+" "+r.Path)
+	}
+	return out
+}
+
+// syncBuffer is a bytes.Buffer the server's goroutines can log into.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Payload builders: the fields GitHub sends that the intake reads, plus enough around them to look real.
+
+func userJSON(login string) map[string]any {
+	typ := "User"
+	if strings.HasSuffix(login, "[bot]") {
+		typ = "Bot"
+	}
+	return map[string]any{"login": login, "id": 1000 + len(login), "type": typ}
+}
+
+func repoJSON(r githubtest.Repo) map[string]any {
+	return map[string]any{
+		"id": r.ID, "name": r.Name, "full_name": r.FullName(), "private": r.Private,
+		"owner": map[string]any{"login": r.Owner, "type": "User"}, "default_branch": r.DefaultBranch,
+		"html_url": "https://github.com/" + r.FullName(),
+	}
+}
+
+func baseJSON(r githubtest.Repo, action, sender string) map[string]any {
+	m := map[string]any{"repository": repoJSON(r), "sender": userJSON(sender),
+		"installation": map[string]any{"id": r.InstallationID, "node_id": "MDIz"}}
+	if action != "" {
+		m["action"] = action
+	}
+	return m
+}
+
+func issueCommentJSON(r githubtest.Repo, number int, isPR bool, commentID int64, author, body string) map[string]any {
+	m := baseJSON(r, "created", author)
+	issue := map[string]any{"number": number, "title": "Add a thing", "state": "open", "user": userJSON("octocat")}
+	if isPR {
+		issue["pull_request"] = map[string]any{"url": fmt.Sprintf("https://api.github.com/repos/%s/pulls/%d", r.FullName(), number)}
+	}
+	m["issue"] = issue
+	m["comment"] = map[string]any{"id": commentID, "body": body, "user": userJSON(author), "author_association": "MEMBER"}
+	return m
+}
+
+func pushJSON(r githubtest.Repo, ref, after, sender string, commits ...map[string]any) map[string]any {
+	m := baseJSON(r, "", sender)
+	m["ref"], m["before"], m["after"] = ref, strings.Repeat("0", 40), after
+	m["created"], m["deleted"], m["forced"] = false, false, false
+	m["pusher"] = map[string]any{"name": sender, "email": sender + "@example.com"}
+	if commits == nil {
+		commits = []map[string]any{}
+	}
+	m["commits"] = commits
+	if len(commits) > 0 {
+		m["head_commit"] = commits[len(commits)-1]
+	} else {
+		m["head_commit"] = nil
+	}
+	return m
+}
+
+func commitJSON(id string, added, modified []string) map[string]any {
+	if added == nil {
+		added = []string{}
+	}
+	if modified == nil {
+		modified = []string{}
+	}
+	return map[string]any{"id": id, "message": "change", "added": added, "removed": []string{}, "modified": modified}
+}
+
+func pullRequestJSON(r githubtest.Repo, action string, pr githubtest.PullRequest, headSHA, sender string, headRepo map[string]any) map[string]any {
+	m := baseJSON(r, action, sender)
+	if headRepo == nil {
+		headRepo = repoJSON(r)
+	}
+	m["number"] = pr.Number
+	m["pull_request"] = map[string]any{
+		"number": pr.Number, "state": "open", "title": pr.Title, "body": nil, "draft": pr.Draft,
+		"user": userJSON(pr.User),
+		"head": map[string]any{"ref": pr.Head, "sha": headSHA, "repo": headRepo, "label": pr.Head},
+		"base": map[string]any{"ref": pr.Base, "sha": strings.Repeat("b", 40), "repo": repoJSON(r), "label": pr.Base},
+	}
+	return m
+}
+
+func checkRunJSON(r githubtest.Repo, action string, appID int64, externalID string, prNumber int, sender, identifier string) map[string]any {
+	m := baseJSON(r, action, sender)
+	prs := []any{}
+	if prNumber != 0 {
+		prs = append(prs, map[string]any{"number": prNumber, "id": 9})
+	}
+	m["check_run"] = map[string]any{
+		"id": 424242, "name": "akira: T1", "external_id": externalID, "head_sha": strings.Repeat("c", 40),
+		"status": "completed", "conclusion": "action_required", "pull_requests": prs,
+		"app": map[string]any{"id": appID, "slug": "akira-test", "created_at": "2018-04-25 20:42:10"},
+	}
+	if identifier != "" {
+		m["requested_action"] = map[string]any{"identifier": identifier}
+	}
+	return m
+}
