@@ -18,6 +18,8 @@ import (
 
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/agent/profiles"
+	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/proc"
 )
 
@@ -26,7 +28,8 @@ func init() { subcommands = append(subcommands, newRunCmd) }
 // runFlags are the flags of `akira run`.
 type runFlags struct {
 	repo, roadmap, branch, base string
-	agentCmd                    string
+	agentCmd, agentName, model  string
+	configFile                  string
 	maxAttempts                 int
 	verify, skip, approve, env  []string
 	nonInteractive, json        bool
@@ -68,6 +71,9 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.StringVar(&f.branch, "branch", "", "branch for the checkpoints (default: akira/<roadmap file name, lowercased>)")
 	fl.StringVar(&f.base, "base", "", "branch a new branch starts from (default: the repository's default branch)")
 	fl.StringVar(&f.agentCmd, "agent-cmd", "", "shell command of the coding agent (prompt on stdin and in $AKIRA_PROMPT_FILE)")
+	fl.StringVar(&f.agentName, "agent", "", "agent profile of --config, or a built-in agent: openai, anthropic (default: default_agent of --config)")
+	fl.StringVar(&f.model, "model", "", "model of the built-in agent, overriding the profile's")
+	fl.StringVar(&f.configFile, "config", os.Getenv("AKIRA_CONFIG"), "operator configuration file with agent profiles ($AKIRA_CONFIG)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per task before asking a human (default: max_attempts of .github/akira.yml, else 3)")
 	fl.StringArrayVar(&f.verify, "verify", nil, "verification command for tasks without their own verify lines (repeatable)")
 	fl.StringArrayVar(&f.skip, "skip", nil, "task id not to run; tasks that depend on it stay blocked (repeatable)")
@@ -167,13 +173,34 @@ func parkedHelp(out runner.Outcome) string {
 	return b.String()
 }
 
-// agentFromFlags builds the agent of a run from the flags. Agent profiles of the operator's
-// configuration (--agent NAME, --config FILE) plug in here.
+// agentFromFlags builds the agent of a run: --agent-cmd, else the profile --agent names (in --config,
+// or a built-in one), else the configuration's default_agent.
 func agentFromFlags(f *runFlags, stream io.Writer) (agent.Agent, error) {
-	if strings.TrimSpace(f.agentCmd) == "" {
-		return nil, errors.New("no agent: give the coding agent's command with --agent-cmd, e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'")
+	if strings.TrimSpace(f.agentCmd) != "" {
+		if f.agentName != "" {
+			return nil, errors.New("--agent-cmd and --agent both choose the agent: give one")
+		}
+		return &agent.Exec{Command: f.agentCmd, PassEnv: f.env, Timeout: f.agentTimeout, Stream: stream}, nil
 	}
-	return &agent.Exec{Command: f.agentCmd, PassEnv: f.env, Timeout: f.agentTimeout, Stream: stream}, nil
+	op, err := config.LoadOperator(f.configFile)
+	if err != nil {
+		return nil, err
+	}
+	if f.agentName == "" && op.DefaultAgent == "" && len(op.Agents) == 0 {
+		return nil, errors.New("no agent: give the coding agent's command with --agent-cmd (e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'), " +
+			"a built-in agent with --agent openai|anthropic --model NAME, or a profile of --config with --agent NAME")
+	}
+	name, p, err := profiles.Resolve(op, f.agentName)
+	if err != nil {
+		return nil, err
+	}
+	if p.Kind == "exec" && time.Duration(p.Timeout) == 0 {
+		p.Timeout = config.Duration(f.agentTimeout)
+	}
+	if p.Kind != "exec" && time.Duration(p.Timeout) == 0 && f.agentTimeout != runner.DefaultAgentTimeout {
+		p.Timeout = config.Duration(f.agentTimeout)
+	}
+	return profiles.New(name, p, profiles.Options{Model: f.model, PassEnv: f.env, Stream: stream})
 }
 
 // resolveRepo turns --repo into what the engine clones: a URL as given, a local path made absolute,

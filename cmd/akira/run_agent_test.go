@@ -1,0 +1,59 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/akira-bot/akira/runner/agent/llm/llmtest"
+	"github.com/akira-bot/akira/runner/gittest"
+)
+
+// `akira run --agent openai --model M` drives the built-in agent against the OpenAI-compatible endpoint
+// of OPENAI_BASE_URL (here a scripted server speaking the real protocol), and its edits become the checkpoint.
+func TestRunBuiltinAgentFromEnvironment(t *testing.T) {
+	for _, kind := range []string{"openai", "anthropic"} {
+		t.Run(kind, func(t *testing.T) {
+			f := newRunFixture(t, "# R\n\n## P\n\n- [ ] 1.1 Say hello\n  - verify: `grep -qx hello hello.txt`\n")
+			srv := llmtest.New(t, kind, "test-model", "sk-test-key",
+				llmtest.Turn{Calls: []llmtest.Call{{Name: "write_file", Args: map[string]any{"path": "hello.txt", "content": "hello\n"}}}},
+				llmtest.Turn{Text: "Wrote hello.txt."},
+			)
+			prefix := strings.ToUpper(kind)
+			cmd := f.command("run", "--agent", kind, "--model", "test-model", "--work-dir", f.workDir, "--non-interactive")
+			cmd.Env = append(cmd.Env, prefix+"_BASE_URL="+srv.BaseURL(), prefix+"_API_KEY=sk-test-key")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("akira run: %v\n%s", err, out)
+			}
+			if srv.Remaining() != 0 {
+				t.Fatalf("%d scripted turns left unused", srv.Remaining())
+			}
+			if got := gittest.Git(t, f.repo.Work, "show", "akira/roadmap:hello.txt"); got != "hello" {
+				t.Fatalf("hello.txt on the branch = %q", got)
+			}
+			if strings.Contains(string(out), "sk-test-key") {
+				t.Fatalf("the API key was printed:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestRunAgentSelectionErrors(t *testing.T) {
+	f := newRunFixture(t, "- [ ] 1.1 x\n")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--work-dir", f.workDir}, "no agent: give the coding agent's command with --agent-cmd"},
+		{[]string{"run", "--work-dir", f.workDir, "--agent", "gpt"}, `agent "gpt" is not a profile of the configuration nor a built-in agent (openai, anthropic)`},
+		{[]string{"run", "--work-dir", f.workDir, "--agent", "openai"}, "no model: set model in the profile or pass --model"},
+		{[]string{"run", "--work-dir", f.workDir, "--agent", "openai", "--agent-cmd", "true"}, "--agent-cmd and --agent both choose the agent"},
+		{[]string{"run", "--work-dir", f.workDir, "--config", "does-not-exist.yaml", "--agent", "x"}, "does-not-exist.yaml"},
+	}
+	for _, tt := range tests {
+		_, stderr, code := f.run(t, tt.args...)
+		if code != 2 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("akira %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tt.args, " "), code, stderr, tt.want)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+// Package profiles builds a coding agent from an operator's agent profile: an external command (exec)
+// or the built-in agent against a model API (openai, anthropic). The CLI and the worker share it, so
+// a profile means the same thing on a laptop and in the GitHub App.
+package profiles
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/agent/llm"
+	"github.com/akira-bot/akira/runner/config"
+)
+
+// Builtin are the profiles that exist without any configuration file: `akira run --agent openai`.
+var Builtin = map[string]config.AgentProfile{
+	"openai":    {Kind: "openai", APIKeyEnv: "OPENAI_API_KEY"},
+	"anthropic": {Kind: "anthropic", APIKeyEnv: "ANTHROPIC_API_KEY"},
+}
+
+// Options are what the caller knows besides the profile.
+type Options struct {
+	// Model overrides the profile's model (akira run --model).
+	Model string
+	// PassEnv adds environment variable names passed to the agent (akira run --env).
+	PassEnv []string
+	// Getenv reads Akira's own environment (API keys, *_BASE_URL); nil means os.Getenv.
+	Getenv func(string) string
+	// Stream receives an exec agent's output live; TempDir holds its prompt files.
+	Stream  io.Writer
+	TempDir string
+	Logger  *slog.Logger
+}
+
+// Resolve finds a profile by name among the operator's, then the built-in ones. The operator's price
+// table is merged under the profile's own.
+func Resolve(op config.Operator, name string) (string, config.AgentProfile, error) {
+	var p config.AgentProfile
+	switch builtin, isBuiltin := Builtin[name]; {
+	case name == "":
+		var err error
+		if name, p, err = op.Agent(""); err != nil {
+			return "", config.AgentProfile{}, err
+		}
+	case op.Agents[name].Kind != "":
+		p = op.Agents[name]
+	case isBuiltin:
+		p = builtin
+	default:
+		known := append(op.AgentNames(), "openai", "anthropic")
+		return "", config.AgentProfile{}, fmt.Errorf("agent %q is not a profile of the configuration nor a built-in agent (%s)", name, strings.Join(known, ", "))
+	}
+	if len(op.Prices) > 0 {
+		merged := map[string]config.Price{}
+		for m, pr := range op.Prices {
+			merged[m] = pr
+		}
+		for m, pr := range p.Prices {
+			merged[m] = pr
+		}
+		p.Prices = merged
+	}
+	return name, p, nil
+}
+
+// New builds the agent of profile p (named name, for messages).
+func New(name string, p config.AgentProfile, o Options) (agent.Agent, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	passEnv := append(append([]string{}, p.Env...), o.PassEnv...)
+	switch p.Kind {
+	case "exec":
+		if strings.TrimSpace(p.Command) == "" {
+			return nil, fmt.Errorf("agent %s: command: required for kind exec", name)
+		}
+		return &agent.Exec{Command: p.Command, PassEnv: passEnv, Timeout: time.Duration(p.Timeout),
+			OutputCap: p.OutputCap, Stream: o.Stream, TempDir: o.TempDir}, nil
+	case "openai", "anthropic":
+		model := p.Model
+		if o.Model != "" {
+			model = o.Model
+		}
+		if model == "" {
+			return nil, fmt.Errorf("agent %s: no model: set model in the profile or pass --model", name)
+		}
+		keyEnv := p.APIKeyEnv
+		if keyEnv == "" {
+			keyEnv = strings.ToUpper(p.Kind) + "_API_KEY"
+		}
+		baseURL := p.BaseURL
+		if baseURL == "" {
+			baseURL = getenv(strings.ToUpper(p.Kind) + "_BASE_URL")
+		}
+		prices := map[string]llm.Price{}
+		for m, pr := range p.Prices {
+			prices[m] = llm.Price{InputPerMTok: pr.InputPerMTok, OutputPerMTok: pr.OutputPerMTok}
+		}
+		a, err := llm.New(llm.Config{
+			Provider: p.Kind, Model: model, BaseURL: baseURL, APIKey: getenv(keyEnv),
+			MaxTurns: p.MaxTurns, MaxTokens: p.MaxTokens, Timeout: time.Duration(p.Timeout), MaxCostUSD: p.MaxCost,
+			MaxOutputTokens: p.MaxOutputTokens, Prices: prices,
+			CommandTimeout: time.Duration(p.CommandTimeout), OutputCap: p.OutputCap, EnvPassthrough: passEnv,
+			Logger: o.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w (the API key is read from $%s)", name, err, keyEnv)
+		}
+		return a, nil
+	default:
+		return nil, fmt.Errorf("agent %s: kind %q is not exec, openai or anthropic", name, p.Kind)
+	}
+}
