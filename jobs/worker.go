@@ -18,6 +18,8 @@ type WorkerConfig struct {
 	// ShutdownTimeout is how long a stopping worker lets jobs finish before cancelling them; a
 	// cancelled run job is retried and carries on from its last checkpoint.
 	ShutdownTimeout time.Duration
+	// Queue is the queue to work on (Queue when empty); it must match the Enqueuer's TaskOptions.Queue.
+	Queue string
 	// RetryDelay defaults to RetryDelay.
 	RetryDelay asynq.RetryDelayFunc
 	Logger     *slog.Logger
@@ -34,9 +36,13 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig) *asynq.Server {
 	if log == nil {
 		log = slog.Default()
 	}
+	queues := Queues()
+	if cfg.Queue != "" {
+		queues = map[string]int{cfg.Queue: 1}
+	}
 	return asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:     cfg.Concurrency,
-		Queues:          Queues(),
+		Queues:          queues,
 		IsFailure:       IsFailure,
 		RetryDelayFunc:  delay,
 		ShutdownTimeout: cfg.ShutdownTimeout,

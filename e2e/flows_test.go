@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/templates"
+)
+
+// TestIssueRun is flow 1: `/akira run` on an issue whose body holds the tasks, delivered twice, then
+// `/akira status`.
+func TestIssueRun(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Greet the world", User: "alice",
+		Body: "We need greetings.\n\n- [ ] Add hello\n- [ ] Add goodbye\n"})
+
+	c := e.gh.AddComment(e.owner, e.repo, 1, "alice", "/akira run")
+	payload := map[string]any{
+		"action": "created", "installation": e.installation(), "repository": e.repository(), "sender": user("alice"),
+		"issue": map[string]any{"number": 1}, "comment": map[string]any{"id": c.ID, "body": "/akira run", "user": user("alice")},
+	}
+	e.deliver("issue_comment", "delivery-1", payload, http.StatusAccepted)
+	// GitHub redelivers: the same delivery id must not start a second run.
+	e.deliver("issue_comment", "delivery-1", payload, http.StatusAccepted)
+
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	if run.ID != jobs.RunIDFor("delivery-1") || run.Branch != "akira/issue-1" {
+		t.Fatalf("run %s on %s", run.ID, run.Branch)
+	}
+	cm, _ := e.gh.Comment(c.ID)
+	if !hasReaction(cm, "eyes") {
+		t.Errorf("the /akira run comment has no 👀 reaction: %+v", cm.Reactions)
+	}
+	pr := e.onlyPR("akira/issue-1")
+	if pr.Title != "Greet the world" || !strings.Contains(pr.Body, "Closes #1") || pr.Draft {
+		t.Errorf("pull request: title %q draft %v body:\n%s", pr.Title, pr.Draft, pr.Body)
+	}
+	if got := e.taskCommits("akira/issue-1"); len(got) != 2 || got["1.1"] != 1 || got["1.2"] != 1 {
+		t.Errorf("checkpoints per task = %v, want one each for 1.1 and 1.2", got)
+	}
+	runs := e.latestCheckRuns()
+	for _, name := range []string{"akira: 1.1 Add hello", "akira: 1.2 Add goodbye"} {
+		cr, ok := runs[name]
+		if !ok || cr.Conclusion != "success" || cr.ExternalID != run.ID+"/"+strings.Fields(name)[1] {
+			t.Errorf("check run %q = %+v", name, cr)
+		}
+	}
+	sums := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID))
+	if len(sums) != 1 {
+		t.Fatalf("%d summary comments on the PR, want 1", len(sums))
+	}
+	if sums[0].Edits == 0 || !strings.Contains(sums[0].Body, "All tasks are done") {
+		t.Errorf("summary (edited %d times):\n%s", sums[0].Edits, sums[0].Body)
+	}
+
+	// /akira status on the issue answers with the run's progress.
+	e.comment(1, "alice", "/akira status", false, http.StatusOK)
+	status := e.commentsWith(1, "Akira run `"+run.ID+"`")
+	if len(status) != 1 || !strings.Contains(status[0].Body, "2 of 2 tasks done") {
+		t.Errorf("status replies: %+v", status)
+	}
+}
+
+func hasReaction(c githubtest.Comment, content string) bool {
+	for _, r := range c.Reactions {
+		if r.Content == content {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyPR returns the one pull request from head.
+func (e *env) onlyPR(head string) githubtest.PullRequest {
+	e.t.Helper()
+	var found []githubtest.PullRequest
+	for _, pr := range e.gh.PullRequests(e.owner, e.repo) {
+		if pr.Head == head {
+			found = append(found, pr)
+		}
+	}
+	if len(found) != 1 {
+		e.t.Fatalf("%d pull requests from %s, want 1", len(found), head)
+	}
+	return found[0]
+}
+
+var _ = context.Background
+var _ = os.ReadFile
+var _ = filepath.Join

@@ -1,0 +1,375 @@
+// Package e2e drives Akira end to end: the real webhook server (app), real asynq workers (jobs) on a real
+// Redis, and app/githubtest as GitHub (REST, app JWT, installation tokens, git over smart HTTP). The coding
+// agent is a shell script run by the exec agent, as an operator would configure it.
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/app"
+	"github.com/akira-bot/akira/app/gh"
+	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/bridge"
+	"github.com/akira-bot/akira/runner/config"
+)
+
+const webhookSecret = "e2e-secret"
+
+// workerEnv is the environment variable that turns the test binary into a worker process (see TestMain);
+// its value is the worker's configuration as JSON.
+const workerEnv = "AKIRA_E2E_WORKER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(workerEnv); spec != "" {
+		os.Exit(workerProcess(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// workerProcess runs a worker until SIGTERM or SIGINT: the body of the separate worker process.
+func workerProcess(spec string) int {
+	var ws workerSpec
+	if err := json.Unmarshal([]byte(spec), &ws); err != nil {
+		fmt.Fprintln(os.Stderr, "worker spec:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := runWorker(ctx, ws, log); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	return 0
+}
+
+// workerSpec is everything a worker needs, serialisable so that a worker can be a separate process.
+type workerSpec struct {
+	RedisAddr    string
+	Prefix       string
+	Queue        string
+	APIURL       string
+	AppID        int64
+	KeyPEM       []byte
+	OperatorFile string
+	WorkDir      string
+	LockTTL      time.Duration
+	Concurrency  int
+}
+
+// runWorker is the worker side of `akira serve`, wired the way cmd/akira wires it.
+func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
+	rdb := redis.NewClient(&redis.Options{Addr: ws.RedisAddr})
+	defer rdb.Close()
+	ghApp, err := gh.NewApp(gh.AppConfig{AppID: ws.AppID, PrivateKeyPEM: ws.KeyPEM, BaseURL: ws.APIURL, Logger: log})
+	if err != nil {
+		return err
+	}
+	op, err := config.LoadOperator(ws.OperatorFile)
+	if err != nil {
+		return err
+	}
+	client := asynq.NewClientFromRedisClient(rdb)
+	defer client.Close()
+	locker := jobs.NewLocker(rdb, ws.Prefix)
+	locker.TTL, locker.Logger = ws.LockTTL, log
+	h, err := jobs.NewHandler(jobs.Deps{
+		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker,
+		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}),
+		GitHub:   bridge.Installations(ghApp, bridge.WebURL(ws.APIURL)),
+		Operator: op, WorkDir: ws.WorkDir, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	srv := jobs.NewWorker(rdb, jobs.WorkerConfig{
+		Queue: ws.Queue, Concurrency: ws.Concurrency, Logger: log, ShutdownTimeout: 2 * time.Second,
+		RetryDelay: func(int, error, *asynq.Task) time.Duration { return time.Second },
+	})
+	if err := srv.Start(jobs.NewServeMux(h)); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	srv.Shutdown()
+	return nil
+}
+
+// env is one end-to-end setup: a fake GitHub, the webhook server, a Redis namespace and a queue of its own.
+type env struct {
+	t      *testing.T
+	gh     *githubtest.Server
+	rdb    *redis.Client
+	store  *jobs.Store
+	web    *httptest.Server
+	spec   workerSpec
+	logDir string
+	owner  string
+	repo   string
+}
+
+func redisAddr() string {
+	if a := os.Getenv("AKIRA_TEST_REDIS"); a != "" {
+		return a
+	}
+	return "127.0.0.1:6379"
+}
+
+func randomHex(t testing.TB, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// agentScript is the coding agent of the tests. It logs every call and its prompt, then:
+//   - a task titled "... flaky ..." fails unless the prompt holds the word MAGIC-WORD (human guidance);
+//   - a task titled "... slow ..." signals that it started and waits for the file "release" (the crash test
+//     kills its worker meanwhile);
+//   - any other task writes one file named after the task.
+const agentScript = `#!/bin/sh
+set -e
+log="$E2E_LOG"
+n=$(ls "$log" | grep -c '^prompt-' || true)
+cp "$AKIRA_PROMPT_FILE" "$log/prompt-$AKIRA_TASK_ID-$n.md"
+echo "$AKIRA_TASK_ID $AKIRA_ATTEMPT" >> "$log/calls"
+case "$AKIRA_TASK_TITLE" in
+*flaky*)
+	if grep -q MAGIC-WORD "$AKIRA_PROMPT_FILE"; then
+		echo "fixed" > "out-$AKIRA_TASK_ID.txt"
+	else
+		echo "I cannot do this without the magic word" >&2
+		exit 3
+	fi ;;
+*slow*)
+	touch "$log/started-$AKIRA_TASK_ID"
+	while [ ! -f "$log/release" ]; do sleep 0.1; done
+	echo "slow" > "out-$AKIRA_TASK_ID.txt" ;;
+*)
+	echo "$AKIRA_TASK_TITLE" > "out-$AKIRA_TASK_ID.txt" ;;
+esac
+`
+
+// newEnv starts GitHub, the webhook server and, unless external, an in-process worker.
+func newEnv(t *testing.T, external bool) *env {
+	t.Helper()
+	e := &env{t: t, gh: githubtest.New(t), owner: "octo", repo: "demo", logDir: t.TempDir()}
+	e.rdb = redis.NewClient(&redis.Options{Addr: redisAddr()})
+	if err := e.rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("redis at %s: %v (start one or set AKIRA_TEST_REDIS)", redisAddr(), err)
+	}
+	id := randomHex(t, 6)
+	prefix, queue := "akira-e2e:"+id+":", "akira-e2e-"+id
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = asynq.NewInspectorFromRedisClient(e.rdb).DeleteQueue(queue, true)
+		iter := e.rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			e.rdb.Del(ctx, iter.Val())
+		}
+		_ = e.rdb.Close()
+	})
+	e.store = jobs.NewStore(e.rdb, prefix)
+
+	dir := t.TempDir()
+	script := filepath.Join(dir, "agent.sh")
+	must(t, os.WriteFile(script, []byte(agentScript), 0o755))
+	op := fmt.Sprintf("default_agent: script\nmax_attempts: 2\nagents:\n  script:\n    kind: exec\n    command: sh %s\n    env: [E2E_LOG]\n    timeout: 10m\n", script)
+	opFile := filepath.Join(dir, "akira.yml")
+	must(t, os.WriteFile(opFile, []byte(op), 0o644))
+	t.Setenv("E2E_LOG", e.logDir)
+
+	e.spec = workerSpec{RedisAddr: redisAddr(), Prefix: prefix, Queue: queue, APIURL: e.gh.URL(), AppID: e.gh.AppID(),
+		KeyPEM: e.gh.PrivateKeyPEM(), OperatorFile: opFile, WorkDir: t.TempDir(), LockTTL: 3 * time.Second, Concurrency: 2}
+
+	ghApp, err := gh.NewApp(gh.AppConfig{AppID: e.gh.AppID(), PrivateKeyPEM: e.gh.PrivateKeyPEM(), BaseURL: e.gh.URL()})
+	must(t, err)
+	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), jobs.TaskOptions{Queue: queue})
+	handler, err := app.NewServer(
+		app.ServerConfig{AppID: e.gh.AppID(), WebhookSecret: []byte(webhookSecret), BotLogin: e.gh.BotLogin()},
+		app.Deps{Enqueuer: &bridge.Enqueuer{Jobs: enq, StatusFunc: e.store.StatusText}, GitHub: app.NewAppGitHub(ghApp),
+			Logger: testLogger(t)})
+	must(t, err)
+	e.web = httptest.NewServer(handler)
+	t.Cleanup(e.web.Close)
+
+	if !external {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- runWorker(ctx, e.spec, testLogger(t)) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		})
+	}
+	return e
+}
+
+// testLogger writes to the test log, and only while the test runs.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	defer func() { _ = recover() }() // a late log line after the test ended must not panic
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createRepo creates octo/demo with files and gives alice write and mallory read access.
+func (e *env) createRepo(files map[string]string) {
+	e.gh.CreateRepo(e.owner, e.repo, files)
+	e.gh.SetPermission(e.owner, e.repo, "alice", "write")
+	e.gh.SetPermission(e.owner, e.repo, "mallory", "read")
+}
+
+// deliver posts a signed webhook and checks the answer's status.
+func (e *env) deliver(event, delivery string, payload any, wantStatus int) string {
+	e.t.Helper()
+	req := e.gh.SignedWebhook(e.web.URL+"/webhook", webhookSecret, event, delivery, payload)
+	resp, err := http.DefaultClient.Do(req)
+	must(e.t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != wantStatus {
+		e.t.Fatalf("%s delivery %s: status %d, want %d: %s", event, delivery, resp.StatusCode, wantStatus, body)
+	}
+	return string(body)
+}
+
+func (e *env) repository() map[string]any {
+	r, _ := e.gh.Repo(e.owner, e.repo)
+	return map[string]any{"id": r.ID, "name": e.repo, "full_name": e.owner + "/" + e.repo,
+		"owner": map[string]any{"login": e.owner, "type": "User"}, "default_branch": r.DefaultBranch}
+}
+
+func (e *env) installation() map[string]any {
+	return map[string]any{"id": e.gh.InstallationID(e.owner, e.repo)}
+}
+
+func user(login string) map[string]any {
+	return map[string]any{"login": login, "id": 1000 + len(login), "type": "User"}
+}
+
+// comment posts a comment on GitHub as login and delivers its issue_comment webhook.
+func (e *env) comment(number int, login, body string, isPR bool, wantStatus int) githubtest.Comment {
+	e.t.Helper()
+	c := e.gh.AddComment(e.owner, e.repo, number, login, body)
+	issue := map[string]any{"number": number}
+	if isPR {
+		issue["pull_request"] = map[string]any{"url": "x"}
+	}
+	e.deliver("issue_comment", "comment-"+randomHex(e.t, 4), map[string]any{
+		"action": "created", "installation": e.installation(), "repository": e.repository(), "sender": user(login),
+		"issue": issue, "comment": map[string]any{"id": c.ID, "body": body, "user": user(login)},
+	}, wantStatus)
+	return c
+}
+
+// eventually polls cond until it holds, failing the test with what when the test's deadline comes
+// first. It waits for work to happen; it asserts nothing about how long that takes.
+func (e *env) eventually(what string, cond func() bool) {
+	e.t.Helper()
+	deadline, ok := e.t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(10 * time.Minute)
+	}
+	for !cond() {
+		if time.Now().After(deadline.Add(-10 * time.Second)) {
+			e.t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// runOf returns the run of an issue or pull request, nil when there is none yet.
+func (e *env) runOf(number int) *jobs.Run {
+	r, err := e.store.ByNumber(context.Background(), e.owner, e.repo, number)
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// waitStatus waits until the run of number has one of the statuses and returns it.
+func (e *env) waitStatus(number int, want ...jobs.RunStatus) *jobs.Run {
+	e.t.Helper()
+	var run *jobs.Run
+	e.eventually(fmt.Sprintf("the run of #%d to be %v", number, want), func() bool {
+		run = e.runOf(number)
+		if run == nil {
+			return false
+		}
+		for _, w := range want {
+			if run.Status == w {
+				return true
+			}
+		}
+		return false
+	})
+	return run
+}
+
+// taskCommits counts, per task id, the commits on ref (back to the base) with an Akira-Task trailer.
+func (e *env) taskCommits(ref string) map[string]int {
+	out := map[string]int{}
+	for _, c := range e.gh.Log(e.owner, e.repo, ref) {
+		if id := c.Trailers["Akira-Task"]; id != "" {
+			out[id]++
+		}
+	}
+	return out
+}
+
+// commentsWith returns the comments on number whose body contains s.
+func (e *env) commentsWith(number int, s string) []githubtest.Comment {
+	var out []githubtest.Comment
+	for _, c := range e.gh.Comments(e.owner, e.repo, number) {
+		if strings.Contains(c.Body, s) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// latestCheckRuns returns the newest check run of each name.
+func (e *env) latestCheckRuns() map[string]githubtest.CheckRun {
+	out := map[string]githubtest.CheckRun{}
+	for _, cr := range e.gh.CheckRuns(e.owner, e.repo) {
+		if old, ok := out[cr.Name]; !ok || cr.ID > old.ID {
+			out[cr.Name] = cr
+		}
+	}
+	return out
+}
