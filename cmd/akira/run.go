@@ -108,9 +108,17 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	if f.verbose {
 		stream = stderr
 	}
-	ag, err := agentFromFlags(f, stream)
+	op, err := config.LoadOperator(f.configFile)
 	if err != nil {
 		return withExit(2, err)
+	}
+	ag, err := agentFromFlags(f, op, stream)
+	if err != nil {
+		return withExit(2, err)
+	}
+	verifyTimeout := f.verifyTimeout
+	if !cmd.Flags().Changed("verify-timeout") && op.VerifyTimeout > 0 {
+		verifyTimeout = time.Duration(op.VerifyTimeout)
 	}
 
 	var reporter runner.Reporter
@@ -129,7 +137,8 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	opts := runner.Options{
 		Repo: repo, Roadmap: f.roadmap, Branch: f.branch, Base: f.base, RunID: f.runID,
 		Agent: ag, MaxAttempts: f.maxAttempts, Verify: f.verify, Skip: f.skip, Decisions: decisions,
-		Env: f.env, AgentTimeout: f.agentTimeout, VerifyTimeout: f.verifyTimeout, Author: author,
+		Env: append(append([]string{}, op.Env...), f.env...), AgentTimeout: f.agentTimeout, VerifyTimeout: verifyTimeout,
+		ProtectedPaths: op.ProtectedPaths, Author: author,
 		WorkDir: f.workDir, Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
@@ -175,16 +184,12 @@ func parkedHelp(out runner.Outcome) string {
 
 // agentFromFlags builds the agent of a run: --agent-cmd, else the profile --agent names (in --config,
 // or a built-in one), else the configuration's default_agent.
-func agentFromFlags(f *runFlags, stream io.Writer) (agent.Agent, error) {
+func agentFromFlags(f *runFlags, op config.Operator, stream io.Writer) (agent.Agent, error) {
 	if strings.TrimSpace(f.agentCmd) != "" {
 		if f.agentName != "" {
 			return nil, errors.New("--agent-cmd and --agent both choose the agent: give one")
 		}
 		return &agent.Exec{Command: f.agentCmd, PassEnv: f.env, Timeout: f.agentTimeout, Stream: stream}, nil
-	}
-	op, err := config.LoadOperator(f.configFile)
-	if err != nil {
-		return nil, err
 	}
 	if f.agentName == "" && op.DefaultAgent == "" && len(op.Agents) == 0 {
 		return nil, errors.New("no agent: give the coding agent's command with --agent-cmd (e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'), " +

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,5 +58,30 @@ func TestRunAgentSelectionErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("akira %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tt.args, " "), code, stderr, tt.want)
 		}
+	}
+}
+
+// An operator file's profile is an agent too: its command, and only the variables its env list names.
+func TestRunWithOperatorProfile(t *testing.T) {
+	t.Setenv("SOME_SECRET", "s3cret-value")
+	f := newRunFixture(t, "")
+	cfg := filepath.Join(t.TempDir(), "akira.yaml")
+	if err := os.WriteFile(cfg, []byte("default_agent: scripted\nagents:\n  scripted:\n    kind: exec\n    command: "+f.agent+"\n    env: [AKIRA_TEST_LOG]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := f.run(t, "run", "--config", cfg, "--work-dir", f.workDir, "--non-interactive")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	want := []string{"akira: 1.1 First file|1.1", "akira: 1.2 Second file|1.2", "akira: 1.3 Third file|1.3"}
+	if got := f.branch(t); !slices.Equal(got, want) {
+		t.Fatalf("branch = %q, want %q", got, want)
+	}
+	env, err := os.ReadFile(filepath.Join(f.logs, "env-1.1-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(env), "s3cret-value") || !strings.Contains(string(env), "AKIRA_TEST_LOG=") {
+		t.Fatalf("agent environment:\n%s", env)
 	}
 }
