@@ -248,7 +248,9 @@ func TestCommandsIgnored(t *testing.T) {
 		payload func() map[string]any
 	}{
 		{"no command", func() map[string]any { return issueCommentJSON(repo, 1, false, 1, "alice", "LGTM, thanks!") }},
-		{"quoted command", func() map[string]any { return issueCommentJSON(repo, 1, false, 1, "alice", "> /akira abort\n\nnot yet") }},
+		{"quoted command", func() map[string]any {
+			return issueCommentJSON(repo, 1, false, 1, "alice", "> /akira abort\n\nnot yet")
+		}},
 		{"command in code block", func() map[string]any {
 			return issueCommentJSON(repo, 1, false, 1, "alice", "```\n/akira abort\n```")
 		}},
