@@ -115,9 +115,11 @@ func (s *server) recoverJSON(c *gin.Context) {
 		if rec == http.ErrAbortHandler {
 			panic(rec)
 		}
-		s.log.ErrorContext(c.Request.Context(), "panic in handler",
-			"delivery", c.GetHeader("X-GitHub-Delivery"), "event", c.GetHeader("X-GitHub-Event"),
-			"installation", int64(0), "repo", "",
+		log := s.deliveryLogger(c.GetHeader("X-GitHub-Delivery"), c.GetHeader("X-GitHub-Event"), 0, "")
+		if v, ok := c.Get(deliveryKey); ok {
+			log = v.(*delivery).log
+		}
+		log.ErrorContext(c.Request.Context(), "panic in handler",
 			"path", c.Request.URL.Path, "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
 		c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "internal error"})
 	}()

@@ -52,6 +52,9 @@ func unavailable(reason string, err error) outcome {
 	return outcome{http.StatusServiceUnavailable, resultUnavailable, reason, err}
 }
 
+// deliveryKey holds the *delivery in the gin context, for the recovery middleware's log line.
+const deliveryKey = "akira.delivery"
+
 // delivery is one webhook being handled.
 type delivery struct {
 	id      string
@@ -70,6 +73,7 @@ func (s *server) webhook(c *gin.Context) {
 	r := c.Request
 	d := &delivery{id: r.Header.Get("X-GitHub-Delivery"), event: r.Header.Get("X-GitHub-Event")}
 	d.log = s.deliveryLogger(d.id, d.event, 0, "")
+	c.Set(deliveryKey, d)
 	out := s.intake(r, c.Writer, d)
 	s.respond(c, d, out)
 }

@@ -229,7 +229,7 @@ func TestPanicIsA500(t *testing.T) {
 	if got.Status != http.StatusInternalServerError {
 		t.Fatalf("answer = %s, want 500", got)
 	}
-	if !strings.Contains(h.logs.String(), `"panic":"boom"`) {
+	if !strings.Contains(h.logs.String(), `"repo":"acme/widgets","path":"/webhook","panic":"boom"`) {
 		t.Fatalf("panic not logged:\n%s", h.logs.String())
 	}
 	// The server is still up.
