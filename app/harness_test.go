@@ -86,6 +86,9 @@ type harness struct {
 	logs   *syncBuffer
 	cfg    ServerConfig
 	nextID atomic.Int64
+
+	obsMu    sync.Mutex
+	observed []string // "event result" of every delivery, as Deps.Observe saw them
 }
 
 type harnessOption func(*harnessSetup)
@@ -136,7 +139,12 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	h := &harness{t: t, gh: fake, enq: &recordingEnqueuer{status: "Akira run `r1` is **running**."}, logs: &syncBuffer{}, cfg: cfg}
 	logger := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	handler, err := NewServer(cfg, Deps{Enqueuer: h.enq, GitHub: client, Readiness: setup.readiness, Logger: logger})
+	handler, err := NewServer(cfg, Deps{Enqueuer: h.enq, GitHub: client, Readiness: setup.readiness, Logger: logger,
+		Observe: func(event, result string) {
+			h.obsMu.Lock()
+			defer h.obsMu.Unlock()
+			h.observed = append(h.observed, event+" "+result)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,10 @@ type Deps struct {
 	Readiness []ReadinessCheck
 	// Logger receives every log line; nil means slog.Default().
 	Logger *slog.Logger
+	// Observe, when set, is told the event and the result (accepted, ignored, refused, rejected, ...) of
+	// every delivery, for metrics. Event names outside the ones Akira handles are reported as "other", so
+	// that unauthenticated requests cannot blow up a metric's label set.
+	Observe func(event, result string)
 }
 
 type server struct {
@@ -57,6 +61,7 @@ type server struct {
 	gh  GitHub
 	rdy []ReadinessCheck
 	log *slog.Logger
+	obs func(event, result string)
 }
 
 var setGinMode sync.Once
@@ -87,7 +92,7 @@ func NewServer(cfg ServerConfig, deps Deps) (http.Handler, error) {
 	if cfg.ReadinessTimeout <= 0 {
 		cfg.ReadinessTimeout = 2 * time.Second
 	}
-	s := &server{cfg: cfg, enq: deps.Enqueuer, gh: deps.GitHub, rdy: deps.Readiness, log: deps.Logger}
+	s := &server{cfg: cfg, enq: deps.Enqueuer, gh: deps.GitHub, rdy: deps.Readiness, log: deps.Logger, obs: deps.Observe}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

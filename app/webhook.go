@@ -76,6 +76,19 @@ func (s *server) webhook(c *gin.Context) {
 	c.Set(deliveryKey, d)
 	out := s.intake(r, c.Writer, d)
 	s.respond(c, d, out)
+	if s.obs != nil {
+		s.obs(metricEvent(d.event), out.result)
+	}
+}
+
+// metricEvent bounds the event label of metrics to the events GitHub sends an App like Akira.
+func metricEvent(event string) string {
+	switch event {
+	case "issue_comment", "push", "pull_request", "check_run", "check_suite", "installation",
+		"installation_repositories", "ping", "issues", "pull_request_review_comment":
+		return event
+	}
+	return "other"
 }
 
 func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) outcome {

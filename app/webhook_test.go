@@ -318,3 +318,21 @@ func TestServeShutsDownWithContext(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+// Deps.Observe sees every delivery's event and result, with event names outside the known set folded into
+// "other" so that unsigned requests cannot invent metric labels.
+func TestWebhookObserve(t *testing.T) {
+	h := newHarness(t)
+	h.send("ping", pingPayload())
+	bad := h.gh.SignedWebhook(h.srv.URL+"/webhook", "wrong secret", "ping", "d-bad", pingPayload())
+	h.do(bad)
+	h.do(h.gh.SignedWebhook(h.srv.URL+"/webhook", "wrong secret", "made_up_event_1234", "d-odd", pingPayload()))
+	h.send("deployment", map[string]any{"action": "created"})
+
+	h.obsMu.Lock()
+	defer h.obsMu.Unlock()
+	want := []string{"ping acknowledged", "ping rejected", "other rejected", "other ignored"}
+	if strings.Join(h.observed, ",") != strings.Join(want, ",") {
+		t.Fatalf("observed %q, want %q", h.observed, want)
+	}
+}
