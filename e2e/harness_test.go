@@ -162,6 +162,7 @@ case "$AKIRA_TASK_TITLE" in
 		exit 3
 	fi ;;
 *slow*)
+	echo $$ > "$log/pid-$AKIRA_TASK_ID"
 	touch "$log/started-$AKIRA_TASK_ID"
 	while [ ! -f "$log/release" ]; do sleep 0.1; done
 	echo "slow" > "out-$AKIRA_TASK_ID.txt" ;;

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/templates"
+)
+
+// startWorkerProcess runs a worker as a separate process: this test binary, re-executed in worker mode.
+func (e *env) startWorkerProcess(name string) *exec.Cmd {
+	e.t.Helper()
+	spec, err := json.Marshal(e.spec)
+	must(e.t, err)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec), "E2E_LOG="+e.logDir)
+	logFile, err := os.Create(filepath.Join(e.t.TempDir(), name+".log"))
+	must(e.t, err)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	must(e.t, cmd.Start())
+	e.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+		}
+		_ = logFile.Close()
+		if e.t.Failed() {
+			out, _ := os.ReadFile(logFile.Name())
+			e.t.Logf("%s output:\n%s", name, out)
+		}
+	})
+	return cmd
+}
+
+// TestWorkerKilledMidRun: the worker process is SIGKILLed while the agent works on the second task. A new
+// worker picks the job up again (asynq's lease expires), continues from the last pushed checkpoint, and
+// the run completes with every task committed exactly once and a single summary comment.
+func TestWorkerKilledMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for asynq to recover the dead worker's job (about a minute)")
+	}
+	e := newEnv(t, true)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Crash me", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a slow thing\n- [ ] Add three\n"})
+
+	first := e.startWorkerProcess("worker-1")
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.eventually("the agent to start on the slow task", func() bool {
+		_, err := os.Stat(filepath.Join(e.logDir, "started-1.2"))
+		return err == nil
+	})
+	run := e.runOf(1)
+	if got := e.taskCommits(run.Branch); got["1.1"] != 1 {
+		t.Fatalf("before the crash: checkpoints %v, want 1.1 pushed", got)
+	}
+
+	must(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	// The dead worker's agent is an orphan now: stop it so it writes nothing more.
+	if pid, err := os.ReadFile(filepath.Join(e.logDir, "pid-1.2")); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil {
+			_ = syscall.Kill(-n, syscall.SIGKILL)
+			_ = syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
+	must(t, os.WriteFile(filepath.Join(e.logDir, "release"), nil, 0o644))
+
+	e.startWorkerProcess("worker-2")
+	run = e.waitStatus(1, jobs.StatusSucceeded)
+
+	if got := e.taskCommits(run.Branch); len(got) != 3 || got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {
+		t.Errorf("checkpoints = %v, want each task exactly once", got)
+	}
+	if run.Jobs < 2 {
+		t.Errorf("the run was worked on by %d job(s); the crash should have made it 2", run.Jobs)
+	}
+	pr := e.onlyPR(run.Branch)
+	if pr.Draft {
+		t.Error("the pull request is still a draft")
+	}
+	if n := len(e.commentsWith(pr.Number, templates.SummaryMarker(run.ID))); n != 1 {
+		t.Errorf("%d summary comments, want 1", n)
+	}
+	calls, err := os.ReadFile(filepath.Join(e.logDir, "calls"))
+	must(t, err)
+	if n := strings.Count(string(calls), "1.1 "); n != 1 {
+		t.Errorf("the agent ran task 1.1 %d times; its checkpoint was pushed before the crash:\n%s", n, calls)
+	}
+}
