@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/akira-bot/akira/app"
+	"github.com/akira-bot/akira/app/gh"
+	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/bridge"
+	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/agent/profiles"
+	"github.com/akira-bot/akira/runner/config"
+)
+
+func init() { subcommands = append(subcommands, newServeCmd) }
+
+// serveEnv is the part of the environment that is not the GitHub App's (app.LoadConfigFromEnv reads that).
+type serveEnv struct {
+	RedisURL        string
+	Concurrency     int
+	WorkDir         string
+	ConfigFile      string
+	ShutdownTimeout time.Duration
+	LogLevel        slog.Level
+}
+
+func loadServeEnv(getenv func(string) string) (serveEnv, error) {
+	e := serveEnv{RedisURL: "redis://127.0.0.1:6379/0", Concurrency: 2, WorkDir: os.TempDir(), ShutdownTimeout: 5 * time.Minute}
+	var errs []error
+	if v := getenv("REDIS_URL"); v != "" {
+		e.RedisURL = v
+	}
+	if v := getenv("AKIRA_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Errorf("AKIRA_CONCURRENCY: %q is not a positive integer", v))
+		}
+		e.Concurrency = n
+	}
+	if v := getenv("AKIRA_WORKDIR"); v != "" {
+		if st, err := os.Stat(v); err != nil || !st.IsDir() {
+			errs = append(errs, fmt.Errorf("AKIRA_WORKDIR: %q is not a directory", v))
+		}
+		e.WorkDir = v
+	}
+	e.ConfigFile = getenv("AKIRA_CONFIG")
+	if v := getenv("AKIRA_SHUTDOWN_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("AKIRA_SHUTDOWN_TIMEOUT: %q is not a duration (e.g. 5m)", v))
+		}
+		e.ShutdownTimeout = d
+	}
+	if v := getenv("AKIRA_LOG_LEVEL"); v != "" {
+		if err := e.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, fmt.Errorf("AKIRA_LOG_LEVEL: %q is not debug, info, warn or error", v))
+		}
+	}
+	return e, errors.Join(errs...)
+}
+
+// redisClient opens REDIS_URL: redis://, rediss://, redis-socket:// or, for Sentinel,
+// redis-sentinel://[:password@]host1:port1,host2:port2/db?master=name.
+func redisClient(raw string) (redis.UniversalClient, error) {
+	opt, err := asynq.ParseRedisURI(raw)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil, fmt.Errorf("REDIS_URL: %q does not make a Redis client", raw)
+	}
+	return rdb, nil
+}
+
+func newServeCmd() *cobra.Command {
+	var webOnly, workerOnly bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the GitHub App: the webhook server and the workers",
+		Long: `Serve runs the GitHub App. By default one process runs the webhook server (POST /webhook) and the
+workers that run the jobs; --web-only and --worker-only split them, so that workers can scale out
+on other machines against the same Redis. Every process also serves /healthz, /readyz and /metrics.
+
+Environment:
+  GITHUB_APP_ID, GITHUB_PRIVATE_KEY_PATH or GITHUB_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET,
+  GITHUB_API_URL (default https://api.github.com/), AKIRA_ADDR (default :8080), AKIRA_BOT_LOGIN,
+  REDIS_URL (default redis://127.0.0.1:6379/0; redis-sentinel://host:port,host:port/0?master=NAME),
+  AKIRA_CONCURRENCY (runs in parallel per worker, default 2), AKIRA_WORKDIR (workspaces, default the
+  system temp dir), AKIRA_CONFIG (the operator's YAML file: agent profiles), AKIRA_SHUTDOWN_TIMEOUT
+  (how long running jobs get to reach a safe point on SIGTERM, default 5m), AKIRA_LOG_LEVEL.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if webOnly && workerOnly {
+				return withExit(2, errors.New("--web-only and --worker-only exclude each other"))
+			}
+			return serve(cmd.Context(), serveRoles{web: !workerOnly, worker: !webOnly}, os.Getenv)
+		},
+	}
+	cmd.Flags().BoolVar(&webOnly, "web-only", false, "run only the webhook server (no workers)")
+	cmd.Flags().BoolVar(&workerOnly, "worker-only", false, "run only workers (the HTTP port serves health and metrics)")
+	return cmd
+}
+
+type serveRoles struct{ web, worker bool }
+
+func serve(ctx context.Context, roles serveRoles, getenv func(string) string) error {
+	appCfg, appErr := app.LoadConfigFromEnv(getenv)
+	env, envErr := loadServeEnv(getenv)
+	op, opErr := config.LoadOperator(env.ConfigFile)
+	if opErr != nil {
+		opErr = fmt.Errorf("AKIRA_CONFIG: %w", opErr)
+	}
+	if err := errors.Join(appErr, envErr, opErr); err != nil {
+		return withExit(2, fmt.Errorf("configuration:\n%w", err))
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: env.LogLevel}))
+	slog.SetDefault(log)
+
+	rdb, err := redisClient(env.RedisURL)
+	if err != nil {
+		return withExit(2, err)
+	}
+	defer rdb.Close()
+	ghApp, err := gh.NewApp(gh.AppConfig{AppID: appCfg.AppID, PrivateKeyPEM: appCfg.PrivateKeyPEM, BaseURL: appCfg.APIURL, Logger: log})
+	if err != nil {
+		return withExit(2, err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	inspector := asynq.NewInspectorFromRedisClient(rdb)
+	metrics, err := jobs.NewMetrics(reg, inspector, jobs.Queue)
+	if err != nil {
+		return err
+	}
+	asynqClient := asynq.NewClientFromRedisClient(rdb)
+	defer asynqClient.Close()
+	store := jobs.NewStore(rdb, "")
+	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{})
+
+	ready := []app.ReadinessCheck{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	var webhookHandler http.Handler
+	if roles.web {
+		webhooks := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "akira_webhooks_total", Help: "Webhook deliveries, by event and result.",
+		}, []string{"event", "result"})
+		reg.MustRegister(webhooks)
+		botLogin := appCfg.BotLogin
+		if botLogin == "" {
+			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			botLogin, err = ghApp.BotLogin(lctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("serve: ask GitHub for the app's bot login (or set AKIRA_BOT_LOGIN): %w", err)
+			}
+		}
+		srvCfg := appCfg.Server()
+		srvCfg.BotLogin = botLogin
+		webhookHandler, err = app.NewServer(srvCfg, app.Deps{
+			Enqueuer:  &bridge.Enqueuer{Jobs: enq, StatusFunc: store.StatusText},
+			GitHub:    app.NewAppGitHub(ghApp, op.ValidateRepo),
+			Readiness: ready,
+			Logger:    log,
+			Observe:   func(event, result string) { webhooks.WithLabelValues(event, result).Inc() },
+		})
+		if err != nil {
+			return err
+		}
+	} else {
+		// A worker-only process answers health probes the same way, without a webhook route.
+		webhookHandler = healthOnly(ready)
+	}
+	mux.Handle("/", webhookHandler)
+
+	var worker *asynq.Server
+	if roles.worker {
+		h, err := jobs.NewHandler(jobs.Deps{
+			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
+			GitHub:   bridge.Installations(ghApp, bridge.WebURL(appCfg.APIURL)),
+			Operator: op, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir,
+			Metrics: metrics, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		worker = jobs.NewWorker(rdb, jobs.WorkerConfig{Concurrency: env.Concurrency, ShutdownTimeout: env.ShutdownTimeout, Logger: log})
+		if err := worker.Start(jobs.NewServeMux(h)); err != nil {
+			return fmt.Errorf("serve: start workers: %w", err)
+		}
+		log.Info("workers started", "concurrency", env.Concurrency, "workdir", env.WorkDir, "agents", strings.Join(op.AgentNames(), ","))
+	}
+
+	log.Info("akira serving", "addr", appCfg.Addr, "web", roles.web, "worker", roles.worker, "version", version)
+	err = app.ListenAndServe(ctx, appCfg.Addr, mux, 30*time.Second)
+	if worker != nil {
+		// Stop taking jobs; running ones get AKIRA_SHUTDOWN_TIMEOUT to reach a safe point, after which
+		// their context ends and asynq puts them back: a retried run resumes from its last checkpoint.
+		log.Info("stopping workers", "grace", env.ShutdownTimeout)
+		worker.Shutdown()
+	}
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	log.Info("akira stopped")
+	return nil
+}
+
+// healthOnly is the HTTP handler of a worker-only process: /healthz and /readyz.
+func healthOnly(ready []app.ReadinessCheck) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintln(w, `{"status":"ok"}`)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		for _, c := range ready {
+			if err := c.Check(ctx); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "{\"status\":\"unavailable\",\"failing\":[%q]}\n", c.Name)
+				return
+			}
+		}
+		fmt.Fprintln(w, `{"status":"ready"}`)
+	})
+	return mux
+}
+
+// agentFactory builds the agents of the operator's profiles for the workers, the same way akira run does.
+func agentFactory(workDir string, log *slog.Logger) jobs.AgentFactory {
+	return func(name string, p config.AgentProfile) (agent.Agent, error) {
+		return profiles.New(name, p, profiles.Options{TempDir: workDir, Logger: log})
+	}
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/app/githubtest"
+)
+
+func testRedisAddr() string {
+	if a := os.Getenv("AKIRA_TEST_REDIS"); a != "" {
+		return a
+	}
+	return "127.0.0.1:6379"
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// serveDB is the Redis database of these tests: the real binary uses Akira's default key prefix and
+// queue, so it gets a database of its own rather than sharing the one other packages' tests use.
+const serveDB = 13
+
+// startServe starts the real `akira serve` binary against the fake GitHub and returns its base URL.
+func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args ...string) (string, *exec.Cmd, *strings.Builder) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: testRedisAddr(), DB: serveDB})
+	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatalf("redis at %s: %v", testRedisAddr(), err)
+	}
+	t.Cleanup(func() { rdb.FlushDB(context.Background()); rdb.Close() })
+
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key.pem")
+	agentScript := filepath.Join(dir, "agent.sh")
+	opFile := filepath.Join(dir, "akira.yaml")
+	mustWrite(t, key, string(fake.PrivateKeyPEM()))
+	mustWrite(t, agentScript, "#!/bin/sh\necho \"$AKIRA_TASK_TITLE\" > \"task-$AKIRA_TASK_ID.txt\"\n")
+	mustWrite(t, opFile, "default_agent: script\nagents:\n  script:\n    kind: exec\n    command: sh "+agentScript+"\n")
+	addr := freeAddr(t)
+	cmd := exec.Command(akiraBin, append([]string{"serve"}, args...)...)
+	cmd.Env = append(os.Environ(),
+		fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()), "GITHUB_PRIVATE_KEY_PATH="+key, "GITHUB_WEBHOOK_SECRET=serve-secret",
+		"GITHUB_API_URL="+fake.URL(), "AKIRA_ADDR="+addr, fmt.Sprintf("REDIS_URL=redis://%s/%d", testRedisAddr(), serveDB),
+		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+t.TempDir(), "AKIRA_SHUTDOWN_TIMEOUT=5s")
+	cmd.Env = append(cmd.Env, extraEnv...)
+	logs := &strings.Builder{}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logs.WriteString(sc.Text() + "\n")
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-logDone
+		if t.Failed() {
+			t.Logf("akira serve log:\n%s", logs.String())
+		}
+	})
+	base := "http://" + addr
+	waitFor(t, "akira serve to answer /healthz", func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return base, cmd, logs
+}
+
+func mustWrite(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it holds or the test's deadline comes near; it asserts nothing about time.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(5 * time.Minute)
+	}
+	for !cond() {
+		if time.Now().After(deadline.Add(-15 * time.Second)) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestServeEndToEnd runs the real binary as one process (web + worker): a /akira run comment on an issue
+// becomes a draft PR whose branch gets one checkpoint per task of the issue's checklist, the PR is marked
+// ready, /metrics counts it all, and SIGTERM stops the process cleanly.
+func TestServeEndToEnd(t *testing.T) {
+	fake := githubtest.New(t)
+	fake.CreateRepo("octo", "svc", map[string]string{"README.md": "svc\n"})
+	fake.SetPermission("octo", "svc", "alice", "write")
+	issue := fake.AddIssue("octo", "svc", githubtest.Issue{Title: "Add two files", User: "alice",
+		Body: "Please:\n\n- [ ] Write the first file\n- [ ] Write the second file (depends: 1.1)\n"})
+	base, cmd, _ := startServe(t, fake, nil)
+
+	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz = %d %s", code, body)
+	}
+	c := fake.AddComment("octo", "svc", issue.Number, "alice", "/akira run")
+	user := map[string]any{"login": "alice", "id": 7, "type": "User"}
+	payload := map[string]any{
+		"action": "created", "installation": map[string]any{"id": fake.InstallationID("octo", "svc")},
+		"repository": map[string]any{"name": "svc", "full_name": "octo/svc", "default_branch": "main",
+			"owner": map[string]any{"login": "octo", "type": "User"}},
+		"sender": user, "issue": map[string]any{"number": issue.Number, "title": issue.Title, "user": user},
+		"comment": map[string]any{"id": c.ID, "body": "/akira run", "user": user},
+	}
+	for range 2 { // a redelivery of the same delivery id runs once
+		resp, err := http.DefaultClient.Do(fake.SignedWebhook(base+"/webhook", "serve-secret", "issue_comment", "serve-delivery-1", payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("webhook answer %d, want 202", resp.StatusCode)
+		}
+	}
+
+	branch := fmt.Sprintf("akira/issue-%d", issue.Number)
+	waitFor(t, "the PR to be marked ready", func() bool {
+		for _, pr := range fake.PullRequests("octo", "svc") {
+			if pr.Head == branch && !pr.Draft {
+				return true
+			}
+		}
+		return false
+	})
+	var tasks []string
+	for _, commit := range fake.Log("octo", "svc", branch) {
+		if id := commit.Trailers["Akira-Task"]; id != "" {
+			tasks = append(tasks, id)
+		}
+	}
+	if strings.Join(tasks, ",") != "1.2,1.1" {
+		t.Fatalf("checkpoints on %s (newest first) = %v, want 1.2,1.1", branch, tasks)
+	}
+	if got, _ := fake.FileAt("octo", "svc", branch, "task-1.2.txt"); strings.TrimSpace(got) != "Write the second file" {
+		t.Fatalf("task-1.2.txt = %q", got)
+	}
+	_, metrics := httpGet(t, base+"/metrics")
+	for _, want := range []string{
+		`akira_webhooks_total{event="issue_comment",result="accepted"} 2`,
+		`akira_jobs_total{outcome="succeeded",type="akira:run"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("akira serve after SIGTERM: %v", err)
+	}
+}
+
+func TestServeConfigurationErrors(t *testing.T) {
+	cmd := exec.Command(akiraBin, "serve")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "AKIRA_CONCURRENCY=lots", "GITHUB_API_URL=not a url"}
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, out)
+	}
+	for _, name := range []string{"GITHUB_APP_ID", "GITHUB_WEBHOOK_SECRET", "GITHUB_PRIVATE_KEY", "GITHUB_API_URL", "AKIRA_CONCURRENCY"} {
+		if !strings.Contains(string(out), name) {
+			t.Errorf("the error does not name %s:\n%s", name, out)
+		}
+	}
+}
+
+func TestServeWorkerOnlyHealth(t *testing.T) {
+	fake := githubtest.New(t)
+	base, _, _ := startServe(t, fake, nil, "--worker-only")
+	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK || !strings.Contains(body, "ready") {
+		t.Fatalf("/readyz = %d %s", code, body)
+	}
+	if code, _ := httpGet(t, base+"/metrics"); code != http.StatusOK {
+		t.Fatalf("/metrics = %d", code)
+	}
+	resp, err := http.Post(base+"/webhook", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a worker-only process answered /webhook with %d", resp.StatusCode)
+	}
+}
