@@ -14,10 +14,11 @@ import (
 
 // parkedIssueRun starts a run on a new issue whose second task (flaky) fails every attempt, and waits for
 // it to park.
-func (e *env) parkedIssueRun(number int) (*jobs.Run, githubtest.PullRequest) {
+func (e *env) parkedIssueRun(title string) (*jobs.Run, githubtest.PullRequest) {
 	e.t.Helper()
-	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: number, Title: "Issue " + string(rune('A'+number)), User: "alice",
+	is := e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Title: title, User: "alice",
 		Body: "- [ ] Add a stable thing\n- [ ] Add a flaky thing\n- [ ] Add a last thing\n  - depends: 1.2\n"})
+	number := is.Number
 	e.comment(number, "alice", "/akira run", false, http.StatusAccepted)
 	run := e.waitStatus(number, jobs.StatusParked)
 	pr := e.onlyPR(run.Branch)
@@ -30,7 +31,7 @@ func (e *env) parkedIssueRun(number int) (*jobs.Run, githubtest.PullRequest) {
 func TestEscalation(t *testing.T) {
 	e := newEnv(t, false)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
-	run, pr := e.parkedIssueRun(1)
+	run, pr := e.parkedIssueRun("Flaky")
 
 	if len(run.Parked) != 1 || run.Parked[0].TaskID != "1.2" {
 		t.Fatalf("parked = %+v, want task 1.2", run.Parked)
@@ -99,7 +100,8 @@ func TestDecisions(t *testing.T) {
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 
 	t.Run("skip", func(t *testing.T) {
-		run, pr := e.parkedIssueRun(1)
+		e := e.sub(t)
+		run, pr := e.parkedIssueRun("Issue 1")
 		e.comment(pr.Number, "alice", "/akira skip", true, http.StatusAccepted)
 		run = e.waitStatus(pr.Number, jobs.StatusSucceeded)
 		if s := run.Task("1.2").Status; s != templates.StatusSkipped {
@@ -113,9 +115,16 @@ func TestDecisions(t *testing.T) {
 		}
 	})
 
-	t.Run("approve", func(t *testing.T) {
-		run, pr := e.parkedIssueRun(2)
-		e.comment(pr.Number, "alice", "/akira approve", true, http.StatusAccepted)
+	t.Run("approve button", func(t *testing.T) {
+		e := e.sub(t)
+		run, pr := e.parkedIssueRun("Issue 2")
+		cr := e.latestCheckRuns()["akira: 1.2 Add a flaky thing"]
+		e.deliver("check_run", "button-1", map[string]any{
+			"action": "requested_action", "installation": e.installation(), "repository": e.repository(), "sender": user("alice"),
+			"check_run": map[string]any{"id": cr.ID, "external_id": cr.ExternalID, "head_sha": cr.HeadSHA,
+				"app": map[string]any{"id": e.gh.AppID()}, "pull_requests": []map[string]any{{"number": pr.Number}}},
+			"requested_action": map[string]any{"identifier": "approve"},
+		}, http.StatusAccepted)
 		run = e.waitStatus(pr.Number, jobs.StatusSucceeded)
 		if got := e.taskCommits(run.Branch); got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {
 			t.Errorf("checkpoints after approve = %v, want one per task", got)
@@ -123,7 +132,8 @@ func TestDecisions(t *testing.T) {
 	})
 
 	t.Run("abort", func(t *testing.T) {
-		run, pr := e.parkedIssueRun(3)
+		e := e.sub(t)
+		run, pr := e.parkedIssueRun("Issue 3")
 		e.comment(pr.Number, "alice", "/akira abort", true, http.StatusAccepted)
 		run = e.waitStatus(pr.Number, jobs.StatusAborted)
 		if run.AbortedBy != "alice" {
@@ -138,7 +148,8 @@ func TestDecisions(t *testing.T) {
 	})
 
 	t.Run("branch moved", func(t *testing.T) {
-		run, pr := e.parkedIssueRun(4)
+		e := e.sub(t)
+		run, pr := e.parkedIssueRun("Issue 4")
 		e.gh.PushCommit(e.owner, e.repo, githubtest.Push{Branch: run.Branch, Files: map[string]string{"human.txt": "mine\n"}})
 		e.comment(pr.Number, "alice", "/akira approve", true, http.StatusAccepted)
 		e.eventually("a reply saying why nothing happened", func() bool {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -92,6 +91,29 @@ func (e *env) onlyPR(head string) githubtest.PullRequest {
 	return found[0]
 }
 
-var _ = context.Background
-var _ = os.ReadFile
-var _ = filepath.Join
+
+// TestSecondRunWhileActive: `/akira run` again while the issue's run works is answered, not started:
+// never two writers on one branch.
+func TestSecondRunWhileActive(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Twice", User: "alice", Body: "- [ ] Add a slow thing\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.eventually("the agent to start", func() bool {
+		_, err := os.Stat(filepath.Join(e.logDir, "started-1.1"))
+		return err == nil
+	})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.eventually("a reply that a run is in progress", func() bool {
+		return len(e.commentsWith(1, "already in progress")) == 1
+	})
+	must(t, os.WriteFile(filepath.Join(e.logDir, "release"), nil, 0o644))
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	if got := e.taskCommits(run.Branch); got["1.1"] != 1 {
+		t.Errorf("checkpoints = %v", got)
+	}
+	pr := e.onlyPR(run.Branch)
+	if n := len(e.commentsWith(pr.Number, "<!-- akira:summary")); n != 1 {
+		t.Errorf("%d summary comments, want 1", n)
+	}
+}

@@ -228,6 +228,13 @@ func newEnv(t *testing.T, external bool) *env {
 	return e
 }
 
+// sub is e for a subtest: its failures belong to t.
+func (e *env) sub(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
 // testLogger writes to the test log, and only while the test runs.
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
