@@ -91,7 +91,6 @@ func (e *env) onlyPR(head string) githubtest.PullRequest {
 	return found[0]
 }
 
-
 // TestSecondRunWhileActive: `/akira run` again while the issue's run works is answered, not started:
 // never two writers on one branch.
 func TestSecondRunWhileActive(t *testing.T) {
