@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestPackageBoundaries holds the import rules of DESIGN.md: the engine (runner/...) depends on none of
+// the GitHub or queue code, and only app/... imports gin, go-github and ghinstallation directly.
+func TestPackageBoundaries(t *testing.T) {
+	const module = "github.com/akira-bot/akira/"
+	list := func(args ...string) []string {
+		t.Helper()
+		out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("go list %v: %v", args, err)
+		}
+		return strings.Fields(string(out))
+	}
+	forbiddenForRunner := []string{module + "app", module + "jobs", "github.com/gin-gonic/gin", "github.com/google/go-github", "github.com/hibiken/asynq", "github.com/bradleyfalzon/ghinstallation"}
+	for _, dep := range list("-deps", "-test", module+"runner/...") {
+		for _, bad := range forbiddenForRunner {
+			if dep == bad || strings.HasPrefix(dep, bad+"/") {
+				t.Errorf("runner/... depends on %s", dep)
+			}
+		}
+	}
+	githubOnly := []string{"github.com/gin-gonic/gin", "github.com/google/go-github", "github.com/bradleyfalzon/ghinstallation"}
+	for _, line := range list("-f", `{{.ImportPath}}:{{join .Imports ","}}`, module+"...") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		if strings.HasPrefix(pkg, module+"app") {
+			continue
+		}
+		for _, imp := range strings.Split(imports, ",") {
+			for _, bad := range githubOnly {
+				if imp == bad || strings.HasPrefix(imp, bad+"/") {
+					t.Errorf("%s imports %s: only app/... may", pkg, imp)
+				}
+			}
+		}
+	}
+}
