@@ -203,6 +203,17 @@ func TestServeEndToEnd(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("akira serve after SIGTERM: %v", err)
 	}
+
+	// Everything Akira sent GitHub during the run must be what GitHub's published API accepts.
+	if spec, ok := githubtest.OpenAPISubsetPath(); ok {
+		reqs := fake.Requests()
+		if len(reqs) < 10 {
+			t.Fatalf("only %d requests recorded", len(reqs))
+		}
+		githubtest.CheckRequestsAgainstOpenAPI(t, spec, reqs)
+	} else {
+		t.Log("../shared/fixtures/github not found: requests not checked against the OpenAPI subset")
+	}
 }
 
 func TestServeConfigurationErrors(t *testing.T) {
