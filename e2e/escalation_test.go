@@ -101,9 +101,9 @@ func TestDecisions(t *testing.T) {
 
 	t.Run("skip", func(t *testing.T) {
 		e := e.sub(t)
-		run, pr := e.parkedIssueRun("Issue 1")
+		_, pr := e.parkedIssueRun("Issue 1")
 		e.comment(pr.Number, "alice", "/akira skip", true, http.StatusAccepted)
-		run = e.waitStatus(pr.Number, jobs.StatusSucceeded)
+		run := e.waitStatus(pr.Number, jobs.StatusSucceeded)
 		if s := run.Task("1.2").Status; s != templates.StatusSkipped {
 			t.Errorf("skipped task status %q", s)
 		}
@@ -117,7 +117,7 @@ func TestDecisions(t *testing.T) {
 
 	t.Run("approve button", func(t *testing.T) {
 		e := e.sub(t)
-		run, pr := e.parkedIssueRun("Issue 2")
+		_, pr := e.parkedIssueRun("Issue 2")
 		cr := e.latestCheckRuns()["akira: 1.2 Add a flaky thing"]
 		e.deliver("check_run", "button-1", map[string]any{
 			"action": "requested_action", "installation": e.installation(), "repository": e.repository(), "sender": user("alice"),
@@ -125,7 +125,7 @@ func TestDecisions(t *testing.T) {
 				"app": map[string]any{"id": e.gh.AppID()}, "pull_requests": []map[string]any{{"number": pr.Number}}},
 			"requested_action": map[string]any{"identifier": "approve"},
 		}, http.StatusAccepted)
-		run = e.waitStatus(pr.Number, jobs.StatusSucceeded)
+		run := e.waitStatus(pr.Number, jobs.StatusSucceeded)
 		if got := e.taskCommits(run.Branch); got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {
 			t.Errorf("checkpoints after approve = %v, want one per task", got)
 		}
@@ -133,9 +133,9 @@ func TestDecisions(t *testing.T) {
 
 	t.Run("abort", func(t *testing.T) {
 		e := e.sub(t)
-		run, pr := e.parkedIssueRun("Issue 3")
+		_, pr := e.parkedIssueRun("Issue 3")
 		e.comment(pr.Number, "alice", "/akira abort", true, http.StatusAccepted)
-		run = e.waitStatus(pr.Number, jobs.StatusAborted)
+		run := e.waitStatus(pr.Number, jobs.StatusAborted)
 		if run.AbortedBy != "alice" {
 			t.Errorf("aborted by %q", run.AbortedBy)
 		}

@@ -103,7 +103,8 @@ func TestJobIDs(t *testing.T) {
 	if got := r.JobID(); got != "resume:d-9" {
 		t.Errorf("resume JobID without a comment = %q", got)
 	}
-	if RunIDFor("d-1") != RunIDFor("d-1") || RunIDFor("d-1") == RunIDFor("d-2") || len(RunIDFor("x")) != 12 {
+	first, again := RunIDFor("d-1"), RunIDFor("d-1")
+	if first != again || first == RunIDFor("d-2") || len(RunIDFor("x")) != 12 {
 		t.Errorf("RunIDFor must be stable, distinct per delivery and 12 characters: %q %q", RunIDFor("d-1"), RunIDFor("d-2"))
 	}
 }

@@ -92,11 +92,6 @@ func (f *fixture) log(t *testing.T, branch string) []string {
 	return strings.Split(out, "\n")
 }
 
-func (f *fixture) show(t *testing.T, rev string) string {
-	t.Helper()
-	return gittest.Git(t, f.repo.Remote, "show", rev)
-}
-
 // calls reads the agent invocation log written by scripts as "task attempt" lines.
 func (f *fixture) calls(t *testing.T) []string {
 	t.Helper()
