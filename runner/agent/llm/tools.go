@@ -189,30 +189,39 @@ func (tb *toolbox) dirPrefix(dir string) (string, error) {
 	return rel + "/", nil
 }
 
-func (tb *toolbox) listFiles(ctx context.Context, pattern, dir string) (string, error) {
-	if pattern != "" {
-		if err := validGlob(pattern); err != nil {
-			return "", fmt.Errorf("bad pattern %q: %v", pattern, err)
+// filesMatching lists the workspace's files (honouring .gitignore) below dir whose path relative to
+// dir matches glob (every file when glob is empty). what names the glob in errors the model sees.
+func (tb *toolbox) filesMatching(ctx context.Context, dir, glob, what string) ([]string, error) {
+	if glob != "" {
+		if err := validGlob(glob); err != nil {
+			return nil, fmt.Errorf("bad %s %q: %v", what, glob, err)
 		}
 	}
 	prefix, err := tb.dirPrefix(dir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	all, err := tb.ws.files(ctx)
 	if err != nil {
-		return "", fmt.Errorf("list files: %v", err)
+		return nil, fmt.Errorf("list files: %v", err)
+	}
+	var out []string
+	for _, f := range all {
+		if strings.HasPrefix(f, prefix) && (glob == "" || matchGlob(glob, strings.TrimPrefix(f, prefix))) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+func (tb *toolbox) listFiles(ctx context.Context, pattern, dir string) (string, error) {
+	files, err := tb.filesMatching(ctx, dir, pattern, "pattern")
+	if err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	n := 0
-	for _, f := range all {
-		if !strings.HasPrefix(f, prefix) {
-			continue
-		}
-		// A pattern is relative to the listed directory.
-		if pattern != "" && !matchGlob(pattern, strings.TrimPrefix(f, prefix)) {
-			continue
-		}
+	for _, f := range files {
 		if n < maxListEntries {
 			b.WriteString(f + "\n")
 		}
@@ -364,27 +373,15 @@ func (tb *toolbox) search(ctx context.Context, pattern, dir, glob string, ignore
 	if err != nil {
 		return "", fmt.Errorf("bad regular expression: %v", err)
 	}
-	if glob != "" {
-		if err := validGlob(glob); err != nil {
-			return "", fmt.Errorf("bad glob %q: %v", glob, err)
-		}
-	}
-	prefix, err := tb.dirPrefix(dir)
+	files, err := tb.filesMatching(ctx, dir, glob, "glob")
 	if err != nil {
 		return "", err
 	}
-	all, err := tb.ws.files(ctx)
-	if err != nil {
-		return "", fmt.Errorf("list files: %v", err)
-	}
 	var b strings.Builder
 	n := 0
-	for _, f := range all {
+	for _, f := range files {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
-		}
-		if !strings.HasPrefix(f, prefix) || (glob != "" && !matchGlob(glob, strings.TrimPrefix(f, prefix))) {
-			continue
 		}
 		abs := filepath.Join(tb.ws.root, filepath.FromSlash(f))
 		// Symlinks are skipped: their target may be outside the workspace.
