@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,7 +64,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 		t.Fatalf("read pid: %v", rerr)
 	}
 	var pid int
-	if _, serr := fmtSscan(strings.TrimSpace(string(raw)), &pid); serr != nil {
+	if _, serr := fmt.Sscan(strings.TrimSpace(string(raw)), &pid); serr != nil {
 		t.Fatalf("parse pid %q: %v", raw, serr)
 	}
 	waitGone(t, pid)
@@ -87,7 +89,7 @@ func TestBackgroundChildKilledAfterExit(t *testing.T) {
 	}
 	raw, _ := os.ReadFile(pidFile)
 	var pid int
-	if _, err := fmtSscan(strings.TrimSpace(string(raw)), &pid); err != nil {
+	if _, err := fmt.Sscan(strings.TrimSpace(string(raw)), &pid); err != nil {
 		t.Fatalf("parse pid %q: %v", raw, err)
 	}
 	waitGone(t, pid)
@@ -100,12 +102,18 @@ func waitGone(t *testing.T, pid int) {
 			return
 		}
 		// A zombie still answers kill(0); it is dead once it is not in state R/S.
-		if st, err := os.ReadFile(filepathJoin("/proc", pid, "stat")); err == nil && zombie(st) {
+		if st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err == nil && zombie(st) {
 			return
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 	t.Fatalf("process %d still alive", pid)
+}
+
+// zombie reports whether a /proc/<pid>/stat line says the process has exited but is not reaped.
+func zombie(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 func TestOutputCapKeepsHeadAndTail(t *testing.T) {
