@@ -47,3 +47,16 @@ func BenchmarkTickMarkdown(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseHostileTitle parses one task whose title is half a megabyte of unclosed "(depends: ".
+// Roadmaps arrive from pushes and issue bodies, so parsing must stay linear in hostile input: compare
+// its MB/s with BenchmarkParseMarkdown's (it was quadratic once: ~1 s for this input).
+func BenchmarkParseHostileTitle(b *testing.B) {
+	data := []byte("- [ ] " + strings.Repeat("(depends: ", 50000) + "\n")
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ParseMarkdown("ROADMAP.md", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -709,7 +709,11 @@ func idPrefixLen(s string) int {
 func cutInlineDeps(s string) (string, []string) {
 	var deps []string
 	masked := blankCodeSpans(s) // same length as s
-	for i := 0; i < len(s); i++ {
+	// One pass, copying what stays: a title of many "(" without ")" must not cost a scan per "(".
+	lastClose := strings.LastIndexByte(masked, ')')
+	var out strings.Builder
+	copied := 0 // s[:copied] has been written to out, or dropped
+	for i := 0; i < lastClose; i++ {
 		if masked[i] != '(' {
 			continue
 		}
@@ -718,17 +722,23 @@ func cutInlineDeps(s string) (string, []string) {
 		if !ok {
 			continue
 		}
-		j := strings.IndexByte(t[n:], ')')
-		if j < 0 {
-			continue
-		}
 		start := len(s) - len(t)
+		j := strings.IndexByte(masked[start+n:], ')')
+		if j < 0 {
+			break // no ")" after the keyword, so none after any later "(" either
+		}
 		deps = append(deps, splitIDs(s[start+n:start+n+j])...)
 		end := start + n + j + 1
-		s = s[:i] + " " + s[end:]
-		masked = masked[:i] + " " + masked[end:]
+		out.WriteString(s[copied:i])
+		out.WriteByte(' ')
+		copied = end
+		i = end - 1
 	}
-	return s, deps
+	if copied == 0 {
+		return s, deps
+	}
+	out.WriteString(s[copied:])
+	return out.String(), deps
 }
 
 // depKeyword matches "depends:", "depends on", "depends on:" and "after:" and returns the length.
