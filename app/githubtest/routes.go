@@ -303,14 +303,23 @@ func (s *Server) getPermission(w http.ResponseWriter, r *http.Request, c *call) 
 // maxCommentLen is GitHub's limit on an issue comment body, in characters.
 const maxCommentLen = 65536
 
-func (s *Server) getIssue(w http.ResponseWriter, r *http.Request, c *call) {
+// pathIssue is the issue (or pull request) the route's {issue_number} names; it answers 404 itself.
+func pathIssue(w http.ResponseWriter, r *http.Request, c *call) (*issue, bool) {
 	n, ok := pathInt(w, r, "issue_number")
 	if !ok {
-		return
+		return nil, false
 	}
 	is := c.repo.issues[int(n)]
 	if is == nil {
 		writeError(w, http.StatusNotFound, "Not Found")
+		return nil, false
+	}
+	return is, true
+}
+
+func (s *Server) getIssue(w http.ResponseWriter, r *http.Request, c *call) {
+	is, ok := pathIssue(w, r, c)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.issueJSON(c.repo, is))
@@ -336,13 +345,8 @@ func commentBody(w http.ResponseWriter, r *http.Request) (string, bool) {
 }
 
 func (s *Server) createComment(w http.ResponseWriter, r *http.Request, c *call) {
-	n, ok := pathInt(w, r, "issue_number")
+	is, ok := pathIssue(w, r, c)
 	if !ok {
-		return
-	}
-	is := c.repo.issues[int(n)]
-	if is == nil {
-		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
 	body, ok := commentBody(w, r)
@@ -374,15 +378,11 @@ func (s *Server) updateComment(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 func (s *Server) listComments(w http.ResponseWriter, r *http.Request, c *call) {
-	n, ok := pathInt(w, r, "issue_number")
+	is, ok := pathIssue(w, r, c)
 	if !ok {
 		return
 	}
-	if c.repo.issues[int(n)] == nil {
-		writeError(w, http.StatusNotFound, "Not Found")
-		return
-	}
-	all := s.issueComments(c.repo, int(n))
+	all := s.issueComments(c.repo, is.number)
 	if since := r.URL.Query().Get("since"); since != "" {
 		t, err := time.Parse(time.RFC3339, since)
 		if err != nil {
