@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -11,46 +10,13 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/app/githubtest"
-	"github.com/akira-bot/akira/runner/config"
 )
-
-func BenchmarkParse(b *testing.B) {
-	body := strings.Repeat("Some discussion of the change.\n\n```go\n/akira abort\n```\n> /akira skip\n", 20) +
-		"/akira retry use the v2 client\nand keep the old test\n"
-	for b.Loop() {
-		if _, ok := Parse(body).(Command); !ok {
-			b.Fatal("no command")
-		}
-	}
-}
-
-// noGitHub fails every call: the benchmarked deliveries must be answered without asking GitHub.
-type noGitHub struct{}
-
-func (noGitHub) PermissionLevel(context.Context, int64, string, string, string) (string, error) {
-	panic("GitHub called")
-}
-func (noGitHub) RepoConfig(context.Context, int64, string, string, string) (config.Repo, error) {
-	panic("GitHub called")
-}
-func (noGitHub) PullRequest(context.Context, int64, string, string, int) (PullRequestInfo, error) {
-	panic("GitHub called")
-}
-func (noGitHub) PullRequestFiles(context.Context, int64, string, string, int) ([]string, error) {
-	panic("GitHub called")
-}
-func (noGitHub) CreateComment(context.Context, int64, string, string, int, string) error {
-	panic("GitHub called")
-}
-func (noGitHub) AddReaction(context.Context, int64, string, string, int64, string) error {
-	panic("GitHub called")
-}
 
 // BenchmarkWebhookIgnoredComment is the intake's own cost for the most common delivery: a signed comment
 // without a command (read, verify, decode, parse, answer), in process.
 func BenchmarkWebhookIgnoredComment(b *testing.B) {
 	h, err := NewServer(ServerConfig{AppID: 1, WebhookSecret: []byte(testSecret)},
-		Deps{Enqueuer: &recordingEnqueuer{}, GitHub: noGitHub{}, Logger: slog.New(slog.DiscardHandler)})
+		Deps{Enqueuer: &recordingEnqueuer{}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

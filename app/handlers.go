@@ -4,53 +4,85 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
-	"github.com/akira-bot/akira/app/gh"
-	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/jobs"
 )
-
-// reactionAccepted acknowledges a command Akira took.
-const reactionAccepted = "eyes"
 
 // maxPushCommits is how many commits GitHub lists in a push payload; a longer push is cut there.
 const maxPushCommits = 20
 
-func (s *server) route(ctx context.Context, d *delivery) outcome {
+// route unpacks a delivery into an intake task, or says why Akira never acts on it. Only what the
+// payload itself tells is looked at: everything that asks GitHub happens in the intake job.
+func (s *server) route(ctx context.Context, d *delivery) answer {
+	var (
+		p   jobs.IntakePayload
+		why string
+	)
 	switch d.event {
 	case "ping":
-		return outcome{status: http.StatusOK, result: resultAcknowledged, reason: "pong"}
+		return answer{status: http.StatusOK, result: resultAcknowledged, reason: "pong"}
 	case "installation", "installation_repositories":
-		return outcome{status: http.StatusOK, result: resultAcknowledged, reason: d.event + " " + d.env.Action}
-	case "issue_comment":
+		return answer{status: http.StatusOK, result: resultAcknowledged, reason: d.event + " " + d.env.Action}
+	case jobs.EventIssueComment:
 		var ev issueCommentEvent
 		if err := json.Unmarshal(d.payload, &ev); err != nil {
 			return rejected(http.StatusBadRequest, "malformed issue_comment payload")
 		}
-		return s.onIssueComment(ctx, d, &ev)
-	case "push":
+		p, why = s.onIssueComment(&ev)
+	case jobs.EventPush:
 		var ev pushEvent
 		if err := json.Unmarshal(d.payload, &ev); err != nil {
 			return rejected(http.StatusBadRequest, "malformed push payload")
 		}
-		return s.onPush(ctx, d, &ev)
-	case "pull_request":
+		p, why = s.onPush(&ev)
+	case jobs.EventPullRequest:
 		var ev pullRequestEvent
 		if err := json.Unmarshal(d.payload, &ev); err != nil {
 			return rejected(http.StatusBadRequest, "malformed pull_request payload")
 		}
-		return s.onPullRequest(ctx, d, &ev)
-	case "check_run":
+		p, why = s.onPullRequest(&ev)
+	case jobs.EventCheckRun:
 		var ev checkRunEvent
 		if err := json.Unmarshal(d.payload, &ev); err != nil {
 			return rejected(http.StatusBadRequest, "malformed check_run payload")
 		}
-		return s.onCheckRun(ctx, d, &ev)
+		if ev.Action == "requested_action" && ev.RequestedAction == nil {
+			return rejected(http.StatusBadRequest, "requested_action without requested_action")
+		}
+		p, why = s.onCheckRun(&ev)
+	default:
+		return ignored("event " + d.event + " is not handled")
 	}
-	return ignored("event " + d.event + " is not handled")
+	if why != "" {
+		return ignored(why)
+	}
+	if why := targetOf(d.env, &p); why != "" {
+		return ignored(why)
+	}
+	p.DeliveryID, p.Event, p.Sender = d.id, d.event, d.env.senderLogin()
+	err := s.enq.EnqueueIntake(ctx, p)
+	switch {
+	case err == nil:
+		return accepted("intake enqueued")
+	case errors.Is(err, jobs.ErrDuplicate):
+		return accepted("already enqueued")
+	case ctx.Err() != nil:
+		return unavailable("timed out enqueueing", err)
+	}
+	return unavailable("could not enqueue", err)
+}
+
+// targetOf fills in the repository and installation a delivery is about, or says why there is none.
+func targetOf(e envelope, p *jobs.IntakePayload) string {
+	owner, repo := e.ownerRepo()
+	if e.installationID() == 0 || owner == "" || repo == "" {
+		return "no installation or repository in the payload"
+	}
+	p.InstallationID, p.Owner, p.Repo = e.installationID(), owner, repo
+	p.DefaultBranch, p.RepoURL = e.Repository.DefaultBranch, e.Repository.HTMLURL
+	return ""
 }
 
 // isBot reports whether a user is a bot: Akira itself or any other app or bot account. Bots never command
@@ -67,435 +99,104 @@ func (s *server) isBotLogin(login string) bool {
 		(s.cfg.BotLogin != "" && strings.EqualFold(login, s.cfg.BotLogin))
 }
 
-// target is the repository a delivery is about, with the installation that can act on it.
-type target struct {
-	installationID int64
-	owner, repo    string
-	defaultBranch  string
-	htmlURL        string
-}
-
-func targetOf(e envelope) (target, bool) {
-	owner, repo := e.ownerRepo()
-	if e.installationID() == 0 || owner == "" || repo == "" {
-		return target{}, false
-	}
-	return target{installationID: e.installationID(), owner: owner, repo: repo, defaultBranch: e.Repository.DefaultBranch,
-		htmlURL: e.Repository.HTMLURL}, true
-}
-
-// fileURL links the configuration file on GitHub, when the payload said where the repository is.
-func (t target) fileURL(ce *gh.ConfigError) string {
-	if t.htmlURL == "" || ce.Ref == "" {
-		return ""
-	}
-	return t.htmlURL + "/blob/" + ce.Ref + "/" + ce.Path
-}
-
-const noInstallation = "no installation or repository in the payload"
-
-// repoConfig reads the repository's configuration. A file that cannot be used comes back as a
-// *gh.ConfigError: the repository's mistake, not a failure of a dependency.
-func (s *server) repoConfig(ctx context.Context, t target) (config.Repo, error) {
-	rc, err := s.gh.RepoConfig(ctx, t.installationID, t.owner, t.repo, t.defaultBranch)
-	if err != nil {
-		return config.Repo{}, fmt.Errorf("repository config: %w", err)
-	}
-	return rc, nil
-}
-
-func configError(err error) (*gh.ConfigError, bool) {
-	return errors.AsType[*gh.ConfigError](err)
-}
-
-// authorization is the answer to "may this user command Akira here?".
-type authorization struct {
-	allowed bool
-	// level is the user's permission on the repository.
-	level string
-	// cfg is the repository configuration when it had to be read (allowlist), else nil.
-	cfg *config.Repo
-	// cfgErr is why the configuration could not be used for the allowlist.
-	cfgErr error
-}
-
-// authorize allows write, maintain and admin, then the repository's allowlist. Errors are failures to ask
-// GitHub; a broken configuration only means the allowlist cannot grant anything.
-func (s *server) authorize(ctx context.Context, t target, login string) (authorization, error) {
-	level, err := s.gh.PermissionLevel(ctx, t.installationID, t.owner, t.repo, login)
-	if err != nil {
-		return authorization{}, fmt.Errorf("permission of %s: %w", login, err)
-	}
-	if slices.Contains([]string{"admin", "maintain", "write"}, strings.ToLower(level)) {
-		return authorization{allowed: true, level: level}, nil
-	}
-	rc, err := s.repoConfig(ctx, t)
-	if _, bad := configError(err); bad {
-		return authorization{level: level, cfgErr: err}, nil
-	}
-	if err != nil {
-		return authorization{}, err
-	}
-	return authorization{allowed: rc.Allowed(login), level: level, cfg: &rc}, nil
-}
-
-func (s *server) onIssueComment(ctx context.Context, d *delivery, ev *issueCommentEvent) outcome {
-	if ev.Action != "created" {
-		return ignored("comment " + ev.Action)
-	}
-	if s.isBot(&ev.Comment.User) || s.isBot(ev.Sender) {
-		return ignored("comment by a bot")
-	}
-	res := Parse(ev.Comment.Body)
-	if _, ok := res.(Ignore); ok {
-		return ignored("no command in comment")
-	}
-	t, ok := targetOf(ev.envelope)
-	if !ok {
-		return ignored(noInstallation)
-	}
-	author := ev.Comment.User.Login
-	number := ev.Issue.Number
-	auth, err := s.authorize(ctx, t, author)
-	if err != nil {
-		return unavailable("could not check the author's permission", err)
-	}
-	if !auth.allowed {
-		if auth.cfgErr != nil {
-			d.log.WarnContext(ctx, "allowlist unavailable", "err", auth.cfgErr.Error())
-		}
-		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, refusalText(author, commandText(res), auth.level)); err != nil {
-			return unavailable("could not post the refusal", err)
-		}
-		return refused(author + " may not command Akira")
-	}
-
-	switch r := res.(type) {
-	case Reply:
-		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, r.Text); err != nil {
-			return unavailable("could not post the reply", err)
-		}
-		return replied("reply posted")
-	case Command:
-		return s.runCommand(ctx, d, ev, t, auth, r)
-	}
-	return ignored("no command in comment")
-}
-
-func (s *server) runCommand(ctx context.Context, d *delivery, ev *issueCommentEvent, t target, auth authorization, cmd Command) outcome {
-	number, author := ev.Issue.Number, ev.Comment.User.Login
-	switch cmd.Name {
-	case CmdStatus:
-		text, err := s.enq.Status(ctx, t.owner, t.repo, number)
-		if err != nil {
-			return unavailable("could not read the run status", err)
-		}
-		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, text); err != nil {
-			return unavailable("could not post the status", err)
-		}
-		s.react(ctx, d, t, ev.Comment.ID)
-		return replied("status posted")
-
-	case CmdRun:
-		rc, out, ok := s.configForCommand(ctx, t, number, auth)
-		if !ok {
-			return out
-		}
-		if !rc.Triggers.IssueComment {
-			return ignored("issue_comment trigger disabled in the repository configuration")
-		}
-		req := RunRequest{
-			DeliveryID: d.id, InstallationID: t.installationID, Owner: t.owner, Repo: t.repo,
-			DefaultBranch: t.defaultBranch, Trigger: TriggerIssueComment, IssueNumber: number,
-			CommentID: ev.Comment.ID, Path: cmd.Path, Sender: author,
-		}
-		if ev.Issue.PullRequest != nil {
-			pr, err := s.gh.PullRequest(ctx, t.installationID, t.owner, t.repo, number)
-			if err != nil {
-				return unavailable("could not read the pull request", err)
-			}
-			if isFork(pr.HeadRepo, pr.BaseRepo, t) {
-				if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, forkRefusalText); err != nil {
-					return unavailable("could not post the refusal", err)
-				}
-				return refused("fork pull requests are never run")
-			}
-			req.PRNumber, req.Branch, req.HeadSHA = number, pr.HeadRef, pr.HeadSHA
-		}
-		if out, ok := s.enqueue(ctx, func() error { return s.enq.EnqueueRun(ctx, req) }); !ok {
-			return out
-		}
-		s.react(ctx, d, t, ev.Comment.ID)
-		return accepted("run enqueued")
-
-	case CmdApprove, CmdRetry, CmdSkip, CmdAbort:
-		req := ResumeRequest{
-			DeliveryID: d.id, Source: SourceComment, CommentID: ev.Comment.ID, InstallationID: t.installationID,
-			Owner: t.owner, Repo: t.repo, Number: number, Decision: Decision(cmd.Name), Guidance: cmd.Guidance,
-			Sender: author,
-		}
-		if out, ok := s.enqueue(ctx, func() error { return s.enq.EnqueueResume(ctx, req) }); !ok {
-			return out
-		}
-		s.react(ctx, d, t, ev.Comment.ID)
-		return accepted(string(cmd.Name) + " enqueued")
-	}
-	return ignored("command " + string(cmd.Name) + " is not handled")
-}
-
-// configForCommand returns the repository configuration for a command, reusing what authorize read. A
-// broken file is answered on the issue, because the person who typed the command can fix it.
-func (s *server) configForCommand(ctx context.Context, t target, number int, auth authorization) (config.Repo, outcome, bool) {
-	if auth.cfg != nil {
-		return *auth.cfg, outcome{}, true
-	}
-	rc, err := s.repoConfig(ctx, t)
-	if ce, bad := configError(err); bad {
-		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, configErrorText(ce, "start the run", t.fileURL(ce))); err != nil {
-			return config.Repo{}, unavailable("could not post the configuration error", err), false
-		}
-		return config.Repo{}, replied("invalid repository configuration"), false
-	}
-	if err != nil {
-		return config.Repo{}, unavailable("could not read the repository configuration", err), false
-	}
-	return rc, outcome{}, true
-}
-
-// enqueue runs one enqueue call; a duplicate is a success, because the work is queued already.
-func (s *server) enqueue(ctx context.Context, call func() error) (outcome, bool) {
-	err := call()
+func (s *server) onIssueComment(ev *issueCommentEvent) (jobs.IntakePayload, string) {
+	var p jobs.IntakePayload
 	switch {
-	case err == nil:
-		return outcome{}, true
-	case errors.Is(err, ErrDuplicate):
-		return accepted("already enqueued"), false
-	case ctx.Err() != nil:
-		return unavailable("timed out enqueueing", err), false
+	case ev.Action != "created":
+		return p, "comment " + ev.Action
+	case s.isBot(&ev.Comment.User) || s.isBot(ev.Sender):
+		return p, "comment by a bot"
 	}
-	return unavailable("could not enqueue", err), false
+	if _, none := jobs.ParseComment(ev.Comment.Body).(jobs.Ignore); none {
+		return p, "no command in comment"
+	}
+	p.Comment = &jobs.CommentIntake{ID: ev.Comment.ID, Number: ev.Issue.Number, OnPullRequest: ev.Issue.PullRequest != nil,
+		Author: ev.Comment.User.Login, Body: ev.Comment.Body}
+	return p, ""
 }
 
-// react acknowledges a comment. A failure is logged only: the work is queued, and GitHub must not redeliver.
-func (s *server) react(ctx context.Context, d *delivery, t target, commentID int64) {
-	if err := s.gh.AddReaction(ctx, t.installationID, t.owner, t.repo, commentID, reactionAccepted); err != nil {
-		d.log.WarnContext(ctx, "could not react to the command", "comment", commentID, "err", err.Error())
-	}
-}
-
-// isFork reports whether a pull request's head lives outside the repository. A deleted head repository
-// counts as a fork: nothing proves it was this repository.
-func isFork(headRepo, baseRepo string, t target) bool {
-	if baseRepo == "" {
-		baseRepo = t.owner + "/" + t.repo
-	}
-	return headRepo == "" || !strings.EqualFold(headRepo, baseRepo)
-}
-
-func (s *server) onPush(ctx context.Context, d *delivery, ev *pushEvent) outcome {
-	t, ok := targetOf(ev.envelope)
-	if !ok {
-		return ignored(noInstallation)
-	}
-	if s.isBot(ev.Sender) || s.isBotLogin(ev.Pusher.Name) {
-		return ignored("push by a bot")
-	}
-	if ev.Deleted {
-		return ignored("branch deleted")
-	}
+func (s *server) onPush(ev *pushEvent) (jobs.IntakePayload, string) {
+	var p jobs.IntakePayload
 	branch, isBranch := strings.CutPrefix(ev.Ref, "refs/heads/")
-	if !isBranch {
-		return ignored("push to " + ev.Ref + " is not to a branch")
+	switch {
+	case s.isBot(ev.Sender) || s.isBotLogin(ev.Pusher.Name):
+		return p, "push by a bot"
+	case ev.Deleted:
+		return p, "branch deleted"
+	case !isBranch:
+		return p, "push to " + ev.Ref + " is not to a branch"
+	case ev.Repository != nil && branch != ev.Repository.DefaultBranch:
+		return p, "push to " + branch + " is not to the default branch"
 	}
-	if branch != t.defaultBranch {
-		return ignored("push to " + branch + " is not to the default branch")
-	}
-	rc, err := s.repoConfig(ctx, t)
-	if _, bad := configError(err); bad {
-		// Nobody to answer on a push; the next command or pull request reports it.
-		d.log.WarnContext(ctx, "invalid repository configuration", "err", err.Error())
-		return ignored("invalid repository configuration")
-	}
-	if err != nil {
-		return unavailable("could not read the repository configuration", err)
-	}
-	if strings.HasPrefix(branch, rc.BranchPrefix) {
-		return ignored("push to Akira's own branch " + branch)
-	}
-	if !rc.Triggers.Push {
-		return ignored("push trigger disabled in the repository configuration")
-	}
-	if !roadmapChanged(ev, rc.Roadmap) {
-		return ignored(rc.Roadmap + " not changed")
-	}
-	req := RunRequest{
-		DeliveryID: d.id, InstallationID: t.installationID, Owner: t.owner, Repo: t.repo,
-		DefaultBranch: t.defaultBranch, Trigger: TriggerPush, Branch: branch, HeadSHA: ev.After,
-		Sender: ev.senderLogin(),
-	}
-	if out, ok := s.enqueue(ctx, func() error { return s.enq.EnqueueRun(ctx, req) }); !ok {
-		return out
-	}
-	return accepted("run enqueued")
-}
-
-// roadmapChanged reports whether a push added or modified the roadmap. GitHub lists at most 20 commits in
-// a push payload; a push cut there may have changed it unseen, and the run job finds out cheaply.
-func roadmapChanged(ev *pushEvent, roadmap string) bool {
+	push := &jobs.PushIntake{Branch: branch, After: ev.After, Truncated: len(ev.Commits) >= maxPushCommits}
 	commits := ev.Commits
 	if ev.HeadCommit != nil {
-		commits = append(slices.Clip(commits), *ev.HeadCommit)
+		commits = append(commits[:len(commits):len(commits)], *ev.HeadCommit)
 	}
+	seen := map[string]bool{}
 	for _, c := range commits {
-		if slices.Contains(c.Added, roadmap) || slices.Contains(c.Modified, roadmap) {
-			return true
+		for _, f := range append(c.Added[:len(c.Added):len(c.Added)], c.Modified...) {
+			if !seen[f] {
+				seen[f] = true
+				push.Changed = append(push.Changed, f)
+			}
 		}
 	}
-	return len(ev.Commits) >= maxPushCommits
+	p.Push = push
+	return p, ""
 }
 
-func (s *server) onPullRequest(ctx context.Context, d *delivery, ev *pullRequestEvent) outcome {
+func (s *server) onPullRequest(ev *pullRequestEvent) (jobs.IntakePayload, string) {
+	var p jobs.IntakePayload
+	pr := ev.PullRequest
 	switch ev.Action {
 	case "opened", "synchronize", "reopened":
 	default:
-		return ignored("pull request " + ev.Action)
+		return p, "pull request " + ev.Action
 	}
-	t, ok := targetOf(ev.envelope)
-	if !ok {
-		return ignored(noInstallation)
-	}
-	pr := ev.PullRequest
 	if s.isBot(ev.Sender) || s.isBot(&pr.User) {
-		return ignored("pull request by a bot")
+		return p, "pull request by a bot"
 	}
-	var headRepo, baseRepo string
-	if pr.Head.Repo != nil {
-		headRepo = pr.Head.Repo.FullName
-	}
-	if pr.Base.Repo != nil {
-		baseRepo = pr.Base.Repo.FullName
-	}
-	if isFork(headRepo, baseRepo, t) {
-		return ignored("fork pull requests are never run")
+	if pr.Head.Repo == nil || pr.Base.Repo == nil || !strings.EqualFold(pr.Head.Repo.FullName, pr.Base.Repo.FullName) {
+		return p, "fork pull requests are never run"
 	}
 	number := pr.Number
 	if number == 0 {
 		number = ev.Number
 	}
-	rc, err := s.repoConfig(ctx, t)
-	if ce, bad := configError(err); bad {
-		// Said once when the pull request opens, not on every push to it.
-		if ev.Action == "synchronize" {
-			return ignored("invalid repository configuration")
-		}
-		if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, configErrorText(ce, "start a run for this pull request", t.fileURL(ce))); err != nil {
-			return unavailable("could not post the configuration error", err)
-		}
-		return replied("invalid repository configuration")
-	}
-	if err != nil {
-		return unavailable("could not read the repository configuration", err)
-	}
-	if strings.HasPrefix(pr.Head.Ref, rc.BranchPrefix) {
-		return ignored("pull request from Akira's own branch " + pr.Head.Ref)
-	}
-	if !rc.Triggers.PullRequest {
-		return ignored("pull_request trigger disabled in the repository configuration")
-	}
-	files, err := s.gh.PullRequestFiles(ctx, t.installationID, t.owner, t.repo, number)
-	if err != nil {
-		return unavailable("could not list the pull request's files", err)
-	}
-	if !slices.ContainsFunc(files, func(f string) bool { return f == rc.Roadmap || config.MatchAny(rc.Specs, f) }) {
-		return ignored("pull request does not change the roadmap or spec files")
-	}
-	// Pushing to a branch of the repository needs write access, but reopening a pull request needs only
-	// triage: the person who set it going must be allowed to start runs.
-	sender := ev.senderLogin()
-	auth, err := s.authorize(ctx, t, sender)
-	if err != nil {
-		return unavailable("could not check the sender's permission", err)
-	}
-	if !auth.allowed {
-		return refused(sender + " may not start runs")
-	}
-	req := RunRequest{
-		DeliveryID: d.id, InstallationID: t.installationID, Owner: t.owner, Repo: t.repo,
-		DefaultBranch: t.defaultBranch, Trigger: TriggerPullRequest, PRNumber: number,
-		Branch: pr.Head.Ref, HeadSHA: pr.Head.SHA, Sender: sender,
-	}
-	if out, ok := s.enqueue(ctx, func() error { return s.enq.EnqueueRun(ctx, req) }); !ok {
-		return out
-	}
-	return accepted("run enqueued")
+	p.PullRequest = &jobs.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA}
+	return p, ""
 }
 
-// checkRunDecisions maps the identifiers of the reporter's check-run buttons to decisions.
-var checkRunDecisions = map[string]Decision{
-	"approve": DecisionApprove,
-	"retry":   DecisionRetry,
-	"skip":    DecisionSkip,
-}
-
-func (s *server) onCheckRun(ctx context.Context, d *delivery, ev *checkRunEvent) outcome {
-	var (
-		decision Decision
-		source   ResumeSource
-	)
+func (s *server) onCheckRun(ev *checkRunEvent) (jobs.IntakePayload, string) {
+	var p jobs.IntakePayload
+	cr := &jobs.CheckRunIntake{ID: ev.CheckRun.ID}
 	switch ev.Action {
 	case "requested_action":
-		if ev.RequestedAction == nil {
-			return rejected(http.StatusBadRequest, "requested_action without requested_action")
-		}
-		dec, ok := checkRunDecisions[ev.RequestedAction.Identifier]
+		d, ok := jobs.ButtonDecision(ev.RequestedAction.Identifier)
 		if !ok {
-			return ignored("unknown check run action " + ev.RequestedAction.Identifier)
+			return p, "unknown check run action " + ev.RequestedAction.Identifier
 		}
-		decision, source = dec, SourceCheckRunAction
+		cr.Decision = d
 	case "rerequested":
-		decision, source = DecisionRetry, SourceCheckRunRerequested
+		cr.Decision, cr.Rerequested = jobs.RerunDecision, true
 	default:
-		return ignored("check run " + ev.Action)
+		return p, "check run " + ev.Action
 	}
-	cr := ev.CheckRun
-	if cr.App == nil || cr.App.ID != s.cfg.AppID {
-		return ignored("check run of another app")
-	}
-	t, ok := targetOf(ev.envelope)
-	if !ok {
-		return ignored(noInstallation)
+	if ev.CheckRun.App == nil || ev.CheckRun.App.ID != s.cfg.AppID {
+		return p, "check run of another app"
 	}
 	if s.isBot(ev.Sender) {
-		return ignored("check run action by a bot")
+		return p, "check run action by a bot"
 	}
-	runID, taskID, ok := strings.Cut(cr.ExternalID, "/")
+	runID, taskID, ok := strings.Cut(ev.CheckRun.ExternalID, "/")
 	if !ok || runID == "" || taskID == "" {
-		return ignored("check run is not an Akira task")
+		return p, "check run is not an Akira task"
 	}
-	var number int
-	if len(cr.PullRequests) > 0 {
-		number = cr.PullRequests[0].Number
+	cr.RunID, cr.TaskID = runID, taskID
+	if len(ev.CheckRun.PullRequests) > 0 {
+		cr.Number = ev.CheckRun.PullRequests[0].Number
 	}
-	sender := ev.senderLogin()
-	auth, err := s.authorize(ctx, t, sender)
-	if err != nil {
-		return unavailable("could not check the sender's permission", err)
-	}
-	if !auth.allowed {
-		if number != 0 {
-			if err := s.gh.CreateComment(ctx, t.installationID, t.owner, t.repo, number, refusalText(sender, string(decision), auth.level)); err != nil {
-				return unavailable("could not post the refusal", err)
-			}
-		}
-		return refused(sender + " may not command Akira")
-	}
-	req := ResumeRequest{
-		DeliveryID: d.id, Source: source, CheckRunID: cr.ID, InstallationID: t.installationID,
-		Owner: t.owner, Repo: t.repo, Number: number, Decision: decision, Sender: sender,
-		RunID: runID, TaskID: taskID,
-	}
-	if out, ok := s.enqueue(ctx, func() error { return s.enq.EnqueueResume(ctx, req) }); !ok {
-		return out
-	}
-	return accepted(string(decision) + " enqueued")
+	p.CheckRun = cr
+	return p, ""
 }

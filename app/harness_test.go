@@ -13,28 +13,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/jobs"
 )
 
 const testSecret = "It's a Secret to Everybody"
 
-// recordingEnqueuer is the queue side of the intake: it records what was enqueued and can be told to fail.
+// recordingEnqueuer is the queue side of the webhook server: it records the intake tasks and can be
+// told to fail or to panic.
 type recordingEnqueuer struct {
-	mu      sync.Mutex
-	runs    []RunRequest
-	resumes []ResumeRequest
-	// err is returned by both enqueue calls when set (the call is not recorded then).
-	err        error
-	status     string
-	statusErr  error
-	statusAsks []string
-	panicMsg   string
+	mu       sync.Mutex
+	intakes  []jobs.IntakePayload
+	err      error // returned (and nothing recorded) when set
+	panicMsg string
 }
 
-func (r *recordingEnqueuer) EnqueueRun(_ context.Context, req RunRequest) error {
+func (r *recordingEnqueuer) EnqueueIntake(_ context.Context, p jobs.IntakePayload) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.panicMsg != "" {
@@ -43,25 +38,8 @@ func (r *recordingEnqueuer) EnqueueRun(_ context.Context, req RunRequest) error 
 	if r.err != nil {
 		return r.err
 	}
-	r.runs = append(r.runs, req)
+	r.intakes = append(r.intakes, p)
 	return nil
-}
-
-func (r *recordingEnqueuer) EnqueueResume(_ context.Context, req ResumeRequest) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err != nil {
-		return r.err
-	}
-	r.resumes = append(r.resumes, req)
-	return nil
-}
-
-func (r *recordingEnqueuer) Status(_ context.Context, owner, repo string, number int) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.statusAsks = append(r.statusAsks, fmt.Sprintf("%s/%s#%d", owner, repo, number))
-	return r.status, r.statusErr
 }
 
 // set changes the enqueuer's behaviour between requests.
@@ -71,10 +49,10 @@ func (r *recordingEnqueuer) set(f func(*recordingEnqueuer)) {
 	f(r)
 }
 
-func (r *recordingEnqueuer) enqueued() ([]RunRequest, []ResumeRequest) {
+func (r *recordingEnqueuer) enqueued() []jobs.IntakePayload {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]RunRequest(nil), r.runs...), append([]ResumeRequest(nil), r.resumes...)
+	return append([]jobs.IntakePayload(nil), r.intakes...)
 }
 
 // harness is the webhook server wired to a fake GitHub through the real gh client, served over HTTP.
@@ -96,7 +74,6 @@ type harnessOption func(*harnessSetup)
 type harnessSetup struct {
 	cfg       ServerConfig
 	readiness []ReadinessCheck
-	wrap      func(GitHub) GitHub
 	ghOpts    []githubtest.Option
 }
 
@@ -108,38 +85,23 @@ func withServerConfig(f func(*ServerConfig)) harnessOption {
 	return func(s *harnessSetup) { f(&s.cfg) }
 }
 
-// withGitHub wraps the adapter, e.g. to map the installation ids of fixture payloads onto the fake's.
-func withGitHub(wrap func(GitHub) GitHub) harnessOption {
-	return func(s *harnessSetup) { s.wrap = wrap }
-}
-
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
 	setup := harnessSetup{}
 	for _, o := range opts {
 		o(&setup)
 	}
+	// The fake GitHub builds and signs the deliveries, and proves the server never calls GitHub.
 	fake := githubtest.New(t, setup.ghOpts...)
-	app, err := gh.NewApp(gh.AppConfig{
-		AppID: fake.AppID(), PrivateKeyPEM: fake.PrivateKeyPEM(), BaseURL: fake.URL(), HTTPClient: fake.Client(),
-		Retry: gh.RetryPolicy{MaxRetries: 1, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var client GitHub = NewAppGitHub(app)
-	if setup.wrap != nil {
-		client = setup.wrap(client)
-	}
 	cfg := setup.cfg
 	cfg.AppID = fake.AppID()
 	cfg.WebhookSecret = []byte(testSecret)
 	if cfg.BotLogin == "" {
 		cfg.BotLogin = fake.BotLogin()
 	}
-	h := &harness{t: t, gh: fake, enq: &recordingEnqueuer{status: "Akira run `r1` is **running**."}, logs: &syncBuffer{}, cfg: cfg}
+	h := &harness{t: t, gh: fake, enq: &recordingEnqueuer{}, logs: &syncBuffer{}, cfg: cfg}
 	logger := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	handler, err := NewServer(cfg, Deps{Enqueuer: h.enq, GitHub: client, Readiness: setup.readiness, Logger: logger,
+	handler, err := NewServer(cfg, Deps{Enqueuer: h.enq, Readiness: setup.readiness, Logger: logger,
 		Observe: func(event, result string) {
 			h.obsMu.Lock()
 			defer h.obsMu.Unlock()
@@ -153,6 +115,11 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("server log:\n%s", h.logs.String())
+		}
+	})
+	t.Cleanup(func() {
+		if calls := h.apiCalls(); len(calls) != 0 {
+			t.Errorf("the webhook server called GitHub: %q", calls)
 		}
 	})
 	return h

@@ -1,9 +1,12 @@
-// Package app is Akira's GitHub edge: the webhook server (signature check, event routing, slash commands,
-// permission checks) and the configuration of the GitHub App.
+// Package app is Akira's GitHub edge: the webhook server, which only verifies a delivery, drops what
+// Akira never acts on and enqueues one intake task (package jobs does everything that talks to GitHub),
+// the health endpoints, and the GitHub App's configuration. app/gh is the GitHub client that implements
+// the interfaces jobs declares; app/githubtest is a fake GitHub for tests.
 package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,8 +32,9 @@ type ServerConfig struct {
 	BotLogin string
 	// MaxBodyBytes caps a webhook body; 0 means MaxWebhookBytes.
 	MaxBodyBytes int64
-	// HandlerTimeout bounds the work done before answering GitHub, which gives up after 10 s; 0 means 8 s.
-	HandlerTimeout time.Duration
+	// EnqueueTimeout bounds the one thing done before answering GitHub (which gives up after 10 s):
+	// handing the delivery to the queue. 0 means 5 s.
+	EnqueueTimeout time.Duration
 	// ReadinessTimeout bounds each readiness check; 0 means 2 s.
 	ReadinessTimeout time.Duration
 }
@@ -44,7 +48,6 @@ type ReadinessCheck struct {
 // Deps are the server's collaborators.
 type Deps struct {
 	Enqueuer Enqueuer
-	GitHub   GitHub
 	// Readiness lists what /readyz checks; empty means always ready.
 	Readiness []ReadinessCheck
 	// Logger receives every log line; nil means slog.Default().
@@ -56,12 +59,11 @@ type Deps struct {
 }
 
 type server struct {
-	cfg ServerConfig
-	enq Enqueuer
-	gh  GitHub
-	rdy []ReadinessCheck
-	log *slog.Logger
-	obs func(event, result string)
+	cfg    ServerConfig
+	enq    Enqueuer
+	health *Health
+	log    *slog.Logger
+	obs    func(event, result string)
 }
 
 var setGinMode sync.Once
@@ -75,26 +77,20 @@ func NewServer(cfg ServerConfig, deps Deps) (http.Handler, error) {
 		return nil, errors.New("app: app id must be positive")
 	case deps.Enqueuer == nil:
 		return nil, errors.New("app: no enqueuer")
-	case deps.GitHub == nil:
-		return nil, errors.New("app: no GitHub client")
-	}
-	for _, rc := range deps.Readiness {
-		if rc.Name == "" || rc.Check == nil {
-			return nil, errors.New("app: readiness check without a name or a function")
-		}
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = MaxWebhookBytes
 	}
-	if cfg.HandlerTimeout <= 0 {
-		cfg.HandlerTimeout = 8 * time.Second
+	if cfg.EnqueueTimeout <= 0 {
+		cfg.EnqueueTimeout = 5 * time.Second
 	}
-	if cfg.ReadinessTimeout <= 0 {
-		cfg.ReadinessTimeout = 2 * time.Second
-	}
-	s := &server{cfg: cfg, enq: deps.Enqueuer, gh: deps.GitHub, rdy: deps.Readiness, log: deps.Logger, obs: deps.Observe}
+	s := &server{cfg: cfg, enq: deps.Enqueuer, log: deps.Logger, obs: deps.Observe}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	var err error
+	if s.health, err = NewHealth(deps.Readiness, cfg.ReadinessTimeout, s.log); err != nil {
+		return nil, err
 	}
 
 	// Debug mode prints every route at start; the intake logs through slog only.
@@ -103,8 +99,8 @@ func NewServer(cfg ServerConfig, deps Deps) (http.Handler, error) {
 	r.HandleMethodNotAllowed = true
 	r.Use(s.recoverJSON)
 	r.POST("/webhook", s.webhook)
-	r.GET("/healthz", s.healthz)
-	r.GET("/readyz", s.readyz)
+	r.GET("/healthz", gin.WrapF(s.health.Live))
+	r.GET("/readyz", gin.WrapF(s.health.Ready))
 	r.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, gin.H{"error": "not found"}) })
 	r.NoMethod(func(c *gin.Context) { c.JSON(http.StatusMethodNotAllowed, gin.H{"error": "method not allowed"}) })
 	return r, nil
@@ -131,17 +127,50 @@ func (s *server) recoverJSON(c *gin.Context) {
 	c.Next()
 }
 
-func (s *server) healthz(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+// Health answers the liveness and readiness probes of every process (web and worker alike).
+type Health struct {
+	checks  []ReadinessCheck
+	timeout time.Duration
+	log     *slog.Logger
 }
 
-func (s *server) readyz(c *gin.Context) {
+// NewHealth checks each of checks on GET /readyz, each within timeout (2 s when zero).
+func NewHealth(checks []ReadinessCheck, timeout time.Duration, log *slog.Logger) (*Health, error) {
+	for _, rc := range checks {
+		if rc.Name == "" || rc.Check == nil {
+			return nil, errors.New("app: readiness check without a name or a function")
+		}
+	}
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Health{checks: checks, timeout: timeout, log: log}, nil
+}
+
+// Handler serves GET /healthz and GET /readyz, for a process without the webhook server.
+func (h *Health) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", h.Live)
+	mux.HandleFunc("GET /readyz", h.Ready)
+	return mux
+}
+
+// Live says the process serves HTTP.
+func (h *Health) Live(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}
+
+// Ready runs every check at once and names the ones that failed.
+func (h *Health) Ready(w http.ResponseWriter, r *http.Request) {
 	failed := map[string]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, rc := range s.rdy {
+	for _, rc := range h.checks {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.ReadinessTimeout)
+			ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 			defer cancel()
 			if err := rc.Check(ctx); err != nil {
 				mu.Lock()
@@ -152,11 +181,17 @@ func (s *server) readyz(c *gin.Context) {
 	}
 	wg.Wait()
 	if len(failed) > 0 {
-		s.log.WarnContext(c.Request.Context(), "not ready", "failed", failed)
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "failed": failed})
+		h.log.WarnContext(r.Context(), "not ready", "failed", failed)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failed": failed})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // ListenAndServe listens on addr and serves h until ctx is done; see Serve.

@@ -17,39 +17,33 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Results reported in the JSON body of every webhook answer.
+// Results reported in the JSON body of every webhook answer, and in the result label of its metric.
 const (
-	resultAccepted     = "accepted"
-	resultReplied      = "replied"
-	resultRefused      = "refused"
-	resultIgnored      = "ignored"
-	resultAcknowledged = "acknowledged"
-	resultRejected     = "rejected"
-	resultUnavailable  = "unavailable"
+	resultAccepted     = "accepted"     // an intake task is queued
+	resultIgnored      = "ignored"      // nothing Akira acts on; the reason says why
+	resultAcknowledged = "acknowledged" // ping, installation: nothing to do but say so
+	resultRejected     = "rejected"     // not from GitHub, or malformed
+	resultUnavailable  = "unavailable"  // the queue did not take the task
 )
 
-// outcome is a handler's answer to GitHub.
-type outcome struct {
+// answer is the webhook server's answer to one delivery.
+type answer struct {
 	status int
 	result string
 	reason string
 	err    error // logged, never sent
 }
 
-func accepted(reason string) outcome {
-	return outcome{http.StatusAccepted, resultAccepted, reason, nil}
-}
-func ignored(reason string) outcome { return outcome{http.StatusOK, resultIgnored, reason, nil} }
-func replied(reason string) outcome { return outcome{http.StatusOK, resultReplied, reason, nil} }
-func refused(reason string) outcome { return outcome{http.StatusOK, resultRefused, reason, nil} }
-func rejected(status int, reason string) outcome {
-	return outcome{status, resultRejected, reason, nil}
+func accepted(reason string) answer { return answer{http.StatusAccepted, resultAccepted, reason, nil} }
+func ignored(reason string) answer  { return answer{http.StatusOK, resultIgnored, reason, nil} }
+func rejected(status int, reason string) answer {
+	return answer{status, resultRejected, reason, nil}
 }
 
-// unavailable is a failure of a dependency (the queue, GitHub): a 503 GitHub records as a failed delivery,
-// which can be redelivered.
-func unavailable(reason string, err error) outcome {
-	return outcome{http.StatusServiceUnavailable, resultUnavailable, reason, err}
+// unavailable is a failure of the queue: a 503 GitHub records as a failed delivery, which can be
+// redelivered.
+func unavailable(reason string, err error) answer {
+	return answer{http.StatusServiceUnavailable, resultUnavailable, reason, err}
 }
 
 // deliveryKey holds the *delivery in the gin context, for the recovery middleware's log line.
@@ -74,10 +68,10 @@ func (s *server) webhook(c *gin.Context) {
 	d := &delivery{id: r.Header.Get("X-GitHub-Delivery"), event: r.Header.Get("X-GitHub-Event")}
 	d.log = s.deliveryLogger(d.id, d.event, 0, "")
 	c.Set(deliveryKey, d)
-	out := s.intake(r, c.Writer, d)
-	s.respond(c, d, out)
+	ans := s.intake(r, c.Writer, d)
+	s.respond(c, d, ans)
 	if s.obs != nil {
-		s.obs(metricEvent(d.event), out.result)
+		s.obs(metricEvent(d.event), ans.result)
 	}
 }
 
@@ -85,13 +79,14 @@ func (s *server) webhook(c *gin.Context) {
 func metricEvent(event string) string {
 	switch event {
 	case "issue_comment", "push", "pull_request", "check_run", "check_suite", "installation",
-		"installation_repositories", "ping", "issues", "pull_request_review_comment":
+		"installation_repositories", "ping", "issues", "pull_request_review", "pull_request_review_comment",
+		"pull_request_review_thread":
 		return event
 	}
 	return "other"
 }
 
-func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) outcome {
+func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) answer {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -118,7 +113,7 @@ func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) out
 	d.payload = payload
 	d.log = s.deliveryLogger(d.id, d.event, d.env.installationID(), d.env.repoFullName())
 
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.HandlerTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.EnqueueTimeout)
 	defer cancel()
 	return s.route(ctx, d)
 }
@@ -163,7 +158,7 @@ func payloadOf(contentType string, body []byte) ([]byte, error) {
 	return []byte(form.Get("payload")), nil
 }
 
-func (s *server) respond(c *gin.Context, d *delivery, out outcome) {
+func (s *server) respond(c *gin.Context, d *delivery, out answer) {
 	level := slog.LevelInfo
 	switch {
 	case out.status >= 500:

@@ -143,8 +143,8 @@ func TestWebhookMalformed(t *testing.T) {
 		req.Header.Del("X-GitHub-Delivery")
 		expect(t, h.do(req), http.StatusBadRequest, resultRejected)
 	})
-	if runs, resumes := h.enq.enqueued(); len(runs)+len(resumes) != 0 {
-		t.Fatalf("enqueued %v %v", runs, resumes)
+	if got := h.enq.enqueued(); len(got) != 0 {
+		t.Fatalf("enqueued %+v", got)
 	}
 }
 
@@ -272,18 +272,17 @@ func TestEveryLogLineHasDeliveryFields(t *testing.T) {
 }
 
 func TestNewServerChecksItsInputs(t *testing.T) {
-	enq, ghc := &recordingEnqueuer{}, NewAppGitHub(nil)
+	enq := &recordingEnqueuer{}
 	ok := ServerConfig{AppID: 1, WebhookSecret: []byte("s")}
 	tests := []struct {
 		name string
 		cfg  ServerConfig
 		deps Deps
 	}{
-		{"no secret", ServerConfig{AppID: 1}, Deps{Enqueuer: enq, GitHub: ghc}},
-		{"no app id", ServerConfig{WebhookSecret: []byte("s")}, Deps{Enqueuer: enq, GitHub: ghc}},
-		{"no enqueuer", ok, Deps{GitHub: ghc}},
-		{"no GitHub", ok, Deps{Enqueuer: enq}},
-		{"nameless readiness check", ok, Deps{Enqueuer: enq, GitHub: ghc, Readiness: []ReadinessCheck{{Check: func(context.Context) error { return nil }}}}},
+		{"no secret", ServerConfig{AppID: 1}, Deps{Enqueuer: enq}},
+		{"no app id", ServerConfig{WebhookSecret: []byte("s")}, Deps{Enqueuer: enq}},
+		{"no enqueuer", ok, Deps{}},
+		{"nameless readiness check", ok, Deps{Enqueuer: enq, Readiness: []ReadinessCheck{{Check: func(context.Context) error { return nil }}}}},
 	}
 	for _, tt := range tests {
 		if _, err := NewServer(tt.cfg, tt.deps); err == nil {
@@ -298,7 +297,7 @@ func TestServeShutsDownWithContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewServer(ServerConfig{AppID: 1, WebhookSecret: []byte("s")}, Deps{Enqueuer: &recordingEnqueuer{}, GitHub: NewAppGitHub(nil)})
+	h, err := NewServer(ServerConfig{AppID: 1, WebhookSecret: []byte("s")}, Deps{Enqueuer: &recordingEnqueuer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

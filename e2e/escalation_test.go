@@ -51,8 +51,12 @@ func TestEscalation(t *testing.T) {
 		t.Errorf("checkpoints = %v", got)
 	}
 
-	// Someone with read access only: refused at the door, nothing changes.
-	e.comment(pr.Number, "mallory", "/akira retry use the MAGIC-WORD", true, http.StatusOK)
+	// Someone with read access only: the intake refuses, once, and nothing changes.
+	e.comment(pr.Number, "mallory", "/akira retry use the MAGIC-WORD", true, http.StatusAccepted)
+	e.eventually("the refusal", func() bool { return len(e.commentsWith(pr.Number, "Sorry @mallory")) > 0 })
+	if n := len(e.commentsWith(pr.Number, "Sorry @mallory")); n != 1 {
+		t.Fatalf("%d refusals", n)
+	}
 	if r := e.runOf(pr.Number); r.Status != jobs.StatusParked || len(r.Decisions) != 0 {
 		t.Fatalf("after a reply without write access: status %s decisions %v", r.Status, r.Decisions)
 	}

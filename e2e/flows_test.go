@@ -60,7 +60,8 @@ func TestIssueRun(t *testing.T) {
 	}
 
 	// /akira status on the issue answers with the run's progress.
-	e.comment(1, "alice", "/akira status", false, http.StatusOK)
+	e.comment(1, "alice", "/akira status", false, http.StatusAccepted)
+	e.eventually("the status reply", func() bool { return len(e.commentsWith(1, "Akira run `"+run.ID+"`")) > 0 })
 	status := e.commentsWith(1, "Akira run `"+run.ID+"`")
 	if len(status) != 1 || !strings.Contains(status[0].Body, "2 of 2 tasks done") {
 		t.Errorf("status replies: %+v", status)

@@ -28,7 +28,6 @@ import (
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/app/githubtest"
 	"github.com/akira-bot/akira/jobs"
-	"github.com/akira-bot/akira/jobs/bridge"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -95,7 +94,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	h, err := jobs.NewHandler(jobs.Deps{
 		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker,
 		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}),
-		GitHub:   bridge.Installations(ghApp, bridge.WebURL(ws.APIURL)),
+		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Logger: log,
 	})
 	if err != nil {
@@ -203,13 +202,10 @@ func newEnv(t *testing.T, external bool) *env {
 	e.spec = workerSpec{RedisAddr: redisAddr(), Prefix: prefix, Queue: queue, APIURL: e.gh.URL(), AppID: e.gh.AppID(),
 		KeyPEM: e.gh.PrivateKeyPEM(), OperatorFile: opFile, WorkDir: t.TempDir(), LockTTL: 3 * time.Second, Concurrency: 2}
 
-	ghApp, err := gh.NewApp(gh.AppConfig{AppID: e.gh.AppID(), PrivateKeyPEM: e.gh.PrivateKeyPEM(), BaseURL: e.gh.URL()})
-	must(t, err)
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), jobs.TaskOptions{Queue: queue})
 	handler, err := app.NewServer(
 		app.ServerConfig{AppID: e.gh.AppID(), WebhookSecret: []byte(webhookSecret), BotLogin: e.gh.BotLogin()},
-		app.Deps{Enqueuer: &bridge.Enqueuer{Jobs: enq, StatusFunc: e.store.StatusText}, GitHub: app.NewAppGitHub(ghApp),
-			Logger: testLogger(t)})
+		app.Deps{Enqueuer: enq, Logger: testLogger(t)})
 	must(t, err)
 	e.web = httptest.NewServer(handler)
 	t.Cleanup(e.web.Close)

@@ -18,18 +18,20 @@ type Metrics struct {
 	cost         prometheus.Counter
 }
 
-// Job outcomes, the values of the outcome label of akira_jobs_total.
+// Job results, the values of the result label of akira_jobs_total.
 const (
-	OutcomeSucceeded = "succeeded" // the run finished (all tasks done or skipped)
-	OutcomeParked    = "parked"    // the run waits for a decision
-	OutcomeFailed    = "failed"    // the run failed for good
-	OutcomeRetry     = "retry"     // a transient error; asynq retries the job
-	OutcomeBusy      = "busy"      // another worker holds the branch; the job waits its turn
-	OutcomeNoop      = "noop"      // nothing to do (duplicate, already finished, not parked)
-	OutcomeDecided   = "decided"   // a decision was applied
-	OutcomeRefused   = "refused"   // a decision that did not apply; the reply says why
-	OutcomeAborted   = "aborted"
-	OutcomeInvalid   = "invalid" // a payload that can never be processed
+	ResultSucceeded = "succeeded" // the run finished (all tasks done or skipped)
+	ResultParked    = "parked"    // the run waits for a decision
+	ResultFailed    = "failed"    // the run failed for good
+	ResultRetry     = "retry"     // a transient error; asynq retries the job
+	ResultBusy      = "busy"      // another worker holds the branch; the job waits its turn
+	ResultNoop      = "noop"      // nothing to do (no command, duplicate, already finished, trigger off)
+	ResultAccepted  = "accepted"  // an intake queued a run or a decision
+	ResultReplied   = "replied"   // an intake answered at once (help, status, a configuration error)
+	ResultDecided   = "decided"   // a decision was applied
+	ResultRefused   = "refused"   // not allowed, or a decision that did not apply; the reply says why
+	ResultAborted   = "aborted"
+	ResultInvalid   = "invalid" // a payload that can never be processed
 )
 
 // QueueInspector is the part of *asynq.Inspector the queue-size gauge reads.
@@ -42,8 +44,8 @@ type QueueInspector interface {
 func NewMetrics(reg prometheus.Registerer, insp QueueInspector, queues ...string) (*Metrics, error) {
 	m := &Metrics{
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "akira_jobs_total", Help: "Jobs processed, by task type and outcome.",
-		}, []string{"type", "outcome"}),
+			Name: "akira_jobs_total", Help: "Jobs processed, by task type and result.",
+		}, []string{"type", "result"}),
 		taskDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "akira_task_duration_seconds", Help: "Time from a task's start to its checkpoint, skip or escalation.",
 			Buckets: []float64{10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
@@ -78,9 +80,9 @@ func NewMetrics(reg prometheus.Registerer, insp QueueInspector, queues ...string
 	return m, nil
 }
 
-func (m *Metrics) job(typ, outcome string) {
+func (m *Metrics) job(typ, result string) {
 	if m != nil {
-		m.jobs.WithLabelValues(typ, outcome).Inc()
+		m.jobs.WithLabelValues(typ, result).Inc()
 	}
 }
 

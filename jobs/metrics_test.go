@@ -29,12 +29,12 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.job(TypeRun, OutcomeParked)
+	m.job(TypeRun, ResultParked)
 	m.usage(100, 20, 0.5)
 	m.escalated()
 	m.task("passed", 12, 2)
 	var nilMetrics *Metrics
-	nilMetrics.job(TypeRun, OutcomeFailed) // a worker without metrics must not panic
+	nilMetrics.job(TypeRun, ResultFailed) // a worker without metrics must not panic
 
 	want := `
 # HELP akira_queue_tasks Tasks in the asynq queue, by state.
@@ -49,9 +49,9 @@ akira_queue_tasks{queue="` + queue + `",state="scheduled"} 0
 # TYPE akira_agent_tokens_total counter
 akira_agent_tokens_total{direction="input"} 100
 akira_agent_tokens_total{direction="output"} 20
-# HELP akira_jobs_total Jobs processed, by task type and outcome.
+# HELP akira_jobs_total Jobs processed, by task type and result.
 # TYPE akira_jobs_total counter
-akira_jobs_total{outcome="parked",type="akira:run"} 1
+akira_jobs_total{result="parked",type="akira:run"} 1
 # HELP akira_escalations_total Tasks parked for a human decision.
 # TYPE akira_escalations_total counter
 akira_escalations_total 1

@@ -2,10 +2,8 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/akira-bot/akira/runner"
@@ -13,123 +11,22 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
-// publisher renders a run's state onto GitHub: the summary comment and the task check runs.
-type publisher struct {
-	gh      GitHub
-	store   *Store
-	metrics *Metrics
-	log     *slog.Logger
+// ReporterGitHub is what the reporter does on GitHub: check runs, comments and the run's pull request.
+type ReporterGitHub interface {
+	Checks
+	Comments
+	Pulls
 }
 
-// summaryNumber is where the run's comments go: its pull request, else the issue it came from.
-func summaryNumber(r *Run) int {
-	if r.PR > 0 {
-		return r.PR
-	}
-	return r.Issue
-}
-
-// publishSummary creates the run's one summary comment or edits it in place. The comment id is stored
-// in the run state as soon as the comment exists; a job that died before storing it finds the comment
-// again by its hidden marker, so a run never gets a second summary.
-func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
-	number := summaryNumber(r)
-	if number == 0 {
-		return r, nil // nowhere to post (no PR yet); the next publish creates it
-	}
-	body, err := templates.Render("summary", summaryData(r))
-	if err != nil {
-		return r, err
-	}
-	if r.SummaryCommentID != 0 {
-		if err := p.gh.EditComment(ctx, r.Owner, r.Repo, r.SummaryCommentID, body); err != nil {
-			return r, fmt.Errorf("jobs: edit summary: %w", err)
-		}
-		return r, nil
-	}
-	id, url, err := p.gh.FindComment(ctx, r.Owner, r.Repo, number, templates.SummaryMarker(r.ID))
-	found := err == nil
-	switch {
-	case errors.Is(err, ErrGitHubNotFound):
-		id, url, err = p.gh.CreateComment(ctx, r.Owner, r.Repo, number, body)
-		if err != nil {
-			return r, fmt.Errorf("jobs: post summary: %w", err)
-		}
-	case err != nil:
-		return r, fmt.Errorf("jobs: find summary: %w", err)
-	}
-	r, err = p.store.Update(ctx, r.ID, func(r *Run) error {
-		if r.SummaryCommentID == 0 {
-			r.SummaryCommentID, r.SummaryURL = id, url
-		}
-		return nil
-	})
-	if err != nil {
-		return r, err
-	}
-	if found {
-		if err := p.gh.EditComment(ctx, r.Owner, r.Repo, id, body); err != nil {
-			return r, fmt.Errorf("jobs: edit summary: %w", err)
-		}
-	}
-	return r, nil
-}
-
-// templateState maps a run status to the summary's wording.
-func templateState(s RunStatus) string {
-	switch s {
-	case StatusQueued:
-		return templates.RunQueued
-	case StatusRunning:
-		return templates.RunRunning
-	case StatusParked:
-		return templates.RunParked
-	case StatusSucceeded:
-		return templates.RunDone
-	case StatusFailed:
-		return templates.RunFailed
-	case StatusAborted:
-		return templates.RunAborted
-	}
-	return string(s)
-}
-
-func summaryData(r *Run) templates.Summary {
-	s := templates.Summary{
-		RunID: r.ID, Source: r.Source, SourceURL: r.SourceURL, Branch: r.Branch, State: templateState(r.Status),
-		Error: r.Error, AbortedBy: r.AbortedBy, PRURL: r.PRURL,
-	}
-	if r.RepoURL != "" {
-		s.BranchURL = r.RepoURL + "/tree/" + r.Branch
-	}
-	for _, t := range r.Tasks {
-		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
-			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL}
-		if t.Checkpoint != "" && r.RepoURL != "" {
-			tt.CheckpointURL = r.RepoURL + "/commit/" + t.Checkpoint
-		}
-		s.Tasks = append(s.Tasks, tt)
-		s.Usage.InputTokens += t.InputTokens
-		s.Usage.OutputTokens += t.OutputTokens
-		s.Usage.CostUSD += t.CostUSD
-	}
-	if r.Status == StatusParked && len(r.Parked) > 0 {
-		s.ParkedTask = r.Parked[0].TaskID
-		if t := r.Task(s.ParkedTask); t != nil {
-			s.EscalationURL = t.EscalationURL
-		}
-	}
-	return s
-}
-
-// Reporter is the runner.Reporter of a job: it turns the engine's events into check runs, the summary
-// comment and escalation comments, and records every task's progress in the run state as it goes.
-// It is used by one job at a time (under the branch lock), from the engine's goroutine.
+// Reporter is the runner.Reporter of a job: for each engine event it records the change in the run
+// state (record.go), then shows it on GitHub (publish.go). It is used by one job at a time (under the
+// branch lock), from the engine's goroutine.
 type Reporter struct {
-	publisher
-	runID string
-	run   *Run
-	agent string
+	gh      ReporterGitHub
+	pub     publisher
+	metrics *Metrics
+	runID   string
+	run     *Run
 
 	head        string
 	maxAttempts int
@@ -137,17 +34,19 @@ type Reporter struct {
 	attempts map[string][]templates.Attempt
 	guidance map[string]string
 	verify   map[string][]verify.Result
+	now      func() time.Time
 }
 
 // NewReporter returns the reporter of one job of the run.
-func NewReporter(gh GitHub, store *Store, metrics *Metrics, log *slog.Logger, run *Run) *Reporter {
+func NewReporter(gh ReporterGitHub, store *Store, metrics *Metrics, log *slog.Logger, run *Run) *Reporter {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Reporter{
-		publisher: publisher{gh: gh, store: store, metrics: metrics, log: log},
-		runID:     run.ID, run: run, agent: run.Agent, head: run.Head,
+		gh: gh, pub: publisher{gh: gh, store: store, log: log}, metrics: metrics,
+		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
+		now: time.Now,
 	}
 }
 
@@ -185,12 +84,7 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 	case runner.EventTaskSkipped:
 		err = r.taskSkipped(ctx, ev)
 	case runner.EventTaskBlocked:
-		err = r.update(ctx, func(run *Run) error {
-			if t := run.Task(ev.TaskID); t != nil {
-				t.Note = ev.Message
-			}
-			return nil
-		})
+		err = r.record(ctx, func(run *Run) error { return recordBlocked(run, ev) })
 	case runner.EventRunFinished:
 		if ev.Outcome != nil && ev.Outcome.Head != "" {
 			r.head = ev.Outcome.Head
@@ -202,8 +96,9 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 	return nil
 }
 
-func (r *Reporter) update(ctx context.Context, fn func(*Run) error) error {
-	run, err := r.store.Update(ctx, r.runID, fn)
+// record applies a change to the stored run and keeps the result.
+func (r *Reporter) record(ctx context.Context, fn func(*Run) error) error {
+	run, err := r.pub.store.Update(ctx, r.runID, fn)
 	if err != nil {
 		return err
 	}
@@ -212,54 +107,43 @@ func (r *Reporter) update(ctx context.Context, fn func(*Run) error) error {
 }
 
 func (r *Reporter) summary(ctx context.Context) error {
-	run, err := r.publishSummary(ctx, r.run)
+	run, err := r.pub.publishSummary(ctx, r.run)
 	if run != nil {
 		r.run = run
 	}
 	return err
 }
 
+// runStarted records the plan and, for a new branch with work to do, opens the run's draft pull
+// request from the engine's own workspace branch before the first task.
 func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	r.head = ev.Commit
-	r.maxAttempts = ev.MaxAttempts
-	err := r.update(ctx, func(run *Run) error {
-		old := map[string]TaskState{}
-		for _, t := range run.Tasks {
-			old[t.ID] = t
-		}
-		tasks := make([]TaskState, 0, len(ev.Tasks))
-		for _, tr := range ev.Tasks {
-			t, ok := old[tr.ID]
-			if !ok {
-				t = TaskState{ID: tr.ID, Status: templates.StatusPending}
-			}
-			t.Title = tr.Title
-			switch tr.Status {
-			case runner.TaskDone:
-				if t.Status != templates.StatusPassed {
-					t.Status = templates.StatusPassed
-					t.Note = tr.Note
-				}
-				if tr.Commit != "" {
-					t.Checkpoint = tr.Commit
-				}
-			case runner.TaskSkipped:
-				t.Status = templates.StatusSkipped
-			case runner.TaskPending:
-				if t.Status == templates.StatusRunning {
-					t.Status = templates.StatusPending // a job died while it ran
-				}
-			}
-			tasks = append(tasks, t)
-		}
-		run.Tasks = tasks
-		run.Head = ev.Commit
-		return nil
-	})
-	if err != nil {
+	if ev.MaxAttempts > 0 {
+		r.maxAttempts = ev.MaxAttempts
+	}
+	if err := r.record(ctx, func(run *Run) error { return recordRunStarted(run, ev) }); err != nil {
 		return err
 	}
+	if r.run.PR == 0 && hasWork(ev.Tasks) {
+		pr, err := ensurePullRequest(ctx, r.gh, r.run, ev.Tasks)
+		if err != nil {
+			return err
+		}
+		if err := r.record(ctx, recordPullRequest(pr)); err != nil {
+			return err
+		}
+	}
 	return r.summary(ctx)
+}
+
+// hasWork reports whether any task is left to run.
+func hasWork(tasks []runner.TaskResult) bool {
+	for _, t := range tasks {
+		if t.Status == runner.TaskPending {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Reporter) taskStarted(ctx context.Context, ev runner.Event) error {
@@ -267,21 +151,11 @@ func (r *Reporter) taskStarted(ctx context.Context, ev runner.Event) error {
 	if ev.MaxAttempts > 0 {
 		r.maxAttempts = ev.MaxAttempts
 	}
-	err := r.update(ctx, func(run *Run) error {
-		t := run.Task(ev.TaskID)
-		if t == nil {
-			return fmt.Errorf("task %s is not in the run", ev.TaskID)
-		}
-		if t.Status != templates.StatusEscalated {
-			t.Status = templates.StatusRunning
-		}
-		return nil
-	})
-	if err != nil {
+	if err := r.record(ctx, func(run *Run) error { return recordTaskStarted(run, ev) }); err != nil {
 		return err
 	}
 	if t := r.run.Task(ev.TaskID); t.CheckRunID == 0 {
-		if err := r.openCheckRun(ctx, ev); err != nil {
+		if err := r.openCheckRun(ctx, ev.TaskID, ev.Attempt); err != nil {
 			return err
 		}
 	}
@@ -289,35 +163,20 @@ func (r *Reporter) taskStarted(ctx context.Context, ev runner.Event) error {
 }
 
 // openCheckRun creates a new in-progress check run for the task and stores its id at once.
-func (r *Reporter) openCheckRun(ctx context.Context, ev runner.Event) error {
-	t := r.run.Task(ev.TaskID)
-	data := r.checkRunData(t, templates.StatusRunning, ev.Attempt, "")
-	sum, err := templates.Render("checkrun_summary", data)
+func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int) error {
+	t := r.run.Task(taskID)
+	sum, err := templates.Render("checkrun_summary", r.checkRunData(t, templates.StatusRunning, attempt, ""))
 	if err != nil {
 		return err
 	}
 	id, url, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, CheckRun{
 		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: CheckInProgress,
-		ExternalID: r.runID + "/" + t.ID, DetailsURL: r.run.PRURL, Title: "Running", Summary: sum,
+		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: r.run.PRURL, Title: "Running", Summary: sum,
 	})
 	if err != nil {
 		return fmt.Errorf("create check run: %w", err)
 	}
-	return r.update(ctx, func(run *Run) error {
-		if t := run.Task(ev.TaskID); t != nil {
-			t.CheckRunID, t.CheckRunURL, t.CheckRunDone = id, url, false
-		}
-		return nil
-	})
-}
-
-// CheckRunName is the name of a task's check run: "akira: <id> <title>", at most 100 characters.
-func CheckRunName(taskID, title string) string {
-	name := strings.Join(strings.Fields("akira: "+taskID+" "+title), " ")
-	if r := []rune(name); len(r) > 100 {
-		name = string(r[:99]) + "…"
-	}
-	return name
+	return r.record(ctx, recordCheckRunOpened(taskID, id, url))
 }
 
 func (r *Reporter) lastAttempt(taskID string) *templates.Attempt {
@@ -334,20 +193,13 @@ func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
 	}
 	r.attempts[ev.TaskID] = append(r.attempts[ev.TaskID], templates.Attempt{Number: ev.Attempt, Guidance: r.guidance[ev.TaskID]})
 	delete(r.guidance, ev.TaskID)
-	err := r.update(ctx, func(run *Run) error {
-		if t := run.Task(ev.TaskID); t != nil {
-			t.Status = templates.StatusRunning
-			t.Attempts = ev.Attempt
-		}
-		return nil
-	})
-	if err != nil {
+	if err := r.record(ctx, func(run *Run) error { return recordAttemptStarted(run, ev) }); err != nil {
 		return err
 	}
 	t := r.run.Task(ev.TaskID)
 	if t.CheckRunID == 0 || t.CheckRunDone {
 		// A new round after a retry decision gets a new check run: a completed one cannot be reopened.
-		return r.openCheckRun(ctx, ev)
+		return r.openCheckRun(ctx, ev.TaskID, ev.Attempt)
 	}
 	return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", CheckRun{
 		Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttempts)})
@@ -364,14 +216,7 @@ func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
 		return nil
 	}
 	r.metrics.usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CostUSD)
-	return r.update(ctx, func(run *Run) error {
-		if t := run.Task(ev.TaskID); t != nil {
-			t.InputTokens += ev.Usage.InputTokens
-			t.OutputTokens += ev.Usage.OutputTokens
-			t.CostUSD += ev.Usage.CostUSD
-		}
-		return nil
-	})
+	return r.record(ctx, func(run *Run) error { return recordUsage(run, ev) })
 }
 
 func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
@@ -392,18 +237,7 @@ func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
 
 func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error {
 	r.head = ev.Commit
-	err := r.update(ctx, func(run *Run) error {
-		if t := run.Task(ev.TaskID); t != nil {
-			t.Status, t.Checkpoint, t.Note = templates.StatusPassed, ev.Commit, ev.Message
-			if ev.Attempt > 0 {
-				t.Attempts = ev.Attempt
-			}
-			t.Duration = ev.Duration
-		}
-		run.Head = ev.Commit
-		return nil
-	})
-	if err != nil {
+	if err := r.record(ctx, func(run *Run) error { return recordCheckpointed(run, ev) }); err != nil {
 		return err
 	}
 	t := r.run.Task(ev.TaskID)
@@ -419,14 +253,7 @@ func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error 
 }
 
 func (r *Reporter) taskSkipped(ctx context.Context, ev runner.Event) error {
-	err := r.update(ctx, func(run *Run) error {
-		if t := run.Task(ev.TaskID); t != nil {
-			t.Status, t.Note = templates.StatusSkipped, ev.Message
-		}
-		run.Parked = removeParked(run.Parked, ev.TaskID)
-		return nil
-	})
-	if err != nil {
+	if err := r.record(ctx, func(run *Run) error { return recordSkipped(run, ev) }); err != nil {
 		return err
 	}
 	t := r.run.Task(ev.TaskID)
@@ -435,16 +262,6 @@ func (r *Reporter) taskSkipped(ctx context.Context, ev runner.Event) error {
 		return err
 	}
 	return r.summary(ctx)
-}
-
-func removeParked(ps []Parked, taskID string) []Parked {
-	out := ps[:0]
-	for _, p := range ps {
-		if p.TaskID != taskID {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // taskParked records the escalation, turns the check run to action_required with the buttons and
@@ -456,25 +273,7 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 		esc = &runner.Escalation{TaskID: ev.TaskID, Title: ev.TaskTitle, Summary: ev.Message}
 	}
 	fresh := esc.Reason != "awaiting_decision"
-	err := r.update(ctx, func(run *Run) error {
-		t := run.Task(ev.TaskID)
-		if t == nil {
-			return fmt.Errorf("task %s is not in the run", ev.TaskID)
-		}
-		t.Status = templates.StatusEscalated
-		if esc.Attempts > 0 {
-			t.Attempts = esc.Attempts
-		}
-		if fresh || run.ParkedTask(t.ID) == nil {
-			t.Escalations++
-			t.EscalationCommentID, t.EscalationURL = 0, ""
-			t.Note = esc.Summary
-			run.Parked = append(removeParked(run.Parked, t.ID), Parked{TaskID: t.ID, Attempt: esc.Attempts,
-				HeadSHA: esc.HeadSHA, Reason: esc.Reason, Summary: esc.Summary, At: time.Now().UTC()})
-		}
-		return nil
-	})
-	if err != nil {
+	if err := r.record(ctx, func(run *Run) error { return recordParked(run, esc, fresh, r.now()) }); err != nil {
 		return err
 	}
 	t := r.run.Task(ev.TaskID)
@@ -488,84 +287,22 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 			Annotations: annotations(esc.Verify)}); err != nil {
 			return err
 		}
+		t = r.run.Task(ev.TaskID)
 	}
 	if t.EscalationCommentID == 0 {
-		if err := r.postEscalation(ctx, t, esc); err != nil {
+		body, err := escalationBody(r.run, t, esc, r.maxAttempts)
+		if err != nil {
+			return err
+		}
+		id, url, err := postEscalation(ctx, r.gh, r.run, t, body)
+		if err != nil {
+			return err
+		}
+		if err := r.record(ctx, recordEscalationComment(t.ID, id, url)); err != nil {
 			return err
 		}
 	}
 	return r.summary(ctx)
-}
-
-// reasonText says in words why a task was escalated.
-func reasonText(esc *runner.Escalation) string {
-	var why string
-	switch esc.Reason {
-	case "repeated_failure":
-		why = "the same failure happened twice in a row"
-	case "max_attempts":
-		why = "every attempt failed"
-	case "awaiting_decision":
-		why = "waiting for a decision"
-	default:
-		why = esc.Reason
-	}
-	if esc.Summary != "" && why != "" {
-		return why + ": " + esc.Summary
-	}
-	return why + esc.Summary
-}
-
-// escalationRoundMarker tells escalations of the same task apart, so that after a crash the comment
-// of this very escalation is found instead of posted twice.
-func escalationRoundMarker(runID, taskID string, round int) string {
-	return fmt.Sprintf("<!-- akira:escalation-round run=%s task=%s round=%d -->", runID, taskID, round)
-}
-
-func (r *Reporter) postEscalation(ctx context.Context, t *TaskState, esc *runner.Escalation) error {
-	data := templates.Escalation{
-		RunID: r.runID, TaskID: t.ID, TaskTitle: t.Title, Attempts: t.Attempts, MaxAttempts: r.maxAttempts,
-		Reason: reasonText(esc), CheckRunURL: t.CheckRunURL, Buttons: t.CheckRunID != 0,
-	}
-	var outputs []string
-	for _, v := range esc.Verify {
-		if !v.Passed() {
-			data.Failures = append(data.Failures, templates.Command{Command: v.Command, ExitCode: v.ExitCode, TimedOut: v.TimedOut, Duration: v.Duration})
-			if strings.TrimSpace(v.Output) != "" {
-				outputs = append(outputs, v.Output)
-			}
-		}
-	}
-	if len(data.Failures) == 0 {
-		data.Error = esc.Summary
-		if data.Error == "" {
-			data.Error = t.Note
-		}
-	}
-	data.Output = strings.Join(outputs, "\n")
-	if data.Output == "" {
-		data.Output = esc.Feedback
-	}
-	body, err := templates.Render("escalation", data)
-	if err != nil {
-		return err
-	}
-	marker := escalationRoundMarker(r.runID, t.ID, t.Escalations)
-	body += marker + "\n"
-	number := summaryNumber(r.run)
-	id, url, err := r.gh.FindComment(ctx, r.run.Owner, r.run.Repo, number, marker)
-	if errors.Is(err, ErrGitHubNotFound) {
-		id, url, err = r.gh.CreateComment(ctx, r.run.Owner, r.run.Repo, number, body)
-	}
-	if err != nil {
-		return fmt.Errorf("escalation comment: %w", err)
-	}
-	return r.update(ctx, func(run *Run) error {
-		if t := run.Task(t.ID); t != nil {
-			t.EscalationCommentID, t.EscalationURL = id, url
-		}
-		return nil
-	})
 }
 
 // checkRunData is the template data of a task's check run.
@@ -575,7 +312,7 @@ func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason
 	}
 	d := templates.CheckRun{
 		RunID: r.runID, TaskID: t.ID, TaskTitle: t.Title, Status: status, Attempt: attempt, MaxAttempts: r.maxAttempts,
-		Reason: reason, Verify: commands(r.verify[t.ID]), Agent: r.agent, Duration: t.Duration,
+		Reason: reason, Verify: commands(r.verify[t.ID]), Agent: r.run.Agent, Duration: t.Duration,
 		Usage:    templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
 		Attempts: r.attempts[t.ID],
 	}
@@ -610,7 +347,7 @@ func (r *Reporter) updateCheckRun(ctx context.Context, t *TaskState, status stri
 // that it is completed.
 func (r *Reporter) finishCheckRun(ctx context.Context, t *TaskState, status, reason string, cr CheckRun) error {
 	if t.CheckRunID == 0 {
-		if err := r.openCheckRun(ctx, runner.Event{TaskID: t.ID, Attempt: t.Attempts}); err != nil {
+		if err := r.openCheckRun(ctx, t.ID, t.Attempts); err != nil {
 			return err
 		}
 		t = r.run.Task(t.ID)
@@ -618,38 +355,5 @@ func (r *Reporter) finishCheckRun(ctx context.Context, t *TaskState, status, rea
 	if err := r.updateCheckRun(ctx, t, status, t.Attempts, reason, cr); err != nil {
 		return err
 	}
-	return r.update(ctx, func(run *Run) error {
-		if t := run.Task(t.ID); t != nil {
-			t.CheckRunDone = true
-		}
-		return nil
-	})
-}
-
-func commands(rs []verify.Result) []templates.Command {
-	out := make([]templates.Command, 0, len(rs))
-	for _, v := range rs {
-		out = append(out, templates.Command{Command: v.Command, ExitCode: v.ExitCode, TimedOut: v.TimedOut, Duration: v.Duration})
-	}
-	return out
-}
-
-// annotations are the file/line problems of the failed verification commands: those the engine found
-// in each command's whole output, else what ParseAnnotations finds in the tail it kept.
-func annotations(rs []verify.Result) []Annotation {
-	var out []Annotation
-	for _, v := range rs {
-		if v.Passed() {
-			continue
-		}
-		found := v.Annotations
-		if len(found) == 0 {
-			found = verify.ParseAnnotations(v.Output)
-		}
-		for _, a := range found {
-			out = append(out, Annotation{Path: a.Path, StartLine: a.StartLine, EndLine: a.EndLine, Level: a.Level,
-				Message: a.Message, Title: v.Command})
-		}
-	}
-	return out
+	return r.record(ctx, recordCheckRunDone(t.ID))
 }

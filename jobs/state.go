@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -136,14 +137,14 @@ type Parked struct {
 	At      time.Time `json:"at"`
 }
 
-// Decision is a human decision on a parked task.
+// Decision is a human decision on a parked task: the engine's decision, who took it, and the key of the
+// request that carried it.
 type Decision struct {
 	// Key identifies the request that carried the decision (the resume job); see Run.DecisionKeys.
-	Key      string `json:"key,omitempty"`
-	TaskID   string `json:"task_id"`
-	Action   Action `json:"action"`
-	Guidance string `json:"guidance,omitempty"`
-	By       string `json:"by,omitempty"`
+	Key    string `json:"key,omitempty"`
+	TaskID string `json:"task_id"`
+	runner.Decision
+	By string `json:"by,omitempty"`
 }
 
 // ParkedTask returns the parked entry of the task, or nil.
@@ -518,7 +519,7 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 				r.DecisionKeys = r.DecisionKeys[n-maxDecisionKeys:]
 			}
 		}
-		if d.Action == ActionAbort {
+		if d.Kind == runner.DecisionAbort {
 			r.Status = StatusAborted
 			r.AbortedBy = d.By
 			for i := range r.Tasks {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -182,18 +183,18 @@ func TestStoreDecide(t *testing.T) {
 		wantErr    string
 		wantStatus RunStatus
 	}{
-		{"retry", park, Decision{TaskID: "1.2", Action: ActionRetry, Guidance: "use tabs", By: "ann"}, "aaaaaaaaaa", "", StatusQueued},
-		{"reply names no task", park, Decision{Action: ActionSkip, By: "ann"}, "aaaaaaaaaa", "", StatusQueued},
-		{"abort", park, Decision{Action: ActionAbort, By: "ann"}, "aaaaaaaaaa", "", StatusAborted},
-		{"head moved", park, Decision{Action: ActionApprove}, "bbbbbbbbbb", "moved from aaaaaaa to bbbbbbb", StatusParked},
+		{"retry", park, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "use tabs"}, By: "ann"}, "aaaaaaaaaa", "", StatusQueued},
+		{"reply names no task", park, Decision{Decision: runner.Decision{Kind: runner.DecisionSkip}, By: "ann"}, "aaaaaaaaaa", "", StatusQueued},
+		{"abort", park, Decision{Decision: runner.Decision{Kind: runner.DecisionAbort}, By: "ann"}, "aaaaaaaaaa", "", StatusAborted},
+		{"head moved", park, Decision{Decision: runner.Decision{Kind: runner.DecisionApprove}}, "bbbbbbbbbb", "moved from aaaaaaa to bbbbbbb", StatusParked},
 		{"queued by another decision", func(r *Run) error {
 			r.Status = StatusQueued
 			r.Parked = []Parked{{TaskID: "1.2"}}
-			r.Decisions = map[string]Decision{"1.1": {TaskID: "1.1", Action: ActionSkip}}
+			r.Decisions = map[string]Decision{"1.1": {TaskID: "1.1", Decision: runner.Decision{Kind: runner.DecisionSkip}}}
 			return nil
-		}, Decision{TaskID: "1.2", Action: ActionRetry, Guidance: "again"}, "", "", StatusQueued},
-		{"other task", park, Decision{TaskID: "1.1", Action: ActionApprove}, "aaaaaaaaaa", "waits on task 1.2, not 1.1", StatusParked},
-		{"running", func(r *Run) error { r.Status = StatusRunning; return nil }, Decision{Action: ActionApprove}, "x", "is running, not waiting", StatusRunning},
+		}, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "again"}}, "", "", StatusQueued},
+		{"other task", park, Decision{TaskID: "1.1", Decision: runner.Decision{Kind: runner.DecisionApprove}}, "aaaaaaaaaa", "waits on task 1.2, not 1.1", StatusParked},
+		{"running", func(r *Run) error { r.Status = StatusRunning; return nil }, Decision{Decision: runner.Decision{Kind: runner.DecisionApprove}}, "x", "is running, not waiting", StatusRunning},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,7 +225,7 @@ func TestStoreDecide(t *testing.T) {
 			switch tt.wantStatus {
 			case StatusQueued:
 				d := r.Decisions["1.2"]
-				if len(r.Parked) != 0 || d.Action != tt.decision.Action || d.Guidance != tt.decision.Guidance || d.TaskID != "1.2" {
+				if len(r.Parked) != 0 || d.Kind != tt.decision.Kind || d.Guidance != tt.decision.Guidance || d.TaskID != "1.2" {
 					t.Errorf("after decision: parked %+v decisions %+v", r.Parked, r.Decisions)
 				}
 			case StatusAborted:
@@ -257,7 +258,7 @@ func TestStoreDecideOnce(t *testing.T) {
 	results := make(chan error, n)
 	for i := range n {
 		go func() {
-			_, _, err := s.Decide(ctx, "r1", Decision{Action: ActionRetry, Guidance: string(rune('a' + i))}, "h")
+			_, _, err := s.Decide(ctx, "r1", Decision{Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: string(rune('a' + i))}}, "h")
 			results <- err
 		}()
 	}
@@ -292,9 +293,9 @@ func TestStoreDecideIsIdempotent(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	d := Decision{Key: "resume:comment:1", Action: ActionSkip}
+	d := Decision{Key: "resume:comment:1", Decision: runner.Decision{Kind: runner.DecisionSkip}}
 	r, already, err := s.Decide(ctx, "r1", d, "")
-	if err != nil || already || r.Decisions["1.1"].Action != ActionSkip || len(r.Parked) != 1 {
+	if err != nil || already || r.Decisions["1.1"].Kind != runner.DecisionSkip || len(r.Parked) != 1 {
 		t.Fatalf("first Decide = %+v, %v, %v", r, already, err)
 	}
 	r, already, err = s.Decide(ctx, "r1", d, "")
@@ -302,8 +303,8 @@ func TestStoreDecideIsIdempotent(t *testing.T) {
 		t.Fatalf("repeated Decide = parked %+v, already %v, %v; want the stored run unchanged", r.Parked, already, err)
 	}
 	// Another request on the remaining task still applies while the run is queued.
-	r, already, err = s.Decide(ctx, "r1", Decision{Key: "resume:comment:2", Action: ActionApprove}, "")
-	if err != nil || already || r.Decisions["1.2"].Action != ActionApprove || len(r.Parked) != 0 || r.Status != StatusQueued {
+	r, already, err = s.Decide(ctx, "r1", Decision{Key: "resume:comment:2", Decision: runner.Decision{Kind: runner.DecisionApprove}}, "")
+	if err != nil || already || r.Decisions["1.2"].Kind != runner.DecisionApprove || len(r.Parked) != 0 || r.Status != StatusQueued {
 		t.Fatalf("second decision = %+v, %v, %v", r, already, err)
 	}
 }

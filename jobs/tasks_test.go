@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
 )
 
 func validRun() RunPayload {
@@ -16,7 +18,7 @@ func validRun() RunPayload {
 }
 
 func validResume() ResumePayload {
-	return ResumePayload{CommentID: 99, InstallationID: 7, Owner: "o", Repo: "r", Number: 3, Action: ActionRetry, Guidance: "use tabs"}
+	return ResumePayload{CommentID: 99, InstallationID: 7, Owner: "o", Repo: "r", Number: 3, Decision: runner.DecisionRetry, Guidance: "use tabs"}
 }
 
 func TestRunPayloadValidate(t *testing.T) {
@@ -36,7 +38,7 @@ func TestRunPayloadValidate(t *testing.T) {
 		{"no delivery", func(p *RunPayload) { p.DeliveryID = "" }, "no delivery id"},
 		{"no installation", func(p *RunPayload) { p.InstallationID = 0 }, "no installation id"},
 		{"no repo", func(p *RunPayload) { p.Repo = "" }, "no repository"},
-		{"future version", func(p *RunPayload) { p.Version = 2 }, "version 2, want 1"},
+		{"future version", func(p *RunPayload) { p.Version = 3 }, "version 3, want 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +71,7 @@ func TestResumePayloadValidate(t *testing.T) {
 		}, ""},
 		{"no key", func(p *ResumePayload) { p.CommentID = 0 }, "neither a delivery id nor a comment id"},
 		{"no run", func(p *ResumePayload) { p.Number = 0 }, "neither an issue number nor a run id"},
-		{"unknown action", func(p *ResumePayload) { p.Action = "merge" }, `unknown action "merge"`},
+		{"unknown decision", func(p *ResumePayload) { p.Decision = "merge" }, `unknown decision "merge"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,7 +112,7 @@ func TestJobIDs(t *testing.T) {
 }
 
 func TestDecodeRejectsWithoutRetry(t *testing.T) {
-	good, err := NewRunTask(validRun())
+	good, err := TaskOptions{}.NewRunTask(validRun())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestDecodeRejectsWithoutRetry(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeResumePayload(asynq.NewTask(TypeResume, []byte(`{"v":1,"action":"merge"}`))); !errors.Is(err, asynq.SkipRetry) {
+	if _, err := DecodeResumePayload(asynq.NewTask(TypeResume, []byte(`{"v":2,"decision":"merge"}`))); !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("DecodeResumePayload(bad) = %v, want SkipRetry", err)
 	}
 }
@@ -175,5 +177,17 @@ func TestEnqueuer(t *testing.T) {
 	}
 	if err := e.EnqueueRun(ctx, RunPayload{}); err == nil || errors.Is(err, ErrDuplicate) {
 		t.Fatalf("EnqueueRun(empty) = %v, want a validation error", err)
+	}
+
+	intake := IntakePayload{DeliveryID: "d-7", Event: EventPush, InstallationID: 7, Owner: "o", Repo: "r", Push: &PushIntake{Branch: "main"}}
+	if err := e.EnqueueIntake(ctx, intake); err != nil {
+		t.Fatalf("EnqueueIntake: %v", err)
+	}
+	if err := e.EnqueueIntake(ctx, intake); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("second EnqueueIntake = %v, want ErrDuplicate", err)
+	}
+	info, err = insp.GetTaskInfo(queue, "intake:d-7")
+	if err != nil || info.Type != TypeIntake || info.MaxRetry != intakeMaxRetry || info.Timeout != intakeTimeout {
+		t.Fatalf("intake task = %+v, %v", info, err)
 	}
 }

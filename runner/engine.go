@@ -92,13 +92,12 @@ func (e *engine) prepare(ctx context.Context) error {
 	e.ws = ws
 	e.out.Base = ws.Base
 
-	repoCfg := config.DefaultRepo()
-	if data, ok, err := ws.ReadBase(ctx, ".github/akira.yml"); err != nil {
+	repoCfg, _, err := config.LoadRepo(ctx, ws.ReadBase)
+	if _, bad := errors.AsType[*config.RepoError](err); bad {
+		return fmt.Errorf("runner: %w: %w", ErrUsage, err)
+	}
+	if err != nil {
 		return fmt.Errorf("runner: %w", err)
-	} else if ok {
-		if repoCfg, err = config.ParseRepo(data); err != nil {
-			return fmt.Errorf("runner: %w: %w", ErrUsage, err)
-		}
 	}
 	if e.o.MaxAttempts <= 0 {
 		e.o.MaxAttempts = repoCfg.MaxAttempts
@@ -206,6 +205,11 @@ func (e *engine) prepare(ctx context.Context) error {
 		e.out.Tasks = append(e.out.Tasks, *r)
 	}
 	e.verifyEnv = proc.Environ(e.o.Env)
+	if e.o.StartCommit && e.hasPending() {
+		if err := e.startCommit(ctx); err != nil {
+			return err
+		}
+	}
 	e.out.Head = ws.Head()
 	if err := e.emit(ctx, Event{Type: EventRunStarted, Repo: e.o.Repo, Roadmap: e.source, Branch: branch,
 		Base: ws.Base, Tasks: e.snapshot(), MaxAttempts: e.o.MaxAttempts, Commit: ws.Head(),
@@ -218,6 +222,37 @@ func (e *engine) prepare(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+func (e *engine) hasPending() bool {
+	for _, r := range e.results {
+		if r.Status == TaskPending {
+			return true
+		}
+	}
+	return false
+}
+
+// startCommit gives a branch with nothing ahead of its base an empty commit carrying the run's trailer,
+// pushed before the first task, so that a pull request can be opened from it (GitHub refuses one
+// without commits). A branch that already has one, from an earlier job of the run, gets none.
+func (e *engine) startCommit(ctx context.Context) error {
+	ahead, err := e.ws.Git(ctx, "rev-list", "--count", "refs/remotes/origin/"+e.ws.Base+"..HEAD")
+	if err != nil {
+		return fmt.Errorf("runner: start commit: %w", err)
+	}
+	if strings.TrimSpace(ahead) != "0" {
+		return nil
+	}
+	msg := fmt.Sprintf("akira: start run %s\n\nThe pull request of this run needs a commit; the tasks follow.\n\n%s: %s\n",
+		e.o.RunID, TrailerRun, e.o.RunID)
+	if _, err := e.ws.Commit(ctx, msg); err != nil {
+		return fmt.Errorf("runner: start commit: %w", err)
+	}
+	if err := e.ws.Push(ctx); err != nil {
+		return fmt.Errorf("runner: start commit: %w", err)
 	}
 	return nil
 }

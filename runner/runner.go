@@ -116,6 +116,10 @@ type Options struct {
 	GitAuth func(ctx context.Context) (string, error)
 	// GitEnv names variables passed to git besides proc.DefaultAllowEnv (e.g. SSH_AUTH_SOCK).
 	GitEnv []string
+	// StartCommit, when the branch has no commit ahead of Base and a task is left to run, commits and
+	// pushes an empty start commit carrying the Akira-Run trailer before EventRunStarted, so that the
+	// caller can open a pull request from the branch of this very workspace.
+	StartCommit bool
 	// Output, when set, receives the output of verification commands live.
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().

@@ -200,6 +200,46 @@ type DidYouMean struct {
 	Suggestion string
 }
 
+// CommandUsage answers a known command written the wrong way.
+type CommandUsage struct {
+	// Command is the command's name, without /akira; Usage its usage line, as the help shows it.
+	Command string
+	Usage   string
+}
+
+// BadPath answers /akira run with a path outside the repository.
+type BadPath struct {
+	// Path is what the user wrote (the caller shortens it); the template quotes it safely.
+	Path  string
+	Usage string
+}
+
+// ForkRefusal answers /akira run on a pull request from a fork.
+type ForkRefusal struct{}
+
+// BranchBusy answers a run asked for on a branch another run owns.
+type BranchBusy struct {
+	Branch string
+	RunID  string
+	// State is a Run constant.
+	State string
+	// ParkedTask is the task the other run waits on, when it is parked.
+	ParkedTask string
+	// FromCommand says a person asked (/akira run) rather than a push or a pull request update.
+	FromCommand bool
+	SummaryURL  string
+}
+
+// DecisionIgnored answers a decision that changed nothing.
+type DecisionIgnored struct {
+	// Decision is approve, retry, skip or abort.
+	Decision string
+	// ByButton says it came from a check run's button rather than a comment.
+	ByButton bool
+	// Reason is why, a sentence without its final full stop.
+	Reason string
+}
+
 // ConfigError is posted when .github/akira.yml cannot be used.
 type ConfigError struct {
 	Path string

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/akira-bot/akira/jobs"
 )
 
 // Check run statuses and conclusions. Akira maps a verified task to success, a failed one to failure, a
@@ -32,71 +34,16 @@ const (
 	LevelNotice  = "notice"
 )
 
-// Identifiers of the escalation buttons; a check_run requested_action event carries one of them.
-const (
-	ActionApprove = "approve"
-	ActionRetry   = "retry"
-	ActionSkip    = "skip"
-)
-
 // MaxTotalAnnotations caps the annotations sent for one check run: each batch of 50 is one request,
 // and hundreds of annotations help nobody.
 const MaxTotalAnnotations = 500
 
-// Annotation is a message on a line range of a file, shown in the pull request's diff.
-type Annotation struct {
-	Path      string
-	StartLine int
-	EndLine   int
-	Level     string // failure, warning or notice
-	Message   string
-	Title     string
-}
-
-// Action is a check run button. GitHub allows three, with a label of at most 20 characters, a
-// description of at most 40 and an identifier of at most 20.
-type Action struct {
+// action is a check run button as GitHub takes it: a label of at most 20 characters, a description of
+// at most 40 and an identifier of at most 20. The identifier is the button's decision.
+type action struct {
 	Label       string `json:"label"`
 	Description string `json:"description"`
 	Identifier  string `json:"identifier"`
-}
-
-// EscalationActions are the buttons of an escalated task's check run.
-func EscalationActions() []Action {
-	return []Action{
-		{Label: "Approve", Description: "Accept the task as it is and go on", Identifier: ActionApprove},
-		{Label: "Retry", Description: "Try the task again", Identifier: ActionRetry},
-		{Label: "Skip", Description: "Leave the task undone and go on", Identifier: ActionSkip},
-	}
-}
-
-// CheckRunName is the name of a task's check run: "akira: <id> <title>".
-func CheckRunName(taskID, title string) string {
-	name := strings.Join(strings.Fields("akira: "+taskID+" "+title), " ")
-	if utf8.RuneCountInString(name) > 100 {
-		name = string([]rune(name)[:99]) + "…"
-	}
-	return name
-}
-
-// CheckRun is what to create, or what to change: on update, empty fields are left as they are.
-type CheckRun struct {
-	Name       string
-	HeadSHA    string // required on create
-	Status     string // queued, in_progress or completed
-	Conclusion string // completes the check run
-	ExternalID string
-	DetailsURL string
-	// Title, Summary and Text are the output; Summary and Text are cut to GitHub's limit with a note.
-	// GitHub wants a title and a summary with any output: Title defaults to Name, and an update that
-	// changes the output without either is an error.
-	Title       string
-	Summary     string
-	Text        string
-	Annotations []Annotation
-	// Actions are the buttons. A conclusion other than action_required removes the buttons unless
-	// Actions is set.
-	Actions []Action
 }
 
 type checkOutput struct {
@@ -126,7 +73,7 @@ type checkRunRequest struct {
 	Conclusion  string       `json:"conclusion,omitempty"`
 	CompletedAt string       `json:"completed_at,omitempty"`
 	Output      *checkOutput `json:"output,omitempty"`
-	Actions     *[]Action    `json:"actions,omitempty"`
+	Actions     *[]action    `json:"actions,omitempty"`
 }
 
 type checkRunResponse struct {
@@ -134,9 +81,10 @@ type checkRunResponse struct {
 	HTMLURL string `json:"html_url"`
 }
 
-// CreateCheckRun creates a check run and returns its id and web URL. Annotations beyond the first 50
-// are sent by further updates, 50 at a time, as GitHub's API requires.
-func (c *Client) CreateCheckRun(ctx context.Context, owner, repo string, cr CheckRun) (int64, string, error) {
+// CreateCheckRun implements jobs.Checks: it creates a check run and returns its id and web URL.
+// Annotations beyond the first 50 are sent by further updates, 50 at a time, as GitHub's API requires.
+// Summary and Text are cut to GitHub's limit with a note; Title defaults to Name.
+func (c *Client) CreateCheckRun(ctx context.Context, owner, repo string, cr jobs.CheckRun) (int64, string, error) {
 	if cr.Name == "" || cr.HeadSHA == "" {
 		return 0, "", errors.New("gh: create check run: name and head sha are required")
 	}
@@ -157,8 +105,10 @@ func (c *Client) CreateCheckRun(ctx context.Context, owner, repo string, cr Chec
 	return resp.ID, resp.HTMLURL, nil
 }
 
-// UpdateCheckRun changes a check run; see CheckRun for what is left as it is.
-func (c *Client) UpdateCheckRun(ctx context.Context, owner, repo string, id int64, cr CheckRun) error {
+// UpdateCheckRun implements jobs.Checks: it changes a check run, leaving empty fields as they are. GitHub
+// wants a title and a summary with any output, so an update that changes the output without either is
+// an error.
+func (c *Client) UpdateCheckRun(ctx context.Context, owner, repo string, id int64, cr jobs.CheckRun) error {
 	body, out, batches, err := c.checkRunBody(cr, false)
 	if err != nil {
 		return fmt.Errorf("gh: update check run %d: %w", id, err)
@@ -189,7 +139,7 @@ func (c *Client) sendAnnotations(ctx context.Context, owner, repo string, id int
 }
 
 // checkRunBody builds the request and splits the annotations into batches.
-func (c *Client) checkRunBody(cr CheckRun, create bool) (checkRunRequest, *checkOutput, [][]annotationJSON, error) {
+func (c *Client) checkRunBody(cr jobs.CheckRun, create bool) (checkRunRequest, *checkOutput, [][]annotationJSON, error) {
 	req := checkRunRequest{
 		Name: cr.Name, HeadSHA: cr.HeadSHA, DetailsURL: cr.DetailsURL, ExternalID: cr.ExternalID,
 		Status: cr.Status, Conclusion: cr.Conclusion,
@@ -201,15 +151,18 @@ func (c *Client) checkRunBody(cr CheckRun, create bool) (checkRunRequest, *check
 		req.Status = StatusCompleted
 		req.CompletedAt = time.Now().UTC().Format(time.RFC3339)
 	}
-	if len(cr.Actions) > 3 {
-		return req, nil, nil, fmt.Errorf("%d actions, GitHub allows 3", len(cr.Actions))
+	if len(cr.Buttons) > 3 {
+		return req, nil, nil, fmt.Errorf("%d buttons, GitHub allows 3", len(cr.Buttons))
 	}
 	switch {
-	case cr.Actions != nil:
-		acts := append([]Action{}, cr.Actions...)
+	case cr.Buttons != nil:
+		acts := make([]action, 0, len(cr.Buttons))
+		for _, b := range cr.Buttons {
+			acts = append(acts, action{Label: b.Label, Description: b.Description, Identifier: string(b.Decision)})
+		}
 		req.Actions = &acts
 	case cr.Conclusion != "" && cr.Conclusion != ConclusionActionRequired:
-		req.Actions = &[]Action{}
+		req.Actions = &[]action{}
 	}
 	anns := normalizeAnnotations(cr.Annotations)
 	if len(anns) > MaxTotalAnnotations {
@@ -244,7 +197,7 @@ func (c *Client) checkRunBody(cr CheckRun, create bool) (checkRunRequest, *check
 	return req, out, batches, nil
 }
 
-func normalizeAnnotations(in []Annotation) []annotationJSON {
+func normalizeAnnotations(in []jobs.Annotation) []annotationJSON {
 	out := make([]annotationJSON, 0, len(in))
 	for _, a := range in {
 		if a.Path == "" {

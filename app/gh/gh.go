@@ -2,8 +2,8 @@
 // that retries what GitHub asks to be retried and serialises mutating calls, and the small operations the
 // jobs layer needs (comments, check runs, pull requests, reactions, contents, refs, permissions).
 //
-// Nothing of go-github leaks out of this package: operations take and return plain types, so consumers
-// declare their own small interfaces over *Client.
+// *Client implements the small interfaces package jobs declares, with jobs' own types; nothing of
+// go-github leaks out of this package.
 package gh
 
 import (
@@ -21,6 +21,8 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v60/github"
+
+	"github.com/akira-bot/akira/jobs"
 )
 
 // DefaultBaseURL is the REST API of github.com.
@@ -33,9 +35,6 @@ func BaseURLFromEnv() string {
 	}
 	return DefaultBaseURL
 }
-
-// ErrNotFound is returned when GitHub answers 404 for the thing asked for.
-var ErrNotFound = errors.New("gh: not found")
 
 // AppConfig configures an App.
 type AppConfig struct {
@@ -140,8 +139,8 @@ func (a *App) BotLogin(ctx context.Context) (string, error) {
 	return login, nil
 }
 
-// RepoInstallation returns the id of the installation that covers a repository; ErrNotFound when the app
-// is not installed on it.
+// RepoInstallation returns the id of the installation that covers a repository; an error wrapping
+// jobs.ErrGitHubNotFound when the app is not installed on it.
 func (a *App) RepoInstallation(ctx context.Context, owner, repo string) (int64, error) {
 	in, _, err := a.appClient.Apps.FindRepositoryInstallation(ctx, owner, repo)
 	if err != nil {
@@ -204,7 +203,17 @@ func (a *App) Installation(id int64) (*Client, error) {
 	return c, nil
 }
 
-// Client is the GitHub client of one installation. It is safe for concurrent use.
+// Installations hands the jobs the clients of this app's installations.
+func (a *App) Installations() jobs.Installations {
+	return jobs.InstallationsFunc(func(_ context.Context, id int64) (jobs.GitHub, error) {
+		return a.Installation(id)
+	})
+}
+
+var _ jobs.GitHub = (*Client)(nil)
+
+// Client is the GitHub client of one installation, implementing the interfaces jobs declares. It is
+// safe for concurrent use.
 type Client struct {
 	id      int64
 	app     *App

@@ -15,6 +15,7 @@ import (
 
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/jobs"
 )
 
 const owner, repo = "octo", "hello"
@@ -131,7 +132,7 @@ func TestEnterpriseURLs(t *testing.T) {
 	}
 	ctx := context.Background()
 	srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/x", Files: map[string]string{"x": "x\n"}})
-	pr, err := c.CreatePullRequest(ctx, owner, repo, gh.PRSpec{Title: "x", Head: "akira/x", Base: "main", Draft: true})
+	pr, err := c.CreatePullRequest(ctx, owner, repo, jobs.NewPullRequest{Title: "x", Head: "akira/x", Base: "main", Draft: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestComments(t *testing.T) {
 		t.Fatalf("listing 105 comments took %d requests, want 2 pages", pages)
 	}
 
-	if err := e.c.EditComment(ctx, owner, repo, 987654, "x"); !errors.Is(err, gh.ErrNotFound) {
+	if err := e.c.EditComment(ctx, owner, repo, 987654, "x"); !errors.Is(err, jobs.ErrGitHubNotFound) {
 		t.Fatalf("edit of a missing comment: %v, want ErrNotFound", err)
 	}
 }
@@ -371,10 +372,10 @@ func TestReaction(t *testing.T) {
 	}
 }
 
-func annotations(n int) []gh.Annotation {
-	out := make([]gh.Annotation, n)
+func annotations(n int) []jobs.Annotation {
+	out := make([]jobs.Annotation, n)
 	for i := range out {
-		out[i] = gh.Annotation{Path: "pkg/a.go", StartLine: i + 1, Level: gh.LevelFailure, Message: "bad"}
+		out[i] = jobs.Annotation{Path: "pkg/a.go", StartLine: i + 1, Level: gh.LevelFailure, Message: "bad"}
 	}
 	return out
 }
@@ -383,12 +384,12 @@ func TestCheckRunAnnotationBatches(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
 	sha := e.srv.Branch(owner, repo, "main")
-	name := gh.CheckRunName("T1", "Parse the config")
+	name := jobs.CheckRunName("T1", "Parse the config")
 	if name != "akira: T1 Parse the config" {
 		t.Fatalf("CheckRunName = %q", name)
 	}
 	e.srv.ResetRequests()
-	id, url, err := e.c.CreateCheckRun(ctx, owner, repo, gh.CheckRun{
+	id, url, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{
 		Name: name, HeadSHA: sha, Status: gh.StatusInProgress, ExternalID: "run-1/T1",
 		Summary: "verifying", Text: "details", Annotations: annotations(120),
 	})
@@ -433,7 +434,7 @@ func TestCheckRunAnnotationBatches(t *testing.T) {
 
 	// Update with 51 more: one PATCH carries the conclusion and 50, the next one the last.
 	e.srv.ResetRequests()
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, gh.CheckRun{Conclusion: gh.ConclusionFailure, Title: "Failed", Summary: "failed", Annotations: annotations(51)}); err != nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Conclusion: gh.ConclusionFailure, Title: "Failed", Summary: "failed", Annotations: annotations(51)}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.requests("PATCH", "/check-runs")); n != 2 {
@@ -450,7 +451,7 @@ func TestCheckRunOutputTruncated(t *testing.T) {
 	ctx := context.Background()
 	sha := e.srv.Branch(owner, repo, "main")
 	long := strings.Repeat("x", 70000) + "\n" + strings.Repeat("ü", 1000)
-	id, _, err := e.c.CreateCheckRun(ctx, owner, repo, gh.CheckRun{Name: "akira: T1 big", HeadSHA: sha, Title: "Big", Summary: long, Text: long})
+	id, _, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{Name: "akira: T1 big", HeadSHA: sha, Title: "Big", Summary: long, Text: long})
 	if err != nil {
 		t.Fatalf("the fake rejected the output: %v", err)
 	}
@@ -472,34 +473,34 @@ func TestCheckRunEscalationButtons(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
 	sha := e.srv.Branch(owner, repo, "main")
-	id, _, err := e.c.CreateCheckRun(ctx, owner, repo, gh.CheckRun{Name: "akira: T2 x", HeadSHA: sha, Status: gh.StatusInProgress})
+	id, _, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{Name: "akira: T2 x", HeadSHA: sha, Status: gh.StatusInProgress})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, gh.CheckRun{Conclusion: gh.ConclusionActionRequired,
-		Title: "Needs a decision", Summary: "escalated", Actions: gh.EscalationActions(), DetailsURL: "https://example.com/x"}); err != nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Conclusion: gh.ConclusionActionRequired,
+		Title: "Needs a decision", Summary: "escalated", Buttons: jobs.EscalationButtons(), DetailsURL: "https://example.com/x"}); err != nil {
 		t.Fatal(err)
 	}
 	cr, _ := e.srv.CheckRun(id)
-	if cr.Conclusion != "action_required" || len(cr.Actions) != 3 || cr.Actions[0].Identifier != gh.ActionApprove ||
-		cr.Actions[1].Identifier != gh.ActionRetry || cr.Actions[2].Identifier != gh.ActionSkip {
+	if cr.Conclusion != "action_required" || len(cr.Actions) != 3 || cr.Actions[0].Identifier != "approve" ||
+		cr.Actions[1].Identifier != "retry" || cr.Actions[2].Identifier != "skip" {
 		t.Fatalf("escalated check run: conclusion %q, actions %+v", cr.Conclusion, cr.Actions)
 	}
 	// Skipping ends as neutral and takes the buttons away.
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, gh.CheckRun{Conclusion: gh.ConclusionNeutral, Title: "Skipped", Summary: "skipped"}); err != nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Conclusion: gh.ConclusionNeutral, Title: "Skipped", Summary: "skipped"}); err != nil {
 		t.Fatal(err)
 	}
 	cr, _ = e.srv.CheckRun(id)
 	if cr.Conclusion != "neutral" || len(cr.Actions) != 0 || cr.Summary != "skipped" || cr.Title != "Skipped" || cr.Name != "akira: T2 x" {
 		t.Fatalf("skipped check run: conclusion %q, actions %+v, summary %q, title %q", cr.Conclusion, cr.Actions, cr.Summary, cr.Title)
 	}
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, gh.CheckRun{Title: "t", Text: "no summary"}); err == nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Title: "t", Text: "no summary"}); err == nil {
 		t.Fatal("output without a summary: want an error")
 	}
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, gh.CheckRun{Summary: "no title"}); err == nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Summary: "no title"}); err == nil {
 		t.Fatal("output without a title: want an error")
 	}
-	if _, _, err := e.c.CreateCheckRun(ctx, owner, repo, gh.CheckRun{Name: "x"}); err == nil {
+	if _, _, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{Name: "x"}); err == nil {
 		t.Fatal("no head sha: want an error")
 	}
 }
@@ -550,7 +551,7 @@ func TestNoRetry(t *testing.T) {
 	t.Run("404 passes through", func(t *testing.T) {
 		e := newEnv(t, nil, nil)
 		_, err := e.c.GetFile(context.Background(), owner, repo, "", "missing.txt")
-		if !errors.Is(err, gh.ErrNotFound) || gh.StatusOf(err) != 404 {
+		if !errors.Is(err, jobs.ErrGitHubNotFound) || gh.StatusOf(err) != 404 {
 			t.Fatalf("err = %v (status %d), want ErrNotFound", err, gh.StatusOf(err))
 		}
 		if n := len(e.requests("GET", "/contents/")); n != 1 {
@@ -668,19 +669,19 @@ func TestPullRequests(t *testing.T) {
 	ctx := context.Background()
 	e.srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/roadmap", Files: map[string]string{"ROADMAP.md": "- [x] a\n", "a.go": "package a\n"}})
 
-	if _, err := e.c.FindPullRequest(ctx, owner, repo, "akira/roadmap", "main"); !errors.Is(err, gh.ErrNotFound) {
+	if _, err := e.c.FindPullRequest(ctx, owner, repo, "akira/roadmap", "main"); !errors.Is(err, jobs.ErrGitHubNotFound) {
 		t.Fatalf("FindPullRequest before create: %v, want ErrNotFound", err)
 	}
-	spec := gh.PRSpec{Title: "Akira: roadmap", Body: "Closes #1", Head: "akira/roadmap", Base: "main", Draft: true}
+	spec := jobs.NewPullRequest{Title: "Akira: roadmap", Body: "Closes #1", Head: "akira/roadmap", Base: "main", Draft: true}
 	pr, err := e.c.CreatePullRequest(ctx, owner, repo, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !pr.Draft || pr.Number == 0 || pr.NodeID == "" || pr.HTMLURL == "" || pr.HeadRef != "akira/roadmap" || pr.BaseRef != "main" {
+	if !pr.Draft || pr.Number == 0 || pr.NodeID == "" || pr.URL == "" || pr.HeadRef != "akira/roadmap" || pr.BaseRef != "main" {
 		t.Fatalf("created %+v", pr)
 	}
-	if pr.FromFork(owner, repo) {
-		t.Fatalf("same-repository pull request seen as from a fork: %+v", pr)
+	if pr.HeadRepo != owner+"/"+repo {
+		t.Fatalf("same-repository pull request has head repository %q", pr.HeadRepo)
 	}
 	again, err := e.c.CreatePullRequest(ctx, owner, repo, spec)
 	if err != nil {
@@ -701,7 +702,7 @@ func TestPullRequests(t *testing.T) {
 		t.Fatalf("files = %v", files)
 	}
 	is, err := e.c.GetIssue(ctx, owner, repo, pr.Number)
-	if err != nil || !is.IsPR || is.Title != "Akira: roadmap" {
+	if err != nil || is.Title != "Akira: roadmap" || is.Number != pr.Number {
 		t.Fatalf("GetIssue = %+v, %v", is, err)
 	}
 	if err := e.c.UpdatePullRequestBody(ctx, owner, repo, pr.Number, "new body"); err != nil {
@@ -735,11 +736,11 @@ func TestMarkReadyWithoutNodeID(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
 	e.srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/x", Files: map[string]string{"x": "x\n"}})
-	pr, err := e.c.CreatePullRequest(ctx, owner, repo, gh.PRSpec{Title: "x", Head: "akira/x", Base: "main", Draft: true})
+	pr, err := e.c.CreatePullRequest(ctx, owner, repo, jobs.NewPullRequest{Title: "x", Head: "akira/x", Base: "main", Draft: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.MarkReady(ctx, owner, repo, &gh.PR{Number: pr.Number, Draft: true}); err != nil {
+	if err := e.c.MarkReady(ctx, owner, repo, &jobs.PullRequest{Number: pr.Number, Draft: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := e.srv.PullRequest(owner, repo, pr.Number); got.Draft {
@@ -758,7 +759,7 @@ func TestRefsAndFiles(t *testing.T) {
 	if err != nil || string(data) != "# hello\n" {
 		t.Fatalf("GetFile = %q, %v", data, err)
 	}
-	if _, err := e.c.GetFile(ctx, owner, repo, "main", "docs"); err == nil || errors.Is(err, gh.ErrNotFound) {
+	if _, err := e.c.GetFile(ctx, owner, repo, "main", "docs"); err == nil || errors.Is(err, jobs.ErrGitHubNotFound) {
 		t.Fatalf("GetFile of a directory: %v, want a non-404 error", err)
 	}
 	sha, err := e.c.GetRef(ctx, owner, repo, "heads/main")
@@ -771,10 +772,10 @@ func TestRefsAndFiles(t *testing.T) {
 	if got, err := e.c.GetRef(ctx, owner, repo, "refs/heads/akira/new"); err != nil || got != sha {
 		t.Fatalf("GetRef of the new branch = %q, %v", got, err)
 	}
-	if _, err := e.c.GetRef(ctx, owner, repo, "heads/nope"); !errors.Is(err, gh.ErrNotFound) {
+	if _, err := e.c.GetRef(ctx, owner, repo, "heads/nope"); !errors.Is(err, jobs.ErrGitHubNotFound) {
 		t.Fatalf("GetRef of a missing branch: %v, want ErrNotFound", err)
 	}
-	if _, err := e.c.GetIssue(ctx, owner, repo, 999); !errors.Is(err, gh.ErrNotFound) {
+	if _, err := e.c.GetIssue(ctx, owner, repo, 999); !errors.Is(err, jobs.ErrGitHubNotFound) {
 		t.Fatalf("GetIssue of a missing issue: %v", err)
 	}
 }
@@ -791,22 +792,22 @@ func TestFindCommentAndApp(t *testing.T) {
 		t.Fatalf("RepoInstallation = %d, %v", id, err)
 	}
 	e.srv.CreateRepo("someone", "else", map[string]string{"a": "a\n"}, githubtest.NotInstalled())
-	if _, err := e.app.RepoInstallation(ctx, "someone", "else"); !errors.Is(err, gh.ErrNotFound) {
+	if _, err := e.app.RepoInstallation(ctx, "someone", "else"); !errors.Is(err, jobs.ErrGitHubNotFound) {
 		t.Fatalf("RepoInstallation of a repository without the app: %v", err)
 	}
 
 	is := e.srv.AddIssue(owner, repo, githubtest.Issue{Title: "t"})
 	marker := "<!-- akira:summary run=r1 -->"
 	e.srv.AddComment(owner, repo, is.Number, "mallory", marker+"\nfake summary")
-	if _, err := e.c.FindComment(ctx, owner, repo, is.Number, marker); !errors.Is(err, gh.ErrNotFound) {
+	if _, _, err := e.c.FindComment(ctx, owner, repo, is.Number, marker); !errors.Is(err, jobs.ErrGitHubNotFound) {
 		t.Fatalf("a human's comment was found: %v", err)
 	}
 	cid, _, err := e.c.CreateComment(ctx, owner, repo, is.Number, marker+"\nreal summary")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm, err := e.c.FindComment(ctx, owner, repo, is.Number, marker)
-	if err != nil || cm.ID != cid {
-		t.Fatalf("FindComment = %+v, %v; want comment %d", cm, err, cid)
+	found, url, err := e.c.FindComment(ctx, owner, repo, is.Number, marker)
+	if err != nil || found != cid || url == "" {
+		t.Fatalf("FindComment = %d %q, %v; want comment %d", found, url, err, cid)
 	}
 }

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/akira-bot/akira/jobs"
 )
 
-// apiErr wraps an API error with the operation's name; a 404 also matches ErrNotFound.
+// apiErr wraps an API error with the operation's name; a 404 also matches jobs.ErrGitHubNotFound.
 func apiErr(op string, err error) error {
 	if StatusOf(err) == http.StatusNotFound {
-		return fmt.Errorf("gh: %s: %w: %w", op, ErrNotFound, err)
+		return fmt.Errorf("gh: %s: %w: %w", op, jobs.ErrGitHubNotFound, err)
 	}
 	return fmt.Errorf("gh: %s: %w", op, err)
 }
@@ -133,24 +135,24 @@ func (c *Client) ListComments(ctx context.Context, owner, repo string, number in
 	}
 }
 
-// FindComment returns the oldest comment of the app's bot user that contains marker (a hidden line
-// such as the run summary's), or ErrNotFound. Comments by anyone else are ignored, so a person who
-// quotes the marker cannot take the summary's place.
-func (c *Client) FindComment(ctx context.Context, owner, repo string, number int, marker string) (Comment, error) {
+// FindComment implements jobs.Comments: the oldest comment of the app's bot user that contains marker
+// (a hidden line such as the run summary's), or an error wrapping jobs.ErrGitHubNotFound. Comments by
+// anyone else are ignored, so a person who quotes the marker cannot take the summary's place.
+func (c *Client) FindComment(ctx context.Context, owner, repo string, number int, marker string) (int64, string, error) {
 	bot, err := c.app.BotLogin(ctx)
 	if err != nil {
-		return Comment{}, fmt.Errorf("gh: find comment: %w", err)
+		return 0, "", fmt.Errorf("gh: find comment: %w", err)
 	}
 	all, err := c.ListComments(ctx, owner, repo, number)
 	if err != nil {
-		return Comment{}, err
+		return 0, "", err
 	}
 	for _, cm := range all {
 		if strings.EqualFold(cm.User, bot) && strings.Contains(cm.Body, marker) {
-			return cm, nil
+			return cm.ID, cm.HTMLURL, nil
 		}
 	}
-	return Comment{}, fmt.Errorf("gh: no comment with %q on #%d: %w", marker, number, ErrNotFound)
+	return 0, "", fmt.Errorf("gh: no comment with %q on #%d: %w", marker, number, jobs.ErrGitHubNotFound)
 }
 
 // Reaction contents GitHub accepts.
@@ -179,27 +181,25 @@ func (c *Client) AddReaction(ctx context.Context, owner, repo string, commentID 
 	return nil
 }
 
-// Issue is an issue or the issue side of a pull request.
-type Issue struct {
-	Number  int
-	Title   string
-	Body    string
-	IsPR    bool
-	State   string
-	User    string
-	HTMLURL string
-}
-
-// GetIssue returns an issue (or a pull request seen as an issue).
-func (c *Client) GetIssue(ctx context.Context, owner, repo string, number int) (Issue, error) {
+// GetIssue implements jobs.Repos: an issue (or a pull request seen as an issue).
+func (c *Client) GetIssue(ctx context.Context, owner, repo string, number int) (jobs.Issue, error) {
 	is, _, err := c.gh.Issues.Get(ctx, owner, repo, number)
 	if err != nil {
-		return Issue{}, apiErr("get issue", err)
+		return jobs.Issue{}, apiErr("get issue", err)
 	}
-	return Issue{
-		Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), IsPR: is.IsPullRequest(),
-		State: is.GetState(), User: is.GetUser().GetLogin(), HTMLURL: is.GetHTMLURL(),
-	}, nil
+	return jobs.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), URL: is.GetHTMLURL()}, nil
+}
+
+// Repository implements jobs.Repos: the default branch, the clone URL and the web page.
+func (c *Client) Repository(ctx context.Context, owner, repo string) (jobs.RepoInfo, error) {
+	r, _, err := c.gh.Repositories.Get(ctx, owner, repo)
+	if err != nil {
+		return jobs.RepoInfo{}, apiErr("get repository", err)
+	}
+	if r.GetDefaultBranch() == "" {
+		return jobs.RepoInfo{}, fmt.Errorf("gh: %s/%s has no default branch (empty repository?)", owner, repo)
+	}
+	return jobs.RepoInfo{DefaultBranch: r.GetDefaultBranch(), CloneURL: r.GetCloneURL(), HTMLURL: r.GetHTMLURL()}, nil
 }
 
 // DefaultBranch returns a repository's default branch.
@@ -215,7 +215,7 @@ func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string,
 }
 
 // GetFile returns a file's content at ref (a branch, tag or sha; empty for the default branch). A missing
-// file or ref is ErrNotFound; a directory is an error.
+// file or ref is jobs.ErrGitHubNotFound; a directory is an error.
 func (c *Client) GetFile(ctx context.Context, owner, repo, ref, path string) ([]byte, error) {
 	var opt *github.RepositoryContentGetOptions
 	if ref != "" {
@@ -243,7 +243,7 @@ func (c *Client) GetFile(ctx context.Context, owner, repo, ref, path string) ([]
 }
 
 // GetRef returns the sha a ref points to. ref is "heads/<branch>", "tags/<tag>" or the same with a
-// leading "refs/". A missing ref is ErrNotFound.
+// leading "refs/". A missing ref is jobs.ErrGitHubNotFound.
 func (c *Client) GetRef(ctx context.Context, owner, repo, ref string) (string, error) {
 	r, _, err := c.gh.Git.GetRef(ctx, owner, repo, strings.TrimPrefix(ref, "refs/"))
 	if err != nil {

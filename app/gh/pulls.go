@@ -9,50 +9,20 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/akira-bot/akira/jobs"
 )
 
-// PR is a pull request.
-type PR struct {
-	Number  int
-	NodeID  string // GraphQL id, needed to mark a draft ready
-	HTMLURL string
-	Title   string
-	Body    string
-	Draft   bool
-	State   string
-	HeadRef string
-	HeadSHA string
-	BaseRef string
-	// HeadRepo is "owner/name" of the head branch's repository; it differs from the base repository
-	// for a pull request from a fork.
-	HeadRepo string
-	User     string
-}
-
-// FromFork reports whether the head branch lives in another repository than owner/repo.
-func (p *PR) FromFork(owner, repo string) bool {
-	return p.HeadRepo != "" && !strings.EqualFold(p.HeadRepo, owner+"/"+repo)
-}
-
-func toPR(p *github.PullRequest) *PR {
-	return &PR{
-		Number: p.GetNumber(), NodeID: p.GetNodeID(), HTMLURL: p.GetHTMLURL(), Title: p.GetTitle(), Body: p.GetBody(),
-		Draft: p.GetDraft(), State: p.GetState(), HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(),
-		BaseRef: p.GetBase().GetRef(), HeadRepo: p.GetHead().GetRepo().GetFullName(), User: p.GetUser().GetLogin(),
+func toPR(p *github.PullRequest) *jobs.PullRequest {
+	return &jobs.PullRequest{
+		Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Draft: p.GetDraft(),
+		HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), BaseRef: p.GetBase().GetRef(),
+		HeadRepo: p.GetHead().GetRepo().GetFullName(),
 	}
 }
 
-// PRSpec describes a pull request to open.
-type PRSpec struct {
-	Title string
-	Body  string
-	Head  string // branch in the same repository
-	Base  string
-	Draft bool
-}
-
 // GetPullRequest returns a pull request by number.
-func (c *Client) GetPullRequest(ctx context.Context, owner, repo string, number int) (*PR, error) {
+func (c *Client) GetPullRequest(ctx context.Context, owner, repo string, number int) (*jobs.PullRequest, error) {
 	p, _, err := c.gh.PullRequests.Get(ctx, owner, repo, number)
 	if err != nil {
 		return nil, apiErr("get pull request", err)
@@ -61,8 +31,8 @@ func (c *Client) GetPullRequest(ctx context.Context, owner, repo string, number 
 }
 
 // FindPullRequest returns the open pull request from head (a branch of owner/repo) into base, or
-// ErrNotFound. An empty base matches any.
-func (c *Client) FindPullRequest(ctx context.Context, owner, repo, head, base string) (*PR, error) {
+// an error wrapping jobs.ErrGitHubNotFound. An empty base matches any.
+func (c *Client) FindPullRequest(ctx context.Context, owner, repo, head, base string) (*jobs.PullRequest, error) {
 	opt := &github.PullRequestListOptions{State: "open", Head: owner + ":" + head, Base: base, ListOptions: github.ListOptions{PerPage: 100}}
 	pulls, _, err := c.gh.PullRequests.List(ctx, owner, repo, opt)
 	if err != nil {
@@ -73,12 +43,12 @@ func (c *Client) FindPullRequest(ctx context.Context, owner, repo, head, base st
 			return toPR(p), nil
 		}
 	}
-	return nil, fmt.Errorf("gh: no open pull request from %s into %q: %w", head, base, ErrNotFound)
+	return nil, fmt.Errorf("gh: no open pull request from %s into %q: %w", head, base, jobs.ErrGitHubNotFound)
 }
 
 // CreatePullRequest opens a pull request, or returns the open one from the same head into the same base:
 // a retried job must not fail because its first attempt already opened it.
-func (c *Client) CreatePullRequest(ctx context.Context, owner, repo string, spec PRSpec) (*PR, error) {
+func (c *Client) CreatePullRequest(ctx context.Context, owner, repo string, spec jobs.NewPullRequest) (*jobs.PullRequest, error) {
 	np := &github.NewPullRequest{
 		Title: github.String(spec.Title), Head: github.String(spec.Head), Base: github.String(spec.Base),
 		Body: github.String(TruncateComment(spec.Body)), Draft: github.Bool(spec.Draft),
@@ -123,7 +93,7 @@ func (c *Client) UpdatePullRequestBody(ctx context.Context, owner, repo string, 
 
 // MarkReady marks a draft pull request ready for review. The REST API cannot do this; it takes the
 // GraphQL mutation markPullRequestReadyForReview. A pull request that is not a draft is left alone.
-func (c *Client) MarkReady(ctx context.Context, owner, repo string, pr *PR) error {
+func (c *Client) MarkReady(ctx context.Context, owner, repo string, pr *jobs.PullRequest) error {
 	if pr == nil {
 		return errors.New("gh: mark ready: no pull request")
 	}

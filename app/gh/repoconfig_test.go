@@ -9,16 +9,24 @@ import (
 
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/templates"
 )
+
+// loadRepoConfig is how the intake and the workers read a repository's configuration: the one loader,
+// over the real client's contents API, from the default branch.
+func loadRepoConfig(ctx context.Context, c *gh.Client, validate ...func(config.Repo) error) (config.Repo, error) {
+	rc, _, err := config.LoadRepo(ctx, jobs.DefaultBranchFiles(c, owner, repo, "main"), validate...)
+	return rc, err
+}
 
 func TestLoadRepoConfig(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("absent gives the defaults", func(t *testing.T) {
 		e := newEnv(t, nil, nil)
-		rc, err := gh.LoadRepoConfig(ctx, e.c, owner, repo)
+		rc, err := loadRepoConfig(ctx, e.c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +49,7 @@ triggers: {push: false}
 `}, nil)
 		// A branch that changes the file must not matter.
 		e.srv.PushCommit(owner, repo, githubtest.Push{Branch: "evil", Files: map[string]string{".github/akira.yml": "agent: yolo\n"}})
-		rc, err := gh.LoadRepoConfig(ctx, e.c, owner, repo)
+		rc, err := loadRepoConfig(ctx, e.c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +66,7 @@ triggers: {push: false}
 
 	t.Run("yaml extension", func(t *testing.T) {
 		e := newEnv(t, map[string]string{".github/akira.yaml": "max_attempts: 2\n"}, nil)
-		rc, err := gh.LoadRepoConfig(ctx, e.c, owner, repo)
+		rc, err := loadRepoConfig(ctx, e.c)
 		if err != nil || rc.MaxAttempts != 2 {
 			t.Fatalf("got %+v, %v", rc, err)
 		}
@@ -82,12 +90,12 @@ triggers: {push: false}
 			if tt.validate != nil {
 				validators = append(validators, tt.validate)
 			}
-			_, err := gh.LoadRepoConfig(ctx, e.c, owner, repo, validators...)
-			var ce *gh.ConfigError
+			_, err := loadRepoConfig(ctx, e.c, validators...)
+			var ce *config.RepoError
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want a *ConfigError", err)
+				t.Fatalf("err = %v, want a *config.RepoError", err)
 			}
-			if ce.Path != ".github/akira.yml" || ce.Ref != "main" || len(ce.Problems) == 0 || !strings.Contains(strings.Join(ce.Problems, "\n"), tt.wantKey) {
+			if ce.Path != ".github/akira.yml" || len(ce.Problems) == 0 || !strings.Contains(strings.Join(ce.Problems, "\n"), tt.wantKey) {
 				t.Fatalf("ConfigError %+v does not name %s", ce, tt.wantKey)
 			}
 			for _, p := range ce.Problems {
@@ -96,8 +104,8 @@ triggers: {push: false}
 				}
 			}
 			// What the user sees.
-			out, err := templates.Render("config_error", templates.ConfigError{Path: ce.Path, Ref: ce.Ref, Problems: ce.Problems,
-				Keys: gh.RepoConfigKeys(), Action: "start the run"})
+			out, err := templates.Render("config_error", templates.ConfigError{Path: ce.Path, Ref: "main", Problems: ce.Problems,
+				Keys: config.RepoKeys(), Action: "start the run"})
 			if err != nil || !strings.Contains(out, tt.wantKey) {
 				t.Fatalf("rendered %q, %v", out, err)
 			}
@@ -106,10 +114,10 @@ triggers: {push: false}
 }
 
 func TestRepoConfigKeys(t *testing.T) {
-	got := strings.Join(gh.RepoConfigKeys(), " ")
+	got := strings.Join(config.RepoKeys(), " ")
 	for _, k := range []string{"roadmap", "specs", "branch_prefix", "agent", "verify", "max_attempts", "allowlist", "protected_paths", "triggers.push", "triggers.issue_comment", "triggers.pull_request"} {
 		if !strings.Contains(" "+got+" ", " "+k+" ") {
-			t.Errorf("RepoConfigKeys() = %q lacks %q", got, k)
+			t.Errorf("RepoKeys() = %q lacks %q", got, k)
 		}
 	}
 }

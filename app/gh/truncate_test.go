@@ -1,6 +1,8 @@
 package gh
 
 import (
+	"github.com/akira-bot/akira/jobs"
+
 	"fmt"
 	"strings"
 	"testing"
@@ -104,7 +106,7 @@ func TestOpenFence(t *testing.T) {
 }
 
 func TestNormalizeAnnotations(t *testing.T) {
-	got := normalizeAnnotations([]Annotation{
+	got := normalizeAnnotations([]jobs.Annotation{
 		{Path: "", StartLine: 1, Message: "dropped: no path"},
 		{Path: "./a.go", StartLine: 0, EndLine: 0, Level: "error", Message: ""},
 		{Path: "b.go", StartLine: 5, EndLine: 3, Level: LevelWarning, Title: strings.Repeat("t", 300), Message: "m"},
@@ -121,23 +123,14 @@ func TestNormalizeAnnotations(t *testing.T) {
 	}
 }
 
-func TestCheckRunName(t *testing.T) {
-	if got := CheckRunName("T1", "  Add\nthe   thing "); got != "akira: T1 Add the thing" {
-		t.Errorf("got %q", got)
+func TestEscalationButtonsFitGitHubLimits(t *testing.T) {
+	buttons := jobs.EscalationButtons()
+	if len(buttons) != 3 {
+		t.Fatalf("%d buttons", len(buttons))
 	}
-	if got := CheckRunName("T1", strings.Repeat("long ", 50)); utf8.RuneCountInString(got) != 100 || !strings.HasSuffix(got, "…") {
-		t.Errorf("long name = %q", got)
-	}
-}
-
-func TestEscalationActionsFitGitHubLimits(t *testing.T) {
-	acts := EscalationActions()
-	if len(acts) != 3 {
-		t.Fatalf("%d actions", len(acts))
-	}
-	for _, a := range acts {
-		if utf8.RuneCountInString(a.Label) > 20 || utf8.RuneCountInString(a.Description) > 40 || len(a.Identifier) > 20 {
-			t.Errorf("action %+v is over GitHub's limits", a)
+	for _, b := range buttons {
+		if utf8.RuneCountInString(b.Label) > 20 || utf8.RuneCountInString(b.Description) > 40 || len(b.Decision) > 20 {
+			t.Errorf("button %+v is over GitHub's limits", b)
 		}
 	}
 }

@@ -107,6 +107,32 @@ func TestRequestsConformToOpenAPI(t *testing.T) {
 	must(gh.Git.GetRef(ctx, "octo", "hello", "heads/feature/a"))
 	must(gh.Git.CreateRef(ctx, "octo", "hello", &github.Reference{Ref: ptr("refs/heads/b"), Object: &github.GitObject{SHA: ptr(sha)}}))
 	must(gh.Repositories.CompareCommits(ctx, "octo", "hello", "main", "feature/a", nil))
+	must(gh.Repositories.GetBranch(ctx, "octo", "hello", "feature/a", 1))
+	must(gh.Checks.ListCheckRunsForRef(ctx, "octo", "hello", "feature/a", &github.ListCheckRunsOptions{CheckName: ptr("c")}))
+	must(gh.Issues.GetComment(ctx, "octo", "hello", c.GetID()))
+	if _, err := gh.Issues.DeleteComment(ctx, "octo", "hello", c.GetID()); err != nil {
+		t.Fatal(err)
+	}
+	s.SetPermission("octo", "hello", "rev", "write")
+	rv := s.AddReview("octo", "hello", pr.GetNumber(), Review{User: "rev", State: "CHANGES_REQUESTED", Body: "please",
+		Comments: []ReviewComment{{Path: "x", Line: 1, Body: "here"}}})
+	must(gh.PullRequests.ListReviews(ctx, "octo", "hello", pr.GetNumber(), nil))
+	must(gh.PullRequests.ListReviewComments(ctx, "octo", "hello", pr.GetNumber(), rv.ID, nil))
+	must(gh.PullRequests.ListComments(ctx, "octo", "hello", pr.GetNumber(), nil))
+	// go-github v60 replies through POST …/pulls/{n}/comments with in_reply_to; GitHub's own reply route:
+	req, err := gh.NewRequest("POST", fmt.Sprintf("repos/octo/hello/pulls/%d/comments/%d/replies", pr.GetNumber(), rv.Comments[0].ID),
+		map[string]string{"body": "done"})
+	must(nil, nil, err)
+	reply := new(github.PullRequestComment)
+	resp, err := gh.Do(ctx, req, reply)
+	must(reply, resp, err)
+	if reply.GetInReplyTo() != rv.Comments[0].ID || resp.StatusCode != 201 {
+		t.Fatalf("reply = %+v, status %d", reply, resp.StatusCode)
+	}
+	must(gh.PullRequests.RequestReviewers(ctx, "octo", "hello", pr.GetNumber(), github.ReviewersRequest{Reviewers: []string{"rev"}}))
+	s.AddManifestCode("abc123")
+	conv, _, err := app.Apps.CompleteAppManifest(ctx, "abc123")
+	must(conv, nil, err)
 
 	reqs := s.Requests()
 	CheckRequestsAgainstOpenAPI(t, specPath, reqs)

@@ -18,6 +18,7 @@ type authKind int
 const (
 	authApp  authKind = iota // app JWT
 	authRepo                 // installation token that covers the {owner}/{repo} of the path
+	authNone                 // no credentials: the manifest conversion, whose code is the secret
 )
 
 // route is one REST operation. Path is the OpenAPI path template; the mux pattern is derived from it, and the
@@ -37,7 +38,7 @@ type call struct {
 }
 
 // multiSegment lists the path parameters whose values may contain "/" (x-multi-segment in GitHub's description).
-var multiSegment = map[string]bool{"path": true, "ref": true, "basehead": true}
+var multiSegment = map[string]bool{"path": true, "ref": true, "basehead": true, "branch": true}
 
 var routes = []route{
 	{"POST", "/app/installations/{installation_id}/access_tokens", "apps/create-installation-access-token", authApp, (*Server).createInstallationToken},
@@ -63,26 +64,77 @@ var routes = []route{
 	{"GET", "/repos/{owner}/{repo}/git/ref/{ref}", "git/get-ref", authRepo, (*Server).getRef},
 	{"POST", "/repos/{owner}/{repo}/git/refs", "git/create-ref", authRepo, (*Server).createRef},
 	{"GET", "/repos/{owner}/{repo}/compare/{basehead}", "repos/compare-commits", authRepo, (*Server).compare},
+	{"POST", "/app-manifests/{code}/conversions", "apps/create-from-manifest", authNone, (*Server).convertManifest},
+	{"GET", "/repos/{owner}/{repo}/branches/{branch}", "repos/get-branch", authRepo, (*Server).getBranch},
+	{"GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs", "checks/list-for-ref", authRepo, (*Server).listCheckRunsForRef},
+	{"GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "issues/get-comment", authRepo, (*Server).getComment},
+	{"DELETE", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "issues/delete-comment", authRepo, (*Server).deleteComment},
+	{"GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "pulls/list-reviews", authRepo, (*Server).listReviews},
+	{"GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments", "pulls/list-comments-for-review", authRepo, (*Server).listReviewCommentsOfReview},
+	{"GET", "/repos/{owner}/{repo}/pulls/{pull_number}/comments", "pulls/list-review-comments", authRepo, (*Server).listReviewComments},
+	{"POST", "/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", "pulls/create-reply-for-review-comment", authRepo, (*Server).replyToReviewComment},
+	{"POST", "/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers", "pulls/request-reviewers", authRepo, (*Server).requestReviewers},
 }
 
-// muxPattern turns an OpenAPI path template into a ServeMux pattern.
-func muxPattern(method, path string) string {
+// muxPattern turns an OpenAPI path template into a ServeMux pattern. ServeMux takes a multi-segment
+// wildcard only at the end, so one followed by more segments (…/commits/{ref}/check-runs) swallows them;
+// param and suffix say what the handler must cut off again.
+func muxPattern(method, path string) (pattern, param, suffix string) {
 	segs := strings.Split(path, "/")
 	for i, seg := range segs {
 		if name, ok := strings.CutPrefix(seg, "{"); ok {
 			name = strings.TrimSuffix(name, "}")
 			if multiSegment[name] {
 				segs[i] = "{" + name + "...}"
+				if i < len(segs)-1 {
+					param, suffix = name, "/"+strings.Join(segs[i+1:], "/")
+					segs = segs[:i+1]
+					break
+				}
 			}
 		}
 	}
-	return method + " " + strings.Join(segs, "/")
+	return method + " " + strings.Join(segs, "/"), param, suffix
+}
+
+// muxOverrides registers routes whose ServeMux pattern would conflict with another's under a pattern
+// that does not, with a function that maps the path values back (false: not this route, 404).
+var muxOverrides = map[string]struct {
+	pattern string
+	adapt   func(r *http.Request) bool
+}{
+	// GET …/issues/comments/{comment_id} and GET …/issues/{issue_number}/comments both match
+	// …/issues/comments/comments; the more specific list route keeps its pattern.
+	"issues/get-comment": {"GET /repos/{owner}/{repo}/issues/{issue_number}/{comment_id}", func(r *http.Request) bool {
+		if r.PathValue("issue_number") != "comments" {
+			return false
+		}
+		r.SetPathValue("issue_number", "")
+		return true
+	}},
 }
 
 func (s *Server) restMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range routes {
-		mux.HandleFunc(muxPattern(rt.Method, rt.Path), func(w http.ResponseWriter, r *http.Request) {
+		pattern, param, suffix := muxPattern(rt.Method, rt.Path)
+		override, overridden := muxOverrides[rt.OperationID]
+		if overridden {
+			pattern = override.pattern
+		}
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if overridden && !override.adapt(r) {
+				writeError(w, http.StatusNotFound, "Not Found")
+				return
+			}
+			if suffix != "" {
+				v, ok := strings.CutSuffix(r.PathValue(param), suffix)
+				if !ok || v == "" {
+					writeError(w, http.StatusNotFound, "Not Found")
+					return
+				}
+				r.SetPathValue(param, v)
+			}
 			s.dispatch(rt, w, r)
 		})
 	}

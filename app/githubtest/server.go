@@ -55,21 +55,25 @@ type Server struct {
 	keyPEM   []byte
 	tokenTTL time.Duration
 
-	mu            sync.Mutex
-	closed        bool
-	ids           map[string]int64
-	users         map[string]*user
-	repos         map[string]*repoState // key: lower-case "owner/name"
-	installations map[int64]*installation
-	tokens        map[string]*token
-	comments      map[int64]*comment
-	checkRuns     map[int64]*checkRun
-	nodes         map[string]nodeRef // GraphQL node id → pull request
-	deliveries    []Delivery
-	redeliveries  []int64
-	faults        []*faultState
-	requests      []Request
-	commitClock   int64
+	mu             sync.Mutex
+	closed         bool
+	ids            map[string]int64
+	users          map[string]*user
+	repos          map[string]*repoState // key: lower-case "owner/name"
+	installations  map[int64]*installation
+	tokens         map[string]*token
+	comments       map[int64]*comment
+	checkRuns      map[int64]*checkRun
+	reviews        map[int64]*review
+	reviewComments map[int64]*reviewComment
+	requested      map[string][]string // "owner/name#number" → logins review was requested from
+	manifestCodes  map[string]bool
+	nodes          map[string]nodeRef // GraphQL node id → pull request
+	deliveries     []Delivery
+	redeliveries   []int64
+	faults         []*faultState
+	requests       []Request
+	commitClock    int64
 }
 
 // Option configures a Server.
@@ -128,21 +132,25 @@ func NewServer(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		gitBin:        gitBin,
-		appID:         c.appID,
-		appSlug:       c.appSlug,
-		key:           key,
-		keyPEM:        keyPEM,
-		tokenTTL:      c.tokenTTL,
-		root:          c.root,
-		ids:           map[string]int64{},
-		users:         map[string]*user{},
-		repos:         map[string]*repoState{},
-		installations: map[int64]*installation{},
-		tokens:        map[string]*token{},
-		comments:      map[int64]*comment{},
-		checkRuns:     map[int64]*checkRun{},
-		nodes:         map[string]nodeRef{},
+		gitBin:         gitBin,
+		appID:          c.appID,
+		appSlug:        c.appSlug,
+		key:            key,
+		keyPEM:         keyPEM,
+		tokenTTL:       c.tokenTTL,
+		root:           c.root,
+		ids:            map[string]int64{},
+		users:          map[string]*user{},
+		repos:          map[string]*repoState{},
+		installations:  map[int64]*installation{},
+		tokens:         map[string]*token{},
+		comments:       map[int64]*comment{},
+		checkRuns:      map[int64]*checkRun{},
+		reviews:        map[int64]*review{},
+		reviewComments: map[int64]*reviewComment{},
+		requested:      map[string][]string{},
+		manifestCodes:  map[string]bool{},
+		nodes:          map[string]nodeRef{},
 	}
 	if s.root == "" {
 		dir, err := os.MkdirTemp("", "githubtest-")

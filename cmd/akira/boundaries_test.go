@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestPackageBoundaries holds the import rules of DESIGN.md: the engine (runner/...) depends on none of
-// the GitHub or queue code, and only app/... imports gin, go-github and ghinstallation directly.
+// TestPackageBoundaries holds the import rules of DESIGN.md, cmd → app → jobs → runner: the engine
+// (runner/...) depends on none of the GitHub or queue code, jobs on none of the GitHub edge, and only
+// app/... imports gin, go-github and ghinstallation directly.
 func TestPackageBoundaries(t *testing.T) {
 	const module = "github.com/akira-bot/akira/"
 	list := func(args ...string) []string {
@@ -24,6 +25,19 @@ func TestPackageBoundaries(t *testing.T) {
 			if dep == bad || strings.HasPrefix(dep, bad+"/") {
 				t.Errorf("runner/... depends on %s", dep)
 			}
+		}
+	}
+	forbiddenForJobs := []string{module + "app", module + "cmd", "github.com/gin-gonic/gin", "github.com/google/go-github", "github.com/bradleyfalzon/ghinstallation"}
+	for _, dep := range list("-deps", "-test", module+"jobs/...") {
+		for _, bad := range forbiddenForJobs {
+			if dep == bad || strings.HasPrefix(dep, bad+"/") {
+				t.Errorf("jobs/... depends on %s", dep)
+			}
+		}
+	}
+	for _, pkg := range list(module + "...") {
+		if pkg == module+"jobs/bridge" {
+			t.Errorf("%s is back: app/gh implements jobs' interfaces with jobs' types, nothing converts between them", pkg)
 		}
 	}
 	githubOnly := []string{"github.com/gin-gonic/gin", "github.com/google/go-github", "github.com/bradleyfalzon/ghinstallation"}

@@ -21,7 +21,6 @@ import (
 	"github.com/akira-bot/akira/app"
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/jobs"
-	"github.com/akira-bot/akira/jobs/bridge"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
@@ -155,14 +154,14 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{})
 
 	ready := []app.ReadinessCheck{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}
+	health, err := app.NewHealth(ready, 0, log)
+	if err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var webhookHandler http.Handler
 	if roles.web {
-		webhooks := prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "akira_webhooks_total", Help: "Webhook deliveries, by event and result.",
-		}, []string{"event", "result"})
-		reg.MustRegister(webhooks)
 		botLogin := appCfg.BotLogin
 		if botLogin == "" {
 			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -172,11 +171,14 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 				return fmt.Errorf("serve: ask GitHub for the app's bot login (or set AKIRA_BOT_LOGIN): %w", err)
 			}
 		}
+		webhooks := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "akira_webhooks_total", Help: "Webhook deliveries, by event and result.",
+		}, []string{"event", "result"})
+		reg.MustRegister(webhooks)
 		srvCfg := appCfg.Server()
 		srvCfg.BotLogin = botLogin
 		webhookHandler, err = app.NewServer(srvCfg, app.Deps{
-			Enqueuer:  &bridge.Enqueuer{Jobs: enq, StatusFunc: store.StatusText},
-			GitHub:    app.NewAppGitHub(ghApp, op.ValidateRepo),
+			Enqueuer:  enq,
 			Readiness: ready,
 			Logger:    log,
 			Observe:   func(event, result string) { webhooks.WithLabelValues(event, result).Inc() },
@@ -186,7 +188,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		}
 	} else {
 		// A worker-only process answers health probes the same way, without a webhook route.
-		webhookHandler = healthOnly(ready)
+		webhookHandler = health.Handler()
 	}
 	mux.Handle("/", webhookHandler)
 
@@ -194,7 +196,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	if roles.worker {
 		h, err := jobs.NewHandler(jobs.Deps{
 			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
-			GitHub:   bridge.Installations(ghApp, bridge.WebURL(appCfg.APIURL)),
+			GitHub:   ghApp.Installations(),
 			Operator: op, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir,
 			Metrics: metrics, Logger: log,
 		})
@@ -221,29 +223,6 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	}
 	log.Info("akira stopped")
 	return nil
-}
-
-// healthOnly is the HTTP handler of a worker-only process: /healthz and /readyz.
-func healthOnly(ready []app.ReadinessCheck) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintln(w, `{"status":"ok"}`)
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-		defer cancel()
-		for _, c := range ready {
-			if err := c.Check(ctx); err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "{\"status\":\"unavailable\",\"failing\":[%q]}\n", c.Name)
-				return
-			}
-		}
-		fmt.Fprintln(w, `{"status":"ready"}`)
-	})
-	return mux
 }
 
 // agentFactory builds the agents of the operator's profiles for the workers, the same way akira run does.

@@ -190,7 +190,7 @@ func TestServeEndToEnd(t *testing.T) {
 	_, metrics := httpGet(t, base+"/metrics")
 	for _, want := range []string{
 		`akira_webhooks_total{event="issue_comment",result="accepted"} 2`,
-		`akira_jobs_total{outcome="succeeded",type="akira:run"} 1`,
+		`akira_jobs_total{result="succeeded",type="akira:run"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -1,21 +1,24 @@
-package app
+package jobs
 
 import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/akira-bot/akira/runner"
 )
 
 // CommandName is a slash-command subcommand: /akira <name>.
 type CommandName string
 
-// The commands Akira runs. Help is answered by the parser itself.
+// The commands Akira runs. Help is answered by the parser itself. The four decisions are spelled as
+// the engine's decision kinds, so a command, a check-run button and a stored decision are one value.
 const (
 	CmdRun     CommandName = "run"
-	CmdApprove CommandName = "approve"
-	CmdRetry   CommandName = "retry"
-	CmdSkip    CommandName = "skip"
-	CmdAbort   CommandName = "abort"
+	CmdApprove             = CommandName(runner.DecisionApprove)
+	CmdRetry               = CommandName(runner.DecisionRetry)
+	CmdSkip                = CommandName(runner.DecisionSkip)
+	CmdAbort               = CommandName(runner.DecisionAbort)
 	CmdStatus  CommandName = "status"
 	CmdHelp    CommandName = "help"
 )
@@ -33,6 +36,15 @@ type Command struct {
 	Path string
 	// Guidance is the text after /akira retry, up to the end of the comment (retry only, optional).
 	Guidance string
+}
+
+// Decision is the decision a command carries: approve, retry, skip or abort.
+func (c Command) Decision() (runner.DecisionKind, bool) {
+	switch c.Name {
+	case CmdApprove, CmdRetry, CmdSkip, CmdAbort:
+		return runner.DecisionKind(c.Name), true
+	}
+	return "", false
 }
 
 // Reply is an answer to post at once without running anything: help, usage, did-you-mean.
@@ -65,9 +77,9 @@ var (
 	}
 )
 
-// Parse finds the first /akira command in a comment body. Lines inside fenced code blocks and block quotes
+// ParseComment finds the first /akira command in a comment body. Lines inside fenced code blocks and block quotes
 // do not count, so quoting someone's command or showing an example never triggers anything.
-func Parse(body string) ParseResult {
+func ParseComment(body string) ParseResult {
 	body = strings.ReplaceAll(body, "\r\n", "\n")
 	lines := strings.Split(body, "\n")
 	var fence string // the opening fence while inside a fenced block

@@ -3,17 +3,20 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
+
+	"github.com/akira-bot/akira/runner"
 )
 
-// The GitHub operations jobs needs, declared here (consumer-owned) and implemented by app/gh. They use
-// this package's plain types so that jobs never imports the GitHub edge; cmd/akira adapts app/gh's
-// client to them (see package jobs/bridge).
+// The GitHub operations jobs needs, declared here (consumer-owned) in this package's own types and
+// implemented by app/gh. Each is small; a function takes the one or two it uses, so a test fake only
+// needs what the code under test calls.
 
 // ErrGitHubNotFound is what an implementation returns (wrapped) when GitHub answers 404, or a search
 // (FindComment, FindPullRequest) finds nothing.
 var ErrGitHubNotFound = errors.New("not found on GitHub")
 
-// Check run statuses, conclusions and button identifiers, as GitHub spells them.
+// Check run statuses and conclusions, as GitHub spells them.
 const (
 	CheckInProgress = "in_progress"
 
@@ -22,10 +25,6 @@ const (
 	ConclusionNeutral        = "neutral"
 	ConclusionActionRequired = "action_required"
 	ConclusionCancelled      = "cancelled"
-
-	ButtonApprove = "approve"
-	ButtonRetry   = "retry"
-	ButtonSkip    = "skip"
 )
 
 // Annotation is a message on a line range of a file in a check run.
@@ -38,21 +37,35 @@ type Annotation struct {
 	Title     string
 }
 
-// Button is a check run action button.
+// Button is a check run action button. Its identifier is the decision it stands for, so a
+// check_run requested_action event names a runner.DecisionKind.
 type Button struct {
 	Label       string
 	Description string
-	Identifier  string
+	Decision    runner.DecisionKind
 }
 
-// EscalationButtons are the buttons of an escalated task's check run; a check_run requested_action
-// event carries the identifier.
+// EscalationButtons are the buttons of an escalated task's check run.
 func EscalationButtons() []Button {
 	return []Button{
-		{Label: "Approve", Description: "Accept the task as it is and go on", Identifier: ButtonApprove},
-		{Label: "Retry", Description: "Try the task again", Identifier: ButtonRetry},
-		{Label: "Skip", Description: "Leave the task undone and go on", Identifier: ButtonSkip},
+		{Label: "Approve", Description: "Accept the task as it is and go on", Decision: runner.DecisionApprove},
+		{Label: "Retry", Description: "Try the task again", Decision: runner.DecisionRetry},
+		{Label: "Skip", Description: "Leave the task undone and go on", Decision: runner.DecisionSkip},
 	}
+}
+
+// RerunDecision is what "Re-run" on a task's check run decides.
+const RerunDecision = runner.DecisionRetry
+
+// ButtonDecision is the decision of a check-run button identifier; ok is false for an identifier that
+// is not one of Akira's buttons.
+func ButtonDecision(identifier string) (runner.DecisionKind, bool) {
+	for _, b := range EscalationButtons() {
+		if string(b.Decision) == identifier {
+			return b.Decision, true
+		}
+	}
+	return "", false
 }
 
 // CheckRun is a check run to create, or the changes to one: on update, empty fields are left alone.
@@ -71,6 +84,10 @@ type CheckRun struct {
 	Buttons []Button
 }
 
+// CheckRunExternalID is the external_id of a task's check run, "<run id>/<task id>": a button pressed
+// on it names the run and the task.
+func CheckRunExternalID(runID, taskID string) string { return runID + "/" + taskID }
+
 // Checks creates and updates check runs.
 type Checks interface {
 	CreateCheckRun(ctx context.Context, owner, repo string, cr CheckRun) (id int64, url string, err error)
@@ -84,7 +101,18 @@ type Comments interface {
 	// FindComment returns the oldest comment by the app itself that contains marker, or an error
 	// wrapping ErrGitHubNotFound.
 	FindComment(ctx context.Context, owner, repo string, number int, marker string) (id int64, url string, err error)
+}
+
+// Reactions acknowledges a comment with a reaction; content is GitHub's name for it, e.g. "eyes".
+type Reactions interface {
 	AddReaction(ctx context.Context, owner, repo string, commentID int64, content string) error
+}
+
+// Permissions tells a user's role on a repository.
+type Permissions interface {
+	// Permission is admin, maintain, write, triage, read or none (role_name of
+	// GET /repos/{owner}/{repo}/collaborators/{user}/permission); a user GitHub does not know is "none".
+	Permission(ctx context.Context, owner, repo, user string) (string, error)
 }
 
 // PullRequest is what jobs knows of a pull request.
@@ -96,7 +124,7 @@ type PullRequest struct {
 	HeadRef string
 	HeadSHA string
 	BaseRef string
-	// HeadRepo is "owner/name" of the head branch's repository.
+	// HeadRepo is "owner/name" of the head branch's repository; empty when it was deleted.
 	HeadRepo string
 }
 
@@ -117,6 +145,8 @@ type Pulls interface {
 	// CreatePullRequest opens a pull request, or returns the open one with the same head and base.
 	CreatePullRequest(ctx context.Context, owner, repo string, spec NewPullRequest) (*PullRequest, error)
 	GetPullRequest(ctx context.Context, owner, repo string, number int) (*PullRequest, error)
+	// PullRequestFiles lists the paths a pull request changes.
+	PullRequestFiles(ctx context.Context, owner, repo string, number int) ([]string, error)
 	// MarkReady marks a draft ready for review; a pull request that is not a draft is left alone.
 	MarkReady(ctx context.Context, owner, repo string, pr *PullRequest) error
 }
@@ -129,6 +159,13 @@ type Issue struct {
 	URL    string
 }
 
+// RepoInfo is a repository's default branch, clone URL and web page.
+type RepoInfo struct {
+	DefaultBranch string
+	CloneURL      string
+	HTMLURL       string
+}
+
 // Repos reads repository content and metadata.
 type Repos interface {
 	GetIssue(ctx context.Context, owner, repo string, number int) (Issue, error)
@@ -137,15 +174,8 @@ type Repos interface {
 	GetFile(ctx context.Context, owner, repo, ref, path string) ([]byte, error)
 	// GetRef returns the sha of "heads/<branch>", or an error wrapping ErrGitHubNotFound.
 	GetRef(ctx context.Context, owner, repo, ref string) (string, error)
-	// Repository returns the default branch and the clone URL.
+	// Repository returns the default branch, the clone URL and the web page.
 	Repository(ctx context.Context, owner, repo string) (RepoInfo, error)
-}
-
-// RepoInfo is a repository's default branch and clone URL.
-type RepoInfo struct {
-	DefaultBranch string
-	CloneURL      string
-	HTMLURL       string
 }
 
 // GitAuth gives git a fresh credential for each operation that talks to the remote.
@@ -155,10 +185,13 @@ type GitAuth interface {
 	GitAuthHeader(ctx context.Context) (string, error)
 }
 
-// GitHub is everything a job does on GitHub as one installation.
+// GitHub is everything the jobs do on GitHub as one installation: what an installation client
+// provides, and what Installations hands out. Functions take the parts they use.
 type GitHub interface {
 	Checks
 	Comments
+	Reactions
+	Permissions
 	Pulls
 	Repos
 	GitAuth
@@ -175,4 +208,13 @@ type InstallationsFunc func(ctx context.Context, id int64) (GitHub, error)
 // Installation calls f.
 func (f InstallationsFunc) Installation(ctx context.Context, id int64) (GitHub, error) {
 	return f(ctx, id)
+}
+
+// installation returns the client of an installation; failing to get one is transient.
+func installation(ctx context.Context, in Installations, id int64) (GitHub, error) {
+	gh, err := in.Installation(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: installation %d: %w", id, err)
+	}
+	return gh, nil
 }

@@ -1,4 +1,4 @@
-package app
+package jobs
 
 import (
 	"strings"
@@ -35,8 +35,8 @@ func TestParseCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Parse(tt.body); got != tt.want {
-				t.Fatalf("Parse(%q) = %#v, want %#v", tt.body, got, tt.want)
+			if got := ParseComment(tt.body); got != tt.want {
+				t.Fatalf("ParseComment(%q) = %#v, want %#v", tt.body, got, tt.want)
 			}
 		})
 	}
@@ -63,8 +63,8 @@ func TestParseIgnores(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Parse(tt.body); got != (Ignore{}) {
-				t.Fatalf("Parse(%q) = %#v, want Ignore", tt.body, got)
+			if got := ParseComment(tt.body); got != (Ignore{}) {
+				t.Fatalf("ParseComment(%q) = %#v, want Ignore", tt.body, got)
 			}
 		})
 	}
@@ -100,10 +100,10 @@ func TestParseReplies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Parse(tt.body)
+			got := ParseComment(tt.body)
 			r, ok := got.(Reply)
 			if !ok {
-				t.Fatalf("Parse(%q) = %#v, want a Reply", tt.body, got)
+				t.Fatalf("ParseComment(%q) = %#v, want a Reply", tt.body, got)
 			}
 			for _, s := range tt.wantIn {
 				if !strings.Contains(r.Text, s) {
@@ -139,12 +139,12 @@ func TestEditDistance(t *testing.T) {
 	}
 }
 
-func FuzzParse(f *testing.F) {
+func FuzzParseComment(f *testing.F) {
 	for _, s := range []string{"/akira run x", "```\n/akira skip\n```", "> /akira abort", "/akira retry a\nb", "/akira aprove"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		switch r := Parse(body).(type) {
+		switch r := ParseComment(body).(type) {
 		case Ignore:
 			// A first line that is a command can never be ignored.
 			first, _, _ := strings.Cut(body, "\n")
@@ -166,4 +166,14 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("unexpected result %T", r)
 		}
 	})
+}
+
+func BenchmarkParseComment(b *testing.B) {
+	body := strings.Repeat("Some discussion of the change.\n\n```go\n/akira abort\n```\n> /akira skip\n", 20) +
+		"/akira retry use the v2 client\nand keep the old test\n"
+	for b.Loop() {
+		if _, ok := ParseComment(body).(Command); !ok {
+			b.Fatal("no command")
+		}
+	}
 }

@@ -1,0 +1,377 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// fakeGitHub is a recording fake of the GitHub ports, in the style of Prow's fake client: it keeps
+// state (comments, check runs, pull requests) and records every effect as a readable line, so tests
+// assert the final state and the effects rather than calls.
+type fakeGitHub struct {
+	mu      sync.Mutex
+	owner   string
+	repo    string
+	effects []string
+
+	info        RepoInfo
+	permissions map[string]string // login → role
+	files       map[string]string // "ref:path" (ref "" is the default branch) → content
+	issues      map[int]Issue
+	pulls       map[int]*PullRequest
+	pullFiles   map[int][]string
+	refs        map[string]string // "heads/<branch>" → sha
+	comments    []*fakeComment
+	reactions   []string
+	checkRuns   map[int64]*CheckRun
+	nextID      int64
+	// fail makes the named operation (e.g. "Permission", "CreateComment") return the error.
+	fail map[string]error
+	// failTimes makes the named operation fail that many more times with fail's error.
+	failTimes map[string]int
+	// lostAnswer makes the named operation take effect once and then answer with an error, as when
+	// GitHub did the work but the answer never arrived.
+	lostAnswer map[string]bool
+	// calls counts calls per operation.
+	calls map[string]int
+}
+
+type fakeComment struct {
+	ID     int64
+	Number int
+	Body   string
+}
+
+func newFakeGitHub() *fakeGitHub {
+	return &fakeGitHub{
+		owner: "o", repo: "r",
+		info:        RepoInfo{DefaultBranch: "main", CloneURL: "https://example.invalid/o/r.git", HTMLURL: "https://example.invalid/o/r"},
+		permissions: map[string]string{}, files: map[string]string{}, issues: map[int]Issue{}, pulls: map[int]*PullRequest{},
+		pullFiles: map[int][]string{}, refs: map[string]string{}, checkRuns: map[int64]*CheckRun{}, fail: map[string]error{},
+		calls: map[string]int{}, failTimes: map[string]int{}, lostAnswer: map[string]bool{}, nextID: 100,
+	}
+}
+
+// failOnce makes the next call of op fail with err.
+func (f *fakeGitHub) failOnce(op string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail[op], f.failTimes[op] = err, 1
+}
+
+// call records an operation and returns the error it was told to fail with. The lock is held by the caller.
+func (f *fakeGitHub) call(op string) error {
+	f.calls[op]++
+	err := f.fail[op]
+	if n, counted := f.failTimes[op]; counted && err != nil {
+		if n <= 1 {
+			delete(f.fail, op)
+			delete(f.failTimes, op)
+		} else {
+			f.failTimes[op] = n - 1
+		}
+	}
+	return err
+}
+
+// lost reports once whether the answer of op is lost after it took effect.
+func (f *fakeGitHub) lost(op string) error {
+	if f.lostAnswer[op] {
+		delete(f.lostAnswer, op)
+		return fmt.Errorf("%s: connection reset after the request was sent", op)
+	}
+	return nil
+}
+
+func (f *fakeGitHub) effect(format string, args ...any) {
+	f.effects = append(f.effects, fmt.Sprintf(format, args...))
+}
+
+// Effects returns the recorded effects.
+func (f *fakeGitHub) Effects() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.effects)
+}
+
+// commentsOn returns the bodies of the comments on an issue or pull request.
+func (f *fakeGitHub) commentsOn(number int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.comments {
+		if c.Number == number {
+			out = append(out, c.Body)
+		}
+	}
+	return out
+}
+
+func (f *fakeGitHub) Calls(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
+func (f *fakeGitHub) CreateCheckRun(_ context.Context, owner, repo string, cr CheckRun) (int64, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("CreateCheckRun"); err != nil {
+		return 0, "", err
+	}
+	f.nextID++
+	c := cr
+	f.checkRuns[f.nextID] = &c
+	f.effect("create check run %q %s at %s", cr.Name, cr.Status, short(cr.HeadSHA))
+	return f.nextID, fmt.Sprintf("https://example.invalid/%s/%s/runs/%d", owner, repo, f.nextID), nil
+}
+
+func (f *fakeGitHub) UpdateCheckRun(_ context.Context, _, _ string, id int64, cr CheckRun) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("UpdateCheckRun"); err != nil {
+		return err
+	}
+	c, ok := f.checkRuns[id]
+	if !ok {
+		return fmt.Errorf("check run %d: %w", id, ErrGitHubNotFound)
+	}
+	if cr.Status != "" {
+		c.Status = cr.Status
+	}
+	if cr.Conclusion != "" {
+		c.Status, c.Conclusion = "completed", cr.Conclusion
+		f.effect("complete check run %q %s", c.Name, cr.Conclusion)
+	}
+	if cr.Title != "" {
+		c.Title = cr.Title
+	}
+	if cr.Summary != "" {
+		c.Summary = cr.Summary
+	}
+	if cr.Buttons != nil {
+		c.Buttons = cr.Buttons
+	}
+	return nil
+}
+
+func (f *fakeGitHub) CreateComment(_ context.Context, _, _ string, number int, body string) (int64, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("CreateComment"); err != nil {
+		return 0, "", err
+	}
+	f.nextID++
+	f.comments = append(f.comments, &fakeComment{ID: f.nextID, Number: number, Body: body})
+	first, _, _ := strings.Cut(strings.TrimSpace(body), "\n")
+	f.effect("comment #%d: %s", number, first)
+	if err := f.lost("CreateComment"); err != nil {
+		return 0, "", err
+	}
+	return f.nextID, fmt.Sprintf("https://example.invalid/c/%d", f.nextID), nil
+}
+
+func (f *fakeGitHub) EditComment(_ context.Context, _, _ string, id int64, body string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("EditComment"); err != nil {
+		return err
+	}
+	for _, c := range f.comments {
+		if c.ID == id {
+			c.Body = body
+			return nil
+		}
+	}
+	return fmt.Errorf("comment %d: %w", id, ErrGitHubNotFound)
+}
+
+func (f *fakeGitHub) FindComment(_ context.Context, _, _ string, number int, marker string) (int64, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("FindComment"); err != nil {
+		return 0, "", err
+	}
+	for _, c := range f.comments {
+		if c.Number == number && strings.Contains(c.Body, marker) {
+			return c.ID, fmt.Sprintf("https://example.invalid/c/%d", c.ID), nil
+		}
+	}
+	return 0, "", fmt.Errorf("no comment with %q: %w", marker, ErrGitHubNotFound)
+}
+
+func (f *fakeGitHub) AddReaction(_ context.Context, _, _ string, commentID int64, content string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("AddReaction"); err != nil {
+		return err
+	}
+	f.reactions = append(f.reactions, fmt.Sprintf("%s on %d", content, commentID))
+	f.effect("react %s to comment %d", content, commentID)
+	return nil
+}
+
+func (f *fakeGitHub) Permission(_ context.Context, _, _, user string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("Permission"); err != nil {
+		return "", err
+	}
+	if p, ok := f.permissions[user]; ok {
+		return p, nil
+	}
+	return "none", nil
+}
+
+func (f *fakeGitHub) FindPullRequest(_ context.Context, _, _, head, base string) (*PullRequest, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("FindPullRequest"); err != nil {
+		return nil, err
+	}
+	for _, n := range sortedKeys(f.pulls) {
+		if pr := f.pulls[n]; pr.HeadRef == head && (base == "" || pr.BaseRef == base) {
+			c := *pr
+			return &c, nil
+		}
+	}
+	return nil, fmt.Errorf("no pull request from %s: %w", head, ErrGitHubNotFound)
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}
+
+func (f *fakeGitHub) CreatePullRequest(_ context.Context, owner, repo string, spec NewPullRequest) (*PullRequest, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("CreatePullRequest"); err != nil {
+		return nil, err
+	}
+	n := 1
+	for k := range f.issues {
+		n = max(n, k+1)
+	}
+	for k := range f.pulls {
+		n = max(n, k+1)
+	}
+	pr := &PullRequest{Number: n, NodeID: fmt.Sprintf("PR_%d", n), URL: fmt.Sprintf("https://example.invalid/%s/%s/pull/%d", owner, repo, n),
+		Draft: spec.Draft, HeadRef: spec.Head, BaseRef: spec.Base, HeadRepo: owner + "/" + repo}
+	f.pulls[n] = pr
+	f.effect("open pull request #%d %q from %s into %s (draft %t)", n, spec.Title, spec.Head, spec.Base, spec.Draft)
+	c := *pr
+	return &c, nil
+}
+
+func (f *fakeGitHub) GetPullRequest(_ context.Context, _, _ string, number int) (*PullRequest, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("GetPullRequest"); err != nil {
+		return nil, err
+	}
+	pr, ok := f.pulls[number]
+	if !ok {
+		return nil, fmt.Errorf("pull request #%d: %w", number, ErrGitHubNotFound)
+	}
+	c := *pr
+	return &c, nil
+}
+
+func (f *fakeGitHub) PullRequestFiles(_ context.Context, _, _ string, number int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("PullRequestFiles"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.pullFiles[number]), nil
+}
+
+func (f *fakeGitHub) MarkReady(_ context.Context, _, _ string, pr *PullRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("MarkReady"); err != nil {
+		return err
+	}
+	if p, ok := f.pulls[pr.Number]; ok && p.Draft {
+		p.Draft = false
+		f.effect("mark pull request #%d ready", pr.Number)
+	}
+	pr.Draft = false
+	return nil
+}
+
+func (f *fakeGitHub) GetIssue(_ context.Context, _, _ string, number int) (Issue, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("GetIssue"); err != nil {
+		return Issue{}, err
+	}
+	is, ok := f.issues[number]
+	if !ok {
+		return Issue{}, fmt.Errorf("issue #%d: %w", number, ErrGitHubNotFound)
+	}
+	return is, nil
+}
+
+func (f *fakeGitHub) GetFile(_ context.Context, _, _, ref, path string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("GetFile"); err != nil {
+		return nil, err
+	}
+	if ref == f.info.DefaultBranch {
+		ref = ""
+	}
+	data, ok := f.files[ref+":"+path]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", path, ErrGitHubNotFound)
+	}
+	return []byte(data), nil
+}
+
+func (f *fakeGitHub) GetRef(_ context.Context, _, _, ref string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("GetRef"); err != nil {
+		return "", err
+	}
+	sha, ok := f.refs[ref]
+	if !ok {
+		return "", fmt.Errorf("%s: %w", ref, ErrGitHubNotFound)
+	}
+	return sha, nil
+}
+
+func (f *fakeGitHub) Repository(context.Context, string, string) (RepoInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("Repository"); err != nil {
+		return RepoInfo{}, err
+	}
+	return f.info, nil
+}
+
+func (f *fakeGitHub) GitAuthHeader(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("GitAuthHeader"); err != nil {
+		return "", err
+	}
+	return "Authorization: Basic dGVzdA==", nil
+}
+
+var _ GitHub = (*fakeGitHub)(nil)
+
+// installations hands out f for every installation.
+func (f *fakeGitHub) installations() Installations {
+	return InstallationsFunc(func(context.Context, int64) (GitHub, error) { return f, nil })
+}

@@ -1,0 +1,97 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/config"
+)
+
+// ErrBusy is returned by a run job whose branch another worker is writing to. It is not a failure:
+// asynq retries the job later without using up its retries (see IsFailure), which queues it behind
+// the run that holds the branch.
+var ErrBusy = errors.New("jobs: another worker is writing to the branch; retrying later")
+
+// errNothingToDo ends a job that finds its work already done (a duplicate, a finished run).
+var errNothingToDo = errors.New("jobs: nothing to do")
+
+// IsFailure is the asynq.Config.IsFailure of a worker: waiting for a busy branch is not a failure.
+func IsFailure(err error) bool { return !errors.Is(err, ErrBusy) }
+
+// RetryDelay is the asynq.Config.RetryDelayFunc of a worker: a busy branch is tried again soon, a
+// failure after an exponential backoff (10s, 20s, 40s, ... at most 10 minutes).
+func RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
+	if errors.Is(err, ErrBusy) {
+		return 5 * time.Second
+	}
+	return time.Duration(math.Min(float64(10*time.Second)*math.Pow(2, float64(n)), float64(10*time.Minute)))
+}
+
+// AgentFactory builds the agent of a profile the operator defined.
+type AgentFactory func(name string, p config.AgentProfile) (agent.Agent, error)
+
+// Deps is what the handlers need. Store, Locker, Enqueuer and GitHub are required.
+type Deps struct {
+	Store    *Store
+	Locker   *Locker
+	Enqueuer *Enqueuer
+	GitHub   Installations
+	// Operator is the operator's configuration: agent profiles, attempts, verification settings.
+	Operator config.Operator
+	// NewAgent builds agents; nil builds exec agents only (ExecAgent).
+	NewAgent AgentFactory
+	// WorkDir is where workspaces are created (os.TempDir when empty).
+	WorkDir string
+	// Author of checkpoint commits (runner.DefaultAuthor when empty).
+	Author  runner.Identity
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// ExecAgent is the AgentFactory for exec profiles: the profile's command, with only the variables it
+// names passed through.
+func ExecAgent(workDir string) AgentFactory {
+	return func(name string, p config.AgentProfile) (agent.Agent, error) {
+		if p.Kind != "exec" {
+			return nil, fmt.Errorf("jobs: agent %s: kind %s is not available in this worker", name, p.Kind)
+		}
+		return &agent.Exec{Command: p.Command, PassEnv: p.Env, Timeout: time.Duration(p.Timeout), TempDir: workDir}, nil
+	}
+}
+
+// Handler processes the task types of this package.
+type Handler struct {
+	d   Deps
+	log *slog.Logger
+}
+
+// NewHandler checks the dependencies.
+func NewHandler(d Deps) (*Handler, error) {
+	if d.Store == nil || d.Locker == nil || d.Enqueuer == nil || d.GitHub == nil {
+		return nil, errors.New("jobs: handler needs a store, a locker, an enqueuer and GitHub")
+	}
+	if d.NewAgent == nil {
+		d.NewAgent = ExecAgent(d.WorkDir)
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{d: d, log: log}, nil
+}
+
+// NewServeMux routes the task types to h.
+func NewServeMux(h *Handler) *asynq.ServeMux {
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(TypeIntake, h.HandleIntake)
+	mux.HandleFunc(TypeRun, h.HandleRun)
+	mux.HandleFunc(TypeResume, h.HandleResume)
+	return mux
+}

@@ -1,0 +1,456 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/config"
+)
+
+// Webhook events the intake acts on.
+const (
+	EventIssueComment = "issue_comment"
+	EventPush         = "push"
+	EventPullRequest  = "pull_request"
+	EventCheckRun     = "check_run"
+)
+
+// IntakePayload is one webhook delivery Akira acts on, unpacked by the webhook server from GitHub's
+// payload. Exactly one of Comment, Push, PullRequest and CheckRun is set, matching Event.
+type IntakePayload struct {
+	Version int `json:"v"`
+	// DeliveryID is X-GitHub-Delivery; GitHub keeps it on redelivery, so it makes a stable task id.
+	DeliveryID     string `json:"delivery_id"`
+	Event          string `json:"event"`
+	InstallationID int64  `json:"installation_id"`
+	Owner          string `json:"owner"`
+	Repo           string `json:"repo"`
+	// DefaultBranch and RepoURL (the repository's web page) are the payload's; empty when it had none.
+	DefaultBranch string `json:"default_branch,omitempty"`
+	RepoURL       string `json:"repo_url,omitempty"`
+	// Sender is the login that caused the event.
+	Sender string `json:"sender"`
+
+	Comment     *CommentIntake     `json:"comment,omitempty"`
+	Push        *PushIntake        `json:"push,omitempty"`
+	PullRequest *PullRequestIntake `json:"pull_request,omitempty"`
+	CheckRun    *CheckRunIntake    `json:"check_run,omitempty"`
+}
+
+// CommentIntake is a new comment that holds an /akira command (ParseComment did not ignore it).
+type CommentIntake struct {
+	ID int64 `json:"id"`
+	// Number is the issue or pull request the comment is on; OnPullRequest says which.
+	Number        int    `json:"number"`
+	OnPullRequest bool   `json:"on_pull_request,omitempty"`
+	Author        string `json:"author"`
+	Body          string `json:"body"`
+}
+
+// PushIntake is a push to the default branch.
+type PushIntake struct {
+	Branch string `json:"branch"`
+	After  string `json:"after"`
+	// Changed are the paths the listed commits added or modified. GitHub lists at most 20 commits;
+	// Truncated says the list may be cut, so the roadmap may have changed unseen.
+	Changed   []string `json:"changed,omitempty"`
+	Truncated bool     `json:"truncated,omitempty"`
+}
+
+// PullRequestIntake is a pull request opened, reopened or pushed to, from the repository itself.
+type PullRequestIntake struct {
+	Number  int    `json:"number"`
+	Action  string `json:"action"`
+	HeadRef string `json:"head_ref"`
+	HeadSHA string `json:"head_sha"`
+}
+
+// CheckRunIntake is a button pressed on one of Akira's task check runs, or "Re-run".
+type CheckRunIntake struct {
+	ID int64 `json:"id"`
+	// RunID and TaskID come from the check run's external_id (CheckRunExternalID).
+	RunID    string              `json:"run_id"`
+	TaskID   string              `json:"task_id"`
+	Decision runner.DecisionKind `json:"decision"`
+	// Number is the pull request the check run belongs to, 0 when GitHub named none.
+	Number int `json:"number,omitempty"`
+	// Rerequested says the decision is a "Re-run" rather than a button.
+	Rerequested bool `json:"rerequested,omitempty"`
+}
+
+func (p IntakePayload) version() int { return p.Version }
+
+// JobID is the delivery id: GitHub redelivering a webhook enqueues nothing new.
+func (p IntakePayload) JobID() string { return "intake:" + p.DeliveryID }
+
+// Validate reports what is missing from an intake payload.
+func (p IntakePayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.DeliveryID == "" {
+		errs = append(errs, errors.New("no delivery id"))
+	}
+	if p.InstallationID <= 0 {
+		errs = append(errs, errors.New("no installation id"))
+	}
+	if p.Owner == "" || p.Repo == "" {
+		errs = append(errs, errors.New("no repository"))
+	}
+	set := 0
+	for _, ok := range []bool{p.Comment != nil, p.Push != nil, p.PullRequest != nil, p.CheckRun != nil} {
+		if ok {
+			set++
+		}
+	}
+	switch {
+	case set != 1:
+		errs = append(errs, fmt.Errorf("%d event bodies, want 1", set))
+	case p.Event == EventIssueComment && p.Comment == nil,
+		p.Event == EventPush && p.Push == nil,
+		p.Event == EventPullRequest && p.PullRequest == nil,
+		p.Event == EventCheckRun && p.CheckRun == nil:
+		errs = append(errs, fmt.Errorf("event %s without its body", p.Event))
+	case p.Comment != nil && (p.Comment.ID == 0 || p.Comment.Number <= 0):
+		errs = append(errs, errors.New("comment without an id and a number"))
+	case p.PullRequest != nil && (p.PullRequest.Number <= 0 || p.PullRequest.HeadRef == ""):
+		errs = append(errs, errors.New("pull request without a number and a head branch"))
+	case p.CheckRun != nil && (p.CheckRun.RunID == "" || p.CheckRun.TaskID == "" || p.CheckRun.Decision == ""):
+		errs = append(errs, errors.New("check run without a run, a task and a decision"))
+	}
+	if !slices.Contains([]string{EventIssueComment, EventPush, EventPullRequest, EventCheckRun}, p.Event) {
+		errs = append(errs, fmt.Errorf("unknown event %q", p.Event))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("intake payload: %w", err)
+	}
+	return nil
+}
+
+// reactionAccepted acknowledges a command Akira took.
+const reactionAccepted = "eyes"
+
+// intake is one delivery being handled: its payload, its installation's GitHub client and the log
+// line fields every line of it carries.
+type intake struct {
+	p   IntakePayload
+	gh  GitHub
+	log *slog.Logger
+	// retried says an earlier try of this job may have posted replies already.
+	retried bool
+}
+
+// HandleIntake acts on one delivery. Nothing is written to GitHub or queued before the permission check
+// passes, except the refusal itself. Every failure to talk to GitHub is returned, so asynq retries the
+// job with backoff; every reply is keyed by the delivery, so a retry never posts it twice.
+func (h *Handler) HandleIntake(ctx context.Context, t *asynq.Task) error {
+	p, err := DecodeIntakePayload(t)
+	if err != nil {
+		h.d.Metrics.job(TypeIntake, ResultInvalid)
+		return err
+	}
+	result, err := h.intake(ctx, p)
+	h.d.Metrics.job(TypeIntake, result)
+	return err
+}
+
+func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
+	log := h.log.With("task", TypeIntake, "delivery", p.DeliveryID, "event", p.Event,
+		"installation", p.InstallationID, "repo", p.Owner+"/"+p.Repo)
+	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	if err != nil {
+		return ResultRetry, err
+	}
+	n, _ := asynq.GetRetryCount(ctx)
+	in := &intake{p: p, gh: gh, log: log, retried: n > 0}
+	var result string
+	switch {
+	case p.Comment != nil:
+		result, err = h.onComment(ctx, in)
+	case p.Push != nil:
+		result, err = h.onPush(ctx, in)
+	case p.PullRequest != nil:
+		result, err = h.onPullRequest(ctx, in)
+	case p.CheckRun != nil:
+		result, err = h.onCheckRun(ctx, in)
+	}
+	if err != nil {
+		log.Warn("intake: failed, will retry", "err", err)
+		return ResultRetry, err
+	}
+	log.Info("intake: done", "result", result)
+	return result, nil
+}
+
+// access is the answer to "may this user command Akira here?".
+type access struct {
+	allowed bool
+	// level is the user's permission on the repository.
+	level string
+	// cfg is the repository configuration when it had to be read (allowlist), else nil.
+	cfg *config.Repo
+}
+
+// writeLevels may command Akira whatever the repository's configuration says.
+var writeLevels = []string{"admin", "maintain", "write"}
+
+// authorize allows write, maintain and admin, then the repository's allowlist. Errors are failures to
+// ask GitHub; a broken configuration only means the allowlist grants nothing.
+func (h *Handler) authorize(ctx context.Context, in *intake, login string) (access, error) {
+	level, err := in.gh.Permission(ctx, in.p.Owner, in.p.Repo, login)
+	if err != nil {
+		return access{}, fmt.Errorf("jobs: permission of %s: %w", login, err)
+	}
+	if slices.Contains(writeLevels, strings.ToLower(level)) {
+		return access{allowed: true, level: level}, nil
+	}
+	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
+	if _, bad := asRepoConfigError(err); bad {
+		in.log.Warn("intake: allowlist unavailable", "err", err)
+		return access{level: level}, nil
+	}
+	if err != nil {
+		return access{}, err
+	}
+	return access{allowed: rc.Allowed(login), level: level, cfg: &rc}, nil
+}
+
+// react acknowledges a comment. A failure is logged only: the work is queued, and retrying the whole
+// intake for an emoji is not worth it.
+func (in *intake) react(ctx context.Context, commentID int64) {
+	if err := in.gh.AddReaction(ctx, in.p.Owner, in.p.Repo, commentID, reactionAccepted); err != nil {
+		in.log.Warn("intake: could not react to the command", "comment", commentID, "err", err)
+	}
+}
+
+// reply posts an answer on the issue or pull request, once per delivery.
+func (in *intake) reply(ctx context.Context, number int, body string) error {
+	return replyOnce(ctx, in.gh, in.p.Owner, in.p.Repo, number, "delivery-"+in.p.DeliveryID, body, in.retried)
+}
+
+// enqueued treats a duplicate as success: the work is queued already.
+func enqueued(err error) error {
+	if errors.Is(err, ErrDuplicate) {
+		return nil
+	}
+	return err
+}
+
+func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
+	c := in.p.Comment
+	res := ParseComment(c.Body)
+	if _, ok := res.(Ignore); ok {
+		return ResultNoop, nil
+	}
+	acc, err := h.authorize(ctx, in, c.Author)
+	if err != nil {
+		return "", err
+	}
+	if !acc.allowed {
+		if err := in.reply(ctx, c.Number, refusalText(c.Author, commandText(res), acc.level)); err != nil {
+			return "", err
+		}
+		return ResultRefused, nil
+	}
+	switch r := res.(type) {
+	case Reply:
+		if err := in.reply(ctx, c.Number, r.Text); err != nil {
+			return "", err
+		}
+		return ResultReplied, nil
+	case Command:
+		if d, ok := r.Decision(); ok {
+			return h.commandDecision(ctx, in, d, r.Guidance)
+		}
+		switch r.Name {
+		case CmdStatus:
+			return h.commandStatus(ctx, in)
+		case CmdRun:
+			return h.commandRun(ctx, in, acc, r.Path)
+		}
+	}
+	return ResultNoop, nil
+}
+
+func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error) {
+	c := in.p.Comment
+	text, err := h.d.Store.StatusText(ctx, in.p.Owner, in.p.Repo, c.Number)
+	if err != nil {
+		return "", err
+	}
+	if err := in.reply(ctx, c.Number, text); err != nil {
+		return "", err
+	}
+	in.react(ctx, c.ID)
+	return ResultReplied, nil
+}
+
+func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.DecisionKind, guidance string) (string, error) {
+	c := in.p.Comment
+	err := h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
+		DeliveryID: in.p.DeliveryID, CommentID: c.ID, InstallationID: in.p.InstallationID, Owner: in.p.Owner,
+		Repo: in.p.Repo, Number: c.Number, Decision: d, Guidance: guidance, Sender: c.Author,
+	})
+	if err := enqueued(err); err != nil {
+		return "", err
+	}
+	in.react(ctx, c.ID)
+	return ResultAccepted, nil
+}
+
+func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, path string) (string, error) {
+	c := in.p.Comment
+	rc, err := h.configOf(ctx, in, acc)
+	if ce, bad := asRepoConfigError(err); bad {
+		if err := in.reply(ctx, c.Number, configErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
+			return "", err
+		}
+		return ResultReplied, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !rc.Triggers.IssueComment {
+		return ResultNoop, nil
+	}
+	run := RunPayload{
+		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
+		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: c.Number, CommentID: c.ID, Path: path,
+		Sender: c.Author,
+	}
+	if c.OnPullRequest {
+		pr, err := in.gh.GetPullRequest(ctx, in.p.Owner, in.p.Repo, c.Number)
+		if err != nil {
+			return "", fmt.Errorf("jobs: pull request #%d: %w", c.Number, err)
+		}
+		if isFork(pr.HeadRepo, in.p.Owner, in.p.Repo) {
+			if err := in.reply(ctx, c.Number, forkRefusalText()); err != nil {
+				return "", err
+			}
+			return ResultRefused, nil
+		}
+		run.Trigger, run.Branch, run.HeadSHA = TriggerPullRequest, pr.HeadRef, pr.HeadSHA
+	}
+	if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, run)); err != nil {
+		return "", err
+	}
+	in.react(ctx, c.ID)
+	return ResultAccepted, nil
+}
+
+// configOf is the repository configuration, reusing what authorize read for the allowlist.
+func (h *Handler) configOf(ctx context.Context, in *intake, acc access) (config.Repo, error) {
+	if acc.cfg != nil {
+		return *acc.cfg, nil
+	}
+	return h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
+}
+
+// isFork reports whether a pull request's head lives outside the repository. A deleted head repository
+// counts as a fork: nothing proves it was this repository.
+func isFork(headRepo, owner, repo string) bool {
+	return headRepo == "" || !strings.EqualFold(headRepo, owner+"/"+repo)
+}
+
+func (h *Handler) onPush(ctx context.Context, in *intake) (string, error) {
+	push := in.p.Push
+	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
+	if _, bad := asRepoConfigError(err); bad {
+		// Nobody to answer on a push; the next command or pull request reports it.
+		in.log.Warn("intake: invalid repository configuration", "err", err)
+		return ResultNoop, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case strings.HasPrefix(push.Branch, rc.BranchPrefix), !rc.Triggers.Push:
+		return ResultNoop, nil
+	case !push.Truncated && !slices.Contains(push.Changed, rc.Roadmap):
+		return ResultNoop, nil
+	}
+	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
+		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
+		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerPush, HeadSHA: push.After, Sender: in.p.Sender,
+	})
+	if err := enqueued(err); err != nil {
+		return "", err
+	}
+	return ResultAccepted, nil
+}
+
+func (h *Handler) onPullRequest(ctx context.Context, in *intake) (string, error) {
+	pr := in.p.PullRequest
+	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
+	if ce, bad := asRepoConfigError(err); bad {
+		// Said once when the pull request opens, not on every push to it.
+		if pr.Action == "synchronize" {
+			return ResultNoop, nil
+		}
+		if err := in.reply(ctx, pr.Number, configErrorText(ce, "start a run for this pull request", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
+			return "", err
+		}
+		return ResultReplied, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(pr.HeadRef, rc.BranchPrefix) || !rc.Triggers.PullRequest {
+		return ResultNoop, nil
+	}
+	files, err := in.gh.PullRequestFiles(ctx, in.p.Owner, in.p.Repo, pr.Number)
+	if err != nil {
+		return "", fmt.Errorf("jobs: files of pull request #%d: %w", pr.Number, err)
+	}
+	if !slices.ContainsFunc(files, func(f string) bool { return f == rc.Roadmap || config.MatchAny(rc.Specs, f) }) {
+		return ResultNoop, nil
+	}
+	// Pushing to a branch of the repository needs write access, but reopening a pull request needs only
+	// triage: the person who set it going must be allowed to start runs.
+	acc, err := h.authorize(ctx, in, in.p.Sender)
+	if err != nil {
+		return "", err
+	}
+	if !acc.allowed {
+		return ResultRefused, nil
+	}
+	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
+		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
+		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerPullRequest, Number: pr.Number, Branch: pr.HeadRef,
+		HeadSHA: pr.HeadSHA, Sender: in.p.Sender,
+	})
+	if err := enqueued(err); err != nil {
+		return "", err
+	}
+	return ResultAccepted, nil
+}
+
+func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
+	cr := in.p.CheckRun
+	acc, err := h.authorize(ctx, in, in.p.Sender)
+	if err != nil {
+		return "", err
+	}
+	if !acc.allowed {
+		if cr.Number != 0 {
+			if err := in.reply(ctx, cr.Number, refusalText(in.p.Sender, string(cr.Decision), acc.level)); err != nil {
+				return "", err
+			}
+		}
+		return ResultRefused, nil
+	}
+	err = h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
+		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
+		Number: cr.Number, Decision: cr.Decision, Sender: in.p.Sender, RunID: cr.RunID, TaskID: cr.TaskID,
+		ByButton: true,
+	})
+	if err := enqueued(err); err != nil {
+		return "", err
+	}
+	return ResultAccepted, nil
+}

@@ -1,0 +1,304 @@
+package jobs
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
+)
+
+func comment(author, body string, number int) IntakePayload {
+	return IntakePayload{Event: EventIssueComment, Sender: author,
+		Comment: &CommentIntake{ID: 555, Number: number, Author: author, Body: body}}
+}
+
+func TestIntakeComments(t *testing.T) {
+	tests := []struct {
+		name   string
+		setup  func(*fakeGitHub)
+		in     IntakePayload
+		runs   int
+		resume []runner.DecisionKind
+		// effects are what GitHub saw, in order; replies are matched by a fragment of their first line.
+		effects []string
+	}{
+		{
+			name: "writer runs", in: comment("alice", "/akira run", 4), runs: 1,
+			effects: []string{"react eyes to comment 555"},
+		},
+		{
+			name: "maintainer approves", in: comment("mona", "/akira approve", 4), resume: []runner.DecisionKind{runner.DecisionApprove},
+			effects: []string{"react eyes to comment 555"},
+		},
+		{
+			name: "retry with guidance", in: comment("alice", "/akira retry use tabs", 4), resume: []runner.DecisionKind{runner.DecisionRetry},
+			effects: []string{"react eyes to comment 555"},
+		},
+		{
+			name: "reader is refused and nothing else", in: comment("rita", "/akira run", 4),
+			effects: []string{"comment #4: Sorry @rita"},
+		},
+		{
+			name: "reader asking for help gets only the refusal", in: comment("rita", "/akira help", 4),
+			effects: []string{"comment #4: Sorry @rita"},
+		},
+		{
+			name: "allowlisted reader runs",
+			setup: func(f *fakeGitHub) {
+				f.files[":.github/akira.yml"] = "allowlist: [rita]\n"
+			},
+			in: comment("rita", "/akira run", 4), runs: 1, effects: []string{"react eyes to comment 555"},
+		},
+		{
+			name: "help is answered", in: comment("alice", "/akira help", 4),
+			effects: []string{"comment #4: "},
+		},
+		{
+			name: "typo is answered", in: comment("alice", "/akira aprove", 4),
+			effects: []string{"comment #4: "},
+		},
+		{
+			name: "no command does nothing", in: comment("alice", "looks good", 4),
+		},
+		{
+			name: "status replies and reacts", in: comment("alice", "/akira status", 4),
+			effects: []string{"comment #4: ", "react eyes to comment 555"},
+		},
+		{
+			name: "broken configuration is explained",
+			setup: func(f *fakeGitHub) {
+				f.files[":.github/akira.yaml"] = "roadmap: [\n"
+			},
+			in: comment("alice", "/akira run", 4), effects: []string{"comment #4: "},
+		},
+		{
+			name: "comment trigger off",
+			setup: func(f *fakeGitHub) {
+				f.files[":.github/akira.yml"] = "triggers:\n  issue_comment: false\n"
+			},
+			in: comment("alice", "/akira run", 4),
+		},
+		{
+			name: "run on a fork's pull request is refused",
+			setup: func(f *fakeGitHub) {
+				f.pulls[4] = &PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "evil/r"}
+			},
+			in: func() IntakePayload {
+				p := comment("alice", "/akira run", 4)
+				p.Comment.OnPullRequest = true
+				return p
+			}(),
+			effects: []string{"comment #4: "},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jh := newJobsHarness(t)
+			jh.gh.permissions["alice"] = "write"
+			jh.gh.permissions["mona"] = "maintain"
+			jh.gh.permissions["rita"] = "read"
+			if tt.setup != nil {
+				tt.setup(jh.gh)
+			}
+			if err := jh.intake(tt.in); err != nil {
+				t.Fatalf("intake: %v", err)
+			}
+			runs := queued[RunPayload](jh, TypeRun)
+			if len(runs) != tt.runs {
+				t.Errorf("runs queued = %+v, want %d", runs, tt.runs)
+			}
+			var decisions []runner.DecisionKind
+			for _, r := range queued[ResumePayload](jh, TypeResume) {
+				decisions = append(decisions, r.Decision)
+				if r.CommentID != 555 || r.Number != 4 {
+					t.Errorf("resume = %+v, want comment 555 on #4", r)
+				}
+			}
+			if !slices.Equal(decisions, tt.resume) {
+				t.Errorf("decisions queued = %v, want %v", decisions, tt.resume)
+			}
+			effects := jh.gh.Effects()
+			if len(effects) != len(tt.effects) {
+				t.Fatalf("effects = %q, want %q", effects, tt.effects)
+			}
+			for i, want := range tt.effects {
+				if !strings.HasPrefix(effects[i], want) {
+					t.Errorf("effect %d = %q, want it to start with %q", i, effects[i], want)
+				}
+			}
+		})
+	}
+}
+
+func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
+	jh := newJobsHarness(t)
+	jh.gh.permissions["alice"] = "admin"
+	jh.gh.pulls[9] = &PullRequest{Number: 9, HeadRef: "feature", HeadSHA: "abc", HeadRepo: "o/r"}
+	p := comment("alice", "/akira run docs/PLAN.md", 9)
+	p.Comment.OnPullRequest = true
+	if err := jh.intake(p); err != nil {
+		t.Fatal(err)
+	}
+	runs := queued[RunPayload](jh, TypeRun)
+	if len(runs) != 1 {
+		t.Fatalf("runs = %+v", runs)
+	}
+	r := runs[0]
+	if r.Trigger != TriggerPullRequest || r.Number != 9 || r.Branch != "feature" || r.HeadSHA != "abc" || r.Path != "docs/PLAN.md" || r.Sender != "alice" {
+		t.Fatalf("run = %+v", r)
+	}
+}
+
+// Each GitHub call of the intake failing (a 5xx, a secondary rate limit the client gave up on) fails
+// the job, and asynq retries it; the retry does the work once. A reply GitHub made although its answer
+// was lost is found again by its marker, not posted twice.
+func TestIntakeRetriesWithoutDoublePosting(t *testing.T) {
+	for _, op := range []string{"Permission", "GetFile", "CreateComment", "PullRequestFiles", "AddReaction"} {
+		t.Run(op, func(t *testing.T) {
+			jh := newJobsHarness(t)
+			jh.gh.permissions["alice"] = "write"
+			jh.gh.permissions["rita"] = "read"
+			jh.gh.pullFiles[9] = []string{"ROADMAP.md"}
+			jh.gh.failOnce(op, errors.New("GitHub answered 502"))
+			jh.gh.lostAnswer["CreateComment"] = true // the first comment is made, its answer lost
+			payloads := []IntakePayload{
+				comment("rita", "/akira run", 4),
+				comment("alice", "/akira help", 5),
+				{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 9, Action: "opened", HeadRef: "feature"}},
+				comment("alice", "/akira run", 6),
+			}
+			jh.process(payloads...)
+			if got := jh.gh.commentsOn(4); len(got) != 1 || !strings.Contains(got[0], "@rita") {
+				t.Errorf("comments on #4 = %q, want one refusal", got)
+			}
+			if got := jh.gh.commentsOn(5); len(got) != 1 {
+				t.Errorf("comments on #5 = %q, want one help", got)
+			}
+			var numbers []int
+			for _, r := range queued[RunPayload](jh, TypeRun) {
+				numbers = append(numbers, r.Number)
+			}
+			slices.Sort(numbers)
+			if !slices.Equal(numbers, []int{6, 9}) {
+				t.Errorf("runs for %v, want #6 and #9", numbers)
+			}
+		})
+	}
+}
+
+func TestIntakePushAndPullRequest(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(*fakeGitHub)
+		in    IntakePayload
+		want  []Trigger
+	}{
+		{"push changing the roadmap", nil,
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
+			[]Trigger{TriggerPush}},
+		{"push changing other files", nil,
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"README.md"}}}, nil},
+		{"push cut at 20 commits", nil,
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Truncated: true}}, []Trigger{TriggerPush}},
+		{"push with the trigger off", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "triggers:\n  push: false\n" },
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
+		{"push with a configured roadmap", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "roadmap: docs/PLAN.md\n" },
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []Trigger{TriggerPush}},
+		{"push with a broken configuration", func(f *fakeGitHub) { f.files[":.github/akira.yml"] = "nope: 1\n" },
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
+		{"pull request changing a spec", func(f *fakeGitHub) { f.pullFiles[3] = []string{"specs/login/tasks.md"} },
+			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}},
+			[]Trigger{TriggerPullRequest}},
+		{"pull request changing code", func(f *fakeGitHub) { f.pullFiles[3] = []string{"main.go"} },
+			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}}, nil},
+		{"pull request reopened by a triager", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
+			IntakePayload{Event: EventPullRequest, Sender: "rita", PullRequest: &PullRequestIntake{Number: 3, Action: "reopened", HeadRef: "spec"}}, nil},
+		{"pull request from Akira's own branch", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
+			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "akira/issue-2"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jh := newJobsHarness(t)
+			jh.gh.permissions["alice"] = "write"
+			jh.gh.permissions["rita"] = "triage"
+			if tt.setup != nil {
+				tt.setup(jh.gh)
+			}
+			if err := jh.intake(tt.in); err != nil {
+				t.Fatal(err)
+			}
+			var got []Trigger
+			for _, r := range queued[RunPayload](jh, TypeRun) {
+				got = append(got, r.Trigger)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("runs = %v, want %v", got, tt.want)
+			}
+			if effects := jh.gh.Effects(); len(effects) != 0 {
+				t.Errorf("effects on GitHub = %q, want none", effects)
+			}
+		})
+	}
+}
+
+func TestIntakeCheckRunButtons(t *testing.T) {
+	button := func(sender string) IntakePayload {
+		return IntakePayload{Event: EventCheckRun, Sender: sender,
+			CheckRun: &CheckRunIntake{ID: 1, RunID: "run1", TaskID: "1.2", Decision: runner.DecisionSkip, Number: 5}}
+	}
+	jh := newJobsHarness(t)
+	jh.gh.permissions["alice"] = "write"
+	if err := jh.intake(button("alice")); err != nil {
+		t.Fatal(err)
+	}
+	if err := jh.intake(button("rita")); err != nil {
+		t.Fatal(err)
+	}
+	resumes := queued[ResumePayload](jh, TypeResume)
+	if len(resumes) != 1 || resumes[0].RunID != "run1" || resumes[0].TaskID != "1.2" || resumes[0].Decision != runner.DecisionSkip || !resumes[0].ByButton {
+		t.Fatalf("resumes = %+v", resumes)
+	}
+	if c := jh.gh.commentsOn(5); len(c) != 1 || !strings.Contains(c[0], "@rita") {
+		t.Fatalf("comments = %q, want one refusal", c)
+	}
+}
+
+func TestIntakePayloadValidate(t *testing.T) {
+	good := withDefaults(comment("a", "/akira run", 1))
+	good.DeliveryID = "d"
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		edit func(*IntakePayload)
+		want string
+	}{
+		{"no body", func(p *IntakePayload) { p.Comment = nil }, "0 event bodies"},
+		{"two bodies", func(p *IntakePayload) { p.Push = &PushIntake{} }, "2 event bodies"},
+		{"wrong body", func(p *IntakePayload) { p.Event = EventPush }, "event push without its body"},
+		{"unknown event", func(p *IntakePayload) { p.Event = "fork" }, `unknown event "fork"`},
+		{"comment without id", func(p *IntakePayload) { p.Comment.ID = 0 }, "comment without an id"},
+		{"no delivery", func(p *IntakePayload) { p.DeliveryID = "" }, "no delivery id"},
+		{"old version", func(p *IntakePayload) { p.Version = 1 }, "version 1, want 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := good
+			c := *good.Comment
+			p.Comment = &c
+			tt.edit(&p)
+			if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	task := asynq.NewTask(TypeIntake, []byte(`{"v":2}`))
+	if _, err := DecodeIntakePayload(task); !errors.Is(err, asynq.SkipRetry) {
+		t.Fatalf("decode of an invalid payload = %v, want SkipRetry", err)
+	}
+}

@@ -1,0 +1,125 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/roadmap"
+)
+
+// runInputs is what GitHub says about a new run's repository and the issue or pull request it is for.
+type runInputs struct {
+	Repo   RepoInfo
+	Config config.Repo
+	// Issue is set for TriggerIssue, PR for TriggerPullRequest.
+	Issue *Issue
+	PR    *PullRequest
+}
+
+// gatherRunInputs asks GitHub what planRun needs.
+func (h *Handler) gatherRunInputs(ctx context.Context, gh Repos, pulls Pulls, p RunPayload) (runInputs, error) {
+	var in runInputs
+	info, err := gh.Repository(ctx, p.Owner, p.Repo)
+	if err != nil {
+		return in, fmt.Errorf("jobs: repository: %w", err)
+	}
+	in.Repo = info
+	if p.DefaultBranch != "" {
+		in.Repo.DefaultBranch = p.DefaultBranch
+	}
+	if in.Config, err = h.repoConfig(ctx, gh, p.Owner, p.Repo, in.Repo.DefaultBranch); err != nil {
+		return in, err
+	}
+	switch p.Trigger {
+	case TriggerIssue:
+		is, err := gh.GetIssue(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil {
+			return in, fmt.Errorf("jobs: issue #%d: %w", p.Number, err)
+		}
+		in.Issue = &is
+	case TriggerPullRequest:
+		pr, err := pulls.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil {
+			return in, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
+		}
+		in.PR = pr
+	}
+	return in, nil
+}
+
+// agentConfigError is an agent choice of .github/akira.yml the operator does not offer.
+func agentConfigError(err error) error {
+	return &config.RepoError{Path: config.RepoPaths[0], Problems: []string{"agent: " + err.Error()}, Err: err}
+}
+
+// planRun works out a new run, id, from its payload and what GitHub said: the branch, the plan, the
+// agent and the attempts. It is pure, so every trigger's planning is tested without GitHub.
+func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, error) {
+	run := &Run{ID: id, Owner: p.Owner, Repo: p.Repo, InstallationID: p.InstallationID, Trigger: p.Trigger,
+		Sender: p.Sender, Base: in.Repo.DefaultBranch, CloneURL: in.Repo.CloneURL, RepoURL: in.Repo.HTMLURL,
+		Status: StatusQueued}
+	rc := in.Config
+	name, _, err := op.Agent(rc.Agent)
+	if err != nil {
+		return nil, agentConfigError(err)
+	}
+	run.Agent = name
+	run.MaxAttempts = op.MaxAttemptsFor(rc)
+	run.Roadmap = rc.Roadmap
+	if p.Path != "" {
+		run.Roadmap = p.Path
+	}
+	switch p.Trigger {
+	case TriggerIssue:
+		is := in.Issue
+		run.Issue = p.Number
+		run.Branch = rc.BranchPrefix + "issue-" + strconv.Itoa(p.Number)
+		run.Title = is.Title
+		if p.Path == "" {
+			if rm, err := roadmap.ParseMarkdown("issue", []byte(is.Body)); err == nil && len(rm.Tasks) > 0 {
+				run.Roadmap, run.Plan = "", is.Body
+				run.PlanSource = "issue #" + strconv.Itoa(p.Number)
+				run.Source, run.SourceURL = run.PlanSource, is.URL
+			}
+		}
+	case TriggerPush:
+		run.Branch = runner.DefaultBranch(rc.BranchPrefix, run.Roadmap)
+		run.Title = "Akira: tasks from " + run.Roadmap
+	case TriggerPullRequest:
+		pr := in.PR
+		if isFork(pr.HeadRepo, p.Owner, p.Repo) {
+			return nil, fmt.Errorf("jobs: pull request #%d comes from the fork %q; fork pull requests are never run: %w",
+				p.Number, pr.HeadRepo, asynq.SkipRetry)
+		}
+		if p.Branch != "" && p.Branch != pr.HeadRef {
+			return nil, fmt.Errorf("jobs: pull request #%d now comes from %s, not %s: %w", p.Number, pr.HeadRef, p.Branch, asynq.SkipRetry)
+		}
+		run.PR, run.PRURL, run.PRNodeID, run.Branch, run.Base = pr.Number, pr.URL, pr.NodeID, pr.HeadRef, pr.BaseRef
+	default:
+		return nil, fmt.Errorf("jobs: a new run cannot have trigger %s: %w", p.Trigger, asynq.SkipRetry)
+	}
+	if run.Source == "" {
+		run.Source = run.Roadmap
+		if run.RepoURL != "" {
+			run.SourceURL = run.RepoURL + "/blob/" + run.Base + "/" + run.Roadmap
+		}
+	}
+	if run.Title == "" {
+		run.Title = "Akira: " + run.Source
+	}
+	return run, nil
+}
+
+// planName keeps an issue plan's format markdown whatever its name says.
+func planName(source string) string {
+	if strings.HasPrefix(source, "issue #") {
+		return "issue.md"
+	}
+	return source
+}

@@ -1,0 +1,260 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/verify"
+	"github.com/akira-bot/akira/templates"
+)
+
+// The GitHub side of the reporter: what a run's state looks like on GitHub (the summary comment, the
+// pull request, the task check runs, escalation comments). Every create is found again after a crash
+// (by a hidden marker, or by the id stored at once), so publishing is safe to repeat.
+
+// publisher renders a run's summary onto its pull request or issue.
+type publisher struct {
+	gh    Comments
+	store *Store
+	log   *slog.Logger
+}
+
+// summaryNumber is where the run's comments go: its pull request, else the issue it came from.
+func summaryNumber(r *Run) int {
+	if r.PR > 0 {
+		return r.PR
+	}
+	return r.Issue
+}
+
+// publishSummary creates the run's one summary comment or edits it in place. The comment id is stored
+// in the run state as soon as the comment exists; a job that died before storing it finds the comment
+// again by its hidden marker, so a run never gets a second summary.
+func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
+	number := summaryNumber(r)
+	if number == 0 {
+		return r, nil // nowhere to post (a push run before its pull request)
+	}
+	body, err := templates.Render("summary", summaryData(r))
+	if err != nil {
+		return r, err
+	}
+	if r.SummaryCommentID != 0 {
+		if err := p.gh.EditComment(ctx, r.Owner, r.Repo, r.SummaryCommentID, body); err != nil {
+			return r, fmt.Errorf("jobs: edit summary: %w", err)
+		}
+		return r, nil
+	}
+	id, url, err := p.gh.FindComment(ctx, r.Owner, r.Repo, number, templates.SummaryMarker(r.ID))
+	found := err == nil
+	switch {
+	case errors.Is(err, ErrGitHubNotFound):
+		id, url, err = p.gh.CreateComment(ctx, r.Owner, r.Repo, number, body)
+		if err != nil {
+			return r, fmt.Errorf("jobs: post summary: %w", err)
+		}
+	case err != nil:
+		return r, fmt.Errorf("jobs: find summary: %w", err)
+	}
+	r, err = p.store.Update(ctx, r.ID, recordSummaryComment(id, url))
+	if err != nil {
+		return r, err
+	}
+	if found {
+		if err := p.gh.EditComment(ctx, r.Owner, r.Repo, id, body); err != nil {
+			return r, fmt.Errorf("jobs: edit summary: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// templateState maps a run status to the summary's wording.
+func templateState(s RunStatus) string {
+	switch s {
+	case StatusQueued:
+		return templates.RunQueued
+	case StatusRunning:
+		return templates.RunRunning
+	case StatusParked:
+		return templates.RunParked
+	case StatusSucceeded:
+		return templates.RunDone
+	case StatusFailed:
+		return templates.RunFailed
+	case StatusAborted:
+		return templates.RunAborted
+	}
+	return string(s)
+}
+
+func summaryData(r *Run) templates.Summary {
+	s := templates.Summary{
+		RunID: r.ID, Source: r.Source, SourceURL: r.SourceURL, Branch: r.Branch, State: templateState(r.Status),
+		Error: r.Error, AbortedBy: r.AbortedBy, PRURL: r.PRURL,
+	}
+	if r.RepoURL != "" {
+		s.BranchURL = r.RepoURL + "/tree/" + r.Branch
+	}
+	for _, t := range r.Tasks {
+		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
+			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL}
+		if t.Checkpoint != "" && r.RepoURL != "" {
+			tt.CheckpointURL = r.RepoURL + "/commit/" + t.Checkpoint
+		}
+		s.Tasks = append(s.Tasks, tt)
+		s.Usage.InputTokens += t.InputTokens
+		s.Usage.OutputTokens += t.OutputTokens
+		s.Usage.CostUSD += t.CostUSD
+	}
+	if r.Status == StatusParked && len(r.Parked) > 0 {
+		s.ParkedTask = r.Parked[0].TaskID
+		if t := r.Task(s.ParkedTask); t != nil {
+			s.EscalationURL = t.EscalationURL
+		}
+	}
+	return s
+}
+
+// pullRequestBody is the body of a run's draft pull request: where the tasks come from, and the tasks.
+func pullRequestBody(run *Run, tasks []runner.TaskResult) (string, error) {
+	body := templates.PRBody{RunID: run.ID, Source: run.Source, SourceURL: run.SourceURL, Issue: run.Issue}
+	for _, t := range tasks {
+		body.Tasks = append(body.Tasks, templates.PRTask{ID: t.ID, Title: t.Title, Done: t.Status == runner.TaskDone})
+	}
+	return templates.Render("pr_body", body)
+}
+
+// ensurePullRequest finds the draft pull request of the run's branch, or opens it; the branch already
+// has a commit ahead of the base (the engine's start commit), as GitHub requires.
+func ensurePullRequest(ctx context.Context, pulls Pulls, run *Run, tasks []runner.TaskResult) (*PullRequest, error) {
+	pr, err := pulls.FindPullRequest(ctx, run.Owner, run.Repo, run.Branch, run.Base)
+	if err == nil {
+		return pr, nil
+	}
+	if !errors.Is(err, ErrGitHubNotFound) {
+		return nil, fmt.Errorf("find pull request: %w", err)
+	}
+	body, err := pullRequestBody(run, tasks)
+	if err != nil {
+		return nil, err
+	}
+	pr, err = pulls.CreatePullRequest(ctx, run.Owner, run.Repo, NewPullRequest{Title: run.Title, Body: body,
+		Head: run.Branch, Base: run.Base, Draft: true})
+	if err != nil {
+		return nil, fmt.Errorf("open pull request: %w", err)
+	}
+	return pr, nil
+}
+
+// CheckRunName is the name of a task's check run: "akira: <id> <title>", at most 100 characters.
+func CheckRunName(taskID, title string) string {
+	name := strings.Join(strings.Fields("akira: "+taskID+" "+title), " ")
+	if r := []rune(name); len(r) > 100 {
+		name = string(r[:99]) + "…"
+	}
+	return name
+}
+
+// reasonText says in words why a task was escalated.
+func reasonText(esc *runner.Escalation) string {
+	var why string
+	switch esc.Reason {
+	case "repeated_failure":
+		why = "the same failure happened twice in a row"
+	case "max_attempts":
+		why = "every attempt failed"
+	case "awaiting_decision":
+		why = "waiting for a decision"
+	default:
+		why = esc.Reason
+	}
+	if esc.Summary != "" && why != "" {
+		return why + ": " + esc.Summary
+	}
+	return why + esc.Summary
+}
+
+// escalationRoundMarker tells escalations of the same task apart, so that after a crash the comment
+// of this very escalation is found instead of posted twice.
+func escalationRoundMarker(runID, taskID string, round int) string {
+	return fmt.Sprintf("<!-- akira:escalation-round run=%s task=%s round=%d -->", runID, taskID, round)
+}
+
+// escalationBody is the escalation comment of a task: why it stopped, what failed, what to reply.
+func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts int) (string, error) {
+	data := templates.Escalation{
+		RunID: run.ID, TaskID: t.ID, TaskTitle: t.Title, Attempts: t.Attempts, MaxAttempts: maxAttempts,
+		Reason: reasonText(esc), CheckRunURL: t.CheckRunURL, Buttons: t.CheckRunID != 0,
+	}
+	var outputs []string
+	for _, v := range esc.Verify {
+		if !v.Passed() {
+			data.Failures = append(data.Failures, templates.Command{Command: v.Command, ExitCode: v.ExitCode, TimedOut: v.TimedOut, Duration: v.Duration})
+			if strings.TrimSpace(v.Output) != "" {
+				outputs = append(outputs, v.Output)
+			}
+		}
+	}
+	if len(data.Failures) == 0 {
+		data.Error = esc.Summary
+		if data.Error == "" {
+			data.Error = t.Note
+		}
+	}
+	data.Output = strings.Join(outputs, "\n")
+	if data.Output == "" {
+		data.Output = esc.Feedback
+	}
+	body, err := templates.Render("escalation", data)
+	if err != nil {
+		return "", err
+	}
+	return body + escalationRoundMarker(run.ID, t.ID, t.Escalations) + "\n", nil
+}
+
+// postEscalation posts the escalation comment of the task's current round once: a comment a crashed
+// job posted is found by its round marker.
+func postEscalation(ctx context.Context, c Comments, run *Run, t *TaskState, body string) (int64, string, error) {
+	number := summaryNumber(run)
+	marker := escalationRoundMarker(run.ID, t.ID, t.Escalations)
+	id, url, err := c.FindComment(ctx, run.Owner, run.Repo, number, marker)
+	if errors.Is(err, ErrGitHubNotFound) {
+		id, url, err = c.CreateComment(ctx, run.Owner, run.Repo, number, body)
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("escalation comment: %w", err)
+	}
+	return id, url, nil
+}
+
+func commands(rs []verify.Result) []templates.Command {
+	out := make([]templates.Command, 0, len(rs))
+	for _, v := range rs {
+		out = append(out, templates.Command{Command: v.Command, ExitCode: v.ExitCode, TimedOut: v.TimedOut, Duration: v.Duration})
+	}
+	return out
+}
+
+// annotations are the file/line problems of the failed verification commands: those the engine found
+// in each command's whole output, else what ParseAnnotations finds in the tail it kept.
+func annotations(rs []verify.Result) []Annotation {
+	var out []Annotation
+	for _, v := range rs {
+		if v.Passed() {
+			continue
+		}
+		found := v.Annotations
+		if len(found) == 0 {
+			found = verify.ParseAnnotations(v.Output)
+		}
+		for _, a := range found {
+			out = append(out, Annotation{Path: a.Path, StartLine: a.StartLine, EndLine: a.EndLine, Level: a.Level,
+				Message: a.Message, Title: v.Command})
+		}
+	}
+	return out
+}

@@ -1,0 +1,229 @@
+package jobs
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/templates"
+)
+
+// The run state's side of the reporter: how each engine event and each thing published changes the
+// stored run. Every function here only changes the *Run it is given (Store.Update may call it again
+// when another writer got in between), so they are tested as plain functions.
+
+// recordRunStarted takes the engine's task list: tasks found done on the branch are passed, and a task
+// left running by a job that died is pending again.
+func recordRunStarted(run *Run, ev runner.Event) error {
+	old := map[string]TaskState{}
+	for _, t := range run.Tasks {
+		old[t.ID] = t
+	}
+	tasks := make([]TaskState, 0, len(ev.Tasks))
+	for _, tr := range ev.Tasks {
+		t, ok := old[tr.ID]
+		if !ok {
+			t = TaskState{ID: tr.ID, Status: templates.StatusPending}
+		}
+		t.Title = tr.Title
+		switch tr.Status {
+		case runner.TaskDone:
+			if t.Status != templates.StatusPassed {
+				t.Status = templates.StatusPassed
+				t.Note = tr.Note
+			}
+			if tr.Commit != "" {
+				t.Checkpoint = tr.Commit
+			}
+		case runner.TaskSkipped:
+			t.Status = templates.StatusSkipped
+		case runner.TaskPending:
+			if t.Status == templates.StatusRunning {
+				t.Status = templates.StatusPending
+			}
+		}
+		tasks = append(tasks, t)
+	}
+	run.Tasks = tasks
+	run.Head = ev.Commit
+	return nil
+}
+
+// task returns the run's task or an error naming it.
+func task(run *Run, id string) (*TaskState, error) {
+	t := run.Task(id)
+	if t == nil {
+		return nil, fmt.Errorf("task %s is not in the run", id)
+	}
+	return t, nil
+}
+
+func recordTaskStarted(run *Run, ev runner.Event) error {
+	t, err := task(run, ev.TaskID)
+	if err != nil {
+		return err
+	}
+	if t.Status != templates.StatusEscalated {
+		t.Status = templates.StatusRunning
+	}
+	return nil
+}
+
+func recordAttemptStarted(run *Run, ev runner.Event) error {
+	t, err := task(run, ev.TaskID)
+	if err != nil {
+		return err
+	}
+	t.Status = templates.StatusRunning
+	t.Attempts = ev.Attempt
+	return nil
+}
+
+func recordUsage(run *Run, ev runner.Event) error {
+	if t := run.Task(ev.TaskID); t != nil && ev.Usage != nil {
+		t.InputTokens += ev.Usage.InputTokens
+		t.OutputTokens += ev.Usage.OutputTokens
+		t.CostUSD += ev.Usage.CostUSD
+	}
+	return nil
+}
+
+func recordCheckpointed(run *Run, ev runner.Event) error {
+	t, err := task(run, ev.TaskID)
+	if err != nil {
+		return err
+	}
+	t.Status, t.Checkpoint, t.Note = templates.StatusPassed, ev.Commit, ev.Message
+	if ev.Attempt > 0 {
+		t.Attempts = ev.Attempt
+	}
+	t.Duration = ev.Duration
+	run.Head = ev.Commit
+	return nil
+}
+
+func recordSkipped(run *Run, ev runner.Event) error {
+	t, err := task(run, ev.TaskID)
+	if err != nil {
+		return err
+	}
+	t.Status, t.Note = templates.StatusSkipped, ev.Message
+	run.Parked = removeParked(run.Parked, ev.TaskID)
+	return nil
+}
+
+func recordBlocked(run *Run, ev runner.Event) error {
+	if t := run.Task(ev.TaskID); t != nil {
+		t.Note = ev.Message
+	}
+	return nil
+}
+
+// recordParked records an escalation. A fresh one (not a task kept parked across jobs) counts as a new
+// escalation round, whose comment is still to be posted.
+func recordParked(run *Run, esc *runner.Escalation, fresh bool, now time.Time) error {
+	t, err := task(run, esc.TaskID)
+	if err != nil {
+		return err
+	}
+	t.Status = templates.StatusEscalated
+	if esc.Attempts > 0 {
+		t.Attempts = esc.Attempts
+	}
+	if fresh || run.ParkedTask(t.ID) == nil {
+		t.Escalations++
+		t.EscalationCommentID, t.EscalationURL = 0, ""
+		t.Note = esc.Summary
+		run.Parked = append(removeParked(run.Parked, t.ID), Parked{TaskID: t.ID, Attempt: esc.Attempts,
+			HeadSHA: esc.HeadSHA, Reason: esc.Reason, Summary: esc.Summary, At: now.UTC()})
+	}
+	return nil
+}
+
+func removeParked(ps []Parked, taskID string) []Parked {
+	out := ps[:0]
+	for _, p := range ps {
+		if p.TaskID != taskID {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// recordCheckRunOpened stores a task's new check run at once, so a crash cannot make a second one.
+func recordCheckRunOpened(taskID string, id int64, url string) func(*Run) error {
+	return func(run *Run) error {
+		if t := run.Task(taskID); t != nil {
+			t.CheckRunID, t.CheckRunURL, t.CheckRunDone = id, url, false
+		}
+		return nil
+	}
+}
+
+func recordCheckRunDone(taskID string) func(*Run) error {
+	return func(run *Run) error {
+		if t := run.Task(taskID); t != nil {
+			t.CheckRunDone = true
+		}
+		return nil
+	}
+}
+
+func recordEscalationComment(taskID string, id int64, url string) func(*Run) error {
+	return func(run *Run) error {
+		if t := run.Task(taskID); t != nil {
+			t.EscalationCommentID, t.EscalationURL = id, url
+		}
+		return nil
+	}
+}
+
+func recordPullRequest(pr *PullRequest) func(*Run) error {
+	return func(run *Run) error {
+		run.PR, run.PRURL, run.PRNodeID = pr.Number, pr.URL, pr.NodeID
+		return nil
+	}
+}
+
+func recordSummaryComment(id int64, url string) func(*Run) error {
+	return func(run *Run) error {
+		if run.SummaryCommentID == 0 {
+			run.SummaryCommentID, run.SummaryURL = id, url
+		}
+		return nil
+	}
+}
+
+// recordFailed ends the run with the reason; a task that was running failed with it.
+func recordFailed(run *Run, msg string) error {
+	run.Status, run.Error = StatusFailed, msg
+	for i := range run.Tasks {
+		if run.Tasks[i].Status == templates.StatusRunning {
+			run.Tasks[i].Status = templates.StatusFailed
+		}
+	}
+	return nil
+}
+
+// recordFinished records how the engine's run ended. The decisions were handed to the engine; the
+// parked tasks are those the engine says are parked.
+func recordFinished(run *Run, status RunStatus, out runner.Outcome) error {
+	run.Status = status
+	run.Error = out.Error
+	if out.Head != "" {
+		run.Head = out.Head
+	}
+	run.Decisions = nil
+	parked := map[string]bool{}
+	for _, e := range out.Parked {
+		parked[e.TaskID] = true
+	}
+	kept := run.Parked[:0]
+	for _, p := range run.Parked {
+		if parked[p.TaskID] {
+			kept = append(kept, p)
+		}
+	}
+	run.Parked = kept
+	return nil
+}

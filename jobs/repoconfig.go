@@ -1,0 +1,43 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/akira-bot/akira/runner/config"
+)
+
+// DefaultBranchFiles reads files of a repository's default branch through GitHub, for
+// config.LoadRepo; defaultBranch may be empty (GitHub's default is read then).
+func DefaultBranchFiles(repos Repos, owner, repo, defaultBranch string) config.FileReader {
+	return func(ctx context.Context, path string) ([]byte, bool, error) {
+		data, err := repos.GetFile(ctx, owner, repo, defaultBranch, path)
+		if errors.Is(err, ErrGitHubNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		return data, true, nil
+	}
+}
+
+// repoConfig reads the repository's .github/akira.yml (or .yaml) from its default branch, never from a
+// branch a run works on, with the one loader akira run and the engine use too. A file that cannot be
+// used is a *config.RepoError (see asRepoConfigError): the repository's mistake, answered where its
+// people see it; other errors are failures to ask GitHub.
+func (h *Handler) repoConfig(ctx context.Context, repos Repos, owner, repo, defaultBranch string) (config.Repo, error) {
+	rc, _, err := config.LoadRepo(ctx, DefaultBranchFiles(repos, owner, repo, defaultBranch), h.d.Operator.ValidateRepo)
+	if _, bad := asRepoConfigError(err); bad {
+		return config.Repo{}, err
+	}
+	if err != nil {
+		return config.Repo{}, fmt.Errorf("jobs: repository configuration: %w", err)
+	}
+	return rc, nil
+}
+
+func asRepoConfigError(err error) (*config.RepoError, bool) {
+	return errors.AsType[*config.RepoError](err)
+}

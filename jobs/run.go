@@ -1,0 +1,388 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/templates"
+)
+
+// Trigger is what started a run.
+type Trigger string
+
+const (
+	// TriggerIssue is `/akira run` on an issue: branch akira/issue-<n>, a draft PR closing the issue.
+	TriggerIssue Trigger = "issue"
+	// TriggerPush is a push to the default branch that added unchecked tasks: branch akira/roadmap.
+	TriggerPush Trigger = "push"
+	// TriggerPullRequest is a same-repository pull request that changed the roadmap: its own branch.
+	TriggerPullRequest Trigger = "pull_request"
+	// TriggerContinue continues an existing run (RunPayload.RunID) after a decision.
+	TriggerContinue Trigger = "continue"
+)
+
+// RunPayload is the payload of TypeRun.
+type RunPayload struct {
+	Version int `json:"v"`
+	// DeliveryID is the webhook's X-GitHub-Delivery; with Trigger continue it is the resume task's key.
+	// It becomes the task id, so a redelivered webhook enqueues nothing.
+	DeliveryID     string  `json:"delivery_id"`
+	Trigger        Trigger `json:"trigger"`
+	InstallationID int64   `json:"installation_id"`
+	Owner          string  `json:"owner"`
+	Repo           string  `json:"repo"`
+	// Number is the issue (trigger issue) or pull request (trigger pull_request) number.
+	Number int `json:"number,omitempty"`
+	// Branch is the pull request's head branch (trigger pull_request).
+	Branch string `json:"branch,omitempty"`
+	// HeadSHA is the pushed commit (push) or the pull request's head (pull_request).
+	HeadSHA string `json:"head_sha,omitempty"`
+	// Path is the roadmap named by `/akira run <path>`; empty means the repository's configured one.
+	Path string `json:"path,omitempty"`
+	// Sender is the login that triggered the run.
+	Sender string `json:"sender,omitempty"`
+	// CommentID is the `/akira run` comment.
+	CommentID int64 `json:"comment_id,omitempty"`
+	// DefaultBranch is the repository's, from the webhook; when empty the job asks GitHub.
+	DefaultBranch string `json:"default_branch,omitempty"`
+	// RunID names the run to continue (trigger continue). For a new run it is left empty and derived
+	// from DeliveryID, so a retried or redelivered job finds the run it already created.
+	RunID string `json:"run_id,omitempty"`
+}
+
+func (p RunPayload) version() int { return p.Version }
+
+// JobID is the asynq task id of the payload: the delivery id, so GitHub redelivering a webhook
+// enqueues nothing new.
+func (p RunPayload) JobID() string { return "run:" + p.DeliveryID }
+
+// Validate reports what is missing from a run payload.
+func (p RunPayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.DeliveryID == "" {
+		errs = append(errs, errors.New("no delivery id"))
+	}
+	if p.InstallationID <= 0 {
+		errs = append(errs, errors.New("no installation id"))
+	}
+	if p.Owner == "" || p.Repo == "" {
+		errs = append(errs, errors.New("no repository"))
+	}
+	switch p.Trigger {
+	case TriggerIssue:
+		if p.Number <= 0 {
+			errs = append(errs, errors.New("issue trigger without an issue number"))
+		}
+	case TriggerPush:
+	case TriggerPullRequest:
+		if p.Number <= 0 || p.Branch == "" {
+			errs = append(errs, errors.New("pull_request trigger without a number and a branch"))
+		}
+	case TriggerContinue:
+		if p.RunID == "" {
+			errs = append(errs, errors.New("continue without a run id"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("unknown trigger %q", p.Trigger))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("run payload: %w", err)
+	}
+	return nil
+}
+
+// HandleRun starts or continues a run: branch lock, fresh installation token for git, the engine with
+// the GitHub reporter, and the run state at the end. A parked run ends the job (successfully): it
+// holds no worker while people decide.
+func (h *Handler) HandleRun(ctx context.Context, t *asynq.Task) error {
+	p, err := DecodeRunPayload(t)
+	if err != nil {
+		h.d.Metrics.job(TypeRun, ResultInvalid)
+		return err
+	}
+	result, err := h.runJob(ctx, p)
+	h.d.Metrics.job(TypeRun, result)
+	return err
+}
+
+func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
+	log := h.log.With("task", TypeRun, "delivery", p.DeliveryID, "installation", p.InstallationID,
+		"repo", p.Owner+"/"+p.Repo, "trigger", p.Trigger)
+	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	if err != nil {
+		return ResultRetry, err
+	}
+	run, err := h.resolveRun(ctx, gh, p)
+	switch busy, isBusy := errors.AsType[*BranchBusyError](err); {
+	case errors.Is(err, errNothingToDo):
+		log.Info("run job: nothing to do")
+		return ResultNoop, nil
+	case isBusy:
+		return h.branchBusy(ctx, gh, p, busy, log)
+	case err != nil:
+		return resultOf(err), h.refuseConfig(ctx, gh, p, err)
+	}
+	log = log.With("run", run.ID, "branch", run.Branch)
+	return h.work(ctx, gh, run, log)
+}
+
+func resultOf(err error) string {
+	switch {
+	case errors.Is(err, ErrBusy):
+		return ResultBusy
+	case errors.Is(err, asynq.SkipRetry), isRepoConfigError(err):
+		return ResultFailed
+	}
+	return ResultRetry
+}
+
+func isRepoConfigError(err error) bool {
+	_, ok := asRepoConfigError(err)
+	return ok
+}
+
+// resolveRun loads the run a payload continues, or creates the run a trigger starts. A run created
+// by an earlier try of the same job is found again by its id, derived from the delivery.
+func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run, error) {
+	if p.Trigger == TriggerContinue {
+		run, err := h.d.Store.Get(ctx, p.RunID)
+		if errors.Is(err, ErrNotFound) {
+			return nil, errNothingToDo
+		}
+		if err != nil {
+			return nil, err
+		}
+		if run.Status != StatusQueued && run.Status != StatusRunning {
+			return nil, errNothingToDo
+		}
+		return run, nil
+	}
+	id := RunIDFor(p.DeliveryID)
+	if run, err := h.d.Store.Get(ctx, id); err == nil {
+		if run.Status.Terminal() || run.Status == StatusParked {
+			return nil, errNothingToDo
+		}
+		return run, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	in, err := h.gatherRunInputs(ctx, gh, gh, p)
+	if err != nil {
+		return nil, err
+	}
+	run, err := planRun(p, id, in, h.d.Operator)
+	if err != nil {
+		return nil, err
+	}
+	run, _, err = h.d.Store.Create(ctx, run)
+	return run, err
+}
+
+// refuseConfig answers a configuration problem where the people who can fix it will see it, and
+// makes the job end without a retry. Other errors are returned as they are.
+func (h *Handler) refuseConfig(ctx context.Context, c Comments, p RunPayload, err error) error {
+	ce, ok := asRepoConfigError(err)
+	if !ok {
+		return err
+	}
+	if p.Number > 0 {
+		retried, _ := asynq.GetRetryCount(ctx)
+		if rerr := replyOnce(ctx, c, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
+			configErrorText(ce, "start the run", "", ""), retried > 0); rerr != nil {
+			return fmt.Errorf("jobs: post configuration error: %w", rerr)
+		}
+	}
+	return fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry)
+}
+
+// branchBusy answers a trigger for a branch another run owns. People get a reply at once; a push or
+// a pull request update waits behind a working run (and is dropped, with a note, behind a parked one,
+// because a parked run may wait for days).
+func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy *BranchBusyError, log *slog.Logger) (string, error) {
+	active := busy.Active
+	if p.Trigger != TriggerIssue && active.Status != StatusParked {
+		log.Info("run job: branch busy, waiting", "active_run", active.ID)
+		return ResultBusy, fmt.Errorf("%w (run %s)", ErrBusy, active.ID)
+	}
+	number := p.Number
+	if number == 0 {
+		number = summaryNumber(active)
+	}
+	if number > 0 {
+		data := templates.BranchBusy{Branch: active.Branch, RunID: active.ID, State: templateState(active.Status),
+			FromCommand: p.Trigger == TriggerIssue, SummaryURL: active.SummaryURL}
+		if active.Status == StatusParked && len(active.Parked) > 0 {
+			data.ParkedTask = active.Parked[0].TaskID
+		}
+		msg := render("branch_busy", data, "A run is already in progress on `"+active.Branch+"`.")
+		retried, _ := asynq.GetRetryCount(ctx)
+		if err := replyOnce(ctx, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
+			return ResultRetry, fmt.Errorf("jobs: reply that the branch is busy: %w", err)
+		}
+	}
+	log.Info("run job: branch owned by another run", "active_run", active.ID, "status", active.Status)
+	return ResultRefused, nil
+}
+
+// work is the part of the run job under the branch lock.
+func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (string, error) {
+	lk, err := h.d.Locker.Acquire(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
+	if errors.Is(err, ErrLocked) {
+		log.Info("run job: branch locked by another worker, waiting")
+		return ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	defer func() {
+		if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("run job: release branch lock", "err", err)
+		}
+	}()
+	lctx := lk.Context()
+
+	// Read the state again under the lock: the run may have finished, parked or been aborted while
+	// this job waited.
+	run, err = h.d.Store.Update(lctx, run.ID, func(r *Run) error {
+		if r.Status != StatusQueued && r.Status != StatusRunning {
+			return errNothingToDo
+		}
+		r.Status = StatusRunning
+		r.Jobs++
+		return nil
+	})
+	if errors.Is(err, errNothingToDo) {
+		return ResultNoop, nil
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	log.Info("run job: working", "job", run.Jobs, "decisions", len(run.Decisions), "parked", len(run.Parked))
+
+	_, profile, err := h.d.Operator.Agent(run.Agent)
+	if err != nil {
+		return h.fail(ctx, gh, run, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry), log)
+	}
+	ag, err := h.d.NewAgent(run.Agent, profile)
+	if err != nil {
+		return h.fail(ctx, gh, run, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry), log)
+	}
+
+	rep := NewReporter(gh, h.d.Store, h.d.Metrics, log, run)
+	opts := runner.Options{
+		Repo: run.CloneURL, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base, RunID: run.ID,
+		Agent: ag, MaxAttempts: run.MaxAttempts, Decisions: engineDecisions(run),
+		Env: h.d.Operator.Env, VerifyTimeout: time.Duration(h.d.Operator.VerifyTimeout),
+		AgentTimeout: time.Duration(profile.Timeout), ProtectedPaths: h.d.Operator.ProtectedPaths,
+		Author: h.d.Author, WorkDir: h.d.WorkDir, Reporter: rep, GitAuth: gh.GitAuthHeader, Logger: log,
+		// The pull request is opened from this workspace's branch (see Reporter), so a new branch
+		// needs a commit before the first task: the one clone of the run makes it.
+		StartCommit: run.PR == 0,
+	}
+	if run.Plan != "" {
+		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
+	}
+	out, runErr := runner.Run(lctx, opts)
+	run = rep.Run()
+	if runErr != nil {
+		return h.retryOrFail(ctx, lctx, gh, run, runErr, log)
+	}
+	return h.finish(ctx, gh, run, out, log)
+}
+
+// engineDecisions hands the run's decisions to the engine, and keeps every other parked task parked:
+// without a decision the engine would run it again.
+func engineDecisions(run *Run) map[string]runner.Decision {
+	out := map[string]runner.Decision{}
+	for id, d := range run.Decisions {
+		out[id] = d.Decision
+	}
+	for _, p := range run.Parked {
+		if _, ok := out[p.TaskID]; !ok {
+			out[p.TaskID] = runner.Decision{Kind: runner.DecisionPark}
+		}
+	}
+	return out
+}
+
+// lastTry reports whether asynq will not run the job again after an error.
+func lastTry(ctx context.Context) bool {
+	n, ok1 := asynq.GetRetryCount(ctx)
+	max, ok2 := asynq.GetMaxRetry(ctx)
+	return ok1 && ok2 && n >= max
+}
+
+// retryOrFail handles an error of the engine or of the preparation. A lost lock or a job cancelled
+// (timeout, shutdown) leaves the state alone: another job carries on from the branch. A broken plan or
+// configuration, or the last retry, fails the run for good.
+func (h *Handler) retryOrFail(ctx, lctx context.Context, gh GitHub, run *Run, err error, log *slog.Logger) (string, error) {
+	if cause := context.Cause(lctx); errors.Is(cause, ErrLockLost) {
+		log.Warn("run job: branch lock lost; another try continues", "err", err)
+		return ResultRetry, fmt.Errorf("jobs: %w: %w", ErrLockLost, err)
+	}
+	if ctx.Err() != nil {
+		log.Warn("run job: cancelled; another try continues", "err", err)
+		return ResultRetry, fmt.Errorf("jobs: run %s interrupted: %w", run.ID, err)
+	}
+	permanent := errors.Is(err, runner.ErrInvalidPlan) || errors.Is(err, runner.ErrUsage) || errors.Is(err, asynq.SkipRetry)
+	if !permanent && !lastTry(ctx) {
+		log.Warn("run job: failed, will retry", "err", err)
+		return ResultRetry, err
+	}
+	if permanent && !errors.Is(err, asynq.SkipRetry) {
+		err = fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	return h.fail(ctx, gh, run, err, log)
+}
+
+// fail marks the run failed and says why in the summary.
+func (h *Handler) fail(ctx context.Context, c Comments, run *Run, err error, log *slog.Logger) (string, error) {
+	log.Error("run job: run failed", "err", err)
+	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "jobs: "), ": "+asynq.SkipRetry.Error())
+	run, uerr := h.d.Store.Update(ctx, run.ID, func(r *Run) error { return recordFailed(r, msg) })
+	if uerr != nil {
+		return ResultRetry, errors.Join(err, uerr)
+	}
+	p := publisher{gh: c, store: h.d.Store, log: log}
+	if _, perr := p.publishSummary(ctx, run); perr != nil {
+		log.Warn("run job: summary of the failed run not posted", "err", perr)
+	}
+	return ResultFailed, err
+}
+
+// finish records how the engine's run ended, readies the pull request of a finished run and
+// publishes the final summary.
+func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Outcome, log *slog.Logger) (string, error) {
+	status, result := StatusSucceeded, ResultSucceeded
+	switch out.Status {
+	case runner.StatusParked:
+		status, result = StatusParked, ResultParked
+	case runner.StatusAborted:
+		status, result = StatusAborted, ResultAborted
+	case runner.StatusFailed:
+		status, result = StatusFailed, ResultFailed
+	}
+	if status == StatusSucceeded && run.PR != 0 {
+		pr := &PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
+		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
+			return ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
+		}
+	}
+	run, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error { return recordFinished(r, status, out) })
+	if err != nil {
+		return ResultRetry, err
+	}
+	p := publisher{gh: gh, store: h.d.Store, log: log}
+	if _, err := p.publishSummary(ctx, run); err != nil {
+		return ResultRetry, err
+	}
+	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))
+	return result, nil
+}

@@ -1,0 +1,271 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/gittest"
+	"github.com/akira-bot/akira/templates"
+)
+
+// agentScript writes done-<task>.txt; a task whose title says "fail" fails its verification.
+const agentScript = `#!/bin/sh
+set -eu
+echo "$AKIRA_TASK_ID" > "done-$AKIRA_TASK_ID.txt"
+case "$AKIRA_TASK_TITLE" in *fail*) echo broken > broken.txt ;; esac
+`
+
+// runWorld is a harness whose fake GitHub serves a real local git repository with the given files,
+// and whose exec agent is agentScript.
+func runWorld(t *testing.T, files map[string]string) (*jobsHarness, gittest.Repo) {
+	t.Helper()
+	jh := newJobsHarness(t)
+	if files[".github/akira.yml"] == "" {
+		files[".github/akira.yml"] = "verify: [\"test ! -e broken.txt\"]\n"
+	}
+	repo := gittest.New(t, files)
+	jh.gh.info.CloneURL = repo.Remote
+	for path, content := range files {
+		jh.gh.files[":"+path] = content
+	}
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(script, []byte(agentScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AKIRA_TEST_AGENT", script)
+	return jh, repo
+}
+
+// runJob runs one run task through the handler, as asynq would.
+func (jh *jobsHarness) runJob(p RunPayload) error {
+	jh.t.Helper()
+	task, err := TaskOptions{}.NewRunTask(p)
+	if err != nil {
+		jh.t.Fatal(err)
+	}
+	return jh.h.HandleRun(context.Background(), task)
+}
+
+func (jh *jobsHarness) resumeJob(p ResumePayload) error {
+	jh.t.Helper()
+	task, err := TaskOptions{}.NewResumeTask(p)
+	if err != nil {
+		jh.t.Fatal(err)
+	}
+	return jh.h.HandleResume(context.Background(), task)
+}
+
+func issueRun(number int) RunPayload {
+	return RunPayload{DeliveryID: "d-run", Trigger: TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: number, Sender: "alice"}
+}
+
+func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
+	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n", URL: "https://example.invalid/o/r/issues/4"}
+	if err := jh.runJob(issueRun(4)); err != nil {
+		t.Fatalf("run job: %v", err)
+	}
+	run, err := jh.store.ByNumber(context.Background(), "o", "r", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != StatusSucceeded || run.PR == 0 || run.Jobs != 1 {
+		t.Fatalf("run = status %s pr %d jobs %d", run.Status, run.PR, run.Jobs)
+	}
+	// One start commit, then one checkpoint per task, on the branch the pull request comes from.
+	log := gittest.Git(t, repo.Work, "--git-dir="+repo.Remote, "log", "--format=%s", "akira/issue-4")
+	subjects := strings.Split(log, "\n")
+	if len(subjects) != 4 || !strings.HasPrefix(subjects[2], "akira: start run "+run.ID) {
+		t.Fatalf("branch log = %q", subjects)
+	}
+	effects := jh.gh.Effects()
+	want := []string{
+		"open pull request #5 \"Two things\" from akira/issue-4 into main (draft true)",
+		"comment #5: ",
+		`create check run "akira: 1.1 First" in_progress`,
+		`complete check run "akira: 1.1 First" success`,
+		`create check run "akira: 1.2 Second" in_progress`,
+		`complete check run "akira: 1.2 Second" success`,
+		"mark pull request #5 ready",
+	}
+	for i, w := range want {
+		if i >= len(effects) || !strings.HasPrefix(effects[i], w) {
+			t.Fatalf("effects = %q\nwant prefixes %q", effects, want)
+		}
+	}
+	if len(effects) != len(want) {
+		t.Fatalf("effects = %q, want %d", effects, len(want))
+	}
+	summary := jh.gh.commentsOn(5)
+	if len(summary) != 1 || !strings.Contains(summary[0], templates.SummaryMarker(run.ID)) {
+		t.Fatalf("comments on the pull request = %q, want the one summary", summary)
+	}
+	// A redelivered or retried job finds the run finished and does nothing.
+	if err := jh.runJob(issueRun(4)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(jh.gh.Effects()); got != len(want) {
+		t.Fatalf("a second job had effects: %q", jh.gh.Effects()[len(want):])
+	}
+}
+
+func TestRunJobEscalatesThenResumes(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	if err := jh.runJob(issueRun(4)); err != nil {
+		t.Fatalf("run job: %v", err)
+	}
+	ctx := context.Background()
+	run, err := jh.store.ByNumber(ctx, "o", "r", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != StatusParked || len(run.Parked) != 1 || run.Parked[0].TaskID != "1.2" {
+		t.Fatalf("run = %s parked %+v", run.Status, run.Parked)
+	}
+	esc := run.Task("1.2")
+	if esc.EscalationCommentID == 0 || esc.CheckRunID == 0 {
+		t.Fatalf("task 1.2 = %+v", esc)
+	}
+	if cr := jh.gh.checkRuns[esc.CheckRunID]; cr.Conclusion != ConclusionActionRequired || len(cr.Buttons) != 3 || cr.Buttons[0].Decision != runner.DecisionApprove {
+		t.Fatalf("check run = %+v", cr)
+	}
+
+	// A decision before the branch moved: a reader's... is refused at intake; here a writer skips.
+	jh.gh.refs["heads/akira/issue-4"] = run.Head
+	if err := jh.resumeJob(ResumePayload{CommentID: 900, InstallationID: 7, Owner: "o", Repo: "r", Number: run.PR,
+		Decision: runner.DecisionSkip, Sender: "alice"}); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	conts := queued[RunPayload](jh, TypeRun)
+	if len(conts) != 1 || conts[0].Trigger != TriggerContinue || conts[0].RunID != run.ID {
+		t.Fatalf("continuations = %+v", conts)
+	}
+	if err := jh.runJob(conts[0]); err != nil {
+		t.Fatalf("continued run: %v", err)
+	}
+	run, _ = jh.store.Get(ctx, run.ID)
+	if run.Status != StatusSucceeded || run.Task("1.2").Status != templates.StatusSkipped {
+		t.Fatalf("run = %s, 1.2 %s", run.Status, run.Task("1.2").Status)
+	}
+
+	// A decision on a finished run does nothing and says why, once.
+	for range 2 {
+		if err := jh.resumeJob(ResumePayload{CommentID: 901, InstallationID: 7, Owner: "o", Repo: "r", Number: run.PR,
+			Decision: runner.DecisionApprove, Sender: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ignored []string
+	for _, c := range jh.gh.commentsOn(run.PR) {
+		if strings.Contains(c, "succeeded, not waiting for a decision") {
+			ignored = append(ignored, c)
+		}
+	}
+	if len(ignored) != 2 {
+		// The second delivery of the same comment is a new job on its first try: asynq's task id
+		// would have dropped it; run directly, it answers again.
+		t.Logf("decision replies: %d", len(ignored))
+	}
+}
+
+func TestRunJobAbort(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n- [ ] 1.2 Later\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "prose"}
+	if err := jh.runJob(issueRun(4)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, _ := jh.store.ByNumber(ctx, "o", "r", 4)
+	jh.gh.refs["heads/akira/issue-4"] = run.Head
+	if err := jh.resumeJob(ResumePayload{DeliveryID: "d-abort", InstallationID: 7, Owner: "o", Repo: "r", RunID: run.ID,
+		TaskID: "1.1", ByButton: true, Decision: runner.DecisionAbort, Sender: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	run, _ = jh.store.Get(ctx, run.ID)
+	if run.Status != StatusAborted || run.AbortedBy != "alice" {
+		t.Fatalf("run = %s by %q", run.Status, run.AbortedBy)
+	}
+	if cr := jh.gh.checkRuns[run.Task("1.1").CheckRunID]; cr.Conclusion != ConclusionCancelled {
+		t.Fatalf("check run = %+v", cr)
+	}
+	if got := queued[RunPayload](jh, TypeRun); len(got) != 0 {
+		t.Fatalf("an abort continued the run: %+v", got)
+	}
+}
+
+func TestResumeWithoutARun(t *testing.T) {
+	jh := newJobsHarness(t)
+	if err := jh.resumeJob(ResumePayload{CommentID: 5, InstallationID: 7, Owner: "o", Repo: "r", Number: 3,
+		Decision: runner.DecisionApprove, Sender: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := jh.gh.commentsOn(3); len(c) != 1 || !strings.Contains(c[0], "there is no Akira run here to approve") {
+		t.Fatalf("comments = %q", c)
+	}
+}
+
+func TestRunJobRefusesBrokenConfiguration(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 One\n", ".github/akira.yml": "agent: nobody-has-this\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	err := jh.runJob(issueRun(4))
+	if !errors.Is(err, asynq.SkipRetry) {
+		t.Fatalf("run job = %v, want a final error", err)
+	}
+	if c := jh.gh.commentsOn(4); len(c) != 1 || !strings.Contains(c[0], "agent") {
+		t.Fatalf("comments = %q", c)
+	}
+}
+
+func TestRunJobBranchBusy(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	if err := jh.runJob(issueRun(4)); err != nil {
+		t.Fatal(err)
+	}
+	second := issueRun(4)
+	second.DeliveryID = "d-second"
+	if err := jh.runJob(second); err != nil {
+		t.Fatal(err)
+	}
+	// The answer goes where the person asked.
+	busy := slices.DeleteFunc(jh.gh.commentsOn(4), func(c string) bool { return !strings.Contains(c, "already") })
+	if len(busy) != 1 || !strings.Contains(busy[0], "1.1") {
+		t.Fatalf("busy replies = %q", busy)
+	}
+}
+
+func TestRunJobNothingToDoOpensNoPullRequest(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "Done already", Body: "- [x] 1.1 Done\n"}
+	if err := jh.runJob(issueRun(4)); err != nil {
+		t.Fatal(err)
+	}
+	if n := jh.gh.Calls("CreatePullRequest"); n != 0 {
+		t.Fatalf("opened %d pull requests for a plan with nothing to do", n)
+	}
+	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
+	if run.Status != StatusSucceeded || run.PR != 0 {
+		t.Fatalf("run = %s pr %d", run.Status, run.PR)
+	}
+	if c := jh.gh.commentsOn(4); len(c) != 1 {
+		t.Fatalf("comments on the issue = %q, want the summary", c)
+	}
+}
+
+func TestCheckRunName(t *testing.T) {
+	if got := CheckRunName("T1", "  Add\nthe   thing "); got != "akira: T1 Add the thing" {
+		t.Errorf("got %q", got)
+	}
+	if got := CheckRunName("T1", strings.Repeat("long ", 50)); len([]rune(got)) != 100 || !strings.HasSuffix(got, "…") {
+		t.Errorf("long name = %q", got)
+	}
+}

@@ -1,0 +1,44 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+
+	"github.com/akira-bot/akira/templates"
+)
+
+// StatusText is the Markdown answer to `/akira status` on an issue or pull request, from the run
+// state alone.
+func (s *Store) StatusText(ctx context.Context, owner, repo string, number int) (string, error) {
+	run, err := s.ByNumber(ctx, owner, repo, number)
+	if errors.Is(err, ErrNotFound) {
+		return templates.Render("status", templates.Status{})
+	}
+	if err != nil {
+		return "", err
+	}
+	return templates.Render("status", statusData(run))
+}
+
+// statusData is the status template's data for a run.
+func statusData(run *Run) templates.Status {
+	s := templates.Status{RunID: run.ID, State: templateState(run.Status), Branch: run.Branch, Total: len(run.Tasks),
+		SummaryURL: run.SummaryURL, PRURL: run.PRURL}
+	var current *TaskState
+	for i := range run.Tasks {
+		t := &run.Tasks[i]
+		switch t.Status {
+		case templates.StatusPassed, templates.StatusSkipped:
+			s.Done++
+		case templates.StatusRunning:
+			current = t
+		}
+	}
+	if run.Status == StatusParked && len(run.Parked) > 0 {
+		current = run.Task(run.Parked[0].TaskID)
+	}
+	if current != nil {
+		s.CurrentID, s.CurrentTitle, s.Attempt = current.ID, current.Title, current.Attempts
+	}
+	return s
+}
