@@ -85,8 +85,6 @@ type CheckRunIntake struct {
 	Rerequested bool `json:"rerequested,omitempty"`
 }
 
-func (p IntakePayload) version() int { return p.Version }
-
 // JobID is the delivery id: GitHub redelivering a webhook enqueues nothing new.
 func (p IntakePayload) JobID() string { return "intake:" + p.DeliveryID }
 

@@ -36,8 +36,6 @@ type ResumePayload struct {
 	TaskID   string `json:"task_id,omitempty"`
 }
 
-func (p ResumePayload) version() int { return p.Version }
-
 // JobID is the asynq task id of the payload: the comment id when there is one (GitHub sends an edited
 // comment as a new delivery, and the same reply must still act once), else the delivery id.
 func (p ResumePayload) JobID() string {

@@ -57,8 +57,6 @@ type RunPayload struct {
 	RunID string `json:"run_id,omitempty"`
 }
 
-func (p RunPayload) version() int { return p.Version }
-
 // JobID is the asynq task id of the payload: the delivery id, so GitHub redelivering a webhook
 // enqueues nothing new.
 func (p RunPayload) JobID() string { return "run:" + p.DeliveryID }

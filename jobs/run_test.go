@@ -3,15 +3,18 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/templates"
 )
@@ -267,5 +270,74 @@ func TestCheckRunName(t *testing.T) {
 	}
 	if got := CheckRunName("T1", strings.Repeat("long ", 50)); len([]rune(got)) != 100 || !strings.HasSuffix(got, "…") {
 		t.Errorf("long name = %q", got)
+	}
+}
+
+func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"README.md": "no roadmap here\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	err := jh.runJob(issueRun(4))
+	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, runner.ErrInvalidPlan) {
+		t.Fatalf("run job = %v, want a final invalid-plan error", err)
+	}
+	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
+	if run.Status != StatusFailed || !strings.Contains(run.Error, "ROADMAP.md not found") {
+		t.Fatalf("run = %s %q", run.Status, run.Error)
+	}
+	summary := jh.gh.commentsOn(4)
+	if len(summary) != 1 || !strings.Contains(summary[0], "ROADMAP.md not found") {
+		t.Fatalf("comments on the issue = %q, want the failed summary", summary)
+	}
+	if n := jh.gh.Calls("CreatePullRequest"); n != 0 {
+		t.Fatalf("a run that cannot start opened %d pull requests", n)
+	}
+}
+
+func TestStatusOfARun(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
+	jh.gh.permissions["alice"] = "write"
+	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	if err := jh.runJob(issueRun(4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := jh.intake(comment("alice", "/akira status", 4)); err != nil {
+		t.Fatal(err)
+	}
+	c := jh.gh.commentsOn(4)
+	if len(c) != 1 || !strings.Contains(c[0], "1 of 2 tasks done") || !strings.Contains(c[0], "1.2") {
+		t.Fatalf("status = %q", c)
+	}
+}
+
+func TestRetryPolicy(t *testing.T) {
+	if IsFailure(fmt.Errorf("wrapped: %w", ErrBusy)) || !IsFailure(errors.New("boom")) {
+		t.Fatal("a busy branch must not count as a failure, anything else must")
+	}
+	if d := RetryDelay(3, ErrBusy, nil); d != 5*time.Second {
+		t.Errorf("busy delay = %v", d)
+	}
+	for n, want := range map[int]time.Duration{0: 10 * time.Second, 1: 20 * time.Second, 3: 80 * time.Second, 12: 10 * time.Minute} {
+		if d := RetryDelay(n, errors.New("x"), nil); d != want {
+			t.Errorf("RetryDelay(%d) = %v, want %v", n, d, want)
+		}
+	}
+}
+
+func TestRecordUsageAndBlocked(t *testing.T) {
+	run := &Run{Tasks: []TaskState{{ID: "1.1"}, {ID: "1.2"}}}
+	for range 2 {
+		if err := recordUsage(run, runner.Event{TaskID: "1.1", Usage: &agent.Usage{InputTokens: 10, OutputTokens: 2, CostUSD: 0.5}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = recordBlocked(run, runner.Event{TaskID: "1.2", Message: "depends on 1.1"})
+	if t1 := run.Task("1.1"); t1.InputTokens != 20 || t1.OutputTokens != 4 || t1.CostUSD != 1 {
+		t.Errorf("usage = %+v", t1)
+	}
+	if run.Task("1.2").Note != "depends on 1.1" {
+		t.Errorf("note = %q", run.Task("1.2").Note)
+	}
+	if err := recordTaskStarted(run, runner.Event{TaskID: "9.9"}); err == nil {
+		t.Error("an event for a task the run does not have must be an error")
 	}
 }

@@ -167,9 +167,6 @@ func (r *Run) Task(id string) *TaskState {
 	return nil
 }
 
-// Repository is "owner/repo".
-func (r *Run) Repository() string { return r.Owner + "/" + r.Repo }
-
 // Errors of the store.
 var (
 	ErrNotFound = errors.New("jobs: run not found")

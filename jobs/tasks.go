@@ -67,7 +67,6 @@ var ErrDuplicate = errors.New("jobs: duplicate task")
 // payload is what every task payload has: a version, a check, and a task id that makes a redelivery
 // enqueue nothing new.
 type payload interface {
-	version() int
 	Validate() error
 	JobID() string
 }

@@ -264,11 +264,12 @@ func (s *Server) ResetRequests() {
 
 // Fault makes the server fail matching requests Times times before behaving normally again.
 type Fault struct {
-	Method      string // empty matches any method
-	PathPattern string // matches when it is a substring of the path or, failing that, a regexp matching it
-	Status      int    // e.g. 500, 502, 404; 403 without a Message is a secondary rate limit with Retry-After: 1
-	Times       int    // 0 or less means until ClearFaults
-	Message     string // error message in the JSON body; a default is chosen from Status
+	Method      string        // empty matches any method
+	PathPattern string        // matches when it is a substring of the path or, failing that, a regexp matching it
+	Status      int           // e.g. 500, 502, 404; 403 without a Message is a secondary rate limit with Retry-After: 1; 0 with a Delay serves the request normally, late
+	Delay       time.Duration // waited before answering: a slow GitHub
+	Times       int           // 0 or less means until ClearFaults
+	Message     string        // error message in the JSON body; a default is chosen from Status
 	Header      http.Header
 }
 
@@ -398,8 +399,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	if f := s.takeFault(r.Method, r.URL.Path); f != nil {
-		serveFault(sw, f)
-		return
+		if f.Delay > 0 {
+			select {
+			case <-time.After(f.Delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if f.Status != 0 {
+			serveFault(sw, f)
+			return
+		}
 	}
 	switch {
 	case isGit:
