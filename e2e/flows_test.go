@@ -33,6 +33,24 @@ func TestIssueRun(t *testing.T) {
 	if run.ID != jobs.RunIDFor("delivery-1") || run.Branch != "akira/issue-1" {
 		t.Fatalf("run %s on %s", run.ID, run.Branch)
 	}
+	// One clone per run: the start commit, the pull request and every checkpoint come from the one
+	// workspace. Each git command that talks to the fake opens with GET info/refs: the workspace's
+	// clone and its fetch of parked work read; the start commit and the two checkpoints push.
+	reads, pushes := 0, 0
+	for _, r := range e.gh.Requests() {
+		if r.Method != http.MethodGet || !strings.HasSuffix(r.Path, "/info/refs") {
+			continue
+		}
+		switch r.Query.Get("service") {
+		case "git-upload-pack":
+			reads++
+		case "git-receive-pack":
+			pushes++
+		}
+	}
+	if reads != 2 || pushes != 3 {
+		t.Errorf("git served %d reads and %d pushes for the run, want 2 (one clone, its parked-work fetch) and 3", reads, pushes)
+	}
 	cm, _ := e.gh.Comment(c.ID)
 	if !hasReaction(cm, "eyes") {
 		t.Errorf("the /akira run comment has no 👀 reaction: %+v", cm.Reactions)
