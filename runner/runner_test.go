@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/testproc"
@@ -483,20 +484,81 @@ func TestDetectedVerificationAndFallback(t *testing.T) {
 }
 
 func TestRepoConfigChoosesRoadmapAndVerify(t *testing.T) {
-	f := newFixture(t, map[string]string{
-		".github/akira.yml": "roadmap: docs/Plan.md\nverify: [\"test -f x.txt\"]\nmax_attempts: 1\n",
-		"docs/Plan.md":      "# Plan\n\n- [ ] X1: Make x\n",
+	for _, name := range config.RepoPaths {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, map[string]string{
+				name:           "roadmap: docs/Plan.md\nverify: [\"test -f x.txt\"]\nmax_attempts: 1\n",
+				"docs/Plan.md": "# Plan\n\n- [ ] X1: Make x\n",
+			})
+			out, _, err := f.run(t, Options{Agent: f.agent(`touch x.txt`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Branch != "akira/plan" || out.Roadmap != "docs/Plan.md" {
+				t.Fatalf("outcome = %+v", out)
+			}
+			wantStatuses(t, out, map[string]TaskStatus{"X1": TaskDone})
+			if msg := gittest.Git(t, f.repo.Remote, "log", "-1", "--format=%B", "akira/plan"); !strings.Contains(msg, "- test -f x.txt") {
+				t.Fatalf("message:\n%s", msg)
+			}
+		})
+	}
+	t.Run("a broken file names itself", func(t *testing.T) {
+		f := newFixture(t, map[string]string{".github/akira.yaml": "roadmap: [\n", "ROADMAP.md": "- [ ] X1: x\n"})
+		_, _, err := f.run(t, Options{Agent: f.agent(`true`)})
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), ".github/akira.yaml") {
+			t.Fatalf("err = %v, want a usage error naming .github/akira.yaml", err)
+		}
 	})
-	out, _, err := f.run(t, Options{Agent: f.agent(`touch x.txt`)})
+}
+
+// StartCommit gives a new branch one empty commit before the first task, pushed, so that a pull request
+// can be opened from it; a branch that has one, or a plan with nothing to do, gets none.
+func TestStartCommit(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": "# R\n\n- [ ] T1: one\n- [ ] T2: two (depends: T1)\n"})
+	var started []Event
+	rep := ReporterFunc(func(_ context.Context, ev Event) error {
+		if ev.Type == EventRunStarted {
+			started = append(started, ev)
+			// The pull request is opened from what the remote has when the run starts.
+			if got := gittest.Git(t, f.repo.Remote, "rev-parse", "akira/roadmap"); got != ev.Commit {
+				t.Errorf("run started at %s, the remote branch is at %s", ev.Commit, got)
+			}
+		}
+		return nil
+	})
+	stop := ReporterFunc(func(_ context.Context, ev Event) error {
+		if ev.Type == EventAttemptStarted {
+			return errors.New("crash before the first task")
+		}
+		return nil
+	})
+	if _, _, err := f.run(t, Options{Agent: f.agent(`true`), RunID: "r1", StartCommit: true, Reporter: Reporters(rep, stop)}); err == nil ||
+		!strings.Contains(err.Error(), "crash before the first task") {
+		t.Fatalf("run = %v, want the crash", err)
+	}
+	log := gittest.Git(t, f.repo.Remote, "log", "--format=%s%n%b", "main..akira/roadmap")
+	if !strings.HasPrefix(log, "akira: start run r1") || !strings.Contains(log, TrailerRun+": r1") || strings.Contains(log, TrailerTask) {
+		t.Fatalf("branch log:\n%s", log)
+	}
+	out, _, err := f.run(t, Options{Agent: f.agent(`echo $AKIRA_TASK_ID > $AKIRA_TASK_ID.txt`), RunID: "r1", StartCommit: true, Reporter: rep})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Branch != "akira/plan" || out.Roadmap != "docs/Plan.md" {
-		t.Fatalf("outcome = %+v", out)
+	wantStatuses(t, out, map[string]TaskStatus{"T1": TaskDone, "T2": TaskDone})
+	if n := gittest.Git(t, f.repo.Remote, "rev-list", "--count", "--grep=akira: start run", "main..akira/roadmap"); n != "1" {
+		t.Fatalf("%s start commits after a resumed run, want 1", n)
 	}
-	wantStatuses(t, out, map[string]TaskStatus{"X1": TaskDone})
-	if msg := gittest.Git(t, f.repo.Remote, "log", "-1", "--format=%B", "akira/plan"); !strings.Contains(msg, "- test -f x.txt") {
-		t.Fatalf("message:\n%s", msg)
+	if len(started) != 2 || started[0].Commit != started[1].Commit {
+		t.Fatalf("run starts = %+v", started)
+	}
+
+	done := newFixture(t, map[string]string{"ROADMAP.md": "- [x] T1: done\n"})
+	if _, _, err := done.run(t, Options{Agent: done.agent(`true`), RunID: "r2", StartCommit: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := gittest.TryGit(t, done.repo.Remote, "rev-parse", "--verify", "--quiet", "akira/roadmap"); code == 0 {
+		t.Fatal("a plan with nothing to do got a branch")
 	}
 }
 

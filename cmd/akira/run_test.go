@@ -429,3 +429,20 @@ func TestIsURL(t *testing.T) {
 		}
 	}
 }
+
+// akira run reads the repository's configuration with the same loader as the App: .github/akira.yaml
+// counts as much as .github/akira.yml.
+func TestRunBinaryReadsAkiraYaml(t *testing.T) {
+	f := newRunFixture(t, "")
+	gittest.WriteFiles(t, f.repo.Work, map[string]string{".github/akira.yaml": "branch_prefix: bot/\n"})
+	gittest.Git(t, f.repo.Work, "add", ".github/akira.yaml")
+	gittest.Git(t, f.repo.Work, "commit", "--quiet", "-m", "configure akira")
+	f.snapshot = gittest.Snapshot(t, f.repo.Work)
+	stdout, stderr, code := f.run(t, f.args()...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if _, code := gittest.TryGit(t, f.repo.Work, "rev-parse", "--verify", "-q", "refs/heads/bot/roadmap"); code != 0 {
+		t.Fatalf("no branch bot/roadmap: the branch_prefix of .github/akira.yaml was ignored\n%s", stdout)
+	}
+}
