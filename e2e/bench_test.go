@@ -32,9 +32,9 @@ const ackConcurrency = 200
 func BenchmarkWebhookAck(b *testing.B) {
 	fake := githubtest.New(b)
 	fake.CreateRepo("octo", "bench", map[string]string{"README.md": "x\n"})
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr(), PoolSize: ackConcurrency})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr(b), PoolSize: ackConcurrency})
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		b.Fatalf("redis at %s: %v", redisAddr(), err)
+		b.Fatalf("redis at %s: %v", redisAddr(b), err)
 	}
 	queue := "akira-bench-" + randomHex(b, 6)
 	b.Cleanup(func() {

@@ -27,6 +27,7 @@ import (
 	"github.com/akira-bot/akira/app"
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/runner/config"
 )
@@ -125,11 +126,10 @@ type env struct {
 	repo   string
 }
 
-func redisAddr() string {
-	if a := os.Getenv("AKIRA_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
+// redisAddr is the Redis the tests share (see internal/redistest); tb fails when there is none.
+func redisAddr(tb testing.TB) string {
+	tb.Helper()
+	return redistest.Addr(tb)
 }
 
 func randomHex(t testing.TB, n int) string {
@@ -174,9 +174,9 @@ esac
 func newEnv(t *testing.T, external bool) *env {
 	t.Helper()
 	e := &env{t: t, gh: githubtest.New(t), owner: "octo", repo: "demo", logDir: t.TempDir()}
-	e.rdb = redis.NewClient(&redis.Options{Addr: redisAddr()})
+	e.rdb = redis.NewClient(&redis.Options{Addr: redisAddr(t)})
 	if err := e.rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("redis at %s: %v (start one or set AKIRA_TEST_REDIS)", redisAddr(), err)
+		t.Fatalf("redis at %s: %v", redisAddr(t), err)
 	}
 	id := randomHex(t, 6)
 	prefix, queue := "akira-e2e:"+id+":", "akira-e2e-"+id
@@ -199,7 +199,7 @@ func newEnv(t *testing.T, external bool) *env {
 	must(t, os.WriteFile(opFile, []byte(op), 0o644))
 	t.Setenv("E2E_LOG", e.logDir)
 
-	e.spec = workerSpec{RedisAddr: redisAddr(), Prefix: prefix, Queue: queue, APIURL: e.gh.URL(), AppID: e.gh.AppID(),
+	e.spec = workerSpec{RedisAddr: redisAddr(t), Prefix: prefix, Queue: queue, APIURL: e.gh.URL(), AppID: e.gh.AppID(),
 		KeyPEM: e.gh.PrivateKeyPEM(), OperatorFile: opFile, WorkDir: t.TempDir(), LockTTL: 3 * time.Second, Concurrency: 2}
 
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), jobs.TaskOptions{Queue: queue})

@@ -29,13 +29,16 @@ func TestPushToDefaultBranch(t *testing.T) {
 		"head_commit": map[string]any{"id": after, "added": []string{}, "modified": []string{"ROADMAP.md"}},
 	}, http.StatusAccepted)
 
-	var run *jobs.Run
-	e.eventually("a run on akira/roadmap with a pull request", func() bool {
-		run, _ = e.store.ActiveOnBranch(t.Context(), e.owner, e.repo, "akira/roadmap")
-		return run != nil && run.PR != 0
+	e.eventually("a pull request from akira/roadmap", func() bool {
+		for _, pr := range e.gh.PullRequests(e.owner, e.repo) {
+			if pr.Head == "akira/roadmap" {
+				return true
+			}
+		}
+		return false
 	})
 	pr := e.onlyPR("akira/roadmap")
-	run = e.waitStatus(pr.Number, jobs.StatusSucceeded)
+	run := e.waitStatus(pr.Number, jobs.StatusSucceeded)
 	pr = e.onlyPR("akira/roadmap")
 	if run.Trigger != jobs.TriggerPush || pr.Base != "main" || pr.Draft {
 		t.Errorf("run trigger %s, PR base %s draft %v", run.Trigger, pr.Base, pr.Draft)

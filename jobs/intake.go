@@ -195,7 +195,7 @@ type access struct {
 }
 
 // writeLevels may command Akira whatever the repository's configuration says.
-var writeLevels = []string{"admin", "maintain", "write"}
+var writeLevels = []string{PermAdmin, PermMaintain, PermWrite}
 
 // authorize allows write, maintain and admin, then the repository's allowlist. Errors are failures to
 // ask GitHub; a broken configuration only means the allowlist grants nothing.

@@ -108,6 +108,16 @@ type Reactions interface {
 	AddReaction(ctx context.Context, owner, repo string, commentID int64, content string) error
 }
 
+// Permission levels a Permissions port reports, from most to least access.
+const (
+	PermAdmin    = "admin"
+	PermMaintain = "maintain"
+	PermWrite    = "write"
+	PermTriage   = "triage"
+	PermRead     = "read"
+	PermNone     = "none"
+)
+
 // Permissions tells a user's role on a repository.
 type Permissions interface {
 	// Permission is admin, maintain, write, triage, read or none (role_name of

@@ -4,27 +4,21 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// redisAddr is the Redis the tests use: AKIRA_TEST_REDIS, else the local default.
-func redisAddr() string {
-	if a := os.Getenv("AKIRA_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
+	"github.com/akira-bot/akira/internal/redistest"
+)
 
 // testRedis connects to the test Redis and returns a key prefix no other test uses; every key under
 // the prefix is deleted when the test ends.
 func testRedis(t testing.TB) (*redis.Client, string) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	addr := redistest.Addr(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("redis at %s: %v (start one or set AKIRA_TEST_REDIS)", redisAddr(), err)
+		t.Fatalf("redis at %s: %v", addr, err)
 	}
 	prefix := "akira-test:" + randomHex(t, 6) + ":"
 	t.Cleanup(func() {

@@ -382,8 +382,8 @@ func (s *Store) ByNumber(ctx context.Context, owner, repo string, number int) (*
 	return s.Get(ctx, id)
 }
 
-// ActiveOnBranch returns the run that owns the branch, or ErrNotFound when none does.
-func (s *Store) ActiveOnBranch(ctx context.Context, owner, repo, branch string) (*Run, error) {
+// activeOnBranch returns the run that owns the branch, or ErrNotFound when none does.
+func (s *Store) activeOnBranch(ctx context.Context, owner, repo, branch string) (*Run, error) {
 	id, err := s.rdb.Get(ctx, s.branchKey(owner, repo, branch)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("%w: branch %s", ErrNotFound, branch)

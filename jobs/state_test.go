@@ -52,8 +52,8 @@ func TestStoreCreateAndFind(t *testing.T) {
 	if got, err := s.ByNumber(ctx, "OCTO", "hello", 9); err != nil || got.ID != "r1" {
 		t.Fatalf("ByNumber(PR) = %v, %v", got, err)
 	}
-	if got, err := s.ActiveOnBranch(ctx, "octo", "hello", "akira/issue-4"); err != nil || got.ID != "r1" {
-		t.Fatalf("ActiveOnBranch = %v, %v", got, err)
+	if got, err := s.activeOnBranch(ctx, "octo", "hello", "akira/issue-4"); err != nil || got.ID != "r1" {
+		t.Fatalf("activeOnBranch = %v, %v", got, err)
 	}
 	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get(nope) = %v", err)
@@ -86,8 +86,8 @@ func TestStoreOneActiveRunPerBranch(t *testing.T) {
 	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Status = StatusSucceeded; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ActiveOnBranch(ctx, "octo", "hello", "akira/roadmap"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("ActiveOnBranch after success = %v, want ErrNotFound", err)
+	if _, err := s.activeOnBranch(ctx, "octo", "hello", "akira/roadmap"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("activeOnBranch after success = %v, want ErrNotFound", err)
 	}
 	if _, created, err := s.Create(ctx, newRun("r2", "akira/roadmap")); err != nil || !created {
 		t.Fatalf("Create after the first run ended = %v, %v", created, err)
@@ -232,7 +232,7 @@ func TestStoreDecide(t *testing.T) {
 				if r.AbortedBy != "ann" || r.Tasks[0].Status != templates.StatusAborted || r.Tasks[1].Status != templates.StatusAborted {
 					t.Errorf("after abort: by %q tasks %+v", r.AbortedBy, r.Tasks)
 				}
-				if _, err := s.ActiveOnBranch(ctx, "octo", "hello", "b"); !errors.Is(err, ErrNotFound) {
+				if _, err := s.activeOnBranch(ctx, "octo", "hello", "b"); !errors.Is(err, ErrNotFound) {
 					t.Errorf("an aborted run still owns its branch: %v", err)
 				}
 			}

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -94,26 +93,6 @@ type ReporterFunc func(ctx context.Context, ev Event) error
 
 // Report calls f.
 func (f ReporterFunc) Report(ctx context.Context, ev Event) error { return f(ctx, ev) }
-
-// Reporters fans events out to every non-nil reporter in order. Each reporter sees every event even
-// when an earlier one failed; the errors are joined.
-func Reporters(rs ...Reporter) Reporter {
-	var live []Reporter
-	for _, r := range rs {
-		if r != nil {
-			live = append(live, r)
-		}
-	}
-	return ReporterFunc(func(ctx context.Context, ev Event) error {
-		var errs []error
-		for _, r := range live {
-			if err := r.Report(ctx, ev); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
-	})
-}
 
 // JSONReporter writes each event as one JSON object per line.
 type JSONReporter struct {

@@ -21,7 +21,7 @@ func TestReportersFanOut(t *testing.T) {
 		})
 	}
 	boom := errors.New("boom")
-	r := Reporters(rec("a", nil), nil, rec("b", boom), rec("c", nil))
+	r := reporters(rec("a", nil), nil, rec("b", boom), rec("c", nil))
 	err := r.Report(context.Background(), Event{Type: EventRunStarted})
 	if !errors.Is(err, boom) || strings.Join(got, " ") != "a:run_started b:run_started c:run_started" {
 		t.Fatalf("err = %v, calls = %v", err, got)

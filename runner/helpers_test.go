@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -71,7 +72,7 @@ func (f *fixture) run(t *testing.T, opts Options) (Outcome, *recorder, error) {
 	if opts.Reporter == nil {
 		opts.Reporter = rec
 	} else {
-		opts.Reporter = Reporters(rec, opts.Reporter)
+		opts.Reporter = reporters(rec, opts.Reporter)
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	out, err := Run(context.Background(), opts)
@@ -156,4 +157,24 @@ func wantCalls(t *testing.T, f *fixture, want ...string) {
 	if got := f.calls(t); !slices.Equal(got, want) {
 		t.Fatalf("agent calls = %v, want %v", got, want)
 	}
+}
+
+// reporters fans events out to every non-nil reporter in order. Each reporter sees every event even
+// when an earlier one failed; the errors are joined.
+func reporters(rs ...Reporter) Reporter {
+	var live []Reporter
+	for _, r := range rs {
+		if r != nil {
+			live = append(live, r)
+		}
+	}
+	return ReporterFunc(func(ctx context.Context, ev Event) error {
+		var errs []error
+		for _, r := range live {
+			if err := r.Report(ctx, ev); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	})
 }

@@ -533,7 +533,7 @@ func TestStartCommit(t *testing.T) {
 		}
 		return nil
 	})
-	if _, _, err := f.run(t, Options{Agent: f.agent(`true`), RunID: "r1", StartCommit: true, Reporter: Reporters(rep, stop)}); err == nil ||
+	if _, _, err := f.run(t, Options{Agent: f.agent(`true`), RunID: "r1", StartCommit: true, Reporter: reporters(rep, stop)}); err == nil ||
 		!strings.Contains(err.Error(), "crash before the first task") {
 		t.Fatalf("run = %v, want the crash", err)
 	}

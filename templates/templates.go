@@ -96,18 +96,6 @@ func onlySpace(n *parse.ListNode) bool {
 	return true
 }
 
-// Names lists the templates that Render accepts, sorted.
-func Names() []string {
-	var out []string
-	for _, t := range set.Templates() {
-		if t.Name() != "" && !strings.HasSuffix(t.Name(), suffix) {
-			out = append(out, t.Name())
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Render executes the named template ("summary", "escalation", ...) with data.
 func Render(name string, data any) (string, error) {
 	t := set.Lookup(name)

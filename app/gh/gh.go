@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,14 +26,6 @@ import (
 
 // DefaultBaseURL is the REST API of github.com.
 const DefaultBaseURL = "https://api.github.com/"
-
-// BaseURLFromEnv returns GITHUB_API_URL, or github.com's API root when it is not set.
-func BaseURLFromEnv() string {
-	if u := strings.TrimSpace(os.Getenv("GITHUB_API_URL")); u != "" {
-		return u
-	}
-	return DefaultBaseURL
-}
 
 // AppConfig configures an App.
 type AppConfig struct {
@@ -137,16 +128,6 @@ func (a *App) BotLogin(ctx context.Context) (string, error) {
 	a.botLogin = login
 	a.mu.Unlock()
 	return login, nil
-}
-
-// RepoInstallation returns the id of the installation that covers a repository; an error wrapping
-// jobs.ErrGitHubNotFound when the app is not installed on it.
-func (a *App) RepoInstallation(ctx context.Context, owner, repo string) (int64, error) {
-	in, _, err := a.appClient.Apps.FindRepositoryInstallation(ctx, owner, repo)
-	if err != nil {
-		return 0, apiErr("find installation", err)
-	}
-	return in.GetID(), nil
 }
 
 // GraphQLURL derives the GraphQL endpoint from the REST root: api.github.com/graphql on github.com,

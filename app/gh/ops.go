@@ -39,21 +39,6 @@ func StatusOf(err error) int {
 	return 0
 }
 
-// Permission levels, from most to least access.
-const (
-	PermAdmin    = "admin"
-	PermMaintain = "maintain"
-	PermWrite    = "write"
-	PermTriage   = "triage"
-	PermRead     = "read"
-	PermNone     = "none"
-)
-
-// CanWrite reports whether a permission level may command Akira (write or above).
-func CanWrite(perm string) bool {
-	return perm == PermAdmin || perm == PermMaintain || perm == PermWrite
-}
-
 // Permission returns a user's permission on a repository: admin, maintain, write, triage, read or none.
 // GitHub's "permission" field is the legacy one (maintain reads as write, triage as read); "role_name"
 // has the real role and is used when it is one of the five built-in ones. A user GitHub does not know
@@ -70,19 +55,19 @@ func (c *Client) Permission(ctx context.Context, owner, repo, user string) (stri
 	}
 	if _, err := c.gh.Do(ctx, req, &out); err != nil {
 		if StatusOf(err) == http.StatusNotFound {
-			return PermNone, nil
+			return jobs.PermNone, nil
 		}
 		return "", apiErr("permission", err)
 	}
 	switch out.RoleName {
-	case PermAdmin, PermMaintain, PermWrite, PermTriage, PermRead, PermNone:
+	case jobs.PermAdmin, jobs.PermMaintain, jobs.PermWrite, jobs.PermTriage, jobs.PermRead, jobs.PermNone:
 		return out.RoleName, nil
 	}
 	switch out.Permission {
-	case PermAdmin, PermWrite, PermRead, PermNone:
+	case jobs.PermAdmin, jobs.PermWrite, jobs.PermRead, jobs.PermNone:
 		return out.Permission, nil
 	}
-	return PermNone, nil
+	return jobs.PermNone, nil
 }
 
 // Comment is an issue or pull request comment.

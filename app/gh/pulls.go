@@ -83,14 +83,6 @@ func alreadyExists(err error) bool {
 	return false
 }
 
-// UpdatePullRequestBody replaces a pull request's body, cut to GitHub's limit.
-func (c *Client) UpdatePullRequestBody(ctx context.Context, owner, repo string, number int, body string) error {
-	if _, _, err := c.gh.PullRequests.Edit(ctx, owner, repo, number, &github.PullRequest{Body: github.String(TruncateComment(body))}); err != nil {
-		return apiErr("update pull request", err)
-	}
-	return nil
-}
-
 // MarkReady marks a draft pull request ready for review. The REST API cannot do this; it takes the
 // GraphQL mutation markPullRequestReadyForReview. A pull request that is not a draft is left alone.
 func (c *Client) MarkReady(ctx context.Context, owner, repo string, pr *jobs.PullRequest) error {

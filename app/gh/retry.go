@@ -7,20 +7,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
+
+	"github.com/akira-bot/akira/runner/backoff"
 )
 
 // RetryPolicy says how the transport retries. Zero fields take the defaults.
 type RetryPolicy struct {
 	// MaxRetries is how many times one request is retried (default 4).
 	MaxRetries int
-	// BaseDelay is the first backoff for a 5xx answer, doubled on each retry with jitter (default 1s).
+	// BaseDelay is the first backoff for a 5xx answer, doubled on each retry, jittered into its lower
+	// half (default 1s).
 	BaseDelay time.Duration
 	// MaxDelay caps every wait. When GitHub asks for a longer one (Retry-After, a primary rate limit
 	// reset) the answer is returned to the caller instead of waiting (default 2m).
@@ -109,7 +111,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, err
 		}
 		if wait < 0 {
-			wait = t.backoff(attempt)
+			wait = backoff.Exponential(t.policy.BaseDelay, t.policy.MaxDelay, attempt)
 		}
 		if wait > t.policy.MaxDelay {
 			t.log.Warn("gh: GitHub asks for a longer wait than allowed, giving up", "method", req.Method,
@@ -121,7 +123,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		t.log.Info("gh: retrying", "method", req.Method, "path", req.URL.Path, "reason", why,
 			"attempt", attempt+1, "wait", wait)
-		if err := sleep(ctx, wait); err != nil {
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("gh: %s %s: waiting to retry (%s): %w", req.Method, req.URL.Path, why, err)
 		}
 		attempt++
@@ -166,12 +168,12 @@ func (t *retryTransport) classify(req *http.Request, resp *http.Response, err er
 	}
 	switch resp.StatusCode {
 	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		if d, ok := retryAfter(resp.Header); ok {
+		if d, ok := backoff.RetryAfter(resp.Header, time.Now()); ok {
 			return d, fmt.Sprintf("status %d", resp.StatusCode)
 		}
 		return -1, fmt.Sprintf("status %d", resp.StatusCode)
 	case http.StatusForbidden, http.StatusTooManyRequests:
-		if d, ok := retryAfter(resp.Header); ok {
+		if d, ok := backoff.RetryAfter(resp.Header, time.Now()); ok {
 			return d, "secondary rate limit (Retry-After)"
 		}
 		if resp.Header.Get("X-Ratelimit-Remaining") == "0" {
@@ -189,20 +191,6 @@ func (t *retryTransport) classify(req *http.Request, resp *http.Response, err er
 	return 0, ""
 }
 
-func retryAfter(h http.Header) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(0, time.Until(at)), true
-	}
-	return 0, false
-}
-
 // bodyMentions peeks at an error body and puts it back for the caller.
 func bodyMentions(resp *http.Response, s string) bool {
 	if resp.Body == nil {
@@ -218,27 +206,6 @@ func bodyMentions(resp *http.Response, s string) bool {
 		return false
 	}
 	return strings.Contains(strings.ToLower(string(data)), s)
-}
-
-func (t *retryTransport) backoff(attempt int) time.Duration {
-	d := t.policy.BaseDelay << min(attempt, 10)
-	// Up to 25% jitter so that several workers do not retry in step.
-	d += time.Duration(rand.Int64N(int64(d)/4 + 1))
-	return min(d, t.policy.MaxDelay)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-tm.C:
-		return nil
-	}
 }
 
 func drain(resp *http.Response) {

@@ -18,14 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/redistest"
 )
-
-func testRedisAddr() string {
-	if a := os.Getenv("AKIRA_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -44,9 +38,9 @@ const serveDB = 13
 // startServe starts the real `akira serve` binary against the fake GitHub and returns its base URL.
 func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args ...string) (string, *exec.Cmd, *strings.Builder) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: testRedisAddr(), DB: serveDB})
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), DB: serveDB})
 	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatalf("redis at %s: %v", testRedisAddr(), err)
+		t.Fatalf("redis at %s: %v", redistest.Addr(t), err)
 	}
 	t.Cleanup(func() { rdb.FlushDB(context.Background()); rdb.Close() })
 
@@ -61,7 +55,7 @@ func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args .
 	cmd := exec.Command(akiraBin, append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(),
 		fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()), "GITHUB_PRIVATE_KEY_PATH="+key, "GITHUB_WEBHOOK_SECRET=serve-secret",
-		"GITHUB_API_URL="+fake.URL(), "AKIRA_ADDR="+addr, fmt.Sprintf("REDIS_URL=redis://%s/%d", testRedisAddr(), serveDB),
+		"GITHUB_API_URL="+fake.URL(), "AKIRA_ADDR="+addr, fmt.Sprintf("REDIS_URL=redis://%s/%d", redistest.Addr(t), serveDB),
 		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+t.TempDir(), "AKIRA_SHUTDOWN_TIMEOUT=5s")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	logs := &strings.Builder{}

@@ -311,24 +311,6 @@ func (o Operator) MaxAttemptsFor(r Repo) int {
 	return DefaultMaxAttempts
 }
 
-// ProtectedPathsFor merges the operator's protected globs (or the defaults) with the repository's:
-// a repository can protect more, never less.
-func (o Operator) ProtectedPathsFor(r Repo) []string {
-	base := o.ProtectedPaths
-	if len(base) == 0 {
-		base = DefaultProtectedPaths
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, g := range append(append([]string{}, base...), r.ProtectedPaths...) {
-		if !seen[g] {
-			seen[g] = true
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
 func decodeStrict(data []byte, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

@@ -122,14 +122,6 @@ func TestParseOperatorErrors(t *testing.T) {
 	}
 }
 
-func TestProtectedPathsFor(t *testing.T) {
-	got := Operator{}.ProtectedPathsFor(Repo{ProtectedPaths: []string{"deploy/**", ".github/workflows/**"}})
-	want := []string{".github/workflows/**", "deploy/**"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v want %v", got, want)
-	}
-}
-
 func TestMatchGlob(t *testing.T) {
 	tests := []struct {
 		glob, name string

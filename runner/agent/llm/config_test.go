@@ -157,35 +157,6 @@ func TestEndpoints(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		header map[string]string
-		want   time.Duration
-		ok     bool
-	}{
-		{map[string]string{"Retry-After": "7"}, 7 * time.Second, true},
-		{map[string]string{"Retry-After": "0"}, 0, true},
-		{map[string]string{"Retry-After": "1.5"}, 1500 * time.Millisecond, true},
-		{map[string]string{"Retry-After": now.Add(30 * time.Second).Format(http.TimeFormat)}, 30 * time.Second, true},
-		{map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0, true},
-		{map[string]string{"Retry-After-Ms": "250", "Retry-After": "1"}, 250 * time.Millisecond, true},
-		{map[string]string{"Retry-After": "soon"}, 0, false},
-		{map[string]string{"Retry-After": "-3"}, 0, false},
-		{map[string]string{}, 0, false},
-	}
-	for _, tt := range tests {
-		h := http.Header{}
-		for k, v := range tt.header {
-			h.Set(k, v)
-		}
-		got, ok := parseRetryAfter(h, now)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("parseRetryAfter(%v) = %s, %v; want %s, %v", tt.header, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
 func TestParseErrorBodies(t *testing.T) {
 	tests := []struct {
 		parse func([]byte) *APIError

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/akira-bot/akira/runner/backoff"
 )
 
 // Why a hand-written client over net/http and not the official SDKs (openai-go, anthropic-sdk-go):
@@ -76,27 +76,7 @@ type retryPolicy struct {
 }
 
 func defaultRetryPolicy() retryPolicy {
-	return retryPolicy{maxRetries: 5, baseDelay: time.Second, maxDelay: 30 * time.Second, maxRetryAfter: 60 * time.Second, sleep: sleepCtx}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (p retryPolicy) backoff(retry int) time.Duration {
-	d := p.baseDelay << min(retry, 20)
-	if d <= 0 || d > p.maxDelay {
-		d = p.maxDelay
-	}
-	// Full jitter, with a floor so that a retry never comes back instantly.
-	return d/2 + rand.N(d/2+1)
+	return retryPolicy{maxRetries: 5, baseDelay: time.Second, maxDelay: 30 * time.Second, maxRetryAfter: 60 * time.Second, sleep: backoff.Sleep}
 }
 
 // httpClient posts JSON to one provider with retries.
@@ -179,13 +159,13 @@ func (c *httpClient) postJSON(ctx context.Context, url string, header http.Heade
 				case "false":
 					retryable = false
 				}
-				retryAfter, hasAfter = parseRetryAfter(resp.Header, time.Now())
+				retryAfter, hasAfter = backoff.RetryAfter(resp.Header, time.Now())
 			}
 		}
 		if !retryable || retry >= c.retry.maxRetries {
 			return lastErr
 		}
-		wait := c.retry.backoff(retry)
+		wait := backoff.Exponential(c.retry.baseDelay, c.retry.maxDelay, retry)
 		if hasAfter {
 			wait = min(retryAfter, c.retry.maxRetryAfter)
 		}
@@ -210,30 +190,6 @@ func retryableStatus(status int, e *APIError) bool {
 		return true
 	}
 	return false
-}
-
-// parseRetryAfter reads retry-after-ms (sent by OpenAI, more precise) or Retry-After, in seconds or
-// as an HTTP date.
-func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		return time.Duration(secs * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 func snippet(s string, n int) string {
