@@ -6,6 +6,14 @@
 // on a laptop and in a worker. Credentials reach git only through GIT_CONFIG_COUNT/KEY/VALUE
 // (http.extraheader) in the environment of the git commands that talk to the remote: never in a URL,
 // .git/config, argv or the output the package returns.
+//
+// The work tree is handed to an agent that must be treated as hostile, so Akira's git never trusts
+// it: the repository's git directory lives beside the work tree, not in it (the agent sees at most a
+// read-only view of it, see GitDir); before every git command Akira puts back the configuration it
+// wrote at clone time and removes hooks, attribute overrides and alternates; every command runs with
+// hooks, fsmonitor, external diff and credential helpers switched off; pushes go to the URL Akira
+// was given, never one read from the repository's configuration; and paths from user text are only
+// ever passed after "--".
 package workspace
 
 import (
@@ -84,6 +92,8 @@ type Workspace struct {
 
 	opts       Options
 	root       string // the temporary directory holding Dir, removed by Close
+	gitDir     string // the repository's git directory, outside Dir
+	config     []byte // gitDir/config as Akira wrote it, put back before every git command
 	checkpoint string
 	parked     map[string]string // sanitized task id -> sha of refs/akira/parked/<branch>/<id>
 }
@@ -105,9 +115,19 @@ func Clone(ctx context.Context, opts Options) (*Workspace, error) {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	w := &Workspace{Dir: filepath.Join(root, "repo"), opts: opts, root: root}
-	if _, err := w.remote(ctx, root, "clone", "--quiet", "--no-checkout", "--", opts.Remote, w.Dir); err != nil {
+	gitDir := filepath.Join(root, "git")
+	if _, err := w.remote(ctx, root, "clone", "--quiet", "--no-checkout", "--separate-git-dir="+gitDir, "--", opts.Remote, w.Dir); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("workspace: clone: %w", err)
+	}
+	// The work tree keeps no pointer to the git directory: commands name it through GIT_DIR.
+	if err := os.Remove(filepath.Join(w.Dir, ".git")); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if err := w.sealGitDir(gitDir); err != nil {
+		_ = w.Close()
+		return nil, err
 	}
 	w.Base = opts.Base
 	if w.Base == "" {
@@ -124,6 +144,52 @@ func Clone(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	return w, nil
 }
+
+// sealGitDir records the configuration the clone wrote as the one every later command runs with, and
+// clears what a clone may carry that runs code (hooks from a template directory).
+func (w *Workspace) sealGitDir(gitDir string) error {
+	cfg, err := os.ReadFile(filepath.Join(gitDir, "config"))
+	if err != nil {
+		return fmt.Errorf("workspace: read the clone's git config: %w", err)
+	}
+	w.gitDir, w.config = gitDir, cfg
+	return w.restoreGitDir()
+}
+
+// untrustedGitFiles are the parts of a git directory that make git run a program, read other object
+// stores or change what is committed; none is something Akira writes.
+var untrustedGitFiles = []string{"hooks", "info/attributes", "info/exclude", "objects/info/alternates", "objects/info/http-alternates", "commondir", "config.worktree", "worktrees"}
+
+// restoreGitDir undoes whatever anything but Akira changed in the git directory's configuration.
+// Inside the sandbox the agent cannot reach the git directory at all; this is what still holds when
+// the operator turned the sandbox off.
+func (w *Workspace) restoreGitDir() error {
+	if w.gitDir == "" {
+		return nil
+	}
+	path := filepath.Join(w.gitDir, "config")
+	if cur, err := os.ReadFile(path); err != nil || !bytes.Equal(cur, w.config) {
+		// Written to a new file and renamed: a symlink planted at config is replaced, not followed.
+		tmp := path + ".akira"
+		_ = os.Remove(tmp)
+		if err := os.WriteFile(tmp, w.config, 0o600); err != nil {
+			return fmt.Errorf("workspace: restore git config: %w", err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("workspace: restore git config: %w", err)
+		}
+	}
+	for _, name := range untrustedGitFiles {
+		if err := os.RemoveAll(filepath.Join(w.gitDir, filepath.FromSlash(name))); err != nil {
+			return fmt.Errorf("workspace: clear %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// GitDir is the repository's git directory. It is outside Dir; a sandbox may show it to the agent
+// read-only, never writable.
+func (w *Workspace) GitDir() string { return w.gitDir }
 
 // Close removes the workspace directory. It is safe to call more than once.
 func (w *Workspace) Close() error {
@@ -189,7 +255,7 @@ func (w *Workspace) Checkout(ctx context.Context, branch string) error {
 	}
 	w.checkpoint = head
 	prefix := w.parkedPrefix()
-	if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "origin", "+"+prefix+"*:"+prefix+"*"); err != nil {
+	if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "--", w.opts.Remote, "+"+prefix+"*:"+prefix+"*"); err != nil {
 		return fmt.Errorf("workspace: fetch parked work: %w", err)
 	}
 	out, err := w.Git(ctx, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
@@ -245,6 +311,9 @@ type Commit struct {
 // Stage stages everything in the working tree and returns the paths that differ from the last
 // checkpoint (added, modified or deleted), whether or not the agent committed them itself.
 func (w *Workspace) Stage(ctx context.Context) ([]string, error) {
+	if err := w.flattenNestedRepos(ctx); err != nil {
+		return nil, err
+	}
 	if _, err := w.Git(ctx, "add", "--all"); err != nil {
 		return nil, fmt.Errorf("workspace: stage: %w", err)
 	}
@@ -261,6 +330,29 @@ func (w *Workspace) Stage(ctx context.Context) ([]string, error) {
 	return paths, nil
 }
 
+// flattenNestedRepos removes the git metadata of repositories the agent created inside the work tree,
+// so that their files are committed as files: a nested repository would otherwise be recorded as a
+// gitlink, a pointer to commits nobody can fetch instead of the work.
+func (w *Workspace) flattenNestedRepos(ctx context.Context) error {
+	out, err := w.run(ctx, w.Dir, false, "ls-files", "-z", "--others", "--exclude-standard")
+	if err != nil {
+		return fmt.Errorf("workspace: list new files: %w", err)
+	}
+	for _, p := range strings.Split(string(out), "\x00") {
+		// git lists a nested repository as its directory, with a trailing slash, and does not descend.
+		if !strings.HasSuffix(p, "/") {
+			continue
+		}
+		meta := filepath.Join(w.Dir, filepath.FromSlash(p), ".git")
+		if _, err := os.Lstat(meta); err == nil {
+			if err := os.RemoveAll(meta); err != nil {
+				return fmt.Errorf("workspace: remove nested git metadata %s: %w", p+".git", err)
+			}
+		}
+	}
+	return nil
+}
+
 // Commit records what Stage staged as one commit on top of the last checkpoint and moves the branch
 // to it. Commits the agent made on its own are folded in: only the tree counts. The commit is made
 // even when nothing changed. It returns the new checkpoint.
@@ -275,7 +367,7 @@ func (w *Workspace) Commit(ctx context.Context, message string) (string, error) 
 	}
 	// The agent may have switched branches or detached HEAD; point HEAD back at the run branch. The
 	// index already matches the new commit's tree, so the working tree stays as it is.
-	if head, _ := os.ReadFile(filepath.Join(w.Dir, ".git", "HEAD")); string(bytes.TrimSpace(head)) != "ref: "+ref {
+	if head, _ := os.ReadFile(filepath.Join(w.gitDir, "HEAD")); string(bytes.TrimSpace(head)) != "ref: "+ref {
 		if _, err := w.Git(ctx, "symbolic-ref", "HEAD", ref); err != nil {
 			return "", fmt.Errorf("workspace: %w", err)
 		}
@@ -320,7 +412,7 @@ func (w *Workspace) Reset(ctx context.Context) error {
 // push. When someone else moved the remote branch meanwhile, the error wraps ErrPushRejected.
 func (w *Workspace) Push(ctx context.Context) error {
 	ref := "refs/heads/" + w.Branch
-	out, err := w.remote(ctx, w.Dir, "push", "--porcelain", "origin", ref+":"+ref)
+	out, err := w.remote(ctx, w.Dir, "push", "--porcelain", "--", w.opts.Remote, ref+":"+ref)
 	if err != nil {
 		if rejected(out) {
 			return fmt.Errorf("workspace: push %s: %w (someone else pushed to it); run again to continue from the new head",
@@ -363,7 +455,7 @@ func (w *Workspace) PushParked(ctx context.Context, taskID, message string) (str
 		return "", err
 	}
 	ref := w.ParkedRef(taskID)
-	if _, err := w.remote(ctx, w.Dir, "push", "--quiet", "origin", "+"+sha+":"+ref); err != nil {
+	if _, err := w.remote(ctx, w.Dir, "push", "--quiet", "--", w.opts.Remote, "+"+sha+":"+ref); err != nil {
 		return "", fmt.Errorf("workspace: push parked work: %w", err)
 	}
 	w.parked[refSafe(taskID)] = sha
@@ -375,7 +467,7 @@ func (w *Workspace) DropParked(ctx context.Context, taskID string) error {
 	if w.parked[refSafe(taskID)] == "" {
 		return nil
 	}
-	if _, err := w.remote(ctx, w.Dir, "push", "--quiet", "origin", ":"+w.ParkedRef(taskID)); err != nil {
+	if _, err := w.remote(ctx, w.Dir, "push", "--quiet", "--", w.opts.Remote, ":"+w.ParkedRef(taskID)); err != nil {
 		return fmt.Errorf("workspace: delete parked work: %w", err)
 	}
 	delete(w.parked, refSafe(taskID))
@@ -435,7 +527,29 @@ func (w *Workspace) run(ctx context.Context, dir string, auth bool, args ...stri
 	return w.exec(ctx, dir, auth, nil, args...)
 }
 
+// hardening is the configuration every git command of Akira's runs with, whatever the repository
+// says: nothing the work tree or a repository can name is executed.
+var hardening = [][2]string{
+	{"core.hooksPath", os.DevNull},
+	{"core.fsmonitor", "false"},
+	{"core.untrackedCache", "false"},
+	{"core.sshCommand", "ssh"},
+	{"core.askPass", ""},
+	{"credential.helper", ""},
+	{"diff.external", ""},
+	{"protocol.allow", "never"},
+	{"protocol.https.allow", "always"},
+	{"protocol.http.allow", "always"},
+	{"protocol.ssh.allow", "always"},
+	{"protocol.file.allow", "always"},
+	{"submodule.recurse", "false"},
+	{"uploadpack.packObjectsHook", ""},
+}
+
 func (w *Workspace) exec(ctx context.Context, dir string, auth bool, stdin *strings.Reader, args ...string) ([]byte, error) {
+	if err := w.restoreGitDir(); err != nil {
+		return nil, err
+	}
 	extra := []string{
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_CONFIG_NOSYSTEM=1",
@@ -447,6 +561,10 @@ func (w *Workspace) exec(ctx context.Context, dir string, auth bool, stdin *stri
 		"GIT_COMMITTER_NAME=" + w.opts.Author.Name,
 		"GIT_COMMITTER_EMAIL=" + w.opts.Author.Email,
 	}
+	if w.gitDir != "" {
+		extra = append(extra, "GIT_DIR="+w.gitDir, "GIT_WORK_TREE="+w.Dir)
+	}
+	settings := hardening
 	secret := ""
 	if auth && w.opts.Auth != nil {
 		header, err := w.opts.Auth(ctx)
@@ -455,8 +573,12 @@ func (w *Workspace) exec(ctx context.Context, dir string, auth bool, stdin *stri
 		}
 		if header != "" {
 			secret = header
-			extra = append(extra, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraheader", "GIT_CONFIG_VALUE_0="+header)
+			settings = append(settings[:len(settings):len(settings)], [2]string{"http.extraheader", header})
 		}
+	}
+	extra = append(extra, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(settings)))
+	for i, kv := range settings {
+		extra = append(extra, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
 	}
 	allow := append(append([]string{}, proc.DefaultAllowEnv...), w.opts.PassEnv...)
 	c := proc.Cmd{

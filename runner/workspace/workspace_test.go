@@ -138,21 +138,21 @@ func TestResetDropsEverythingSinceCheckpoint(t *testing.T) {
 	write(t, w.Dir, "README.md", "changed\n")
 	write(t, w.Dir, "new/file.txt", "new\n")
 	write(t, w.Dir, "cache/keep.bin", "ignored\n")
-	gittest.Git(t, w.Dir, "add", "--all")
-	gittest.Git(t, w.Dir, "commit", "-q", "-m", "agent commit")
-	gittest.Git(t, w.Dir, "checkout", "-q", "-b", "elsewhere")
+	agentGit(t, w, "add", "--all")
+	agentGit(t, w, "commit", "-q", "-m", "agent commit")
+	agentGit(t, w, "checkout", "-q", "-b", "elsewhere")
 	write(t, w.Dir, "untracked.txt", "junk\n")
 
 	if err := w.Reset(ctx); err != nil {
 		t.Fatalf("Reset: %v", err)
 	}
-	if got := gittest.Git(t, w.Dir, "rev-parse", "HEAD"); got != head {
+	if got := agentGit(t, w, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("HEAD = %s, want %s", got, head)
 	}
-	if got := gittest.Git(t, w.Dir, "symbolic-ref", "HEAD"); got != "refs/heads/akira/x" {
+	if got := agentGit(t, w, "symbolic-ref", "HEAD"); got != "refs/heads/akira/x" {
 		t.Fatalf("HEAD ref = %s", got)
 	}
-	if got := gittest.Git(t, w.Dir, "status", "--porcelain"); got != "" {
+	if got := agentGit(t, w, "status", "--porcelain"); got != "" {
 		t.Fatalf("status after reset: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(w.Dir, "cache/keep.bin")); err != nil {
@@ -165,9 +165,9 @@ func TestCommitFoldsAgentCommitsAndBranchSwitches(t *testing.T) {
 	w := open(t, repo.Remote, "akira/x")
 	start := w.Head()
 	write(t, w.Dir, "a.txt", "a\n")
-	gittest.Git(t, w.Dir, "checkout", "-q", "-b", "agent-branch")
-	gittest.Git(t, w.Dir, "add", "a.txt")
-	gittest.Git(t, w.Dir, "commit", "-q", "-m", "agent's own commit")
+	agentGit(t, w, "checkout", "-q", "-b", "agent-branch")
+	agentGit(t, w, "add", "a.txt")
+	agentGit(t, w, "commit", "-q", "-m", "agent's own commit")
 	write(t, w.Dir, "b.txt", "b\n")
 	ctx := context.Background()
 	changed, err := w.Stage(ctx)
@@ -181,13 +181,13 @@ func TestCommitFoldsAgentCommitsAndBranchSwitches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gittest.Git(t, w.Dir, "rev-parse", sha+"^"); got != start {
+	if got := agentGit(t, w, "rev-parse", sha+"^"); got != start {
 		t.Fatalf("parent = %s, want the previous checkpoint %s", got, start)
 	}
-	if got := gittest.Git(t, w.Dir, "symbolic-ref", "HEAD"); got != "refs/heads/akira/x" {
+	if got := agentGit(t, w, "symbolic-ref", "HEAD"); got != "refs/heads/akira/x" {
 		t.Fatalf("HEAD ref = %s", got)
 	}
-	if got := gittest.Git(t, w.Dir, "status", "--porcelain"); got != "" {
+	if got := agentGit(t, w, "status", "--porcelain"); got != "" {
 		t.Fatalf("status after commit: %q", got)
 	}
 }
@@ -197,7 +197,7 @@ func TestEmptyCheckpointIsStillACommit(t *testing.T) {
 	w := open(t, repo.Remote, "akira/x")
 	start := w.Head()
 	sha := commit(t, w, "nothing changed\n")
-	if sha == start || gittest.Git(t, w.Dir, "rev-parse", sha+"^") != start {
+	if sha == start || agentGit(t, w, "rev-parse", sha+"^") != start {
 		t.Fatalf("want a new empty commit on top of %s, got %s", start, sha)
 	}
 }
@@ -353,7 +353,7 @@ func TestAuthHeaderOnlyThroughEnvironment(t *testing.T) {
 	if got := gittest.Git(t, repo.Remote, "rev-parse", "refs/heads/akira/x"); got != w.Head() {
 		t.Fatalf("remote branch = %s, want %s", got, w.Head())
 	}
-	cfg, err := os.ReadFile(filepath.Join(w.Dir, ".git", "config"))
+	cfg, err := os.ReadFile(filepath.Join(w.GitDir(), "config"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,4 +406,11 @@ func TestRefSafe(t *testing.T) {
 			t.Errorf("refSafe(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// agentGit runs git on the workspace's repository the way an agent could when the operator turned
+// the sandbox off: it knows where the git directory is and uses it directly.
+func agentGit(t *testing.T, w *Workspace, args ...string) string {
+	t.Helper()
+	return gittest.Git(t, w.Dir, append([]string{"--git-dir=" + w.GitDir(), "--work-tree=" + w.Dir}, args...)...)
 }
