@@ -12,6 +12,7 @@ import (
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 // ErrBusy is returned by a run job whose branch another worker is writing to. It is not a failure:
@@ -45,6 +46,9 @@ type Deps struct {
 	GitHub   Installations
 	// Operator is the operator's configuration: agent profiles, attempts, verification settings.
 	Operator config.Operator
+	// Sandbox confines the agent and verification commands of every run. cmd/akira resolves it from
+	// the operator's file; the zero value is mode none, which every run then logs a warning about.
+	Sandbox sandbox.Config
 	// NewAgent builds agents; nil builds exec agents only (ExecAgent).
 	NewAgent AgentFactory
 	// WorkDir is where workspaces are created (os.TempDir when empty).

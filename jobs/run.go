@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -283,6 +284,10 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		// The pull request is opened from this workspace's branch (see Reporter), so a new branch
 		// needs a commit before the first task: the one clone of the run makes it.
 		StartCommit: run.PR == 0,
+		Sandbox:     h.d.Sandbox, AgentNetwork: profile.AgentNetwork(),
+	}
+	if h.d.Sandbox.Mode != sandbox.Bubblewrap {
+		log.Warn("run job: no sandbox: the agent and the verification commands run as the worker's user and can reach its files and network (sandbox: none)")
 	}
 	if run.Plan != "" {
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource

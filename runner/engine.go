@@ -15,6 +15,7 @@ import (
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/roadmap"
+	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/runner/verify"
 	"github.com/akira-bot/akira/runner/workspace"
 )
@@ -473,10 +474,18 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		return nil, err
 	}
 
+	agentHome, err := e.ws.Scratch("home-agent")
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	verifyHome, err := e.ws.Scratch("home-verify")
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
 	actx, cancel := context.WithTimeout(ctx, e.o.AgentTimeout)
 	res, aerr := e.o.Agent.Run(actx, agent.Request{
 		Workspace: e.ws.Dir, TaskID: t.ID, TaskTitle: t.Title, Attempt: n, Prompt: prompt, Feedback: feedback,
-		ProtectedPaths: e.o.ProtectedPaths,
+		ProtectedPaths: e.o.ProtectedPaths, Sandbox: e.o.Sandbox.Policy(e.o.AgentNetwork, e.ws.Dir, e.ws.GitDir(), agentHome),
 	})
 	timedOut := actx.Err() == context.DeadlineExceeded
 	cancel()
@@ -498,6 +507,9 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		}
 		return &failure{agentErr: msg, agentOutput: res.Output}, nil
 	}
+	if f := e.checkDisk(); f != nil {
+		return f, nil
+	}
 
 	// Choose again: the agent may have created the build file a default is detected from.
 	plan = verify.Choose(e.ws.Dir, t.Verify, e.o.Verify)
@@ -507,6 +519,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	started := time.Now()
 	results, err := verify.Run(ctx, e.ws.Dir, plan.Commands, verify.Options{
 		Env: e.verifyEnv, Timeout: e.o.VerifyTimeout, OutputCap: e.o.OutputCap, Stream: e.o.Output,
+		Sandbox: e.o.Sandbox.Policy(e.o.Sandbox.VerifyNetwork, e.ws.Dir, e.ws.GitDir(), verifyHome),
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -521,6 +534,19 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		return &failure{verify: results}, nil
 	}
 	return e.checkpoint(ctx, t, checkpointInfo{plan: plan, verify: results})
+}
+
+// checkDisk fails the attempt when the work tree outgrew the operator's disk limit.
+func (e *engine) checkDisk() *failure {
+	if e.o.Sandbox.Disk <= 0 {
+		return nil
+	}
+	size, err := sandbox.DirSize(e.ws.Dir)
+	if err != nil || size <= e.o.Sandbox.Disk {
+		return nil
+	}
+	return &failure{agentErr: fmt.Sprintf("workspace disk limit of %s exceeded: the work tree holds %s",
+		sandbox.Bytes(e.o.Sandbox.Disk), sandbox.Bytes(size))}
 }
 
 type checkpointInfo struct {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/runner/verify"
 	"github.com/akira-bot/akira/runner/workspace"
 )
@@ -120,6 +121,11 @@ type Options struct {
 	// pushes an empty start commit carrying the Akira-Run trailer before EventRunStarted, so that the
 	// caller can open a pull request from the branch of this very workspace.
 	StartCommit bool
+	// Sandbox confines the agent and the verification commands and bounds their resources; the
+	// zero value runs them unconfined and unbounded (mode none), which callers choose explicitly.
+	Sandbox sandbox.Config
+	// AgentNetwork is what the agent's commands may reach inside the sandbox.
+	AgentNetwork sandbox.Network
 	// Output, when set, receives the output of verification commands live.
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().

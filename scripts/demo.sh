@@ -22,7 +22,8 @@ echo "Roadmap:"
 "$akira" plan "$repo/ROADMAP.md"
 echo
 
-agent_args=(--agent-cmd "$demo_src/agent.sh")
+# The agent runs in the sandbox (bubblewrap where it runs), which shows it the demo script read-only.
+agent_args=(--agent-cmd "$demo_src/agent.sh" --sandbox-ro "$demo_src")
 case "${AGENT:-}" in
 "") echo "Agent: the scripted demo agent (examples/demo/agent.sh), standing in for a real coding agent." ;;
 openai|anthropic) agent_args=(--agent "$AGENT" ${MODEL:+--model "$MODEL"}); echo "Agent: built-in $AGENT agent" ;;

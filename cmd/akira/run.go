@@ -21,6 +21,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/proc"
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 func init() { subcommands = append(subcommands, newRunCmd) }
@@ -29,6 +30,8 @@ func init() { subcommands = append(subcommands, newRunCmd) }
 type runFlags struct {
 	repo, roadmap, branch, base string
 	agentCmd, agentName, model  string
+	sandbox                     string
+	sandboxRO                   []string
 	configFile                  string
 	maxAttempts                 int
 	verify, skip, approve, env  []string
@@ -71,10 +74,12 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.StringVar(&f.branch, "branch", "", "branch for the checkpoints (default: akira/<roadmap file name, lowercased>)")
 	fl.StringVar(&f.base, "base", "", "branch a new branch starts from (default: the repository's default branch)")
 	fl.StringVar(&f.agentCmd, "agent-cmd", "", "shell command of the coding agent (prompt on stdin and in $AKIRA_PROMPT_FILE)")
+	fl.StringVar(&f.sandbox, "sandbox", "", "confine the agent and verification: bubblewrap or none (default: sandbox of --config, else bubblewrap when it runs here)")
 	fl.StringVar(&f.agentName, "agent", "", "agent profile of --config, or a built-in agent: openai, anthropic (default: default_agent of --config)")
 	fl.StringVar(&f.model, "model", "", "model of the built-in agent, overriding the profile's")
 	fl.StringVar(&f.configFile, "config", os.Getenv("AKIRA_CONFIG"), "operator configuration file with agent profiles ($AKIRA_CONFIG)")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per task before asking a human (default: max_attempts of .github/akira.yml, else 3)")
+	fl.StringArrayVar(&f.sandboxRO, "sandbox-ro", nil, "directory the sandbox shows read-only besides the system's, e.g. a toolchain or the agent's script (repeatable)")
 	fl.StringArrayVar(&f.verify, "verify", nil, "verification command for tasks without their own verify lines (repeatable)")
 	fl.StringArrayVar(&f.skip, "skip", nil, "task id not to run; tasks that depend on it stay blocked (repeatable)")
 	fl.StringArrayVar(&f.approve, "approve", nil, "task id whose parked work to accept as its checkpoint (repeatable)")
@@ -112,9 +117,23 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return withExit(2, err)
 	}
-	ag, err := agentFromFlags(f, op, stream)
+	ag, agentNet, err := agentFromFlags(f, op, stream)
 	if err != nil {
 		return withExit(2, err)
+	}
+	for _, d := range f.sandboxRO {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return withExit(2, fmt.Errorf("--sandbox-ro %s: %w", d, err))
+		}
+		op.Sandbox.ReadOnly = append(op.Sandbox.ReadOnly, abs)
+	}
+	box, warning, err := resolveSandbox(op, sandboxChoice{flag: f.sandbox, available: func() error { return sandbox.Available("") }})
+	if err != nil {
+		return withExit(2, err)
+	}
+	if warning != "" {
+		fmt.Fprintln(stderr, "akira: warning: "+warning)
 	}
 	verifyTimeout := f.verifyTimeout
 	if !cmd.Flags().Changed("verify-timeout") && op.VerifyTimeout > 0 {
@@ -142,7 +161,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		WorkDir: f.workDir, Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
-		Output: stream,
+		Output: stream, Sandbox: box, AgentNetwork: agentNet,
 	}
 	if !f.nonInteractive && isTerminal(cmd.InOrStdin()) {
 		p := &linePrompter{in: bufio.NewReader(cmd.InOrStdin()), out: stderr}
@@ -184,20 +203,21 @@ func parkedHelp(out runner.Outcome) string {
 
 // agentFromFlags builds the agent of a run: --agent-cmd, else the profile --agent names (in --config,
 // or a built-in one), else the configuration's default_agent.
-func agentFromFlags(f *runFlags, op config.Operator, stream io.Writer) (agent.Agent, error) {
+func agentFromFlags(f *runFlags, op config.Operator, stream io.Writer) (agent.Agent, sandbox.Network, error) {
 	if strings.TrimSpace(f.agentCmd) != "" {
 		if f.agentName != "" {
-			return nil, errors.New("--agent-cmd and --agent both choose the agent: give one")
+			return nil, "", errors.New("--agent-cmd and --agent both choose the agent: give one")
 		}
-		return &agent.Exec{Command: f.agentCmd, PassEnv: f.env, Timeout: f.agentTimeout, Stream: stream}, nil
+		// A coding-agent CLI talks to its model API.
+		return &agent.Exec{Command: f.agentCmd, PassEnv: f.env, Timeout: f.agentTimeout, Stream: stream}, sandbox.NetAllow, nil
 	}
 	if f.agentName == "" && op.DefaultAgent == "" && len(op.Agents) == 0 {
-		return nil, errors.New("no agent: give the coding agent's command with --agent-cmd (e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'), " +
+		return nil, "", errors.New("no agent: give the coding agent's command with --agent-cmd (e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'), " +
 			"a built-in agent with --agent openai|anthropic --model NAME, or a profile of --config with --agent NAME")
 	}
 	name, p, err := profiles.Resolve(op, f.agentName)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if p.Kind == "exec" && time.Duration(p.Timeout) == 0 {
 		p.Timeout = config.Duration(f.agentTimeout)
@@ -205,7 +225,8 @@ func agentFromFlags(f *runFlags, op config.Operator, stream io.Writer) (agent.Ag
 	if p.Kind != "exec" && time.Duration(p.Timeout) == 0 && f.agentTimeout != runner.DefaultAgentTimeout {
 		p.Timeout = config.Duration(f.agentTimeout)
 	}
-	return profiles.New(name, p, profiles.Options{Model: f.model, PassEnv: f.env, Stream: stream})
+	ag, err := profiles.New(name, p, profiles.Options{Model: f.model, PassEnv: f.env, Stream: stream})
+	return ag, p.AgentNetwork(), err
 }
 
 // resolveRepo turns --repo into what the engine clones: a URL as given, a local path made absolute,

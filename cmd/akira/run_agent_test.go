@@ -66,7 +66,7 @@ func TestRunWithOperatorProfile(t *testing.T) {
 	t.Setenv("SOME_SECRET", "s3cret-value")
 	f := newRunFixture(t, "")
 	cfg := filepath.Join(t.TempDir(), "akira.yaml")
-	if err := os.WriteFile(cfg, []byte("default_agent: scripted\nagents:\n  scripted:\n    kind: exec\n    command: "+f.agent+"\n    env: [AKIRA_TEST_LOG]\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("default_agent: scripted\nagents:\n  scripted:\n    kind: exec\n    command: "+f.agent+"\n    env: [AKIRA_TEST_LOG]\nsandbox: none\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := f.run(t, "run", "--config", cfg, "--work-dir", f.workDir, "--non-interactive")

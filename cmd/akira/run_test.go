@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/internal/sandboxtest"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/runner/testproc"
@@ -107,7 +108,9 @@ func (f *runFixture) calls(t *testing.T) []string {
 
 // args are the flags every test run uses; the repository is the current directory (the user's clone).
 func (f *runFixture) args(extra ...string) []string {
-	return append([]string{"run", "--agent-cmd", f.agent, "--env", "AKIRA_TEST_LOG", "--work-dir", f.workDir, "--non-interactive"}, extra...)
+	// The scripted agent reports to a log directory outside the work tree, which a sandbox would hide:
+	// these tests are about the run, TestRunSandboxedByDefault and runner/sandbox about confinement.
+	return append([]string{"run", "--agent-cmd", f.agent, "--env", "AKIRA_TEST_LOG", "--work-dir", f.workDir, "--non-interactive", "--sandbox", "none"}, extra...)
 }
 
 func (f *runFixture) command(args ...string) *exec.Cmd {
@@ -358,7 +361,7 @@ func TestRunInteractiveRetryWithGuidance(t *testing.T) {
 
 	root := newRootCmd()
 	var stdout, stderr bytes.Buffer
-	root.SetArgs([]string{"run", "--agent-cmd", f.agent, "--env", "AKIRA_TEST_LOG", "--work-dir", f.workDir, "--max-attempts", "1"})
+	root.SetArgs([]string{"run", "--agent-cmd", f.agent, "--env", "AKIRA_TEST_LOG", "--work-dir", f.workDir, "--max-attempts", "1", "--sandbox", "none"})
 	root.SetIn(in)
 	root.SetOut(&stdout)
 	root.SetErr(&stderr)
@@ -444,5 +447,35 @@ func TestRunBinaryReadsAkiraYaml(t *testing.T) {
 	}
 	if _, code := gittest.TryGit(t, f.repo.Work, "rev-parse", "--verify", "-q", "refs/heads/bot/roadmap"); code != 0 {
 		t.Fatalf("no branch bot/roadmap: the branch_prefix of .github/akira.yaml was ignored\n%s", stdout)
+	}
+}
+
+// TestRunSandboxedByDefault: without --sandbox or a config saying otherwise, akira run confines the
+// agent and the verification commands with bubblewrap where it runs. The agent records what it sees
+// into the files the tasks ask for; the commits then show it ran inside (its own PID namespace, no
+// view of the user's clone) and that verification did too.
+func TestRunSandboxedByDefault(t *testing.T) {
+	sandboxtest.Require(t)
+	roadmap := "# R\n\n- [ ] 1.1 First file\n  - verify: `test \"$AKIRA_SANDBOX\" = bubblewrap && test -f 1.1.txt`\n"
+	f := newRunFixture(t, roadmap)
+	agent := `echo "sandbox=$AKIRA_SANDBOX pid1=$(cat /proc/1/comm) home=$HOME" > 1.1.txt; ` +
+		`if test -e ` + f.repo.Work + `; then echo "sees the user's clone" >> 1.1.txt; fi`
+	stdout, stderr, code := f.run(t, "run", "--agent-cmd", agent, "--work-dir", f.workDir, "--non-interactive")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if strings.Contains(stderr, "sandbox: none") {
+		t.Errorf("akira run warned about running without a sandbox:\n%s", stderr)
+	}
+	got := gittest.Git(t, f.repo.Work, "show", "akira/roadmap:1.1.txt")
+	if got != "sandbox=bubblewrap pid1=bwrap home=/home/akira" {
+		t.Errorf("the agent saw %q, want it inside bubblewrap with a private HOME and no view of the clone", got)
+	}
+
+	// --sandbox none is the explicit opt-out, and it says so.
+	f2 := newRunFixture(t, strings.ReplaceAll(roadmap, `test "$AKIRA_SANDBOX" = bubblewrap && `, ""))
+	_, stderr, code = f2.run(t, "run", "--agent-cmd", "touch 1.1.txt", "--work-dir", f2.workDir, "--non-interactive", "--sandbox", "none")
+	if code != 0 || !strings.Contains(stderr, "warning: sandbox: none") {
+		t.Errorf("--sandbox none: exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 func init() { subcommands = append(subcommands, newServeCmd) }
@@ -130,6 +131,27 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: env.LogLevel}))
 	slog.SetDefault(log)
+	var box sandbox.Config
+	if roles.worker {
+		var (
+			warning string
+			err     error
+		)
+		box, warning, err = resolveSandbox(op, sandboxChoice{explicitNone: true, available: func() error { return sandbox.Available("") }})
+		if err == nil {
+			err = checkKeyOutOfSandbox(getenv("GITHUB_PRIVATE_KEY_PATH"), box, env.WorkDir)
+		}
+		if err != nil {
+			return withExit(2, fmt.Errorf("configuration:\n%w", err))
+		}
+		if warning != "" {
+			log.Warn(warning)
+		}
+		log.Info("sandbox", "mode", box.Mode, "verify_network", box.VerifyNetwork, "disk_limit", sandbox.Bytes(box.Disk))
+	}
+	if err := forgetSecrets(); err != nil {
+		log.Warn("serve: could not close /proc to processes of the same user", "err", err)
+	}
 
 	rdb, err := redisClient(env.RedisURL)
 	if err != nil {
@@ -197,7 +219,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		h, err := jobs.NewHandler(jobs.Deps{
 			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
-			Operator: op, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir,
+			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir,
 			Metrics: metrics, Logger: log,
 		})
 		if err != nil {

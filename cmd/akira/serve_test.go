@@ -19,6 +19,7 @@ import (
 
 	"github.com/akira-bot/akira/app/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
+	"github.com/akira-bot/akira/internal/sandboxtest"
 )
 
 func freeAddr(t *testing.T) string {
@@ -38,6 +39,7 @@ const serveDB = 13
 // startServe starts the real `akira serve` binary against the fake GitHub and returns its base URL.
 func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args ...string) (string, *exec.Cmd, *strings.Builder) {
 	t.Helper()
+	sandboxtest.Require(t)
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), DB: serveDB})
 	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
 		t.Fatalf("redis at %s: %v", redistest.Addr(t), err)
@@ -46,11 +48,14 @@ func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args .
 
 	dir := t.TempDir()
 	key := filepath.Join(dir, "key.pem")
-	agentScript := filepath.Join(dir, "agent.sh")
+	// The agent's script lives apart from the key: the sandbox shows its directory, never the key's.
+	scripts := t.TempDir()
+	agentScript := filepath.Join(scripts, "agent.sh")
 	opFile := filepath.Join(dir, "akira.yaml")
 	mustWrite(t, key, string(fake.PrivateKeyPEM()))
 	mustWrite(t, agentScript, "#!/bin/sh\necho \"$AKIRA_TASK_TITLE\" > \"task-$AKIRA_TASK_ID.txt\"\n")
-	mustWrite(t, opFile, "default_agent: script\nagents:\n  script:\n    kind: exec\n    command: sh "+agentScript+"\n")
+	mustWrite(t, opFile, "default_agent: script\nagents:\n  script:\n    kind: exec\n    command: sh "+agentScript+"\n"+
+		"sandbox:\n  mode: bubblewrap\n  read_only: ["+scripts+"]\n")
 	addr := freeAddr(t)
 	cmd := exec.Command(akiraBin, append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(),

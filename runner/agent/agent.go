@@ -5,6 +5,8 @@ package agent
 import (
 	"context"
 	"time"
+
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 // Request is one attempt at one task.
@@ -22,6 +24,9 @@ type Request struct {
 	Feedback string
 	// ProtectedPaths are globs the agent must not change (default .github/workflows/**).
 	ProtectedPaths []string
+	// Sandbox confines every command the agent runs; nil runs them unconfined (tests of the
+	// backends themselves).
+	Sandbox *sandbox.Policy
 }
 
 // Usage is what an attempt consumed, when the backend knows.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner/proc"
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 // DefaultExecTimeout bounds one exec agent attempt when Exec.Timeout is zero.
@@ -78,7 +79,14 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	// Operator-configured values first, so the attempt's own AKIRA_* variables always win.
 	extra := append(append([]string{}, e.Env...), vars...)
+	var box *sandbox.Policy
+	if req.Sandbox != nil {
+		// The prompt and feedback files are the only thing outside the work tree the agent sees.
+		p := req.Sandbox.With(dir)
+		box = &p
+	}
 	res, err := proc.Run(ctx, proc.Cmd{
+		Sandbox:   box,
 		Shell:     e.Command,
 		Dir:       req.Workspace,
 		Env:       proc.Environ(e.PassEnv, extra...),
@@ -89,6 +97,8 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	})
 	out := Result{Output: string(res.Output), Duration: res.Duration}
 	switch {
+	case res.Limit != "":
+		return out, fmt.Errorf("%w: %s (exit status %d)", ErrAgentFailed, res.Limit, res.ExitCode)
 	case res.TimedOut:
 		return out, fmt.Errorf("%w: timed out after %s (the agent's process group was killed)", ErrAgentFailed, timeout)
 	case err != nil:

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 // Defaults shared by the CLI and the GitHub App.
@@ -79,6 +81,9 @@ type AgentProfile struct {
 	// CommandTimeout and OutputCap bound the built-in agent's run_command tool.
 	CommandTimeout Duration `yaml:"command_timeout"`
 	OutputCap      int      `yaml:"output_cap"`
+	// Network is what the agent's commands may reach inside the sandbox: none or allow (default
+	// allow for exec, none for the built-in agents).
+	Network string `yaml:"network"`
 }
 
 // Operator is the operator's configuration file.
@@ -94,6 +99,8 @@ type Operator struct {
 	Prices map[string]Price `yaml:"prices"`
 	// ProtectedPaths replaces the default protected globs when set.
 	ProtectedPaths []string `yaml:"protected_paths"`
+	// Sandbox confines the agent and the verification commands (see runner/sandbox).
+	Sandbox Sandbox `yaml:"sandbox"`
 }
 
 // Triggers says which GitHub events may start a run in a repository.
@@ -222,6 +229,9 @@ func ParseOperator(data []byte) (Operator, error) {
 	if op.MaxAttempts < 1 || op.MaxAttempts > 10 {
 		errs = append(errs, fmt.Errorf("max_attempts: %d is out of range (1 to 10)", op.MaxAttempts))
 	}
+	if err := op.Sandbox.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, name := range op.AgentNames() {
 		if err := op.Agents[name].validate(); err != nil {
 			errs = append(errs, fmt.Errorf("agents.%s: %w", name, err))
@@ -252,6 +262,9 @@ func (p AgentProfile) validate() error {
 		return errors.New("kind: required (exec, openai or anthropic)")
 	default:
 		return fmt.Errorf("kind: %q is not exec, openai or anthropic", p.Kind)
+	}
+	if _, err := sandbox.ParseNetwork(p.Network, sandbox.NetNone); err != nil {
+		return fmt.Errorf("network: %q: want none or allow", p.Network)
 	}
 	if p.MaxTurns < 0 || p.MaxTokens < 0 || p.MaxCost < 0 || p.OutputCap < 0 || p.MaxOutputTokens < 0 {
 		return errors.New("max_turns, max_tokens, max_output_tokens, max_cost and output_cap must not be negative")

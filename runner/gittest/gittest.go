@@ -4,10 +4,15 @@ package gittest
 
 import (
 	"context"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +117,43 @@ func Snapshot(t testing.TB, work string) string {
 		Git(t, work, "status", "--porcelain=v1", "--untracked-files=all"),
 		Git(t, work, "diff"),
 	}, "\n--\n")
+}
+
+// AuthServer serves a bare repository over git's smart HTTP (git http-backend) and answers 401 to
+// any request without the Authorization header it expects.
+type AuthServer struct {
+	// URL is the repository's clone URL.
+	URL string
+	// Served and Refused count requests let through and turned away.
+	Served, Refused atomic.Int32
+}
+
+// ServeWithAuth starts an AuthServer for the bare repository at remote that accepts only header
+// ("Authorization: Basic ..."), pushes included; it stops with the test.
+func ServeWithAuth(t testing.TB, remote, header string) *AuthServer {
+	t.Helper()
+	Git(t, remote, "config", "http.receivepack", "true")
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not on PATH")
+	}
+	backend := &cgi.Handler{
+		Path: gitPath,
+		Args: []string{"http-backend"},
+		Env:  []string{"GIT_PROJECT_ROOT=" + filepath.Dir(remote), "GIT_HTTP_EXPORT_ALL=1"},
+	}
+	s := &AuthServer{}
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != strings.TrimPrefix(header, "Authorization: ") {
+			s.Refused.Add(1)
+			rw.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(rw, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		s.Served.Add(1)
+		backend.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL + "/" + filepath.Base(remote)
+	return s
 }

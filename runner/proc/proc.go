@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 // DefaultOutputCap is how much combined output a command keeps when Cmd.OutputCap is zero.
@@ -46,6 +48,9 @@ type Cmd struct {
 	Stream io.Writer
 	// WaitDelay is how long to wait for the process group to exit after the kill; zero means 2s.
 	WaitDelay time.Duration
+	// Sandbox, when set, confines the command (see runner/sandbox): commands that come from a
+	// repository or an agent run under it, Akira's own git does not.
+	Sandbox *sandbox.Policy
 }
 
 // Result is what a finished subprocess left behind.
@@ -55,6 +60,8 @@ type Result struct {
 	Truncated bool
 	TimedOut  bool
 	Duration  time.Duration
+	// Limit names the sandbox limit that ended the command, "" when none did.
+	Limit string
 }
 
 // ErrTimeout marks a run that hit Cmd.Timeout.
@@ -73,14 +80,19 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 		runCtx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	var cmd *exec.Cmd
+	argv, env := c.Args, c.Env
 	if c.Shell != "" {
-		cmd = exec.CommandContext(runCtx, "sh", "-c", c.Shell)
-	} else {
-		cmd = exec.CommandContext(runCtx, c.Args[0], c.Args[1:]...)
+		argv = []string{"sh", "-c", c.Shell}
 	}
+	if c.Sandbox != nil {
+		var err error
+		if argv, env, err = c.Sandbox.Command(argv, env); err != nil {
+			return Result{}, fmt.Errorf("proc: %w", err)
+		}
+	}
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = c.Dir
-	cmd.Env = c.Env
+	cmd.Env = env
 	if cmd.Env == nil {
 		cmd.Env = []string{}
 	}
@@ -114,6 +126,13 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	res := Result{Duration: time.Since(start), Output: out.Bytes(), Truncated: out.Truncated()}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
+		if c.Sandbox != nil {
+			code := res.ExitCode
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+			res.Limit = c.Sandbox.Limits.Explain(code)
+		}
 		// Kill the group even after a normal exit: a background child must not outlive its command.
 		_ = syscall.Kill(-cmd.ProcessState.Pid(), syscall.SIGKILL)
 	}

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/akira-bot/akira/runner/proc"
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 // DefaultTimeout bounds one verification command when Options.Timeout is zero.
@@ -147,6 +148,8 @@ type Options struct {
 	TailBytes int
 	// Stream, when set, receives the output live.
 	Stream io.Writer
+	// Sandbox confines the commands; nil runs them unconfined.
+	Sandbox *sandbox.Policy
 }
 
 // Result is one verification command's outcome.
@@ -194,6 +197,7 @@ func Run(ctx context.Context, dir string, cmds []string, opts Options) ([]Result
 		}
 		res, err := proc.Run(ctx, proc.Cmd{
 			Shell: c, Dir: dir, Env: opts.Env, Timeout: timeout, OutputCap: opts.OutputCap, Stream: opts.Stream,
+			Sandbox: opts.Sandbox,
 		})
 		if err != nil && !res.TimedOut {
 			return results, fmt.Errorf("verify: %w", err)
@@ -202,6 +206,9 @@ func Run(ctx context.Context, dir string, cmds []string, opts Options) ([]Result
 		out := string(res.Output)
 		if res.TimedOut {
 			out += fmt.Sprintf("\n[akira: killed after %s: verification timeout]\n", timeout)
+		}
+		if res.Limit != "" {
+			out += "\n[akira: " + res.Limit + "]\n"
 		}
 		if !r.Passed() {
 			r.Annotations = ParseAnnotationsIn(dir, out)

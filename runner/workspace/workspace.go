@@ -187,6 +187,20 @@ func (w *Workspace) restoreGitDir() error {
 	return nil
 }
 
+// Scratch returns a directory of the workspace outside the work tree (created on first use, removed
+// by Close), for what lasts from one command of the run to the next but is never committed: the
+// sandbox's HOME directories.
+func (w *Workspace) Scratch(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "repo" || name == "git" || strings.HasPrefix(name, ".") {
+		return "", fmt.Errorf("workspace: %q is not a scratch directory name", name)
+	}
+	dir := filepath.Join(w.root, "scratch-"+name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	return dir, nil
+}
+
 // GitDir is the repository's git directory. It is outside Dir; a sandbox may show it to the agent
 // read-only, never writable.
 func (w *Workspace) GitDir() string { return w.gitDir }

@@ -3,9 +3,6 @@ package workspace
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -305,26 +302,9 @@ func TestReadBase(t *testing.T) {
 // every clone, fetch and push asks Auth again, and no trace of it stays in the clone.
 func TestAuthHeaderOnlyThroughEnvironment(t *testing.T) {
 	repo := gittest.New(t, map[string]string{"README.md": "hello\n"})
-	gittest.Git(t, repo.Remote, "config", "http.receivepack", "true")
 	const header = "Authorization: Basic c2VjcmV0LXRva2VuLXZhbHVl"
-	var unauthorized, served atomic.Int32
-	backend := &cgi.Handler{
-		Path: mustGit(t),
-		Args: []string{"http-backend"},
-		Env:  []string{"GIT_PROJECT_ROOT=" + filepath.Dir(repo.Remote), "GIT_HTTP_EXPORT_ALL=1"},
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != strings.TrimPrefix(header, "Authorization: ") {
-			unauthorized.Add(1)
-			rw.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-			http.Error(rw, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		served.Add(1)
-		backend.ServeHTTP(rw, r)
-	}))
-	defer srv.Close()
-	url := srv.URL + "/" + filepath.Base(repo.Remote)
+	srv := gittest.ServeWithAuth(t, repo.Remote, header)
+	url := srv.URL
 
 	var calls atomic.Int32
 	ctx := context.Background()
@@ -347,8 +327,8 @@ func TestAuthHeaderOnlyThroughEnvironment(t *testing.T) {
 	if calls.Load() != 3 { // clone, fetch of parked refs, push
 		t.Fatalf("Auth called %d times, want 3", calls.Load())
 	}
-	if served.Load() == 0 || unauthorized.Load() != 0 {
-		t.Fatalf("served=%d unauthorized=%d", served.Load(), unauthorized.Load())
+	if srv.Served.Load() == 0 || srv.Refused.Load() != 0 {
+		t.Fatalf("served=%d refused=%d", srv.Served.Load(), srv.Refused.Load())
 	}
 	if got := gittest.Git(t, repo.Remote, "rev-parse", "refs/heads/akira/x"); got != w.Head() {
 		t.Fatalf("remote branch = %s, want %s", got, w.Head())
@@ -366,18 +346,6 @@ func TestAuthHeaderOnlyThroughEnvironment(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "c2VjcmV0") {
 		t.Fatalf("Clone without auth = %v, want a refusal", err)
 	}
-}
-
-func mustGit(t *testing.T) string {
-	t.Helper()
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		p := filepath.Join(dir, "git")
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	t.Skip("git not on PATH")
-	return ""
 }
 
 func TestParseIdentity(t *testing.T) {

@@ -87,7 +87,7 @@ func (a *llmAgent) loop(ctx context.Context, st *attempt) error {
 	if err != nil {
 		return err
 	}
-	tb := &toolbox{ws: ws, cmdTimeout: a.cfg.CommandTimeout, outputCap: a.cfg.OutputCap, passthrough: a.cfg.EnvPassthrough, changed: map[string]bool{}}
+	tb := &toolbox{ws: ws, cmdTimeout: a.cfg.CommandTimeout, outputCap: a.cfg.OutputCap, passthrough: a.cfg.EnvPassthrough, sandbox: st.req.Sandbox, changed: map[string]bool{}}
 	defer func() { st.noteChanged(tb.changed) }()
 
 	chat := chatRequest{

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner/proc"
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 // Bounds on what one tool result puts into the conversation: every byte is paid for on every
@@ -88,6 +89,8 @@ type toolbox struct {
 	cmdTimeout  time.Duration
 	outputCap   int
 	passthrough []string
+	// sandbox confines run_command (nil: unconfined, in the backend's own tests).
+	sandbox *sandbox.Policy
 	// changed records the files written or edited, for the transcript.
 	changed map[string]bool
 }
@@ -426,6 +429,7 @@ func (tb *toolbox) runCommand(ctx context.Context, command string, timeoutSecs f
 	}
 	res, err := proc.Run(ctx, proc.Cmd{
 		Shell:     command,
+		Sandbox:   tb.sandbox,
 		Dir:       tb.ws.root,
 		Env:       proc.Environ(tb.passthrough),
 		Timeout:   timeout,
@@ -442,6 +446,9 @@ func (tb *toolbox) runCommand(ctx context.Context, command string, timeoutSecs f
 		return "", fmt.Errorf("command stopped: %v", ctx.Err())
 	case err != nil:
 		return "", fmt.Errorf("command could not run: %v", err)
+	}
+	if res.Limit != "" {
+		out += "\n[akira: " + res.Limit + "]"
 	}
 	return fmt.Sprintf("exit code: %d\n%s", res.ExitCode, out), nil
 }
