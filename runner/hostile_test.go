@@ -44,7 +44,7 @@ func TestHostileAgent(t *testing.T) {
 			}
 			loot, outside := runHostile(t, mode)
 			mustNot := map[string]string{
-				"the installation token": hostileToken,
+				"the installation token":               hostileToken,
 				"Redis answering without the password": "+PONG",
 			}
 			if mode == sandbox.Bubblewrap {
