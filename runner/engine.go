@@ -152,11 +152,11 @@ func (e *engine) prepare(ctx context.Context) error {
 
 	data := e.o.Plan
 	if data == nil {
-		data, err = os.ReadFile(filepath.Join(ws.Dir, filepath.FromSlash(e.roadmapPath)))
+		data, err = ws.ReadFile(e.roadmapPath)
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("runner: %w: %s not found on branch %s", ErrInvalidPlan, e.roadmapPath, branch)
 		} else if err != nil {
-			return fmt.Errorf("runner: %w", err)
+			return fmt.Errorf("runner: %w: %w", ErrInvalidPlan, err)
 		}
 	}
 	rm, err := roadmap.Parse(e.source, data)
@@ -605,8 +605,7 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 // The agent must leave the roadmap alone (ticking its own box is tolerated): otherwise it could, say,
 // weaken the verify line of a later task.
 func (e *engine) tick(t *roadmap.Task) ([]byte, *failure) {
-	file := filepath.Join(e.ws.Dir, filepath.FromSlash(e.roadmapPath))
-	cur, err := os.ReadFile(file)
+	cur, err := e.ws.ReadFile(e.roadmapPath)
 	if err != nil {
 		return nil, &failure{roadmapErr: fmt.Sprintf("the roadmap %s could not be read after the attempt: %v", e.roadmapPath, err)}
 	}
@@ -617,11 +616,7 @@ func (e *engine) tick(t *roadmap.Task) ([]byte, *failure) {
 	if !bytes.Equal(cur, e.roadmapData) && !bytes.Equal(cur, ticked) {
 		return nil, &failure{roadmapErr: fmt.Sprintf("the roadmap %s was changed during the attempt; only Akira edits it", e.roadmapPath)}
 	}
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(file); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	if err := os.WriteFile(file, ticked, mode); err != nil {
+	if err := e.ws.WriteFile(e.roadmapPath, ticked); err != nil {
 		return nil, &failure{roadmapErr: fmt.Sprintf("could not write the roadmap %s: %v", e.roadmapPath, err)}
 	}
 	return ticked, nil

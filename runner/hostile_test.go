@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -190,5 +192,44 @@ func TestWorkspaceDiskLimit(t *testing.T) {
 	}
 	if got := f.log(t, "akira/roadmap"); len(got) != 0 {
 		t.Errorf("commits on the branch: %v, want none", got)
+	}
+}
+
+// TestSymlinkedPlans: a repository whose plan is a symlink to a file of the host (or lies under a
+// symlinked directory) is refused with an error naming the path, and the host file's content reaches
+// nothing; a plan that is a symlink inside the repository is read, but ticking never writes through it.
+func TestSymlinkedPlans(t *testing.T) {
+	host := filepath.Join(t.TempDir(), "host-secret.md")
+	if err := os.WriteFile(host, []byte("# Host\n\n- [ ] H1: host-file-content-must-not-leak\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, map[string]string{"docs/real.md": "# R\n\n- [ ] T1: Real task\n  - verify: `true`\n", "README.md": "x\n"})
+	for link, target := range map[string]string{"plan.md": host, "hostdir": filepath.Dir(host), "inside.md": "docs/real.md"} {
+		if err := os.Symlink(target, filepath.Join(f.repo.Work, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gittest.Git(t, f.repo.Work, "add", "plan.md", "hostdir", "inside.md")
+	gittest.Git(t, f.repo.Work, "commit", "-q", "-m", "symlinks")
+	gittest.Git(t, f.repo.Work, "push", "-q", "origin", "HEAD:main")
+	f.snapshot = gittest.Snapshot(t, f.repo.Work)
+
+	for _, path := range []string{"plan.md", "hostdir/host-secret.md"} {
+		out, rec, err := f.run(t, Options{Agent: f.agent("true"), Roadmap: path, Branch: "akira/" + strings.ReplaceAll(path, "/", "-")})
+		if err == nil || !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "outside the repository") {
+			t.Errorf("roadmap %s: err = %v; want an invalid plan naming the path and why", path, err)
+		}
+		if all := fmt.Sprintf("%v %+v %+v", err, out, rec.events); strings.Contains(all, "host-file-content-must-not-leak") {
+			t.Errorf("roadmap %s: the host file's content leaked into the run", path)
+		}
+	}
+	before, _ := os.ReadFile(host)
+
+	out, _, err := f.run(t, Options{Agent: f.agent("true"), Roadmap: "inside.md", Branch: "akira/inside", MaxAttempts: 1})
+	if err != nil || out.Status != StatusParked || len(out.Parked) != 1 || !strings.Contains(out.Parked[0].Summary, "never written through") {
+		t.Errorf("a roadmap symlinked inside the repository: %+v, %v; want the task parked because ticking would write through the link", out, err)
+	}
+	if after, _ := os.ReadFile(host); string(after) != string(before) {
+		t.Error("the host file changed")
 	}
 }

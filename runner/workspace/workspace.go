@@ -201,6 +201,52 @@ func (w *Workspace) Scratch(name string) (string, error) {
 	return dir, nil
 }
 
+// ReadFile reads a file of the work tree by its repository path. A path that leaves the work tree,
+// itself or through a symlink anywhere along it, is an error naming the path: the work tree is the
+// agent's and the repository's, and a symlink to a file of the host must not become a plan.
+func (w *Workspace) ReadFile(path string) ([]byte, error) {
+	root, err := os.OpenRoot(w.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	defer root.Close()
+	data, err := root.ReadFile(filepath.FromSlash(path))
+	if err != nil {
+		return nil, fmt.Errorf("workspace: read %s: %w", path, escapeError(err))
+	}
+	return data, nil
+}
+
+// WriteFile replaces a file of the work tree, never through a symlink: the file itself must be a
+// regular file inside the work tree.
+func (w *Workspace) WriteFile(path string, data []byte) error {
+	root, err := os.OpenRoot(w.Dir)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	defer root.Close()
+	name := filepath.FromSlash(path)
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return fmt.Errorf("workspace: write %s: %w", path, escapeError(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("workspace: write %s: not a regular file (a symlink or special file is never written through)", path)
+	}
+	if err := root.WriteFile(name, data, fi.Mode().Perm()); err != nil {
+		return fmt.Errorf("workspace: write %s: %w", path, escapeError(err))
+	}
+	return nil
+}
+
+// escapeError says in words what os.Root's refusal means.
+func escapeError(err error) error {
+	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+		return fmt.Errorf("it leads outside the repository (a symlink?): %w", err)
+	}
+	return err
+}
+
 // GitDir is the repository's git directory. It is outside Dir; a sandbox may show it to the agent
 // read-only, never writable.
 func (w *Workspace) GitDir() string { return w.gitDir }
