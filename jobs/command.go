@@ -1,9 +1,11 @@
 package jobs
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/akira-bot/akira/runner"
 )
@@ -34,7 +36,11 @@ type Command struct {
 	Name CommandName
 	// Path is the roadmap to run instead of the repository's (run only, optional).
 	Path string
-	// Guidance is the text after /akira retry, up to the end of the comment (retry only, optional).
+	// TrustPlan is --trust-plan (run only): the commenter vouches for a plan written by someone
+	// without write access.
+	TrustPlan bool
+	// Guidance is the text after /akira retry, up to the end of the comment (retry only, optional),
+	// cut at MaxUserText.
 	Guidance string
 }
 
@@ -67,7 +73,7 @@ var (
 	// One anchored expression per command, applied to the text after "/akira ". Only retry reads past its
 	// own line, because its guidance may span lines.
 	commandREs = map[CommandName]*regexp.Regexp{
-		CmdRun:     regexp.MustCompile(`(?i)^run(?:[ \t]+(\S+))?$`),
+		CmdRun:     regexp.MustCompile(`(?i)^run((?:[ \t]+\S+)*)$`),
 		CmdApprove: regexp.MustCompile(`(?i)^approve$`),
 		CmdRetry:   regexp.MustCompile(`(?is)^retry(?:\s+(.*))?$`),
 		CmdSkip:    regexp.MustCompile(`(?i)^skip$`),
@@ -150,19 +156,53 @@ func parseCommand(line, rest string) ParseResult {
 	case CmdHelp:
 		return Reply{Text: helpText()}
 	case CmdRun:
-		if m[1] != "" && !validRoadmapPath(m[1]) {
-			return Reply{Text: badPathText(m[1])}
-		}
-		return Command{Name: CmdRun, Path: m[1]}
+		return parseRun(strings.Fields(m[1]))
 	case CmdRetry:
-		return Command{Name: CmdRetry, Guidance: strings.TrimSpace(m[1])}
+		return Command{Name: CmdRetry, Guidance: capUserText(strings.TrimSpace(m[1]))}
 	}
 	return Command{Name: name}
 }
 
+// parseRun reads `/akira run [--trust-plan] [path]`. Nothing a user writes is ever passed to git as
+// an option: a word that starts with "-" and is not --trust-plan is refused, never taken as a path.
+func parseRun(args []string) ParseResult {
+	cmd := Command{Name: CmdRun}
+	for _, a := range args {
+		switch {
+		case strings.EqualFold(a, "--trust-plan"):
+			cmd.TrustPlan = true
+		case strings.HasPrefix(a, "-"):
+			return Reply{Text: usageText(CmdRun)}
+		case cmd.Path != "":
+			return Reply{Text: usageText(CmdRun)}
+		case !validRoadmapPath(a):
+			return Reply{Text: badPathText(a)}
+		default:
+			cmd.Path = a
+		}
+	}
+	return cmd
+}
+
+// MaxUserText caps what Akira stores of a comment's free text (retry guidance): the run state lives
+// in Redis and is read on every job.
+const MaxUserText = 64 << 10
+
+// capUserText cuts s at MaxUserText, on a character boundary, and says so.
+func capUserText(s string) string {
+	if len(s) <= MaxUserText {
+		return s
+	}
+	cut := MaxUserText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n\n[Akira: guidance cut at %d KB of %d KB]", MaxUserText>>10, len(s)>>10)
+}
+
 // validRoadmapPath accepts a relative path inside the repository; the job reads it from the default branch.
 func validRoadmapPath(p string) bool {
-	if path.IsAbs(p) || strings.Contains(p, `\`) || strings.ContainsAny(p, "\x00") {
+	if path.IsAbs(p) || strings.HasPrefix(p, "-") || strings.Contains(p, `\`) || strings.ContainsAny(p, "\x00:") {
 		return false
 	}
 	c := path.Clean(p)

@@ -3,6 +3,7 @@ package jobs
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseCommands(t *testing.T) {
@@ -12,6 +13,8 @@ func TestParseCommands(t *testing.T) {
 		want ParseResult
 	}{
 		{"run", "/akira run", Command{Name: CmdRun}},
+		{"run trusting the plan", "/akira run --trust-plan", Command{Name: CmdRun, TrustPlan: true}},
+		{"run a path, trusting it", "/akira run --trust-plan docs/plan.md", Command{Name: CmdRun, Path: "docs/plan.md", TrustPlan: true}},
 		{"run with path", "/akira run docs/ROADMAP.md", Command{Name: CmdRun, Path: "docs/ROADMAP.md"}},
 		{"run trailing space", "/akira run   \n", Command{Name: CmdRun}},
 		{"approve", "/akira approve", Command{Name: CmdApprove}},
@@ -79,11 +82,11 @@ func TestParseReplies(t *testing.T) {
 		// wantOut must not.
 		wantOut []string
 	}{
-		{"help", "/akira help", []string{"/akira run [path]", "/akira approve", "/akira retry", "/akira skip",
+		{"help", "/akira help", []string{"/akira run [--trust-plan] [path]", "/akira approve", "/akira retry", "/akira skip",
 			"/akira abort", "/akira status", "/akira help", "write, maintain or admin"}, nil},
-		{"help with words", "/akira help me please", []string{"/akira run [path]"}, nil},
-		{"bare akira", "/akira", []string{"/akira run [path]"}, nil},
-		{"typo approve", "/akira aprove", []string{"Did you mean `/akira approve`?"}, []string{"/akira run [path]"}},
+		{"help with words", "/akira help me please", []string{"/akira run [--trust-plan] [path]"}, nil},
+		{"bare akira", "/akira", []string{"/akira run [--trust-plan] [path]"}, nil},
+		{"typo approve", "/akira aprove", []string{"Did you mean `/akira approve`?"}, []string{"/akira run [--trust-plan] [path]"}},
 		{"typo retry", "/akira rerty now", []string{"Did you mean `/akira retry`?"}, nil},
 		{"typo status", "/akira stauts", []string{"Did you mean `/akira status`?"}, nil},
 		{"typo abort", "/akira abrot", []string{"Did you mean `/akira abort`?"}, nil},
@@ -92,9 +95,13 @@ func TestParseReplies(t *testing.T) {
 		{"one letter", "/akira x", []string{"I don't know `/akira x`"}, []string{"Did you mean"}},
 		{"approve with args", "/akira approve please", []string{"Usage:", "/akira approve"}, nil},
 		{"status with args", "/akira status now", []string{"Usage:", "/akira status"}, nil},
-		{"run with two args", "/akira run a.md b.md", []string{"Usage:", "/akira run [path]"}, nil},
+		{"run with two args", "/akira run a.md b.md", []string{"Usage:", "/akira run [--trust-plan] [path]"}, nil},
 		{"run outside repo", "/akira run ../secrets.md", []string{"is not a path inside this repository"}, nil},
 		{"run absolute", "/akira run /etc/passwd", []string{"is not a path inside this repository"}, nil},
+		{"git option as a path", "/akira run --upload-pack=touch", []string{"Usage:", "/akira run [--trust-plan] [path]"}, nil},
+		{"option after the path", "/akira run plan.md -c core.hooksPath=x", []string{"Usage:"}, nil},
+		{"dash path", "/akira run -plan.md", []string{"Usage:"}, nil},
+		{"refspec-like path", "/akira run main:plan.md", []string{"is not a path inside this repository"}, nil},
 		{"backticks cannot break out", "/akira ap`prove", []string{"`` /akira ap`prove ``"}, nil},
 		{"long input is clipped", "/akira " + strings.Repeat("z", 100), []string{strings.Repeat("z", 60) + "…"}, []string{strings.Repeat("z", 61)}},
 	}
@@ -175,5 +182,22 @@ func BenchmarkParseComment(b *testing.B) {
 		if _, ok := ParseComment(body).(Command); !ok {
 			b.Fatal("no command")
 		}
+	}
+}
+
+func TestGuidanceIsCapped(t *testing.T) {
+	huge := strings.Repeat("é", MaxUserText) // two bytes each: twice the cap
+	got, ok := ParseComment("/akira retry " + huge).(Command)
+	if !ok {
+		t.Fatal("not a command")
+	}
+	if len(got.Guidance) > MaxUserText+100 || !strings.Contains(got.Guidance, "[Akira: guidance cut at 64 KB of 128 KB]") {
+		t.Errorf("guidance of %d bytes, ends %q", len(got.Guidance), got.Guidance[len(got.Guidance)-60:])
+	}
+	if !utf8.ValidString(got.Guidance) {
+		t.Error("the cut split a character")
+	}
+	if small, _ := ParseComment("/akira retry use the v2 API").(Command); small.Guidance != "use the v2 API" {
+		t.Errorf("short guidance changed: %q", small.Guidance)
 	}
 }

@@ -269,7 +269,7 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 		case CmdStatus:
 			return h.commandStatus(ctx, in)
 		case CmdRun:
-			return h.commandRun(ctx, in, acc, r.Path)
+			return h.commandRun(ctx, in, acc, r)
 		}
 	}
 	return ResultNoop, nil
@@ -301,7 +301,7 @@ func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.Deci
 	return ResultAccepted, nil
 }
 
-func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, path string) (string, error) {
+func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd Command) (string, error) {
 	c := in.p.Comment
 	rc, err := h.configOf(ctx, in, acc)
 	if ce, bad := asRepoConfigError(err); bad {
@@ -318,8 +318,9 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, path s
 	}
 	run := RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: c.Number, CommentID: c.ID, Path: path,
-		Sender: c.Author,
+		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
+		TrustPlan: cmd.TrustPlan,
+		Sender:    c.Author,
 	}
 	if c.OnPullRequest {
 		pr, err := in.gh.GetPullRequest(ctx, in.p.Owner, in.p.Repo, c.Number)

@@ -167,6 +167,8 @@ type Issue struct {
 	Title  string
 	Body   string
 	URL    string
+	// Author wrote the issue; only they and people with write access can edit its body.
+	Author string
 }
 
 // RepoInfo is a repository's default branch, clone URL and web page.

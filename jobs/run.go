@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/templates"
 )
@@ -47,6 +49,9 @@ type RunPayload struct {
 	HeadSHA string `json:"head_sha,omitempty"`
 	// Path is the roadmap named by `/akira run <path>`; empty means the repository's configured one.
 	Path string `json:"path,omitempty"`
+	// TrustPlan is `/akira run --trust-plan`: a writer vouches for a plan whose author has no write
+	// access, so its verify commands run.
+	TrustPlan bool `json:"trust_plan,omitempty"`
 	// Sender is the login that triggered the run.
 	Sender string `json:"sender,omitempty"`
 	// CommentID is the `/akira run` comment.
@@ -125,6 +130,14 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 		return ResultNoop, nil
 	case isBusy:
 		return h.branchBusy(ctx, gh, p, busy, log)
+	case errors.As(err, new(*UntrustedPlanError)):
+		var up *UntrustedPlanError
+		errors.As(err, &up)
+		log.Info("run job: untrusted plan", "author", up.Author, "permission", up.Permission, "commands", len(up.Commands))
+		if rerr := h.refuseUntrustedPlan(ctx, gh, p, up); rerr != nil {
+			return ResultRetry, rerr
+		}
+		return ResultReplied, nil
 	case err != nil:
 		return resultOf(err), h.refuseConfig(ctx, gh, p, err)
 	}
@@ -180,8 +193,85 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPlanTrust(ctx, gh, p, run, in.Issue); err != nil {
+		return nil, err
+	}
 	run, _, err = h.d.Store.Create(ctx, run)
 	return run, err
+}
+
+// UntrustedPlanError stops a run whose plan carries verify commands written by someone without write
+// access, until a writer vouches for them (/akira run --trust-plan).
+type UntrustedPlanError struct {
+	Author, Permission string
+	Commands           []string
+}
+
+func (e *UntrustedPlanError) Error() string {
+	return fmt.Sprintf("the plan's verify commands were written by %s (%s access) and no writer vouched for them", e.Author, e.Permission)
+}
+
+// checkPlanTrust refuses an issue plan with verify commands whose author has no write access, unless
+// the payload says a writer vouched for it. The commenter's own permission was checked at intake;
+// this is about who wrote the commands. A plan without verify commands is only text for the agent.
+func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *Run, is *Issue) error {
+	if run.Plan == "" || p.TrustPlan || is == nil {
+		return nil
+	}
+	rm, err := roadmap.ParseMarkdown("issue", []byte(run.Plan))
+	if err != nil {
+		return nil
+	}
+	var cmds []string
+	for _, t := range rm.Tasks {
+		cmds = append(cmds, t.Verify...)
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	if is.Author == "" {
+		return &UntrustedPlanError{Author: "an unknown author", Permission: PermNone, Commands: cmds}
+	}
+	level, err := perms.Permission(ctx, p.Owner, p.Repo, is.Author)
+	if err != nil {
+		return fmt.Errorf("jobs: permission of the plan's author %s: %w", is.Author, err)
+	}
+	if slices.Contains(writeLevels, strings.ToLower(level)) {
+		return nil
+	}
+	return &UntrustedPlanError{Author: is.Author, Permission: level, Commands: cmds}
+}
+
+// refuseUntrustedPlan shows the commands Akira will not run and how a writer confirms them.
+func (h *Handler) refuseUntrustedPlan(ctx context.Context, c Comments, p RunPayload, up *UntrustedPlanError) error {
+	retried, _ := asynq.GetRetryCount(ctx)
+	text := untrustedPlanText(up)
+	if err := replyOnce(ctx, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
+		return fmt.Errorf("jobs: post untrusted plan: %w", err)
+	}
+	return nil
+}
+
+func untrustedPlanText(up *UntrustedPlanError) string {
+	return render("untrusted_plan", templates.UntrustedPlan{Author: up.Author, Permission: up.Permission, Commands: clipAll(up.Commands)},
+		"Akira did not start: the plan's verify commands were written by someone without write access. A writer can reply `/akira run --trust-plan`.")
+}
+
+// clipAll keeps the commands a writer must review readable in one comment: each whole up to 500
+// characters, at most 50 of them.
+func clipAll(cmds []string) []string {
+	var out []string
+	for i, c := range cmds {
+		if i == 50 {
+			out = append(out, fmt.Sprintf("… and %d more", len(cmds)-i))
+			break
+		}
+		if r := []rune(c); len(r) > 500 {
+			c = string(r[:500]) + "…"
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // refuseConfig answers a configuration problem where the people who can fix it will see it, and

@@ -169,7 +169,7 @@ type HelpCommand struct {
 
 // Commands is the list the help reply shows by default.
 var Commands = []HelpCommand{
-	{"/akira run [path]", "Run the tasks of this issue's checklist, or of the roadmap (or the file at path)."},
+	{"/akira run [--trust-plan] [path]", "Run the tasks of this issue's checklist, or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access."},
 	{"/akira status", "Show how far the current run is."},
 	{"/akira approve", "Accept the escalated task as it is and continue."},
 	{"/akira retry <guidance>", "Try the escalated task again; your guidance is given to the agent."},
@@ -212,6 +212,14 @@ type BadPath struct {
 	// Path is what the user wrote (the caller shortens it); the template quotes it safely.
 	Path  string
 	Usage string
+}
+
+// UntrustedPlan answers /akira run on an issue whose plan, written by someone without write access,
+// has verify commands: they are shown, not run, until a writer confirms.
+type UntrustedPlan struct {
+	Author     string
+	Permission string
+	Commands   []string
 }
 
 // ForkRefusal answers /akira run on a pull request from a fork.

@@ -172,7 +172,7 @@ func (c *Client) GetIssue(ctx context.Context, owner, repo string, number int) (
 	if err != nil {
 		return jobs.Issue{}, apiErr("get issue", err)
 	}
-	return jobs.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), URL: is.GetHTMLURL()}, nil
+	return jobs.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), URL: is.GetHTMLURL(), Author: is.GetUser().GetLogin()}, nil
 }
 
 // Repository implements jobs.Repos: the default branch, the clone URL and the web page.
