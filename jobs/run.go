@@ -124,15 +124,14 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 		return ResultRetry, err
 	}
 	run, err := h.resolveRun(ctx, gh, p)
+	up, untrusted := errors.AsType[*UntrustedPlanError](err)
 	switch busy, isBusy := errors.AsType[*BranchBusyError](err); {
 	case errors.Is(err, errNothingToDo):
 		log.Info("run job: nothing to do")
 		return ResultNoop, nil
 	case isBusy:
 		return h.branchBusy(ctx, gh, p, busy, log)
-	case errors.As(err, new(*UntrustedPlanError)):
-		var up *UntrustedPlanError
-		errors.As(err, &up)
+	case untrusted:
 		log.Info("run job: untrusted plan", "author", up.Author, "permission", up.Permission, "commands", len(up.Commands))
 		if rerr := h.refuseUntrustedPlan(ctx, gh, p, up); rerr != nil {
 			return ResultRetry, rerr

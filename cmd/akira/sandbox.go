@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -60,12 +59,8 @@ func checkKeyOutOfSandbox(keyPath string, cfg sandbox.Config, workDir string) er
 	if err != nil {
 		return fmt.Errorf("GITHUB_PRIVATE_KEY_PATH: %w", err)
 	}
-	visible := append(append(append([]string{}, sandbox.DefaultSystemPaths...), cfg.ReadOnly...), workDir)
-	for _, d := range visible {
-		d = filepath.Clean(d)
-		if abs == d || strings.HasPrefix(abs, d+string(filepath.Separator)) {
-			return errors.New("GITHUB_PRIVATE_KEY_PATH: " + abs + " is under " + d + ", which the sandbox shows to agents: move the key elsewhere (e.g. /run/secrets)")
-		}
+	if cfg.Shows(abs, workDir) {
+		return errors.New("GITHUB_PRIVATE_KEY_PATH: " + abs + " is under a directory the sandbox shows to agents (the system's, sandbox.read_only or AKIRA_WORKDIR): move the key elsewhere (e.g. /run/secrets)")
 	}
 	return nil
 }

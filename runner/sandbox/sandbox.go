@@ -317,6 +317,16 @@ type Config struct {
 	Disk int64
 }
 
+// Shows reports whether a sandboxed command could read path: it lies under the system directories,
+// the operator's read-only paths or one of extra (the workspaces).
+func (c Config) Shows(path string, extra ...string) bool {
+	if c.Mode != Bubblewrap {
+		return true
+	}
+	dirs := append(append(append([]string{}, DefaultSystemPaths...), c.ReadOnly...), extra...)
+	return under(path, dirs)
+}
+
 // Policy is the policy of commands that may reach net, in workTree, with home as HOME ("" for an
 // empty one each time).
 func (c Config) Policy(net Network, workTree, gitDir, home string) *Policy {
