@@ -623,7 +623,8 @@ func TestCancelStopsAgentAndKeepsLastCheckpoint(t *testing.T) {
 	r := ReporterFunc(func(_ context.Context, ev Event) error {
 		if ev.Type == EventAttemptStarted && ev.TaskID == "T2" {
 			go func() {
-				// Cancel once the agent is running (it writes its pid first).
+				// Cancel once the agent is running (it writes its pid first, whole: renamed into place, so
+				// the file never exists empty).
 				for i := 0; i < 1000; i++ {
 					if _, err := os.Stat(filepath.Join(f.logs, "pid")); err == nil {
 						break
@@ -635,7 +636,7 @@ func TestCancelStopsAgentAndKeepsLastCheckpoint(t *testing.T) {
 		}
 		return nil
 	})
-	script := `if [ "$AKIRA_TASK_ID" = T2 ]; then sleep 60 & echo $! > "$LOG/pid"; wait; fi; touch "$AKIRA_TASK_ID.txt"`
+	script := `if [ "$AKIRA_TASK_ID" = T2 ]; then sleep 60 & echo $! > "$LOG/pid.tmp"; mv "$LOG/pid.tmp" "$LOG/pid"; wait; fi; touch "$AKIRA_TASK_ID.txt"`
 	out, err := Run(ctx, Options{Repo: f.repo.Remote, WorkDir: f.workDir, Agent: f.agent(script), Reporter: r})
 	if !errors.Is(err, context.Canceled) || out.Status != StatusAborted {
 		t.Fatalf("err = %v, status %s", err, out.Status)
