@@ -24,6 +24,8 @@ type fakeGitHub struct {
 	issues      map[int]Issue
 	pulls       map[int]*PullRequest
 	pullFiles   map[int][]string
+	closed      map[int]bool
+	okCalls     map[string]int // op → calls that succeed before fail[op] applies
 	refs        map[string]string // "heads/<branch>" → sha
 	comments    []*fakeComment
 	reactions   []string
@@ -50,7 +52,7 @@ func newFakeGitHub() *fakeGitHub {
 	return &fakeGitHub{
 		owner: "o", repo: "r",
 		info:        RepoInfo{DefaultBranch: "main", CloneURL: "https://example.invalid/o/r.git", HTMLURL: "https://example.invalid/o/r"},
-		permissions: map[string]string{}, files: map[string]string{}, issues: map[int]Issue{}, pulls: map[int]*PullRequest{},
+		permissions: map[string]string{}, files: map[string]string{}, issues: map[int]Issue{}, pulls: map[int]*PullRequest{}, closed: map[int]bool{}, okCalls: map[string]int{},
 		pullFiles: map[int][]string{}, refs: map[string]string{}, checkRuns: map[int64]*CheckRun{}, fail: map[string]error{},
 		calls: map[string]int{}, failTimes: map[string]int{}, lostAnswer: map[string]bool{}, nextID: 100,
 	}
@@ -63,9 +65,19 @@ func (f *fakeGitHub) failOnce(op string, err error) {
 	f.fail[op], f.failTimes[op] = err, 1
 }
 
+// failAfter lets n calls of op succeed, then makes every later one fail with err.
+func (f *fakeGitHub) failAfter(op string, n int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail[op], f.okCalls[op] = err, n
+}
+
 // call records an operation and returns the error it was told to fail with. The lock is held by the caller.
 func (f *fakeGitHub) call(op string) error {
 	f.calls[op]++
+	if n, ok := f.okCalls[op]; ok && f.calls[op] <= n {
+		return nil
+	}
 	err := f.fail[op]
 	if n, counted := f.failTimes[op]; counted && err != nil {
 		if n <= 1 {
@@ -234,7 +246,7 @@ func (f *fakeGitHub) FindPullRequest(_ context.Context, _, _, head, base string)
 		return nil, err
 	}
 	for _, n := range sortedKeys(f.pulls) {
-		if pr := f.pulls[n]; pr.HeadRef == head && (base == "" || pr.BaseRef == base) {
+		if pr := f.pulls[n]; pr.HeadRef == head && (base == "" || pr.BaseRef == base) && !f.closed[n] {
 			c := *pr
 			return &c, nil
 		}
@@ -306,6 +318,22 @@ func (f *fakeGitHub) MarkReady(_ context.Context, _, _ string, pr *PullRequest) 
 		f.effect("mark pull request #%d ready", pr.Number)
 	}
 	pr.Draft = false
+	return nil
+}
+
+func (f *fakeGitHub) ClosePullRequest(_ context.Context, _, _ string, number int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("ClosePullRequest"); err != nil {
+		return err
+	}
+	if _, ok := f.pulls[number]; !ok {
+		return fmt.Errorf("pull request #%d: %w", number, ErrGitHubNotFound)
+	}
+	if !f.closed[number] {
+		f.closed[number] = true
+		f.effect("close pull request #%d", number)
+	}
 	return nil
 }
 

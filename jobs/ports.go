@@ -159,6 +159,8 @@ type Pulls interface {
 	PullRequestFiles(ctx context.Context, owner, repo string, number int) ([]string, error)
 	// MarkReady marks a draft ready for review; a pull request that is not a draft is left alone.
 	MarkReady(ctx context.Context, owner, repo string, pr *PullRequest) error
+	// ClosePullRequest closes a pull request; one already closed stays closed.
+	ClosePullRequest(ctx context.Context, owner, repo string, number int) error
 }
 
 // Issue is what jobs knows of an issue.

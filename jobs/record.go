@@ -181,6 +181,7 @@ func recordEscalationComment(taskID string, id int64, url string) func(*Run) err
 func recordPullRequest(pr *PullRequest) func(*Run) error {
 	return func(run *Run) error {
 		run.PR, run.PRURL, run.PRNodeID = pr.Number, pr.URL, pr.NodeID
+		run.OpenedPR = true
 		return nil
 	}
 }
@@ -203,6 +204,16 @@ func recordFailed(run *Run, msg string) error {
 		}
 	}
 	return nil
+}
+
+// checkpointed reports whether any task of the run has a checkpoint commit.
+func checkpointed(run *Run) bool {
+	for _, t := range run.Tasks {
+		if t.Checkpoint != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // recordFinished records how the engine's run ended. The decisions were handed to the engine; the

@@ -435,18 +435,37 @@ func (h *Handler) retryOrFail(ctx, lctx context.Context, gh GitHub, run *Run, er
 }
 
 // fail marks the run failed and says why in the summary.
-func (h *Handler) fail(ctx context.Context, c Comments, run *Run, err error, log *slog.Logger) (string, error) {
+func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err error, log *slog.Logger) (string, error) {
 	log.Error("run job: run failed", "err", err)
 	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "jobs: "), ": "+asynq.SkipRetry.Error())
 	run, uerr := h.d.Store.Update(ctx, run.ID, func(r *Run) error { return recordFailed(r, msg) })
 	if uerr != nil {
 		return ResultRetry, errors.Join(err, uerr)
 	}
-	p := publisher{gh: c, store: h.d.Store, log: log}
+	if run.OpenedPR && !run.PRClosed && !checkpointed(run) {
+		run = h.closeEmptyPullRequest(ctx, gh, run, log)
+	}
+	p := publisher{gh: gh, store: h.d.Store, log: log}
 	if _, perr := p.publishSummary(ctx, run); perr != nil {
 		log.Warn("run job: summary of the failed run not posted", "err", perr)
 	}
 	return ResultFailed, err
+}
+
+// closeEmptyPullRequest closes the draft pull request of a run that failed before any task was done:
+// it holds nothing to review. The summary on it says why; a later /akira run opens a new one.
+func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls Pulls, run *Run, log *slog.Logger) *Run {
+	if err := pulls.ClosePullRequest(ctx, run.Owner, run.Repo, run.PR); err != nil {
+		log.Warn("run job: empty draft pull request not closed", "pr", run.PR, "err", err)
+		return run
+	}
+	closed, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error { r.PRClosed = true; return nil })
+	if err != nil {
+		log.Warn("run job: record closed pull request", "err", err)
+		return run
+	}
+	log.Info("run job: closed the empty draft pull request", "pr", run.PR)
+	return closed
 }
 
 // finish records how the engine's run ended, readies the pull request of a finished run and

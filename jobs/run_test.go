@@ -293,6 +293,54 @@ func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
 	}
 }
 
+// A run that fails before any task is done closes the draft pull request it opened: it holds only
+// the start commit, and the summary on it says why.
+func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.fail["CreateCheckRun"] = fmt.Errorf("checks app not installed: %w", asynq.SkipRetry)
+	err := jh.runJob(issueRun(4))
+	if !errors.Is(err, asynq.SkipRetry) {
+		t.Fatalf("run job = %v, want a final error", err)
+	}
+	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
+	if run.Status != StatusFailed || run.PR == 0 || !run.PRClosed {
+		t.Fatalf("run = %s pr %d closed %t", run.Status, run.PR, run.PRClosed)
+	}
+	if !jh.gh.closed[run.PR] {
+		t.Fatalf("pull request #%d still open; effects %q", run.PR, jh.gh.Effects())
+	}
+	summary := jh.gh.commentsOn(run.PR)
+	if len(summary) != 1 || !strings.Contains(summary[0], "Akira closed its draft pull request") {
+		t.Fatalf("summary = %q", summary)
+	}
+	// /akira run again opens a new pull request rather than pushing to the closed one.
+	delete(jh.gh.fail, "CreateCheckRun")
+	p := issueRun(4)
+	p.DeliveryID = "d-run-2"
+	if err := jh.runJob(p); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := jh.store.Get(context.Background(), RunIDFor("d-run-2"))
+	if again.Status != StatusSucceeded || again.PR == run.PR || again.PRClosed {
+		t.Fatalf("second run = %s pr %d (first %d) closed %t", again.Status, again.PR, run.PR, again.PRClosed)
+	}
+}
+
+// A run that fails after a checkpoint keeps its pull request open: the work there is reviewable.
+func TestRunJobFailingAfterACheckpointKeepsItsPullRequest(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.failAfter("CreateCheckRun", 1, fmt.Errorf("checks app removed: %w", asynq.SkipRetry))
+	if err := jh.runJob(issueRun(4)); !errors.Is(err, asynq.SkipRetry) {
+		t.Fatalf("run job = %v, want a final error", err)
+	}
+	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
+	if run.Status != StatusFailed || run.PRClosed || jh.gh.closed[run.PR] || run.Tasks[0].Checkpoint == "" {
+		t.Fatalf("run = %s closed %t/%t, task 1.1 checkpoint %q", run.Status, run.PRClosed, jh.gh.closed[run.PR], run.Tasks[0].Checkpoint)
+	}
+}
+
 func TestStatusOfARun(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
 	jh.gh.permissions["alice"] = "write"

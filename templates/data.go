@@ -62,6 +62,8 @@ type Summary struct {
 	Error     string
 	AbortedBy string
 	PRURL     string
+	// PRClosed says the run closed its empty draft pull request (it failed before any task was done).
+	PRClosed bool
 }
 
 // Count is how many tasks have the status.

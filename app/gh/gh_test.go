@@ -713,6 +713,19 @@ func TestPullRequests(t *testing.T) {
 	if err != nil || fetched.Draft {
 		t.Fatalf("GetPullRequest = %+v, %v", fetched, err)
 	}
+	// Closing is a PATCH of its state; the closed pull request is no longer found for its branch.
+	if err := e.c.ClosePullRequest(ctx, owner, repo, pr.Number); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.srv.PullRequest(owner, repo, pr.Number); got.State != "closed" {
+		t.Fatalf("after ClosePullRequest: state %q", got.State)
+	}
+	if _, err := e.c.FindPullRequest(ctx, owner, repo, fetched.HeadRef, ""); !errors.Is(err, jobs.ErrGitHubNotFound) {
+		t.Fatalf("FindPullRequest of a closed pull request = %v, want not found", err)
+	}
+	if err := e.c.ClosePullRequest(ctx, owner, repo, 9999); !errors.Is(err, jobs.ErrGitHubNotFound) {
+		t.Fatalf("ClosePullRequest of a missing pull request = %v, want not found", err)
+	}
 }
 
 func TestMarkReadyWithoutNodeID(t *testing.T) {

@@ -83,6 +83,14 @@ func alreadyExists(err error) bool {
 	return false
 }
 
+// ClosePullRequest closes a pull request (PATCH state=closed); closing a closed one changes nothing.
+func (c *Client) ClosePullRequest(ctx context.Context, owner, repo string, number int) error {
+	if _, _, err := c.gh.PullRequests.Edit(ctx, owner, repo, number, &github.PullRequest{State: github.String("closed")}); err != nil {
+		return apiErr("close pull request", err)
+	}
+	return nil
+}
+
 // MarkReady marks a draft pull request ready for review. The REST API cannot do this; it takes the
 // GraphQL mutation markPullRequestReadyForReview. A pull request that is not a draft is left alone.
 func (c *Client) MarkReady(ctx context.Context, owner, repo string, pr *jobs.PullRequest) error {
