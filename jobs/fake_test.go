@@ -25,7 +25,7 @@ type fakeGitHub struct {
 	pulls       map[int]*PullRequest
 	pullFiles   map[int][]string
 	closed      map[int]bool
-	okCalls     map[string]int // op → calls that succeed before fail[op] applies
+	okCalls     map[string]int    // op → calls that succeed before fail[op] applies
 	refs        map[string]string // "heads/<branch>" → sha
 	comments    []*fakeComment
 	reactions   []string

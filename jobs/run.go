@@ -213,6 +213,8 @@ func (e *UntrustedPlanError) Error() string {
 // checkPlanTrust refuses an issue plan with verify commands whose author has no write access, unless
 // the payload says a writer vouched for it. The commenter's own permission was checked at intake;
 // this is about who wrote the commands. A plan without verify commands is only text for the agent.
+// A plan file in the repository is not checked: only people with push access put files on a branch
+// (a fork's pull request is refused), and a commit's author field proves nothing about who pushed it.
 func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *Run, is *Issue) error {
 	if run.Plan == "" || p.TrustPlan || is == nil {
 		return nil

@@ -57,8 +57,8 @@ type Run struct {
 	PRNodeID string `json:"pr_node_id,omitempty"`
 	// OpenedPR says the run opened its pull request itself (a run may push to one it did not open);
 	// PRClosed that it closed it again because the run failed before any task was done.
-	OpenedPR bool `json:"opened_pr,omitempty"`
-	PRClosed bool `json:"pr_closed,omitempty"`
+	OpenedPR bool   `json:"opened_pr,omitempty"`
+	PRClosed bool   `json:"pr_closed,omitempty"`
 	Branch   string `json:"branch"`
 	// Base is the branch the run's branch started from and its pull request goes into.
 	Base string `json:"base,omitempty"`

@@ -31,7 +31,10 @@ func init() { subcommands = append(subcommands, newServeCmd) }
 
 // serveEnv is the part of the environment that is not the GitHub App's (app.LoadConfigFromEnv reads that).
 type serveEnv struct {
-	RedisURL        string
+	RedisURL string
+	// RedisPassword, when set, replaces the password of RedisURL: a deployment can keep the URL in
+	// its configuration and the password in a secret.
+	RedisPassword   string
 	Concurrency     int
 	WorkDir         string
 	ConfigFile      string
@@ -45,6 +48,7 @@ func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 	if v := getenv("REDIS_URL"); v != "" {
 		e.RedisURL = v
 	}
+	e.RedisPassword = getenv("REDIS_PASSWORD")
 	if v := getenv("AKIRA_CONCURRENCY"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -76,14 +80,27 @@ func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 
 // redisClient opens REDIS_URL: redis://, rediss://, redis-socket:// or, for Sentinel,
 // redis-sentinel://[:password@]host1:port1,host2:port2/db?master=name.
-func redisClient(raw string) (redis.UniversalClient, error) {
+func redisClient(raw, password string) (redis.UniversalClient, error) {
 	opt, err := asynq.ParseRedisURI(raw)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
+	if password != "" {
+		switch o := opt.(type) {
+		case asynq.RedisClientOpt:
+			o.Password = password
+			opt = o
+		case asynq.RedisFailoverClientOpt:
+			o.Password = password
+			opt = o
+		case asynq.RedisClusterClientOpt:
+			o.Password = password
+			opt = o
+		}
+	}
 	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
 	if !ok {
-		return nil, fmt.Errorf("REDIS_URL: %q does not make a Redis client", raw)
+		return nil, errors.New("REDIS_URL: the URL does not make a Redis client")
 	}
 	return rdb, nil
 }
@@ -101,6 +118,7 @@ Environment:
   GITHUB_APP_ID, GITHUB_PRIVATE_KEY_PATH or GITHUB_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET,
   GITHUB_API_URL (default https://api.github.com/), AKIRA_ADDR (default :8080), AKIRA_BOT_LOGIN,
   REDIS_URL (default redis://127.0.0.1:6379/0; redis-sentinel://host:port,host:port/0?master=NAME),
+  REDIS_PASSWORD (replaces the URL's password),
   AKIRA_CONCURRENCY (runs in parallel per worker, default 2), AKIRA_WORKDIR (workspaces, default the
   system temp dir), AKIRA_CONFIG (the operator's YAML file: agent profiles), AKIRA_SHUTDOWN_TIMEOUT
   (how long running jobs get to reach a safe point on SIGTERM, default 5m), AKIRA_LOG_LEVEL.`,
@@ -153,7 +171,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		log.Warn("serve: could not close /proc to processes of the same user", "err", err)
 	}
 
-	rdb, err := redisClient(env.RedisURL)
+	rdb, err := redisClient(env.RedisURL, env.RedisPassword)
 	if err != nil {
 		return withExit(2, err)
 	}

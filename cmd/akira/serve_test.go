@@ -39,30 +39,56 @@ const serveDB = 13
 // startServe starts the real `akira serve` binary against the fake GitHub and returns its base URL.
 func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args ...string) (string, *exec.Cmd, *strings.Builder) {
 	t.Helper()
-	sandboxtest.Require(t)
-	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), DB: serveDB})
-	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatalf("redis at %s: %v", redistest.Addr(t), err)
-	}
-	t.Cleanup(func() { rdb.FlushDB(context.Background()); rdb.Close() })
-
-	dir := t.TempDir()
-	key := filepath.Join(dir, "key.pem")
 	// The agent's script lives apart from the key: the sandbox shows its directory, never the key's.
 	scripts := t.TempDir()
 	agentScript := filepath.Join(scripts, "agent.sh")
-	opFile := filepath.Join(dir, "akira.yaml")
-	mustWrite(t, key, string(fake.PrivateKeyPEM()))
 	mustWrite(t, agentScript, "#!/bin/sh\necho \"$AKIRA_TASK_TITLE\" > \"task-$AKIRA_TASK_ID.txt\"\n")
-	mustWrite(t, opFile, "default_agent: script\nagents:\n  script:\n    kind: exec\n    command: sh "+agentScript+"\n"+
-		"sandbox:\n  mode: bubblewrap\n  read_only: ["+scripts+"]\n")
+	return startServeWith(t, fake, serveSetup{
+		operator: "default_agent: script\nagents:\n  script:\n    kind: exec\n    command: sh " + agentScript + "\n" +
+			"sandbox:\n  mode: bubblewrap\n  read_only: [" + scripts + "]\n",
+		env: extraEnv, args: args,
+	})
+}
+
+// serveSetup is what a test chooses of an `akira serve` process.
+type serveSetup struct {
+	operator string // the operator's YAML (AKIRA_CONFIG)
+	// redisURL is the Redis the process uses; empty: database serveDB of the test Redis, flushed.
+	redisURL string
+	keyPath  string // where the App's key is written; empty: a file in a temporary directory
+	workDir  string // AKIRA_WORKDIR; empty: a temporary directory
+	env      []string
+	args     []string
+}
+
+func startServeWith(t *testing.T, fake *githubtest.Server, s serveSetup) (string, *exec.Cmd, *strings.Builder) {
+	t.Helper()
+	sandboxtest.Require(t)
+	if s.redisURL == "" {
+		rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), DB: serveDB})
+		if err := rdb.FlushDB(context.Background()).Err(); err != nil {
+			t.Fatalf("redis at %s: %v", redistest.Addr(t), err)
+		}
+		t.Cleanup(func() { rdb.FlushDB(context.Background()); rdb.Close() })
+		s.redisURL = fmt.Sprintf("redis://%s/%d", redistest.Addr(t), serveDB)
+	}
+	dir := t.TempDir()
+	if s.keyPath == "" {
+		s.keyPath = filepath.Join(dir, "key.pem")
+	}
+	if s.workDir == "" {
+		s.workDir = t.TempDir()
+	}
+	opFile := filepath.Join(dir, "akira.yaml")
+	mustWrite(t, s.keyPath, string(fake.PrivateKeyPEM()))
+	mustWrite(t, opFile, s.operator)
 	addr := freeAddr(t)
-	cmd := exec.Command(akiraBin, append([]string{"serve"}, args...)...)
+	cmd := exec.Command(akiraBin, append([]string{"serve"}, s.args...)...)
 	cmd.Env = append(os.Environ(),
-		fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()), "GITHUB_PRIVATE_KEY_PATH="+key, "GITHUB_WEBHOOK_SECRET=serve-secret",
-		"GITHUB_API_URL="+fake.URL(), "AKIRA_ADDR="+addr, fmt.Sprintf("REDIS_URL=redis://%s/%d", redistest.Addr(t), serveDB),
-		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+t.TempDir(), "AKIRA_SHUTDOWN_TIMEOUT=5s")
-	cmd.Env = append(cmd.Env, extraEnv...)
+		fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()), "GITHUB_PRIVATE_KEY_PATH="+s.keyPath, "GITHUB_WEBHOOK_SECRET=serve-secret",
+		"GITHUB_API_URL="+fake.URL(), "AKIRA_ADDR="+addr, "REDIS_URL="+s.redisURL,
+		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+s.workDir, "AKIRA_SHUTDOWN_TIMEOUT=5s")
+	cmd.Env = append(cmd.Env, s.env...)
 	logs := &strings.Builder{}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -20,7 +20,7 @@ func Require(tb testing.TB) {
 	if err == nil {
 		return
 	}
-	msg := "this test needs the bubblewrap sandbox: " + err.Error() + " (Debian/Ubuntu: apt-get install bubblewrap)"
+	msg := "this test needs the bubblewrap sandbox: " + err.Error()
 	if os.Getenv(EnvRequired) != "" {
 		tb.Fatal(msg)
 	}

@@ -25,7 +25,7 @@ echo pwned >"$OUTSIDE/written-by-agent" 2>/dev/null && say "wrote $OUTSIDE"
 echo pwned >/tmp/../"$OUTSIDE"/tmp-escape 2>/dev/null
 say "== Redis without the password"
 if exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT" 2>/dev/null; then
-  printf 'PING\r\n' >&3; read -r line <&3; say "redis said: $line"; exec 3>&-
+  printf '*1\r\n$4\r\nPING\r\n' >&3; read -r -t 5 line <&3; say "redis said: $line"; exec 3>&-
 else
   say "redis unreachable"
 fi
