@@ -216,18 +216,30 @@ func checkpointed(run *Run) bool {
 	return false
 }
 
-// recordFinished records how the engine's run ended. The decisions were handed to the engine; the
-// parked tasks are those the engine says are parked.
-func recordFinished(run *Run, status RunStatus, out runner.Outcome) error {
-	run.Status = status
+// recordFinished records how the engine's run ended. The decisions in handed were given to the engine
+// and are done; a decision taken while the job ran (on a task parked during the job) is kept, its task
+// leaves the parked list, and the run is queued for the job its decision enqueued. The parked tasks
+// are those the engine says are parked. A run aborted while the job ran stays aborted.
+func recordFinished(run *Run, status RunStatus, out runner.Outcome, handed map[string]Decision) error {
+	if run.Status != StatusAborted {
+		run.Status = status
+	}
 	run.Error = out.Error
 	if out.Head != "" {
 		run.Head = out.Head
 	}
+	late := map[string]Decision{}
+	for id, d := range run.Decisions {
+		if h, ok := handed[id]; !ok || h.Key != d.Key || h.Kind != d.Kind {
+			late[id] = d
+		}
+	}
 	run.Decisions = nil
 	parked := map[string]bool{}
 	for _, e := range out.Parked {
-		parked[e.TaskID] = true
+		if _, decided := late[e.TaskID]; !decided {
+			parked[e.TaskID] = true
+		}
 	}
 	kept := run.Parked[:0]
 	for _, p := range run.Parked {
@@ -236,5 +248,9 @@ func recordFinished(run *Run, status RunStatus, out runner.Outcome) error {
 		}
 	}
 	run.Parked = kept
+	if len(late) > 0 && run.Status == StatusParked {
+		run.Decisions = late
+		run.Status = StatusQueued
+	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -383,12 +384,13 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	if run.Plan != "" {
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
 	}
+	handed := maps.Clone(run.Decisions)
 	out, runErr := runner.Run(lctx, opts)
 	run = rep.Run()
 	if runErr != nil {
 		return h.retryOrFail(ctx, lctx, gh, run, runErr, log)
 	}
-	return h.finish(ctx, gh, run, out, log)
+	return h.finish(ctx, gh, run, out, handed, log)
 }
 
 // engineDecisions hands the run's decisions to the engine, and keeps every other parked task parked:
@@ -472,7 +474,7 @@ func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls Pulls, run *R
 
 // finish records how the engine's run ended, readies the pull request of a finished run and
 // publishes the final summary.
-func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Outcome, log *slog.Logger) (string, error) {
+func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Outcome, handed map[string]Decision, log *slog.Logger) (string, error) {
 	status, result := StatusSucceeded, ResultSucceeded
 	switch out.Status {
 	case runner.StatusParked:
@@ -488,7 +490,7 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 			return ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
 		}
 	}
-	run, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error { return recordFinished(r, status, out) })
+	run, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error { return recordFinished(r, status, out, handed) })
 	if err != nil {
 		return ResultRetry, err
 	}

@@ -497,7 +497,11 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 		if d.Key != "" && slices.Contains(r.DecisionKeys, d.Key) {
 			return errAlreadyDecided
 		}
-		if (r.Status != StatusParked && r.Status != StatusQueued) || len(r.Parked) == 0 {
+		// A task is parked (in r.Parked) before its escalation comment and buttons appear, while the
+		// job may still work on other tasks: a running run takes decisions on its parked tasks too, and
+		// the job hands them on when it ends (see recordFinished).
+		running := r.Status == StatusRunning
+		if (r.Status != StatusParked && r.Status != StatusQueued && !running) || len(r.Parked) == 0 {
 			return &NotParkedError{Reason: fmt.Sprintf("run %s is %s, not waiting for a decision", r.ID, r.Status)}
 		}
 		if d.TaskID == "" {
@@ -510,7 +514,8 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 			}
 			return &NotParkedError{Reason: fmt.Sprintf("run %s waits on task %s, not %s", r.ID, strings.Join(waiting, ", "), d.TaskID)}
 		}
-		if headSHA != "" && r.Head != "" && headSHA != r.Head {
+		// While the run is running, its own checkpoints move the branch; the head is checked once it stops.
+		if !running && headSHA != "" && r.Head != "" && headSHA != r.Head {
 			return &NotParkedError{Reason: fmt.Sprintf("branch %s moved from %s to %s since the run parked",
 				r.Branch, short(r.Head), short(headSHA))}
 		}
@@ -542,7 +547,9 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 			r.Decisions = map[string]Decision{}
 		}
 		r.Decisions[d.TaskID] = d
-		r.Status = StatusQueued
+		if !running {
+			r.Status = StatusQueued
+		}
 		return nil
 	})
 	if errors.Is(err, errAlreadyDecided) {

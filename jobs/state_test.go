@@ -195,6 +195,14 @@ func TestStoreDecide(t *testing.T) {
 		}, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "again"}}, "", "", StatusQueued},
 		{"other task", park, Decision{TaskID: "1.1", Decision: runner.Decision{Kind: runner.DecisionApprove}}, "aaaaaaaaaa", "waits on task 1.2, not 1.1", StatusParked},
 		{"running", func(r *Run) error { r.Status = StatusRunning; return nil }, Decision{Decision: runner.Decision{Kind: runner.DecisionApprove}}, "x", "is running, not waiting", StatusRunning},
+		// Parked while the job still runs (or after its worker died): the answer is taken at once; the
+		// branch moving under the job's own checkpoints does not refuse it.
+		{"parked while running", func(r *Run) error {
+			r.Status = StatusRunning
+			r.Parked = []Parked{{TaskID: "1.2", Attempt: 3}}
+			r.Head = "aaaaaaaaaa"
+			return nil
+		}, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "smaller steps"}}, "cccccccccc", "", StatusRunning},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,6 +231,10 @@ func TestStoreDecide(t *testing.T) {
 				t.Fatalf("status = %s, want %s", r.Status, tt.wantStatus)
 			}
 			switch tt.wantStatus {
+			case StatusRunning:
+				if tt.wantErr == "" && (len(r.Parked) != 0 || r.Decisions["1.2"].Guidance != tt.decision.Guidance) {
+					t.Errorf("after decision: parked %+v decisions %+v", r.Parked, r.Decisions)
+				}
 			case StatusQueued:
 				d := r.Decisions["1.2"]
 				if len(r.Parked) != 0 || d.Kind != tt.decision.Kind || d.Guidance != tt.decision.Guidance || d.TaskID != "1.2" {
