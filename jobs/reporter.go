@@ -124,6 +124,15 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	if err := r.record(ctx, func(run *Run) error { return recordRunStarted(run, ev) }); err != nil {
 		return err
 	}
+	// A job that died after a task's checkpoint was pushed left its check run in progress; the task
+	// is found done from its trailers now, and its check run gets the conclusion it missed.
+	for _, t := range r.run.Tasks {
+		if t.Status == templates.StatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
+			if err := r.finishCheckRun(ctx, &t, templates.StatusPassed, "", CheckRun{Conclusion: ConclusionSuccess, Title: "Verified"}); err != nil {
+				return err
+			}
+		}
+	}
 	if r.run.PR == 0 && hasWork(ev.Tasks) {
 		pr, err := ensurePullRequest(ctx, r.gh, r.run, ev.Tasks)
 		if err != nil {

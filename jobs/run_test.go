@@ -341,6 +341,44 @@ func TestRunJobFailingAfterACheckpointKeepsItsPullRequest(t *testing.T) {
 	}
 }
 
+// TestRunJobConcludesCheckRunsOfADeadJob: a job dies after task 1.1's checkpoint was pushed but before
+// its check run was completed; the next job finds the task done from its trailers and completes the
+// check run it left in progress. No task gets a second check run or a second checkpoint.
+func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
+	jh, repo := runWorld(t, map[string]string{"README.md": "x\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.mu.Lock()
+	// Call 1 turns 1.1's check run to "attempt 1"; call 2, its completion after the push, fails.
+	jh.gh.okCalls["UpdateCheckRun"], jh.gh.fail["UpdateCheckRun"], jh.gh.failTimes["UpdateCheckRun"] = 1, errors.New("connection reset"), 1
+	jh.gh.mu.Unlock()
+	if err := jh.runJob(issueRun(4)); err == nil {
+		t.Fatal("first job: want the error that ends it")
+	}
+	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
+	if run.Status != StatusRunning || run.Tasks[0].Checkpoint == "" || run.Tasks[0].CheckRunDone {
+		t.Fatalf("after the first job: %s, task 1.1 checkpoint %q check run done %t", run.Status, run.Tasks[0].Checkpoint, run.Tasks[0].CheckRunDone)
+	}
+	if err := jh.runJob(issueRun(4)); err != nil {
+		t.Fatalf("second job: %v", err)
+	}
+	run, _ = jh.store.ByNumber(context.Background(), "o", "r", 4)
+	if run.Status != StatusSucceeded {
+		t.Fatalf("run = %s", run.Status)
+	}
+	if n := jh.gh.Calls("CreateCheckRun"); n != 2 {
+		t.Errorf("%d check runs created, want one per task", n)
+	}
+	for id, cr := range jh.gh.checkRuns {
+		if cr.Status != "completed" || cr.Conclusion != ConclusionSuccess {
+			t.Errorf("check run %d %q: %s %s", id, cr.Name, cr.Status, cr.Conclusion)
+		}
+	}
+	log := gittest.Git(t, repo.Work, "--git-dir="+repo.Remote, "log", "--format=%s", "akira/issue-4")
+	if n := strings.Count(log, "1.1"); n != 1 {
+		t.Errorf("task 1.1 committed %d times:\n%s", n, log)
+	}
+}
+
 func TestStatusOfARun(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
 	jh.gh.permissions["alice"] = "write"

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/go-github/v60/github"
+
 	"github.com/akira-bot/akira/jobs"
 )
 
@@ -84,9 +86,27 @@ type checkRunResponse struct {
 // CreateCheckRun implements jobs.Checks: it creates a check run and returns its id and web URL.
 // Annotations beyond the first 50 are sent by further updates, 50 at a time, as GitHub's API requires.
 // Summary and Text are cut to GitHub's limit with a note; Title defaults to Name.
+//
+// A check run in progress with the same external_id, name and head commit that this App created
+// already (a job died after GitHub created it, before its id was stored) is updated and returned
+// instead: a task never gets a second check run with the first left in progress. Completed ones are
+// not reused: a new round of a task after a decision gets a new check run.
 func (c *Client) CreateCheckRun(ctx context.Context, owner, repo string, cr jobs.CheckRun) (int64, string, error) {
 	if cr.Name == "" || cr.HeadSHA == "" {
 		return 0, "", errors.New("gh: create check run: name and head sha are required")
+	}
+	if cr.ExternalID != "" {
+		id, htmlURL, err := c.findCheckRun(ctx, owner, repo, cr)
+		if err != nil {
+			return 0, "", err
+		}
+		if id != 0 {
+			c.log.Info("check run exists already; updating it", "check_run", id, "external_id", cr.ExternalID)
+			if err := c.UpdateCheckRun(ctx, owner, repo, id, cr); err != nil {
+				return 0, "", err
+			}
+			return id, htmlURL, nil
+		}
 	}
 	body, out, batches, err := c.checkRunBody(cr, true)
 	if err != nil {
@@ -120,6 +140,30 @@ func (c *Client) UpdateCheckRun(ctx context.Context, owner, repo string, id int6
 		return apiErr(fmt.Sprintf("update check run %d", id), err)
 	}
 	return c.sendAnnotations(ctx, owner, repo, id, out, batches)
+}
+
+// findCheckRun looks for the App's check run of cr's name and external_id on cr's head commit.
+func (c *Client) findCheckRun(ctx context.Context, owner, repo string, cr jobs.CheckRun) (int64, string, error) {
+	opts := &github.ListCheckRunsOptions{CheckName: github.String(cr.Name), Filter: github.String("all"),
+		Status: github.String("in_progress"), ListOptions: github.ListOptions{PerPage: 100}}
+	if c.app != nil && c.app.cfg.AppID != 0 {
+		opts.AppID = github.Int64(c.app.cfg.AppID)
+	}
+	for {
+		res, resp, err := c.gh.Checks.ListCheckRunsForRef(ctx, owner, repo, cr.HeadSHA, opts)
+		if err != nil {
+			return 0, "", apiErr("find check run", err)
+		}
+		for _, run := range res.CheckRuns {
+			if run.GetExternalID() == cr.ExternalID {
+				return run.GetID(), run.GetHTMLURL(), nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return 0, "", nil
+		}
+		opts.Page = resp.NextPage
+	}
 }
 
 func checkRunPath(owner, repo string, id int64) string {

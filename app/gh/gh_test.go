@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,6 +367,43 @@ func annotations(n int) []jobs.Annotation {
 	return out
 }
 
+// TestCreateCheckRunOnce: a create whose answer was lost (the job died) and is sent again finds the
+// check run GitHub made and updates it; a completed one is not reused.
+func TestCreateCheckRunOnce(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	sha := e.srv.Branch(owner, repo, "main")
+	cr := jobs.CheckRun{Name: "akira: 1.1 First", HeadSHA: sha, Status: gh.StatusInProgress, ExternalID: "run-1/1.1", Title: "Running", Summary: "attempt 1"}
+	first, _, err := e.c.CreateCheckRun(ctx, owner, repo, cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr.Summary = "attempt 1, again"
+	again, _, err := e.c.CreateCheckRun(ctx, owner, repo, cr)
+	if err != nil || again != first {
+		t.Fatalf("second create = %d, %v; want the first check run %d", again, err, first)
+	}
+	if n := len(e.srv.CheckRuns(owner, repo)); n != 1 {
+		t.Fatalf("%d check runs, want 1", n)
+	}
+	// Another task, or another run's same task: a check run of its own.
+	other := cr
+	other.ExternalID = "run-2/1.1"
+	if id, _, err := e.c.CreateCheckRun(ctx, owner, repo, other); err != nil || id == first {
+		t.Fatalf("create for another run = %d, %v", id, err)
+	}
+	// Completed: a new round gets a new check run.
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, first, jobs.CheckRun{Conclusion: "action_required", Title: "Needs a decision", Summary: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if id, _, err := e.c.CreateCheckRun(ctx, owner, repo, cr); err != nil || id == first {
+		t.Fatalf("create after completion = %d, %v; want a new check run", id, err)
+	}
+	if n := len(e.srv.CheckRuns(owner, repo)); n != 3 {
+		t.Fatalf("%d check runs, want 3", n)
+	}
+}
+
 func TestCheckRunAnnotationBatches(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
@@ -385,7 +423,9 @@ func TestCheckRunAnnotationBatches(t *testing.T) {
 	if id == 0 || url == "" {
 		t.Fatalf("CreateCheckRun = %d, %q", id, url)
 	}
-	sent := e.requests("", "/check-runs")
+	sent := slices.DeleteFunc(e.requests("", "/check-runs"), func(r githubtest.Request) bool {
+		return r.Method == http.MethodGet // the lookup of an existing check run
+	})
 	var perRequest []int
 	for _, r := range sent {
 		var body struct {
