@@ -202,6 +202,13 @@ func (f *fakeGitHub) EditComment(_ context.Context, _, _ string, id int64, body 
 	return fmt.Errorf("comment %d: %w", id, ErrGitHubNotFound)
 }
 
+// deleteComment is a person deleting a comment.
+func (f *fakeGitHub) deleteComment(id int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.comments = slices.DeleteFunc(f.comments, func(c *fakeComment) bool { return c.ID == id })
+}
+
 func (f *fakeGitHub) FindComment(_ context.Context, _, _ string, number int, marker string) (int64, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -44,10 +44,18 @@ func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
 		return r, err
 	}
 	if r.SummaryCommentID != 0 {
-		if err := p.gh.EditComment(ctx, r.Owner, r.Repo, r.SummaryCommentID, body); err != nil {
+		err := p.gh.EditComment(ctx, r.Owner, r.Repo, r.SummaryCommentID, body)
+		if err == nil {
+			return r, nil
+		}
+		if !errors.Is(err, ErrGitHubNotFound) {
 			return r, fmt.Errorf("jobs: edit summary: %w", err)
 		}
-		return r, nil
+		// Someone deleted the summary: post it again and keep the new one.
+		p.log.Info("summary comment deleted; posting it again", "comment", r.SummaryCommentID)
+		if r, err = p.store.Update(ctx, r.ID, forgetSummaryComment(r.SummaryCommentID)); err != nil {
+			return r, err
+		}
 	}
 	id, url, err := p.gh.FindComment(ctx, r.Owner, r.Repo, number, templates.SummaryMarker(r.ID))
 	found := err == nil

@@ -186,6 +186,16 @@ func recordPullRequest(pr *PullRequest) func(*Run) error {
 	}
 }
 
+// forgetSummaryComment drops the stored summary comment when it is still the deleted one.
+func forgetSummaryComment(deleted int64) func(*Run) error {
+	return func(run *Run) error {
+		if run.SummaryCommentID == deleted {
+			run.SummaryCommentID, run.SummaryURL = 0, ""
+		}
+		return nil
+	}
+}
+
 func recordSummaryComment(id int64, url string) func(*Run) error {
 	return func(run *Run) error {
 		if run.SummaryCommentID == 0 {

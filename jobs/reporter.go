@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -297,6 +298,18 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 			return err
 		}
 		t = r.run.Task(ev.TaskID)
+	}
+	if t.EscalationCommentID != 0 && !fresh {
+		// Kept parked across jobs: the comment may have been deleted since; then it is posted again.
+		_, _, err := r.gh.FindComment(ctx, r.run.Owner, r.run.Repo, summaryNumber(r.run), escalationRoundMarker(r.run.ID, t.ID, t.Escalations))
+		if errors.Is(err, ErrGitHubNotFound) {
+			if err := r.record(ctx, recordEscalationComment(t.ID, 0, "")); err != nil {
+				return err
+			}
+			t = r.run.Task(ev.TaskID)
+		} else if err != nil {
+			return fmt.Errorf("find escalation comment: %w", err)
+		}
 	}
 	if t.EscalationCommentID == 0 {
 		body, err := escalationBody(r.run, t, esc, r.maxAttempts)

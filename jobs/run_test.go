@@ -379,6 +379,68 @@ func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 	}
 }
 
+// TestRunSurvivesDeletedComments: someone deletes the summary and both escalations while the run is
+// parked on two tasks; the answer on one is still taken, the summary and the other task's escalation
+// are posted again (their new ids stored), and the skipped task's escalation is not.
+func TestRunSurvivesDeletedComments(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n- [ ] 1.3 Will fail too\n"})
+	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	if err := jh.runJob(issueRun(4)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, _ := jh.store.ByNumber(ctx, "o", "r", 4)
+	if run.Status != StatusParked || run.SummaryCommentID == 0 {
+		t.Fatalf("run = %s summary %d", run.Status, run.SummaryCommentID)
+	}
+	if len(run.Parked) != 2 {
+		t.Fatalf("parked = %+v, want 1.2 and 1.3", run.Parked)
+	}
+	deleted, deletedEsc := run.SummaryCommentID, run.Task("1.3").EscalationCommentID
+	jh.gh.deleteComment(deleted)
+	jh.gh.deleteComment(run.Task("1.2").EscalationCommentID)
+	jh.gh.deleteComment(deletedEsc)
+
+	jh.gh.refs["heads/akira/issue-4"] = run.Head
+	if err := jh.resumeJob(ResumePayload{CommentID: 900, InstallationID: 7, Owner: "o", Repo: "r", Number: run.PR,
+		Decision: runner.DecisionSkip, Sender: "alice"}); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	conts := queued[RunPayload](jh, TypeRun)
+	if len(conts) != 1 {
+		t.Fatalf("continuations = %+v", conts)
+	}
+	if err := jh.runJob(conts[0]); err != nil {
+		t.Fatalf("continued run: %v", err)
+	}
+	run, _ = jh.store.Get(ctx, run.ID)
+	if run.Status != StatusParked || run.SummaryCommentID == 0 || run.SummaryCommentID == deleted {
+		t.Fatalf("run = %s, summary %d (deleted %d)", run.Status, run.SummaryCommentID, deleted)
+	}
+	esc := run.Task("1.3")
+	if esc.EscalationCommentID == 0 || esc.EscalationCommentID == deletedEsc {
+		t.Fatalf("escalation of 1.3 = %d (deleted %d), want it posted again", esc.EscalationCommentID, deletedEsc)
+	}
+	var escalations []string
+	for _, c := range jh.gh.commentsOn(run.PR) {
+		if strings.Contains(c, "akira:escalation-round") {
+			escalations = append(escalations, c)
+		}
+	}
+	if len(escalations) != 1 || !strings.Contains(escalations[0], "task=1.3") {
+		t.Fatalf("escalations on the pull request = %q, want 1.3's posted again", escalations)
+	}
+	var summaries int
+	for _, c := range jh.gh.commentsOn(run.PR) {
+		if strings.Contains(c, templates.SummaryMarker(run.ID)) {
+			summaries++
+		}
+	}
+	if summaries != 1 {
+		t.Fatalf("%d summary comments, want the one posted again", summaries)
+	}
+}
+
 func TestStatusOfARun(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
 	jh.gh.permissions["alice"] = "write"
