@@ -302,6 +302,7 @@ func (f *fakeGitHub) GetPullRequest(_ context.Context, _, _ string, number int) 
 		return nil, fmt.Errorf("pull request #%d: %w", number, ErrGitHubNotFound)
 	}
 	c := *pr
+	c.Closed = c.Closed || f.closed[number]
 	return &c, nil
 }
 

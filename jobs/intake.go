@@ -136,9 +136,10 @@ const reactionAccepted = "eyes"
 // intake is one delivery being handled: its payload, its installation's GitHub client and the log
 // line fields every line of it carries.
 type intake struct {
-	p   IntakePayload
-	gh  GitHub
-	log *slog.Logger
+	p     IntakePayload
+	store *Store
+	gh    GitHub
+	log   *slog.Logger
 	// retried says an earlier try of this job may have posted replies already.
 	retried bool
 }
@@ -165,7 +166,7 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 		return ResultRetry, err
 	}
 	n, _ := asynq.GetRetryCount(ctx)
-	in := &intake{p: p, gh: gh, log: log, retried: n > 0}
+	in := &intake{p: p, store: h.d.Store, gh: gh, log: log, retried: n > 0}
 	var result string
 	switch {
 	case p.Comment != nil:
@@ -228,7 +229,7 @@ func (in *intake) react(ctx context.Context, commentID int64) {
 
 // reply posts an answer on the issue or pull request, once per delivery.
 func (in *intake) reply(ctx context.Context, number int, body string) error {
-	return replyOnce(ctx, in.gh, in.p.Owner, in.p.Repo, number, "delivery-"+in.p.DeliveryID, body, in.retried)
+	return replyOnce(ctx, in.store, in.gh, in.p.Owner, in.p.Repo, number, "delivery-"+in.p.DeliveryID, body, in.retried)
 }
 
 // enqueued treats a duplicate as success: the work is queued already.

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -156,6 +157,27 @@ func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
 // Each GitHub call of the intake failing (a 5xx, a secondary rate limit the client gave up on) fails
 // the job, and asynq retries it; the retry does the work once. A reply GitHub made although its answer
 // was lost is found again by its marker, not posted twice.
+// TestIntakeRepliesOncePerDelivery: the same delivery handled twice as a new job (GitHub redelivered it
+// after asynq had forgotten the task) answers help, status and a refusal once each.
+func TestIntakeRepliesOncePerDelivery(t *testing.T) {
+	jh := newJobsHarness(t)
+	jh.gh.permissions["alice"] = "write"
+	jh.gh.permissions["rita"] = "read"
+	for i, p := range []IntakePayload{comment("alice", "/akira help", 4), comment("alice", "/akira status", 5), comment("rita", "/akira run", 6)} {
+		p.DeliveryID = fmt.Sprintf("same-delivery-%d", i)
+		for range 2 {
+			if err := jh.intake(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, n := range []int{4, 5, 6} {
+		if got := jh.gh.commentsOn(n); len(got) != 1 {
+			t.Errorf("comments on #%d = %q, want one reply", n, got)
+		}
+	}
+}
+
 func TestIntakeRetriesWithoutDoublePosting(t *testing.T) {
 	for _, op := range []string{"Permission", "GetFile", "CreateComment", "PullRequestFiles", "AddReaction"} {
 		t.Run(op, func(t *testing.T) {

@@ -136,6 +136,8 @@ type PullRequest struct {
 	BaseRef string
 	// HeadRepo is "owner/name" of the head branch's repository; empty when it was deleted.
 	HeadRepo string
+	// Closed is true for a closed pull request, Merged for a merged one (closed too).
+	Closed, Merged bool
 }
 
 // NewPullRequest is a pull request to open.

@@ -91,14 +91,19 @@ func clip(s string) string {
 // replyMarker is hidden in a reply so that a retried job finds it instead of posting it again.
 func replyMarker(key string) string { return "<!-- akira:reply " + key + " -->" }
 
-// replyOnce posts body on an issue or pull request once per key. On a job's first try nothing can have
-// been posted yet, so the search (a listing of every comment) is only made by retries.
-func replyOnce(ctx context.Context, c Comments, owner, repo string, number int, key, body string, retried bool) error {
+// replyOnce posts body on an issue or pull request once per key: a key Redis has seen answered is not
+// answered again (the same delivery twice, a redelivery after asynq forgot the task). A try that died
+// between posting and recording is covered by the search for the hidden marker, which only retries
+// make: on a job's first try nothing can have been posted yet.
+func replyOnce(ctx context.Context, store *Store, c Comments, owner, repo string, number int, key, body string, retried bool) error {
+	if done, err := store.replied(ctx, key); err != nil || done {
+		return err
+	}
 	marker := replyMarker(key)
 	if retried {
 		_, _, err := c.FindComment(ctx, owner, repo, number, marker)
 		if err == nil {
-			return nil
+			return store.markReplied(ctx, key)
 		}
 		if !errors.Is(err, ErrGitHubNotFound) {
 			return err
@@ -107,5 +112,5 @@ func replyOnce(ctx context.Context, c Comments, owner, repo string, number int, 
 	if _, _, err := c.CreateComment(ctx, owner, repo, number, strings.TrimRight(body, "\n")+"\n\n"+marker+"\n"); err != nil {
 		return err
 	}
-	return nil
+	return store.markReplied(ctx, key)
 }

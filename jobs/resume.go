@@ -168,7 +168,7 @@ func (h *Handler) decisionIgnored(ctx context.Context, c Comments, p ResumePaylo
 	msg := render("decision_ignored", templates.DecisionIgnored{Decision: string(p.Decision), ByButton: p.ByButton, Reason: why},
 		"`/akira "+string(p.Decision)+"` did nothing: "+why+".")
 	retried, _ := asynq.GetRetryCount(ctx)
-	if err := replyOnce(ctx, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
+	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
 		return ResultRetry, fmt.Errorf("jobs: reply: %w", err)
 	}
 	return ResultRefused, nil

@@ -248,7 +248,7 @@ func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *R
 func (h *Handler) refuseUntrustedPlan(ctx context.Context, c Comments, p RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
 	text := untrustedPlanText(up)
-	if err := replyOnce(ctx, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
+	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
 		return fmt.Errorf("jobs: post untrusted plan: %w", err)
 	}
 	return nil
@@ -285,7 +285,7 @@ func (h *Handler) refuseConfig(ctx context.Context, c Comments, p RunPayload, er
 	}
 	if p.Number > 0 {
 		retried, _ := asynq.GetRetryCount(ctx)
-		if rerr := replyOnce(ctx, c, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
+		if rerr := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
 			configErrorText(ce, "start the run", "", ""), retried > 0); rerr != nil {
 			return fmt.Errorf("jobs: post configuration error: %w", rerr)
 		}
@@ -314,7 +314,7 @@ func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy
 		}
 		msg := render("branch_busy", data, "A run is already in progress on `"+active.Branch+"`.")
 		retried, _ := asynq.GetRetryCount(ctx)
-		if err := replyOnce(ctx, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
+		if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
 			return ResultRetry, fmt.Errorf("jobs: reply that the branch is busy: %w", err)
 		}
 	}

@@ -255,6 +255,28 @@ func (s *Store) indexKey(owner, repo string, number int) string {
 	return s.prefix + "runidx:" + repoKey(owner, repo) + "#" + strconv.Itoa(number)
 }
 
+// replyRetention is how long a reply's key is remembered: longer than GitHub offers redelivery.
+const replyRetention = 7 * 24 * time.Hour
+
+func (s *Store) replyKey(key string) string { return s.prefix + "reply:" + key }
+
+// replied reports whether the reply of key was posted.
+func (s *Store) replied(ctx context.Context, key string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.replyKey(key)).Result()
+	if err != nil {
+		return false, fmt.Errorf("jobs: reply %s: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// markReplied records that the reply of key was posted.
+func (s *Store) markReplied(ctx context.Context, key string) error {
+	if err := s.rdb.Set(ctx, s.replyKey(key), "1", replyRetention).Err(); err != nil {
+		return fmt.Errorf("jobs: reply %s: %w", key, err)
+	}
+	return nil
+}
+
 func (s *Store) branchKey(owner, repo, branch string) string {
 	return s.prefix + "branchrun:" + repoKey(owner, repo) + ":" + branch
 }

@@ -17,7 +17,7 @@ func toPR(p *github.PullRequest) *jobs.PullRequest {
 	return &jobs.PullRequest{
 		Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Draft: p.GetDraft(),
 		HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), BaseRef: p.GetBase().GetRef(),
-		HeadRepo: p.GetHead().GetRepo().GetFullName(),
+		HeadRepo: p.GetHead().GetRepo().GetFullName(), Closed: p.GetState() == "closed", Merged: p.GetMerged(),
 	}
 }
 

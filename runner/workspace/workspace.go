@@ -95,6 +95,9 @@ type Workspace struct {
 	gitDir     string // the repository's git directory, outside Dir
 	config     []byte // gitDir/config as Akira wrote it, put back before every git command
 	checkpoint string
+	// pushed is the remote branch's head as this workspace last saw it ("" while it does not exist):
+	// a push must find it there, so a branch someone deleted or moved is never overwritten or recreated.
+	pushed string
 	parked     map[string]string // sanitized task id -> sha of refs/akira/parked/<branch>/<id>
 }
 
@@ -314,6 +317,9 @@ func (w *Workspace) Checkout(ctx context.Context, branch string) error {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	w.checkpoint = head
+	if !w.Created {
+		w.pushed = head
+	}
 	prefix := w.parkedPrefix()
 	if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "--", w.opts.Remote, "+"+prefix+"*:"+prefix+"*"); err != nil {
 		return fmt.Errorf("workspace: fetch parked work: %w", err)
@@ -468,18 +474,26 @@ func (w *Workspace) Reset(ctx context.Context) error {
 	return nil
 }
 
-// Push publishes the branch to the remote with an explicit refspec and a plain (fast-forward only)
-// push. When someone else moved the remote branch meanwhile, the error wraps ErrPushRejected.
+// Push publishes the branch to the remote with an explicit refspec, leased on the head this workspace
+// last saw there: when someone else moved the remote branch meanwhile, or deleted it, the error wraps
+// ErrPushRejected (a deleted branch is not recreated behind the back of whoever deleted it).
 func (w *Workspace) Push(ctx context.Context) error {
 	ref := "refs/heads/" + w.Branch
-	out, err := w.remote(ctx, w.Dir, "push", "--porcelain", "--", w.opts.Remote, ref+":"+ref)
+	head, err := w.Git(ctx, "rev-parse", "HEAD")
+	if err != nil {
+		return fmt.Errorf("workspace: push %s: %w", w.Branch, err)
+	}
+	// Only descendants of the leased head are ever pushed, so the lease is what keeps this a
+	// fast-forward; an empty expectation means the branch must not exist yet.
+	out, err := w.remote(ctx, w.Dir, "push", "--porcelain", "--force-with-lease="+ref+":"+w.pushed, "--", w.opts.Remote, ref+":"+ref)
 	if err != nil {
 		if rejected(out) {
-			return fmt.Errorf("workspace: push %s: %w (someone else pushed to it); run again to continue from the new head",
+			return fmt.Errorf("workspace: push %s: %w (someone else pushed to it or deleted it); run again to continue from the new head",
 				w.Branch, ErrPushRejected)
 		}
 		return fmt.Errorf("workspace: push %s: %w", w.Branch, err)
 	}
+	w.pushed = head
 	return nil
 }
 

@@ -199,6 +199,39 @@ func TestEmptyCheckpointIsStillACommit(t *testing.T) {
 	}
 }
 
+// TestPushNeverRecreatesADeletedBranch: a person deletes the run's branch while the run works; the
+// next push is rejected instead of bringing the branch back, and a new branch cannot be pushed over
+// one someone else created meanwhile.
+func TestPushNeverRecreatesADeletedBranch(t *testing.T) {
+	repo := gittest.New(t, map[string]string{"README.md": "hello\n"})
+	w := open(t, repo.Remote, "akira/x")
+	write(t, w.Dir, "a.txt", "a\n")
+	commit(t, w, "one\n")
+	if err := w.Push(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo.Work, "--git-dir="+repo.Remote, "update-ref", "-d", "refs/heads/akira/x")
+	write(t, w.Dir, "b.txt", "b\n")
+	commit(t, w, "two\n")
+	if err := w.Push(context.Background()); !errors.Is(err, ErrPushRejected) {
+		t.Fatalf("push after the branch was deleted = %v, want ErrPushRejected", err)
+	}
+	if out := gittest.Git(t, repo.Work, "--git-dir="+repo.Remote, "branch", "--list", "akira/x"); out != "" {
+		t.Fatalf("the deleted branch is back: %q", out)
+	}
+
+	fresh := open(t, repo.Remote, "akira/y")
+	other := open(t, repo.Remote, "akira/y")
+	commit(t, other, "theirs\n")
+	if err := other.Push(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, fresh, "ours\n")
+	if err := fresh.Push(context.Background()); !errors.Is(err, ErrPushRejected) {
+		t.Fatalf("push of a new branch someone created meanwhile = %v, want ErrPushRejected", err)
+	}
+}
+
 func TestPushRejectedWhenRemoteMoved(t *testing.T) {
 	repo := gittest.New(t, map[string]string{"README.md": "hello\n"})
 	w1 := open(t, repo.Remote, "akira/x")
