@@ -357,6 +357,12 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	}
 	log.Info("run job: working", "job", run.Jobs, "decisions", len(run.Decisions), "parked", len(run.Parked))
 
+	if why, err := h.goneByPeople(lctx, gh, run); err != nil {
+		return ResultRetry, err
+	} else if why != "" {
+		return h.stopForPeople(ctx, gh, run, why, log)
+	}
+
 	_, profile, err := h.d.Operator.Agent(run.Agent)
 	if err != nil {
 		return h.fail(ctx, gh, run, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry), log)
@@ -391,6 +397,80 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		return h.retryOrFail(ctx, lctx, gh, run, runErr, log)
 	}
 	return h.finish(ctx, gh, run, out, handed, log)
+}
+
+// goneByPeople says why the run cannot go on when a person closed its pull request or deleted its
+// branch since the last job; "" when both are still there.
+func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string, error) {
+	if run.PR != 0 {
+		pr, err := gh.GetPullRequest(ctx, run.Owner, run.Repo, run.PR)
+		if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+			return "", fmt.Errorf("jobs: pull request #%d: %w", run.PR, err)
+		}
+		switch {
+		case err != nil:
+			return fmt.Sprintf("pull request #%d no longer exists", run.PR), nil
+		case pr.Merged:
+			return fmt.Sprintf("pull request #%d was merged", run.PR), nil
+		case pr.Closed:
+			return fmt.Sprintf("pull request #%d was closed", run.PR), nil
+		}
+	}
+	// A branch the run pushed to before (its pull request comes from it, or a checkpoint is on it)
+	// must still be there: the run never recreates it.
+	if run.PR != 0 || checkpointed(run) {
+		_, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
+		if errors.Is(err, ErrGitHubNotFound) {
+			return fmt.Sprintf("the branch `%s` was deleted", run.Branch), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("jobs: branch %s: %w", run.Branch, err)
+		}
+	}
+	return "", nil
+}
+
+// stopForPeople ends a run whose pull request or branch a person took away: the run is stopped (not
+// failed: nothing went wrong), its open check runs are cancelled, the summary says why, and the issue
+// it came from gets a note, since the pull request's comments may no longer be read.
+func (h *Handler) stopForPeople(ctx context.Context, gh GitHub, run *Run, why string, log *slog.Logger) (string, error) {
+	log.Info("run job: stopped by what people did", "why", why)
+	run, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error {
+		r.Status, r.Error = StatusAborted, why
+		for i := range r.Tasks {
+			if t := &r.Tasks[i]; t.Status == templates.StatusPending || t.Status == templates.StatusRunning || t.Status == templates.StatusEscalated {
+				t.Status = templates.StatusAborted
+			}
+		}
+		r.Parked, r.Decisions = nil, nil
+		return nil
+	})
+	if err != nil {
+		return ResultRetry, err
+	}
+	for _, t := range run.Tasks {
+		if t.CheckRunID != 0 && !t.CheckRunDone {
+			if err := gh.UpdateCheckRun(ctx, run.Owner, run.Repo, t.CheckRunID, CheckRun{Conclusion: ConclusionCancelled,
+				Title: "Stopped", Summary: "The run stopped: " + why + "."}); err != nil && !errors.Is(err, ErrGitHubNotFound) {
+				return ResultRetry, fmt.Errorf("jobs: cancel check run of %s: %w", t.ID, err)
+			}
+			if run, err = h.d.Store.Update(ctx, run.ID, recordCheckRunDone(t.ID)); err != nil {
+				return ResultRetry, err
+			}
+		}
+	}
+	p := publisher{gh: gh, store: h.d.Store, log: log}
+	if _, err := p.publishSummary(ctx, run); err != nil && !errors.Is(err, ErrGitHubNotFound) {
+		return ResultRetry, err
+	}
+	if run.Issue != 0 && run.Issue != run.PR {
+		retried, _ := asynq.GetRetryCount(ctx)
+		note := fmt.Sprintf("Akira stopped run `%s`: %s. Reply `/akira run` here to start again.", run.ID, why)
+		if err := replyOnce(ctx, h.d.Store, gh, run.Owner, run.Repo, run.Issue, "stopped-"+run.ID, note, retried > 0); err != nil {
+			return ResultRetry, fmt.Errorf("jobs: note on issue #%d: %w", run.Issue, err)
+		}
+	}
+	return ResultAborted, nil
 }
 
 // engineDecisions hands the run's decisions to the engine, and keeps every other parked task parked:

@@ -489,3 +489,58 @@ func TestRecordUsageAndBlocked(t *testing.T) {
 		t.Error("an event for a task the run does not have must be an error")
 	}
 }
+
+// TestRunStopsWhenPeopleTakeItsPullRequestOrBranch: a person closes the run's pull request, or
+// deletes its branch, while the run waits; the next job stops the run with the reason in the summary
+// and a note on the issue, cancels its open check runs, and pushes nothing.
+func TestRunStopsWhenPeopleTakeItsPullRequestOrBranch(t *testing.T) {
+	for _, tc := range []struct {
+		name, why string
+		act       func(jh *jobsHarness, repo gittest.Repo, run *Run)
+	}{
+		{"closed", "was closed", func(jh *jobsHarness, _ gittest.Repo, run *Run) { jh.gh.closed[run.PR] = true }},
+		{"branch deleted", "was deleted", func(jh *jobsHarness, repo gittest.Repo, run *Run) {
+			gittest.Git(jh.t, repo.Work, "--git-dir="+repo.Remote, "update-ref", "-d", "refs/heads/"+run.Branch)
+			delete(jh.gh.refs, "heads/"+run.Branch)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jh, repo := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
+			jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+			if err := jh.runJob(issueRun(4)); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			run, _ := jh.store.ByNumber(ctx, "o", "r", 4)
+			if run.Status != StatusParked {
+				t.Fatalf("run = %s", run.Status)
+			}
+			jh.gh.refs["heads/"+run.Branch] = run.Head
+			tc.act(jh, repo, run)
+			// A decision taken before anyone noticed: the continuation finds the pull request or branch gone.
+			if _, _, err := jh.store.Decide(ctx, run.ID, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry}}, ""); err != nil {
+				t.Fatal(err)
+			}
+			cont := RunPayload{Trigger: TriggerContinue, RunID: run.ID, DeliveryID: "cont-1", InstallationID: 7, Owner: "o", Repo: "r"}
+			if err := jh.runJob(cont); err != nil {
+				t.Fatalf("continuation: %v", err)
+			}
+			run, _ = jh.store.Get(ctx, run.ID)
+			if run.Status != StatusAborted || !strings.Contains(run.Error, tc.why) {
+				t.Fatalf("run = %s %q, want stopped because it %s", run.Status, run.Error, tc.why)
+			}
+			if cr := jh.gh.checkRuns[run.Task("1.2").CheckRunID]; cr.Status != "completed" {
+				t.Errorf("1.2's check run is %s", cr.Status)
+			}
+			notes := jh.gh.commentsOn(4)
+			if len(notes) != 1 || !strings.Contains(notes[0], tc.why) {
+				t.Errorf("notes on the issue = %q", notes)
+			}
+			if tc.name == "branch deleted" {
+				if out := gittest.Git(t, repo.Work, "--git-dir="+repo.Remote, "branch", "--list", run.Branch); out != "" {
+					t.Errorf("the deleted branch is back: %q", out)
+				}
+			}
+		})
+	}
+}

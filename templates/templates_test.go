@@ -66,6 +66,8 @@ var cases = []struct {
 	{"summary_failed", "summary", Summary{RunID: "r4", State: RunFailed, Error: "clone failed: repository not found"}},
 	{"summary_failed_closed", "summary", Summary{RunID: "r7", State: RunFailed, Error: "agent claude: executable not found", PRClosed: true,
 		Tasks: []Task{{ID: "1", Title: "Add login", Status: StatusFailed, Attempts: 1}}}},
+	{"summary_stopped", "summary", Summary{RunID: "r8", State: RunAborted, Error: "pull request #5 was closed",
+		Tasks: []Task{{ID: "1", Title: "Add login", Status: StatusAborted}}}},
 	{"summary_aborted", "summary", Summary{RunID: "r5", State: RunAborted, AbortedBy: "octocat",
 		Tasks: []Task{{ID: "T1", Title: "x", Status: StatusAborted, Attempts: 1}}}},
 	{"summary_queued", "summary", Summary{RunID: "r6", State: RunQueued, Tasks: []Task{{ID: "T1", Title: "x", Status: StatusPending}}}},
