@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -381,10 +382,17 @@ func (f *fakeGitHub) GetRef(_ context.Context, _, _, ref string) (string, error)
 		return "", err
 	}
 	sha, ok := f.refs[ref]
-	if !ok {
-		return "", fmt.Errorf("%s: %w", ref, ErrGitHubNotFound)
+	if ok {
+		return sha, nil
 	}
-	return sha, nil
+	// A repository served from a local bare repository answers from it, as GitHub would.
+	if f.info.CloneURL != "" {
+		out, err := exec.Command("git", "--git-dir="+f.info.CloneURL, "rev-parse", "--verify", "--quiet", "refs/"+ref).Output()
+		if err == nil {
+			return strings.TrimSpace(string(out)), nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w", ref, ErrGitHubNotFound)
 }
 
 func (f *fakeGitHub) Repository(context.Context, string, string) (RepoInfo, error) {
