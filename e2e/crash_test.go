@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/akira-bot/akira/app/githubtest"
 	"github.com/akira-bot/akira/jobs"
@@ -41,14 +42,15 @@ func (e *env) startWorkerProcess(name string) *exec.Cmd {
 	return cmd
 }
 
-// TestWorkerKilledMidRun: the worker process is SIGKILLed while the agent works on the second task. A new
-// worker picks the job up again (asynq's lease expires), continues from the last pushed checkpoint, and
-// the run completes with every task committed exactly once and a single summary comment.
+// TestWorkerKilledMidRun: the worker process is SIGKILLed while the agent works on the second task, and
+// a new worker starts at once. With the production lock TTL, the new worker's reaper finds the run's
+// lock expired and continues it from the last pushed checkpoint well before asynq would recover the
+// dead job; the run completes with every task committed exactly once, one summary comment and every
+// check run concluded. The time from the restart to the agent working again is logged (and must stay
+// under 30 s: the lock TTL, 15 s, plus a reaper sweep, 5 s, bound it).
 func TestWorkerKilledMidRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for asynq to recover the dead worker's job (about a minute)")
-	}
 	e := newEnv(t, true)
+	e.spec.LockTTL = jobs.DefaultLockTTL
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Crash me", User: "alice",
 		Body: "- [ ] Add one\n- [ ] Add a slow thing\n- [ ] Add three\n"})
@@ -75,7 +77,18 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	}
 	must(t, os.WriteFile(filepath.Join(e.logDir, "release"), nil, 0o644))
 
+	restarted := time.Now()
 	e.startWorkerProcess("worker-2")
+	e.eventually("the agent to work on task 1.2 again", func() bool {
+		calls, _ := os.ReadFile(filepath.Join(e.logDir, "calls"))
+		return strings.Count(string(calls), "1.2 ") >= 2
+	})
+	recovery := time.Since(restarted)
+	t.Logf("recovery: the agent worked again %.1f s after the worker restarted (lock TTL %v, reaper every %v)",
+		recovery.Seconds(), jobs.DefaultLockTTL, jobs.DefaultReapInterval)
+	if recovery > 30*time.Second {
+		t.Errorf("recovery took %v, want under 30 s", recovery.Round(100*time.Millisecond))
+	}
 	run = e.waitStatus(1, jobs.StatusSucceeded)
 
 	if got := e.taskCommits(run.Branch); len(got) != 3 || got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {
@@ -90,6 +103,20 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	}
 	if n := len(e.commentsWith(pr.Number, templates.SummaryMarker(run.ID))); n != 1 {
 		t.Errorf("%d summary comments, want 1", n)
+	}
+	for _, cr := range e.gh.CheckRuns(e.owner, e.repo) {
+		if cr.Status != "completed" {
+			t.Errorf("check run %q left %s", cr.Name, cr.Status)
+		}
+	}
+	names := map[string]int{}
+	for _, cr := range e.gh.CheckRuns(e.owner, e.repo) {
+		names[cr.Name]++
+	}
+	for name, n := range names {
+		if n != 1 {
+			t.Errorf("%d check runs named %q, want 1", n, name)
+		}
 	}
 	calls, err := os.ReadFile(filepath.Join(e.logDir, "calls"))
 	must(t, err)

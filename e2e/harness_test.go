@@ -108,7 +108,10 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	if err := srv.Start(jobs.NewServeMux(h)); err != nil {
 		return err
 	}
+	reaped := make(chan struct{})
+	go func() { defer close(reaped); h.RunReaper(ctx, 0) }()
 	<-ctx.Done()
+	<-reaped
 	srv.Shutdown()
 	return nil
 }

@@ -24,7 +24,9 @@ var (
 
 // Defaults of the Locker.
 const (
-	DefaultLockTTL = 60 * time.Second
+	// DefaultLockTTL is short because it bounds recovery: a dead worker's branch is free again, and
+	// its run picked up by the reaper, at most this long after its last renewal (every TTL/3).
+	DefaultLockTTL = 15 * time.Second
 )
 
 // renewScript extends the lock's TTL only while it still holds our token.
@@ -70,6 +72,15 @@ func (l *Locker) logger() *slog.Logger {
 		return l.Logger
 	}
 	return slog.Default()
+}
+
+// Held reports whether someone holds the named lock.
+func (l *Locker) Held(ctx context.Context, name string) (bool, error) {
+	n, err := l.rdb.Exists(ctx, l.prefix+"lock:"+name).Result()
+	if err != nil {
+		return false, fmt.Errorf("jobs: lock %s: %w", name, err)
+	}
+	return n == 1, nil
 }
 
 // BranchLockName is the lock name of a repository's branch.

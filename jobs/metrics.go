@@ -16,6 +16,8 @@ type Metrics struct {
 	escalations  prometheus.Counter
 	tokens       *prometheus.CounterVec
 	cost         prometheus.Counter
+	reapedRuns   prometheus.Counter
+	redelivered  *prometheus.CounterVec
 }
 
 // Job results, the values of the result label of akira_jobs_total.
@@ -63,8 +65,14 @@ func NewMetrics(reg prometheus.Registerer, insp QueueInspector, queues ...string
 		cost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "akira_agent_cost_usd_total", Help: "What the agents cost, in USD, where the model has a price.",
 		}),
+		reapedRuns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "akira_runs_reaped_total", Help: "Runs whose worker died, continued by the reaper.",
+		}),
+		redelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "akira_redeliveries_total", Help: "Failed webhook deliveries the sweeper asked GitHub to redeliver, by result.",
+		}, []string{"result"}),
 	}
-	cs := []prometheus.Collector{m.jobs, m.taskDuration, m.attempts, m.escalations, m.tokens, m.cost}
+	cs := []prometheus.Collector{m.jobs, m.taskDuration, m.attempts, m.escalations, m.tokens, m.cost, m.reapedRuns, m.redelivered}
 	if insp != nil {
 		if len(queues) == 0 {
 			queues = []string{Queue}
@@ -95,6 +103,18 @@ func (m *Metrics) task(result string, seconds float64, attempts int) {
 	}
 	if attempts > 0 {
 		m.attempts.WithLabelValues(result).Observe(float64(attempts))
+	}
+}
+
+func (m *Metrics) reaped() {
+	if m != nil {
+		m.reapedRuns.Inc()
+	}
+}
+
+func (m *Metrics) redelivery(result string) {
+	if m != nil {
+		m.redelivered.WithLabelValues(result).Inc()
 	}
 }
 

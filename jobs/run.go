@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -323,9 +324,16 @@ func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy
 }
 
 // work is the part of the run job under the branch lock.
-func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (string, error) {
+func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (result string, err error) {
 	lk, err := h.d.Locker.Acquire(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
 	if errors.Is(err, ErrLocked) {
+		if run.Status == StatusRunning {
+			// A job of this run holds the branch (a running run always has one, or the reaper gives it
+			// one when its worker dies): this copy, typically asynq recovering a job whose worker died,
+			// has nothing to add.
+			log.Info("run job: the run is moving under another job; nothing to do")
+			return ResultNoop, nil
+		}
 		log.Info("run job: branch locked by another worker, waiting")
 		return ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
 	}
@@ -333,6 +341,18 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		return ResultRetry, err
 	}
 	defer func() {
+		// Running means "a job holds the lock": a job that asynq will retry leaves the run queued, so
+		// the reaper does not take it for dead and defeat the retry's backoff.
+		if result == ResultRetry {
+			if _, qerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
+				if r.Status == StatusRunning {
+					r.Status = StatusQueued
+				}
+				return nil
+			}); qerr != nil {
+				log.Warn("run job: mark the run queued for its retry", "err", qerr)
+			}
+		}
 		if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
 			log.Warn("run job: release branch lock", "err", err)
 		}
@@ -573,6 +593,16 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 	run, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error { return recordFinished(r, status, out, handed) })
 	if err != nil {
 		return ResultRetry, err
+	}
+	if run.Status == StatusQueued {
+		// Decisions taken while this job ran: their own continuation found the run moving and left it
+		// to this job, which queues the next one.
+		cont := RunPayload{Trigger: TriggerContinue, RunID: run.ID, DeliveryID: continueKey(run.ID, "late-"+strconv.Itoa(run.Jobs)),
+			InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: run.Sender}
+		if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, cont)); err != nil {
+			return ResultRetry, err
+		}
+		status, result = StatusQueued, ResultDecided
 	}
 	p := publisher{gh: gh, store: h.d.Store, log: log}
 	if _, err := p.publishSummary(ctx, run); err != nil {

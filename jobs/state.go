@@ -277,6 +277,26 @@ func (s *Store) markReplied(ctx context.Context, key string) error {
 	return nil
 }
 
+// runningKey is the set of runs marked running: a job holds their branch lock, or its worker died.
+func (s *Store) runningKey() string { return s.prefix + "running" }
+
+// forgetRunning drops a run from the running set (it stopped running, or its state is gone).
+func (s *Store) forgetRunning(ctx context.Context, id string) error {
+	if err := s.rdb.SRem(ctx, s.runningKey(), id).Err(); err != nil {
+		return fmt.Errorf("jobs: running runs: %w", err)
+	}
+	return nil
+}
+
+// Running returns the ids of the runs marked running.
+func (s *Store) Running(ctx context.Context) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, s.runningKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobs: running runs: %w", err)
+	}
+	return ids, nil
+}
+
 func (s *Store) branchKey(owner, repo, branch string) string {
 	return s.prefix + "branchrun:" + repoKey(owner, repo) + ":" + branch
 }
@@ -469,6 +489,11 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 			}
 			if r.Status.Terminal() {
 				p.Eval(ctx, compareAndDeleteLua, []string{s.branchKey(r.Owner, r.Repo, r.Branch)}, id)
+			}
+			if r.Status == StatusRunning {
+				p.SAdd(ctx, s.runningKey(), id)
+			} else {
+				p.SRem(ctx, s.runningKey(), id)
 			}
 			return nil
 		})

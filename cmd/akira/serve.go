@@ -233,6 +233,12 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	mux.Handle("/", webhookHandler)
 
 	var worker *asynq.Server
+	reapCtx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
+	reaperDone := make(chan struct{})
+	defer func() { stopReaper(); <-reaperDone }()
+	if !roles.worker {
+		close(reaperDone)
+	}
 	if roles.worker {
 		h, err := jobs.NewHandler(jobs.Deps{
 			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
@@ -248,6 +254,9 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			return fmt.Errorf("serve: start workers: %w", err)
 		}
 		log.Info("workers started", "concurrency", env.Concurrency, "workdir", env.WorkDir, "agents", strings.Join(op.AgentNames(), ","))
+		// Runs whose worker died are continued within a lock TTL and a sweep, not at asynq's lease
+		// recovery a minute or more later (see jobs/reaper.go).
+		go func() { defer close(reaperDone); h.RunReaper(reapCtx, 0) }()
 	}
 
 	log.Info("akira serving", "addr", appCfg.Addr, "web", roles.web, "worker", roles.worker, "version", version)
@@ -256,6 +265,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		// Stop taking jobs; running ones get AKIRA_SHUTDOWN_TIMEOUT to reach a safe point, after which
 		// their context ends and asynq puts them back: a retried run resumes from its last checkpoint.
 		log.Info("stopping workers", "grace", env.ShutdownTimeout)
+		stopReaper()
 		worker.Shutdown()
 	}
 	if err != nil && ctx.Err() == nil {
