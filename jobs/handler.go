@@ -57,6 +57,8 @@ type Deps struct {
 	Author  runner.Identity
 	Metrics *Metrics
 	Logger  *slog.Logger
+	// Deliveries, when set, lets the sweep job ask GitHub to redeliver missed webhooks.
+	Deliveries Deliveries
 }
 
 // ExecAgent is the AgentFactory for exec profiles: the profile's command, with only the variables it
@@ -97,5 +99,6 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux.HandleFunc(TypeIntake, h.HandleIntake)
 	mux.HandleFunc(TypeRun, h.HandleRun)
 	mux.HandleFunc(TypeResume, h.HandleResume)
+	mux.HandleFunc(TypeSweep, h.HandleSweep)
 	return mux
 }

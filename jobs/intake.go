@@ -178,6 +178,12 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	case p.CheckRun != nil:
 		result, err = h.onCheckRun(ctx, in)
 	}
+	if errors.Is(err, ErrGitHubNotFound) {
+		// The delivery names a repository, issue or installation GitHub does not know (a forged or
+		// stale payload): no retry will change that.
+		log.Warn("intake: GitHub does not know what the delivery names; dropped", "err", err)
+		return ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
 	if err != nil {
 		log.Warn("intake: failed, will retry", "err", err)
 		return ResultRetry, err

@@ -324,3 +324,17 @@ func TestIntakePayloadValidate(t *testing.T) {
 		t.Fatalf("decode of an invalid payload = %v, want SkipRetry", err)
 	}
 }
+
+// TestIntakeUnknownRepositoryIsNotRetried: a delivery naming a repository GitHub does not know (a 404)
+// is dropped for good, never retried as if GitHub were down.
+func TestIntakeUnknownRepositoryIsNotRetried(t *testing.T) {
+	jh := newJobsHarness(t)
+	jh.gh.fail["Permission"] = fmt.Errorf("get permission: %w", ErrGitHubNotFound)
+	err := jh.intake(comment("alice", "/akira run", 4))
+	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, ErrGitHubNotFound) {
+		t.Fatalf("intake = %v, want a not-found error that asynq does not retry", err)
+	}
+	if effects := jh.gh.Effects(); len(effects) != 0 {
+		t.Fatalf("effects = %q, want none", effects)
+	}
+}

@@ -51,6 +51,9 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig) *asynq.Server {
 	})
 }
 
+// AsynqLogger is an asynq.Logger writing through log.
+func AsynqLogger(log *slog.Logger) asynq.Logger { return slogAsynq{log.With("component", "asynq")} }
+
 // slogAsynq writes asynq's log lines through slog.
 type slogAsynq struct{ l *slog.Logger }
 

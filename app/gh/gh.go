@@ -271,3 +271,31 @@ func (t *tokenSource) fresh(ctx context.Context) (string, error) {
 func (t *tokenSource) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.current().RoundTrip(req)
 }
+
+// ListDeliveries implements jobs.Deliveries: one page of the App's webhook deliveries, newest first
+// (GET /app/hook/deliveries, as the App), and the cursor of the next page ("" on the last).
+func (a *App) ListDeliveries(ctx context.Context, cursor string) ([]jobs.Delivery, string, error) {
+	ds, resp, err := a.appClient.Apps.ListHookDeliveries(ctx, &github.ListCursorOptions{PerPage: 100, Cursor: cursor})
+	if err != nil {
+		return nil, "", apiErr("list deliveries", err)
+	}
+	out := make([]jobs.Delivery, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, jobs.Delivery{ID: d.GetID(), GUID: d.GetGUID(), StatusCode: d.GetStatusCode(),
+			Redelivery: d.GetRedelivery(), Event: d.GetEvent(), DeliveredAt: d.GetDeliveredAt().Time})
+	}
+	return out, resp.Cursor, nil
+}
+
+// Redeliver implements jobs.Deliveries: it asks GitHub to send a delivery again
+// (POST /app/hook/deliveries/{id}/attempts).
+func (a *App) Redeliver(ctx context.Context, id int64) error {
+	if _, _, err := a.appClient.Apps.RedeliverHookDelivery(ctx, id); err != nil {
+		// GitHub answers 202 Accepted, which go-github reports as an AcceptedError: that is success.
+		if _, ok := errors.AsType[*github.AcceptedError](err); ok {
+			return nil
+		}
+		return apiErr(fmt.Sprintf("redeliver %d", id), err)
+	}
+	return nil
+}

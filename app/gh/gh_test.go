@@ -5,6 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -837,5 +840,45 @@ func TestFindCommentAndApp(t *testing.T) {
 	found, url, err := e.c.FindComment(ctx, owner, repo, is.Number, marker)
 	if err != nil || found != cid || url == "" {
 		t.Fatalf("FindComment = %d %q, %v; want comment %d", found, url, err, cid)
+	}
+}
+
+// TestSweepRedeliversWhatFailed: the sweep pages through the App's deliveries with the real client and
+// asks for the redelivery of each delivery whose attempts all failed with a 5xx or no answer, within
+// the cap; one that succeeded later, one refused with a 4xx, and one too old are left alone.
+func TestSweepRedeliversWhatFailed(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	now := time.Now()
+	add := func(guid string, status int, ago time.Duration) githubtest.Delivery {
+		return e.srv.AddDelivery(githubtest.Delivery{GUID: guid, Event: "issue_comment", StatusCode: status,
+			Status: http.StatusText(status), DeliveredAt: now.Add(-ago)})
+	}
+	add("old-failure", 503, 7*time.Hour)
+	failed := add("failed", 503, time.Hour)
+	e.srv.AddDelivery(githubtest.Delivery{GUID: "timed-out", Event: "push", Status: "timed out", DeliveredAt: now.Add(-50 * time.Minute)})
+	add("later-ok", 502, 40*time.Minute)
+	add("later-ok", 200, 39*time.Minute)
+	add("bad-signature", 401, 30*time.Minute)
+	add("unknown-repo", 404, 29*time.Minute)
+	for i := range jobs.MaxRedeliveries {
+		add("hopeless", 500, time.Duration(20-i)*time.Minute)
+	}
+	// Enough successful deliveries to take three pages of 100.
+	for i := range 250 {
+		add(fmt.Sprintf("ok-%d", i), 200, time.Duration(10*60-i)*time.Second)
+	}
+	res, err := jobs.Sweep(context.Background(), e.app, now, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Redelivered != 2 || res.GivenUp != 1 {
+		t.Fatalf("sweep = %+v, want 2 redelivered and 1 given up", res)
+	}
+	got := e.srv.Redeliveries()
+	if len(got) != 2 || !slices.Contains(got, failed.ID) {
+		t.Fatalf("redeliveries = %v, want %d and the timed-out one", got, failed.ID)
+	}
+	if pages := len(e.requests("GET", "/app/hook/deliveries")); pages < 3 {
+		t.Errorf("%d pages read, want the cursor followed", pages)
 	}
 }

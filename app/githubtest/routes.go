@@ -297,15 +297,46 @@ func (s *Server) getRepoInstallation(w http.ResponseWriter, _ *http.Request, c *
 	writeJSON(w, http.StatusOK, s.installationJSON(in))
 }
 
+// listDeliveries pages with a cursor, like GitHub: per_page (default 30, at most 100) and an opaque
+// cursor that the Link header's rel="next" carries.
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, _ *call) {
-	out := []any{}
+	q := r.URL.Query()
+	per, err := strconv.Atoi(q.Get("per_page"))
+	if err != nil || per <= 0 {
+		per = 30
+	}
+	per = min(per, 100)
 	// Newest first, like GitHub.
+	var all []Delivery
 	for i := len(s.deliveries) - 1; i >= 0; i-- {
 		d := s.deliveries[i]
-		if st := r.URL.Query().Get("status"); st == "success" && d.StatusCode/100 != 2 ||
+		if st := q.Get("status"); st == "success" && d.StatusCode/100 != 2 ||
 			st == "failure" && d.StatusCode/100 == 2 {
 			continue
 		}
+		all = append(all, d)
+	}
+	start := 0
+	if c := q.Get("cursor"); c != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(c, "v1_"))
+		if err != nil || n < 0 || n > len(all) {
+			writeInvalid(w, "Delivery", "cursor", "invalid", "")
+			return
+		}
+		start = n
+	}
+	end := min(start+per, len(all))
+	if end < len(all) {
+		q2 := url.Values{}
+		for k, v := range q {
+			q2[k] = v
+		}
+		q2.Set("cursor", "v1_"+strconv.Itoa(end))
+		q2.Set("per_page", strconv.Itoa(per))
+		w.Header().Set("Link", fmt.Sprintf(`<%s%s?%s>; rel="next"`, s.ts.URL, r.URL.EscapedPath(), q2.Encode()))
+	}
+	out := []any{}
+	for _, d := range all[start:end] {
 		var action any
 		if d.Action != "" {
 			action = d.Action

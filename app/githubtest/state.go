@@ -482,7 +482,7 @@ type Delivery struct {
 	Event          string
 	Action         string
 	Status         string // default "OK"
-	StatusCode     int    // default 200
+	StatusCode     int    // default 200 when Status is empty too; 0 with a Status: no answer
 	Redelivery     bool
 	InstallationID int64
 	RepositoryID   int64
@@ -496,11 +496,9 @@ func (s *Server) AddDelivery(d Delivery) Delivery {
 	if d.ID == 0 {
 		d.ID = s.nextID("delivery")
 	}
-	if d.Status == "" {
-		d.Status = "OK"
-	}
-	if d.StatusCode == 0 {
-		d.StatusCode = 200
+	// Status alone (with code 0) is an attempt that got no answer, such as "timed out".
+	if d.Status == "" && d.StatusCode == 0 {
+		d.Status, d.StatusCode = "OK", 200
 	}
 	if d.DeliveredAt.IsZero() {
 		d.DeliveredAt = now()

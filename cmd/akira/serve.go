@@ -233,6 +233,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	mux.Handle("/", webhookHandler)
 
 	var worker *asynq.Server
+	var sched *asynq.Scheduler
 	reapCtx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
 	reaperDone := make(chan struct{})
 	defer func() { stopReaper(); <-reaperDone }()
@@ -244,7 +245,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
 			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir,
-			Metrics: metrics, Logger: log,
+			Metrics: metrics, Logger: log, Deliveries: ghApp,
 		})
 		if err != nil {
 			return err
@@ -257,6 +258,14 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		// Runs whose worker died are continued within a lock TTL and a sweep, not at asynq's lease
 		// recovery a minute or more later (see jobs/reaper.go).
 		go func() { defer close(reaperDone); h.RunReaper(reapCtx, 0) }()
+		// Every worker's scheduler queues the sweep; the task is unique per interval, so one runs.
+		sched = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: jobs.AsynqLogger(log), LogLevel: asynq.WarnLevel})
+		if _, err := sched.Register(fmt.Sprintf("@every %s", jobs.SweepInterval), jobs.NewSweepTask("")); err != nil {
+			return fmt.Errorf("serve: schedule the redelivery sweep: %w", err)
+		}
+		if err := sched.Start(); err != nil {
+			return fmt.Errorf("serve: start the scheduler: %w", err)
+		}
 	}
 
 	log.Info("akira serving", "addr", appCfg.Addr, "web", roles.web, "worker", roles.worker, "version", version)
@@ -266,6 +275,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		// their context ends and asynq puts them back: a retried run resumes from its last checkpoint.
 		log.Info("stopping workers", "grace", env.ShutdownTimeout)
 		stopReaper()
+		sched.Shutdown()
 		worker.Shutdown()
 	}
 	if err != nil && ctx.Err() == nil {

@@ -1,0 +1,144 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// TypeSweep is the periodic job that asks GitHub to redeliver the webhook deliveries Akira missed.
+const TypeSweep = "akira:sweep"
+
+// Sweeper defaults.
+const (
+	// SweepInterval is how often the scheduler queues a sweep; one runs cluster-wide per interval.
+	SweepInterval = time.Minute
+	// SweepWindow is how far back a sweep looks. GitHub keeps deliveries for redelivery for 3 days;
+	// what failed longer ago than this was either redelivered already or given up.
+	SweepWindow = 6 * time.Hour
+	// MaxRedeliveries caps the attempts of one delivery (the original included): a delivery that
+	// keeps failing is an outage or a bug, and hammering GitHub helps neither.
+	MaxRedeliveries = 5
+)
+
+// Delivery is one attempt of a webhook delivery, as GitHub lists them. Every attempt of a delivery
+// (the original and its redeliveries) shares the GUID, which is the X-GitHub-Delivery header.
+type Delivery struct {
+	ID          int64
+	GUID        string
+	StatusCode  int // Akira's answer; 0 when GitHub got none (timeout, connection refused)
+	Redelivery  bool
+	Event       string
+	DeliveredAt time.Time
+}
+
+// Deliveries reads the App's webhook deliveries and asks for redeliveries, as the App.
+type Deliveries interface {
+	// ListDeliveries returns one page, newest first, and the cursor of the next ("" on the last).
+	ListDeliveries(ctx context.Context, cursor string) ([]Delivery, string, error)
+	Redeliver(ctx context.Context, id int64) error
+}
+
+// NewSweepTask returns the sweep task. Unique for most of an interval, so that when every worker's
+// scheduler queues one, a single sweep runs.
+func NewSweepTask(queue string) *asynq.Task {
+	if queue == "" {
+		queue = Queue
+	}
+	return asynq.NewTask(TypeSweep, []byte("{}"), asynq.Queue(queue), asynq.Unique(SweepInterval-5*time.Second),
+		asynq.MaxRetry(0), asynq.Timeout(SweepInterval))
+}
+
+// SweepResult counts what a sweep did.
+type SweepResult struct {
+	Seen        int // deliveries (GUIDs) looked at
+	Redelivered int
+	GivenUp     int // failed MaxRedeliveries times
+}
+
+// Sweep asks GitHub to redeliver every delivery of the window whose attempts all failed with a 5xx
+// or no answer. A delivery Akira answered with a 4xx (bad signature, malformed, unknown repository)
+// is never redelivered: it would fail the same way. Akira drops duplicate deliveries by GUID, so a
+// redelivery of something that did arrive after all does no harm.
+func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *Metrics, log *slog.Logger) (SweepResult, error) {
+	type history struct {
+		latest   Delivery
+		attempts int
+		ok, bad  bool // an attempt succeeded; an attempt was refused with a 4xx
+	}
+	byGUID := map[string]*history{}
+	var order []string
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		ds, next, err := deliveries.ListDeliveries(ctx, cursor)
+		if err != nil {
+			return SweepResult{}, fmt.Errorf("jobs: sweep: %w", err)
+		}
+		old := false
+		for _, d := range ds {
+			if now.Sub(d.DeliveredAt) > SweepWindow {
+				old = true
+				continue
+			}
+			hs := byGUID[d.GUID]
+			if hs == nil {
+				hs = &history{latest: d}
+				byGUID[d.GUID] = hs
+				order = append(order, d.GUID)
+			}
+			hs.attempts++
+			switch {
+			case d.StatusCode >= 200 && d.StatusCode < 300:
+				hs.ok = true
+			case d.StatusCode >= 400 && d.StatusCode < 500:
+				hs.bad = true
+			}
+		}
+		if next == "" || old {
+			break
+		}
+		cursor = next
+	}
+	res := SweepResult{Seen: len(order)}
+	for _, guid := range order {
+		hs := byGUID[guid]
+		if hs.ok || hs.bad {
+			continue
+		}
+		if hs.attempts >= MaxRedeliveries {
+			res.GivenUp++
+			m.redelivery("given_up")
+			continue
+		}
+		if err := deliveries.Redeliver(ctx, hs.latest.ID); err != nil {
+			return res, fmt.Errorf("jobs: redeliver %s: %w", guid, err)
+		}
+		res.Redelivered++
+		m.redelivery("requested")
+		log.Info("sweep: asked GitHub to redeliver", "delivery", guid, "event", hs.latest.Event,
+			"attempts", hs.attempts, "last_status", hs.latest.StatusCode)
+	}
+	return res, nil
+}
+
+// HandleSweep runs one sweep.
+func (h *Handler) HandleSweep(ctx context.Context, _ *asynq.Task) error {
+	if h.d.Deliveries == nil {
+		return nil
+	}
+	res, err := Sweep(ctx, h.d.Deliveries, time.Now(), h.d.Metrics, h.log)
+	if err != nil {
+		h.d.Metrics.job(TypeSweep, ResultRetry)
+		return err
+	}
+	h.d.Metrics.job(TypeSweep, ResultSucceeded)
+	if res.Redelivered > 0 || res.GivenUp > 0 {
+		b, _ := json.Marshal(res)
+		h.log.Info("sweep: done", "result", string(b))
+	}
+	return nil
+}
