@@ -98,7 +98,7 @@ type Workspace struct {
 	// pushed is the remote branch's head as this workspace last saw it ("" while it does not exist):
 	// a push must find it there, so a branch someone deleted or moved is never overwritten or recreated.
 	pushed string
-	parked     map[string]string // sanitized task id -> sha of refs/akira/parked/<branch>/<id>
+	parked map[string]string // sanitized task id -> sha of refs/akira/parked/<branch>/<id>
 }
 
 // Clone makes a fresh temporary directory and clones the remote into it, without checking out a
