@@ -68,6 +68,9 @@ func (s *server) route(ctx context.Context, d *delivery) answer {
 		return accepted("intake enqueued")
 	case errors.Is(err, jobs.ErrDuplicate):
 		return accepted("already enqueued")
+	case errors.Is(err, jobs.ErrInvalidPayload):
+		// A 4xx: GitHub records the failure, and the redelivery sweep leaves it alone.
+		return rejected(http.StatusBadRequest, err.Error())
 	case ctx.Err() != nil:
 		return unavailable("timed out enqueueing", err)
 	}

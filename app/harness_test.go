@@ -38,6 +38,10 @@ func (r *recordingEnqueuer) EnqueueIntake(_ context.Context, p jobs.IntakePayloa
 	if r.err != nil {
 		return r.err
 	}
+	// The payload must make a task, as the real enqueuer requires.
+	if _, err := (jobs.TaskOptions{}).NewIntakeTask(p); err != nil {
+		return err
+	}
 	r.intakes = append(r.intakes, p)
 	return nil
 }

@@ -121,6 +121,9 @@ func TestWebhookMalformed(t *testing.T) {
 		{"form body with payload", "ping", "payload=" + url.QueryEscape(string(pingPayload())), map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, http.StatusOK, resultAcknowledged},
 		{"event Akira does not handle", "issues", `{"action":"opened","issue":{"number":1}}`, nil, http.StatusOK, resultIgnored},
 		{"unknown event", "made_up", `{}`, nil, http.StatusOK, resultIgnored},
+		// Well-formed JSON that cannot make a job is the sender's fault, never an outage: a 5xx would
+		// have the redelivery sweep send it again and again.
+		{"comment without an id", "issue_comment", `{"action":"created","installation":{"id":5},"repository":{"name":"r","full_name":"ghost/r","owner":{"login":"ghost"}},"sender":{"login":"eve","type":"User"},"issue":{"number":1},"comment":{"body":"/akira help","user":{"login":"eve","type":"User"}}}`, nil, http.StatusBadRequest, resultRejected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,6 +60,10 @@ const (
 	resumeTimeout  = 5 * time.Minute
 )
 
+// ErrInvalidPayload is returned when a payload cannot make a task: the delivery it came from is
+// malformed, and no retry or redelivery will change that.
+var ErrInvalidPayload = errors.New("jobs: invalid payload")
+
 // ErrDuplicate is returned by the Enqueuer when a task with the same id was already enqueued: the
 // webhook was delivered twice, or the comment was seen before. Callers treat it as success.
 var ErrDuplicate = errors.New("jobs: duplicate task")
@@ -120,7 +124,7 @@ func (o TaskOptions) withDefaults() TaskOptions {
 // newTask validates and encodes a payload as a task of the type.
 func (o TaskOptions) newTask(typ string, p payload, timeout time.Duration, maxRetry int) (*asynq.Task, error) {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPayload, err)
 	}
 	data, err := json.Marshal(p)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,7 @@ type App struct {
 
 	mu       sync.Mutex
 	clients  map[int64]*Client
+	recent   []int64 // installation ids of clients, least recently used first
 	botLogin string
 }
 
@@ -159,8 +161,13 @@ func uploadURL(base *url.URL) string {
 	return u.String()
 }
 
-// Installation returns the client of an installation, created once and cached: its token is cached and
-// refreshed by ghinstallation, and its mutating calls are serialised.
+// maxCachedInstallations bounds the client cache. Installation ids come from webhook payloads; before
+// the cache had a bound, 500 deliveries naming made-up installations kept 80 MiB of clients alive.
+const maxCachedInstallations = 64
+
+// Installation returns the client of an installation, created once and cached (the least recently
+// used beyond maxCachedInstallations are dropped): its token is cached and refreshed by ghinstallation,
+// and its mutating calls are serialised.
 func (a *App) Installation(id int64) (*Client, error) {
 	if id <= 0 {
 		return nil, fmt.Errorf("gh: installation id %d is not valid", id)
@@ -168,6 +175,7 @@ func (a *App) Installation(id int64) (*Client, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c := a.clients[id]; c != nil {
+		a.touch(id)
 		return c, nil
 	}
 	tokens := &tokenSource{atr: a.atr, id: id, baseURL: a.atr.BaseURL, log: a.log}
@@ -181,7 +189,21 @@ func (a *App) Installation(id int64) (*Client, error) {
 	}
 	c := &Client{id: id, app: a, gh: a.newGitHub(rt), tokens: tokens, graphql: a.graphql, log: a.log.With("installation", id)}
 	a.clients[id] = c
+	a.touch(id)
+	for len(a.recent) > maxCachedInstallations {
+		delete(a.clients, a.recent[0])
+		a.recent = a.recent[1:]
+	}
 	return c, nil
+}
+
+// touch makes id the most recently used installation. The list is short and bounded; a linear scan
+// is cheaper than the bookkeeping of a linked list.
+func (a *App) touch(id int64) {
+	if i := slices.Index(a.recent, id); i >= 0 {
+		a.recent = append(a.recent[:i], a.recent[i+1:]...)
+	}
+	a.recent = append(a.recent, id)
 }
 
 // Installations hands the jobs the clients of this app's installations.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v60/github"
 
 	"github.com/akira-bot/akira/jobs"
@@ -36,6 +37,11 @@ func StatusOf(err error) int {
 	if errors.As(err, &ab) && ab.Response != nil {
 		return ab.Response.StatusCode
 	}
+	// Minting the installation token failed: a 404 there means GitHub knows no such installation.
+	var he *ghinstallation.HTTPError
+	if errors.As(err, &he) && he.Response != nil {
+		return he.Response.StatusCode
+	}
 	return 0
 }
 
@@ -54,7 +60,9 @@ func (c *Client) Permission(ctx context.Context, owner, repo, user string) (stri
 		RoleName   string `json:"role_name"`
 	}
 	if _, err := c.gh.Do(ctx, req, &out); err != nil {
-		if StatusOf(err) == http.StatusNotFound {
+		// No token for the installation is not "the user has no access": it is the installation
+		// that GitHub does not know.
+		if _, tokenErr := errors.AsType[*ghinstallation.HTTPError](err); !tokenErr && StatusOf(err) == http.StatusNotFound {
 			return jobs.PermNone, nil
 		}
 		return "", apiErr("permission", err)

@@ -157,8 +157,11 @@ func (t *retryTransport) classify(req *http.Request, resp *http.Response, err er
 		// ghinstallation could not mint a token: the API call itself was never sent, so it is safe to
 		// retry whatever its method when GitHub answered 5xx.
 		var he *ghinstallation.HTTPError
-		if errors.As(err, &he) && he.Response != nil && he.Response.StatusCode >= 500 {
-			return -1, fmt.Sprintf("token endpoint answered %d", he.Response.StatusCode)
+		if errors.As(err, &he) && he.Response != nil {
+			if he.Response.StatusCode >= 500 {
+				return -1, fmt.Sprintf("token endpoint answered %d", he.Response.StatusCode)
+			}
+			return 0, "" // 404: no such installation; 401/403: the App's key or access, not a blip
 		}
 		// A network error on a mutating call may have reached GitHub; retrying could post twice.
 		if !mutating(req.Method) {

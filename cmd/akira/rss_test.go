@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/akira-bot/akira/app/githubtest"
+)
+
+// rssKiB reads a process's resident set size from /proc.
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return n
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestRSSAfterMalformedDeliveries sends the real `akira serve` 2,000 deliveries a fuzzer would: bad
+// signatures, bodies that are not JSON (some of 20 MB), and signed, well-formed ones naming 500
+// installations GitHub does not know. It prints the process's RSS before and after, and fails when
+// it grew by more than 20 MiB (before the installation cache had a bound it grew by 83 MiB, to
+// 110 MiB; now about 37 MiB).
+func TestRSSAfterMalformedDeliveries(t *testing.T) {
+	fake := githubtest.New(t)
+	base, cmd, logs := startServe(t, fake, nil)
+	before := rssKiB(t, cmd.Process.Pid)
+	rng := rand.New(rand.NewPCG(1, 2))
+	sign := func(body []byte) string {
+		m := hmac.New(sha256.New, []byte("serve-secret"))
+		m.Write(body)
+		return "sha256=" + hex.EncodeToString(m.Sum(nil))
+	}
+	for i := range 2000 {
+		size := rng.IntN(1 << 20)
+		if i%50 == 0 {
+			size = 20 << 20
+		}
+		body := bytes.Repeat([]byte{'{'}, size)
+		if i%4 == 0 {
+			// Well-formed, signed, naming an installation and a repository GitHub does not know.
+			body = []byte(fmt.Sprintf(`{"action":"created","installation":{"id":%d},"repository":{"name":"r%d","full_name":"ghost/r%d","owner":{"login":"ghost"}},"sender":{"login":"eve","type":"User"},"issue":{"number":1},"comment":{"id":%d,"body":"/akira help","user":{"login":"eve","type":"User"}}}`, 1000+i, i, i, i+1))
+		}
+		req, _ := http.NewRequest("POST", base+"/webhook", bytes.NewReader(body))
+		req.Header.Set("X-GitHub-Event", "issue_comment")
+		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("fuzz-%d", i))
+		if i%2 == 0 || i%4 == 0 {
+			req.Header.Set("X-Hub-Signature-256", sign(body))
+		} else {
+			req.Header.Set("X-Hub-Signature-256", "sha256=00")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	waitFor(t, "the intake jobs to be done", func() bool { return strings.Count(logs.String(), "intake: GitHub does not know") >= 500 })
+	after := rssKiB(t, cmd.Process.Pid)
+	t.Logf("RSS before %.1f MiB, after 2,000 malformed deliveries %.1f MiB", float64(before)/1024, float64(after)/1024)
+	if after-before > 20<<10 {
+		t.Errorf("RSS grew by %.1f MiB, want at most 20", float64(after-before)/1024)
+	}
+}
