@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"strings"
@@ -34,7 +35,10 @@ type serveEnv struct {
 	RedisURL string
 	// RedisPassword, when set, replaces the password of RedisURL: a deployment can keep the URL in
 	// its configuration and the password in a secret.
-	RedisPassword   string
+	RedisPassword string
+	// PprofAddr, when set, serves net/http/pprof there: an internal address (127.0.0.1:6060), never
+	// the webhook port, which faces the internet.
+	PprofAddr       string
 	Concurrency     int
 	WorkDir         string
 	ConfigFile      string
@@ -70,6 +74,7 @@ func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 		}
 		e.ShutdownTimeout = d
 	}
+	e.PprofAddr = getenv("AKIRA_PPROF_ADDR")
 	if v := getenv("AKIRA_LOG_LEVEL"); v != "" {
 		if err := e.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Errorf("AKIRA_LOG_LEVEL: %q is not debug, info, warn or error", v))
@@ -121,7 +126,8 @@ Environment:
   REDIS_PASSWORD (replaces the URL's password),
   AKIRA_CONCURRENCY (runs in parallel per worker, default 2), AKIRA_WORKDIR (workspaces, default the
   system temp dir), AKIRA_CONFIG (the operator's YAML file: agent profiles), AKIRA_SHUTDOWN_TIMEOUT
-  (how long running jobs get to reach a safe point on SIGTERM, default 5m), AKIRA_LOG_LEVEL.`,
+  (how long running jobs get to reach a safe point on SIGTERM, default 5m), AKIRA_LOG_LEVEL,
+  AKIRA_PPROF_ADDR (serve /debug/pprof on this internal address; off by default).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if webOnly && workerOnly {
@@ -269,6 +275,20 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	}
 
 	log.Info("akira serving", "addr", appCfg.Addr, "web", roles.web, "worker", roles.worker, "version", version)
+	if env.PprofAddr != "" {
+		pm := http.NewServeMux()
+		pm.HandleFunc("/debug/pprof/", pprof.Index)
+		pm.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		pm.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		pm.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		pm.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		go func() {
+			log.Info("pprof serving", "addr", env.PprofAddr)
+			if err := app.ListenAndServe(ctx, env.PprofAddr, pm, 5*time.Second); err != nil {
+				log.Warn("pprof server stopped", "err", err)
+			}
+		}()
+	}
 	err = app.ListenAndServe(ctx, appCfg.Addr, mux, 30*time.Second)
 	if worker != nil {
 		// Stop taking jobs; running ones get AKIRA_SHUTDOWN_TIMEOUT to reach a safe point, after which

@@ -273,3 +273,25 @@ func TestServeWorkerOnlyHealth(t *testing.T) {
 		t.Fatalf("a worker-only process answered /webhook with %d", resp.StatusCode)
 	}
 }
+
+// TestServePprofOnlyOnItsInternalAddress: profiles are served on AKIRA_PPROF_ADDR when set, and never
+// on the webhook port.
+func TestServePprofOnlyOnItsInternalAddress(t *testing.T) {
+	fake := githubtest.New(t)
+	pprofAddr := freeAddr(t)
+	base, _, _ := startServe(t, fake, []string{"AKIRA_PPROF_ADDR=" + pprofAddr}, "--web-only")
+	waitFor(t, "pprof to answer", func() bool {
+		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if code, _ := httpGet(t, "http://"+pprofAddr+"/debug/pprof/heap?debug=1"); code != http.StatusOK {
+		t.Fatalf("heap profile = %d", code)
+	}
+	if code, _ := httpGet(t, base+"/debug/pprof/"); code == http.StatusOK {
+		t.Fatal("the webhook port serves pprof")
+	}
+}
