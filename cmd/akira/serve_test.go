@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func freeAddr(t *testing.T) string {
 const serveDB = 13
 
 // startServe starts the real `akira serve` binary against the fake GitHub and returns its base URL.
-func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args ...string) (string, *exec.Cmd, *strings.Builder) {
+func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args ...string) (string, *exec.Cmd, *lockedLog) {
 	t.Helper()
 	// The agent's script lives apart from the key: the sandbox shows its directory, never the key's.
 	scripts := t.TempDir()
@@ -61,7 +62,25 @@ type serveSetup struct {
 	args     []string
 }
 
-func startServeWith(t *testing.T, fake *githubtest.Server, s serveSetup) (string, *exec.Cmd, *strings.Builder) {
+// lockedLog collects a process's log lines from one goroutine while the test reads them.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startServeWith(t *testing.T, fake *githubtest.Server, s serveSetup) (string, *exec.Cmd, *lockedLog) {
 	t.Helper()
 	sandboxtest.Require(t)
 	if s.redisURL == "" {
@@ -89,7 +108,7 @@ func startServeWith(t *testing.T, fake *githubtest.Server, s serveSetup) (string
 		"GITHUB_API_URL="+fake.URL(), "AKIRA_ADDR="+addr, "REDIS_URL="+s.redisURL,
 		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+s.workDir, "AKIRA_SHUTDOWN_TIMEOUT=5s")
 	cmd.Env = append(cmd.Env, s.env...)
-	logs := &strings.Builder{}
+	logs := &lockedLog{}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
