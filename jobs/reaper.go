@@ -57,9 +57,7 @@ func (h *Handler) reapOne(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	// The job count names the dead job: one continuation per job that died.
-	p := RunPayload{Trigger: TriggerContinue, RunID: run.ID, DeliveryID: "reap:" + run.ID + ":" + strconv.Itoa(run.Jobs),
-		InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: run.Sender}
-	err = h.d.Enqueuer.EnqueueRun(ctx, p)
+	err = h.d.Enqueuer.EnqueueRun(ctx, continuation(run, "reap:"+run.ID+":"+strconv.Itoa(run.Jobs), run.Sender))
 	if errors.Is(err, ErrDuplicate) {
 		return false, nil
 	}

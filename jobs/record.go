@@ -216,6 +216,22 @@ func recordFailed(run *Run, msg string) error {
 	return nil
 }
 
+// recordAborted ends the run for good: by a person's /akira abort (by), or because people took its
+// pull request or branch away (why). Tasks not done are aborted; parked ones keep their place in
+// Parked so that their check runs can be cancelled.
+func recordAborted(run *Run, by, why string) {
+	run.Status, run.AbortedBy = StatusAborted, by
+	if why != "" {
+		run.Error = why
+	}
+	for i := range run.Tasks {
+		if t := &run.Tasks[i]; t.Status == templates.StatusPending || t.Status == templates.StatusRunning || t.Status == templates.StatusEscalated {
+			t.Status = templates.StatusAborted
+		}
+	}
+	run.Decisions = nil
+}
+
 // checkpointed reports whether any task of the run has a checkpoint commit.
 func checkpointed(run *Run) bool {
 	for _, t := range run.Tasks {

@@ -131,9 +131,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		}
 		return ResultAborted, nil
 	}
-	cont := RunPayload{Trigger: TriggerContinue, RunID: run.ID, DeliveryID: continueKey(run.ID, p.JobID()),
-		InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: p.Sender}
-	if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, cont)); err != nil {
+	if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, continuation(run, continueKey(run.ID, p.JobID()), p.Sender))); err != nil {
 		return ResultRetry, err
 	}
 	if _, err := pub.publishSummary(ctx, run); err != nil {

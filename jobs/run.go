@@ -456,13 +456,8 @@ func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string
 func (h *Handler) stopForPeople(ctx context.Context, gh GitHub, run *Run, why string, log *slog.Logger) (string, error) {
 	log.Info("run job: stopped by what people did", "why", why)
 	run, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error {
-		r.Status, r.Error = StatusAborted, why
-		for i := range r.Tasks {
-			if t := &r.Tasks[i]; t.Status == templates.StatusPending || t.Status == templates.StatusRunning || t.Status == templates.StatusEscalated {
-				t.Status = templates.StatusAborted
-			}
-		}
-		r.Parked, r.Decisions = nil, nil
+		recordAborted(r, "", why)
+		r.Parked = nil
 		return nil
 	})
 	if err != nil {
@@ -485,7 +480,8 @@ func (h *Handler) stopForPeople(ctx context.Context, gh GitHub, run *Run, why st
 	}
 	if run.Issue != 0 && run.Issue != run.PR {
 		retried, _ := asynq.GetRetryCount(ctx)
-		note := fmt.Sprintf("Akira stopped run `%s`: %s. Reply `/akira run` here to start again.", run.ID, why)
+		note := render("run_stopped", templates.RunStopped{RunID: run.ID, Reason: why},
+			"Akira stopped run `"+run.ID+"`: "+why+". Reply `/akira run` here to start again.")
 		if err := replyOnce(ctx, h.d.Store, gh, run.Owner, run.Repo, run.Issue, "stopped-"+run.ID, note, retried > 0); err != nil {
 			return ResultRetry, fmt.Errorf("jobs: note on issue #%d: %w", run.Issue, err)
 		}
@@ -597,8 +593,7 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 	if run.Status == StatusQueued {
 		// Decisions taken while this job ran: their own continuation found the run moving and left it
 		// to this job, which queues the next one.
-		cont := RunPayload{Trigger: TriggerContinue, RunID: run.ID, DeliveryID: continueKey(run.ID, "late-"+strconv.Itoa(run.Jobs)),
-			InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: run.Sender}
+		cont := continuation(run, continueKey(run.ID, "late-"+strconv.Itoa(run.Jobs)), run.Sender)
 		if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, cont)); err != nil {
 			return ResultRetry, err
 		}

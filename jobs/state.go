@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/runner"
-	"github.com/akira-bot/akira/templates"
 )
 
 // RunStatus is where a run is in its life.
@@ -573,14 +572,7 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 			}
 		}
 		if d.Kind == runner.DecisionAbort {
-			r.Status = StatusAborted
-			r.AbortedBy = d.By
-			for i := range r.Tasks {
-				if t := &r.Tasks[i]; t.Status == templates.StatusPending || t.Status == templates.StatusRunning || t.Status == templates.StatusEscalated {
-					t.Status = templates.StatusAborted
-				}
-			}
-			r.Decisions = nil
+			recordAborted(r, d.By, "")
 			return nil
 		}
 		kept := r.Parked[:0]

@@ -259,6 +259,13 @@ func (e *Enqueuer) enqueue(ctx context.Context, t *asynq.Task) error {
 
 // continueKey is the delivery id of the run task that continues runID after a decision; the resume
 // task's own id makes it unique, so a retried resume job enqueues the continuation once.
+// continuation is the run task that continues run; key tells continuations of the same run apart
+// (it becomes the task id, so each key enqueues once).
+func continuation(run *Run, key, sender string) RunPayload {
+	return RunPayload{Trigger: TriggerContinue, RunID: run.ID, DeliveryID: key,
+		InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: sender}
+}
+
 func continueKey(runID, resumeTaskID string) string {
 	return "continue:" + runID + ":" + strings.TrimPrefix(resumeTaskID, "resume:")
 }

@@ -240,6 +240,13 @@ type BranchBusy struct {
 	SummaryURL  string
 }
 
+// RunStopped is the note on the issue when a person closed a run's pull request or deleted its branch.
+type RunStopped struct {
+	RunID string
+	// Reason is what happened, a sentence without its final full stop.
+	Reason string
+}
+
 // DecisionIgnored answers a decision that changed nothing.
 type DecisionIgnored struct {
 	// Decision is approve, retry, skip or abort.

@@ -106,6 +106,7 @@ var cases = []struct {
 	{"branch_busy_parked", "branch_busy", BranchBusy{Branch: "akira/issue-4", RunID: "r1", State: RunParked, ParkedTask: "1.2",
 		FromCommand: true, SummaryURL: "https://github.com/o/r/pull/5#issuecomment-1"}},
 	{"branch_busy_push", "branch_busy", BranchBusy{Branch: "akira/roadmap", RunID: "r2", State: RunRunning}},
+	{"run_stopped", "run_stopped", RunStopped{RunID: "r1", Reason: "pull request #5 was closed"}},
 	{"decision_ignored_comment", "decision_ignored", DecisionIgnored{Decision: "approve", Reason: "run r1 is running, not waiting for a decision"}},
 	{"decision_ignored_button", "decision_ignored", DecisionIgnored{Decision: "skip", ByButton: true, Reason: "the branch `akira/issue-4` of run `r1` no longer exists"}},
 	{"config_error_bare", "config_error", ConfigError{Path: ".github/akira.yml", Problems: []string{"line 1: mapping values are not allowed in this context"}}},

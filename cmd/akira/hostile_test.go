@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,23 +53,7 @@ func TestServeHostileAgent(t *testing.T) {
 		env: []string{"KEY_PATH=" + keyPath, "OUTSIDE=" + outside, "REDIS_PORT=" + port, "WORKDIR=" + workDir},
 	})
 
-	c := fake.AddComment("octo", "svc", issue.Number, "alice", "/akira run")
-	user := map[string]any{"login": "alice", "id": 7, "type": "User"}
-	payload := map[string]any{
-		"action": "created", "installation": map[string]any{"id": fake.InstallationID("octo", "svc")},
-		"repository": map[string]any{"name": "svc", "full_name": "octo/svc", "default_branch": "main",
-			"owner": map[string]any{"login": "octo", "type": "User"}},
-		"sender": user, "issue": map[string]any{"number": issue.Number, "title": issue.Title, "user": user},
-		"comment": map[string]any{"id": c.ID, "body": "/akira run", "user": user},
-	}
-	resp, err := http.DefaultClient.Do(fake.SignedWebhook(base+"/webhook", "serve-secret", "issue_comment", "hostile-1", payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("webhook answer %d, want 202", resp.StatusCode)
-	}
+	deliver(t, fake, base, "issue_comment", "hostile-1", commentPayload(fake, issue, "alice", "/akira run"))
 	branch := fmt.Sprintf("akira/issue-%d", issue.Number)
 	waitFor(t, "the hostile agent's work to be checkpointed", func() bool {
 		got, ok := fake.FileAt("octo", "svc", branch, "loot.txt")

@@ -143,6 +143,33 @@ func startServeWith(t *testing.T, fake *githubtest.Server, s serveSetup) (string
 	return base, cmd, logs
 }
 
+// commentPayload is the issue_comment webhook of login commenting body on issue of octo/svc; the
+// comment is added to the fake GitHub too.
+func commentPayload(fake *githubtest.Server, issue githubtest.Issue, login, body string) map[string]any {
+	c := fake.AddComment("octo", "svc", issue.Number, login, body)
+	user := map[string]any{"login": login, "id": 7, "type": "User"}
+	return map[string]any{
+		"action": "created", "installation": map[string]any{"id": fake.InstallationID("octo", "svc")},
+		"repository": map[string]any{"name": "svc", "full_name": "octo/svc", "default_branch": "main",
+			"owner": map[string]any{"login": "octo", "type": "User"}},
+		"sender": user, "issue": map[string]any{"number": issue.Number, "title": issue.Title, "user": user},
+		"comment": map[string]any{"id": c.ID, "body": body, "user": user},
+	}
+}
+
+// deliver sends a signed webhook to akira serve and wants it accepted.
+func deliver(t *testing.T, fake *githubtest.Server, base, event, delivery string, payload any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(fake.SignedWebhook(base+"/webhook", "serve-secret", event, delivery, payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook answer %d, want 202", resp.StatusCode)
+	}
+}
+
 func mustWrite(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
@@ -190,24 +217,9 @@ func TestServeEndToEnd(t *testing.T) {
 	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
-	c := fake.AddComment("octo", "svc", issue.Number, "alice", "/akira run")
-	user := map[string]any{"login": "alice", "id": 7, "type": "User"}
-	payload := map[string]any{
-		"action": "created", "installation": map[string]any{"id": fake.InstallationID("octo", "svc")},
-		"repository": map[string]any{"name": "svc", "full_name": "octo/svc", "default_branch": "main",
-			"owner": map[string]any{"login": "octo", "type": "User"}},
-		"sender": user, "issue": map[string]any{"number": issue.Number, "title": issue.Title, "user": user},
-		"comment": map[string]any{"id": c.ID, "body": "/akira run", "user": user},
-	}
+	payload := commentPayload(fake, issue, "alice", "/akira run")
 	for range 2 { // a redelivery of the same delivery id runs once
-		resp, err := http.DefaultClient.Do(fake.SignedWebhook(base+"/webhook", "serve-secret", "issue_comment", "serve-delivery-1", payload))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("webhook answer %d, want 202", resp.StatusCode)
-		}
+		deliver(t, fake, base, "issue_comment", "serve-delivery-1", payload)
 	}
 
 	branch := fmt.Sprintf("akira/issue-%d", issue.Number)
