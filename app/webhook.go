@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -69,6 +70,12 @@ func (s *server) webhook(c *gin.Context) {
 	d.log = s.deliveryLogger(d.id, d.event, 0, "")
 	c.Set(deliveryKey, d)
 	ans := s.intake(r, c.Writer, d)
+	if r.ContentLength > largeBody {
+		// The body is garbage now. Left to the runtime, the memory of a few large bodies stays with
+		// the process for minutes (the heap goal doubles with them); given back at once, a stream of
+		// large malformed deliveries cannot grow the process. Large deliveries are rare (big pushes).
+		debug.FreeOSMemory()
+	}
 	s.respond(c, d, ans)
 	if s.obs != nil {
 		s.obs(metricEvent(d.event), ans.result)
@@ -87,15 +94,20 @@ func metricEvent(event string) string {
 }
 
 func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) answer {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	// A missing or malformed signature is refused before the body is read into memory.
+	sig, reason := signatureOf(r.Header)
+	if sig == nil {
+		return rejected(http.StatusUnauthorized, reason)
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return rejected(http.StatusRequestEntityTooLarge, "body larger than GitHub's 25 MB cap")
 		}
 		return rejected(http.StatusBadRequest, "could not read body")
 	}
-	if reason, ok := s.verifySignature(r.Header, body); !ok {
-		return rejected(http.StatusUnauthorized, reason)
+	if !s.signatureMatches(sig, body) {
+		return rejected(http.StatusUnauthorized, "signature does not match")
 	}
 	if d.event == "" {
 		return rejected(http.StatusBadRequest, "missing X-GitHub-Event header")
@@ -118,30 +130,52 @@ func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) ans
 	return s.route(ctx, d)
 }
 
-// verifySignature checks X-Hub-Signature-256 over the raw body in constant time. The SHA-1 X-Hub-Signature
-// alone is not enough: GitHub sends both, and SHA-1 is only there for old receivers.
-func (s *server) verifySignature(h http.Header, body []byte) (string, bool) {
+// largeBody is the size above which a delivery's memory is given back to the system when it is done.
+const largeBody = 4 << 20
+
+// readBody reads a webhook body of at most max bytes. A body whose length is declared (GitHub always
+// declares it) is read into one buffer of that size, and one declared too large is refused unread:
+// growing a buffer while reading would allocate about twice the body, and a fuzzer's large bodies
+// would leave the process that much bigger.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, &http.MaxBytesError{Limit: max}
+	}
+	rd := http.MaxBytesReader(w, r.Body, max)
+	if r.ContentLength < 0 {
+		return io.ReadAll(rd)
+	}
+	// net/http stops the body at its Content-Length, so the buffer cannot overflow.
+	body := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(rd, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// signatureOf reads X-Hub-Signature-256, or says what is wrong with it. The SHA-1 X-Hub-Signature alone
+// is not enough: GitHub sends both, and SHA-1 is only there for old receivers.
+func signatureOf(h http.Header) ([]byte, string) {
 	sig := h.Get("X-Hub-Signature-256")
 	if sig == "" {
 		if h.Get("X-Hub-Signature") != "" {
-			return "X-Hub-Signature-256 is required; SHA-1 signatures are not accepted", false
+			return nil, "X-Hub-Signature-256 is required; SHA-1 signatures are not accepted"
 		}
-		return "missing X-Hub-Signature-256 header", false
+		return nil, "missing X-Hub-Signature-256 header"
 	}
 	hexSig, ok := strings.CutPrefix(sig, "sha256=")
-	if !ok {
-		return "X-Hub-Signature-256 is not sha256=<hex>", false
-	}
 	got, err := hex.DecodeString(hexSig)
-	if err != nil {
-		return "X-Hub-Signature-256 is not sha256=<hex>", false
+	if !ok || err != nil || len(got) != sha256.Size {
+		return nil, "X-Hub-Signature-256 is not sha256=<64 hex digits>"
 	}
+	return got, ""
+}
+
+// signatureMatches checks the signature over the raw body in constant time.
+func (s *server) signatureMatches(sig, body []byte) bool {
 	mac := hmac.New(sha256.New, s.cfg.WebhookSecret)
 	mac.Write(body)
-	if !hmac.Equal(got, mac.Sum(nil)) {
-		return "signature does not match", false
-	}
-	return "", true
+	return hmac.Equal(sig, mac.Sum(nil))
 }
 
 // payloadOf returns the JSON payload: the body itself, or its payload field when the webhook was set up

@@ -55,13 +55,13 @@ func TestWebhookSignature(t *testing.T) {
 			r.Header.Del("X-Hub-Signature-256")
 			r.Header.Set("X-Hub-Signature", sha1Sig(testSecret, body))
 		}, http.StatusUnauthorized, "SHA-1 signatures are not accepted"},
-		{"not hex", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=zz") }, http.StatusUnauthorized, "not sha256=<hex>"},
+		{"not hex", func(r *http.Request) { r.Header.Set("X-Hub-Signature-256", "sha256=zz") }, http.StatusUnauthorized, "not sha256=<64 hex digits>"},
 		{"no algorithm prefix", func(r *http.Request) {
 			r.Header.Set("X-Hub-Signature-256", strings.TrimPrefix(githubtest.SignPayload(testSecret, body), "sha256="))
-		}, http.StatusUnauthorized, "not sha256=<hex>"},
+		}, http.StatusUnauthorized, "not sha256=<64 hex digits>"},
 		{"truncated", func(r *http.Request) {
 			r.Header.Set("X-Hub-Signature-256", githubtest.SignPayload(testSecret, body)[:41])
-		}, http.StatusUnauthorized, "signature does not match"},
+		}, http.StatusUnauthorized, "not sha256=<64 hex digits>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -176,10 +176,16 @@ esac
 // newEnv starts GitHub, the webhook server and, unless external, an in-process worker.
 func newEnv(t *testing.T, external bool) *env {
 	t.Helper()
+	return newEnvOn(t, external, redisAddr(t))
+}
+
+// newEnvOn is newEnv on the Redis at addr (a test's own, which it may stop and restart).
+func newEnvOn(t *testing.T, external bool, addr string) *env {
+	t.Helper()
 	e := &env{t: t, gh: githubtest.New(t), owner: "octo", repo: "demo", logDir: t.TempDir()}
-	e.rdb = redis.NewClient(&redis.Options{Addr: redisAddr(t)})
+	e.rdb = redis.NewClient(&redis.Options{Addr: addr})
 	if err := e.rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("redis at %s: %v", redisAddr(t), err)
+		t.Fatalf("redis at %s: %v", addr, err)
 	}
 	id := randomHex(t, 6)
 	prefix, queue := "akira-e2e:"+id+":", "akira-e2e-"+id
@@ -202,7 +208,7 @@ func newEnv(t *testing.T, external bool) *env {
 	must(t, os.WriteFile(opFile, []byte(op), 0o644))
 	t.Setenv("E2E_LOG", e.logDir)
 
-	e.spec = workerSpec{RedisAddr: redisAddr(t), Prefix: prefix, Queue: queue, APIURL: e.gh.URL(), AppID: e.gh.AppID(),
+	e.spec = workerSpec{RedisAddr: addr, Prefix: prefix, Queue: queue, APIURL: e.gh.URL(), AppID: e.gh.AppID(),
 		KeyPEM: e.gh.PrivateKeyPEM(), OperatorFile: opFile, WorkDir: t.TempDir(), LockTTL: 3 * time.Second, Concurrency: 2}
 
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), jobs.TaskOptions{Queue: queue})

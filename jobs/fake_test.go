@@ -395,6 +395,30 @@ func (f *fakeGitHub) GetRef(_ context.Context, _, _, ref string) (string, error)
 	return "", fmt.Errorf("%s: %w", ref, ErrGitHubNotFound)
 }
 
+func (f *fakeGitHub) BranchCommits(_ context.Context, _, _, base, head string) ([]BranchCommit, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("BranchCommits"); err != nil {
+		return nil, err
+	}
+	if f.info.CloneURL == "" {
+		return nil, fmt.Errorf("%s...%s: %w", base, head, ErrGitHubNotFound)
+	}
+	out, err := exec.Command("git", "--git-dir="+f.info.CloneURL, "log", "--reverse", "--format=%H%x00%B%x1e",
+		"refs/heads/"+base+"..refs/heads/"+head, "--").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s...%s: %w", base, head, ErrGitHubNotFound)
+	}
+	var cs []BranchCommit
+	for _, rec := range strings.Split(string(out), "\x1e") {
+		sha, msg, ok := strings.Cut(strings.TrimLeft(rec, "\n"), "\x00")
+		if ok {
+			cs = append(cs, BranchCommit{SHA: sha, Message: msg})
+		}
+	}
+	return cs, nil
+}
+
 func (f *fakeGitHub) Repository(context.Context, string, string) (RepoInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -175,6 +175,12 @@ type Issue struct {
 	Author string
 }
 
+// BranchCommit is a commit of a branch and its message.
+type BranchCommit struct {
+	SHA     string
+	Message string
+}
+
 // RepoInfo is a repository's default branch, clone URL and web page.
 type RepoInfo struct {
 	DefaultBranch string
@@ -190,6 +196,9 @@ type Repos interface {
 	GetFile(ctx context.Context, owner, repo, ref, path string) ([]byte, error)
 	// GetRef returns the sha of "heads/<branch>", or an error wrapping ErrGitHubNotFound.
 	GetRef(ctx context.Context, owner, repo, ref string) (string, error)
+	// BranchCommits returns the commits head has over base, oldest first (GitHub's compare lists at
+	// most 250), or an error wrapping ErrGitHubNotFound when either is missing.
+	BranchCommits(ctx context.Context, owner, repo, base, head string) ([]BranchCommit, error)
 	// Repository returns the default branch, the clone URL and the web page.
 	Repository(ctx context.Context, owner, repo string) (RepoInfo, error)
 }

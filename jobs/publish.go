@@ -107,7 +107,7 @@ func summaryData(r *Run) templates.Summary {
 	if r.RepoURL != "" {
 		s.BranchURL = r.RepoURL + "/tree/" + r.Branch
 	}
-	s.PRClosed = r.PRClosed
+	s.PRClosed, s.Rebuilt = r.PRClosed, r.Rebuilt != ""
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
 			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL}

@@ -99,7 +99,17 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		run, err = h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	}
 	if errors.Is(err, ErrNotFound) {
-		return h.decisionIgnored(ctx, gh, p, nil, "there is no Akira run here to "+string(p.Decision), log)
+		// Redis may have lost the record of a parked run: its branch still knows it.
+		run, err = h.rebuildParkedRun(ctx, gh, p)
+		// Nothing to rebuild: no branch with a lost run, nothing parked on it, or nothing GitHub knows
+		// or Akira can read to rebuild it from.
+		if errors.Is(err, errNoLostRun) || errors.Is(err, ErrGitHubNotFound) || isRepoConfigError(err) {
+			log.Info("resume job: no run, and no lost run to rebuild", "why", err)
+			return h.decisionIgnored(ctx, gh, p, nil, "there is no Akira run here to "+string(p.Decision), log)
+		}
+		if err == nil {
+			log.Warn("resume job: rebuilt a lost run from its branch", "run", run.ID, "branch", run.Branch, "parked", len(run.Parked))
+		}
 	}
 	if err != nil {
 		return ResultRetry, err

@@ -197,6 +197,20 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	if err := checkPlanTrust(ctx, gh, p, run, in.Issue); err != nil {
 		return nil, err
 	}
+	run, existing, err := adoptLostRun(ctx, h.d.Store, gh, run, p.DeliveryID)
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil {
+		if existing.Status.Terminal() || existing.Status == StatusParked {
+			return nil, errNothingToDo
+		}
+		return existing, nil
+	}
+	if run.Rebuilt != "" {
+		h.log.Warn("run job: the branch belongs to a run Redis has no record of; rebuilding it from the branch",
+			"run", run.ID, "repo", run.Owner+"/"+run.Repo, "branch", run.Branch, "delivery", p.DeliveryID)
+	}
 	run, _, err = h.d.Store.Create(ctx, run)
 	return run, err
 }
@@ -343,7 +357,10 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	defer func() {
 		// Running means "a job holds the lock": a job that asynq will retry leaves the run queued, so
 		// the reaper does not take it for dead and defeat the retry's backoff.
-		if result == ResultRetry {
+		// A lost lock is different: asynq may not hear of the error at all (the lock is usually lost
+		// because Redis is unreachable), and the reaper continues a running run as soon as its lock is
+		// free, so the run stays running.
+		if result == ResultRetry && !errors.Is(context.Cause(lk.Context()), ErrLockLost) {
 			if _, qerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
 				if r.Status == StatusRunning {
 					r.Status = StatusQueued

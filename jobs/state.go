@@ -94,6 +94,9 @@ type Run struct {
 	// Error says why a failed run stopped; AbortedBy who aborted it.
 	Error     string `json:"error,omitempty"`
 	AbortedBy string `json:"aborted_by,omitempty"`
+	// Rebuilt is set when Redis had lost the run's record and it was rebuilt from its branch: the key of
+	// the delivery or decision that rebuilt it (see rebuild.go).
+	Rebuilt string `json:"rebuilt,omitempty"`
 	// Jobs counts the job executions that worked on the run (retries and continuations included).
 	Jobs       int       `json:"jobs"`
 	CreatedAt  time.Time `json:"created_at"`

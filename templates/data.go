@@ -64,6 +64,8 @@ type Summary struct {
 	PRURL     string
 	// PRClosed says the run closed its empty draft pull request (it failed before any task was done).
 	PRClosed bool
+	// Rebuilt says Akira had lost its record of the run and rebuilt it from the branch.
+	Rebuilt bool
 }
 
 // Count is how many tasks have the status.

@@ -70,6 +70,8 @@ var cases = []struct {
 		Tasks: []Task{{ID: "1", Title: "Add login", Status: StatusAborted}}}},
 	{"summary_aborted", "summary", Summary{RunID: "r5", State: RunAborted, AbortedBy: "octocat",
 		Tasks: []Task{{ID: "T1", Title: "x", Status: StatusAborted, Attempts: 1}}}},
+	{"summary_rebuilt", "summary", Summary{RunID: "r9", State: RunParked, Rebuilt: true, ParkedTask: "2",
+		Tasks: []Task{{ID: "1", Title: "First", Status: StatusPassed, Checkpoint: sha1}, {ID: "2", Title: "Second", Status: StatusEscalated}}}},
 	{"summary_queued", "summary", Summary{RunID: "r6", State: RunQueued, Tasks: []Task{{ID: "T1", Title: "x", Status: StatusPending}}}},
 
 	{"escalation", "escalation", Escalation{

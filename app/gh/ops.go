@@ -245,6 +245,20 @@ func (c *Client) GetRef(ctx context.Context, owner, repo, ref string) (string, e
 	return r.GetObject().GetSHA(), nil
 }
 
+// BranchCommits implements jobs.Repos with the compare API: one request, which lists up to 250
+// commits, enough for the checkpoints of a run.
+func (c *Client) BranchCommits(ctx context.Context, owner, repo, base, head string) ([]jobs.BranchCommit, error) {
+	cmp, _, err := c.gh.Repositories.CompareCommits(ctx, owner, repo, base, head, nil)
+	if err != nil {
+		return nil, apiErr("compare "+base+"..."+head, err)
+	}
+	out := make([]jobs.BranchCommit, 0, len(cmp.Commits))
+	for _, rc := range cmp.Commits {
+		out = append(out, jobs.BranchCommit{SHA: rc.GetSHA(), Message: rc.GetCommit().GetMessage()})
+	}
+	return out, nil
+}
+
 // CreateRef creates a ref ("heads/<branch>" or "refs/heads/<branch>") at sha.
 func (c *Client) CreateRef(ctx context.Context, owner, repo, ref, sha string) error {
 	full := "refs/" + strings.TrimPrefix(ref, "refs/")

@@ -508,10 +508,16 @@ func rejected(out string) bool {
 
 // parkedPrefix is where failed task work waits for a human decision, namespaced by branch so that
 // runs on different branches never see each other's parked work.
-func (w *Workspace) parkedPrefix() string { return "refs/akira/parked/" + w.Branch + "/" }
+func (w *Workspace) parkedPrefix() string { return parkedPrefix(w.Branch) }
+
+func parkedPrefix(branch string) string { return "refs/akira/parked/" + branch + "/" }
 
 // ParkedRef is the remote ref holding a task's parked work.
-func (w *Workspace) ParkedRef(taskID string) string { return w.parkedPrefix() + refSafe(taskID) }
+func (w *Workspace) ParkedRef(taskID string) string { return ParkedRefOf(w.Branch, taskID) }
+
+// ParkedRefOf is the remote ref that holds the parked work of a task of branch, for those who look
+// for it without a workspace (a run rebuilt from its branch).
+func ParkedRefOf(branch, taskID string) string { return parkedPrefix(branch) + refSafe(taskID) }
 
 // Parked returns the parked work of a task (found on the remote when the branch was checked out, or
 // parked by this run), or "".

@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/redistest"
+	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/templates"
+)
+
+// These tests run Akira on a Redis of their own and take it away mid-run.
+
+// checkOneOfEach asserts the end state every interrupted run must reach: each task committed once, one
+// summary comment, and no check run left in progress.
+func (e *env) checkOneOfEach(run *jobs.Run, tasks ...string) githubtest.PullRequest {
+	e.t.Helper()
+	got := e.taskCommits(run.Branch)
+	for _, id := range tasks {
+		if got[id] != 1 {
+			e.t.Errorf("task %s committed %d times, want once (checkpoints %v)", id, got[id], got)
+		}
+	}
+	if len(got) != len(tasks) {
+		e.t.Errorf("checkpoints %v, want exactly %v", got, tasks)
+	}
+	pr := e.onlyPR(run.Branch)
+	if n := len(e.commentsWith(pr.Number, templates.SummaryMarker(run.ID))); n != 1 {
+		e.t.Errorf("%d summary comments for run %s, want 1", n, run.ID)
+	}
+	if n := len(e.commentsWith(pr.Number, "<!-- akira:summary")); n != 1 {
+		e.t.Errorf("%d summary comments on the pull request, want 1", n)
+	}
+	for _, cr := range e.gh.CheckRuns(e.owner, e.repo) {
+		if cr.Status != "completed" {
+			e.t.Errorf("check run %q left %s", cr.Name, cr.Status)
+		}
+	}
+	return pr
+}
+
+func (e *env) agentCalls(task string) int {
+	calls, _ := os.ReadFile(filepath.Join(e.logDir, "calls"))
+	return strings.Count(string(calls), task+" ")
+}
+
+func (e *env) waitFile(name string) {
+	e.t.Helper()
+	e.eventually(name, func() bool {
+		_, err := os.Stat(filepath.Join(e.logDir, name))
+		return err == nil
+	})
+}
+
+func (e *env) touch(name string) {
+	e.t.Helper()
+	must(e.t, os.WriteFile(filepath.Join(e.logDir, name), nil, 0o644))
+}
+
+// TestRedisOutageWithAOF: Redis, with its append-only file on as in the compose file, goes away for 20
+// s while the agent works on task 1.2. The branch lock cannot be renewed, so the worker stops the task
+// when the lock's TTL has passed; when Redis is back, the run (still marked running, from the AOF) is
+// found by the reaper and continued from the last checkpoint. The time from Redis answering again to
+// the agent working again is logged and must stay under 30 s.
+func TestRedisOutageWithAOF(t *testing.T) {
+	srv := redistest.StartServer(t, true)
+	e := newEnvOn(t, true, srv.Addr)
+	e.spec.LockTTL = jobs.DefaultLockTTL // the production TTL: it bounds how long the outage stalls the run
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Outage", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a slow thing\n- [ ] Add three\n"})
+	e.startWorkerProcess("worker")
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.waitFile("started-1.2")
+	before := e.runOf(1)
+
+	srv.Stop()
+	time.Sleep(20 * time.Second)
+	e.touch("release")
+	srv.Start()
+	back := time.Now()
+	e.eventually("the agent to work on task 1.2 again", func() bool { return e.agentCalls("1.2") >= 2 })
+	recovery := time.Since(back)
+	t.Logf("recovery: the agent worked again %.1f s after Redis (AOF) came back from a 20 s outage (lock TTL %v, reaper every %v)",
+		recovery.Seconds(), jobs.DefaultLockTTL, jobs.DefaultReapInterval)
+	if recovery > 30*time.Second {
+		t.Errorf("recovery took %v, want under 30 s", recovery.Round(100*time.Millisecond))
+	}
+
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	if run.ID != before.ID {
+		t.Errorf("the run is %s after the outage, was %s", run.ID, before.ID)
+	}
+	e.checkOneOfEach(run, "1.1", "1.2", "1.3")
+	if n := e.agentCalls("1.1"); n != 1 {
+		t.Errorf("the agent ran task 1.1 %d times; its checkpoint was pushed before the outage", n)
+	}
+}
+
+// TestRedisLostRunningRun: Redis restarts without persistence while the agent works on task 1.2, so
+// the run's record, its queue and its lock are gone. The worker notices its lock is gone and stops;
+// nothing resumes the run until a person replies `/akira run` again, which rebuilds the run from its
+// branch under the same id: no second pull request, no second summary, task 1.1 not done twice.
+func TestRedisLostRunningRun(t *testing.T) {
+	srv := redistest.StartServer(t, false)
+	e := newEnvOn(t, false, srv.Addr)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Lost", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a slow thing\n- [ ] Add three\n"})
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.waitFile("started-1.2")
+	before := e.runOf(1)
+
+	srv.Restart()
+	if e.runOf(1) != nil {
+		t.Fatal("the run's record survived a restart without persistence; the test proves nothing")
+	}
+	// The worker finds its branch lock gone within a third of the lock's TTL and kills the agent; the
+	// agent would otherwise finish on its own once released.
+	e.eventually("the agent to be stopped", func() bool {
+		pid, err := os.ReadFile(filepath.Join(e.logDir, "pid-1.2"))
+		if err != nil {
+			return false
+		}
+		_, err = os.Stat("/proc/" + strings.TrimSpace(string(pid)))
+		return os.IsNotExist(err)
+	})
+	e.touch("release")
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	if run.ID != before.ID {
+		t.Errorf("the second /akira run made run %s beside %s; the branch's run should have been rebuilt", run.ID, before.ID)
+	}
+	if run.Rebuilt == "" {
+		t.Error("the run is not marked rebuilt")
+	}
+	pr := e.checkOneOfEach(run, "1.1", "1.2", "1.3")
+	if n := e.agentCalls("1.1"); n != 1 {
+		t.Errorf("the agent ran task 1.1 %d times; its checkpoint was on the branch", n)
+	}
+	if sum := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID)); len(sum) == 1 && !strings.Contains(sum[0].Body, "rebuilt it from the branch") {
+		t.Errorf("the summary does not say the run was rebuilt:\n%s", sum[0].Body)
+	}
+}
+
+// TestRedisLostParkedRun: Redis restarts without persistence while a run is parked on an escalation.
+// The person's `/akira retry` on the pull request finds no run, so the run is rebuilt from its branch
+// (task 1.1 from its trailer, task 1.2 parked from its parked ref) and the retry acts on it.
+func TestRedisLostParkedRun(t *testing.T) {
+	srv := redistest.StartServer(t, false)
+	e := newEnvOn(t, false, srv.Addr)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Parked", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a flaky thing\n- [ ] Add three\n"})
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	before := e.waitStatus(1, jobs.StatusParked)
+	pr := e.onlyPR(before.Branch)
+
+	srv.Restart()
+	if e.runOf(1) != nil {
+		t.Fatal("the run's record survived a restart without persistence; the test proves nothing")
+	}
+	e.comment(pr.Number, "alice", "/akira retry say MAGIC-WORD", true, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	if run.ID != before.ID {
+		t.Errorf("the run is %s after the rebuild, was %s", run.ID, before.ID)
+	}
+	if run.Rebuilt == "" {
+		t.Error("the run is not marked rebuilt")
+	}
+	e.checkOneOfEach(run, "1.1", "1.2", "1.3")
+	if n := e.agentCalls("1.1"); n != 1 {
+		t.Errorf("the agent ran task 1.1 %d times; its checkpoint was on the branch", n)
+	}
+	if len(e.commentsWith(pr.Number, "did nothing")) != 0 {
+		t.Error("the retry was refused")
+	}
+}

@@ -1,0 +1,102 @@
+package redistest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Server is a redis-server process of a test's own, for tests that stop and restart Redis under a
+// running Akira. It needs the redis-server binary: without it the test is skipped, unless
+// AKIRA_TEST_REDIS_REQUIRED is set (CI), where it fails.
+type Server struct {
+	tb   testing.TB
+	Addr string
+	port int
+	dir  string
+	// AOF turns on the append-only file, as the compose file and the Helm chart do.
+	aof bool
+	cmd *exec.Cmd
+}
+
+// StartServer starts redis-server on a free loopback port, with its data in a temporary directory, with
+// or without the append-only file. It is stopped when the test ends.
+func StartServer(tb testing.TB, aof bool) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv(EnvRequired) != "" {
+			tb.Fatalf("redistest: redis-server is not installed and %s is set", EnvRequired)
+		}
+		tb.Skip("redistest: redis-server is not installed; this test restarts a Redis of its own")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	s := &Server{tb: tb, Addr: "127.0.0.1:" + strconv.Itoa(port), port: port, dir: tb.TempDir(), aof: aof}
+	s.start(bin)
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) start(bin string) {
+	s.tb.Helper()
+	aof := "no"
+	if s.aof {
+		aof = "yes"
+	}
+	s.cmd = exec.Command(bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", aof, "--appendfsync", "always", "--dir", s.dir, "--daemonize", "no",
+		"--logfile", filepath.Join(s.dir, "redis.log"))
+	if err := s.cmd.Start(); err != nil {
+		s.tb.Fatalf("redistest: start redis-server: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !answers(s.Addr) {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			s.tb.Fatalf("redistest: redis-server did not answer on %s:\n%s", s.Addr, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops the server the way a pod is stopped (SIGTERM, then wait). Stopping a stopped server
+// does nothing.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Restart stops the server and starts it again on the same port and data directory: with AOF it comes
+// back with its data; without, empty.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	s.Stop()
+	s.Start()
+}
+
+// Start starts a stopped server again, on the same port and data directory.
+func (s *Server) Start() {
+	s.tb.Helper()
+	if s.cmd != nil {
+		return
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		s.tb.Fatal(fmt.Errorf("redistest: %w", err))
+	}
+	s.start(bin)
+}
