@@ -47,6 +47,10 @@ func TestEscalation(t *testing.T) {
 	if len(esc) != 1 || !strings.Contains(esc[0].Body, "/akira retry") {
 		t.Fatalf("escalation comments: %+v", esc)
 	}
+	// GitHub notifies whoever is @-mentioned: the person who started the run.
+	if !strings.Contains(esc[0].Body, "@alice: this run waits for your answer") {
+		t.Errorf("the escalation does not mention the person who started the run:\n%s", esc[0].Body)
+	}
 	if got := e.taskCommits(run.Branch); got["1.1"] != 1 || got["1.2"] != 0 {
 		t.Errorf("checkpoints = %v", got)
 	}

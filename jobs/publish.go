@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/akira-bot/akira/runner"
@@ -108,6 +109,7 @@ func summaryData(r *Run) templates.Summary {
 		s.BranchURL = r.RepoURL + "/tree/" + r.Branch
 	}
 	s.PRClosed, s.Rebuilt = r.PRClosed, r.Rebuilt != ""
+	s.StartedBy, s.AnsweredBy = person(r.Sender), person(r.AnsweredBy)
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
 			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL}
@@ -193,11 +195,31 @@ func escalationRoundMarker(runID, taskID string, round int) string {
 	return fmt.Sprintf("<!-- akira:escalation-round run=%s task=%s round=%d -->", runID, taskID, round)
 }
 
+// person is a login to @-mention, or "" for none and for bots (a mention of an App notifies nobody).
+func person(login string) string {
+	if login == "" || strings.HasSuffix(strings.ToLower(login), "[bot]") {
+		return ""
+	}
+	return login
+}
+
+// mentions are the people an escalation notifies: who started the run and who answered it last.
+func mentions(run *Run) []string {
+	var out []string
+	for _, l := range []string{person(run.Sender), person(run.AnsweredBy)} {
+		if l != "" && !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, l) }) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // escalationBody is the escalation comment of a task: why it stopped, what failed, what to reply.
 func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts int) (string, error) {
 	data := templates.Escalation{
 		RunID: run.ID, TaskID: t.ID, TaskTitle: t.Title, Attempts: t.Attempts, MaxAttempts: maxAttempts,
 		Reason: reasonText(esc), CheckRunURL: t.CheckRunURL, Buttons: t.CheckRunID != 0,
+		Mentions: mentions(run),
 	}
 	var outputs []string
 	for _, v := range esc.Verify {

@@ -91,6 +91,8 @@ type Run struct {
 	// DecisionKeys are the keys of the latest decisions taken, so that a retried resume job sees its
 	// own decision as done instead of refusing it.
 	DecisionKeys []string `json:"decision_keys,omitempty"`
+	// AnsweredBy is who took the latest decision on an escalation.
+	AnsweredBy string `json:"answered_by,omitempty"`
 	// Error says why a failed run stopped; AbortedBy who aborted it.
 	Error     string `json:"error,omitempty"`
 	AbortedBy string `json:"aborted_by,omitempty"`
@@ -573,6 +575,9 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 			if n := len(r.DecisionKeys); n > maxDecisionKeys {
 				r.DecisionKeys = r.DecisionKeys[n-maxDecisionKeys:]
 			}
+		}
+		if d.By != "" {
+			r.AnsweredBy = d.By
 		}
 		if d.Kind == runner.DecisionAbort {
 			recordAborted(r, d.By, "")

@@ -66,6 +66,9 @@ type Summary struct {
 	PRClosed bool
 	// Rebuilt says Akira had lost its record of the run and rebuilt it from the branch.
 	Rebuilt bool
+	// StartedBy started the run; AnsweredBy answered its latest escalation.
+	StartedBy  string
+	AnsweredBy string
 }
 
 // Count is how many tasks have the status.
@@ -151,6 +154,8 @@ type Escalation struct {
 	CheckRunURL string
 	// Buttons says whether the check run offers Approve / Retry / Skip buttons.
 	Buttons bool
+	// Mentions are the people GitHub notifies: who started the run and who answered it last.
+	Mentions []string
 }
 
 // Marker lets a template call EscalationMarker.

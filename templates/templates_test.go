@@ -48,6 +48,7 @@ var cases = []struct {
 	{"summary_parked", "summary", Summary{
 		RunID: "r2", Source: "issue #12", SourceURL: "https://github.com/o/r/issues/12", Branch: "akira/issue-12",
 		State: RunParked, ParkedTask: "T2", EscalationURL: "https://github.com/o/r/pull/13#issuecomment-99",
+		StartedBy: "alice", AnsweredBy: "bob",
 		Tasks: []Task{
 			{ID: "T1", Title: "First", Status: StatusPassed, Attempts: 1, Duration: time.Second, Checkpoint: sha1},
 			{ID: "T2", Title: "Second", Status: StatusEscalated, Attempts: 3, Duration: time.Hour + 2*time.Minute},
@@ -82,7 +83,7 @@ var cases = []struct {
 			{Command: "go vet ./...", TimedOut: true, ExitCode: -1},
 		},
 		Output:      numbered("line", 45) + "```go\npanic: boom\n```\n",
-		CheckRunURL: "https://github.com/o/r/runs/3", Buttons: true,
+		CheckRunURL: "https://github.com/o/r/runs/3", Buttons: true, Mentions: []string{"alice", "bob"},
 	}},
 	{"escalation_error_no_buttons", "escalation", Escalation{
 		RunID: "r1", TaskID: "T9", TaskTitle: "Touch CI", Attempts: 1,
