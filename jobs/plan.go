@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,8 @@ type runInputs struct {
 	// Issue is set for TriggerIssue, PR for TriggerPullRequest.
 	Issue *Issue
 	PR    *PullRequest
+	// PlanFiles are the plan files the pull request changes (trigger pull_request), in path order.
+	PlanFiles []string
 }
 
 // gatherRunInputs asks GitHub what planRun needs.
@@ -49,6 +52,11 @@ func (h *Handler) gatherRunInputs(ctx context.Context, gh Repos, pulls Pulls, p 
 			return in, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
 		}
 		in.PR = pr
+		files, err := pulls.PullRequestFiles(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil {
+			return in, fmt.Errorf("jobs: files of pull request #%d: %w", p.Number, err)
+		}
+		in.PlanFiles = changedPlans(files, in.Config)
 	}
 	return in, nil
 }
@@ -101,6 +109,17 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 			return nil, fmt.Errorf("jobs: pull request #%d now comes from %s, not %s: %w", p.Number, pr.HeadRef, p.Branch, asynq.SkipRetry)
 		}
 		run.PR, run.PRURL, run.PRNodeID, run.Branch, run.Base = pr.Number, pr.URL, pr.NodeID, pr.HeadRef, pr.BaseRef
+		run.OpenedPR = strings.HasPrefix(pr.HeadRef, rc.BranchPrefix)
+		// A spec pull request runs the plan files it changes, on its own branch.
+		if p.Path == "" && len(in.PlanFiles) > 0 && !slices.Equal(in.PlanFiles, []string{rc.Roadmap}) {
+			run.Plans = in.PlanFiles
+			run.Roadmap = rc.Roadmap
+			run.Source = strings.Join(in.PlanFiles, ", ")
+			if run.RepoURL != "" && len(in.PlanFiles) == 1 {
+				run.SourceURL = run.RepoURL + "/blob/" + run.Branch + "/" + in.PlanFiles[0]
+			}
+			run.Title = "Akira: " + run.Source
+		}
 	default:
 		return nil, fmt.Errorf("jobs: a new run cannot have trigger %s: %w", p.Trigger, asynq.SkipRetry)
 	}

@@ -44,7 +44,23 @@ func recordRunStarted(run *Run, ev runner.Event) error {
 		}
 		tasks = append(tasks, t)
 	}
-	run.Tasks = tasks
+	// A run over several plans starts the engine once per plan: the tasks of the other plans stay, in
+	// the plans' order.
+	scope := ""
+	if len(ev.Tasks) > 0 {
+		scope = scopeOf(ev.Tasks[0].ID)
+	}
+	var before, after []TaskState
+	for _, t := range run.Tasks {
+		switch ts := scopeOf(t.ID); {
+		case ts == scope:
+		case run.planIndex(ts) < run.planIndex(scope):
+			before = append(before, t)
+		default:
+			after = append(after, t)
+		}
+	}
+	run.Tasks = append(append(before, tasks...), after...)
 	run.Head = ev.Commit
 	return nil
 }

@@ -197,6 +197,20 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	if err := checkPlanTrust(ctx, gh, p, run, in.Issue); err != nil {
 		return nil, err
 	}
+	if p.Trigger == TriggerPullRequest && p.CommentID == 0 {
+		// A push to the pull request runs only what it left to do: ticking boxes by hand or changing
+		// code starts nothing.
+		pending, err := pendingPlans(ctx, gh, run)
+		if err != nil {
+			return nil, err
+		}
+		if len(pending) == 0 {
+			return nil, errNothingToDo
+		}
+		if len(run.Plans) > 0 {
+			run.Plans = pending
+		}
+	}
 	run, existing, err := adoptLostRun(ctx, h.d.Store, gh, run, p.DeliveryID)
 	if err != nil {
 		return nil, err
@@ -428,7 +442,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
 	}
 	handed := maps.Clone(run.Decisions)
-	out, runErr := runner.Run(lctx, opts)
+	out, runErr := runPlans(lctx, opts, run, rep)
 	run = rep.Run()
 	if runErr != nil {
 		return h.retryOrFail(ctx, lctx, gh, run, runErr, log)
@@ -597,7 +611,8 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 	case runner.StatusFailed:
 		status, result = StatusFailed, ResultFailed
 	}
-	if status == StatusSucceeded && run.PR != 0 {
+	// Only Akira's own draft is marked ready: a person's pull request (a spec pull request) is theirs.
+	if status == StatusSucceeded && run.PR != 0 && run.OpenedPR {
 		pr := &PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
 		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
 			return ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)

@@ -63,6 +63,10 @@ type Run struct {
 	Base string `json:"base,omitempty"`
 	// Roadmap is the plan file in the repository; empty when Plan holds the plan.
 	Roadmap string `json:"roadmap,omitempty"`
+	// Plans are the plan files a spec pull request changed, run one after another in this (path)
+	// order; empty means Roadmap alone. The tasks of a plan other than Roadmap are named
+	// "<path>#<id>" (see runner.Options.TaskScope).
+	Plans []string `json:"plans,omitempty"`
 	// Plan is an external plan (an issue's task checkboxes), pinned when the run was created so that
 	// editing the issue cannot change a run under way. PlanSource names it ("issue #12").
 	Plan       string `json:"plan,omitempty"`

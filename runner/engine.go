@@ -194,7 +194,7 @@ func (e *engine) prepare(ctx context.Context) error {
 	for _, id := range e.order() {
 		t := rm.Task(id)
 		r := &TaskResult{ID: t.ID, Title: t.Title, Phase: t.Phase, Status: TaskPending}
-		switch sha := doneBy[t.ID]; {
+		switch sha := doneBy[e.key(t.ID)]; {
 		case sha != "":
 			r.Status, r.Commit, r.Note = TaskDone, sha, "checkpoint already on the branch"
 		case t.Done:
@@ -225,6 +225,15 @@ func (e *engine) prepare(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// key is how a task is named on the branch (its Akira-Task trailer and parked ref): its id, within
+// TaskScope when the branch holds the tasks of several plans.
+func (e *engine) key(id string) string {
+	if e.o.TaskScope == "" {
+		return id
+	}
+	return e.o.TaskScope + "#" + id
 }
 
 func (e *engine) hasPending() bool {
@@ -332,8 +341,8 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 		case DecisionPark:
 			esc := Escalation{TaskID: t.ID, Title: t.Title, Phase: t.Phase, Reason: "awaiting_decision",
 				Summary: "kept parked until a decision", HeadSHA: e.ws.Head()}
-			if sha := e.ws.Parked(t.ID); sha != "" {
-				esc.ParkedRef, esc.ParkedCommit = e.ws.ParkedRef(t.ID), sha
+			if sha := e.ws.Parked(e.key(t.ID)); sha != "" {
+				esc.ParkedRef, esc.ParkedCommit = e.ws.ParkedRef(e.key(t.ID)), sha
 			}
 			return e.markParked(ctx, t, esc)
 		case DecisionSkip:
@@ -341,7 +350,7 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 		case DecisionAbort:
 			return errAborted
 		case DecisionApprove:
-			if err := e.ws.ApplyParked(ctx, t.ID); err != nil {
+			if err := e.ws.ApplyParked(ctx, e.key(t.ID)); err != nil {
 				return fmt.Errorf("runner: approve %s: %w", t.ID, err)
 			}
 			f, err := e.checkpoint(ctx, t, checkpointInfo{approved: true})
@@ -589,7 +598,7 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 	if err := e.ws.Push(ctx); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	if err := e.ws.DropParked(ctx, t.ID); err != nil {
+	if err := e.ws.DropParked(ctx, e.key(t.ID)); err != nil {
 		e.o.Logger.Warn("runner: parked work not deleted", "task", t.ID, "err", err)
 	}
 	e.out.Head = sha
@@ -644,7 +653,7 @@ func (e *engine) commitMessage(t *roadmap.Task, info checkpointInfo) string {
 			fmt.Fprintf(&b, "(detected from %s)\n", info.plan.Reason)
 		}
 	}
-	fmt.Fprintf(&b, "\n%s: %s\n%s: %s\n", TrailerRun, e.o.RunID, TrailerTask, t.ID)
+	fmt.Fprintf(&b, "\n%s: %s\n%s: %s\n", TrailerRun, e.o.RunID, TrailerTask, e.key(t.ID))
 	return b.String()
 }
 
@@ -679,14 +688,14 @@ func (e *engine) escalate(ctx context.Context, t *roadmap.Task, esc Escalation) 
 func (e *engine) park(ctx context.Context, t *roadmap.Task, esc Escalation) error {
 	msg := fmt.Sprintf("akira: parked %s %s\n\n%s\n\n%s: %s\nAkira-Parked: %s\n", t.ID, oneLine(t.Title),
 		strings.TrimSpace(esc.Summary), TrailerRun, e.o.RunID, t.ID)
-	sha, err := e.ws.PushParked(ctx, t.ID, msg)
+	sha, err := e.ws.PushParked(ctx, e.key(t.ID), msg)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
 	if err := e.ws.Reset(ctx); err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
-	esc.ParkedRef, esc.ParkedCommit = e.ws.ParkedRef(t.ID), sha
+	esc.ParkedRef, esc.ParkedCommit = e.ws.ParkedRef(e.key(t.ID)), sha
 	return e.markParked(ctx, t, esc)
 }
 
@@ -700,7 +709,7 @@ func (e *engine) markParked(ctx context.Context, t *roadmap.Task, esc Escalation
 func (e *engine) skip(ctx context.Context, t *roadmap.Task, note string) error {
 	r := e.results[t.ID]
 	r.Status, r.Note = TaskSkipped, note
-	if err := e.ws.DropParked(ctx, t.ID); err != nil {
+	if err := e.ws.DropParked(ctx, e.key(t.ID)); err != nil {
 		e.o.Logger.Warn("runner: parked work not deleted", "task", t.ID, "err", err)
 	}
 	return e.emit(ctx, e.taskEvent(EventTaskSkipped, t, Event{Message: note}))

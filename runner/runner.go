@@ -73,6 +73,10 @@ type Options struct {
 	// suffix selects a task-list format, anything else is markdown.
 	Plan       []byte
 	PlanSource string
+	// TaskScope, when set, names the plan on the branch: its tasks' Akira-Task trailers and parked refs
+	// read "<scope>#<id>", so that several plans (spec files of one pull request) with the same task ids
+	// share a branch. Events and decisions keep the plain ids.
+	TaskScope string
 	// Branch receives the checkpoints; empty means <branch_prefix><roadmap file name without
 	// extension, lowercased>, e.g. akira/roadmap.
 	Branch string
