@@ -155,6 +155,14 @@ log="$E2E_LOG"
 n=$(ls "$log" | grep -c '^prompt-' || true)
 cp "$AKIRA_PROMPT_FILE" "$log/prompt-$AKIRA_TASK_ID-$n.md"
 echo "$AKIRA_TASK_ID $AKIRA_ATTEMPT" >> "$log/calls"
+if [ "$AKIRA_TASK_ID" = plan ]; then
+	if grep -q UNPARSABLE "$AKIRA_PROMPT_FILE"; then
+		echo "I read the code but I would rather not say."
+	else
+		printf 'Here is the plan.\n\n~~~markdown\n## Phase 1\n\n- [ ] 1 Add the form\n- [ ] 2 Add the handler\n  depends: 1\n~~~\n'
+	fi
+	exit 0
+fi
 case "$AKIRA_TASK_TITLE" in
 *flaky*)
 	if grep -q MAGIC-WORD "$AKIRA_PROMPT_FILE"; then

@@ -17,6 +17,7 @@ type CommandName string
 // the engine's decision kinds, so a command, a check-run button and a stored decision are one value.
 const (
 	CmdRun     CommandName = "run"
+	CmdPlan    CommandName = "plan"
 	CmdApprove             = CommandName(runner.DecisionApprove)
 	CmdRetry               = CommandName(runner.DecisionRetry)
 	CmdSkip                = CommandName(runner.DecisionSkip)
@@ -26,7 +27,7 @@ const (
 )
 
 // commandNames is the order commands are listed in help and tried for did-you-mean.
-var commandNames = []CommandName{CmdRun, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
+var commandNames = []CommandName{CmdRun, CmdPlan, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
 
 // ParseResult is what a comment asks of Akira: a Command, a Reply to post at once, or Ignore.
 type ParseResult interface{ parseResult() }
@@ -39,7 +40,7 @@ type Command struct {
 	// TrustPlan is --trust-plan (run only): the commenter vouches for a plan written by someone
 	// without write access.
 	TrustPlan bool
-	// Guidance is the text after /akira retry, up to the end of the comment (retry only, optional),
+	// Guidance is the text after /akira retry or /akira plan, up to the end of the comment (optional),
 	// cut at MaxUserText.
 	Guidance string
 }
@@ -76,6 +77,7 @@ var (
 		CmdRun:     regexp.MustCompile(`(?i)^run((?:[ \t]+\S+)*)$`),
 		CmdApprove: regexp.MustCompile(`(?i)^approve$`),
 		CmdRetry:   regexp.MustCompile(`(?is)^retry(?:\s+(.*))?$`),
+		CmdPlan:    regexp.MustCompile(`(?is)^plan(?:\s+(.*))?$`),
 		CmdSkip:    regexp.MustCompile(`(?i)^skip$`),
 		CmdAbort:   regexp.MustCompile(`(?i)^abort$`),
 		CmdStatus:  regexp.MustCompile(`(?i)^status$`),
@@ -145,7 +147,7 @@ func parseCommand(line, rest string) ParseResult {
 		return Reply{Text: didYouMeanText(word, "")}
 	}
 	subject := strings.TrimSpace(line)
-	if name == CmdRetry || name == CmdHelp {
+	if name == CmdRetry || name == CmdPlan || name == CmdHelp {
 		subject = strings.TrimSpace(rest)
 	}
 	m := re.FindStringSubmatch(subject)
@@ -157,8 +159,8 @@ func parseCommand(line, rest string) ParseResult {
 		return Reply{Text: helpText()}
 	case CmdRun:
 		return parseRun(strings.Fields(m[1]))
-	case CmdRetry:
-		return Command{Name: CmdRetry, Guidance: capUserText(strings.TrimSpace(m[1]))}
+	case CmdRetry, CmdPlan:
+		return Command{Name: name, Guidance: capUserText(strings.TrimSpace(m[1]))}
 	}
 	return Command{Name: name}
 }

@@ -224,6 +224,20 @@ func (f *fakeGitHub) FindComment(_ context.Context, _, _ string, number int, mar
 	return 0, "", fmt.Errorf("no comment with %q: %w", marker, ErrGitHubNotFound)
 }
 
+func (f *fakeGitHub) CommentBody(_ context.Context, _, _ string, id int64) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("CommentBody"); err != nil {
+		return "", err
+	}
+	for _, c := range f.comments {
+		if c.ID == id {
+			return c.Body, nil
+		}
+	}
+	return "", fmt.Errorf("comment %d: %w", id, ErrGitHubNotFound)
+}
+
 func (f *fakeGitHub) AddReaction(_ context.Context, _, _ string, commentID int64, content string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -99,6 +99,7 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux.HandleFunc(TypeIntake, h.HandleIntake)
 	mux.HandleFunc(TypeRun, h.HandleRun)
 	mux.HandleFunc(TypeResume, h.HandleResume)
+	mux.HandleFunc(TypePlan, h.HandlePlan)
 	mux.HandleFunc(TypeSweep, h.HandleSweep)
 	return mux
 }

@@ -273,6 +273,8 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 			return h.commandDecision(ctx, in, d, r.Guidance)
 		}
 		switch r.Name {
+		case CmdPlan:
+			return h.commandPlan(ctx, in, r)
 		case CmdStatus:
 			return h.commandStatus(ctx, in)
 		case CmdRun:
@@ -293,6 +295,24 @@ func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error)
 	}
 	in.react(ctx, c.ID)
 	return ResultReplied, nil
+}
+
+func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd Command) (string, error) {
+	c := in.p.Comment
+	if c.OnPullRequest {
+		if err := in.reply(ctx, c.Number, "`/akira plan` writes a plan for an issue written in prose; on a pull request, change the plan files instead."); err != nil {
+			return "", err
+		}
+		return ResultReplied, nil
+	}
+	err := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
+		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Number: c.Number, CommentID: c.ID,
+		Guidance: cmd.Guidance, Sender: c.Author})
+	if err := enqueued(err); err != nil {
+		return "", err
+	}
+	in.react(ctx, c.ID)
+	return ResultAccepted, nil
 }
 
 func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.DecisionKind, guidance string) (string, error) {

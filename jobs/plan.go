@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -23,10 +24,22 @@ type runInputs struct {
 	PR    *PullRequest
 	// PlanFiles are the plan files the pull request changes (trigger pull_request), in path order.
 	PlanFiles []string
+	// PostedPlan is the plan Akira posted for an issue without a checklist, and its comment's link.
+	PostedPlan, PostedPlanURL string
+}
+
+// errNeedsPlan stops a run of an issue written in prose that has no plan yet.
+var errNeedsPlan = errors.New("jobs: the issue has no task checklist and no plan yet")
+
+// inputsGitHub is what gatherRunInputs reads on GitHub.
+type inputsGitHub interface {
+	Repos
+	Pulls
+	Comments
 }
 
 // gatherRunInputs asks GitHub what planRun needs.
-func (h *Handler) gatherRunInputs(ctx context.Context, gh Repos, pulls Pulls, p RunPayload) (runInputs, error) {
+func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPayload) (runInputs, error) {
 	var in runInputs
 	info, err := gh.Repository(ctx, p.Owner, p.Repo)
 	if err != nil {
@@ -46,13 +59,18 @@ func (h *Handler) gatherRunInputs(ctx context.Context, gh Repos, pulls Pulls, p 
 			return in, fmt.Errorf("jobs: issue #%d: %w", p.Number, err)
 		}
 		in.Issue = &is
+		if p.Path == "" && !hasTasks(is.Body) {
+			if in.PostedPlan, in.PostedPlanURL, err = postedPlan(ctx, gh, p.Owner, p.Repo, p.Number); err != nil {
+				return in, err
+			}
+		}
 	case TriggerPullRequest:
-		pr, err := pulls.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
+		pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 		if err != nil {
 			return in, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
 		}
 		in.PR = pr
-		files, err := pulls.PullRequestFiles(ctx, p.Owner, p.Repo, p.Number)
+		files, err := gh.PullRequestFiles(ctx, p.Owner, p.Repo, p.Number)
 		if err != nil {
 			return in, fmt.Errorf("jobs: files of pull request #%d: %w", p.Number, err)
 		}
@@ -89,12 +107,18 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 		run.Issue = p.Number
 		run.Branch = rc.BranchPrefix + "issue-" + strconv.Itoa(p.Number)
 		run.Title = is.Title
-		if p.Path == "" {
-			if rm, err := roadmap.ParseMarkdown("issue", []byte(is.Body)); err == nil && len(rm.Tasks) > 0 {
-				run.Roadmap, run.Plan = "", is.Body
-				run.PlanSource = "issue #" + strconv.Itoa(p.Number)
-				run.Source, run.SourceURL = run.PlanSource, is.URL
-			}
+		switch {
+		case p.Path != "":
+		case hasTasks(is.Body):
+			run.Roadmap, run.Plan = "", is.Body
+			run.PlanSource = "issue #" + strconv.Itoa(p.Number)
+			run.Source, run.SourceURL = run.PlanSource, is.URL
+		case in.PostedPlan != "":
+			run.Roadmap, run.Plan, run.PlanFromComment = "", in.PostedPlan, true
+			run.PlanSource = "the plan for issue #" + strconv.Itoa(p.Number)
+			run.Source, run.SourceURL = run.PlanSource, in.PostedPlanURL
+		default:
+			return nil, errNeedsPlan
 		}
 	case TriggerPush:
 		run.Branch = runner.DefaultBranch(rc.BranchPrefix, run.Roadmap)
@@ -133,6 +157,12 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 		run.Title = "Akira: " + run.Source
 	}
 	return run, nil
+}
+
+// hasTasks reports whether an issue body holds a task checklist Akira can run.
+func hasTasks(body string) bool {
+	rm, err := roadmap.ParseMarkdown("issue", []byte(body))
+	return err == nil && len(rm.Tasks) > 0
 }
 
 // planName keeps an issue plan's format markdown whatever its name says.

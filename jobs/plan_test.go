@@ -19,6 +19,14 @@ func testOperator(t *testing.T) config.Operator {
 	return op
 }
 
+func TestPlanRunOfAProseIssueNeedsAPlan(t *testing.T) {
+	p := RunPayload{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Trigger: TriggerIssue, Number: 4}
+	in := runInputs{Repo: RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Issue: &Issue{Number: 4, Body: "Please fix the login."}}
+	if _, err := planRun(p, "run1", in, testOperator(t)); !errors.Is(err, errNeedsPlan) {
+		t.Fatalf("planRun = %v, want errNeedsPlan", err)
+	}
+}
+
 func TestPlanRun(t *testing.T) {
 	info := RepoInfo{DefaultBranch: "main", CloneURL: "https://gh.example/o/r.git", HTMLURL: "https://gh.example/o/r"}
 	base := RunPayload{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}
@@ -42,9 +50,22 @@ func TestPlanRun(t *testing.T) {
 			},
 		},
 		{
-			name: "issue in prose runs the roadmap",
+			name: "issue in prose with Akira's plan runs the plan",
 			edit: func(p *RunPayload, in *runInputs) {
 				p.Trigger, p.Number = TriggerIssue, 4
+				in.Issue = &Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
+				in.PostedPlan, in.PostedPlanURL = "- [ ] 1 Fix it\n", "https://gh.example/o/r/issues/4#issuecomment-9"
+			},
+			check: func(t *testing.T, r *Run) {
+				if r.Plan != "- [ ] 1 Fix it\n" || !r.PlanFromComment || r.Roadmap != "" || r.SourceURL != "https://gh.example/o/r/issues/4#issuecomment-9" {
+					t.Errorf("run = %+v", r)
+				}
+			},
+		},
+		{
+			name: "issue in prose with a path runs the file",
+			edit: func(p *RunPayload, in *runInputs) {
+				p.Trigger, p.Number, p.Path = TriggerIssue, 4, "ROADMAP.md"
 				in.Issue = &Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
 			},
 			check: func(t *testing.T, r *Run) {

@@ -101,6 +101,8 @@ type Comments interface {
 	// FindComment returns the oldest comment by the app itself that contains marker, or an error
 	// wrapping ErrGitHubNotFound.
 	FindComment(ctx context.Context, owner, repo string, number int, marker string) (id int64, url string, err error)
+	// CommentBody returns a comment's text, or an error wrapping ErrGitHubNotFound.
+	CommentBody(ctx context.Context, owner, repo string, id int64) (string, error)
 }
 
 // Reactions acknowledges a comment with a reaction; content is GitHub's name for it, e.g. "eyes".

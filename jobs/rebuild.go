@@ -96,7 +96,7 @@ func (h *Handler) rebuildParkedRun(ctx context.Context, gh GitHub, p ResumePaylo
 	default:
 		rp.Trigger, rp.Branch = TriggerPullRequest, pr.HeadRef
 	}
-	in, err := h.gatherRunInputs(ctx, gh, gh, rp)
+	in, err := h.gatherRunInputs(ctx, gh, rp)
 	if err != nil {
 		return nil, err
 	}

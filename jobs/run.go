@@ -131,6 +131,9 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 	case errors.Is(err, errNothingToDo):
 		log.Info("run job: nothing to do")
 		return ResultNoop, nil
+	case errors.Is(err, errPlanning):
+		log.Info("run job: the issue has no checklist; a plan job writes one first")
+		return ResultPlanned, nil
 	case isBusy:
 		return h.branchBusy(ctx, gh, p, busy, log)
 	case untrusted:
@@ -186,11 +189,21 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	in, err := h.gatherRunInputs(ctx, gh, gh, p)
+	in, err := h.gatherRunInputs(ctx, gh, p)
 	if err != nil {
 		return nil, err
 	}
 	run, err := planRun(p, id, in, h.d.Operator)
+	if errors.Is(err, errNeedsPlan) {
+		// An issue in prose: write a plan first; the plan job posts it (and, under plan: auto, runs it).
+		perr := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{DeliveryID: planIssueKey(p), InstallationID: p.InstallationID,
+			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Number: p.Number, CommentID: p.CommentID,
+			Sender: p.Sender, FromRun: true})
+		if perr := enqueued(perr); perr != nil {
+			return nil, perr
+		}
+		return nil, errPlanning
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +242,9 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	return run, err
 }
 
+// errPlanning ends a run job that handed an issue in prose to a plan job.
+var errPlanning = errors.New("jobs: planning first")
+
 // UntrustedPlanError stops a run whose plan carries verify commands written by someone without write
 // access, until a writer vouches for them (/akira run --trust-plan).
 type UntrustedPlanError struct {
@@ -246,7 +262,7 @@ func (e *UntrustedPlanError) Error() string {
 // A plan file in the repository is not checked: only people with push access put files on a branch
 // (a fork's pull request is refused), and a commit's author field proves nothing about who pushed it.
 func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *Run, is *Issue) error {
-	if run.Plan == "" || p.TrustPlan || is == nil {
+	if run.Plan == "" || p.TrustPlan || is == nil || run.PlanFromComment {
 		return nil
 	}
 	rm, err := roadmap.ParseMarkdown("issue", []byte(run.Plan))

@@ -70,6 +70,13 @@ func issueRun(number int) RunPayload {
 	return RunPayload{DeliveryID: "d-run", Trigger: TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: number, Sender: "alice"}
 }
 
+// roadmapRun is `/akira run ROADMAP.md` on an issue: the roadmap, whatever the issue says.
+func roadmapRun(number int) RunPayload {
+	p := issueRun(number)
+	p.Path = "ROADMAP.md"
+	return p
+}
+
 func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
 	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n", URL: "https://example.invalid/o/r/issues/4"}
@@ -123,7 +130,7 @@ func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 func TestRunJobEscalatesThenResumes(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
 	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
-	if err := jh.runJob(issueRun(4)); err != nil {
+	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatalf("run job: %v", err)
 	}
 	ctx := context.Background()
@@ -183,7 +190,7 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 func TestRunJobAbort(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n- [ ] 1.2 Later\n"})
 	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "prose"}
-	if err := jh.runJob(issueRun(4)); err != nil {
+	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -219,7 +226,7 @@ func TestResumeWithoutARun(t *testing.T) {
 func TestRunJobRefusesBrokenConfiguration(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 One\n", ".github/akira.yml": "agent: nobody-has-this\n"})
 	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
-	err := jh.runJob(issueRun(4))
+	err := jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("run job = %v, want a final error", err)
 	}
@@ -231,10 +238,10 @@ func TestRunJobRefusesBrokenConfiguration(t *testing.T) {
 func TestRunJobBranchBusy(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n"})
 	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
-	if err := jh.runJob(issueRun(4)); err != nil {
+	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
-	second := issueRun(4)
+	second := roadmapRun(4)
 	second.DeliveryID = "d-second"
 	if err := jh.runJob(second); err != nil {
 		t.Fatal(err)
@@ -276,7 +283,7 @@ func TestCheckRunName(t *testing.T) {
 func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "no roadmap here\n"})
 	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
-	err := jh.runJob(issueRun(4))
+	err := jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, runner.ErrInvalidPlan) {
 		t.Fatalf("run job = %v, want a final invalid-plan error", err)
 	}
@@ -386,7 +393,7 @@ func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 func TestRunSurvivesDeletedComments(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n- [ ] 1.3 Will fail too\n"})
 	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
-	if err := jh.runJob(issueRun(4)); err != nil {
+	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -446,7 +453,7 @@ func TestStatusOfARun(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
 	jh.gh.permissions["alice"] = "write"
 	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
-	if err := jh.runJob(issueRun(4)); err != nil {
+	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
 	if err := jh.intake(comment("alice", "/akira status", 4)); err != nil {
@@ -508,7 +515,7 @@ func TestRunStopsWhenPeopleTakeItsPullRequestOrBranch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			jh, repo := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
 			jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
-			if err := jh.runJob(issueRun(4)); err != nil {
+			if err := jh.runJob(roadmapRun(4)); err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()

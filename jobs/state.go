@@ -71,6 +71,9 @@ type Run struct {
 	// editing the issue cannot change a run under way. PlanSource names it ("issue #12").
 	Plan       string `json:"plan,omitempty"`
 	PlanSource string `json:"plan_source,omitempty"`
+	// PlanFromComment says Plan is the plan Akira wrote for an issue in prose: a writer saw it before
+	// `/akira run` (or plan: auto ran it for an author with write access).
+	PlanFromComment bool `json:"plan_from_comment,omitempty"`
 	// Source and SourceURL say where the tasks came from, for people ("issue #12", "ROADMAP.md").
 	Source    string `json:"source,omitempty"`
 	SourceURL string `json:"source_url,omitempty"`

@@ -29,6 +29,8 @@ const (
 	TypeRun = "akira:run"
 	// TypeResume carries a human decision on a parked run: approve, retry, skip or abort.
 	TypeResume = "akira:resume"
+	// TypePlan asks the agent for a plan of an issue written in prose and posts it.
+	TypePlan = "akira:plan"
 )
 
 // Queue is the asynq queue every task type goes to. A worker must list it in asynq.Config.Queues
@@ -58,6 +60,8 @@ const (
 	// secondary rate limit or a GitHub incident.
 	intakeMaxRetry = 12
 	resumeTimeout  = 5 * time.Minute
+	// planTimeout bounds a plan job: a clone and up to two agent calls.
+	planTimeout = time.Hour
 )
 
 // ErrInvalidPayload is returned when a payload cannot make a task: the delivery it came from is
@@ -166,6 +170,21 @@ func (o TaskOptions) NewResumeTask(p ResumePayload) (*asynq.Task, error) {
 	return o.newTask(TypeResume, p, resumeTimeout, o.MaxRetry)
 }
 
+// NewPlanTask builds a TypePlan task. A zero Version is filled in; an invalid payload is an error.
+func (o TaskOptions) NewPlanTask(p PlanPayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypePlan, p, planTimeout, o.MaxRetry)
+}
+
+// DecodePlanPayload reads a TypePlan payload; see decode.
+func DecodePlanPayload(t *asynq.Task) (PlanPayload, error) {
+	var p PlanPayload
+	return p, decode(t, TypePlan, &p)
+}
+
 // decode reads a task's payload into p. A payload that can never be processed is an error wrapping
 // asynq.SkipRetry, so asynq archives it instead of retrying it.
 func decode(t *asynq.Task, typ string, p payload) error {
@@ -240,6 +259,15 @@ func (e *Enqueuer) EnqueueRun(ctx context.Context, p RunPayload) error {
 // EnqueueResume enqueues a TypeResume task. It returns ErrDuplicate when a task with the same id exists.
 func (e *Enqueuer) EnqueueResume(ctx context.Context, p ResumePayload) error {
 	t, err := e.opts.NewResumeTask(p)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
+}
+
+// EnqueuePlan enqueues a TypePlan task. It returns ErrDuplicate when a task with the same id exists.
+func (e *Enqueuer) EnqueuePlan(ctx context.Context, p PlanPayload) error {
+	t, err := e.opts.NewPlanTask(p)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -178,13 +179,39 @@ type HelpCommand struct {
 
 // Commands is the list the help reply shows by default.
 var Commands = []HelpCommand{
-	{"/akira run [--trust-plan] [path]", "Run the tasks of this issue's checklist, or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access."},
+	{"/akira run [--trust-plan] [path]", "Run the tasks of this issue's checklist, or of Akira's plan for an issue written in prose (the first /akira run asks for one), or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access."},
+	{"/akira plan [guidance]", "Ask for a (new) plan of this issue: a checklist of small tasks, posted for you to read before /akira run."},
 	{"/akira status", "Show how far the current run is."},
 	{"/akira approve", "Accept the escalated task as it is and continue."},
 	{"/akira retry <guidance>", "Try the escalated task again; your guidance is given to the agent."},
 	{"/akira skip", "Leave the escalated task undone and continue with the next one."},
 	{"/akira abort", "Stop the run; pushed checkpoints stay on the branch."},
 	{"/akira help", "Show this list."},
+}
+
+// Plan is the comment holding Akira's plan for an issue written in prose, edited in place when a new
+// plan is asked for.
+type Plan struct {
+	Issue int
+	// Plan is the checklist, shown in a fenced block (which is where /akira run reads it back from).
+	Plan  string
+	Tasks int
+	// Auto says the plan runs right away (plan: auto in .github/akira.yml).
+	Auto bool
+	// AutoRefused says plan: auto was not followed because the issue's author has no write access.
+	AutoRefused bool
+	By          string
+}
+
+// Marker lets a template call PlanMarker.
+func (p Plan) Marker() string { return PlanMarker(p.Issue) }
+
+// PlanMarker is the hidden marker of the plan comment of an issue.
+func PlanMarker(issue int) string { return fmt.Sprintf("<!-- akira:plan issue=%d -->", issue) }
+
+// PlanFailed says Akira could not write a plan.
+type PlanFailed struct {
+	Reason string
 }
 
 // Help is the reply to /akira help.

@@ -148,6 +148,15 @@ func (c *Client) FindComment(ctx context.Context, owner, repo string, number int
 	return 0, "", fmt.Errorf("gh: no comment with %q on #%d: %w", marker, number, jobs.ErrGitHubNotFound)
 }
 
+// CommentBody implements jobs.Comments.
+func (c *Client) CommentBody(ctx context.Context, owner, repo string, id int64) (string, error) {
+	cm, _, err := c.gh.Issues.GetComment(ctx, owner, repo, id)
+	if err != nil {
+		return "", apiErr("get comment", err)
+	}
+	return cm.GetBody(), nil
+}
+
 // Reaction contents GitHub accepts.
 const (
 	ReactionPlusOne  = "+1"

@@ -121,7 +121,16 @@ type Repo struct {
 	Allowlist      []string `yaml:"allowlist"`
 	ProtectedPaths []string `yaml:"protected_paths"`
 	Triggers       Triggers `yaml:"triggers"`
+	// Plan says what `/akira run` does on an issue without task checkboxes once Akira has written a
+	// plan for it: PlanComment (default) posts the plan and waits for `/akira run`; PlanAuto runs it.
+	Plan string `yaml:"plan"`
 }
+
+// What `plan:` may say.
+const (
+	PlanComment = "comment"
+	PlanAuto    = "auto"
+)
 
 // DefaultRepo is the configuration of a repository without .github/akira.yml.
 func DefaultRepo() Repo {
@@ -131,6 +140,7 @@ func DefaultRepo() Repo {
 		BranchPrefix:   DefaultBranchPrefix,
 		ProtectedPaths: append([]string(nil), DefaultProtectedPaths...),
 		Triggers:       Triggers{IssueComment: true, Push: true, PullRequest: true},
+		Plan:           PlanComment,
 	}
 }
 
@@ -166,6 +176,9 @@ func ParseRepo(data []byte) (Repo, error) {
 	}
 	if strings.ContainsAny(r.BranchPrefix, " ~^:?*[\\") || strings.Contains(r.BranchPrefix, "..") {
 		errs = append(errs, fmt.Errorf("branch_prefix: %q is not a valid git branch prefix", r.BranchPrefix))
+	}
+	if r.Plan != PlanComment && r.Plan != PlanAuto {
+		errs = append(errs, fmt.Errorf("plan: %q is not %q or %q", r.Plan, PlanComment, PlanAuto))
 	}
 	if r.MaxAttempts < 0 || r.MaxAttempts > 10 {
 		errs = append(errs, fmt.Errorf("max_attempts: %d is out of range (1 to 10)", r.MaxAttempts))

@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/templates"
+)
+
+// TestProseIssue: `/akira run` on an issue written in prose asks the agent for a plan and posts it,
+// opening no pull request; the next `/akira run` runs the plan as posted.
+func TestProseIssue(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Login", User: "alice",
+		Body: "We need a login form that posts to a handler. Thanks!"})
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.eventually("the plan comment", func() bool { return len(e.commentsWith(1, templates.PlanMarker(1))) == 1 })
+	plan := e.commentsWith(1, templates.PlanMarker(1))[0].Body
+	for _, want := range []string{"- [ ] 1 Add the form", "- [ ] 2 Add the handler", "`/akira run`", "`/akira plan <guidance>`", "@alice"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("the plan comment lacks %q:\n%s", want, plan)
+		}
+	}
+	e.queueIdle()
+	if n := len(e.gh.PullRequests(e.owner, e.repo)); n != 0 || e.runOf(1) != nil {
+		t.Fatalf("%d pull requests and run %v before anyone accepted the plan", n, e.runOf(1))
+	}
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	if !run.PlanFromComment || run.Source != "the plan for issue #1" {
+		t.Errorf("run source %q, plan from comment %v", run.Source, run.PlanFromComment)
+	}
+	if got := e.taskCommits(run.Branch); len(got) != 2 || got["1"] != 1 || got["2"] != 1 {
+		t.Errorf("checkpoints = %v, want the plan's two tasks once each", got)
+	}
+	e.onlyPR(run.Branch)
+	if n := len(e.commentsWith(1, templates.PlanMarker(1))); n != 1 {
+		t.Errorf("%d plan comments, want 1", n)
+	}
+}
+
+// TestProseIssuePlanAuto: with `plan: auto`, the plan runs as soon as it is posted (the issue's author
+// has write access).
+func TestProseIssuePlanAuto(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n", ".github/akira.yml": "plan: auto\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Login", User: "alice", Body: "A login form, please."})
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	if got := e.taskCommits(run.Branch); len(got) != 2 {
+		t.Errorf("checkpoints = %v, want the plan's two tasks", got)
+	}
+	if plan := e.commentsWith(1, templates.PlanMarker(1)); len(plan) != 1 || !strings.Contains(plan[0].Body, "the run starts now") {
+		t.Errorf("plan comments: %+v", plan)
+	}
+}
+
+// TestProseIssueUnparsablePlan: an agent that answers with no plan is asked once more with what was
+// wrong, then the issue gets a reply saying how to go on; no pull request, no run.
+func TestProseIssueUnparsablePlan(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Vague", User: "alice", Body: "Make it better. UNPARSABLE"})
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.eventually("the reply", func() bool { return len(e.commentsWith(1, "could not write a plan")) == 1 })
+	reply := e.commentsWith(1, "could not write a plan")[0].Body
+	if !strings.Contains(reply, "no task checkboxes") || !strings.Contains(reply, "/akira plan <guidance>") {
+		t.Errorf("reply:\n%s", reply)
+	}
+	if n := e.agentCalls("plan"); n != 2 {
+		t.Errorf("the agent was asked for a plan %d times, want 2 (once more with the parse error)", n)
+	}
+	e.queueIdle()
+	if n := len(e.gh.PullRequests(e.owner, e.repo)); n != 0 || e.runOf(1) != nil {
+		t.Errorf("%d pull requests and run %v for an issue without a plan", n, e.runOf(1))
+	}
+}

@@ -1,0 +1,204 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/templates"
+)
+
+// Most issues are written in prose. `/akira run` on one (no task checkboxes, no path) first asks the
+// repository's agent for a plan and posts it as a comment; the next `/akira run` runs that plan, read
+// back from the comment (or the issue's own checklist, if someone edited one in). `/akira plan
+// [guidance]` asks for a new plan. With `plan: auto` the run starts as soon as the plan is posted,
+// but only when the issue's author has write access: the agent wrote the plan's verify commands from
+// the issue's text, and a stranger's text must not choose commands that run before a writer has seen
+// them. No pull request is opened before there is a plan to run.
+
+// PlanPayload is the payload of TypePlan.
+type PlanPayload struct {
+	Version        int    `json:"v"`
+	DeliveryID     string `json:"delivery_id"`
+	InstallationID int64  `json:"installation_id"`
+	Owner          string `json:"owner"`
+	Repo           string `json:"repo"`
+	DefaultBranch  string `json:"default_branch,omitempty"`
+	Number         int    `json:"number"`
+	// CommentID is the command that asked for the plan.
+	CommentID int64  `json:"comment_id,omitempty"`
+	Guidance  string `json:"guidance,omitempty"`
+	Sender    string `json:"sender,omitempty"`
+	// FromRun says `/akira run` asked for it (the plan may then run at once, under plan: auto);
+	// otherwise `/akira plan` did and the plan is only posted.
+	FromRun bool `json:"from_run,omitempty"`
+}
+
+// JobID is the delivery: a redelivered command plans once.
+func (p PlanPayload) JobID() string { return "plan:" + p.DeliveryID }
+
+// Validate reports what is missing from a plan payload.
+func (p PlanPayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.DeliveryID == "" {
+		errs = append(errs, errors.New("no delivery id"))
+	}
+	if p.InstallationID <= 0 {
+		errs = append(errs, errors.New("no installation id"))
+	}
+	if p.Owner == "" || p.Repo == "" {
+		errs = append(errs, errors.New("no repository"))
+	}
+	if p.Number <= 0 {
+		errs = append(errs, errors.New("no issue number"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("plan payload: %w", err)
+	}
+	return nil
+}
+
+// Results of a plan job.
+const (
+	ResultPlanned = "planned"
+)
+
+// HandlePlan writes and posts a plan for an issue.
+func (h *Handler) HandlePlan(ctx context.Context, t *asynq.Task) error {
+	p, err := DecodePlanPayload(t)
+	if err != nil {
+		h.d.Metrics.job(TypePlan, ResultInvalid)
+		return err
+	}
+	result, err := h.plan(ctx, p)
+	h.d.Metrics.job(TypePlan, result)
+	return err
+}
+
+func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
+	log := h.log.With("task", TypePlan, "delivery", p.DeliveryID, "installation", p.InstallationID,
+		"repo", p.Owner+"/"+p.Repo, "issue", p.Number)
+	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	if err != nil {
+		return ResultRetry, err
+	}
+	retried, _ := asynq.GetRetryCount(ctx)
+	in, err := h.gatherRunInputs(ctx, gh, RunPayload{Owner: p.Owner, Repo: p.Repo, DefaultBranch: p.DefaultBranch,
+		Trigger: TriggerIssue, Number: p.Number})
+	if ce, bad := asRepoConfigError(err); bad {
+		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
+			configErrorText(ce, "write a plan", "", ""), retried > 0); rerr != nil {
+			return ResultRetry, rerr
+		}
+		return ResultReplied, nil
+	}
+	if errors.Is(err, ErrGitHubNotFound) {
+		return ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	name, profile, err := h.d.Operator.Agent(in.Config.Agent)
+	if err != nil {
+		return ResultFailed, h.planFailed(ctx, gh, p, "the agent `"+in.Config.Agent+"` is not one the operator offers", retried > 0)
+	}
+	ag, err := h.d.NewAgent(name, profile)
+	if err != nil {
+		return ResultFailed, h.planFailed(ctx, gh, p, "the agent could not start: "+err.Error(), retried > 0)
+	}
+	log.Info("plan job: asking the agent for a plan", "agent", name)
+	res, err := runner.MakePlan(ctx, runner.PlanOptions{
+		Repo: in.Repo.CloneURL, Base: in.Repo.DefaultBranch,
+		Subject: fmt.Sprintf("issue #%d: %s", p.Number, in.Issue.Title), Request: in.Issue.Body, Guidance: p.Guidance,
+		Agent: ag, AgentTimeout: time.Duration(profile.Timeout), WorkDir: h.d.WorkDir, GitAuth: gh.GitAuthHeader,
+		Sandbox: h.d.Sandbox, AgentNetwork: profile.AgentNetwork(), Logger: log,
+	})
+	if errors.Is(err, runner.ErrNoPlan) {
+		log.Info("plan job: no plan", "err", err, "attempts", res.Attempts)
+		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), runner.ErrNoPlan.Error()), ": ")
+		return ResultFailed, h.planFailed(ctx, gh, p, "the agent's answers held no plan that parses ("+reason+")", retried > 0)
+	}
+	if err != nil {
+		return ResultRetry, fmt.Errorf("jobs: plan: %w", err)
+	}
+
+	auto := p.FromRun && in.Config.Plan == config.PlanAuto
+	refused := false
+	if auto {
+		level, err := gh.Permission(ctx, p.Owner, p.Repo, in.Issue.Author)
+		if err != nil {
+			return ResultRetry, fmt.Errorf("jobs: permission of the issue's author: %w", err)
+		}
+		if !slices.Contains(writeLevels, strings.ToLower(level)) {
+			auto, refused = false, true
+		}
+	}
+	body := render("plan", templates.Plan{Issue: p.Number, Plan: res.Plan, Tasks: res.Tasks, Auto: auto, AutoRefused: refused, By: person(p.Sender)},
+		templates.PlanMarker(p.Number)+"\n```markdown\n"+res.Plan+"```\n")
+	if err := postOrEdit(ctx, gh, p.Owner, p.Repo, p.Number, templates.PlanMarker(p.Number), body); err != nil {
+		return ResultRetry, fmt.Errorf("jobs: post the plan: %w", err)
+	}
+	log.Info("plan job: plan posted", "tasks", res.Tasks, "attempts", res.Attempts, "auto", auto)
+	if auto {
+		err := h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: "planned-" + p.DeliveryID, InstallationID: p.InstallationID,
+			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Trigger: TriggerIssue, Number: p.Number, Sender: p.Sender})
+		if err := enqueued(err); err != nil {
+			return ResultRetry, err
+		}
+	}
+	return ResultPlanned, nil
+}
+
+// planFailed says why there is no plan, once per job; the job ends (another try would fail alike).
+func (h *Handler) planFailed(ctx context.Context, c Comments, p PlanPayload, reason string, retried bool) error {
+	text := render("plan_failed", templates.PlanFailed{Reason: reason}, "Akira could not write a plan for this issue: "+reason+".")
+	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
+		return fmt.Errorf("jobs: reply: %w", err)
+	}
+	return nil
+}
+
+// postOrEdit keeps one comment per marker: the one found is edited, else one is posted.
+func postOrEdit(ctx context.Context, c Comments, owner, repo string, number int, marker, body string) error {
+	id, _, err := c.FindComment(ctx, owner, repo, number, marker)
+	switch {
+	case err == nil:
+		return c.EditComment(ctx, owner, repo, id, body)
+	case errors.Is(err, ErrGitHubNotFound):
+		_, _, err = c.CreateComment(ctx, owner, repo, number, body)
+		return err
+	}
+	return err
+}
+
+// postedPlan is the plan Akira posted for an issue, read back from its comment, with the comment's
+// link; "" when there is none.
+func postedPlan(ctx context.Context, c Comments, owner, repo string, number int) (plan, url string, err error) {
+	id, url, err := c.FindComment(ctx, owner, repo, number, templates.PlanMarker(number))
+	if errors.Is(err, ErrGitHubNotFound) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("jobs: find the plan of #%d: %w", number, err)
+	}
+	body, err := c.CommentBody(ctx, owner, repo, id)
+	if err != nil {
+		return "", "", fmt.Errorf("jobs: read the plan of #%d: %w", number, err)
+	}
+	plan, _, why := runner.ExtractPlan(body)
+	if why != "" {
+		return "", "", nil // edited into something that is no plan: plan again
+	}
+	return plan, url, nil
+}
+
+// planIssueKey names the plan job a `/akira run` starts for a prose issue.
+func planIssueKey(p RunPayload) string { return "run-" + p.DeliveryID + "-" + strconv.Itoa(p.Number) }
