@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -91,10 +92,11 @@ var fixtureOutcomes = map[string]string{
 	"pull_request/reopened.with-organization.payload.json":         resultAccepted,
 	"pull_request/synchronize.payload.json":                        resultAccepted,
 
+	// A review comment without /akira fix, a review that only comments or was dismissed, and review
+	// threads never act; TestFixtureReviews turns the same payloads into the reviews that do.
 	"pull_request_review_comment/created.payload.json":                   resultIgnored,
 	"pull_request_review_comment/created.with-organization.payload.json": resultIgnored,
 
-	// Reviews and review threads are not routed yet; a review that is only a comment never acts.
 	"pull_request_review/dismissed.payload.json":                   resultIgnored,
 	"pull_request_review/submitted.payload.json":                   resultIgnored,
 	"pull_request_review/submitted.with-organization.payload.json": resultIgnored,
@@ -191,5 +193,72 @@ func TestFixtureConformance(t *testing.T) {
 	}
 	if strings.Contains(h.logs.String(), `"level":"ERROR"`) {
 		t.Errorf("errors logged:\n%s", h.logs.String())
+	}
+}
+
+// TestFixtureReviews feeds GitHub's review payloads, changed only where they must be to ask something of
+// Akira (a review that requests changes; a review comment holding /akira fix), and checks the intake
+// task they make.
+func TestFixtureReviews(t *testing.T) {
+	dir := filepath.Join(fixturesDir(t), "webhooks")
+	h := newHarness(t)
+	tests := []struct {
+		file, event string
+		edit        func(map[string]any)
+		want        jobs.ReviewIntake
+	}{
+		{"pull_request_review/submitted.payload.json", "pull_request_review",
+			func(m map[string]any) { m["review"].(map[string]any)["state"] = "changes_requested" },
+			jobs.ReviewIntake{Number: 2, ReviewID: 237895671, Author: "Codertocat", HeadRef: "changes"}},
+		{"pull_request_review/submitted.with-organization.payload.json", "pull_request_review",
+			func(m map[string]any) {
+				m["review"].(map[string]any)["state"] = "changes_requested"
+				m["review"].(map[string]any)["body"] = "Please split this."
+			},
+			jobs.ReviewIntake{Number: 2, Author: "Codertocat", HeadRef: "changes", Body: "Please split this."}},
+		{"pull_request_review_comment/created.payload.json", "pull_request_review_comment",
+			func(m map[string]any) {
+				m["comment"].(map[string]any)["body"] = "Too plain.\n/akira fix use more emoji"
+			},
+			jobs.ReviewIntake{Number: 2, ReviewID: 237895671, CommentID: 284312630, Author: "Codertocat", HeadRef: "changes", Guidance: "use more emoji"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(m)
+			body, _ := json.Marshal(m)
+			before := len(h.enq.enqueued())
+			got := h.do(h.gh.SignedWebhook(h.srv.URL+"/webhook", testSecret, tt.event, "review-"+tt.file, body))
+			if got.Status != http.StatusAccepted {
+				t.Fatalf("answer = %s, want 202", got)
+			}
+			all := h.enq.enqueued()
+			if len(all) != before+1 {
+				t.Fatalf("enqueued = %+v", all[before:])
+			}
+			p := all[len(all)-1]
+			p.Version = jobs.PayloadVersion
+			if err := p.Validate(); err != nil {
+				t.Fatalf("intake payload is not valid: %v", err)
+			}
+			rv := p.Review
+			if rv == nil {
+				t.Fatalf("intake = %+v", p)
+			}
+			want := tt.want
+			if want.ReviewID == 0 {
+				want.ReviewID = rv.ReviewID // the organization fixture's review has its own id
+			}
+			if *rv != want || rv.ReviewID == 0 || p.Event != tt.event {
+				t.Fatalf("review = %+v, want %+v", *rv, want)
+			}
+		})
 	}
 }

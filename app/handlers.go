@@ -43,6 +43,18 @@ func (s *server) route(ctx context.Context, d *delivery) answer {
 			return rejected(http.StatusBadRequest, "malformed pull_request payload")
 		}
 		p, why = s.onPullRequest(&ev)
+	case jobs.EventReview:
+		var ev pullRequestReviewEvent
+		if err := json.Unmarshal(d.payload, &ev); err != nil {
+			return rejected(http.StatusBadRequest, "malformed pull_request_review payload")
+		}
+		p, why = s.onReview(&ev)
+	case jobs.EventReviewComment:
+		var ev pullRequestReviewCommentEvent
+		if err := json.Unmarshal(d.payload, &ev); err != nil {
+			return rejected(http.StatusBadRequest, "malformed pull_request_review_comment payload")
+		}
+		p, why = s.onReviewComment(&ev)
 	case jobs.EventCheckRun:
 		var ev checkRunEvent
 		if err := json.Unmarshal(d.payload, &ev); err != nil {
@@ -169,6 +181,54 @@ func (s *server) onPullRequest(ev *pullRequestEvent) (jobs.IntakePayload, string
 	}
 	p.PullRequest = &jobs.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA}
 	return p, ""
+}
+
+// onReview takes a review that requests changes. Whether the reviewer may command Akira, and whether
+// the pull request is one Akira works on, the intake job asks.
+func (s *server) onReview(ev *pullRequestReviewEvent) (jobs.IntakePayload, string) {
+	var p jobs.IntakePayload
+	switch {
+	case ev.Action != "submitted":
+		return p, "review " + ev.Action
+	case !strings.EqualFold(ev.Review.State, "changes_requested"):
+		return p, "review " + strings.ToLower(ev.Review.State) + ", not changes requested"
+	case s.isBot(ev.Sender) || s.isBot(&ev.Review.User):
+		return p, "review by a bot"
+	}
+	if why := sameRepository(&ev.PullRequest); why != "" {
+		return p, why
+	}
+	p.Review = &jobs.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Review.ID, Author: ev.Review.User.Login,
+		Body: ev.Review.Body, HeadRef: ev.PullRequest.Head.Ref}
+	return p, ""
+}
+
+// onReviewComment takes a review comment holding `/akira fix [guidance]`.
+func (s *server) onReviewComment(ev *pullRequestReviewCommentEvent) (jobs.IntakePayload, string) {
+	var p jobs.IntakePayload
+	switch {
+	case ev.Action != "created":
+		return p, "review comment " + ev.Action
+	case s.isBot(ev.Sender) || s.isBot(&ev.Comment.User):
+		return p, "review comment by a bot"
+	}
+	cmd, ok := jobs.ParseComment(ev.Comment.Body).(jobs.Command)
+	if !ok || cmd.Name != jobs.CmdFix {
+		return p, "review comment without /akira fix"
+	}
+	if why := sameRepository(&ev.PullRequest); why != "" {
+		return p, why
+	}
+	p.Review = &jobs.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Comment.ReviewID, CommentID: ev.Comment.ID,
+		Author: ev.Comment.User.Login, Guidance: cmd.Guidance, HeadRef: ev.PullRequest.Head.Ref}
+	return p, ""
+}
+
+func sameRepository(pr *reviewPullRequest) string {
+	if pr.Head.Repo == nil || pr.Base.Repo == nil || !strings.EqualFold(pr.Head.Repo.FullName, pr.Base.Repo.FullName) {
+		return "fork pull requests are never run"
+	}
+	return ""
 }
 
 func (s *server) onCheckRun(ev *checkRunEvent) (jobs.IntakePayload, string) {

@@ -115,6 +115,36 @@ type pullRequestEvent struct {
 	} `json:"pull_request"`
 }
 
+// reviewPullRequest is the pull request of a review event.
+type reviewPullRequest struct {
+	Number int    `json:"number"`
+	User   ghUser `json:"user"`
+	Head   prRef  `json:"head"`
+	Base   prRef  `json:"base"`
+}
+
+type pullRequestReviewEvent struct {
+	envelope
+	Review struct {
+		ID    int64  `json:"id"`
+		State string `json:"state"`
+		Body  string `json:"body"`
+		User  ghUser `json:"user"`
+	} `json:"review"`
+	PullRequest reviewPullRequest `json:"pull_request"`
+}
+
+type pullRequestReviewCommentEvent struct {
+	envelope
+	Comment struct {
+		ID       int64  `json:"id"`
+		ReviewID int64  `json:"pull_request_review_id"`
+		Body     string `json:"body"`
+		User     ghUser `json:"user"`
+	} `json:"comment"`
+	PullRequest reviewPullRequest `json:"pull_request"`
+}
+
 type checkRunEvent struct {
 	envelope
 	CheckRun struct {

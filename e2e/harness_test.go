@@ -159,7 +159,7 @@ if [ "$AKIRA_TASK_ID" = plan ]; then
 	if grep -q UNPARSABLE "$AKIRA_PROMPT_FILE"; then
 		echo "I read the code but I would rather not say."
 	else
-		printf 'Here is the plan.\n\n~~~markdown\n## Phase 1\n\n- [ ] 1 Add the form\n- [ ] 2 Add the handler\n  depends: 1\n~~~\n'
+		printf 'Here is the plan.\n\n~~~markdown\n## Phase 1\n\n- [ ] 1 Add the form\n- [ ] 2 Add the handler\n  - depends: 1\n  - verify: test -f out-1.txt\n~~~\n'
 	fi
 	exit 0
 fi

@@ -18,6 +18,7 @@ type CommandName string
 const (
 	CmdRun     CommandName = "run"
 	CmdPlan    CommandName = "plan"
+	CmdFix     CommandName = "fix"
 	CmdApprove             = CommandName(runner.DecisionApprove)
 	CmdRetry               = CommandName(runner.DecisionRetry)
 	CmdSkip                = CommandName(runner.DecisionSkip)
@@ -27,7 +28,7 @@ const (
 )
 
 // commandNames is the order commands are listed in help and tried for did-you-mean.
-var commandNames = []CommandName{CmdRun, CmdPlan, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
+var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
 
 // ParseResult is what a comment asks of Akira: a Command, a Reply to post at once, or Ignore.
 type ParseResult interface{ parseResult() }
@@ -78,6 +79,7 @@ var (
 		CmdApprove: regexp.MustCompile(`(?i)^approve$`),
 		CmdRetry:   regexp.MustCompile(`(?is)^retry(?:\s+(.*))?$`),
 		CmdPlan:    regexp.MustCompile(`(?is)^plan(?:\s+(.*))?$`),
+		CmdFix:     regexp.MustCompile(`(?is)^fix(?:\s+(.*))?$`),
 		CmdSkip:    regexp.MustCompile(`(?i)^skip$`),
 		CmdAbort:   regexp.MustCompile(`(?i)^abort$`),
 		CmdStatus:  regexp.MustCompile(`(?i)^status$`),
@@ -147,7 +149,7 @@ func parseCommand(line, rest string) ParseResult {
 		return Reply{Text: didYouMeanText(word, "")}
 	}
 	subject := strings.TrimSpace(line)
-	if name == CmdRetry || name == CmdPlan || name == CmdHelp {
+	if name == CmdRetry || name == CmdPlan || name == CmdFix || name == CmdHelp {
 		subject = strings.TrimSpace(rest)
 	}
 	m := re.FindStringSubmatch(subject)
@@ -159,7 +161,7 @@ func parseCommand(line, rest string) ParseResult {
 		return Reply{Text: helpText()}
 	case CmdRun:
 		return parseRun(strings.Fields(m[1]))
-	case CmdRetry, CmdPlan:
+	case CmdRetry, CmdPlan, CmdFix:
 		return Command{Name: name, Guidance: capUserText(strings.TrimSpace(m[1]))}
 	}
 	return Command{Name: name}

@@ -238,6 +238,24 @@ func (f *fakeGitHub) CommentBody(_ context.Context, _, _ string, id int64) (stri
 	return "", fmt.Errorf("comment %d: %w", id, ErrGitHubNotFound)
 }
 
+func (f *fakeGitHub) ReviewComments(context.Context, string, string, int, int64) ([]ReviewComment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return nil, f.call("ReviewComments")
+}
+
+func (f *fakeGitHub) ReplyToReviewComment(context.Context, string, string, int, int64, string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.call("ReplyToReviewComment")
+}
+
+func (f *fakeGitHub) RequestReview(context.Context, string, string, int, []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.call("RequestReview")
+}
+
 func (f *fakeGitHub) AddReaction(_ context.Context, _, _ string, commentID int64, content string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -20,6 +20,9 @@ const (
 	EventPush         = "push"
 	EventPullRequest  = "pull_request"
 	EventCheckRun     = "check_run"
+	// EventReview is a review submitted on a pull request; EventReviewComment a comment on its diff.
+	EventReview        = "pull_request_review"
+	EventReviewComment = "pull_request_review_comment"
 )
 
 // IntakePayload is one webhook delivery Akira acts on, unpacked by the webhook server from GitHub's
@@ -42,6 +45,20 @@ type IntakePayload struct {
 	Push        *PushIntake        `json:"push,omitempty"`
 	PullRequest *PullRequestIntake `json:"pull_request,omitempty"`
 	CheckRun    *CheckRunIntake    `json:"check_run,omitempty"`
+	Review      *ReviewIntake      `json:"review,omitempty"`
+}
+
+// ReviewIntake is a review that requests changes, or a review comment holding `/akira fix`, on a
+// same-repository pull request.
+type ReviewIntake struct {
+	Number   int   `json:"number"`
+	ReviewID int64 `json:"review_id"`
+	// CommentID is the review comment holding /akira fix (0 for a review).
+	CommentID int64  `json:"comment_id,omitempty"`
+	Author    string `json:"author"`
+	Body      string `json:"body,omitempty"`
+	Guidance  string `json:"guidance,omitempty"`
+	HeadRef   string `json:"head_ref"`
 }
 
 // CommentIntake is a new comment that holds an /akira command (ParseComment did not ignore it).
@@ -101,7 +118,7 @@ func (p IntakePayload) Validate() error {
 		errs = append(errs, errors.New("no repository"))
 	}
 	set := 0
-	for _, ok := range []bool{p.Comment != nil, p.Push != nil, p.PullRequest != nil, p.CheckRun != nil} {
+	for _, ok := range []bool{p.Comment != nil, p.Push != nil, p.PullRequest != nil, p.CheckRun != nil, p.Review != nil} {
 		if ok {
 			set++
 		}
@@ -112,7 +129,8 @@ func (p IntakePayload) Validate() error {
 	case p.Event == EventIssueComment && p.Comment == nil,
 		p.Event == EventPush && p.Push == nil,
 		p.Event == EventPullRequest && p.PullRequest == nil,
-		p.Event == EventCheckRun && p.CheckRun == nil:
+		p.Event == EventCheckRun && p.CheckRun == nil,
+		(p.Event == EventReview || p.Event == EventReviewComment) && p.Review == nil:
 		errs = append(errs, fmt.Errorf("event %s without its body", p.Event))
 	case p.Comment != nil && (p.Comment.ID == 0 || p.Comment.Number <= 0):
 		errs = append(errs, errors.New("comment without an id and a number"))
@@ -120,8 +138,10 @@ func (p IntakePayload) Validate() error {
 		errs = append(errs, errors.New("pull request without a number and a head branch"))
 	case p.CheckRun != nil && (p.CheckRun.RunID == "" || p.CheckRun.TaskID == "" || p.CheckRun.Decision == ""):
 		errs = append(errs, errors.New("check run without a run, a task and a decision"))
+	case p.Review != nil && (p.Review.Number <= 0 || p.Review.ReviewID <= 0 || p.Review.Author == "" || p.Review.HeadRef == ""):
+		errs = append(errs, errors.New("review without a pull request, a review id, an author and a head branch"))
 	}
-	if !slices.Contains([]string{EventIssueComment, EventPush, EventPullRequest, EventCheckRun}, p.Event) {
+	if !slices.Contains([]string{EventIssueComment, EventPush, EventPullRequest, EventCheckRun, EventReview, EventReviewComment}, p.Event) {
 		errs = append(errs, fmt.Errorf("unknown event %q", p.Event))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -177,6 +197,8 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 		result, err = h.onPullRequest(ctx, in)
 	case p.CheckRun != nil:
 		result, err = h.onCheckRun(ctx, in)
+	case p.Review != nil:
+		result, err = h.onReview(ctx, in)
 	}
 	if errors.Is(err, ErrGitHubNotFound) {
 		// The delivery names a repository, issue or installation GitHub does not know (a forged or
@@ -275,6 +297,11 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 		switch r.Name {
 		case CmdPlan:
 			return h.commandPlan(ctx, in, r)
+		case CmdFix:
+			if err := in.reply(ctx, c.Number, "`/akira fix` goes in a review comment on the pull request's changes: Akira then addresses that review with one more commit."); err != nil {
+				return "", err
+			}
+			return ResultReplied, nil
 		case CmdStatus:
 			return h.commandStatus(ctx, in)
 		case CmdRun:
@@ -474,6 +501,45 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
 		Number: cr.Number, Decision: cr.Decision, Sender: in.p.Sender, RunID: cr.RunID, TaskID: cr.TaskID,
 		ByButton: true,
+	})
+	if err := enqueued(err); err != nil {
+		return "", err
+	}
+	return ResultAccepted, nil
+}
+
+// onReview starts a follow-up task for a review: only from someone who may command Akira, and only on a
+// pull request Akira opened or runs on. Anything else is left alone without a word: reviews are
+// everyday traffic, not commands.
+func (h *Handler) onReview(ctx context.Context, in *intake) (string, error) {
+	rv := in.p.Review
+	acc, err := h.authorize(ctx, in, rv.Author)
+	if err != nil {
+		return "", err
+	}
+	if !acc.allowed {
+		in.log.Info("intake: review by someone who may not command Akira", "author", rv.Author, "permission", acc.level)
+		return ResultRefused, nil
+	}
+	rc, err := h.configOf(ctx, in, acc)
+	if _, bad := asRepoConfigError(err); bad {
+		return ResultNoop, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, rv.Number); errors.Is(err, ErrNotFound) {
+		if !strings.HasPrefix(rv.HeadRef, rc.BranchPrefix) {
+			return ResultNoop, nil // not a pull request Akira works on
+		}
+	} else if err != nil {
+		return "", err
+	}
+	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
+		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
+		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerReview, Number: rv.Number, Branch: rv.HeadRef,
+		Review: &ReviewRequest{ID: rv.ReviewID, By: rv.Author, Body: capUserText(rv.Body), Guidance: rv.Guidance, CommentID: rv.CommentID},
+		Sender: rv.Author,
 	})
 	if err := enqueued(err); err != nil {
 		return "", err

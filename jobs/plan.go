@@ -24,6 +24,8 @@ type runInputs struct {
 	PR    *PullRequest
 	// PlanFiles are the plan files the pull request changes (trigger pull_request), in path order.
 	PlanFiles []string
+	// Prior is the latest run of the pull request a review run addresses, when Redis knows it.
+	Prior *Run
 	// PostedPlan is the plan Akira posted for an issue without a checklist, and its comment's link.
 	PostedPlan, PostedPlanURL string
 }
@@ -64,6 +66,17 @@ func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPay
 				return in, err
 			}
 		}
+	case TriggerReview:
+		pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil {
+			return in, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
+		}
+		in.PR = pr
+		prior, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return in, err
+		}
+		in.Prior = prior
 	case TriggerPullRequest:
 		pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 		if err != nil {
@@ -123,7 +136,7 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 	case TriggerPush:
 		run.Branch = runner.DefaultBranch(rc.BranchPrefix, run.Roadmap)
 		run.Title = "Akira: tasks from " + run.Roadmap
-	case TriggerPullRequest:
+	case TriggerPullRequest, TriggerReview:
 		pr := in.PR
 		if isFork(pr.HeadRepo, p.Owner, p.Repo) {
 			return nil, fmt.Errorf("jobs: pull request #%d comes from the fork %q; fork pull requests are never run: %w",
@@ -134,6 +147,10 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 		}
 		run.PR, run.PRURL, run.PRNodeID, run.Branch, run.Base = pr.Number, pr.URL, pr.NodeID, pr.HeadRef, pr.BaseRef
 		run.OpenedPR = strings.HasPrefix(pr.HeadRef, rc.BranchPrefix)
+		if p.Trigger == TriggerReview {
+			planReviewRun(run, p, in.Prior)
+			break
+		}
 		// A spec pull request runs the plan files it changes, on its own branch.
 		if p.Path == "" && len(in.PlanFiles) > 0 && !slices.Equal(in.PlanFiles, []string{rc.Roadmap}) {
 			run.Plans = in.PlanFiles

@@ -205,6 +205,28 @@ type Repos interface {
 	Repository(ctx context.Context, owner, repo string) (RepoInfo, error)
 }
 
+// ReviewComment is a comment of a review on a line of a pull request's diff.
+type ReviewComment struct {
+	ID       int64
+	Path     string
+	Line     int
+	DiffHunk string
+	Body     string
+	User     string
+	// InReplyTo is the thread's first comment when this one is a reply.
+	InReplyTo int64
+}
+
+// Reviews reads a review's comments and answers it.
+type Reviews interface {
+	// ReviewComments lists the comments of one review of a pull request.
+	ReviewComments(ctx context.Context, owner, repo string, number int, reviewID int64) ([]ReviewComment, error)
+	// ReplyToReviewComment answers in the thread of a review comment.
+	ReplyToReviewComment(ctx context.Context, owner, repo string, number int, commentID int64, body string) error
+	// RequestReview asks the people for a review of the pull request again.
+	RequestReview(ctx context.Context, owner, repo string, number int, logins []string) error
+}
+
 // GitAuth gives git a fresh credential for each operation that talks to the remote.
 type GitAuth interface {
 	// GitAuthHeader returns a complete http.extraheader value ("Authorization: Basic ...") carrying a
@@ -221,6 +243,7 @@ type GitHub interface {
 	Permissions
 	Pulls
 	Repos
+	Reviews
 	GitAuth
 }
 

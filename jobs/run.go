@@ -31,6 +31,8 @@ const (
 	TriggerPullRequest Trigger = "pull_request"
 	// TriggerContinue continues an existing run (RunPayload.RunID) after a decision.
 	TriggerContinue Trigger = "continue"
+	// TriggerReview addresses a review of a pull request Akira works on with one more checkpoint.
+	TriggerReview Trigger = "review"
 )
 
 // RunPayload is the payload of TypeRun.
@@ -60,6 +62,8 @@ type RunPayload struct {
 	CommentID int64 `json:"comment_id,omitempty"`
 	// DefaultBranch is the repository's, from the webhook; when empty the job asks GitHub.
 	DefaultBranch string `json:"default_branch,omitempty"`
+	// Review is the review to address (trigger review).
+	Review *ReviewRequest `json:"review,omitempty"`
 	// RunID names the run to continue (trigger continue). For a new run it is left empty and derived
 	// from DeliveryID, so a retried or redelivered job finds the run it already created.
 	RunID string `json:"run_id,omitempty"`
@@ -94,6 +98,10 @@ func (p RunPayload) Validate() error {
 	case TriggerContinue:
 		if p.RunID == "" {
 			errs = append(errs, errors.New("continue without a run id"))
+		}
+	case TriggerReview:
+		if p.Number <= 0 || p.Branch == "" || p.Review == nil || p.Review.ID <= 0 || p.Review.By == "" {
+			errs = append(errs, errors.New("review trigger without a pull request, a branch and a review"))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("unknown trigger %q", p.Trigger))
@@ -457,6 +465,13 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	if run.Plan != "" {
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
 	}
+	if rv := run.Review; rv != nil {
+		if opts.Context, _, err = reviewContext(lctx, gh, run); err != nil {
+			return ResultRetry, err
+		}
+		opts.TaskScope = reviewScope(rv.ID)
+		opts.Trailers = []string{TrailerReview + ": " + strconv.FormatInt(rv.ID, 10)}
+	}
 	handed := maps.Clone(run.Decisions)
 	out, runErr := runPlans(lctx, opts, run, rep)
 	run = rep.Run()
@@ -632,6 +647,13 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 		pr := &PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
 		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
 			return ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
+		}
+	}
+	if status == StatusSucceeded && run.Review != nil {
+		// Before the run is marked done: a retry finds the checkpoint on the branch and answers again.
+		if err := h.answerReview(ctx, gh, run); err != nil {
+			log.Warn("run job: review not answered; will retry", "err", err)
+			return ResultRetry, err
 		}
 	}
 	run, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error { return recordFinished(r, status, out, handed) })

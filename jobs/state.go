@@ -98,6 +98,8 @@ type Run struct {
 	// DecisionKeys are the keys of the latest decisions taken, so that a retried resume job sees its
 	// own decision as done instead of refusing it.
 	DecisionKeys []string `json:"decision_keys,omitempty"`
+	// Review is the review a review run addresses.
+	Review *ReviewRequest `json:"review,omitempty"`
 	// AnsweredBy is who took the latest decision on an escalation.
 	AnsweredBy string `json:"answered_by,omitempty"`
 	// Error says why a failed run stopped; AbortedBy who aborted it.

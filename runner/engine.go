@@ -478,7 +478,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		promptVerify = nil
 	}
 	prompt := buildPrompt(promptInput{roadmap: e.rm, source: e.source, task: t, attempt: n, maxAttempts: e.o.MaxAttempts,
-		verify: promptVerify, verifyNote: verifyNote, protected: e.o.ProtectedPaths, feedback: feedback})
+		verify: promptVerify, verifyNote: verifyNote, protected: e.o.ProtectedPaths, feedback: feedback, context: e.o.Context})
 	if err := e.emit(ctx, e.taskEvent(EventAttemptStarted, t, Event{Attempt: n, MaxAttempts: e.o.MaxAttempts, Feedback: feedback})); err != nil {
 		return nil, err
 	}
@@ -654,6 +654,9 @@ func (e *engine) commitMessage(t *roadmap.Task, info checkpointInfo) string {
 		}
 	}
 	fmt.Fprintf(&b, "\n%s: %s\n%s: %s\n", TrailerRun, e.o.RunID, TrailerTask, e.key(t.ID))
+	for _, tr := range e.o.Trailers {
+		fmt.Fprintf(&b, "%s\n", oneLine(tr))
+	}
 	return b.String()
 }
 

@@ -22,6 +22,8 @@ type promptInput struct {
 	verifyNote  string // when there are no task or configured commands
 	protected   []string
 	feedback    string
+	// context is the caller's own section (the review a task addresses).
+	context string
 }
 
 // buildPrompt states the task for the agent: what to do, how it is checked, the rules of the
@@ -71,6 +73,9 @@ func buildPrompt(in promptInput) string {
 		}
 	} else {
 		b.WriteString(in.verifyNote + "\n")
+	}
+	if c := strings.TrimSpace(in.context); c != "" {
+		b.WriteString("\n" + c + "\n")
 	}
 	b.WriteString("\n## Rules\n")
 	b.WriteString("- Change only files inside this repository. Do not commit, push or switch branches: Akira " +

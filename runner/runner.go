@@ -77,6 +77,10 @@ type Options struct {
 	// read "<scope>#<id>", so that several plans (spec files of one pull request) with the same task ids
 	// share a branch. Events and decisions keep the plain ids.
 	TaskScope string
+	// Trailers are "Key: value" lines added to every checkpoint's trailers (Akira-Review: <id>).
+	Trailers []string
+	// Context is added to every task's prompt under its own heading (the review a task addresses).
+	Context string
 	// Branch receives the checkpoints; empty means <branch_prefix><roadmap file name without
 	// extension, lowercased>, e.g. akira/roadmap.
 	Branch string

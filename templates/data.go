@@ -181,6 +181,7 @@ type HelpCommand struct {
 var Commands = []HelpCommand{
 	{"/akira run [--trust-plan] [path]", "Run the tasks of this issue's checklist, or of Akira's plan for an issue written in prose (the first /akira run asks for one), or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access."},
 	{"/akira plan [guidance]", "Ask for a (new) plan of this issue: a checklist of small tasks, posted for you to read before /akira run."},
+	{"/akira fix [guidance]", "In a review comment on a pull request Akira works on: address the review's comments with one more commit (a review that requests changes does the same)."},
 	{"/akira status", "Show how far the current run is."},
 	{"/akira approve", "Accept the escalated task as it is and continue."},
 	{"/akira retry <guidance>", "Try the escalated task again; your guidance is given to the agent."},

@@ -73,7 +73,7 @@ var cases = []struct {
 		Tasks: []Task{{ID: "T1", Title: "x", Status: StatusAborted, Attempts: 1}}}},
 	{"summary_rebuilt", "summary", Summary{RunID: "r9", State: RunParked, Rebuilt: true, ParkedTask: "2",
 		Tasks: []Task{{ID: "1", Title: "First", Status: StatusPassed, Checkpoint: sha1}, {ID: "2", Title: "Second", Status: StatusEscalated}}}},
-	{"plan", "plan", Plan{Issue: 12, Plan: "## Phase 1\n\n- [ ] 1 Parse the config\n  verify: go test ./config/...\n- [ ] 2 Report unknown keys\n", Tasks: 2, By: "alice"}},
+	{"plan", "plan", Plan{Issue: 12, Plan: "## Phase 1\n\n- [ ] 1 Parse the config\n  - verify: go test ./config/...\n- [ ] 2 Report unknown keys\n", Tasks: 2, By: "alice"}},
 	{"plan_auto", "plan", Plan{Issue: 12, Plan: "- [ ] 1 Do it\n", Tasks: 1, Auto: true}},
 	{"plan_auto_refused", "plan", Plan{Issue: 12, Plan: "- [ ] 1 Do it\n", Tasks: 1, AutoRefused: true}},
 	{"plan_failed", "plan_failed", PlanFailed{Reason: "the agent's answers held no plan that parses (no task checkboxes)"}},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/go-github/v60/github"
@@ -180,4 +181,47 @@ func (c *Client) PullRequestFiles(ctx context.Context, owner, repo string, numbe
 		}
 		opt.Page = resp.NextPage
 	}
+}
+
+// ReviewComments implements jobs.Reviews.
+func (c *Client) ReviewComments(ctx context.Context, owner, repo string, number int, reviewID int64) ([]jobs.ReviewComment, error) {
+	var out []jobs.ReviewComment
+	opts := &github.ListOptions{PerPage: 100}
+	for {
+		page, resp, err := c.gh.PullRequests.ListReviewComments(ctx, owner, repo, number, reviewID, opts)
+		if err != nil {
+			return nil, apiErr("review comments", err)
+		}
+		for _, rc := range page {
+			out = append(out, jobs.ReviewComment{ID: rc.GetID(), Path: rc.GetPath(), Line: rc.GetLine(), DiffHunk: rc.GetDiffHunk(),
+				Body: rc.GetBody(), User: rc.GetUser().GetLogin(), InReplyTo: rc.GetInReplyTo()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// ReplyToReviewComment implements jobs.Reviews.
+func (c *Client) ReplyToReviewComment(ctx context.Context, owner, repo string, number int, commentID int64, body string) error {
+	// go-github v60 replies through POST /pulls/{n}/comments with in_reply_to, which GitHub no longer
+	// documents; the replies endpoint is the one in GitHub's API description.
+	u := fmt.Sprintf("repos/%s/%s/pulls/%d/comments/%d/replies", url.PathEscape(owner), url.PathEscape(repo), number, commentID)
+	req, err := c.gh.NewRequest(http.MethodPost, u, map[string]string{"body": body})
+	if err != nil {
+		return fmt.Errorf("gh: reply to review comment: %w", err)
+	}
+	if _, err := c.gh.Do(ctx, req, nil); err != nil {
+		return apiErr("reply to review comment", err)
+	}
+	return nil
+}
+
+// RequestReview implements jobs.Reviews.
+func (c *Client) RequestReview(ctx context.Context, owner, repo string, number int, logins []string) error {
+	if _, _, err := c.gh.PullRequests.RequestReviewers(ctx, owner, repo, number, github.ReviewersRequest{Reviewers: logins}); err != nil {
+		return apiErr("request reviewers", err)
+	}
+	return nil
 }
