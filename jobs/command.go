@@ -19,6 +19,7 @@ const (
 	CmdRun     CommandName = "run"
 	CmdPlan    CommandName = "plan"
 	CmdFix     CommandName = "fix"
+	CmdStop    CommandName = "stop"
 	CmdApprove             = CommandName(runner.DecisionApprove)
 	CmdRetry               = CommandName(runner.DecisionRetry)
 	CmdSkip                = CommandName(runner.DecisionSkip)
@@ -28,7 +29,7 @@ const (
 )
 
 // commandNames is the order commands are listed in help and tried for did-you-mean.
-var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
+var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdStop, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
 
 // ParseResult is what a comment asks of Akira: a Command, a Reply to post at once, or Ignore.
 type ParseResult interface{ parseResult() }
@@ -82,6 +83,7 @@ var (
 		CmdFix:     regexp.MustCompile(`(?is)^fix(?:\s+(.*))?$`),
 		CmdSkip:    regexp.MustCompile(`(?i)^skip$`),
 		CmdAbort:   regexp.MustCompile(`(?i)^abort$`),
+		CmdStop:    regexp.MustCompile(`(?i)^stop$`),
 		CmdStatus:  regexp.MustCompile(`(?i)^status$`),
 		CmdHelp:    regexp.MustCompile(`(?is)^help(?:\s.*)?$`),
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/templates"
 )
 
 // Webhook events the intake acts on.
@@ -297,6 +298,8 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 		switch r.Name {
 		case CmdPlan:
 			return h.commandPlan(ctx, in, r)
+		case CmdStop:
+			return h.commandStop(ctx, in)
 		case CmdFix:
 			if err := in.reply(ctx, c.Number, "`/akira fix` goes in a review comment on the pull request's changes: Akira then addresses that review with one more commit."); err != nil {
 				return "", err
@@ -321,6 +324,30 @@ func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error)
 		return "", err
 	}
 	in.react(ctx, c.ID)
+	return ResultReplied, nil
+}
+
+// commandStop asks the job working on the run of this issue or pull request to stop it.
+func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
+	c := in.p.Comment
+	run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, c.Number)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return "", err
+	}
+	data := templates.StopReply{}
+	if run != nil {
+		data.RunID, data.State = run.ID, templateState(run.Status)
+		if _, data.Asked, err = h.d.Store.RequestStop(ctx, run.ID, c.Author, false); err != nil {
+			return "", err
+		}
+	}
+	if err := in.reply(ctx, c.Number, render("stop_reply", data, "`/akira stop`: run "+data.RunID+" is "+data.State+".")); err != nil {
+		return "", err
+	}
+	in.react(ctx, c.ID)
+	if data.Asked {
+		return ResultAccepted, nil
+	}
 	return ResultReplied, nil
 }
 

@@ -96,6 +96,8 @@ func templateState(s RunStatus) string {
 		return templates.RunFailed
 	case StatusAborted:
 		return templates.RunAborted
+	case StatusStopped:
+		return templates.RunHalted
 	}
 	return string(s)
 }
@@ -109,7 +111,7 @@ func summaryData(r *Run) templates.Summary {
 		s.BranchURL = r.RepoURL + "/tree/" + r.Branch
 	}
 	s.PRClosed, s.Rebuilt = r.PRClosed, r.Rebuilt != ""
-	s.StartedBy, s.AnsweredBy = person(r.Sender), person(r.AnsweredBy)
+	s.StartedBy, s.AnsweredBy, s.StoppedBy = person(r.Sender), person(r.AnsweredBy), r.StoppedBy
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
 			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL}

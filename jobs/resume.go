@@ -123,7 +123,17 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		return ResultRetry, fmt.Errorf("jobs: branch head: %w", err)
 	}
 	d := Decision{Key: p.JobID(), TaskID: p.TaskID, Decision: runner.Decision{Kind: p.Decision, Guidance: p.Guidance}, By: p.Sender}
-	run, already, err := h.d.Store.Decide(ctx, run.ID, d, head)
+	runID := run.ID
+	run, already, err := h.d.Store.Decide(ctx, runID, d, head)
+	if _, ok := errors.AsType[*NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
+		// An abort of a run that is working: the job working on it stops it and ends it.
+		if _, asked, serr := h.d.Store.RequestStop(ctx, runID, p.Sender, true); serr != nil {
+			return ResultRetry, serr
+		} else if asked {
+			log.Info("resume job: abort requested of a working run")
+			return ResultDecided, nil
+		}
+	}
 	if np, ok := errors.AsType[*NotParkedError](err); ok {
 		return h.decisionIgnored(ctx, gh, p, run, np.Reason, log)
 	}

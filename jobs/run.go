@@ -188,6 +188,12 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 		}
 		return run, nil
 	}
+	if p.CommentID != 0 {
+		// `/akira run` where a person stopped a run: continue it from its last checkpoint.
+		if run, err := h.reviveStopped(ctx, p); err != nil || run != nil {
+			return run, err
+		}
+	}
 	id := RunIDFor(p.DeliveryID)
 	if run, err := h.d.Store.Get(ctx, id); err == nil {
 		if run.Status.Terminal() || run.Status == StatusParked {
@@ -431,6 +437,9 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		return ResultRetry, err
 	}
 	log.Info("run job: working", "job", run.Jobs, "decisions", len(run.Decisions), "parked", len(run.Parked))
+	if run.Stop != nil {
+		return h.stopRun(ctx, gh, run, log) // stopped while it waited in the queue
+	}
 
 	if why, err := h.goneByPeople(lctx, gh, run); err != nil {
 		return ResultRetry, err
@@ -473,8 +482,15 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		opts.Trailers = []string{TrailerReview + ": " + strconv.FormatInt(rv.ID, 10)}
 	}
 	handed := maps.Clone(run.Decisions)
-	out, runErr := runPlans(lctx, opts, run, rep)
+	sctx, cancelStop := context.WithCancelCause(lctx)
+	go h.watchStop(sctx, run.ID, cancelStop, log)
+	out, runErr := runPlans(sctx, opts, run, rep)
+	stopped := errors.Is(context.Cause(sctx), errStopRequested)
+	cancelStop(nil)
 	run = rep.Run()
+	if stopped {
+		return h.stopRun(ctx, gh, run, log)
+	}
 	if runErr != nil {
 		return h.retryOrFail(ctx, lctx, gh, run, runErr, log)
 	}

@@ -31,6 +31,9 @@ const (
 	StatusFailed RunStatus = "failed"
 	// StatusAborted: someone replied /akira abort.
 	StatusAborted RunStatus = "aborted"
+	// StatusStopped: someone stopped the run while it worked (/akira stop); like a parked run it keeps
+	// its branch and holds no worker, and /akira run continues it from the last checkpoint.
+	StatusStopped RunStatus = "stopped"
 )
 
 // Terminal reports whether the run is over; a terminal run frees its branch.
@@ -100,6 +103,10 @@ type Run struct {
 	DecisionKeys []string `json:"decision_keys,omitempty"`
 	// Review is the review a review run addresses.
 	Review *ReviewRequest `json:"review,omitempty"`
+	// Stop is a request to stop (or abort) the run while a job works on it: the job polls for it.
+	Stop *StopRequest `json:"stop,omitempty"`
+	// StoppedBy is who stopped the run (status stopped).
+	StoppedBy string `json:"stopped_by,omitempty"`
 	// AnsweredBy is who took the latest decision on an escalation.
 	AnsweredBy string `json:"answered_by,omitempty"`
 	// Error says why a failed run stopped; AbortedBy who aborted it.
@@ -335,7 +342,7 @@ func (s *Store) active(r *Run) bool {
 	if r.Status.Terminal() {
 		return false
 	}
-	if r.Status == StatusParked {
+	if r.Status == StatusParked || r.Status == StatusStopped {
 		return true // waiting for people is not stale
 	}
 	return s.now().Sub(r.UpdatedAt) < s.staleAfter()

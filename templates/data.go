@@ -42,6 +42,7 @@ const (
 	RunDone    = "done"
 	RunFailed  = "failed"
 	RunAborted = "aborted"
+	RunHalted  = "stopped"
 )
 
 // Summary is the one comment per run that is edited in place as the run goes.
@@ -67,6 +68,8 @@ type Summary struct {
 	PRClosed bool
 	// Rebuilt says Akira had lost its record of the run and rebuilt it from the branch.
 	Rebuilt bool
+	// StoppedBy stopped the run with /akira stop (State stopped).
+	StoppedBy string
 	// StartedBy started the run; AnsweredBy answered its latest escalation.
 	StartedBy  string
 	AnsweredBy string
@@ -183,10 +186,11 @@ var Commands = []HelpCommand{
 	{"/akira plan [guidance]", "Ask for a (new) plan of this issue: a checklist of small tasks, posted for you to read before /akira run."},
 	{"/akira fix [guidance]", "In a review comment on a pull request Akira works on: address the review's comments with one more commit (a review that requests changes does the same)."},
 	{"/akira status", "Show how far the current run is."},
+	{"/akira stop", "Stop the run while it works: the agent is stopped within seconds, the branch stays at its last checkpoint; /akira run continues."},
 	{"/akira approve", "Accept the escalated task as it is and continue."},
 	{"/akira retry <guidance>", "Try the escalated task again; your guidance is given to the agent."},
 	{"/akira skip", "Leave the escalated task undone and continue with the next one."},
-	{"/akira abort", "Stop the run; pushed checkpoints stay on the branch."},
+	{"/akira abort", "End the run, parked or working; pushed checkpoints stay on the branch."},
 	{"/akira help", "Show this list."},
 }
 
@@ -213,6 +217,14 @@ func PlanMarker(issue int) string { return fmt.Sprintf("<!-- akira:plan issue=%d
 // PlanFailed says Akira could not write a plan.
 type PlanFailed struct {
 	Reason string
+}
+
+// StopReply answers /akira stop.
+type StopReply struct {
+	RunID string
+	// State is the run's state; Asked says the job working on it was asked to stop.
+	State string
+	Asked bool
 }
 
 // Help is the reply to /akira help.

@@ -77,6 +77,11 @@ var cases = []struct {
 	{"plan_auto", "plan", Plan{Issue: 12, Plan: "- [ ] 1 Do it\n", Tasks: 1, Auto: true}},
 	{"plan_auto_refused", "plan", Plan{Issue: 12, Plan: "- [ ] 1 Do it\n", Tasks: 1, AutoRefused: true}},
 	{"plan_failed", "plan_failed", PlanFailed{Reason: "the agent's answers held no plan that parses (no task checkboxes)"}},
+	{"stop_reply", "stop_reply", StopReply{RunID: "r1", State: RunRunning, Asked: true}},
+	{"stop_reply_parked", "stop_reply", StopReply{RunID: "r1", State: RunParked}},
+	{"stop_reply_none", "stop_reply", StopReply{}},
+	{"summary_halted", "summary", Summary{RunID: "r10", State: RunHalted, StoppedBy: "alice",
+		Tasks: []Task{{ID: "1", Title: "First", Status: StatusPassed, Checkpoint: sha1}, {ID: "2", Title: "Second", Status: StatusPending}}}},
 	{"summary_queued", "summary", Summary{RunID: "r6", State: RunQueued, Tasks: []Task{{ID: "T1", Title: "x", Status: StatusPending}}}},
 
 	{"escalation", "escalation", Escalation{

@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/templates"
+)
+
+// agentAlive reports whether the scripted agent of a task still runs.
+func (e *env) agentAlive(task string) bool {
+	pid, err := os.ReadFile(filepath.Join(e.logDir, "pid-"+task))
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat("/proc/" + strings.TrimSpace(string(pid)))
+	return err == nil
+}
+
+// TestStopAndContinue: `/akira stop` while the agent works on a long task ends the agent within
+// seconds and leaves the branch at the last checkpoint, with the task's check run cancelled and the
+// summary naming who stopped it; a read-only user's stop does nothing; `/akira run` continues from the
+// last checkpoint, in the same run.
+func TestStopAndContinue(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Long", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a slow thing\n- [ ] Add three\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.waitFile("started-1.2")
+	run := e.runOf(1)
+
+	e.comment(1, "mallory", "/akira stop", false, http.StatusAccepted)
+	e.eventually("the refusal", func() bool { return len(e.commentsWith(1, "Sorry @mallory")) == 1 })
+	if !e.agentAlive("1.2") || e.runOf(1).Status != jobs.StatusRunning {
+		t.Fatal("a read-only user's stop stopped the run")
+	}
+
+	asked := time.Now()
+	e.comment(1, "alice", "/akira stop", false, http.StatusAccepted)
+	e.eventually("the agent to be ended", func() bool { return !e.agentAlive("1.2") })
+	took := time.Since(asked)
+	t.Logf("stop: the agent's process ended %.1f s after /akira stop was delivered", took.Seconds())
+	if took > 5*time.Second {
+		t.Errorf("stopping took %v, want under 5 s", took.Round(100*time.Millisecond))
+	}
+	stopped := e.waitStatus(1, jobs.StatusStopped)
+	if stopped.ID != run.ID || stopped.StoppedBy != "alice" {
+		t.Errorf("run %s stopped by %q", stopped.ID, stopped.StoppedBy)
+	}
+	if got := e.taskCommits(run.Branch); len(got) != 1 || got["1.1"] != 1 {
+		t.Errorf("checkpoints after the stop = %v, want only 1.1", got)
+	}
+	if cr := e.latestCheckRuns()["akira: 1.2 Add a slow thing"]; cr.Conclusion != "cancelled" {
+		t.Errorf("check run of the stopped task: %+v", cr)
+	}
+	pr := e.onlyPR(run.Branch)
+	if sum := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID)); len(sum) != 1 || !strings.Contains(sum[0].Body, "stopped by @alice") {
+		t.Errorf("summary: %+v", sum)
+	}
+	if len(e.commentsWith(1, "Stopping run")) != 1 {
+		t.Error("no answer to /akira stop")
+	}
+
+	e.touch("release")
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	done := e.waitStatus(1, jobs.StatusSucceeded)
+	if done.ID != run.ID {
+		t.Errorf("/akira run after a stop made run %s beside %s", done.ID, run.ID)
+	}
+	e.checkOneOfEach(done, "1.1", "1.2", "1.3")
+}
+
+// TestAbortWhileWorking: `/akira abort` on a run that is working ends it for good.
+func TestAbortWhileWorking(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Long", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a slow thing\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.waitFile("started-1.2")
+	e.comment(1, "alice", "/akira abort", false, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusAborted)
+	if run.AbortedBy != "alice" {
+		t.Errorf("aborted by %q", run.AbortedBy)
+	}
+	e.eventually("the agent to be ended", func() bool { return !e.agentAlive("1.2") })
+	if got := e.taskCommits(run.Branch); len(got) != 1 {
+		t.Errorf("checkpoints = %v", got)
+	}
+}
