@@ -95,3 +95,33 @@ func TestAbortWhileWorking(t *testing.T) {
 		t.Errorf("checkpoints = %v", got)
 	}
 }
+
+// TestStopButton: the "Stop" button of the check run of the task in progress stops the run.
+func TestStopButton(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Long", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a slow thing\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.waitFile("started-1.2")
+	run := e.runOf(1)
+	pr := e.onlyPR(run.Branch)
+	cr := e.latestCheckRuns()["akira: 1.2 Add a slow thing"]
+	if cr.Status != "in_progress" || len(cr.Actions) != 1 || cr.Actions[0].Identifier != "stop" {
+		t.Fatalf("check run of the task in progress: %+v", cr)
+	}
+	e.deliver("check_run", "stop-button", map[string]any{
+		"action": "requested_action", "installation": e.installation(), "repository": e.repository(), "sender": user("alice"),
+		"check_run": map[string]any{"id": cr.ID, "external_id": cr.ExternalID, "head_sha": cr.HeadSHA,
+			"app": map[string]any{"id": e.gh.AppID()}, "pull_requests": []map[string]any{{"number": pr.Number}}},
+		"requested_action": map[string]any{"identifier": "stop"},
+	}, http.StatusAccepted)
+	stopped := e.waitStatus(1, jobs.StatusStopped)
+	if stopped.StoppedBy != "alice" {
+		t.Errorf("stopped by %q", stopped.StoppedBy)
+	}
+	e.eventually("the agent to be ended", func() bool { return !e.agentAlive("1.2") })
+	if cr := e.latestCheckRuns()["akira: 1.2 Add a slow thing"]; cr.Conclusion != "cancelled" || len(cr.Actions) != 0 {
+		t.Errorf("check run after the stop: %+v", cr)
+	}
+}

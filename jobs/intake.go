@@ -524,6 +524,17 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 		}
 		return ResultRefused, nil
 	}
+	if cr.Decision == StopDecision {
+		_, asked, err := h.d.Store.RequestStop(ctx, cr.RunID, in.p.Sender, false)
+		if errors.Is(err, ErrNotFound) {
+			return ResultNoop, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		in.log.Info("intake: Stop pressed", "run", cr.RunID, "by", in.p.Sender, "asked", asked)
+		return ResultAccepted, nil
+	}
 	err = h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
 		Number: cr.Number, Decision: cr.Decision, Sender: in.p.Sender, RunID: cr.RunID, TaskID: cr.TaskID,

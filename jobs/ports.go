@@ -54,13 +54,21 @@ func EscalationButtons() []Button {
 	}
 }
 
+// StopDecision is the identifier of the "Stop" button of a task's check run while it is in progress.
+const StopDecision runner.DecisionKind = "stop"
+
+// RunningButtons are the buttons of a task's check run while the task is in progress.
+func RunningButtons() []Button {
+	return []Button{{Label: "Stop", Description: "Stop the run at its last checkpoint", Decision: StopDecision}}
+}
+
 // RerunDecision is what "Re-run" on a task's check run decides.
 const RerunDecision = runner.DecisionRetry
 
 // ButtonDecision is the decision of a check-run button identifier; ok is false for an identifier that
 // is not one of Akira's buttons.
 func ButtonDecision(identifier string) (runner.DecisionKind, bool) {
-	for _, b := range EscalationButtons() {
+	for _, b := range append(EscalationButtons(), RunningButtons()...) {
 		if string(b.Decision) == identifier {
 			return b.Decision, true
 		}

@@ -182,6 +182,7 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 	id, url, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, CheckRun{
 		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: CheckInProgress,
 		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: r.run.PRURL, Title: "Running", Summary: sum,
+		Buttons: RunningButtons(),
 	})
 	if err != nil {
 		return fmt.Errorf("create check run: %w", err)
