@@ -75,7 +75,7 @@ func TestGitHubSlowOrLimitedAtEveryCall(t *testing.T) {
 		for _, kind := range []string{"slow", "rate-limited"} {
 			t.Run(sc.call+"/"+kind, func(t *testing.T) {
 				e := e.sub(t)
-				number := e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Title: "issue", User: "alice"}).Number
+				number := e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Title: "issue", User: "alice", Body: "- [ ] 1.1 Add a thing\n"}).Number
 				numbers = append(numbers, number)
 				fault := faults[kind](sc.pattern)
 				if sc.call == "reply" {
