@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +74,16 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		vars = append(vars, "AKIRA_FEEDBACK_FILE="+feedbackFile)
 	}
+	// The agent may say what it used in a usage file (see readUsage). Inside the sandbox the file lives
+	// in the attempt's HOME, the one place besides the work tree the agent can write.
+	usageHost := filepath.Join(dir, "usage.json")
+	usageInside := usageHost
+	if req.Sandbox != nil && req.Sandbox.Mode == sandbox.Bubblewrap && req.Sandbox.Home != "" {
+		usageHost = filepath.Join(req.Sandbox.Home, usageFileName)
+		usageInside = sandbox.Home + "/" + usageFileName
+		_ = os.Remove(usageHost) // a file an earlier attempt left is not this attempt's usage
+	}
+	vars = append(vars, "AKIRA_USAGE_FILE="+usageInside)
 	timeout := e.Timeout
 	if timeout <= 0 {
 		timeout = DefaultExecTimeout
@@ -95,7 +106,7 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		OutputCap: e.OutputCap,
 		Stream:    e.Stream,
 	})
-	out := Result{Output: string(res.Output), Duration: res.Duration}
+	out := Result{Output: string(res.Output), Duration: res.Duration, Usage: readUsage(usageHost)}
 	switch {
 	case res.Limit != "":
 		return out, fmt.Errorf("%w: %s (exit status %d)", ErrAgentFailed, res.Limit, res.ExitCode)
@@ -107,4 +118,33 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		return out, fmt.Errorf("%w: exit status %d", ErrAgentFailed, res.ExitCode)
 	}
 	return out, nil
+}
+
+const usageFileName = ".akira-usage.json"
+
+// maxUsageFile bounds what is read of a usage file: it is the agent's, and the agent may be hostile.
+const maxUsageFile = 64 << 10
+
+// readUsage reads the usage an exec agent reported in $AKIRA_USAGE_FILE: a JSON object with
+// input_tokens, output_tokens and cost_usd (each optional). A missing, oversized or malformed file, or
+// negative numbers, count as nothing reported. What an agent reports is what it says, not a measurement.
+func readUsage(path string) Usage {
+	f, err := os.Open(path)
+	if err != nil {
+		return Usage{}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxUsageFile+1))
+	if err != nil || len(data) > maxUsageFile {
+		return Usage{}
+	}
+	var u struct {
+		InputTokens  int64   `json:"input_tokens"`
+		OutputTokens int64   `json:"output_tokens"`
+		CostUSD      float64 `json:"cost_usd"`
+	}
+	if json.Unmarshal(data, &u) != nil || u.InputTokens < 0 || u.OutputTokens < 0 || u.CostUSD < 0 || u.CostUSD != u.CostUSD {
+		return Usage{}
+	}
+	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
 }

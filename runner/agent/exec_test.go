@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/internal/sandboxtest"
+	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/runner/testproc"
 )
 
@@ -103,5 +105,49 @@ func TestExecPromptFilesRemoved(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Fatalf("prompt files left behind: %v", left)
+	}
+}
+
+func TestExecUsageFile(t *testing.T) {
+	tests := []struct {
+		name, write string
+		want        Usage
+	}{
+		{"reported", `{"input_tokens": 1200, "output_tokens": 340, "cost_usd": 0.0125}`, Usage{InputTokens: 1200, OutputTokens: 340, CostUSD: 0.0125}},
+		{"cost only", `{"cost_usd": 2}`, Usage{CostUSD: 2}},
+		{"nothing written", "", Usage{}},
+		{"not json", "lots", Usage{}},
+		{"negative", `{"input_tokens": -5}`, Usage{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := "true"
+			if tt.write != "" {
+				cmd = `printf '%s' '` + tt.write + `' > "$AKIRA_USAGE_FILE"`
+			}
+			res, err := (&Exec{Command: cmd}).Run(context.Background(), Request{Workspace: t.TempDir(), TaskID: "1", Attempt: 1, Prompt: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Usage != tt.want {
+				t.Errorf("usage = %+v, want %+v", res.Usage, tt.want)
+			}
+		})
+	}
+}
+
+// TestExecUsageFileInTheSandbox: inside bubblewrap the usage file is in the attempt's HOME, the one
+// writable place besides the work tree, and Akira reads it from the host side.
+func TestExecUsageFileInTheSandbox(t *testing.T) {
+	sandboxtest.Require(t)
+	ws, home := t.TempDir(), t.TempDir()
+	p := sandbox.Config{Mode: sandbox.Bubblewrap}.Policy(sandbox.NetNone, ws, "", home)
+	res, err := (&Exec{Command: `printf '{"output_tokens": 7}' > "$AKIRA_USAGE_FILE"`}).Run(context.Background(),
+		Request{Workspace: ws, TaskID: "1", Attempt: 1, Prompt: "x", Sandbox: p})
+	if err != nil {
+		t.Fatalf("%v: %s", err, res.Output)
+	}
+	if res.Usage.OutputTokens != 7 {
+		t.Errorf("usage = %+v, want 7 output tokens", res.Usage)
 	}
 }
