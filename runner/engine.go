@@ -278,8 +278,10 @@ func (e *engine) order() []string {
 	return ids
 }
 
-// next is the first pending task, in roadmap order, whose dependencies are all done.
+// next is the pending task whose dependencies are all done with the highest priority, the first in
+// roadmap order among equals.
 func (e *engine) next() *roadmap.Task {
+	var best *roadmap.Task
 	for _, id := range e.order() {
 		if e.results[id].Status != TaskPending {
 			continue
@@ -292,11 +294,11 @@ func (e *engine) next() *roadmap.Task {
 				break
 			}
 		}
-		if ready {
-			return t
+		if ready && (best == nil || t.Priority > best.Priority) {
+			best = t
 		}
 	}
-	return nil
+	return best
 }
 
 // blockRest marks every task still pending as blocked: one of its dependencies did not get done.

@@ -471,11 +471,13 @@ func (it *item) addKey(key, val string, line int) {
 		if val != "" {
 			it.task.Accept = append(it.task.Accept, val)
 		}
+	case "priority":
+		it.priority, it.priorityLine = val, line
 	}
 }
 
-// parseKey recognises the sub-items "depends: …", "depends on: …", "after: …", "verify: …" and
-// "accept: …" (case-insensitive, the key optionally in bold).
+// parseKey recognises the sub-items "depends: …", "depends on: …", "after: …", "verify: …",
+// "accept: …" and "priority: …" (case-insensitive, the key optionally in bold).
 func parseKey(s string) (key, val string, ok bool) {
 	bold := strings.HasPrefix(s, "**")
 	if bold {
@@ -483,7 +485,7 @@ func parseKey(s string) (key, val string, ok bool) {
 	}
 	for _, k := range []struct{ word, key string }{
 		{"depends on", "depends"}, {"depends", "depends"}, {"after", "depends"},
-		{"verify", "verify"}, {"accept", "accept"},
+		{"verify", "verify"}, {"accept", "accept"}, {"priority", "priority"},
 	} {
 		if !hasFoldPrefix(s, k.word) {
 			continue

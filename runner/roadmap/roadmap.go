@@ -49,12 +49,14 @@ type Task struct {
 	Done             bool
 	Parallel         bool
 	Labels           []string
-	Depends          []string
-	Verify           []string
-	Accept           []string
-	Subtasks         []Subtask
-	Notes            string
-	Description      string // task lists only
+	// Priority orders ready tasks: PriorityHigh first, PriorityLow last, document order otherwise.
+	Priority    int
+	Depends     []string
+	Verify      []string
+	Accept      []string
+	Subtasks    []Subtask
+	Notes       string
+	Description string // task lists only
 }
 
 // Subtask is a nested checkbox under a task. Subtasks are ticked together with their task.
@@ -169,11 +171,14 @@ type doc struct {
 
 // item is a task plus what the scanner knows about where it came from.
 type item struct {
-	task     *Task
-	depLines []int // line of each entry of task.Depends, for error messages
-	box      box   // markdown: the task's checkbox
-	subBoxes []box // markdown: one per subtask
-	index    int   // task lists: index in the tasks array
+	task *Task
+	// priority is the task's priority as written, and its line, checked by validate.
+	priority     string
+	priorityLine int
+	depLines     []int // line of each entry of task.Depends, for error messages
+	box          box   // markdown: the task's checkbox
+	subBoxes     []box // markdown: one per subtask
+	index        int   // task lists: index in the tasks array
 }
 
 // box is the position of a checkbox in the source.
@@ -215,6 +220,26 @@ func autoIDs(items []*item, phaseKey []int) {
 	}
 }
 
+// Task priorities.
+const (
+	PriorityLow    = -1
+	PriorityNormal = 0
+	PriorityHigh   = 1
+)
+
+// ParsePriority reads "high", "normal", "low" or spec-kit's P1 (high), P2 (normal), P3 (low).
+func ParsePriority(s string) (int, bool) {
+	switch strings.ToLower(strings.Trim(strings.TrimSpace(s), "`*[]()")) {
+	case "high", "p1":
+		return PriorityHigh, true
+	case "normal", "medium", "p2":
+		return PriorityNormal, true
+	case "low", "p3":
+		return PriorityLow, true
+	}
+	return PriorityNormal, false
+}
+
 // validate reports duplicate ids, dependencies on unknown ids and dependency cycles.
 func validate(items []*item) Errors {
 	var errs Errors
@@ -226,6 +251,23 @@ func validate(items []*item) Errors {
 			continue
 		}
 		first[it.task.ID] = it
+	}
+	for _, it := range items {
+		if it.priority == "" {
+			// spec-kit marks a story's priority as a label: [P1] to [P3].
+			for _, l := range it.task.Labels {
+				if p, ok := ParsePriority(l); ok && len(l) == 2 {
+					it.task.Priority = p
+				}
+			}
+			continue
+		}
+		p, ok := ParsePriority(it.priority)
+		if !ok {
+			errs = append(errs, &Error{Line: it.priorityLine, IDs: []string{it.task.ID},
+				Msg: fmt.Sprintf("task %s: priority %q is not high, normal, low or P1 to P3", it.task.ID, it.priority)})
+		}
+		it.task.Priority = p
 	}
 	for _, it := range items {
 		for i, d := range it.task.Depends {
