@@ -182,6 +182,10 @@ func reasonText(esc *runner.Escalation) string {
 		why = "every attempt failed"
 	case "awaiting_decision":
 		why = "waiting for a decision"
+	case runner.ReasonGateBefore:
+		why = "gate before the task"
+	case runner.ReasonGateAfter:
+		why = "gate after the task"
 	default:
 		why = esc.Reason
 	}
@@ -222,6 +226,12 @@ func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts 
 		RunID: run.ID, TaskID: t.ID, TaskTitle: t.Title, Attempts: t.Attempts, MaxAttempts: maxAttempts,
 		Reason: reasonText(esc), CheckRunURL: t.CheckRunURL, Buttons: t.CheckRunID != 0,
 		Mentions: mentions(run),
+	}
+	switch esc.Reason {
+	case runner.ReasonGateBefore:
+		data.Gate = "before"
+	case runner.ReasonGateAfter:
+		data.Gate = "after"
 	}
 	var outputs []string
 	for _, v := range esc.Verify {

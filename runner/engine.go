@@ -352,10 +352,14 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 		case DecisionAbort:
 			return errAborted
 		case DecisionApprove:
+			if t.Gate == roadmap.GateBefore && e.ws.Parked(e.key(t.ID)) == "" {
+				// Approved at its gate: the agent may start now.
+				return e.attempts(ctx, t, "")
+			}
 			if err := e.ws.ApplyParked(ctx, e.key(t.ID)); err != nil {
 				return fmt.Errorf("runner: approve %s: %w", t.ID, err)
 			}
-			f, err := e.checkpoint(ctx, t, checkpointInfo{approved: true})
+			f, err := e.checkpoint(ctx, t, checkpointInfo{approved: true, gated: t.Gate == roadmap.GateAfter})
 			if err != nil {
 				return err
 			}
@@ -369,7 +373,70 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 			return fmt.Errorf("runner: %w: unknown decision %q for %s", ErrUsage, d.Kind, t.ID)
 		}
 	}
+	if _, decided := e.o.Decisions[t.ID]; t.Gate == roadmap.GateBefore && !decided {
+		return e.gateBefore(ctx, t)
+	}
 	return e.attempts(ctx, t, guidance)
+}
+
+// gateBefore stops at a task's gate before its agent starts, until a person approves.
+func (e *engine) gateBefore(ctx context.Context, t *roadmap.Task) error {
+	esc := Escalation{TaskID: t.ID, Title: t.Title, Phase: t.Phase, Reason: ReasonGateBefore,
+		Summary: "the plan asks a person to approve this task before the agent starts", HeadSHA: e.ws.Head()}
+	d, err := e.escalate(ctx, t, esc)
+	if err != nil {
+		return err
+	}
+	switch d.Kind {
+	case DecisionApprove:
+		return e.attempts(ctx, t, "")
+	case DecisionRetry:
+		return e.attempts(ctx, t, d.Guidance)
+	case DecisionSkip:
+		return e.skip(ctx, t, "skipped at its gate")
+	case DecisionAbort:
+		return errAborted
+	}
+	return e.markParked(ctx, t, esc)
+}
+
+// gateAfter stops at a task's gate with its verified work parked, until a person approves it (a later
+// run's approve makes it the checkpoint) or asks for another try.
+func (e *engine) gateAfter(ctx context.Context, t *roadmap.Task, n int, info checkpointInfo) (*failure, error) {
+	changed, err := e.ws.Stage(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	summary := fmt.Sprintf("verified; the plan asks a person to approve the work before it becomes a checkpoint (%d changed: %s)",
+		len(changed), strings.Join(clipList(changed, 10), ", "))
+	esc := Escalation{TaskID: t.ID, Title: t.Title, Phase: t.Phase, Attempts: n, Reason: ReasonGateAfter,
+		Summary: summary, Verify: info.verify, HeadSHA: e.ws.Head()}
+	d, err := e.escalate(ctx, t, esc)
+	if err != nil {
+		return nil, err
+	}
+	switch d.Kind {
+	case DecisionApprove:
+		info.gated = true
+		return e.checkpoint(ctx, t, info)
+	case DecisionSkip:
+		if err := e.ws.Reset(ctx); err != nil {
+			return nil, fmt.Errorf("runner: %w", err)
+		}
+		return nil, e.skip(ctx, t, "skipped at its gate")
+	case DecisionAbort:
+		return nil, errAborted
+	case DecisionRetry:
+		return &failure{agentErr: "a person asked for another try at the gate: " + d.Guidance}, nil
+	}
+	return nil, e.park(ctx, t, esc)
+}
+
+func clipList(items []string, n int) []string {
+	if len(items) <= n {
+		return items
+	}
+	return append(append([]string(nil), items[:n]...), fmt.Sprintf("and %d more", len(items)-n))
 }
 
 // attempts runs attempts until one checkpoints, then asks for a decision when they are exhausted or
@@ -544,6 +611,9 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	if !verify.Passed(results) {
 		return &failure{verify: results}, nil
 	}
+	if t.Gate == roadmap.GateAfter {
+		return e.gateAfter(ctx, t, n, checkpointInfo{plan: plan, verify: results})
+	}
 	return e.checkpoint(ctx, t, checkpointInfo{plan: plan, verify: results})
 }
 
@@ -564,6 +634,8 @@ type checkpointInfo struct {
 	plan     verify.Plan
 	verify   []verify.Result
 	approved bool
+	// gated: the work passed verification and a person approved it at the task's gate.
+	gated bool
 }
 
 // checkpoint ticks the task, commits everything in one commit and pushes it. A failure means the
@@ -637,6 +709,11 @@ func (e *engine) commitMessage(t *roadmap.Task, info checkpointInfo) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "akira: %s %s\n\n", t.ID, oneLine(t.Title))
 	switch {
+	case info.gated:
+		b.WriteString("Verified, then approved by a person at the task's gate.\n")
+		for _, r := range info.verify {
+			fmt.Fprintf(&b, "- %s\n", oneLine(r.Command))
+		}
 	case info.approved:
 		b.WriteString("Approved by a human without passing verification.\n")
 		for _, r := range info.verify {

@@ -38,6 +38,12 @@ const (
 	DefaultBranchPrefix  = config.DefaultBranchPrefix
 )
 
+// Escalation reasons of gates (besides "max_attempts", "repeated_failure" and "awaiting_decision").
+const (
+	ReasonGateBefore = "gate_before"
+	ReasonGateAfter  = "gate_after"
+)
+
 // Trailer keys of checkpoint commits.
 const (
 	TrailerRun  = "Akira-Run"

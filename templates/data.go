@@ -160,6 +160,8 @@ type Escalation struct {
 	Buttons bool
 	// Mentions are the people GitHub notifies: who started the run and who answered it last.
 	Mentions []string
+	// Gate is "before" or "after" when the task stopped at a gate of the plan rather than failing.
+	Gate string
 }
 
 // Marker lets a template call EscalationMarker.

@@ -94,6 +94,10 @@ var cases = []struct {
 		Output:      numbered("line", 45) + "```go\npanic: boom\n```\n",
 		CheckRunURL: "https://github.com/o/r/runs/3", Buttons: true, Mentions: []string{"alice", "bob"},
 	}},
+	{"escalation_gate_before", "escalation", Escalation{RunID: "r1", TaskID: "T2", TaskTitle: "Drop the old table", Gate: "before",
+		Reason: "gate before the task", Buttons: true, Mentions: []string{"alice"}}},
+	{"escalation_gate_after", "escalation", Escalation{RunID: "r1", TaskID: "T3", TaskTitle: "Rotate keys", Gate: "after", Attempts: 1,
+		Reason: "gate after the task: verified; 2 changed: a.go, b.go", Buttons: true}},
 	{"escalation_error_no_buttons", "escalation", Escalation{
 		RunID: "r1", TaskID: "T9", TaskTitle: "Touch CI", Attempts: 1,
 		Error:       "the agent changed a protected path: .github/workflows/ci.yml",

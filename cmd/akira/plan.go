@@ -83,6 +83,8 @@ type planTaskJSON struct {
 	Line     int               `json:"line"`
 	Done     bool              `json:"done"`
 	Parallel bool              `json:"parallel"`
+	Gate     string            `json:"gate,omitempty"`
+	Priority int               `json:"priority,omitempty"`
 	Labels   []string          `json:"labels"`
 	Depends  []string          `json:"depends"`
 	Verify   []string          `json:"verify"`
@@ -111,7 +113,7 @@ func writePlanJSON(w io.Writer, r *roadmap.Roadmap) error {
 			subs = append(subs, planSubtaskJSON(s))
 		}
 		out.Tasks = append(out.Tasks, planTaskJSON{
-			ID: t.ID, Title: t.Title, Phase: t.Phase, Line: t.Line, Done: t.Done, Parallel: t.Parallel,
+			ID: t.ID, Title: t.Title, Phase: t.Phase, Line: t.Line, Done: t.Done, Parallel: t.Parallel, Gate: t.Gate, Priority: t.Priority,
 			Labels: nonNil(t.Labels), Depends: nonNil(t.Depends), Verify: nonNil(t.Verify), Accept: nonNil(t.Accept),
 			Subtasks: subs, Notes: t.Notes,
 		})
@@ -209,6 +211,15 @@ func details(t *roadmap.Task) string {
 	}
 	if t.Parallel {
 		parts = append(parts, "parallel")
+	}
+	if t.Gate != "" {
+		parts = append(parts, "gate "+t.Gate)
+	}
+	switch t.Priority {
+	case roadmap.PriorityHigh:
+		parts = append(parts, "priority high")
+	case roadmap.PriorityLow:
+		parts = append(parts, "priority low")
 	}
 	if len(t.Labels) > 0 {
 		parts = append(parts, strings.Join(t.Labels, " "))

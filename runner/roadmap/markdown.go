@@ -473,11 +473,13 @@ func (it *item) addKey(key, val string, line int) {
 		}
 	case "priority":
 		it.priority, it.priorityLine = val, line
+	case "gate":
+		it.gate, it.gateLine = val, line
 	}
 }
 
 // parseKey recognises the sub-items "depends: …", "depends on: …", "after: …", "verify: …",
-// "accept: …" and "priority: …" (case-insensitive, the key optionally in bold).
+// "accept: …", "priority: …" and "gate: …" (case-insensitive, the key optionally in bold).
 func parseKey(s string) (key, val string, ok bool) {
 	bold := strings.HasPrefix(s, "**")
 	if bold {
@@ -485,7 +487,7 @@ func parseKey(s string) (key, val string, ok bool) {
 	}
 	for _, k := range []struct{ word, key string }{
 		{"depends on", "depends"}, {"depends", "depends"}, {"after", "depends"},
-		{"verify", "verify"}, {"accept", "accept"}, {"priority", "priority"},
+		{"verify", "verify"}, {"accept", "accept"}, {"priority", "priority"}, {"gate", "gate"},
 	} {
 		if !hasFoldPrefix(s, k.word) {
 			continue

@@ -50,7 +50,10 @@ type Task struct {
 	Parallel         bool
 	Labels           []string
 	// Priority orders ready tasks: PriorityHigh first, PriorityLow last, document order otherwise.
-	Priority    int
+	Priority int
+	// Gate is GateBefore (a person approves before the agent starts) or GateAfter (a person approves the
+	// verified work before it becomes a checkpoint); empty for none.
+	Gate        string
 	Depends     []string
 	Verify      []string
 	Accept      []string
@@ -175,6 +178,8 @@ type item struct {
 	// priority is the task's priority as written, and its line, checked by validate.
 	priority     string
 	priorityLine int
+	gate         string
+	gateLine     int
 	depLines     []int // line of each entry of task.Depends, for error messages
 	box          box   // markdown: the task's checkbox
 	subBoxes     []box // markdown: one per subtask
@@ -220,6 +225,12 @@ func autoIDs(items []*item, phaseKey []int) {
 	}
 }
 
+// Gates.
+const (
+	GateBefore = "before"
+	GateAfter  = "after"
+)
+
 // Task priorities.
 const (
 	PriorityLow    = -1
@@ -251,6 +262,18 @@ func validate(items []*item) Errors {
 			continue
 		}
 		first[it.task.ID] = it
+	}
+	for _, it := range items {
+		if it.gate == "" {
+			continue
+		}
+		switch g := strings.ToLower(strings.Trim(it.gate, " `*")); g {
+		case GateBefore, GateAfter:
+			it.task.Gate = g
+		default:
+			errs = append(errs, &Error{Line: it.gateLine, IDs: []string{it.task.ID},
+				Msg: fmt.Sprintf("task %s: gate %q is not before or after", it.task.ID, it.gate)})
+		}
 	}
 	for _, it := range items {
 		if it.priority == "" {

@@ -26,7 +26,7 @@ import (
 // Both formats are decoded into yaml.Node trees (JSON by a small offset-keeping parser, see json.go)
 // so one schema check serves both and every problem carries a line number.
 
-var taskKeys = []string{"id", "title", "description", "phase", "depends", "dependencies", "verify", "accept", "done", "parallel", "labels", "notes", "priority"}
+var taskKeys = []string{"id", "title", "description", "phase", "depends", "dependencies", "verify", "accept", "done", "parallel", "labels", "notes", "priority", "gate"}
 
 // listTree keeps what Tick needs to edit a task list in place.
 type listTree struct {
@@ -217,6 +217,8 @@ func decodeTask(n *yaml.Node, idx int) (*item, Errors) {
 			t.Parallel = flag(k, v)
 		case "priority":
 			it.priority, it.priorityLine = strings.TrimSpace(str(k, v)), v.Line
+		case "gate":
+			it.gate, it.gateLine = strings.TrimSpace(str(k, v)), v.Line
 		default:
 			fail(k, "unknown key %q (known keys: %s)", k.Value, strings.Join(taskKeys, ", "))
 		}

@@ -88,7 +88,7 @@ func TestTaskListErrors(t *testing.T) {
 		want            []string
 	}{
 		{"unknown task key", "t.yaml", "tasks:\n  - id: a\n    title: A\n    dependson: b\n",
-			[]string{`t.yaml:4: task a: unknown key "dependson" (known keys: id, title, description, phase, depends, dependencies, verify, accept, done, parallel, labels, notes)`}},
+			[]string{`t.yaml:4: task a: unknown key "dependson" (known keys: id, title, description, phase, depends, dependencies, verify, accept, done, parallel, labels, notes, priority, gate)`}},
 		{"unknown top-level key", "t.json", `{"tasks": [], "name": "x"}`,
 			[]string{`t.json:1: unknown key "name" (known keys: title, tasks)`}},
 		{"depends and dependencies", "t.yaml", "tasks:\n  - id: a\n    title: A\n    depends: []\n    dependencies: []\n",
