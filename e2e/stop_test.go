@@ -125,3 +125,27 @@ func TestStopButton(t *testing.T) {
 		t.Errorf("check run after the stop: %+v", cr)
 	}
 }
+
+// TestStalledAgent: an agent that prints nothing and changes nothing for the operator's stall_timeout
+// is ended; the attempt fails as stalled, and the next attempt is told so.
+func TestStalledAgent(t *testing.T) {
+	e := newEnv(t, true)
+	op, err := os.ReadFile(e.spec.OperatorFile)
+	must(t, err)
+	stallFile := filepath.Join(t.TempDir(), "akira.yml")
+	must(t, os.WriteFile(stallFile, append(op, []byte("stall_timeout: 1s\n")...), 0o644))
+	e.spec.OperatorFile = stallFile
+	e.startWorkerProcess("worker")
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Hangs", User: "alice", Body: "- [ ] Add a slow thing\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.eventually("a second attempt", func() bool { return e.agentCalls("1.1") >= 2 })
+	e.touch("release")
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	if prompt := e.promptOf("1.1"); !strings.Contains(prompt, "stalled: no output and no change in the work tree for 1s") {
+		t.Errorf("the second attempt was not told the first stalled:\n%s", prompt)
+	}
+	if got := e.taskCommits(run.Branch); got["1.1"] != 1 {
+		t.Errorf("checkpoints = %v", got)
+	}
+}

@@ -461,6 +461,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		Repo: run.CloneURL, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base, RunID: run.ID,
 		Agent: ag, MaxAttempts: run.MaxAttempts, Decisions: engineDecisions(run),
 		Env: h.d.Operator.Env, VerifyTimeout: time.Duration(h.d.Operator.VerifyTimeout),
+		StallTimeout: time.Duration(h.d.Operator.StallTimeout),
 		AgentTimeout: time.Duration(profile.Timeout), ProtectedPaths: h.d.Operator.ProtectedPaths,
 		Author: h.d.Author, WorkDir: h.d.WorkDir, Reporter: rep, GitAuth: gh.GitAuthHeader, Logger: log,
 		// The pull request is opened from this workspace's branch (see Reporter), so a new branch

@@ -560,13 +560,19 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	actx, cancel := context.WithTimeout(ctx, e.o.AgentTimeout)
+	tctx, cancelTimeout := context.WithTimeout(ctx, e.o.AgentTimeout)
+	actx, cancel := context.WithCancelCause(tctx)
+	dog := newStallWatchdog(e.ws.Dir, e.o.StallTimeout)
+	go dog.watch(actx, cancel)
 	res, aerr := e.o.Agent.Run(actx, agent.Request{
 		Workspace: e.ws.Dir, TaskID: t.ID, TaskTitle: t.Title, Attempt: n, Prompt: prompt, Feedback: feedback,
 		ProtectedPaths: e.o.ProtectedPaths, Sandbox: e.o.Sandbox.Policy(e.o.AgentNetwork, e.ws.Dir, e.ws.GitDir(), agentHome),
+		Activity: dog.alive,
 	})
-	timedOut := actx.Err() == context.DeadlineExceeded
-	cancel()
+	timedOut := tctx.Err() == context.DeadlineExceeded
+	stalled := errors.Is(context.Cause(actx), errStalled)
+	cancel(nil)
+	cancelTimeout()
 	r.Usage = r.Usage.Add(res.Usage)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("runner: %w", ctx.Err())
@@ -580,7 +586,10 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	}
 	if aerr != nil {
 		msg := aerr.Error()
-		if timedOut {
+		switch {
+		case stalled:
+			msg = fmt.Sprintf("stalled: no output and no change in the work tree for %s (stall timeout); the agent was stopped", e.o.StallTimeout)
+		case timedOut:
 			msg = fmt.Sprintf("timed out after %s (agent timeout)", e.o.AgentTimeout)
 		}
 		return &failure{agentErr: msg, agentOutput: res.Output}, nil

@@ -33,6 +33,7 @@ import (
 const (
 	DefaultMaxAttempts   = config.DefaultMaxAttempts
 	DefaultAgentTimeout  = 30 * time.Minute
+	DefaultStallTimeout  = 10 * time.Minute
 	DefaultVerifyTimeout = verify.DefaultTimeout
 	DefaultRoadmap       = config.DefaultRoadmap
 	DefaultBranchPrefix  = config.DefaultBranchPrefix
@@ -111,6 +112,9 @@ type Options struct {
 	Env []string
 	// AgentTimeout bounds one agent call (its context ends); zero means DefaultAgentTimeout.
 	AgentTimeout time.Duration
+	// StallTimeout ends an attempt whose agent showed no output and changed nothing in the work tree
+	// for this long (a "stalled" failed attempt); zero means DefaultStallTimeout, negative never.
+	StallTimeout time.Duration
 	// VerifyTimeout bounds each verification command; zero means DefaultVerifyTimeout.
 	VerifyTimeout time.Duration
 	// OutputCap bounds the output kept of each verification command; zero means the proc default.
@@ -286,6 +290,9 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	}
 	if opts.VerifyTimeout <= 0 {
 		opts.VerifyTimeout = DefaultVerifyTimeout
+	}
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = DefaultStallTimeout
 	}
 	if opts.Author.Name == "" || opts.Author.Email == "" {
 		opts.Author = DefaultAuthor

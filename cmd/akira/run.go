@@ -28,17 +28,17 @@ func init() { subcommands = append(subcommands, newRunCmd) }
 
 // runFlags are the flags of `akira run`.
 type runFlags struct {
-	repo, roadmap, branch, base string
-	agentCmd, agentName, model  string
-	sandbox                     string
-	sandboxRO                   []string
-	configFile                  string
-	maxAttempts                 int
-	verify, skip, approve, env  []string
-	nonInteractive, json        bool
-	verbose                     bool
-	agentTimeout, verifyTimeout time.Duration
-	workDir, runID, author      string
+	repo, roadmap, branch, base               string
+	agentCmd, agentName, model                string
+	sandbox                                   string
+	sandboxRO                                 []string
+	configFile                                string
+	maxAttempts                               int
+	verify, skip, approve, env                []string
+	nonInteractive, json                      bool
+	verbose                                   bool
+	agentTimeout, verifyTimeout, stallTimeout time.Duration
+	workDir, runID, author                    string
 }
 
 func newRunCmd() *cobra.Command {
@@ -89,6 +89,7 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also show the output of the agent and of verification")
 	fl.DurationVar(&f.agentTimeout, "agent-timeout", runner.DefaultAgentTimeout, "time limit of one agent attempt")
 	fl.DurationVar(&f.verifyTimeout, "verify-timeout", runner.DefaultVerifyTimeout, "time limit of each verification command")
+	fl.DurationVar(&f.stallTimeout, "stall-timeout", runner.DefaultStallTimeout, "end an attempt whose agent shows no output and changes no file for this long")
 	fl.StringVar(&f.workDir, "work-dir", "", "directory for the temporary workspace (default: $TMPDIR)")
 	fl.StringVar(&f.runID, "run-id", "", "run id for the Akira-Run trailer (default: generated)")
 	fl.StringVar(&f.author, "author", runner.DefaultAuthor.String(), "author and committer of checkpoints, \"Name <email>\"")
@@ -139,6 +140,10 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	if !cmd.Flags().Changed("verify-timeout") && op.VerifyTimeout > 0 {
 		verifyTimeout = time.Duration(op.VerifyTimeout)
 	}
+	stallTimeout := f.stallTimeout
+	if !cmd.Flags().Changed("stall-timeout") && op.StallTimeout > 0 {
+		stallTimeout = time.Duration(op.StallTimeout)
+	}
 
 	var reporter runner.Reporter
 	var term *runner.Terminal
@@ -157,7 +162,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		Repo: repo, Roadmap: f.roadmap, Branch: f.branch, Base: f.base, RunID: f.runID,
 		Agent: ag, MaxAttempts: f.maxAttempts, Verify: f.verify, Skip: f.skip, Decisions: decisions,
 		Env: append(append([]string{}, op.Env...), f.env...), AgentTimeout: f.agentTimeout, VerifyTimeout: verifyTimeout,
-		ProtectedPaths: op.ProtectedPaths, Author: author,
+		StallTimeout: stallTimeout, ProtectedPaths: op.ProtectedPaths, Author: author,
 		WorkDir: f.workDir, Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},

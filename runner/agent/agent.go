@@ -27,6 +27,9 @@ type Request struct {
 	// Sandbox confines every command the agent runs; nil runs them unconfined (tests of the
 	// backends themselves).
 	Sandbox *sandbox.Policy
+	// Activity, when set, is called whenever the agent shows a sign of life (output, a model turn):
+	// the engine's stall watchdog listens to it. It must be cheap and safe from any goroutine.
+	Activity func()
 }
 
 // Usage is what an attempt consumed, when the backend knows.

@@ -104,7 +104,7 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		Stdin:     strings.NewReader(req.Prompt),
 		Timeout:   timeout,
 		OutputCap: e.OutputCap,
-		Stream:    e.Stream,
+		Stream:    activityWriter(e.Stream, req.Activity),
 	})
 	out := Result{Output: string(res.Output), Duration: res.Duration, Usage: readUsage(usageHost)}
 	switch {
@@ -148,3 +148,21 @@ func readUsage(path string) Usage {
 	}
 	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
 }
+
+// activityWriter reports each write of the agent's output as activity, besides streaming it.
+func activityWriter(stream io.Writer, activity func()) io.Writer {
+	if activity == nil {
+		return stream
+	}
+	return writerFunc(func(p []byte) (int, error) {
+		activity()
+		if stream != nil {
+			return stream.Write(p)
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

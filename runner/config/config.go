@@ -93,6 +93,9 @@ type Operator struct {
 	MaxAttempts  int                     `yaml:"max_attempts"`
 	// VerifyTimeout bounds each verification command.
 	VerifyTimeout Duration `yaml:"verify_timeout"`
+	// StallTimeout ends an attempt whose agent showed no output and changed no file for this long
+	// (default 10m).
+	StallTimeout Duration `yaml:"stall_timeout"`
 	// Env names variables passed to verification commands besides the default allowlist.
 	Env []string `yaml:"env"`
 	// Prices extends the built-in price table for every profile.

@@ -107,6 +107,9 @@ func (a *llmAgent) loop(ctx context.Context, st *attempt) error {
 			turn.CostUSD = a.price.cost(resp.usage)
 		}
 		st.usage = st.usage.Add(turn)
+		if st.req.Activity != nil {
+			st.req.Activity() // a model turn is a sign of life for the stall watchdog
+		}
 		st.log.Info("llm turn", "turn", st.turns, "input_tokens", turn.InputTokens, "output_tokens", turn.OutputTokens,
 			"total_tokens", st.usage.InputTokens+st.usage.OutputTokens, "cost_usd", st.usage.CostUSD,
 			"tool_calls", len(resp.toolCalls), "stop", resp.rawStop)
