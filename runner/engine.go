@@ -77,6 +77,13 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 	default:
 		e.out.Status = StatusSucceeded
 	}
+	if e.o.DryRun {
+		diff, err := e.ws.Diff(ctx)
+		if err != nil {
+			return e.finish(ctx, fmt.Errorf("runner: %w", err))
+		}
+		e.out.Diff = diff
+	}
 	return e.finish(ctx, nil)
 }
 
@@ -85,7 +92,7 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 func (e *engine) prepare(ctx context.Context) error {
 	ws, err := workspace.Clone(ctx, workspace.Options{
 		Remote: e.o.Repo, Base: e.o.Base, WorkDir: e.o.WorkDir, Auth: e.o.GitAuth,
-		Author: e.o.Author, PassEnv: e.o.GitEnv,
+		Author: e.o.Author, PassEnv: e.o.GitEnv, DryRun: e.o.DryRun,
 	})
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)

@@ -80,6 +80,9 @@ type Options struct {
 	// suffix selects a task-list format, anything else is markdown.
 	Plan       []byte
 	PlanSource string
+	// DryRun runs the agent and verification and commits checkpoints in the workspace only: nothing is
+	// pushed, and the outcome's Diff shows what the run would have pushed.
+	DryRun bool
 	// TaskScope, when set, names the plan on the branch: its tasks' Akira-Task trailers and parked refs
 	// read "<scope>#<id>", so that several plans (spec files of one pull request) with the same task ids
 	// share a branch. Events and decisions keep the plain ids.
@@ -248,6 +251,8 @@ type Outcome struct {
 	Head     string        `json:"head"`
 	Duration time.Duration `json:"duration_ns"`
 	Error    string        `json:"error,omitempty"`
+	// Diff is what a dry run would have pushed (DryRun only).
+	Diff string `json:"diff,omitempty"`
 }
 
 // NewRunID returns a run id that sorts by start time and does not collide.

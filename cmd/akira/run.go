@@ -36,7 +36,7 @@ type runFlags struct {
 	maxAttempts                               int
 	verify, skip, approve, env                []string
 	nonInteractive, json                      bool
-	verbose                                   bool
+	verbose, dryRun                           bool
 	agentTimeout, verifyTimeout, stallTimeout time.Duration
 	workDir, runID, author                    string
 }
@@ -87,6 +87,7 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.BoolVar(&f.nonInteractive, "non-interactive", false, "never ask: park a failing task, finish independent tasks, exit 3")
 	fl.BoolVar(&f.json, "json", false, "print one JSON event per line instead of the live view")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also show the output of the agent and of verification")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "run the agent and verification and show the diff; push nothing")
 	fl.DurationVar(&f.agentTimeout, "agent-timeout", runner.DefaultAgentTimeout, "time limit of one agent attempt")
 	fl.DurationVar(&f.verifyTimeout, "verify-timeout", runner.DefaultVerifyTimeout, "time limit of each verification command")
 	fl.DurationVar(&f.stallTimeout, "stall-timeout", runner.DefaultStallTimeout, "end an attempt whose agent shows no output and changes no file for this long")
@@ -162,7 +163,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		Repo: repo, Roadmap: f.roadmap, Branch: f.branch, Base: f.base, RunID: f.runID,
 		Agent: ag, MaxAttempts: f.maxAttempts, Verify: f.verify, Skip: f.skip, Decisions: decisions,
 		Env: append(append([]string{}, op.Env...), f.env...), AgentTimeout: f.agentTimeout, VerifyTimeout: verifyTimeout,
-		StallTimeout: stallTimeout, ProtectedPaths: op.ProtectedPaths, Author: author,
+		StallTimeout: stallTimeout, DryRun: f.dryRun, ProtectedPaths: op.ProtectedPaths, Author: author,
 		WorkDir: f.workDir, Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
@@ -179,6 +180,14 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	}
 
 	out, err := runner.Run(ctx, opts)
+	// With --json the outcome's diff is in the run_finished event.
+	if f.dryRun && err == nil && !f.json {
+		if strings.TrimSpace(out.Diff) == "" {
+			fmt.Fprintln(stdout, "akira: dry run: nothing would be pushed")
+		} else {
+			fmt.Fprintf(stdout, "akira: dry run: nothing was pushed; branch %s would get:\n\n%s\n", out.Branch, out.Diff)
+		}
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return withExit(130, fmt.Errorf("interrupted: the workspace is removed and branch %s is at its last checkpoint", out.Branch))

@@ -479,3 +479,23 @@ func TestRunSandboxedByDefault(t *testing.T) {
 		t.Errorf("--sandbox none: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestRunBinaryDryRun: --dry-run runs the agent and verification, shows the diff, and pushes nothing.
+func TestRunBinaryDryRun(t *testing.T) {
+	f := newRunFixture(t, "")
+	stdout, stderr, code := f.run(t, append(f.args(), "--dry-run")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if got := f.branch(t); len(got) != 0 {
+		t.Fatalf("a dry run pushed %q", got)
+	}
+	for _, s := range []string{"dry run: nothing was pushed", "branch akira/roadmap would get", "diff --git", "ROADMAP.md", "- [x] 1.1 First file"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("output lacks %q:\n%s", s, stdout)
+		}
+	}
+	if refs := gittest.Git(t, f.repo.Remote, "for-each-ref", "refs/akira/"); refs != "" {
+		t.Errorf("a dry run left refs on the remote: %s", refs)
+	}
+}

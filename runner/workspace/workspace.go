@@ -63,6 +63,8 @@ var identityRE = regexp.MustCompile(`^([^<>]+)<([^<>\s]+)>$`)
 type Options struct {
 	// Remote is a clone URL or a local repository path.
 	Remote string
+	// DryRun keeps everything local: Push, PushParked and DropParked change nothing on the remote.
+	DryRun bool
 	// Base is the branch a new run branch starts from; empty means the remote's default branch (its HEAD).
 	Base string
 	// WorkDir is where the temporary workspace directory is created; empty means os.TempDir().
@@ -483,6 +485,10 @@ func (w *Workspace) Push(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("workspace: push %s: %w", w.Branch, err)
 	}
+	if w.opts.DryRun {
+		w.pushed = head
+		return nil
+	}
 	// Only descendants of the leased head are ever pushed, so the lease is what keeps this a
 	// fast-forward; an empty expectation means the branch must not exist yet.
 	out, err := w.remote(ctx, w.Dir, "push", "--porcelain", "--force-with-lease="+ref+":"+w.pushed, "--", w.opts.Remote, ref+":"+ref)
@@ -495,6 +501,26 @@ func (w *Workspace) Push(ctx context.Context) error {
 	}
 	w.pushed = head
 	return nil
+}
+
+// maxDiff bounds the diff Diff returns.
+const maxDiff = 1 << 20
+
+// Diff is what the branch changes over its base: a summary of the files, then the patch (cut at 1 MB).
+func (w *Workspace) Diff(ctx context.Context) (string, error) {
+	base := "refs/remotes/origin/" + w.Base
+	stat, err := w.Git(ctx, "diff", "--no-ext-diff", "--no-textconv", "--stat", base, "HEAD", "--")
+	if err != nil {
+		return "", fmt.Errorf("workspace: diff: %w", err)
+	}
+	patch, err := w.Git(ctx, "diff", "--no-ext-diff", "--no-textconv", base, "HEAD", "--")
+	if err != nil {
+		return "", fmt.Errorf("workspace: diff: %w", err)
+	}
+	if len(patch) > maxDiff {
+		patch = patch[:maxDiff] + "\n[diff cut at 1 MB]"
+	}
+	return stat + "\n\n" + patch, nil
 }
 
 func rejected(out string) bool {
@@ -535,6 +561,10 @@ func (w *Workspace) PushParked(ctx context.Context, taskID, message string) (str
 		return "", err
 	}
 	ref := w.ParkedRef(taskID)
+	if w.opts.DryRun {
+		w.parked[refSafe(taskID)] = sha
+		return sha, nil
+	}
 	if _, err := w.remote(ctx, w.Dir, "push", "--quiet", "--", w.opts.Remote, "+"+sha+":"+ref); err != nil {
 		return "", fmt.Errorf("workspace: push parked work: %w", err)
 	}
@@ -545,6 +575,10 @@ func (w *Workspace) PushParked(ctx context.Context, taskID, message string) (str
 // DropParked deletes a task's parked work on the remote, once the task is decided.
 func (w *Workspace) DropParked(ctx context.Context, taskID string) error {
 	if w.parked[refSafe(taskID)] == "" {
+		return nil
+	}
+	if w.opts.DryRun {
+		delete(w.parked, refSafe(taskID))
 		return nil
 	}
 	if _, err := w.remote(ctx, w.Dir, "push", "--quiet", "--", w.opts.Remote, ":"+w.ParkedRef(taskID)); err != nil {
