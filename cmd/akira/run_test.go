@@ -499,3 +499,27 @@ func TestRunBinaryDryRun(t *testing.T) {
 		t.Errorf("a dry run left refs on the remote: %s", refs)
 	}
 }
+
+// TestStatusBinary: `akira status` reads the branch's progress from the remote: before any run
+// everything is pending; after a run where 1.2 kept failing, 1.1 and 1.3 are done with their
+// checkpoints and 1.2 is parked. It changes nothing.
+func TestStatusBinary(t *testing.T) {
+	f := newRunFixture(t, "")
+	stdout, stderr, code := f.run(t, "status", "--work-dir", f.workDir)
+	if code != 4 || !strings.Contains(stdout, "not pushed yet") || !strings.Contains(stdout, "0 done · 0 parked · 3 pending") {
+		t.Fatalf("status before a run: exit %d\n%s%s", code, stdout, stderr)
+	}
+	f.touch(t, "fail-1.2")
+	if _, stderr, code := f.run(t, f.args()...); code != 3 {
+		t.Fatalf("run: exit %d, want 3 (parked)\n%s", code, stderr)
+	}
+	stdout, stderr, code = f.run(t, "status", "--work-dir", f.workDir)
+	if code != 3 {
+		t.Fatalf("status after the run: exit %d, want 3\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"branch akira/roadmap (on the remote", "1.1 First file", "1.2 Second file  parked", "refs/akira/parked/akira/roadmap/1.2", "2 done · 1 parked · 0 pending"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, stdout)
+		}
+	}
+}

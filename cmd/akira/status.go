@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/akira-bot/akira/runner"
+)
+
+func init() { subcommands = append(subcommands, newStatusCmd) }
+
+func newStatusCmd() *cobra.Command {
+	var repo, roadmapPath, branch, base, workDir string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show where a branch stands: the tasks done (from checkpoint trailers), parked and pending",
+		Long: `Status reads the branch on the remote, as a later akira run would continue it: tasks done (by
+their Akira-Task trailers or ticked in the plan), parked (work waiting under refs/akira/parked/...)
+and pending. It changes nothing. Exit status: 0 when everything is done, 3 when a task is parked,
+4 when tasks are pending.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			r, err := resolveRepo(ctx, repo)
+			if err != nil {
+				return withExit(2, err)
+			}
+			rep, err := runner.BranchStatus(ctx, runner.StatusOptions{Repo: r, Roadmap: roadmapPath, Branch: branch, Base: base,
+				WorkDir: workDir, GitAuth: gitAuthFromEnv(r)})
+			if errors.Is(err, runner.ErrInvalidPlan) {
+				return withExit(2, err)
+			}
+			if err != nil {
+				return withExit(1, err)
+			}
+			out := cmd.OutOrStdout()
+			state := "not pushed yet"
+			if rep.Exists {
+				state = "on the remote"
+			}
+			fmt.Fprintf(out, "branch %s (%s, from %s) · plan %s\n\n", rep.Branch, state, rep.Base, rep.Roadmap)
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TASK\tSTATUS\tCOMMIT\tNOTE")
+			count := map[runner.TaskStatus]int{}
+			for _, t := range rep.Tasks {
+				count[t.Status]++
+				commit := t.Commit
+				if len(commit) > 7 {
+					commit = commit[:7]
+				}
+				fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", t.ID, strings.Join(strings.Fields(t.Title), " "), t.Status, commit, t.Note)
+			}
+			_ = tw.Flush()
+			fmt.Fprintf(out, "\n%d done · %d parked · %d pending\n", count[runner.TaskDone], count[runner.TaskParked], count[runner.TaskPending])
+			switch {
+			case count[runner.TaskParked] > 0:
+				return withExit(3, nil)
+			case count[runner.TaskPending] > 0:
+				return withExit(4, nil)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&repo, "repo", "", "local repository path or clone URL (default: the git repository of the current directory)")
+	fl.StringVar(&roadmapPath, "roadmap", "", "the plan's path (default: roadmap of .github/akira.yml, else ROADMAP.md)")
+	fl.StringVar(&branch, "branch", "", "the branch (default: the one akira run uses for the plan)")
+	fl.StringVar(&base, "base", "", "the base branch (default: the remote's default branch)")
+	fl.StringVar(&workDir, "work-dir", "", "directory for the temporary clone (default: $TMPDIR)")
+	return cmd
+}
