@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/verify"
@@ -112,6 +113,10 @@ func summaryData(r *Run) templates.Summary {
 	}
 	s.PRClosed, s.Rebuilt = r.PRClosed, r.Rebuilt != ""
 	s.StartedBy, s.AnsweredBy, s.StoppedBy = person(r.Sender), person(r.AnsweredBy), r.StoppedBy
+	if r.Status == StatusRunning {
+		p := progressData(r, time.Now())
+		s.Progress = &p
+	}
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
 			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL}

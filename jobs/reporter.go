@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/akira-bot/akira/runner"
@@ -36,6 +37,8 @@ type Reporter struct {
 	guidance map[string]string
 	verify   map[string][]verify.Result
 	now      func() time.Time
+	// lastSummary is when this job last edited the summary (progress edits are rate-limited).
+	lastSummary time.Time
 }
 
 // NewReporter returns the reporter of one job of the run.
@@ -71,6 +74,12 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 		err = r.attemptStarted(ctx, ev)
 	case runner.EventAgentFinished:
 		err = r.agentFinished(ctx, ev)
+	case runner.EventVerifyStarted:
+		what := "verifying"
+		if ev.VerifyPlan != nil && len(ev.VerifyPlan.Commands) > 0 {
+			what = "verifying: " + clipText(strings.Join(ev.VerifyPlan.Commands, " && "), 120)
+		}
+		err = r.progress(ctx, what)
 	case runner.EventVerifyFinished:
 		r.verify[ev.TaskID] = ev.Verify
 		if a := r.lastAttempt(ev.TaskID); a != nil {
@@ -107,7 +116,29 @@ func (r *Reporter) record(ctx context.Context, fn func(*Run) error) error {
 	return nil
 }
 
+// progress records the working job's sign of life and shows it, at most every minSummaryInterval.
+func (r *Reporter) progress(ctx context.Context, activity string) error {
+	now := r.now()
+	if err := r.record(ctx, func(run *Run) error {
+		run.Activity, run.ActivityAt = activity, now
+		return nil
+	}); err != nil {
+		return err
+	}
+	return r.progressSummary(ctx)
+}
+
+// progressSummary edits the summary for progress alone, unless it was edited less than
+// minSummaryInterval ago.
+func (r *Reporter) progressSummary(ctx context.Context) error {
+	if !r.lastSummary.IsZero() && r.now().Sub(r.lastSummary) < minSummaryInterval {
+		return nil
+	}
+	return r.summary(ctx)
+}
+
 func (r *Reporter) summary(ctx context.Context) error {
+	r.lastSummary = r.now()
 	run, err := r.pub.publishSummary(ctx, r.run)
 	if run != nil {
 		r.run = run
@@ -161,7 +192,11 @@ func (r *Reporter) taskStarted(ctx context.Context, ev runner.Event) error {
 	if ev.MaxAttempts > 0 {
 		r.maxAttempts = ev.MaxAttempts
 	}
-	if err := r.record(ctx, func(run *Run) error { return recordTaskStarted(run, ev) }); err != nil {
+	now := r.now()
+	if err := r.record(ctx, func(run *Run) error {
+		run.TaskStartedAt, run.Activity, run.ActivityAt = now, "task started", now
+		return recordTaskStarted(run, ev)
+	}); err != nil {
 		return err
 	}
 	if t := r.run.Task(ev.TaskID); t.CheckRunID == 0 {
@@ -169,7 +204,7 @@ func (r *Reporter) taskStarted(ctx context.Context, ev runner.Event) error {
 			return err
 		}
 	}
-	return r.summary(ctx)
+	return r.progressSummary(ctx)
 }
 
 // openCheckRun creates a new in-progress check run for the task and stores its id at once.
@@ -210,10 +245,14 @@ func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
 	t := r.run.Task(ev.TaskID)
 	if t.CheckRunID == 0 || t.CheckRunDone {
 		// A new round after a retry decision gets a new check run: a completed one cannot be reopened.
-		return r.openCheckRun(ctx, ev.TaskID, ev.Attempt)
+		if err := r.openCheckRun(ctx, ev.TaskID, ev.Attempt); err != nil {
+			return err
+		}
+	} else if err := r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", CheckRun{
+		Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttempts)}); err != nil {
+		return err
 	}
-	return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", CheckRun{
-		Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttempts)})
+	return r.progress(ctx, fmt.Sprintf("the agent is working on attempt %d", ev.Attempt))
 }
 
 func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
@@ -379,4 +418,13 @@ func (r *Reporter) finishCheckRun(ctx context.Context, t *TaskState, status, rea
 		return err
 	}
 	return r.record(ctx, recordCheckRunDone(t.ID))
+}
+
+// clipText cuts s to n characters for a one-line status.
+func clipText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

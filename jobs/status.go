@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/akira-bot/akira/templates"
 )
@@ -39,6 +40,10 @@ func statusData(run *Run) templates.Status {
 	}
 	if current != nil {
 		s.CurrentID, s.CurrentTitle, s.Attempt = current.ID, current.Title, current.Attempts
+	}
+	if run.Status == StatusRunning {
+		p := progressData(run, time.Now())
+		s.Progress = &p
 	}
 	return s
 }

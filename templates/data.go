@@ -68,6 +68,8 @@ type Summary struct {
 	PRClosed bool
 	// Rebuilt says Akira had lost its record of the run and rebuilt it from the branch.
 	Rebuilt bool
+	// Progress is set while the run is running.
+	Progress *Progress
 	// StoppedBy stopped the run with /akira stop (State stopped).
 	StoppedBy string
 	// StartedBy started the run; AnsweredBy answered its latest escalation.
@@ -334,6 +336,22 @@ type Status struct {
 	MaxAttempts  int
 	SummaryURL   string
 	PRURL        string
+	// Progress is set while the run is running.
+	Progress *Progress
+}
+
+// Progress is what a working run is doing now.
+type Progress struct {
+	TaskID, TaskTitle    string
+	Attempt, MaxAttempts int
+	// TaskFor is how long the current task has run; Activity its last sign of life, ActivityAgo when.
+	TaskFor     time.Duration
+	Activity    string
+	ActivityAgo time.Duration
+	CostUSD     float64
+	// Left is the estimate of the time the remaining tasks take; Estimated says there is one.
+	Left      time.Duration
+	Estimated bool
 }
 
 // CheckRun is a task's check-run output (both checkrun_summary and checkrun_text).

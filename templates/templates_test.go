@@ -82,6 +82,14 @@ var cases = []struct {
 	{"stop_reply_none", "stop_reply", StopReply{}},
 	{"summary_halted", "summary", Summary{RunID: "r10", State: RunHalted, StoppedBy: "alice",
 		Tasks: []Task{{ID: "1", Title: "First", Status: StatusPassed, Checkpoint: sha1}, {ID: "2", Title: "Second", Status: StatusPending}}}},
+	{"progress", "progress", Progress{TaskID: "1.2", TaskTitle: "Add the parser", Attempt: 2, MaxAttempts: 3, TaskFor: 3*time.Minute + 12*time.Second,
+		Activity: "verifying: go test ./...", ActivityAgo: 12 * time.Second, CostUSD: 0.42, Left: 14 * time.Minute, Estimated: true}},
+	{"progress_first_task", "progress", Progress{TaskID: "1.1", TaskTitle: "Set up", Attempt: 1, Activity: "the agent is working on attempt 1"}},
+	{"summary_running_progress", "summary", Summary{RunID: "r11", State: RunRunning,
+		Tasks:    []Task{{ID: "1.1", Title: "Set up", Status: StatusPassed, Attempts: 1, Duration: 4 * time.Minute, Checkpoint: sha1}, {ID: "1.2", Title: "Add the parser", Status: StatusRunning, Attempts: 2}},
+		Progress: &Progress{TaskID: "1.2", TaskTitle: "Add the parser", Attempt: 2, MaxAttempts: 3, TaskFor: time.Minute, Activity: "the agent is working on attempt 2", Left: 3 * time.Minute, Estimated: true}}},
+	{"status_running_progress", "status", Status{RunID: "r11", State: RunRunning, Branch: "akira/issue-4", Done: 1, Total: 2, CurrentID: "1.2",
+		Progress: &Progress{TaskID: "1.2", TaskTitle: "Add the parser", Attempt: 2, MaxAttempts: 3, TaskFor: time.Minute, Activity: "verifying: go test ./...", ActivityAgo: 5 * time.Second, Left: 3 * time.Minute, Estimated: true}}},
 	{"summary_queued", "summary", Summary{RunID: "r6", State: RunQueued, Tasks: []Task{{ID: "T1", Title: "x", Status: StatusPending}}}},
 
 	{"escalation", "escalation", Escalation{

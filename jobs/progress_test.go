@@ -1,0 +1,90 @@
+package jobs
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/templates"
+)
+
+func TestEstimate(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	task := func(status string, attempts int, d time.Duration) TaskState {
+		return TaskState{ID: "x", Status: status, Attempts: attempts, Duration: d}
+	}
+	tests := []struct {
+		name  string
+		run   Run
+		left  time.Duration
+		known bool
+	}{
+		{"nothing finished yet", Run{Tasks: []TaskState{task(templates.StatusRunning, 1, 0), task(templates.StatusPending, 0, 0)}}, 0, false},
+		{"odd count: the median", Run{Tasks: []TaskState{
+			task(templates.StatusPassed, 1, time.Minute), task(templates.StatusPassed, 2, 5*time.Minute), task(templates.StatusPassed, 1, 3*time.Minute),
+			task(templates.StatusPending, 0, 0), task(templates.StatusPending, 0, 0)}}, 6 * time.Minute, true},
+		{"even count: the mean of the middle two", Run{Tasks: []TaskState{
+			task(templates.StatusPassed, 1, 2*time.Minute), task(templates.StatusPassed, 1, 4*time.Minute), task(templates.StatusPending, 0, 0)}}, 3 * time.Minute, true},
+		{"done by an earlier run: not a measure", Run{Tasks: []TaskState{
+			task(templates.StatusPassed, 0, 0), task(templates.StatusPassed, 1, 10*time.Minute), task(templates.StatusPending, 0, 0)}}, 10 * time.Minute, true},
+		{"the current task's time counts", Run{TaskStartedAt: now.Add(-4 * time.Minute), Tasks: []TaskState{
+			task(templates.StatusPassed, 1, 10*time.Minute), task(templates.StatusRunning, 1, 0), task(templates.StatusPending, 0, 0)}}, 16 * time.Minute, true},
+		{"never negative", Run{TaskStartedAt: now.Add(-time.Hour), Tasks: []TaskState{
+			task(templates.StatusPassed, 1, time.Minute), task(templates.StatusRunning, 1, 0)}}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			left, known := estimate(&tt.run, now)
+			if left != tt.left || known != tt.known {
+				t.Errorf("estimate = %v, %v; want %v, %v", left, known, tt.left, tt.known)
+			}
+		})
+	}
+}
+
+// TestSummaryEditsForProgressAreRateLimited: progress alone edits the summary at most every
+// minSummaryInterval; a state change (a checkpoint) edits it at once.
+func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	run, _, err := jh.store.Create(ctx, &Run{ID: "r-progress", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
+		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	rep.now = func() time.Time { return now }
+	edits := func() int { return jh.gh.calls["CreateComment"] + jh.gh.calls["EditComment"] }
+
+	if err := rep.summary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := edits()
+	for i := range 5 {
+		now = now.Add(time.Second)
+		if err := rep.progress(ctx, "working "+string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := edits() - first; got != 0 {
+		t.Errorf("%d summary edits for progress within %v, want 0", got, minSummaryInterval)
+	}
+	now = now.Add(minSummaryInterval)
+	if err := rep.progress(ctx, "verifying"); err != nil {
+		t.Fatal(err)
+	}
+	if got := edits() - first; got != 1 {
+		t.Errorf("%d summary edits after %v, want 1", got, minSummaryInterval)
+	}
+	if err := rep.Report(ctx, runner.Event{Type: runner.EventTaskSkipped, TaskID: "1.1", Message: "skipped"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := edits() - first; got != 2 {
+		t.Errorf("%d summary edits after a state change, want 2 (at once)", got)
+	}
+	if stored, _ := jh.store.Get(ctx, run.ID); stored.Activity != "verifying" || !stored.ActivityAt.Equal(now) {
+		t.Errorf("stored activity %q at %v", stored.Activity, stored.ActivityAt)
+	}
+}
