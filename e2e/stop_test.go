@@ -149,3 +149,39 @@ func TestStalledAgent(t *testing.T) {
 		t.Errorf("checkpoints = %v", got)
 	}
 }
+
+// TestBudget: with the operator's budget of $1 per run, the third costly task parks before its agent
+// runs, the escalation says what was spent and how to go on; `/akira run --budget 5` raises it and the
+// run finishes.
+func TestBudget(t *testing.T) {
+	e := newEnv(t, true)
+	op, err := os.ReadFile(e.spec.OperatorFile)
+	must(t, err)
+	file := filepath.Join(t.TempDir(), "akira.yml")
+	must(t, os.WriteFile(file, append(op, []byte("budget:\n  cost_usd: 1\nbudget_ceiling:\n  cost_usd: 50\n")...), 0o644))
+	e.spec.OperatorFile = file
+	e.startWorkerProcess("worker")
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Costly", User: "alice",
+		Body: "- [ ] Add a costly one\n- [ ] Add a costly two\n- [ ] Add a costly three\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusParked)
+	if len(run.Parked) != 1 || run.Parked[0].TaskID != "1.3" || e.agentCalls("1.3") != 0 {
+		t.Fatalf("parked %+v, agent calls for 1.3: %d", run.Parked, e.agentCalls("1.3"))
+	}
+	pr := e.onlyPR(run.Branch)
+	esc := e.commentsWith(pr.Number, templates.EscalationMarker(run.ID, "1.3"))
+	if len(esc) != 1 || !strings.Contains(esc[0].Body, "spent $1.20 of the $1.00") || !strings.Contains(esc[0].Body, "/akira run --budget <usd>") ||
+		!strings.Contains(esc[0].Body, "at most $50.00") {
+		t.Fatalf("budget escalation: %+v", esc)
+	}
+
+	e.comment(1, "alice", "/akira run --budget 5", false, http.StatusAccepted)
+	done := e.waitStatus(1, jobs.StatusSucceeded)
+	if done.ID != run.ID || done.Budget.CostUSD != 5 {
+		t.Errorf("run %s with budget %+v after the raise", done.ID, done.Budget)
+	}
+	if got := e.taskCommits(done.Branch); len(got) != 3 {
+		t.Errorf("checkpoints = %v", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -42,6 +43,8 @@ type Command struct {
 	// TrustPlan is --trust-plan (run only): the commenter vouches for a plan written by someone
 	// without write access.
 	TrustPlan bool
+	// BudgetUSD is --budget <usd> (run only): the run's cost limit.
+	BudgetUSD float64
 	// Guidance is the text after /akira retry or /akira plan, up to the end of the comment (optional),
 	// cut at MaxUserText.
 	Guidance string
@@ -169,14 +172,29 @@ func parseCommand(line, rest string) ParseResult {
 	return Command{Name: name}
 }
 
-// parseRun reads `/akira run [--trust-plan] [path]`. Nothing a user writes is ever passed to git as
+// parseRun reads `/akira run [--trust-plan] [--budget <usd>] [path]`. Nothing a user writes is ever passed to git as
 // an option: a word that starts with "-" and is not --trust-plan is refused, never taken as a path.
 func parseRun(args []string) ParseResult {
 	cmd := Command{Name: CmdRun}
-	for _, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		switch {
 		case strings.EqualFold(a, "--trust-plan"):
 			cmd.TrustPlan = true
+		case strings.EqualFold(a, "--budget") || strings.HasPrefix(strings.ToLower(a), "--budget="):
+			v, ok := strings.CutPrefix(strings.ToLower(a), "--budget=")
+			if !ok {
+				if i+1 == len(args) {
+					return Reply{Text: usageText(CmdRun)}
+				}
+				i++
+				v = args[i]
+			}
+			usd, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64)
+			if err != nil || usd <= 0 || usd > 1e6 || usd != usd {
+				return Reply{Text: usageText(CmdRun)}
+			}
+			cmd.BudgetUSD = usd
 		case strings.HasPrefix(a, "-"):
 			return Reply{Text: usageText(CmdRun)}
 		case cmd.Path != "":

@@ -400,8 +400,8 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd Co
 	run := RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
 		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
-		TrustPlan: cmd.TrustPlan,
-		Sender:    c.Author,
+		TrustPlan: cmd.TrustPlan, BudgetUSD: cmd.BudgetUSD,
+		Sender: c.Author,
 	}
 	if c.OnPullRequest {
 		pr, err := in.gh.GetPullRequest(ctx, in.p.Owner, in.p.Repo, c.Number)

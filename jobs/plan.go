@@ -110,6 +110,10 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 	}
 	run.Agent = name
 	run.MaxAttempts = op.MaxAttemptsFor(rc)
+	run.Budget, run.BudgetCeilingUSD = op.BudgetFor(rc), op.BudgetCeiling.CostUSD
+	if p.BudgetUSD > 0 {
+		run.Budget.CostUSD, _ = op.RaiseCost(p.BudgetUSD)
+	}
 	run.Roadmap = rc.Roadmap
 	if p.Path != "" {
 		run.Roadmap = p.Path

@@ -191,6 +191,8 @@ func reasonText(esc *runner.Escalation) string {
 		why = "gate before the task"
 	case runner.ReasonGateAfter:
 		why = "gate after the task"
+	case runner.ReasonBudget:
+		return strings.TrimPrefix(esc.Summary, "the run's budget is reached: ")
 	default:
 		why = esc.Reason
 	}
@@ -237,6 +239,8 @@ func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts 
 		data.Gate = "before"
 	case runner.ReasonGateAfter:
 		data.Gate = "after"
+	case runner.ReasonBudget:
+		data.Budget, data.Ceiling = true, run.BudgetCeilingUSD
 	}
 	var outputs []string
 	for _, v := range esc.Verify {

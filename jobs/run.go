@@ -56,6 +56,8 @@ type RunPayload struct {
 	// TrustPlan is `/akira run --trust-plan`: a writer vouches for a plan whose author has no write
 	// access, so its verify commands run.
 	TrustPlan bool `json:"trust_plan,omitempty"`
+	// BudgetUSD is `/akira run --budget <usd>`: the run's cost limit, up to the operator's ceiling.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Sender is the login that triggered the run.
 	Sender string `json:"sender,omitempty"`
 	// CommentID is the `/akira run` comment.
@@ -187,6 +189,12 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 			return nil, errNothingToDo
 		}
 		return run, nil
+	}
+	if p.BudgetUSD > 0 {
+		// `/akira run --budget` where a run waits because its budget is spent: raise it and go on.
+		if run, err := h.raiseBudget(ctx, p); err != nil || run != nil {
+			return run, err
+		}
 	}
 	if p.CommentID != 0 {
 		// `/akira run` where a person stopped a run: continue it from its last checkpoint.
@@ -398,7 +406,15 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	if err != nil {
 		return ResultRetry, err
 	}
+	jobStart := time.Now()
 	defer func() {
+		// The time this job worked counts against the run's wall-time budget.
+		if _, werr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
+			r.WorkTime += time.Since(jobStart)
+			return nil
+		}); werr != nil {
+			log.Warn("run job: record the time worked", "err", werr)
+		}
 		// Running means "a job holds the lock": a job that asynq will retry leaves the run queued, so
 		// the reaper does not take it for dead and defeat the retry's backoff.
 		// A lost lock is different: asynq may not hear of the error at all (the lock is usually lost
@@ -462,6 +478,8 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		Agent: ag, MaxAttempts: run.MaxAttempts, Decisions: engineDecisions(run),
 		Env: h.d.Operator.Env, VerifyTimeout: time.Duration(h.d.Operator.VerifyTimeout),
 		StallTimeout: time.Duration(h.d.Operator.StallTimeout),
+		Budget:       runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)},
+		Spent:        runner.Spent{Usage: spentUsage(run), WorkTime: run.WorkTime},
 		AgentTimeout: time.Duration(profile.Timeout), ProtectedPaths: h.d.Operator.ProtectedPaths,
 		Author: h.d.Author, WorkDir: h.d.WorkDir, Reporter: rep, GitAuth: gh.GitAuthHeader, Logger: log,
 		// The pull request is opened from this workspace's branch (see Reporter), so a new branch

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/config"
 )
 
 // RunStatus is where a run is in its life.
@@ -103,6 +104,12 @@ type Run struct {
 	DecisionKeys []string `json:"decision_keys,omitempty"`
 	// Review is the review a review run addresses.
 	Review *ReviewRequest `json:"review,omitempty"`
+	// Budget is what the run may spend (the operator's, lowered by the repository's, raised by
+	// `/akira run --budget`); WorkTime how long its jobs have worked.
+	Budget config.Budget `json:"budget,omitzero"`
+	// BudgetCeilingUSD is the most `/akira run --budget` may give the run (0: no ceiling).
+	BudgetCeilingUSD float64       `json:"budget_ceiling_usd,omitempty"`
+	WorkTime         time.Duration `json:"work_time,omitempty"`
 	// TaskStartedAt is when the current task started; Activity the working job's last sign of life
 	// ("the agent is working", "verifying: go test ./...") and ActivityAt when (see progress.go).
 	TaskStartedAt time.Time `json:"task_started_at,omitzero"`

@@ -35,6 +35,8 @@ type engine struct {
 	verifyEnv   []string
 	start       time.Time
 	taskStart   time.Time // when the current task started, for durations reported before it ends
+	// halted says why no further task starts (the budget is reached); "" while the run goes on.
+	halted string
 }
 
 func (e *engine) run(ctx context.Context) (out Outcome, err error) {
@@ -51,7 +53,7 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 		return e.finish(ctx, err)
 	}
 	aborted := false
-	for {
+	for e.halted == "" {
 		t := e.next()
 		if t == nil {
 			break
@@ -324,6 +326,9 @@ func (e *engine) blockRest(ctx context.Context) error {
 		}
 		r.Status = TaskBlocked
 		r.Note = "blocked by " + strings.Join(why, ", ")
+		if len(why) == 0 && e.halted != "" {
+			r.Note = "not started: " + e.halted
+		}
 		if err := e.emit(ctx, e.taskEvent(EventTaskBlocked, t, Event{Message: r.Note})); err != nil {
 			return err
 		}
@@ -384,6 +389,44 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 		return e.gateBefore(ctx, t)
 	}
 	return e.attempts(ctx, t, guidance)
+}
+
+// overBudget says which limit of the budget this run has reached, or "".
+func (e *engine) overBudget() string {
+	b := e.o.Budget
+	used := e.o.Spent.Usage
+	for _, r := range e.results {
+		used = used.Add(r.Usage)
+	}
+	worked := e.o.Spent.WorkTime + time.Since(e.start)
+	switch {
+	case b.CostUSD > 0 && used.CostUSD >= b.CostUSD:
+		return fmt.Sprintf("spent $%.2f of the $%.2f it had", used.CostUSD, b.CostUSD)
+	case b.Tokens > 0 && used.InputTokens+used.OutputTokens >= b.Tokens:
+		return fmt.Sprintf("used %d tokens of the %d it had", used.InputTokens+used.OutputTokens, b.Tokens)
+	case b.WallTime > 0 && worked >= b.WallTime:
+		return fmt.Sprintf("worked %s of the %s it had", worked.Round(time.Second), b.WallTime)
+	}
+	return ""
+}
+
+// budgetReached parks the task before another attempt, until a person raises the budget or ends
+// the run.
+func (e *engine) budgetReached(ctx context.Context, t *roadmap.Task, attempts int, over string) error {
+	esc := Escalation{TaskID: t.ID, Title: t.Title, Phase: t.Phase, Attempts: attempts, Reason: ReasonBudget,
+		Summary: "the run's budget is reached: " + over, HeadSHA: e.ws.Head()}
+	d, err := e.escalate(ctx, t, esc)
+	if err != nil {
+		return err
+	}
+	switch d.Kind {
+	case DecisionSkip:
+		return e.skip(ctx, t, "skipped when the budget was reached")
+	case DecisionAbort:
+		return errAborted
+	}
+	e.halted = "the run's budget is reached"
+	return e.markParked(ctx, t, esc)
 }
 
 // gateBefore stops at a task's gate before its agent starts, until a person approves.
@@ -454,6 +497,9 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guidance string)
 	lastFeedback, lastSig := "", ""
 	round := 0 // attempts since the start or since a retry decision
 	for {
+		if over := e.overBudget(); over != "" {
+			return e.budgetReached(ctx, t, r.Attempts, over)
+		}
 		round++
 		r.Attempts++
 		feedback := joinFeedback(lastFeedback, guidance)

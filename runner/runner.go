@@ -43,7 +43,23 @@ const (
 const (
 	ReasonGateBefore = "gate_before"
 	ReasonGateAfter  = "gate_after"
+	// ReasonBudget: the run's budget is spent; the task waits for a person to raise it or end the run.
+	ReasonBudget = "budget"
 )
+
+// Spent is what a run spent before this job: the agents' usage and the time jobs worked.
+type Spent struct {
+	Usage    agent.Usage
+	WorkTime time.Duration
+}
+
+// Budget is what a run may spend; a zero field is no limit. The engine checks it before each
+// attempt, so a run goes over by at most one attempt.
+type Budget struct {
+	CostUSD  float64
+	Tokens   int64
+	WallTime time.Duration
+}
 
 // Trailer keys of checkpoint commits.
 const (
@@ -80,6 +96,10 @@ type Options struct {
 	// suffix selects a task-list format, anything else is markdown.
 	Plan       []byte
 	PlanSource string
+	// Budget is what the run may spend in all; Spent what earlier jobs of the same run spent already
+	// (the App continues a run over several jobs).
+	Budget Budget
+	Spent  Spent
 	// DryRun runs the agent and verification and commits checkpoints in the workspace only: nothing is
 	// pushed, and the outcome's Diff shows what the run would have pushed.
 	DryRun bool

@@ -164,6 +164,9 @@ type Escalation struct {
 	Mentions []string
 	// Gate is "before" or "after" when the task stopped at a gate of the plan rather than failing.
 	Gate string
+	// Budget says the run's budget is spent; Ceiling is the most `/akira run --budget` may give (0: none).
+	Budget  bool
+	Ceiling float64
 }
 
 // Marker lets a template call EscalationMarker.
@@ -186,7 +189,7 @@ type HelpCommand struct {
 
 // Commands is the list the help reply shows by default.
 var Commands = []HelpCommand{
-	{"/akira run [--trust-plan] [path]", "Run the tasks of this issue's checklist, or of Akira's plan for an issue written in prose (the first /akira run asks for one), or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access."},
+	{"/akira run [--trust-plan] [--budget <usd>] [path]", "Run the tasks of this issue's checklist, or of Akira's plan for an issue written in prose (the first /akira run asks for one), or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access. --budget: the run's cost limit (up to the operator's ceiling); on a run waiting because its budget is spent, raise it and go on."},
 	{"/akira plan [guidance]", "Ask for a (new) plan of this issue: a checklist of small tasks, posted for you to read before /akira run."},
 	{"/akira fix [guidance]", "In a review comment on a pull request Akira works on: address the review's comments with one more commit (a review that requests changes does the same)."},
 	{"/akira status", "Show how far the current run is."},

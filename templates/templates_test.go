@@ -106,6 +106,8 @@ var cases = []struct {
 		Reason: "gate before the task", Buttons: true, Mentions: []string{"alice"}}},
 	{"escalation_gate_after", "escalation", Escalation{RunID: "r1", TaskID: "T3", TaskTitle: "Rotate keys", Gate: "after", Attempts: 1,
 		Reason: "gate after the task: verified; 2 changed: a.go, b.go", Buttons: true}},
+	{"escalation_budget", "escalation", Escalation{RunID: "r1", TaskID: "1.3", TaskTitle: "Third", Budget: true, Ceiling: 50,
+		Reason: "spent $1.20 of the $1.00 it had", Mentions: []string{"alice"}}},
 	{"escalation_error_no_buttons", "escalation", Escalation{
 		RunID: "r1", TaskID: "T9", TaskTitle: "Touch CI", Attempts: 1,
 		Error:       "the agent changed a protected path: .github/workflows/ci.yml",

@@ -96,6 +96,10 @@ type Operator struct {
 	// StallTimeout ends an attempt whose agent showed no output and changed no file for this long
 	// (default 10m).
 	StallTimeout Duration `yaml:"stall_timeout"`
+	// Budget is each run's default budget; BudgetCeiling the most a repository's configuration or
+	// `/akira run --budget` may give a run. Zero fields are no limit.
+	Budget        Budget `yaml:"budget"`
+	BudgetCeiling Budget `yaml:"budget_ceiling"`
 	// Env names variables passed to verification commands besides the default allowlist.
 	Env []string `yaml:"env"`
 	// Prices extends the built-in price table for every profile.
@@ -124,9 +128,56 @@ type Repo struct {
 	Allowlist      []string `yaml:"allowlist"`
 	ProtectedPaths []string `yaml:"protected_paths"`
 	Triggers       Triggers `yaml:"triggers"`
+	// Budget lowers the operator's budget for this repository's runs (it can never raise it).
+	Budget Budget `yaml:"budget"`
 	// Plan says what `/akira run` does on an issue without task checkboxes once Akira has written a
 	// plan for it: PlanComment (default) posts the plan and waits for `/akira run`; PlanAuto runs it.
 	Plan string `yaml:"plan"`
+}
+
+// Budget limits what a run may spend: agent cost in USD, agent tokens (input and output), and the
+// time its jobs work. A zero field is no limit.
+type Budget struct {
+	CostUSD  float64  `yaml:"cost_usd"`
+	Tokens   int64    `yaml:"tokens"`
+	WallTime Duration `yaml:"wall_time"`
+}
+
+// IsZero reports a budget without any limit.
+func (b Budget) IsZero() bool { return b == Budget{} }
+
+func (b Budget) check(key string) error {
+	if b.CostUSD < 0 || b.Tokens < 0 || b.WallTime < 0 || b.CostUSD != b.CostUSD {
+		return fmt.Errorf("%s: limits must not be negative", key)
+	}
+	return nil
+}
+
+// lower keeps the smaller limit of each field; an unset field takes the other's.
+func lower(a, b Budget) Budget {
+	pick := func(x, y float64) float64 {
+		switch {
+		case x == 0:
+			return y
+		case y == 0:
+			return x
+		}
+		return min(x, y)
+	}
+	return Budget{CostUSD: pick(a.CostUSD, b.CostUSD), Tokens: int64(pick(float64(a.Tokens), float64(b.Tokens))),
+		WallTime: Duration(pick(float64(a.WallTime), float64(b.WallTime)))}
+}
+
+// BudgetFor is a run's budget: the operator's, lowered by the repository's.
+func (o Operator) BudgetFor(r Repo) Budget { return lower(o.Budget, r.Budget) }
+
+// RaiseCost is the cost limit a person asks for with `/akira run --budget <usd>`, cut at the
+// operator's ceiling (when there is one); ok says it was not cut.
+func (o Operator) RaiseCost(usd float64) (float64, bool) {
+	if c := o.BudgetCeiling.CostUSD; c > 0 && usd > c {
+		return c, false
+	}
+	return usd, true
 }
 
 // What `plan:` may say.
@@ -186,6 +237,9 @@ func ParseRepo(data []byte) (Repo, error) {
 	if r.MaxAttempts < 0 || r.MaxAttempts > 10 {
 		errs = append(errs, fmt.Errorf("max_attempts: %d is out of range (1 to 10)", r.MaxAttempts))
 	}
+	if err := r.Budget.check("budget"); err != nil {
+		errs = append(errs, err)
+	}
 	for _, v := range r.Verify {
 		if strings.TrimSpace(v) == "" {
 			errs = append(errs, errors.New("verify: empty command"))
@@ -244,6 +298,11 @@ func ParseOperator(data []byte) (Operator, error) {
 	var errs []error
 	if op.MaxAttempts < 1 || op.MaxAttempts > 10 {
 		errs = append(errs, fmt.Errorf("max_attempts: %d is out of range (1 to 10)", op.MaxAttempts))
+	}
+	for key, b := range map[string]Budget{"budget": op.Budget, "budget_ceiling": op.BudgetCeiling} {
+		if err := b.check(key); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := op.Sandbox.validate(); err != nil {
 		errs = append(errs, err)
