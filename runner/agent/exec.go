@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,9 @@ type Exec struct {
 	OutputCap int
 	// Stream, when set, receives the agent's output live.
 	Stream io.Writer
+	// UsageFrom reads the usage from the agent's output when it writes no usage file: "claude-json"
+	// or "codex-jsonl" (see usageFromOutput).
+	UsageFrom string
 	// TempDir is where the prompt and feedback files are written (outside the workspace, so they are
 	// never committed); empty means os.TempDir().
 	TempDir string
@@ -107,6 +111,9 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		Stream:    activityWriter(e.Stream, req.Activity),
 	})
 	out := Result{Output: string(res.Output), Duration: res.Duration, Usage: readUsage(usageHost)}
+	if out.Usage == (Usage{}) && e.UsageFrom != "" {
+		out.Usage = usageFromOutput(e.UsageFrom, res.Output)
+	}
 	switch {
 	case res.Limit != "":
 		return out, fmt.Errorf("%w: %s (exit status %d)", ErrAgentFailed, res.Limit, res.ExitCode)
@@ -166,3 +173,47 @@ func activityWriter(stream io.Writer, activity func()) io.Writer {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// usageFromOutput reads the usage a coding-agent CLI prints in its JSON output modes:
+//   - "claude-json": Claude Code's `-p --output-format json` prints one result object with
+//     total_cost_usd and usage.{input_tokens, cache_creation_input_tokens, cache_read_input_tokens,
+//     output_tokens};
+//   - "codex-jsonl": `codex exec --json` prints one event per line; each turn.completed event carries
+//     usage.{input_tokens, cached_input_tokens, output_tokens} (no cost).
+//
+// Lines that are not such JSON are skipped: the output also holds the agent's own log.
+func usageFromOutput(format string, output []byte) Usage {
+	var u Usage
+	for _, line := range bytes.Split(output, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var ev struct {
+			Type         string  `json:"type"`
+			TotalCostUSD float64 `json:"total_cost_usd"`
+			Usage        struct {
+				InputTokens              int64 `json:"input_tokens"`
+				CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+				CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+				CachedInputTokens        int64 `json:"cached_input_tokens"`
+				OutputTokens             int64 `json:"output_tokens"`
+			} `json:"usage"`
+		}
+		if json.Unmarshal(line, &ev) != nil {
+			continue
+		}
+		switch {
+		case format == "claude-json" && ev.Type == "result":
+			u = Usage{InputTokens: ev.Usage.InputTokens + ev.Usage.CacheCreationInputTokens + ev.Usage.CacheReadInputTokens,
+				OutputTokens: ev.Usage.OutputTokens, CostUSD: ev.TotalCostUSD}
+		case format == "codex-jsonl" && ev.Type == "turn.completed":
+			// input_tokens already counts the cached ones.
+			u = u.Add(Usage{InputTokens: ev.Usage.InputTokens, OutputTokens: ev.Usage.OutputTokens})
+		}
+	}
+	if u.InputTokens < 0 || u.OutputTokens < 0 || u.CostUSD < 0 {
+		return Usage{}
+	}
+	return u
+}

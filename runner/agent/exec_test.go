@@ -151,3 +151,34 @@ func TestExecUsageFileInTheSandbox(t *testing.T) {
 		t.Errorf("usage = %+v, want 7 output tokens", res.Usage)
 	}
 }
+
+// TestUsageFromOutput reads the usage of the two coding-agent CLIs from their JSON output modes, as
+// they document them (Claude Code's `-p --output-format json` result object; `codex exec --json`
+// events), among lines of the agents' own log.
+func TestUsageFromOutput(t *testing.T) {
+	claude := `{"type":"result","subtype":"success","is_error":false,"duration_ms":2873,"duration_api_ms":2521,"num_turns":3,` +
+		`"result":"Done.","session_id":"f3c1","total_cost_usd":0.0348,"usage":{"input_tokens":12,"cache_creation_input_tokens":4321,` +
+		`"cache_read_input_tokens":13000,"output_tokens":511,"server_tool_use":{"web_search_requests":0},"service_tier":"standard"}}`
+	codex := `{"type":"thread.started","thread_id":"0199a213-81c0"}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Editing main.go"}}
+{"type":"turn.completed","usage":{"input_tokens":26549,"cached_input_tokens":22272,"output_tokens":1590}}
+{"type":"turn.started"}
+{"type":"turn.completed","usage":{"input_tokens":6245,"cached_input_tokens":5376,"output_tokens":407}}`
+	tests := []struct {
+		name, format, output string
+		want                 Usage
+	}{
+		{"claude", "claude-json", "some log line\n" + claude + "\n", Usage{InputTokens: 17333, OutputTokens: 511, CostUSD: 0.0348}},
+		{"codex", "codex-jsonl", codex, Usage{InputTokens: 32794, OutputTokens: 1997}},
+		{"claude format on codex output", "claude-json", codex, Usage{}},
+		{"not json", "codex-jsonl", "{not json\nplain text", Usage{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := usageFromOutput(tt.format, []byte(tt.output)); got != tt.want {
+				t.Errorf("usage = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

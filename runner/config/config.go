@@ -65,6 +65,9 @@ type AgentProfile struct {
 	Kind string `yaml:"kind"`
 	// Command is the shell command of an exec agent.
 	Command string `yaml:"command"`
+	// UsageFrom reads an exec agent's usage from its output when it writes no $AKIRA_USAGE_FILE:
+	// "claude-json" (Claude Code's --output-format json) or "codex-jsonl" (codex exec --json).
+	UsageFrom string `yaml:"usage_from"`
 	// Env names environment variables passed through to the agent (and nothing else is).
 	Env     []string `yaml:"env"`
 	Timeout Duration `yaml:"timeout"`
@@ -325,6 +328,11 @@ func (p AgentProfile) validate() error {
 	case "exec":
 		if strings.TrimSpace(p.Command) == "" {
 			return errors.New("command: required for kind exec")
+		}
+		switch p.UsageFrom {
+		case "", "claude-json", "codex-jsonl":
+		default:
+			return fmt.Errorf("usage_from: %q is not claude-json or codex-jsonl", p.UsageFrom)
 		}
 	case "openai", "anthropic":
 		if p.Model == "" {

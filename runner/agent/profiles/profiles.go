@@ -80,7 +80,7 @@ func New(name string, p config.AgentProfile, o Options) (agent.Agent, error) {
 			return nil, fmt.Errorf("agent %s: command: required for kind exec", name)
 		}
 		return &agent.Exec{Command: p.Command, PassEnv: passEnv, Timeout: time.Duration(p.Timeout),
-			OutputCap: p.OutputCap, Stream: o.Stream, TempDir: o.TempDir}, nil
+			OutputCap: p.OutputCap, Stream: o.Stream, TempDir: o.TempDir, UsageFrom: p.UsageFrom}, nil
 	case "openai", "anthropic":
 		model := p.Model
 		if o.Model != "" {
