@@ -119,7 +119,8 @@ func summaryData(r *Run) templates.Summary {
 	}
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
-			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL}
+			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL,
+			Usage: templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD}}
 		if t.Checkpoint != "" && r.RepoURL != "" {
 			tt.CheckpointURL = r.RepoURL + "/commit/" + t.Checkpoint
 		}

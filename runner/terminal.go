@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/verify"
 )
 
@@ -233,7 +234,17 @@ func (t *Terminal) summary(o Outcome) {
 	if len(o.Tasks) > 0 {
 		t.printf("\n")
 		tw := tabwriter.NewWriter(t.w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tDURATION\tCOMMIT\tNOTE")
+		// Cost and tokens appear when an agent reported any.
+		var total agent.Usage
+		for _, r := range o.Tasks {
+			total = total.Add(r.Usage)
+		}
+		usage := total != (agent.Usage{})
+		if usage {
+			fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tDURATION\tCOST\tTOKENS\tCOMMIT\tNOTE")
+		} else {
+			fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tDURATION\tCOMMIT\tNOTE")
+		}
 		for _, r := range o.Tasks {
 			dur := "-"
 			if r.Duration > 0 {
@@ -242,6 +253,17 @@ func (t *Terminal) summary(o Outcome) {
 			commit := "-"
 			if r.Commit != "" {
 				commit = short(r.Commit)
+			}
+			if usage {
+				cost, tokens := "-", "-"
+				if r.Usage.CostUSD > 0 {
+					cost = fmt.Sprintf("$%.2f", r.Usage.CostUSD)
+				}
+				if n := r.Usage.InputTokens + r.Usage.OutputTokens; n > 0 {
+					tokens = fmt.Sprint(n)
+				}
+				fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), r.Status, r.Attempts, dur, cost, tokens, commit, r.Note)
+				continue
 			}
 			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), r.Status, r.Attempts, dur, commit, r.Note)
 		}

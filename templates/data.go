@@ -19,6 +19,8 @@ type Task struct {
 	Checkpoint    string
 	CheckpointURL string
 	CheckRunURL   string
+	// Usage is what the task's agent reported using (shown when any task reported some).
+	Usage Usage
 }
 
 // Usage is what the agent consumed; zero fields are unknown and left out.
