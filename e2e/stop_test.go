@@ -130,12 +130,7 @@ func TestStopButton(t *testing.T) {
 // is ended; the attempt fails as stalled, and the next attempt is told so.
 func TestStalledAgent(t *testing.T) {
 	e := newEnv(t, true)
-	op, err := os.ReadFile(e.spec.OperatorFile)
-	must(t, err)
-	stallFile := filepath.Join(t.TempDir(), "akira.yml")
-	must(t, os.WriteFile(stallFile, append(op, []byte("stall_timeout: 1s\n")...), 0o644))
-	e.spec.OperatorFile = stallFile
-	e.startWorkerProcess("worker")
+	e.startWorkerWith("stall_timeout: 1s\n")
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Hangs", User: "alice", Body: "- [ ] Add a slow thing\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
@@ -155,12 +150,7 @@ func TestStalledAgent(t *testing.T) {
 // run finishes.
 func TestBudget(t *testing.T) {
 	e := newEnv(t, true)
-	op, err := os.ReadFile(e.spec.OperatorFile)
-	must(t, err)
-	file := filepath.Join(t.TempDir(), "akira.yml")
-	must(t, os.WriteFile(file, append(op, []byte("budget:\n  cost_usd: 1\nbudget_ceiling:\n  cost_usd: 50\n")...), 0o644))
-	e.spec.OperatorFile = file
-	e.startWorkerProcess("worker")
+	e.startWorkerWith("budget:\n  cost_usd: 1\nbudget_ceiling:\n  cost_usd: 50\n")
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Costly", User: "alice",
 		Body: "- [ ] Add a costly one\n- [ ] Add a costly two\n- [ ] Add a costly three\n"})
@@ -184,4 +174,16 @@ func TestBudget(t *testing.T) {
 	if got := e.taskCommits(done.Branch); len(got) != 3 {
 		t.Errorf("checkpoints = %v", got)
 	}
+}
+
+// startWorkerWith starts a worker process whose operator configuration is the env's with more
+// settings appended (for an env made with external workers).
+func (e *env) startWorkerWith(settings string) {
+	e.t.Helper()
+	op, err := os.ReadFile(e.spec.OperatorFile)
+	must(e.t, err)
+	file := filepath.Join(e.t.TempDir(), "akira.yml")
+	must(e.t, os.WriteFile(file, append(op, []byte(settings)...), 0o644))
+	e.spec.OperatorFile = file
+	e.startWorkerProcess("worker")
 }

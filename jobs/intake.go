@@ -301,7 +301,7 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 		case CmdStop:
 			return h.commandStop(ctx, in)
 		case CmdFix:
-			if err := in.reply(ctx, c.Number, "`/akira fix` goes in a review comment on the pull request's changes: Akira then addresses that review with one more commit."); err != nil {
+			if err := in.reply(ctx, c.Number, commandElsewhereText(CmdFix)); err != nil {
 				return "", err
 			}
 			return ResultReplied, nil
@@ -354,7 +354,7 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd Command) (string, error) {
 	c := in.p.Comment
 	if c.OnPullRequest {
-		if err := in.reply(ctx, c.Number, "`/akira plan` writes a plan for an issue written in prose; on a pull request, change the plan files instead."); err != nil {
+		if err := in.reply(ctx, c.Number, commandElsewhereText(CmdPlan)); err != nil {
 			return "", err
 		}
 		return ResultReplied, nil

@@ -70,12 +70,9 @@ func changedPlans(files []string, rc config.Repo) []string {
 }
 
 // pendingPlans keeps the plans that still have work: a task neither ticked in the file on the branch
-// nor checkpointed by a trailer. A push that only ticked boxes or changed code leaves none.
-func pendingPlans(ctx context.Context, gh Repos, run *Run) ([]string, error) {
-	commits, err := gh.BranchCommits(ctx, run.Owner, run.Repo, run.Base, run.Branch)
-	if err != nil {
-		return nil, fmt.Errorf("jobs: commits of %s: %w", run.Branch, err)
-	}
+// nor checkpointed by a trailer among the branch's commits. A push that only ticked boxes or changed
+// code leaves none.
+func pendingPlans(ctx context.Context, gh Repos, run *Run, commits []BranchCommit) ([]string, error) {
 	done := map[string]bool{}
 	for _, c := range commits {
 		for _, id := range trailerValues(c.Message, runner.TrailerTask) {

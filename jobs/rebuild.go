@@ -46,21 +46,18 @@ func branchRun(ctx context.Context, store *Store, gh Repos, run *Run) (id string
 	return id, commits, known, err
 }
 
-// adoptLostRun gives a new run the id of the lost run its branch belongs to, marked rebuilt by key (the
-// delivery that found it). It returns the run to create, or the run an earlier try of the same
-// delivery rebuilt already.
-func adoptLostRun(ctx context.Context, store *Store, gh Repos, run *Run, key string) (toCreate, existing *Run, err error) {
-	id, _, known, err := branchRun(ctx, store, gh, run)
+// adoptLostRun gives a new run the id of the lost run its branch belongs to (id and known are what
+// branchRun found), marked rebuilt by key (the delivery that found it). It returns the run an earlier
+// try of the same delivery rebuilt already, else nil.
+func adoptLostRun(run *Run, key, id string, known *Run) (existing *Run) {
 	switch {
-	case err != nil:
-		return nil, nil, err
 	case known != nil && known.Rebuilt == key:
-		return nil, known, nil
-	case known != nil, id == "":
-		return run, nil, nil // no lost run: a known one is followed as usual
+		return known
+	case known != nil, id == "", id == run.ID:
+		return nil // no lost run: a known one is followed as usual
 	}
 	run.ID, run.Rebuilt = id, key
-	return run, nil, nil
+	return nil
 }
 
 // runIDOf is the run named by the latest Akira-Run trailer of the commits.

@@ -40,6 +40,11 @@ func usageOf(c CommandName) string {
 	return "/akira " + string(c)
 }
 
+// commandElsewhereText answers a command given where it does not apply.
+func commandElsewhereText(c CommandName) string {
+	return render("command_elsewhere", templates.CommandElsewhere{Command: string(c)}, helpFallback)
+}
+
 func usageText(c CommandName) string {
 	return render("usage", templates.CommandUsage{Command: string(c), Usage: usageOf(c)}, helpFallback)
 }

@@ -135,10 +135,11 @@ func (h *Handler) answerReview(ctx context.Context, gh GitHub, run *Run) error {
 	if err != nil {
 		return fmt.Errorf("jobs: comments of review %d: %w", rv.ID, err)
 	}
-	commit := short(t.Checkpoint)
+	data := templates.ReviewAddressed{Commit: t.Checkpoint}
 	if run.RepoURL != "" {
-		commit = fmt.Sprintf("[%s](%s/commit/%s)", short(t.Checkpoint), run.RepoURL, t.Checkpoint)
+		data.CommitURL = run.RepoURL + "/commit/" + t.Checkpoint
 	}
+	reply := render("review_addressed", data, "Addressed in "+short(t.Checkpoint)+".")
 	for _, c := range comments {
 		if c.InReplyTo != 0 {
 			continue // reply in the thread once, under its first comment
@@ -151,7 +152,7 @@ func (h *Handler) answerReview(ctx context.Context, gh GitHub, run *Run) error {
 		if done {
 			continue
 		}
-		if err := gh.ReplyToReviewComment(ctx, run.Owner, run.Repo, run.PR, c.ID, "Addressed in "+commit+"."); err != nil {
+		if err := gh.ReplyToReviewComment(ctx, run.Owner, run.Repo, run.PR, c.ID, reply); err != nil {
 			return fmt.Errorf("jobs: reply to review comment %d: %w", c.ID, err)
 		}
 		if err := h.d.Store.markReplied(ctx, key); err != nil {

@@ -232,10 +232,16 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	if err := checkPlanTrust(ctx, gh, p, run, in.Issue); err != nil {
 		return nil, err
 	}
+	// The branch's commits say whether a pull request's push left anything to do, and whether the
+	// branch belongs to a run Redis lost.
+	lostID, commits, known, err := branchRun(ctx, h.d.Store, gh, run)
+	if err != nil {
+		return nil, err
+	}
 	if p.Trigger == TriggerPullRequest && p.CommentID == 0 {
 		// A push to the pull request runs only what it left to do: ticking boxes by hand or changing
 		// code starts nothing.
-		pending, err := pendingPlans(ctx, gh, run)
+		pending, err := pendingPlans(ctx, gh, run, commits)
 		if err != nil {
 			return nil, err
 		}
@@ -246,11 +252,7 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 			run.Plans = pending
 		}
 	}
-	run, existing, err := adoptLostRun(ctx, h.d.Store, gh, run, p.DeliveryID)
-	if err != nil {
-		return nil, err
-	}
-	if existing != nil {
+	if existing := adoptLostRun(run, p.DeliveryID, lostID, known); existing != nil {
 		if existing.Status.Terminal() || existing.Status == StatusParked {
 			return nil, errNothingToDo
 		}
@@ -408,27 +410,21 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	}
 	jobStart := time.Now()
 	defer func() {
-		// The time this job worked counts against the run's wall-time budget.
-		if _, werr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
-			r.WorkTime += time.Since(jobStart)
-			return nil
-		}); werr != nil {
-			log.Warn("run job: record the time worked", "err", werr)
-		}
 		// Running means "a job holds the lock": a job that asynq will retry leaves the run queued, so
 		// the reaper does not take it for dead and defeat the retry's backoff.
 		// A lost lock is different: asynq may not hear of the error at all (the lock is usually lost
 		// because Redis is unreachable), and the reaper continues a running run as soon as its lock is
 		// free, so the run stays running.
-		if result == ResultRetry && !errors.Is(context.Cause(lk.Context()), ErrLockLost) {
-			if _, qerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
-				if r.Status == StatusRunning {
-					r.Status = StatusQueued
-				}
-				return nil
-			}); qerr != nil {
-				log.Warn("run job: mark the run queued for its retry", "err", qerr)
+		requeue := result == ResultRetry && !errors.Is(context.Cause(lk.Context()), ErrLockLost)
+		if _, uerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
+			// The time this job worked counts against the run's wall-time budget.
+			r.WorkTime += time.Since(jobStart)
+			if requeue && r.Status == StatusRunning {
+				r.Status = StatusQueued
 			}
+			return nil
+		}); uerr != nil {
+			log.Warn("run job: record the time worked and the status for a retry", "err", uerr)
 		}
 		if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
 			log.Warn("run job: release branch lock", "err", err)

@@ -236,6 +236,17 @@ type StopReply struct {
 	Asked bool
 }
 
+// CommandElsewhere answers a command given where it does not apply.
+type CommandElsewhere struct {
+	// Command is the command without /akira, e.g. "plan".
+	Command string
+}
+
+// ReviewAddressed is the reply in a review thread naming the checkpoint that addresses it.
+type ReviewAddressed struct {
+	Commit, CommitURL string
+}
+
 // Help is the reply to /akira help.
 type Help struct {
 	// Commands defaults to the package's Commands when nil.

@@ -91,6 +91,9 @@ var cases = []struct {
 		Progress: &Progress{TaskID: "1.2", TaskTitle: "Add the parser", Attempt: 2, MaxAttempts: 3, TaskFor: time.Minute, Activity: "the agent is working on attempt 2", Left: 3 * time.Minute, Estimated: true}}},
 	{"status_running_progress", "status", Status{RunID: "r11", State: RunRunning, Branch: "akira/issue-4", Done: 1, Total: 2, CurrentID: "1.2",
 		Progress: &Progress{TaskID: "1.2", TaskTitle: "Add the parser", Attempt: 2, MaxAttempts: 3, TaskFor: time.Minute, Activity: "verifying: go test ./...", ActivityAgo: 5 * time.Second, Left: 3 * time.Minute, Estimated: true}}},
+	{"command_elsewhere_plan", "command_elsewhere", CommandElsewhere{Command: "plan"}},
+	{"command_elsewhere_fix", "command_elsewhere", CommandElsewhere{Command: "fix"}},
+	{"review_addressed", "review_addressed", ReviewAddressed{Commit: sha1, CommitURL: "https://github.com/o/r/commit/" + sha1}},
 	{"summary_queued", "summary", Summary{RunID: "r6", State: RunQueued, Tasks: []Task{{ID: "T1", Title: "x", Status: StatusPending}}}},
 
 	{"escalation", "escalation", Escalation{
