@@ -136,6 +136,11 @@ const maxUsageFile = 64 << 10
 // input_tokens, output_tokens and cost_usd (each optional). A missing, oversized or malformed file, or
 // negative numbers, count as nothing reported. What an agent reports is what it says, not a measurement.
 func readUsage(path string) Usage {
+	// The file is the agent's: only a regular file is read (a FIFO would block this job, a symlink
+	// would point at a file of the host).
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return Usage{}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Usage{}

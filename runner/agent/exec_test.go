@@ -118,11 +118,23 @@ func TestExecUsageFile(t *testing.T) {
 		{"nothing written", "", Usage{}},
 		{"not json", "lots", Usage{}},
 		{"negative", `{"input_tokens": -5}`, Usage{}},
+		{"a fifo, which must not block", "FIFO", Usage{}},
+		{"a symlink out of the attempt", "SYMLINK", Usage{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := "true"
-			if tt.write != "" {
+			switch tt.write {
+			case "":
+			case "FIFO":
+				cmd = `mkfifo "$AKIRA_USAGE_FILE"`
+			case "SYMLINK":
+				outside := filepath.Join(t.TempDir(), "elsewhere.json")
+				if err := os.WriteFile(outside, []byte(`{"cost_usd": 99}`), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				cmd = `ln -s "` + outside + `" "$AKIRA_USAGE_FILE"`
+			default:
 				cmd = `printf '%s' '` + tt.write + `' > "$AKIRA_USAGE_FILE"`
 			}
 			res, err := (&Exec{Command: cmd}).Run(context.Background(), Request{Workspace: t.TempDir(), TaskID: "1", Attempt: 1, Prompt: "x"})
