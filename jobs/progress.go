@@ -17,10 +17,10 @@ import (
 const minSummaryInterval = 10 * time.Second
 
 // estimate is the time the run's remaining tasks will take: the median duration of the tasks it
-// finished itself, times the tasks left, less what the current one has run already. ok is false
-// until a task has been finished.
+// finished itself and of the repository's recent tasks (Run.PastDurations), times the tasks left,
+// less what the current one has run already. ok is false while neither is known.
 func estimate(run *Run, now time.Time) (left time.Duration, ok bool) {
-	var done []time.Duration
+	done := slices.Clone(run.PastDurations)
 	pending := 0
 	for _, t := range run.Tasks {
 		switch t.Status {

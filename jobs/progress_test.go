@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,6 +31,10 @@ func TestEstimate(t *testing.T) {
 			task(templates.StatusPassed, 0, 0), task(templates.StatusPassed, 1, 10*time.Minute), task(templates.StatusPending, 0, 0)}}, 10 * time.Minute, true},
 		{"the current task's time counts", Run{TaskStartedAt: now.Add(-4 * time.Minute), Tasks: []TaskState{
 			task(templates.StatusPassed, 1, 10*time.Minute), task(templates.StatusRunning, 1, 0), task(templates.StatusPending, 0, 0)}}, 16 * time.Minute, true},
+		{"nothing finished yet, the repository's history known", Run{PastDurations: []time.Duration{2 * time.Minute, 8 * time.Minute, 4 * time.Minute},
+			Tasks: []TaskState{task(templates.StatusPending, 0, 0), task(templates.StatusPending, 0, 0)}}, 8 * time.Minute, true},
+		{"this run's tasks and the history together", Run{PastDurations: []time.Duration{time.Minute, time.Minute},
+			Tasks: []TaskState{task(templates.StatusPassed, 1, 10*time.Minute), task(templates.StatusPending, 0, 0)}}, time.Minute, true},
 		{"never negative", Run{TaskStartedAt: now.Add(-time.Hour), Tasks: []TaskState{
 			task(templates.StatusPassed, 1, time.Minute), task(templates.StatusRunning, 1, 0)}}, 0, true},
 	}
@@ -86,5 +91,79 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 	}
 	if stored, _ := jh.store.Get(ctx, run.ID); stored.Activity != "verifying" || !stored.ActivityAt.Equal(now) {
 		t.Errorf("stored activity %q at %v", stored.Activity, stored.ActivityAt)
+	}
+}
+
+// TestTaskHistory: a task its agent finished joins its repository's history, which the next run of
+// that repository (and no other) starts from, newest first and capped.
+func TestTaskHistory(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	for i := 1; i <= historyLen+5; i++ {
+		if err := jh.store.RecordTaskDuration(ctx, "Owner", "Repo", time.Duration(i)*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := jh.store.RecordTaskDuration(ctx, "owner", "repo", 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := jh.store.TaskDurations(ctx, "owner", "repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != historyLen || got[0] != time.Duration(historyLen+5)*time.Second || got[historyLen-1] != 6*time.Second {
+		t.Errorf("history = %v; want the %d newest, newest first", got, historyLen)
+	}
+	other, err := jh.store.TaskDurations(ctx, "owner", "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(other) != 0 {
+		t.Errorf("another repository's history = %v; want none", other)
+	}
+}
+
+// TestRunStartsFromItsRepositorysHistory: the reporter gives a new run the repository's history and
+// adds the durations of the tasks its agent finishes; an approved task's time is not a measure.
+func TestRunStartsFromItsRepositorysHistory(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	for _, d := range []time.Duration{3 * time.Minute, 5 * time.Minute} {
+		if err := jh.store.RecordTaskDuration(ctx, "o", "r", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, _, err := jh.store.Create(ctx, &Run{ID: "r-history", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
+		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	tasks := []runner.TaskResult{{ID: "1.1", Title: "One", Status: runner.TaskPending}, {ID: "1.2", Title: "Two", Status: runner.TaskPending}}
+	events := []runner.Event{
+		{Type: runner.EventRunStarted, Tasks: tasks, Commit: "base"},
+		{Type: runner.EventTaskStarted, TaskID: "1.1", Attempt: 1},
+		{Type: runner.EventTaskCheckpointed, TaskID: "1.1", Attempt: 1, Commit: "c1", Duration: 7 * time.Minute},
+		{Type: runner.EventTaskStarted, TaskID: "1.2", Attempt: 1},
+		{Type: runner.EventTaskCheckpointed, TaskID: "1.2", Attempt: 1, Commit: "c2", Duration: time.Hour, Message: "approved by @alice"},
+	}
+	for _, ev := range events {
+		if err := rep.Report(ctx, ev); err != nil {
+			t.Fatalf("%s: %v", ev.Type, err)
+		}
+	}
+	got, err := jh.store.Get(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{5 * time.Minute, 3 * time.Minute}; !slices.Equal(got.PastDurations, want) {
+		t.Errorf("run's history = %v; want %v", got.PastDurations, want)
+	}
+	history, err := jh.store.TaskDurations(ctx, "o", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{7 * time.Minute, 5 * time.Minute, 3 * time.Minute}; !slices.Equal(history, want) {
+		t.Errorf("repository history = %v; want %v (the approved task left out)", history, want)
 	}
 }

@@ -153,7 +153,13 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	if ev.MaxAttempts > 0 {
 		r.maxAttempts = ev.MaxAttempts
 	}
-	if err := r.record(ctx, func(run *Run) error { return recordRunStarted(run, ev) }); err != nil {
+	past := r.pastDurations(ctx)
+	if err := r.record(ctx, func(run *Run) error {
+		if past != nil {
+			run.PastDurations = past
+		}
+		return recordRunStarted(run, ev)
+	}); err != nil {
 		return err
 	}
 	// A job that died after a task's checkpoint was pushed left its check run in progress; the task
@@ -175,6 +181,24 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 		}
 	}
 	return r.summary(ctx)
+}
+
+// pastDurations is the repository's task history for the run's estimate, or nil to keep what the
+// run has: the history is read until the run finishes a task of its own, which then joins it (a
+// later read would count the run's own tasks twice). The estimate is a courtesy: a failed read
+// leaves it unknown and the run goes on.
+func (r *Reporter) pastDurations(ctx context.Context) []time.Duration {
+	for _, t := range r.run.Tasks {
+		if t.Attempts > 0 && t.Duration > 0 {
+			return nil
+		}
+	}
+	past, err := r.pub.store.TaskDurations(ctx, r.run.Owner, r.run.Repo)
+	if err != nil {
+		r.pub.log.Warn("task history unavailable; the estimate waits for a finished task", "err", err)
+		return nil
+	}
+	return past
 }
 
 // hasWork reports whether any task is left to run.
@@ -292,6 +316,12 @@ func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error 
 	}
 	t := r.run.Task(ev.TaskID)
 	r.metrics.task("passed", ev.Duration.Seconds(), t.Attempts)
+	// A task approved by a person was not finished by its agent alone: its time is no measure.
+	if ev.Attempt > 0 && ev.Message == "" {
+		if err := r.pub.store.RecordTaskDuration(ctx, r.run.Owner, r.run.Repo, ev.Duration); err != nil {
+			r.pub.log.Warn("task duration not kept for later estimates", "err", err)
+		}
+	}
 	title := "Verified"
 	if ev.Message != "" {
 		title = "Approved"

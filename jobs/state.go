@@ -113,8 +113,11 @@ type Run struct {
 	// TaskStartedAt is when the current task started; Activity the working job's last sign of life
 	// ("the agent is working", "verifying: go test ./...") and ActivityAt when (see progress.go).
 	TaskStartedAt time.Time `json:"task_started_at,omitzero"`
-	Activity      string    `json:"activity,omitempty"`
-	ActivityAt    time.Time `json:"activity_at,omitzero"`
+	// PastDurations are the repository's recent task durations when the run started (history.go),
+	// for the estimate of its time left before it has finished a task of its own.
+	PastDurations []time.Duration `json:"past_durations,omitempty"`
+	Activity      string          `json:"activity,omitempty"`
+	ActivityAt    time.Time       `json:"activity_at,omitzero"`
 	// Stop is a request to stop (or abort) the run while a job works on it: the job polls for it.
 	Stop *StopRequest `json:"stop,omitempty"`
 	// StoppedBy is who stopped the run (status stopped).
