@@ -80,7 +80,7 @@ var appPermissions = map[string]string{
 	"checks": "write", "contents": "write", "issues": "write", "metadata": "read", "pull_requests": "write",
 }
 
-var appEvents = []string{"check_run", "check_suite", "issue_comment", "issues", "pull_request", "push"}
+var appEvents = []string{"check_run", "check_suite", "issue_comment", "issues", "pull_request", "pull_request_review", "pull_request_review_comment", "push"}
 
 func (s *Server) appJSON() obj {
 	return obj{

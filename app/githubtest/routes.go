@@ -138,6 +138,9 @@ func (s *Server) restMux() *http.ServeMux {
 			s.dispatch(rt, w, r)
 		})
 	}
+	// GitHub's web pages for the App manifest flow (not REST: no /api/v3 twin on GitHub itself).
+	mux.HandleFunc("POST /settings/apps/new", s.newAppFromManifest)
+	mux.HandleFunc("POST /organizations/{org}/settings/apps/new", s.newAppFromManifest)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Not Found")
 	})

@@ -68,6 +68,7 @@ type Server struct {
 	reviewComments map[int64]*reviewComment
 	requested      map[string][]string // "owner/name#number" → logins review was requested from
 	manifestCodes  map[string]bool
+	manifests      []PostedManifest
 	nodes          map[string]nodeRef // GraphQL node id → pull request
 	deliveries     []Delivery
 	redeliveries   []int64

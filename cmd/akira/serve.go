@@ -111,7 +111,10 @@ func redisClient(raw, password string) (redis.UniversalClient, error) {
 }
 
 func newServeCmd() *cobra.Command {
-	var webOnly, workerOnly bool
+	var (
+		webOnly, workerOnly bool
+		envFile             string
+	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the GitHub App: the webhook server and the workers",
@@ -133,9 +136,23 @@ Environment:
 			if webOnly && workerOnly {
 				return withExit(2, errors.New("--web-only and --worker-only exclude each other"))
 			}
-			return serve(cmd.Context(), serveRoles{web: !workerOnly, worker: !webOnly}, os.Getenv)
+			getenv := os.Getenv
+			if envFile != "" {
+				vals, err := readEnvFile(envFile)
+				if err != nil {
+					return withExit(2, err)
+				}
+				getenv = func(k string) string {
+					if v, ok := os.LookupEnv(k); ok {
+						return v
+					}
+					return vals[k]
+				}
+			}
+			return serve(cmd.Context(), serveRoles{web: !workerOnly, worker: !webOnly}, getenv)
 		},
 	}
+	cmd.Flags().StringVar(&envFile, "env-file", "", "read settings from this KEY=VALUE file (akira setup writes one); the environment wins")
 	cmd.Flags().BoolVar(&webOnly, "web-only", false, "run only the webhook server (no workers)")
 	cmd.Flags().BoolVar(&workerOnly, "worker-only", false, "run only workers (the HTTP port serves health and metrics)")
 	return cmd
@@ -164,6 +181,12 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		box, warning, err = resolveSandbox(op, sandboxChoice{explicitNone: true, available: func() error { return sandbox.Available("") }})
 		if err == nil {
 			err = checkKeyOutOfSandbox(getenv("GITHUB_PRIVATE_KEY_PATH"), box, env.WorkDir)
+		}
+		if err == nil {
+			// A profile whose program is missing would fail every task that uses it; say so now.
+			if missing := op.MissingPrograms(nil); len(missing) > 0 {
+				err = errors.New("AKIRA_CONFIG: " + strings.Join(missing, "\nAKIRA_CONFIG: "))
+			}
 		}
 		if err != nil {
 			return withExit(2, fmt.Errorf("configuration:\n%w", err))

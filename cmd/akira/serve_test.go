@@ -326,3 +326,24 @@ func TestServePprofOnlyOnItsInternalAddress(t *testing.T) {
 		t.Fatal("the webhook port serves pprof")
 	}
 }
+
+// TestServeMissingAgentProgram: a worker whose operator profile names a program that is not
+// installed refuses to start, naming the profile and the program, instead of failing every task.
+func TestServeMissingAgentProgram(t *testing.T) {
+	fake := githubtest.New(t)
+	dir := t.TempDir()
+	key, op := filepath.Join(dir, "key.pem"), filepath.Join(dir, "akira.yaml")
+	mustWrite(t, key, string(fake.PrivateKeyPEM()))
+	mustWrite(t, op, "default_agent: claude\nagents:\n  claude:\n    kind: exec\n    command: no-such-agent-cli -p --permission-mode acceptEdits\n  shell:\n    kind: exec\n    command: sh agent.sh\nsandbox:\n  mode: none\n")
+	cmd := exec.Command(akiraBin, "serve")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()),
+		"GITHUB_PRIVATE_KEY_PATH=" + key, "GITHUB_WEBHOOK_SECRET=s", "GITHUB_API_URL=" + fake.URL(), "AKIRA_CONFIG=" + op,
+		"AKIRA_ADDR=" + freeAddr(t), "REDIS_URL=redis://" + redistest.Addr(t) + "/13"}
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), `agent "claude": no-such-agent-cli is not installed`) {
+		t.Fatalf("exit %d: %s; want exit 2 naming the profile and its program", code, out)
+	}
+	if strings.Contains(string(out), `agent "shell"`) {
+		t.Errorf("an installed program was reported: %s", out)
+	}
+}
