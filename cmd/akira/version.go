@@ -8,8 +8,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, commit and date are set at build time with -ldflags "-X main.version=... -X
+// main.commit=... -X main.date=..." (the release workflow and the Dockerfile do); a plain `go build`
+// falls back on what the Go toolchain recorded of the VCS.
+var (
+	version = "dev"
+	commit  = ""
+	date    = ""
+)
 
 func init() { subcommands = append(subcommands, newVersionCmd) }
 
@@ -19,7 +25,14 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version of akira",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "akira %s (%s, %s %s/%s)\n", version, revision(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			c, d := commit, date
+			if c == "" || c == "unknown" {
+				c = revision()
+			}
+			if d == "" || d == "unknown" {
+				d = buildDate()
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "akira %s (commit %s, built %s, %s %s/%s)\n", version, c, d, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return err
 		},
 	}
@@ -50,4 +63,16 @@ func revision() string {
 		rev += "-dirty"
 	}
 	return rev
+}
+
+// buildDate is the commit time the Go toolchain recorded, when it did.
+func buildDate() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.time" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown date"
 }
