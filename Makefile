@@ -5,7 +5,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test vet fmt-check bench fuzz lint clean demo
+.PHONY: build test test-deploy generate vet fmt-check bench fuzz lint clean demo
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/akira ./cmd/akira
@@ -15,6 +15,16 @@ build:
 # embedded Redis-compatible server (internal/redistest); CI sets AKIRA_TEST_REDIS_REQUIRED=1 to insist on a real one.
 test: fmt-check vet
 	$(GO) test -race -count=1 ./...
+
+# The deployment files, checked in a module of their own (deploy/test) so that Akira does not depend
+# on Kubernetes libraries: the chart rendered with Helm's SDK and decoded strictly into the API types,
+# the compose file through compose-go, the Dockerfile through BuildKit's parser.
+test-deploy:
+	cd deploy/test && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# Regenerates the files derived from one source (deploy/github-app-manifest.json).
+generate:
+	$(GO) generate ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
