@@ -30,6 +30,7 @@ import (
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/workspace"
 )
 
 const webhookSecret = "e2e-secret"
@@ -92,11 +93,17 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	defer client.Close()
 	locker := jobs.NewLocker(rdb, ws.Prefix)
 	locker.TTL, locker.Logger = ws.LockTTL, log
+	// Every worker of a test shares one repository cache, as the workers of one machine do.
+	cache, err := workspace.NewCache(filepath.Join(ws.WorkDir, "akira-cache"), 0)
+	if err != nil {
+		return err
+	}
+	cache.Logger = log
 	h, err := jobs.NewHandler(jobs.Deps{
 		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker,
 		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}),
 		GitHub:   ghApp.Installations(),
-		Operator: op, WorkDir: ws.WorkDir, Logger: log,
+		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Logger: log,
 	})
 	if err != nil {
 		return err

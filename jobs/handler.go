@@ -13,6 +13,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/sandbox"
+	"github.com/akira-bot/akira/runner/workspace"
 )
 
 // ErrBusy is returned by a run job whose branch another worker is writing to. It is not a failure:
@@ -53,6 +54,8 @@ type Deps struct {
 	NewAgent AgentFactory
 	// WorkDir is where workspaces are created (os.TempDir when empty).
 	WorkDir string
+	// Cache, when set, keeps a mirror per repository that workspaces are made from.
+	Cache *workspace.Cache
 	// Author of checkpoint commits (runner.DefaultAuthor when empty).
 	Author  runner.Identity
 	Metrics *Metrics

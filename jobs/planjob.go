@@ -118,7 +118,7 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 	res, err := runner.MakePlan(ctx, runner.PlanOptions{
 		Repo: in.Repo.CloneURL, Base: in.Repo.DefaultBranch,
 		Subject: fmt.Sprintf("issue #%d: %s", p.Number, in.Issue.Title), Request: in.Issue.Body, Guidance: p.Guidance,
-		Agent: ag, AgentTimeout: time.Duration(profile.Timeout), WorkDir: h.d.WorkDir, GitAuth: gh.GitAuthHeader,
+		Agent: ag, AgentTimeout: time.Duration(profile.Timeout), WorkDir: h.d.WorkDir, Cache: h.d.Cache, GitAuth: gh.GitAuthHeader,
 		Sandbox: h.d.Sandbox, AgentNetwork: profile.AgentNetwork(), Logger: log,
 	})
 	if errors.Is(err, runner.ErrNoPlan) {

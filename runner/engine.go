@@ -93,7 +93,7 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 // already done.
 func (e *engine) prepare(ctx context.Context) error {
 	ws, err := workspace.Clone(ctx, workspace.Options{
-		Remote: e.o.Repo, Base: e.o.Base, WorkDir: e.o.WorkDir, Auth: e.o.GitAuth,
+		Remote: e.o.Repo, Base: e.o.Base, WorkDir: e.o.WorkDir, Auth: e.o.GitAuth, Cache: e.o.Cache,
 		Author: e.o.Author, PassEnv: e.o.GitEnv, DryRun: e.o.DryRun,
 	})
 	if err != nil {

@@ -33,6 +33,8 @@ type PlanOptions struct {
 	// AgentTimeout bounds each agent call; zero means DefaultAgentTimeout.
 	AgentTimeout time.Duration
 	WorkDir      string
+	// Cache, when set, makes the clone from a local mirror of a network remote.
+	Cache        *workspace.Cache
 	GitAuth      func(ctx context.Context) (string, error)
 	Sandbox      sandbox.Config
 	AgentNetwork sandbox.Network
@@ -58,7 +60,7 @@ func MakePlan(ctx context.Context, o PlanOptions) (PlanResult, error) {
 	if o.AgentTimeout <= 0 {
 		o.AgentTimeout = DefaultAgentTimeout
 	}
-	ws, err := workspace.Clone(ctx, workspace.Options{Remote: o.Repo, Base: o.Base, WorkDir: o.WorkDir, Auth: o.GitAuth})
+	ws, err := workspace.Clone(ctx, workspace.Options{Remote: o.Repo, Base: o.Base, WorkDir: o.WorkDir, Auth: o.GitAuth, Cache: o.Cache})
 	if err != nil {
 		return PlanResult{}, fmt.Errorf("runner: plan: %w", err)
 	}

@@ -149,6 +149,8 @@ type Options struct {
 	Author Identity
 	// WorkDir is where the workspace directory is created; empty means os.TempDir().
 	WorkDir string
+	// Cache, when set, makes the workspace from a local mirror of a network remote.
+	Cache *workspace.Cache
 	// Reporter receives the events of the run; nil means none.
 	Reporter Reporter
 	// Escalate decides about a task that keeps failing; nil means park it.

@@ -20,7 +20,9 @@ type StatusOptions struct {
 	// branch (empty: the one `akira run` would use); Base its base (empty: the default branch).
 	Roadmap, Branch, Base string
 	WorkDir               string
-	GitAuth               func(ctx context.Context) (string, error)
+	// Cache, when set, makes the clone from a local mirror of a network remote.
+	Cache   *workspace.Cache
+	GitAuth func(ctx context.Context) (string, error)
 }
 
 // BranchReport is where a branch stands: each task of the plan done (with its checkpoint), parked
@@ -35,7 +37,7 @@ type BranchReport struct {
 // BranchStatus reads a branch's progress from the remote alone: the plan as it is on the branch, the
 // Akira-Task trailers of its checkpoints, and the parked refs of its tasks. Nothing is changed.
 func BranchStatus(ctx context.Context, o StatusOptions) (BranchReport, error) {
-	ws, err := workspace.Clone(ctx, workspace.Options{Remote: o.Repo, Base: o.Base, WorkDir: o.WorkDir, Auth: o.GitAuth, DryRun: true})
+	ws, err := workspace.Clone(ctx, workspace.Options{Remote: o.Repo, Base: o.Base, WorkDir: o.WorkDir, Auth: o.GitAuth, DryRun: true, Cache: o.Cache})
 	if err != nil {
 		return BranchReport{}, fmt.Errorf("runner: status: %w", err)
 	}

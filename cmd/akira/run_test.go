@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	akiraBin = filepath.Join(dir, "akira")
+	// The binary's repository cache stays in the test's directory, never the user's cache.
+	os.Setenv("AKIRA_CACHE_DIR", filepath.Join(dir, "cache"))
 	build := exec.Command("go", "build", "-o", akiraBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/sandbox"
+	"github.com/akira-bot/akira/runner/workspace"
 )
 
 func init() { subcommands = append(subcommands, newServeCmd) }
@@ -41,10 +43,17 @@ type serveEnv struct {
 	PprofAddr       string
 	Concurrency     int
 	WorkDir         string
+	// CacheDir holds a mirror per repository that workspaces are made from ("" is no cache);
+	// CacheMax caps its size.
+	CacheDir        string
+	CacheMax        int64
 	ConfigFile      string
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
 }
+
+// DefaultCacheMax caps the repository cache when AKIRA_CACHE_MAX is not set.
+const DefaultCacheMax = 20 << 30
 
 func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 	e := serveEnv{RedisURL: "redis://127.0.0.1:6379/0", Concurrency: 2, WorkDir: os.TempDir(), ShutdownTimeout: 5 * time.Minute}
@@ -65,6 +74,21 @@ func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 			errs = append(errs, fmt.Errorf("AKIRA_WORKDIR: %q is not a directory", v))
 		}
 		e.WorkDir = v
+	}
+	e.CacheDir, e.CacheMax = filepath.Join(e.WorkDir, "akira-cache"), DefaultCacheMax
+	switch v := getenv("AKIRA_CACHE_DIR"); v {
+	case "":
+	case "off":
+		e.CacheDir = ""
+	default:
+		e.CacheDir = v
+	}
+	if v := getenv("AKIRA_CACHE_MAX"); v != "" {
+		n, err := config.ParseSize(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("AKIRA_CACHE_MAX: %w", err))
+		}
+		e.CacheMax = n
 	}
 	e.ConfigFile = getenv("AKIRA_CONFIG")
 	if v := getenv("AKIRA_SHUTDOWN_TIMEOUT"); v != "" {
@@ -128,7 +152,8 @@ Environment:
   REDIS_URL (default redis://127.0.0.1:6379/0; redis-sentinel://host:port,host:port/0?master=NAME),
   REDIS_PASSWORD (replaces the URL's password),
   AKIRA_CONCURRENCY (runs in parallel per worker, default 2), AKIRA_WORKDIR (workspaces, default the
-  system temp dir), AKIRA_CONFIG (the operator's YAML file: agent profiles), AKIRA_SHUTDOWN_TIMEOUT
+  system temp dir), AKIRA_CACHE_DIR (a mirror per repository, default $AKIRA_WORKDIR/akira-cache; off
+  to clone every time), AKIRA_CACHE_MAX (its size cap, default 20GiB), AKIRA_CONFIG (the operator's YAML file: agent profiles), AKIRA_SHUTDOWN_TIMEOUT
   (how long running jobs get to reach a safe point on SIGTERM, default 5m), AKIRA_LOG_LEVEL,
   AKIRA_PPROF_ADDR (serve /debug/pprof on this internal address; off by default).`,
 		Args: cobra.NoArgs,
@@ -270,10 +295,17 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		close(reaperDone)
 	}
 	if roles.worker {
+		var cache *workspace.Cache
+		if env.CacheDir != "" {
+			if cache, err = workspace.NewCache(env.CacheDir, env.CacheMax); err != nil {
+				return withExit(2, fmt.Errorf("AKIRA_CACHE_DIR: %w", err))
+			}
+			cache.Logger = log
+		}
 		h, err := jobs.NewHandler(jobs.Deps{
 			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
-			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir,
+			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir, Cache: cache,
 			Metrics: metrics, Logger: log, Deliveries: ghApp,
 		})
 		if err != nil {

@@ -30,7 +30,7 @@ and pending. It changes nothing. Exit status: 0 when everything is done, 3 when 
 				return withExit(2, err)
 			}
 			rep, err := runner.BranchStatus(ctx, runner.StatusOptions{Repo: r, Roadmap: roadmapPath, Branch: branch, Base: base,
-				WorkDir: workDir, GitAuth: gitAuthFromEnv(r)})
+				WorkDir: workDir, Cache: localCache(), GitAuth: gitAuthFromEnv(r)})
 			if errors.Is(err, runner.ErrInvalidPlan) {
 				return withExit(2, err)
 			}

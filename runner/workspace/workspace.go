@@ -79,6 +79,8 @@ type Options struct {
 	PassEnv []string
 	// Timeout bounds one git command; zero means DefaultGitTimeout.
 	Timeout time.Duration
+	// Cache, when set, makes the clone from a local mirror of a network remote (see Cache).
+	Cache *Cache
 }
 
 // Workspace is one ephemeral clone. It is not safe for concurrent use.
@@ -101,6 +103,7 @@ type Workspace struct {
 	// a push must find it there, so a branch someone deleted or moved is never overwritten or recreated.
 	pushed string
 	parked map[string]string // sanitized task id -> sha of refs/akira/parked/<branch>/<id>
+	cached bool              // made from Options.Cache's mirror
 }
 
 // Clone makes a fresh temporary directory and clones the remote into it, without checking out a
@@ -121,7 +124,13 @@ func Clone(ctx context.Context, opts Options) (*Workspace, error) {
 	}
 	w := &Workspace{Dir: filepath.Join(root, "repo"), opts: opts, root: root}
 	gitDir := filepath.Join(root, "git")
-	if _, err := w.remote(ctx, root, "clone", "--quiet", "--no-checkout", "--separate-git-dir="+gitDir, "--", opts.Remote, w.Dir); err != nil {
+	if opts.Cache != nil && Cacheable(opts.Remote) {
+		if err := opts.Cache.cloneFromCache(ctx, w, gitDir); err != nil {
+			_ = w.Close()
+			return nil, err
+		}
+		w.cached = true
+	} else if _, err := w.remote(ctx, root, "clone", "--quiet", "--no-checkout", "--separate-git-dir="+gitDir, "--", opts.Remote, w.Dir); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("workspace: clone: %w", err)
 	}
@@ -312,7 +321,12 @@ func (w *Workspace) Checkout(ctx context.Context, branch string) error {
 		w.Created = true
 	}
 	if _, err := w.Git(ctx, "checkout", "--quiet", "--no-track", "-B", branch, start); err != nil {
-		return fmt.Errorf("workspace: checkout %s: %w", branch, err)
+		err = fmt.Errorf("workspace: checkout %s: %w", branch, err)
+		if w.cached {
+			// A checkout reads every blob of the tree: the first command to find a missing one.
+			err = w.opts.Cache.checkAfterFailure(ctx, w, err)
+		}
+		return err
 	}
 	head, err := w.Git(ctx, "rev-parse", "HEAD")
 	if err != nil {
