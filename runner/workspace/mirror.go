@@ -212,11 +212,17 @@ func (m *mirror) create(ctx context.Context, w *Workspace) error {
 }
 
 // fetch brings the mirror up to date with the remote: refs that moved (force pushes included),
-// refs deleted upstream pruned, and HEAD following the remote's default branch.
+// refs deleted upstream pruned, and HEAD following the remote's default branch when the caller
+// needs it (no base given) or it names a branch that is gone.
 func (m *mirror) fetch(ctx context.Context, w *Workspace) error {
 	args := append([]string{"fetch", "--quiet", "--prune", "--no-tags", "--", w.opts.Remote}, mirrorRefspecs...)
 	if _, err := m.git(ctx, w, true, args...); err != nil {
 		return fmt.Errorf("workspace: update the repository cache: %w", err)
+	}
+	if w.opts.Base != "" {
+		if _, err := m.git(ctx, w, false, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err == nil {
+			return nil
+		}
 	}
 	out, err := m.git(ctx, w, true, "ls-remote", "--symref", "--", w.opts.Remote, "HEAD")
 	if err != nil {
@@ -279,6 +285,11 @@ func (m *mirror) cloneInto(ctx context.Context, w *Workspace, gitDir string) err
 	g := &Workspace{opts: w.opts}
 	if _, err := g.exec(ctx, w.Dir, false, nil, "config", "--file", filepath.Join(gitDir, "config"), "remote.origin.url", w.opts.Remote); err != nil {
 		return fmt.Errorf("workspace: %w", err)
+	}
+	// The parked work of every branch comes along from the mirror, which has just fetched it: the
+	// checkout needs no round trip to the remote for it.
+	if _, err := g.exec(ctx, w.Dir, false, nil, "--git-dir="+gitDir, "fetch", "--quiet", "--no-tags", "--", m.dir, "+refs/akira/*:refs/akira/*"); err != nil {
+		return fmt.Errorf("workspace: parked work from the repository cache: %w", err)
 	}
 	base := "refs/remotes/origin/HEAD"
 	if w.opts.Base != "" {

@@ -418,3 +418,36 @@ func tryGitStdin(t *testing.T, dir string, stdin []byte, args ...string) (string
 	}
 	return string(out), cmd.ProcessState.ExitCode()
 }
+
+// TestCachedWorkspaceSeesParkedWork: work parked by one workspace comes to the next through the
+// mirror, and is gone from it once dropped.
+func TestCachedWorkspaceSeesParkedWork(t *testing.T) {
+	f := newCacheFixture(t, 0)
+	ctx := context.Background()
+	w1 := f.clone(t, f.srv.URL)
+	if err := w1.Checkout(ctx, "akira/p"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w1.Dir, "failed.txt", "work that did not verify\n")
+	parked, err := w1.PushParked(ctx, "1.2", "akira: parked 1.2\n")
+	if err != nil {
+		t.Fatalf("PushParked: %v", err)
+	}
+	w2 := f.clone(t, f.srv.URL)
+	if err := w2.Checkout(ctx, "akira/p"); err != nil {
+		t.Fatal(err)
+	}
+	if w2.Parked("1.2") != parked {
+		t.Fatalf("Parked = %q; want %s", w2.Parked("1.2"), parked)
+	}
+	if err := w2.DropParked(ctx, "1.2"); err != nil {
+		t.Fatal(err)
+	}
+	w3 := f.clone(t, f.srv.URL)
+	if err := w3.Checkout(ctx, "akira/p"); err != nil {
+		t.Fatal(err)
+	}
+	if w3.Parked("1.2") != "" {
+		t.Errorf("dropped parked work still comes through the mirror: %s", w3.Parked("1.2"))
+	}
+}

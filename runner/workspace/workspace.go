@@ -337,8 +337,11 @@ func (w *Workspace) Checkout(ctx context.Context, branch string) error {
 		w.pushed = head
 	}
 	prefix := w.parkedPrefix()
-	if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "--", w.opts.Remote, "+"+prefix+"*:"+prefix+"*"); err != nil {
-		return fmt.Errorf("workspace: fetch parked work: %w", err)
+	// A workspace made from the cache has the parked work already (cloneInto copied it).
+	if !w.cached {
+		if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "--", w.opts.Remote, "+"+prefix+"*:"+prefix+"*"); err != nil {
+			return fmt.Errorf("workspace: fetch parked work: %w", err)
+		}
 	}
 	out, err := w.Git(ctx, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
 	if err != nil {
