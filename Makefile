@@ -5,7 +5,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test test-deploy generate vet fmt-check bench fuzz lint clean demo
+.PHONY: build test test-deploy generate vet fmt-check bench bench-go fuzz lint clean demo
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/akira ./cmd/akira
@@ -33,7 +33,12 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
+# One table: each figure next to its floor measured in the same run (BENCH_QUICK=1: a one-minute run
+# on small inputs that keeps the harness working). bench-go runs every Go benchmark as they are.
 bench:
+	$(GO) run ./internal/benchtable
+
+bench-go:
 	$(GO) test -run='^$$' -bench=. -benchtime=20x ./...
 
 fuzz:

@@ -96,6 +96,10 @@ func BenchmarkWebhookAck(b *testing.B) {
 	b.ReportMetric(float64(fp99.Microseconds()), "floor-p99-µs")
 	b.ReportMetric(float64(wp50)/float64(fp50), "x-floor-p50")
 	b.ReportMetric(float64(wp99)/float64(fp99), "x-floor-p99")
+	b.Logf("akira-bench: ack.p50.ms %.2f", float64(wp50.Microseconds())/1000)
+	b.Logf("akira-bench: ack.p99.ms %.2f", float64(wp99.Microseconds())/1000)
+	b.Logf("akira-bench: ack.floor_p50.ms %.2f", float64(fp50.Microseconds())/1000)
+	b.Logf("akira-bench: ack.floor_p99.ms %.2f", float64(fp99.Microseconds())/1000)
 }
 
 // concurrently runs ackConcurrency calls at once, released together, and returns each one's latency.

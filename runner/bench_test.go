@@ -100,6 +100,8 @@ func BenchmarkTaskOverhead(b *testing.B) {
 	}
 	b.ReportMetric(float64(floor.Nanoseconds())/float64(n), "floor-ns/task")
 	b.ReportMetric(float64(b.Elapsed())/float64(floor), "x-floor")
+	b.Logf("akira-bench: task.overhead.ms %.2f", float64(b.Elapsed().Microseconds())/1000/float64(n))
+	b.Logf("akira-bench: task.floor.ms %.2f", float64(floor.Microseconds())/1000/float64(n))
 }
 
 // BenchmarkGitFloor is the floor alone: per op, one change committed and pushed with plain git
@@ -109,4 +111,51 @@ func BenchmarkGitFloor(b *testing.B) {
 	repo := gittest.New(b, map[string]string{"ROADMAP.md": benchRoadmap(b.N)})
 	b.StartTimer()
 	gitFloor(b, repo.Remote, b.N)
+}
+
+// BenchmarkTaskGrowth runs one roadmap of 200 tasks (40 with BENCH_QUICK=1) with the cheapest agent
+// and a `true` verification, and compares the engine's time per task at the end of the run with its
+// time at the start (the mean of the first and the last ten tasks, from task start to checkpoint
+// pushed): the history, the roadmap and the events grow with every task, and none of that may make
+// a task cost more. growth is last over first; the goal is 1.1 or less.
+func BenchmarkTaskGrowth(b *testing.B) {
+	n := 200
+	if os.Getenv("BENCH_QUICK") != "" {
+		n = 40
+	}
+	var growths []float64
+	for range b.N {
+		repo := gittest.New(b, map[string]string{"ROADMAP.md": benchRoadmap(n)})
+		started := map[string]time.Time{}
+		var per []time.Duration
+		rep := ReporterFunc(func(_ context.Context, ev Event) error {
+			switch ev.Type {
+			case EventTaskStarted:
+				started[ev.TaskID] = time.Now()
+			case EventTaskCheckpointed:
+				per = append(per, time.Since(started[ev.TaskID]))
+			}
+			return nil
+		})
+		out, err := Run(context.Background(), Options{
+			Repo: repo.Remote, Agent: writeAgent{}, Verify: []string{"true"}, WorkDir: b.TempDir(),
+			Reporter: rep, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil || out.Status != StatusSucceeded || len(per) != n {
+			b.Fatalf("Run: %v (%s), %d checkpoints of %d", err, out.Status, len(per), n)
+		}
+		mean := func(ds []time.Duration) time.Duration {
+			var sum time.Duration
+			for _, d := range ds {
+				sum += d
+			}
+			return sum / time.Duration(len(ds))
+		}
+		first, last := mean(per[:10]), mean(per[n-10:])
+		growths = append(growths, float64(last)/float64(first))
+		b.Logf("akira-bench: tasks.count %d", n)
+		b.Logf("akira-bench: tasks.first.ms %.1f", float64(first.Microseconds())/1000)
+		b.Logf("akira-bench: tasks.last.ms %.1f", float64(last.Microseconds())/1000)
+	}
+	b.ReportMetric(growths[len(growths)-1], "growth")
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/akira-bot/akira/app/githubtest"
 )
@@ -78,5 +79,19 @@ func TestRSSAfterMalformedDeliveries(t *testing.T) {
 	t.Logf("RSS before %.1f MiB, after 2,000 malformed deliveries %.1f MiB", float64(before)/1024, float64(after)/1024)
 	if after-before > 12<<10 {
 		t.Errorf("RSS grew by %.1f MiB, want at most 12", float64(after-before)/1024)
+	}
+}
+
+// TestIdleRSS starts the real `akira serve` (webhook server and workers), lets it settle and reports
+// its resident memory for `make bench` (goal: 40 MiB or less). It fails only far above that, at
+// 64 MiB: a bound on memory, which does not depend on how busy the machine is.
+func TestIdleRSS(t *testing.T) {
+	fake := githubtest.New(t)
+	_, cmd, _ := startServe(t, fake, nil)
+	time.Sleep(3 * time.Second)
+	rss := rssKiB(t, cmd.Process.Pid)
+	t.Logf("akira-bench: serve.idle_rss.mib %.1f", float64(rss)/1024)
+	if rss > 64<<10 {
+		t.Errorf("idle RSS %.1f MiB; want at most 64", float64(rss)/1024)
 	}
 }

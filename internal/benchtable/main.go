@@ -1,0 +1,148 @@
+// Command benchtable is `make bench`: it runs Akira's benchmarks, each of which measures a figure
+// and its floor in the same run, and prints one table of the figures, their floors and the ratios,
+// with the machine's core count. BENCH_QUICK=1 runs the same harness on small inputs in about a
+// minute, to keep it working in CI (the numbers of a quick run mean little).
+//
+// Each benchmark reports its figures as log lines "akira-bench: <key> <value>"; a step that fails
+// (a test failure, a missing figure) fails the command.
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// step is one `go test` invocation.
+type step struct {
+	what, pkg, run, bench, benchtime string
+	// full is false for a step that only a full run takes (too slow for the quick one).
+	quickToo bool
+}
+
+var figureRE = regexp.MustCompile(`akira-bench: (\S+) (-?[0-9.]+(?:e[-+]?[0-9]+)?)`)
+
+func main() {
+	quick := os.Getenv("BENCH_QUICK") != ""
+	overheadTasks := "100x"
+	ackRounds := "5x"
+	if quick {
+		overheadTasks, ackRounds = "20x", "1x"
+	}
+	steps := []step{
+		{"engine overhead per task", "./runner/", "^$", "^BenchmarkTaskOverhead$", overheadTasks, true},
+		{"per-task overhead as tasks accumulate", "./runner/", "^$", "^BenchmarkTaskGrowth$", "1x", true},
+		{"webhook acknowledgement", "./e2e/", "^$", "^BenchmarkWebhookAck$", ackRounds, true},
+		{"workspaces", "./runner/workspace/", "^$", "^BenchmarkWorkspace$", "1x", true},
+		{"recovery after SIGKILL", "./e2e/", "^TestWorkerKilledMidRun$", "", "", false},
+		{"idle RSS", "./cmd/akira/", "^TestIdleRSS$", "", "", true},
+	}
+	start := time.Now()
+	figures := map[string]float64{}
+	for _, s := range steps {
+		if quick && !s.quickToo {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s (%s)...\n", s.what, s.pkg)
+		args := []string{"test", "-count=1", "-v", "-timeout=15m", "-run", s.run}
+		if s.bench != "" {
+			args = append(args, "-bench", s.bench, "-benchtime", s.benchtime)
+		}
+		args = append(args, s.pkg)
+		var out bytes.Buffer
+		cmd := exec.CommandContext(context.Background(), "go", args...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			os.Stderr.Write(out.Bytes())
+			fmt.Fprintf(os.Stderr, "bench: %s failed: %v\n", s.what, err)
+			os.Exit(1)
+		}
+		for _, m := range figureRE.FindAllStringSubmatch(out.String(), -1) {
+			v, err := strconv.ParseFloat(m[2], 64)
+			if err == nil {
+				figures[m[1]] = v
+			}
+		}
+	}
+	if err := printTable(os.Stdout, figures, quick, time.Since(start)); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one line of the table: the figure, its floor and the goal on the ratio (or on the value
+// when there is no floor).
+type row struct {
+	figure, value, floor, ratio, goal, verdict string
+}
+
+func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duration) error {
+	var missing []string
+	get := func(key string) float64 {
+		v, ok := f[key]
+		if !ok {
+			missing = append(missing, key)
+		}
+		return v
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "✓"
+		}
+		return "✗"
+	}
+	ratioRow := func(figure, unit string, value, floor float64, floorName string, goal float64) row {
+		r := value / floor
+		g, v := "—", ""
+		if goal > 0 {
+			g, v = fmt.Sprintf("≤ %.2g×", goal), verdict(r <= goal)
+		}
+		return row{figure, fmt.Sprintf("%.2f %s", value, unit), fmt.Sprintf("%.2f %s (%s)", floor, unit, floorName), fmt.Sprintf("%.2f×", r), g, v}
+	}
+	var rows []row
+	rows = append(rows, ratioRow("engine overhead per task (no-op agent, `true` verify)", "ms",
+		get("task.overhead.ms"), get("task.floor.ms"), "git add + commit + push", 1.3))
+	rows = append(rows, ratioRow("webhook ack p50, 200 concurrent deliveries", "ms",
+		get("ack.p50.ms"), get("ack.floor_p50.ms"), "bare asynq enqueue", 0))
+	rows = append(rows, ratioRow("webhook ack p99, 200 concurrent deliveries", "ms",
+		get("ack.p99.ms"), get("ack.floor_p99.ms"), "bare asynq enqueue", 1.5))
+	mib := f["workspace.objects.mib"]
+	rows = append(rows, ratioRow(fmt.Sprintf("cold workspace, %.0f MiB repository over smart HTTP", mib), "s",
+		get("workspace.cold.seconds"), get("workspace.clone.seconds"), "git clone", 0))
+	rows = append(rows, ratioRow("warm workspace (mirror present, 3 new commits upstream)", "s",
+		get("workspace.warm.seconds"), get("workspace.cold.seconds"), "cold workspace", 0.1))
+	if quick {
+		rows = append(rows, row{"recovery after SIGKILL of a worker", "not run (BENCH_QUICK)", "—", "—", "≤ 30 s", ""})
+	} else {
+		rec := get("recovery.seconds")
+		rows = append(rows, row{"recovery after SIGKILL of a worker", fmt.Sprintf("%.1f s", rec), "—", "—", "≤ 30 s", verdict(rec <= 30)})
+	}
+	rss := get("serve.idle_rss.mib")
+	rows = append(rows, row{"idle RSS of `akira serve` (web + workers)", fmt.Sprintf("%.1f MiB", rss), "—", "—", "≤ 40 MiB", verdict(rss <= 40)})
+	n := get("tasks.count")
+	rows = append(rows, ratioRow(fmt.Sprintf("per-task time, last 10 of %.0f tasks vs first 10", n), "ms",
+		get("tasks.last.ms"), get("tasks.first.ms"), "first 10 tasks", 1.1))
+	if len(missing) > 0 {
+		return fmt.Errorf("figures missing from the benchmarks' output: %s", strings.Join(missing, ", "))
+	}
+	mode := "full"
+	if quick {
+		mode = "quick (BENCH_QUICK=1: small inputs, the harness only)"
+	}
+	fmt.Fprintf(w, "Akira benchmarks — %s, %d cores, %s %s/%s, %s run in %s\n\n", time.Now().UTC().Format(time.DateOnly),
+		runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, mode, took.Round(time.Second))
+	fmt.Fprintln(w, "| figure | value | floor (same run) | ratio | goal | |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.figure, r.value, r.floor, r.ratio, r.goal, r.verdict)
+	}
+	return nil
+}
