@@ -40,9 +40,9 @@ type serveEnv struct {
 	RedisPassword string
 	// PprofAddr, when set, serves net/http/pprof there: an internal address (127.0.0.1:6060), never
 	// the webhook port, which faces the internet.
-	PprofAddr       string
-	Concurrency     int
-	WorkDir         string
+	PprofAddr   string
+	Concurrency int
+	WorkDir     string
 	// CacheDir holds a mirror per repository that workspaces are made from ("" is no cache);
 	// CacheMax caps its size.
 	CacheDir        string
