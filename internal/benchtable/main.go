@@ -128,8 +128,8 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 	rss := get("serve.idle_rss.mib")
 	rows = append(rows, row{"idle RSS of `akira serve` (web + workers)", fmt.Sprintf("%.1f MiB", rss), "—", "—", "≤ 40 MiB", verdict(rss <= 40)})
 	n := get("tasks.count")
-	rows = append(rows, ratioRow(fmt.Sprintf("per-task time, last 10 of %.0f tasks vs first 10", n), "ms",
-		get("tasks.last.ms"), get("tasks.first.ms"), "first 10 tasks", 1.1))
+	rows = append(rows, ratioRow(fmt.Sprintf("per-task time, last 20 of %.0f tasks vs first 20 (medians)", n), "ms",
+		get("tasks.last.ms"), get("tasks.first.ms"), "first 20 tasks", 1.1))
 	if len(missing) > 0 {
 		return fmt.Errorf("figures missing from the benchmarks' output: %s", strings.Join(missing, ", "))
 	}

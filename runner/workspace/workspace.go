@@ -396,23 +396,54 @@ type Commit struct {
 // Stage stages everything in the working tree and returns the paths that differ from the last
 // checkpoint (added, modified or deleted), whether or not the agent committed them itself.
 func (w *Workspace) Stage(ctx context.Context) ([]string, error) {
+	// Nested repositories are rare: they are looked for only when the staged diff shows one (a new
+	// gitlink) or `git add` refuses one (a repository without a commit), which saves a command per
+	// checkpoint.
+	if _, err := w.Git(ctx, "add", "--all"); err != nil {
+		if ferr := w.flattenNestedRepos(ctx); ferr != nil {
+			return nil, ferr
+		}
+		if _, err := w.Git(ctx, "add", "--all"); err != nil {
+			return nil, fmt.Errorf("workspace: stage: %w", err)
+		}
+	}
+	paths, gitlinks, err := w.staged(ctx)
+	if err != nil || len(gitlinks) == 0 {
+		return paths, err
+	}
+	if _, err := w.Git(ctx, append([]string{"rm", "--quiet", "--cached", "--force", "--"}, gitlinks...)...); err != nil {
+		return nil, fmt.Errorf("workspace: stage: %w", err)
+	}
 	if err := w.flattenNestedRepos(ctx); err != nil {
 		return nil, err
 	}
 	if _, err := w.Git(ctx, "add", "--all"); err != nil {
 		return nil, fmt.Errorf("workspace: stage: %w", err)
 	}
-	out, err := w.run(ctx, w.Dir, false, "diff", "--cached", "--name-only", "--no-renames", "-z", w.checkpoint)
+	paths, _, err = w.staged(ctx)
+	return paths, err
+}
+
+// staged lists the paths the index changes against the last checkpoint, and the new gitlinks among
+// them (nested repositories the agent made, which git added as pointers).
+func (w *Workspace) staged(ctx context.Context) (paths, gitlinks []string, err error) {
+	out, err := w.run(ctx, w.Dir, false, "diff", "--cached", "--raw", "--no-renames", "-z", w.checkpoint)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: diff: %w", err)
+		return nil, nil, fmt.Errorf("workspace: diff: %w", err)
 	}
-	var paths []string
-	for _, p := range strings.Split(string(out), "\x00") {
-		if p != "" {
-			paths = append(paths, p)
+	// -z --raw: ":<old mode> <new mode> <old sha> <new sha> <status>\x00<path>\x00" per path.
+	fields := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		meta, path := strings.Fields(strings.TrimPrefix(fields[i], ":")), fields[i+1]
+		if len(meta) < 5 || path == "" {
+			continue
+		}
+		paths = append(paths, path)
+		if meta[1] == "160000" && meta[4] == "A" {
+			gitlinks = append(gitlinks, path)
 		}
 	}
-	return paths, nil
+	return paths, gitlinks, nil
 }
 
 // flattenNestedRepos removes the git metadata of repositories the agent created inside the work tree,
@@ -442,11 +473,14 @@ func (w *Workspace) flattenNestedRepos(ctx context.Context) error {
 // to it. Commits the agent made on its own are folded in: only the tree counts. The commit is made
 // even when nothing changed. It returns the new checkpoint.
 func (w *Workspace) Commit(ctx context.Context, message string) (string, error) {
+	ref := "refs/heads/" + w.Branch
+	if sha, ok, err := w.commitOnHead(ctx, ref, message); ok || err != nil {
+		return sha, err
+	}
 	sha, err := w.commitTree(ctx, message)
 	if err != nil {
 		return "", err
 	}
-	ref := "refs/heads/" + w.Branch
 	if _, err := w.Git(ctx, "update-ref", ref, sha); err != nil {
 		return "", fmt.Errorf("workspace: %w", err)
 	}
@@ -459,6 +493,30 @@ func (w *Workspace) Commit(ctx context.Context, message string) (string, error) 
 	}
 	w.checkpoint = sha
 	return sha, nil
+}
+
+// commitOnHead is Commit in one git command, for the usual case where the agent left HEAD on the run
+// branch at the last checkpoint: then `git commit` of the staged index is the same commit as
+// write-tree, commit-tree and update-ref, at a third of the process starts (a checkpoint's cost is
+// mostly process starts). ok is false when the case does not hold, and nothing was done.
+func (w *Workspace) commitOnHead(ctx context.Context, ref, message string) (sha string, ok bool, err error) {
+	refFile := filepath.Join(w.gitDir, filepath.FromSlash(ref))
+	head, _ := os.ReadFile(filepath.Join(w.gitDir, "HEAD"))
+	cur, _ := os.ReadFile(refFile)
+	if string(bytes.TrimSpace(head)) != "ref: "+ref || string(bytes.TrimSpace(cur)) != w.checkpoint || w.checkpoint == "" {
+		return "", false, nil
+	}
+	if _, err := w.exec(ctx, w.Dir, false, strings.NewReader(message), "commit", "--quiet", "--no-verify", "--allow-empty",
+		"--cleanup=verbatim", "--no-edit", "--file=-"); err != nil {
+		return "", true, fmt.Errorf("workspace: commit: %w", err)
+	}
+	out, err := os.ReadFile(refFile)
+	sha = string(bytes.TrimSpace(out))
+	if err != nil || !shaRE.MatchString(sha) {
+		return "", true, fmt.Errorf("workspace: commit: the branch %s does not name the new commit", ref)
+	}
+	w.checkpoint = sha
+	return sha, true, nil
 }
 
 func (w *Workspace) commitTree(ctx context.Context, message string) (string, error) {
@@ -498,17 +556,16 @@ func (w *Workspace) Reset(ctx context.Context) error {
 // ErrPushRejected (a deleted branch is not recreated behind the back of whoever deleted it).
 func (w *Workspace) Push(ctx context.Context) error {
 	ref := "refs/heads/" + w.Branch
-	head, err := w.Git(ctx, "rev-parse", "HEAD")
-	if err != nil {
-		return fmt.Errorf("workspace: push %s: %w", w.Branch, err)
-	}
+	// The checkpoint, not whatever the branch or HEAD says now: an agent's own commits and ref
+	// changes are never what is published.
+	head := w.checkpoint
 	if w.opts.DryRun {
 		w.pushed = head
 		return nil
 	}
 	// Only descendants of the leased head are ever pushed, so the lease is what keeps this a
 	// fast-forward; an empty expectation means the branch must not exist yet.
-	out, err := w.remote(ctx, w.Dir, "push", "--porcelain", "--force-with-lease="+ref+":"+w.pushed, "--", w.opts.Remote, ref+":"+ref)
+	out, err := w.remote(ctx, w.Dir, "push", "--porcelain", "--force-with-lease="+ref+":"+w.pushed, "--", w.opts.Remote, head+":"+ref)
 	if err != nil {
 		if rejected(out) {
 			return fmt.Errorf("workspace: push %s: %w (someone else pushed to it or deleted it); run again to continue from the new head",
@@ -675,6 +732,10 @@ var hardening = [][2]string{
 	{"protocol.file.allow", "always"},
 	{"submodule.recurse", "false"},
 	{"uploadpack.packObjectsHook", ""},
+	// A workspace lives for one run: no housekeeping pauses in the middle of one (a commit may
+	// otherwise start `gc --auto` after enough tasks).
+	{"gc.auto", "0"},
+	{"maintenance.auto", "false"},
 }
 
 func (w *Workspace) exec(ctx context.Context, dir string, auth bool, stdin *strings.Reader, args ...string) ([]byte, error) {
