@@ -74,10 +74,8 @@ func changedPlans(files []string, rc config.Repo) []string {
 // code leaves none.
 func pendingPlans(ctx context.Context, gh Repos, run *Run, commits []BranchCommit) ([]string, error) {
 	done := map[string]bool{}
-	for _, c := range commits {
-		for _, id := range trailerValues(c.Message, runner.TrailerTask) {
-			done[id] = true
-		}
+	for id := range checkpointsOf(commits) {
+		done[id] = true
 	}
 	var out []string
 	for _, plan := range run.plans() {

@@ -141,12 +141,7 @@ func (h *Handler) rebuildParkedRun(ctx context.Context, gh GitHub, p ResumePaylo
 	if err != nil {
 		return nil, fmt.Errorf("%w: the plan no longer parses: %v", errNoLostRun, err)
 	}
-	done := map[string]string{}
-	for _, c := range commits {
-		for _, t := range trailerValues(c.Message, runner.TrailerTask) {
-			done[t] = c.SHA
-		}
-	}
+	done := checkpointsOf(commits)
 	now := time.Now().UTC()
 	for _, t := range rm.Tasks {
 		ts := TaskState{ID: t.ID, Title: t.Title, Status: templates.StatusPending}
@@ -184,6 +179,21 @@ func issueOfBranch(branch, prefix string) (int, bool) {
 	}
 	n, err := strconv.Atoi(rest)
 	return n, err == nil && n > 0
+}
+
+// checkpointsOf is the latest checkpoint of each task among commits (oldest first), without the
+// tasks a later commit reverted (Akira-Revert), as the engine reads a branch.
+func checkpointsOf(commits []BranchCommit) map[string]string {
+	done := map[string]string{}
+	for _, c := range commits {
+		for _, t := range trailerValues(c.Message, runner.TrailerTask) {
+			done[t] = c.SHA
+		}
+		for _, t := range trailerValues(c.Message, runner.TrailerRevert) {
+			delete(done, t)
+		}
+	}
+	return done
 }
 
 // trailerValues returns the values of key among the trailers of a commit message: the "Key: value"

@@ -190,15 +190,9 @@ func (e *engine) prepare(ctx context.Context) error {
 		}
 	}
 
-	commits, err := ws.Trailers(ctx, TrailerTask)
+	doneBy, err := ws.Checkpoints(ctx, TrailerTask, TrailerRevert)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
-	}
-	doneBy := map[string]string{}
-	for _, c := range commits {
-		for _, id := range c.Values {
-			doneBy[id] = c.SHA
-		}
 	}
 	for _, id := range e.order() {
 		t := rm.Task(id)

@@ -65,6 +65,9 @@ type Budget struct {
 const (
 	TrailerRun  = "Akira-Run"
 	TrailerTask = "Akira-Task"
+	// TrailerRevert names a task whose checkpoint a later commit reverted (a rollback): the task is
+	// pending again.
+	TrailerRevert = "Akira-Revert"
 )
 
 var (

@@ -72,15 +72,9 @@ func BranchStatus(ctx context.Context, o StatusOptions) (BranchReport, error) {
 	if err != nil {
 		return BranchReport{}, fmt.Errorf("runner: %w: %w", ErrInvalidPlan, err)
 	}
-	commits, err := ws.Trailers(ctx, TrailerTask)
+	doneBy, err := ws.Checkpoints(ctx, TrailerTask, TrailerRevert)
 	if err != nil {
 		return BranchReport{}, fmt.Errorf("runner: status: %w", err)
-	}
-	doneBy := map[string]string{}
-	for _, c := range commits {
-		for _, id := range c.Values {
-			doneBy[id] = c.SHA
-		}
 	}
 	for _, t := range rm.Tasks {
 		r := TaskResult{ID: t.ID, Title: t.Title, Phase: t.Phase, Status: TaskPending}
