@@ -525,3 +525,38 @@ func TestStatusBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestRollbackBinary: `akira rollback` reverts a checkpoint on the branch with a revert commit and
+// says so; `--retry -- <run flags>` runs the task again at once; a task without a checkpoint is a
+// usage error.
+func TestRollbackBinary(t *testing.T) {
+	f := newRunFixture(t, "")
+	if stdout, stderr, code := f.run(t, f.args()...); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	stdout, stderr, code := f.run(t, "rollback", "1.3", "--work-dir", f.workDir)
+	if code != 0 || !strings.Contains(stdout, "1.3 Third file: checkpoint") || !strings.Contains(stdout, "pending again") {
+		t.Fatalf("rollback: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	want := []string{"akira: 1.1 First file|1.1", "akira: 1.2 Second file|1.2", "akira: 1.3 Third file|1.3", "akira: revert 1.3 Third file|"}
+	if got := f.branch(t); !slices.Equal(got, want) {
+		t.Fatalf("branch = %q, want %q", got, want)
+	}
+	runFlags := f.args()[1:]
+	stdout, stderr, code = f.run(t, append([]string{"rollback", "1.3", "--work-dir", f.workDir, "--retry", "--"}, runFlags...)...)
+	if code != 2 || !strings.Contains(stderr, "has no checkpoint") {
+		t.Errorf("rollback of a rolled-back task: exit %d, %s; want exit 2, no checkpoint", code, stderr)
+	}
+	// Run it again, then roll it back and retry in one go.
+	if _, stderr, code := f.run(t, f.args()...); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code = f.run(t, append([]string{"rollback", "1.2", "--work-dir", f.workDir, "--retry", "--"}, runFlags...)...)
+	if code != 0 || !strings.Contains(stdout, "1.2 Second file: checkpoint") || !strings.Contains(stdout, "done · branch akira/roadmap") {
+		t.Fatalf("rollback --retry: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	got := f.branch(t)
+	if n := len(got); n < 3 || got[n-2] != "akira: revert 1.2 Second file|" || got[n-1] != "akira: 1.2 Second file|1.2" {
+		t.Errorf("branch ends %q; want the revert of 1.2 and 1.2 again", got)
+	}
+}
