@@ -17,20 +17,21 @@ type CommandName string
 // The commands Akira runs. Help is answered by the parser itself. The four decisions are spelled as
 // the engine's decision kinds, so a command, a check-run button and a stored decision are one value.
 const (
-	CmdRun     CommandName = "run"
-	CmdPlan    CommandName = "plan"
-	CmdFix     CommandName = "fix"
-	CmdStop    CommandName = "stop"
-	CmdApprove             = CommandName(runner.DecisionApprove)
-	CmdRetry               = CommandName(runner.DecisionRetry)
-	CmdSkip                = CommandName(runner.DecisionSkip)
-	CmdAbort               = CommandName(runner.DecisionAbort)
-	CmdStatus  CommandName = "status"
-	CmdHelp    CommandName = "help"
+	CmdRun      CommandName = "run"
+	CmdPlan     CommandName = "plan"
+	CmdFix      CommandName = "fix"
+	CmdStop     CommandName = "stop"
+	CmdRollback CommandName = "rollback"
+	CmdApprove              = CommandName(runner.DecisionApprove)
+	CmdRetry                = CommandName(runner.DecisionRetry)
+	CmdSkip                 = CommandName(runner.DecisionSkip)
+	CmdAbort                = CommandName(runner.DecisionAbort)
+	CmdStatus   CommandName = "status"
+	CmdHelp     CommandName = "help"
 )
 
 // commandNames is the order commands are listed in help and tried for did-you-mean.
-var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdStop, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
+var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdStop, CmdRollback, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
 
 // ParseResult is what a comment asks of Akira: a Command, a Reply to post at once, or Ignore.
 type ParseResult interface{ parseResult() }
@@ -48,6 +49,9 @@ type Command struct {
 	// Guidance is the text after /akira retry or /akira plan, up to the end of the comment (optional),
 	// cut at MaxUserText.
 	Guidance string
+	// TaskID is the task /akira rollback undoes; Retry is its --retry (with Guidance).
+	TaskID string
+	Retry  bool
 }
 
 // Decision is the decision a command carries: approve, retry, skip or abort.
@@ -87,8 +91,10 @@ var (
 		CmdSkip:    regexp.MustCompile(`(?i)^skip$`),
 		CmdAbort:   regexp.MustCompile(`(?i)^abort$`),
 		CmdStop:    regexp.MustCompile(`(?i)^stop$`),
-		CmdStatus:  regexp.MustCompile(`(?i)^status$`),
-		CmdHelp:    regexp.MustCompile(`(?is)^help(?:\s.*)?$`),
+		// A task id is a word (1.2, T3, WP-01); --retry may carry guidance to the end of the comment.
+		CmdRollback: regexp.MustCompile(`(?is)^rollback[ \t]+([A-Za-z0-9][A-Za-z0-9._#-]{0,63})(?:[ \t]+(--retry)(?:\s+(.*))?)?\s*$`),
+		CmdStatus:   regexp.MustCompile(`(?i)^status$`),
+		CmdHelp:     regexp.MustCompile(`(?is)^help(?:\s.*)?$`),
 	}
 )
 
@@ -154,8 +160,12 @@ func parseCommand(line, rest string) ParseResult {
 		return Reply{Text: didYouMeanText(word, "")}
 	}
 	subject := strings.TrimSpace(line)
-	if name == CmdRetry || name == CmdPlan || name == CmdFix || name == CmdHelp {
+	if name == CmdRetry || name == CmdPlan || name == CmdFix || name == CmdHelp || name == CmdRollback {
 		subject = strings.TrimSpace(rest)
+	}
+	if name == CmdRollback && !strings.Contains(strings.ToLower(line), "--retry") {
+		// Only --retry's guidance reads past the command's line.
+		subject = strings.TrimSpace(line)
 	}
 	m := re.FindStringSubmatch(subject)
 	if m == nil {
@@ -168,6 +178,8 @@ func parseCommand(line, rest string) ParseResult {
 		return parseRun(strings.Fields(m[1]))
 	case CmdRetry, CmdPlan, CmdFix:
 		return Command{Name: name, Guidance: capUserText(strings.TrimSpace(m[1]))}
+	case CmdRollback:
+		return Command{Name: name, TaskID: m[1], Retry: strings.EqualFold(m[2], "--retry"), Guidance: capUserText(strings.TrimSpace(m[3]))}
 	}
 	return Command{Name: name}
 }

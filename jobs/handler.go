@@ -103,6 +103,7 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux.HandleFunc(TypeRun, h.HandleRun)
 	mux.HandleFunc(TypeResume, h.HandleResume)
 	mux.HandleFunc(TypePlan, h.HandlePlan)
+	mux.HandleFunc(TypeRollback, h.HandleRollback)
 	mux.HandleFunc(TypeSweep, h.HandleSweep)
 	return mux
 }

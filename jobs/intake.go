@@ -300,6 +300,8 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 			return h.commandPlan(ctx, in, r)
 		case CmdStop:
 			return h.commandStop(ctx, in)
+		case CmdRollback:
+			return h.commandRollback(ctx, in, r)
 		case CmdFix:
 			if err := in.reply(ctx, c.Number, commandElsewhereText(CmdFix)); err != nil {
 				return "", err
@@ -349,6 +351,19 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 		return ResultAccepted, nil
 	}
 	return ResultReplied, nil
+}
+
+// commandRollback hands /akira rollback to a job, which takes the branch's lock.
+func (h *Handler) commandRollback(ctx context.Context, in *intake, cmd Command) (string, error) {
+	c := in.p.Comment
+	err := h.d.Enqueuer.EnqueueRollback(ctx, RollbackPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
+		Owner: in.p.Owner, Repo: in.p.Repo, Number: c.Number, CommentID: c.ID, TaskID: cmd.TaskID, Retry: cmd.Retry,
+		Guidance: cmd.Guidance, Sender: c.Author})
+	if err := enqueued(err); err != nil {
+		return "", err
+	}
+	in.react(ctx, c.ID)
+	return ResultAccepted, nil
 }
 
 func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd Command) (string, error) {

@@ -196,6 +196,7 @@ var Commands = []HelpCommand{
 	{"/akira fix [guidance]", "In a review comment on a pull request Akira works on: address the review's comments with one more commit (a review that requests changes does the same)."},
 	{"/akira status", "Show how far the current run is."},
 	{"/akira stop", "Stop the run while it works: the agent is stopped within seconds, the branch stays at its last checkpoint; /akira run continues."},
+	{"/akira rollback <task> [--retry [guidance]]", "Undo a task's checkpoint and those of the later tasks that depend on it, with revert commits (no force push); they are pending again. --retry runs them again at once, with your guidance."},
 	{"/akira approve", "Accept the escalated task as it is and continue."},
 	{"/akira retry <guidance>", "Try the escalated task again; your guidance is given to the agent."},
 	{"/akira skip", "Leave the escalated task undone and continue with the next one."},
@@ -226,6 +227,27 @@ func PlanMarker(issue int) string { return fmt.Sprintf("<!-- akira:plan issue=%d
 // PlanFailed says Akira could not write a plan.
 type PlanFailed struct {
 	Reason string
+}
+
+// RollbackReply answers /akira rollback: what was reverted, a conflict, or why nothing was done.
+type RollbackReply struct {
+	TaskID, Branch string
+	By             string
+	Reverted       []RolledBack
+	Retry          bool
+	Guidance       string
+	Conflict       *RollbackConflict
+	Refusal        string
+}
+
+// RolledBack is one reverted checkpoint.
+type RolledBack struct{ ID, Title, Checkpoint, Revert string }
+
+// RollbackConflict is a revert that did not apply.
+type RollbackConflict struct {
+	Commit string
+	Paths  []string
+	Diff   string
 }
 
 // StopReply answers /akira stop.
