@@ -160,7 +160,9 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 	}()
 	lctx := lk.Context()
 	opts := runner.RollbackOptions{Repo: run.CloneURL, TaskID: p.TaskID, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base,
-		RunID: run.ID, Author: h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, GitAuth: gh.GitAuthHeader}
+		RunID: run.ID, Author: h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, GitAuth: gh.GitAuthHeader,
+		// A retry of this job after its push finds its reverts instead of refusing.
+		RequestID: p.JobID()}
 	if run.Plan != "" {
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
 	}

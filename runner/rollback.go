@@ -37,7 +37,14 @@ type RollbackOptions struct {
 	GitAuth func(ctx context.Context) (string, error)
 	// DryRun reverts in the workspace only: nothing is pushed.
 	DryRun bool
+	// RequestID, when set, names this rollback in an Akira-Rollback trailer of its revert commits, so
+	// that the same request made again (a job retried after its push) finds its reverts on the branch
+	// and reports them instead of failing or reverting anything twice.
+	RequestID string
 }
+
+// TrailerRollback is "<request id> <reverted checkpoint>" on a revert commit of a named rollback.
+const TrailerRollback = "Akira-Rollback"
 
 // RevertedTask is one checkpoint a rollback undid.
 type RevertedTask struct {
@@ -116,6 +123,11 @@ func Rollback(ctx context.Context, o RollbackOptions) (RollbackOutcome, error) {
 		}
 		return o.TaskScope + "#" + id
 	}
+	if o.RequestID != "" {
+		if prev, err := earlierRollback(ctx, ws, o.RequestID, rm); err != nil || len(prev) > 0 {
+			return RollbackOutcome{Branch: branch, Reverted: prev, Head: ws.Head()}, err
+		}
+	}
 	done, err := ws.Checkpoints(ctx, TrailerTask, TrailerRevert)
 	if err != nil {
 		return RollbackOutcome{}, fmt.Errorf("runner: rollback: %w", err)
@@ -158,6 +170,9 @@ func Rollback(ctx context.Context, o RollbackOptions) (RollbackOutcome, error) {
 	for _, t := range targets {
 		msg := fmt.Sprintf("akira: revert %s %s\n\nRolled back: this checkpoint is undone and the task is pending again.\n\n%s: %s\n%s: %s\n",
 			t.ID, t.Title, TrailerRun, o.RunID, TrailerRevert, key(t.ID))
+		if o.RequestID != "" {
+			msg += fmt.Sprintf("%s: %s %s\n", TrailerRollback, o.RequestID, t.Checkpoint)
+		}
 		planFile := ""
 		if o.Plan == nil {
 			planFile = path
@@ -199,5 +214,36 @@ func Rollback(ctx context.Context, o RollbackOptions) (RollbackOutcome, error) {
 		return RollbackOutcome{}, fmt.Errorf("runner: rollback: %w", err)
 	}
 	out.Head = ws.Head()
+	return out, nil
+}
+
+// earlierRollback returns the reverts a rollback named requestID already made on the branch, in the
+// order it made them (none when it made none).
+func earlierRollback(ctx context.Context, ws *workspace.Workspace, requestID string, rm *roadmap.Roadmap) ([]RevertedTask, error) {
+	commits, err := ws.Trailers(ctx, TrailerRollback)
+	if err != nil {
+		return nil, fmt.Errorf("runner: rollback: %w", err)
+	}
+	var out []RevertedTask
+	for _, c := range commits {
+		for _, v := range c.Values {
+			id, checkpoint, ok := strings.Cut(v, " ")
+			if !ok || id != requestID {
+				continue
+			}
+			subject, err := ws.Git(ctx, "log", "-1", "--format=%s", c.SHA)
+			if err != nil {
+				return nil, fmt.Errorf("runner: rollback: %w", err)
+			}
+			rt := RevertedTask{Checkpoint: checkpoint, Revert: c.SHA}
+			// "akira: revert <id> <title>"
+			rest := strings.TrimPrefix(subject, "akira: revert ")
+			rt.ID, rt.Title, _ = strings.Cut(rest, " ")
+			if t := rm.Task(rt.ID); t != nil {
+				rt.Title = t.Title
+			}
+			out = append(out, rt)
+		}
+	}
 	return out, nil
 }

@@ -150,3 +150,34 @@ func TestRollbackUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRollbackRequestIsIdempotent: a named rollback made again (its job retried after the push)
+// reports the reverts it made, reverting nothing twice.
+func TestRollbackRequestIsIdempotent(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": dependentTasks})
+	agent := f.agent(logCall + `echo "$AKIRA_TASK_TITLE" > "$AKIRA_TASK_ID.txt"`)
+	if _, _, err := f.run(t, Options{Agent: agent}); err != nil {
+		t.Fatal(err)
+	}
+	opts := RollbackOptions{Repo: f.repo.Remote, TaskID: "T2", WorkDir: f.workDir, RunID: "run-x", RequestID: "rollback:comment:42"}
+	first, err := Rollback(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := len(f.log(t, "akira/roadmap"))
+	again, err := Rollback(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("the same rollback again: %v", err)
+	}
+	if got := len(f.log(t, "akira/roadmap")); got != commits {
+		t.Errorf("the same rollback again made %d commits", got-commits)
+	}
+	if len(again.Reverted) != len(first.Reverted) || again.Reverted[0] != first.Reverted[0] || again.Head != first.Head {
+		t.Errorf("again = %+v; want the first outcome %+v", again, first)
+	}
+	// Another request for a task that has no checkpoint any more is still refused.
+	opts.RequestID = "rollback:comment:43"
+	if _, err := Rollback(context.Background(), opts); !errors.Is(err, ErrUsage) {
+		t.Errorf("a new request for a rolled-back task = %v; want ErrUsage", err)
+	}
+}
