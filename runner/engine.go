@@ -53,7 +53,13 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 		return e.finish(ctx, err)
 	}
 	aborted := false
-	for e.halted == "" {
+	if e.o.MaxParallel > 1 && !e.o.DryRun && e.o.only == nil {
+		var err error
+		if aborted, err = e.runParallel(ctx); err != nil {
+			return e.finish(ctx, err)
+		}
+	}
+	for e.halted == "" && !aborted {
 		t := e.next()
 		if t == nil {
 			break
@@ -286,7 +292,7 @@ func (e *engine) order() []string {
 func (e *engine) next() *roadmap.Task {
 	var best *roadmap.Task
 	for _, id := range e.order() {
-		if e.results[id].Status != TaskPending {
+		if e.results[id].Status != TaskPending || (e.o.only != nil && !e.o.only[id]) {
 			continue
 		}
 		t := e.rm.Task(id)
@@ -308,7 +314,7 @@ func (e *engine) next() *roadmap.Task {
 func (e *engine) blockRest(ctx context.Context) error {
 	for _, id := range e.order() {
 		r := e.results[id]
-		if r.Status != TaskPending {
+		if r.Status != TaskPending || (e.o.only != nil && !e.o.only[id]) {
 			continue
 		}
 		t := e.rm.Task(id)
@@ -726,6 +732,10 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 		e.roadmapData = ticked
 	}
 	if err := e.ws.Push(ctx); err != nil {
+		if errors.Is(err, ErrPushRejected) && e.o.only != nil {
+			// A task beside this one pushed first: join its work, verify the combination, go again.
+			return e.recombine(ctx, t, info)
+		}
 		return nil, fmt.Errorf("runner: %w", err)
 	}
 	if err := e.ws.DropParked(ctx, e.key(t.ID)); err != nil {

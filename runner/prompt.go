@@ -103,6 +103,9 @@ type failure struct {
 	verify      []verify.Result // every result, failing and passing
 	protected   []string
 	roadmapErr  string
+	// combine says why the verified change could not join the work of tasks that finished meanwhile
+	// (parallel tasks): a conflict, or the combined tree failing verification.
+	combine string
 }
 
 // summary is one line for events and escalations.
@@ -110,6 +113,8 @@ func (f *failure) summary() string {
 	switch {
 	case f.agentErr != "":
 		return "the agent failed: " + f.agentErr
+	case f.combine != "":
+		return f.combine
 	case f.roadmapErr != "":
 		return f.roadmapErr
 	case len(f.protected) > 0:

@@ -172,6 +172,12 @@ type Options struct {
 	Sandbox sandbox.Config
 	// AgentNetwork is what the agent's commands may reach inside the sandbox.
 	AgentNetwork sandbox.Network
+	// MaxParallel is how many independent tasks run at once (see parallel.go); 0 or 1 runs one task
+	// at a time. A dry run is always one at a time.
+	MaxParallel int
+	// only, when set, makes the engine a worker of a parallel run: it does these tasks and leaves
+	// the others to their own workers.
+	only map[string]bool
 	// Output, when set, receives the output of verification commands live.
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().

@@ -598,7 +598,8 @@ func (w *Workspace) Diff(ctx context.Context) (string, error) {
 }
 
 func rejected(out string) bool {
-	for _, s := range []string{"[rejected]", "non-fast-forward", "fetch first", "stale info"} {
+	// "cannot lock ref": two pushes raced on the remote and this one lost (parallel tasks).
+	for _, s := range []string{"[rejected]", "non-fast-forward", "fetch first", "stale info", "cannot lock ref"} {
 		if strings.Contains(out, s) {
 			return true
 		}
