@@ -471,7 +471,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	rep := NewReporter(gh, h.d.Store, h.d.Metrics, log, run)
 	opts := runner.Options{
 		Repo: run.CloneURL, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base, RunID: run.ID,
-		Agent: ag, MaxAttempts: run.MaxAttempts, Decisions: engineDecisions(run),
+		Agent: ag, MaxAttempts: run.MaxAttempts, MaxParallel: run.MaxParallel, Decisions: engineDecisions(run),
 		Env: h.d.Operator.Env, VerifyTimeout: time.Duration(h.d.Operator.VerifyTimeout),
 		StallTimeout: time.Duration(h.d.Operator.StallTimeout),
 		Budget:       runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)},

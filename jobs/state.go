@@ -110,6 +110,8 @@ type Run struct {
 	// BudgetCeilingUSD is the most `/akira run --budget` may give the run (0: no ceiling).
 	BudgetCeilingUSD float64       `json:"budget_ceiling_usd,omitempty"`
 	WorkTime         time.Duration `json:"work_time,omitempty"`
+	// MaxParallel is how many independent tasks the run does at once.
+	MaxParallel int `json:"max_parallel,omitempty"`
 	// TaskStartedAt is when the current task started; Activity the working job's last sign of life
 	// ("the agent is working", "verifying: go test ./...") and ActivityAt when (see progress.go).
 	TaskStartedAt time.Time `json:"task_started_at,omitzero"`

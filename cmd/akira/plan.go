@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
 )
 
@@ -19,12 +20,15 @@ func init() { subcommands = append(subcommands, newPlanCmd) }
 
 func newPlanCmd() *cobra.Command {
 	var asJSON bool
+	var parallel int
 	cmd := &cobra.Command{
 		Use:   "plan [PATH]",
 		Short: "Show the tasks of a roadmap and the order they will run in",
 		Long: `Plan reads a roadmap (ROADMAP.md by default; a markdown checklist, a spec-kit tasks.md,
 or a YAML/JSON task list chosen by extension), validates it and prints its tasks by phase
-with the execution order. Nothing is run.
+with the execution order; with --parallel N, the waves a run with up to N tasks at once goes in
+(tasks marked [P], and tasks that declare their dependencies, may share a wave; any other task
+runs alone). Nothing is run.
 
 Exit status: 0 when the roadmap is valid, 2 when it is invalid (every problem is printed
 on stderr), 1 on other failures such as a missing file.`,
@@ -36,14 +40,18 @@ on stderr), 1 on other failures such as a missing file.`,
 			if len(args) == 1 {
 				path = args[0]
 			}
-			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, asJSON)
+			if parallel < 1 || parallel > 32 {
+				return withExit(2, fmt.Errorf("--parallel: %d is out of range (1 to 32)", parallel))
+			}
+			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, asJSON, parallel)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the roadmap as JSON")
+	cmd.Flags().IntVar(&parallel, "parallel", 1, "show the waves of a run with up to this many tasks at once")
 	return cmd
 }
 
-func runPlan(stdout, stderr io.Writer, path string, asJSON bool) error {
+func runPlan(stdout, stderr io.Writer, path string, asJSON bool, parallel int) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, "ROADMAP.md")
 	}
@@ -65,7 +73,7 @@ func runPlan(stdout, stderr io.Writer, path string, asJSON bool) error {
 	if asJSON {
 		return writePlanJSON(stdout, r)
 	}
-	return writePlanText(stdout, r)
+	return writePlanText(stdout, r, parallel)
 }
 
 // planJSON is the documented shape of `akira plan --json`; arrays are never null.
@@ -129,7 +137,7 @@ func writePlanJSON(w io.Writer, r *roadmap.Roadmap) error {
 
 // writePlanText prints tasks grouped by phase (consecutive tasks of the same phase form a group),
 // then the order in which the pending tasks will run.
-func writePlanText(w io.Writer, r *roadmap.Roadmap) error {
+func writePlanText(w io.Writer, r *roadmap.Roadmap, parallel int) error {
 	var b strings.Builder
 	title := r.Title
 	if title == "" {
@@ -191,6 +199,12 @@ func writePlanText(w io.Writer, r *roadmap.Roadmap) error {
 		fmt.Fprintf(&b, "\nExecution order: %s (done tasks are skipped)\n", strings.Join(pending, ", "))
 	default:
 		fmt.Fprintf(&b, "\nExecution order: %s\n", strings.Join(pending, ", "))
+	}
+	if waves := runner.Waves(r, parallel); parallel > 1 && len(waves) > 0 {
+		fmt.Fprintf(&b, "\nWaves, up to %d tasks at once:\n", parallel)
+		for i, w := range waves {
+			fmt.Fprintf(&b, "  %d. %s\n", i+1, strings.Join(w, ", "))
+		}
 	}
 	// The table pads every title; lines without details would otherwise end in spaces.
 	lines := strings.Split(b.String(), "\n")

@@ -196,3 +196,21 @@ func TestPlanUsageErrors(t *testing.T) {
 		t.Errorf("unknown flag: exit %d, want 2", code)
 	}
 }
+
+// TestPlanWaves: --parallel shows the waves a run goes in; without it the output is unchanged.
+func TestPlanWaves(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ROADMAP.md")
+	if err := os.WriteFile(path, []byte("- [ ] T1 [P] a\n- [ ] T2 [P] b\n- [ ] T3 c (depends: T1)\n- [ ] T4 plain\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCmd(t, "plan", "--parallel", "3", path)
+	if code != 0 || !strings.Contains(out, "Waves, up to 3 tasks at once:\n  1. T1, T2\n  2. T3\n  3. T4\n") {
+		t.Errorf("exit %d, stderr %q, output:\n%s", code, stderr, out)
+	}
+	if out, _, _ := runCmd(t, "plan", path); strings.Contains(out, "Waves, up to") {
+		t.Errorf("waves shown without --parallel:\n%s", out)
+	}
+	if _, stderr, code := runCmd(t, "plan", "--parallel", "0", path); code != 2 || !strings.Contains(stderr, "--parallel") {
+		t.Errorf("--parallel 0: exit %d, %q", code, stderr)
+	}
+}

@@ -34,6 +34,7 @@ type runFlags struct {
 	sandboxRO                                 []string
 	configFile                                string
 	maxAttempts                               int
+	parallel                                  int
 	verify, skip, approve, env                []string
 	nonInteractive, json                      bool
 	verbose, dryRun                           bool
@@ -78,6 +79,7 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.StringVar(&f.agentName, "agent", "", "agent profile of --config, or a built-in agent: openai, anthropic (default: default_agent of --config)")
 	fl.StringVar(&f.model, "model", "", "model of the built-in agent, overriding the profile's")
 	fl.StringVar(&f.configFile, "config", os.Getenv("AKIRA_CONFIG"), "operator configuration file with agent profiles ($AKIRA_CONFIG)")
+	fl.IntVar(&f.parallel, "parallel", 1, "independent tasks ([P], or with declared dependencies) to run at once")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per task before asking a human (default: max_attempts of .github/akira.yml, else 3)")
 	fl.StringArrayVar(&f.sandboxRO, "sandbox-ro", nil, "directory the sandbox shows read-only besides the system's, e.g. a toolchain or the agent's script (repeatable)")
 	fl.StringArrayVar(&f.verify, "verify", nil, "verification command for tasks without their own verify lines (repeatable)")
@@ -100,6 +102,9 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 
 func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.parallel < 1 || f.parallel > 32 {
+		return withExit(2, fmt.Errorf("--parallel: %d is out of range (1 to 32)", f.parallel))
+	}
 	if f.maxAttempts < 0 {
 		return withExit(2, errors.New("--max-attempts must be positive"))
 	}
@@ -161,7 +166,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	}
 	opts := runner.Options{
 		Repo: repo, Roadmap: f.roadmap, Branch: f.branch, Base: f.base, RunID: f.runID,
-		Agent: ag, MaxAttempts: f.maxAttempts, Verify: f.verify, Skip: f.skip, Decisions: decisions,
+		Agent: ag, MaxAttempts: f.maxAttempts, MaxParallel: f.parallel, Verify: f.verify, Skip: f.skip, Decisions: decisions,
 		Env: append(append([]string{}, op.Env...), f.env...), AgentTimeout: f.agentTimeout, VerifyTimeout: verifyTimeout,
 		StallTimeout: stallTimeout, DryRun: f.dryRun, ProtectedPaths: op.ProtectedPaths, Author: author,
 		WorkDir: f.workDir, Cache: localCache(), Reporter: reporter, GitAuth: gitAuthFromEnv(repo),

@@ -94,6 +94,9 @@ type Operator struct {
 	DefaultAgent string                  `yaml:"default_agent"`
 	Agents       map[string]AgentProfile `yaml:"agents"`
 	MaxAttempts  int                     `yaml:"max_attempts"`
+	// MaxParallel is how many independent tasks ([P], or with declared dependencies) a run does at
+	// once: the default and the ceiling (a repository may only lower it). Default 1.
+	MaxParallel int `yaml:"max_parallel"`
 	// VerifyTimeout bounds each verification command.
 	VerifyTimeout Duration `yaml:"verify_timeout"`
 	// StallTimeout ends an attempt whose agent showed no output and changed no file for this long
@@ -122,12 +125,14 @@ type Triggers struct {
 
 // Repo is a repository's .github/akira.yml.
 type Repo struct {
-	Roadmap        string   `yaml:"roadmap"`
-	Specs          []string `yaml:"specs"`
-	BranchPrefix   string   `yaml:"branch_prefix"`
-	Agent          string   `yaml:"agent"`
-	Verify         []string `yaml:"verify"`
-	MaxAttempts    int      `yaml:"max_attempts"`
+	Roadmap      string   `yaml:"roadmap"`
+	Specs        []string `yaml:"specs"`
+	BranchPrefix string   `yaml:"branch_prefix"`
+	Agent        string   `yaml:"agent"`
+	Verify       []string `yaml:"verify"`
+	MaxAttempts  int      `yaml:"max_attempts"`
+	// MaxParallel lowers the operator's max_parallel for this repository's runs (never raises it).
+	MaxParallel    int      `yaml:"max_parallel"`
 	Allowlist      []string `yaml:"allowlist"`
 	ProtectedPaths []string `yaml:"protected_paths"`
 	Triggers       Triggers `yaml:"triggers"`
@@ -237,6 +242,9 @@ func ParseRepo(data []byte) (Repo, error) {
 	if r.Plan != PlanComment && r.Plan != PlanAuto {
 		errs = append(errs, fmt.Errorf("plan: %q is not %q or %q", r.Plan, PlanComment, PlanAuto))
 	}
+	if r.MaxParallel < 0 || r.MaxParallel > 32 {
+		errs = append(errs, fmt.Errorf("max_parallel: %d is out of range (1 to 32)", r.MaxParallel))
+	}
 	if r.MaxAttempts < 0 || r.MaxAttempts > 10 {
 		errs = append(errs, fmt.Errorf("max_attempts: %d is out of range (1 to 10)", r.MaxAttempts))
 	}
@@ -301,6 +309,9 @@ func ParseOperator(data []byte) (Operator, error) {
 	var errs []error
 	if op.MaxAttempts < 1 || op.MaxAttempts > 10 {
 		errs = append(errs, fmt.Errorf("max_attempts: %d is out of range (1 to 10)", op.MaxAttempts))
+	}
+	if op.MaxParallel < 0 || op.MaxParallel > 32 {
+		errs = append(errs, fmt.Errorf("max_parallel: %d is out of range (1 to 32)", op.MaxParallel))
 	}
 	for key, b := range map[string]Budget{"budget": op.Budget, "budget_ceiling": op.BudgetCeiling} {
 		if err := b.check(key); err != nil {
@@ -397,6 +408,16 @@ func (o Operator) ValidateRepo(r Repo) error {
 }
 
 // MaxAttemptsFor is the repository's max_attempts when set, else the operator's.
+// MaxParallelFor is how many tasks a repository's run does at once: the operator's max_parallel
+// (default 1), lowered by the repository's.
+func (o Operator) MaxParallelFor(r Repo) int {
+	n := max(o.MaxParallel, 1)
+	if r.MaxParallel > 0 && r.MaxParallel < n {
+		n = r.MaxParallel
+	}
+	return n
+}
+
 func (o Operator) MaxAttemptsFor(r Repo) int {
 	if r.MaxAttempts > 0 {
 		return r.MaxAttempts
