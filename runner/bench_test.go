@@ -159,3 +159,30 @@ func BenchmarkTaskGrowth(b *testing.B) {
 	}
 	b.ReportMetric(growths[len(growths)-1], "growth")
 }
+
+// BenchmarkParallel runs a roadmap of three [P] tasks whose agent takes three seconds each (as the
+// issue that asked for parallel tasks measured), one at a time
+// and then three at once, in the same run: parallel-x-sequential is the ratio of the wall times
+// (goal 0.5 or less: the engine's own work per task is small beside an agent's).
+func BenchmarkParallel(b *testing.B) {
+	const plan = "- [ ] T1 [P] One\n- [ ] T2 [P] Two\n- [ ] T3 [P] Three\n"
+	agent := &agent.Exec{Command: `sleep 3; echo "$AKIRA_TASK_TITLE" > "$AKIRA_TASK_ID.txt"`}
+	run := func(parallel int) time.Duration {
+		repo := gittest.New(b, map[string]string{"ROADMAP.md": plan})
+		start := time.Now()
+		out, err := Run(context.Background(), Options{Repo: repo.Remote, Agent: agent, Verify: []string{"true"}, WorkDir: b.TempDir(),
+			MaxParallel: parallel, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil || out.Status != StatusSucceeded {
+			b.Fatalf("Run: %v (%s)", err, out.Status)
+		}
+		return time.Since(start)
+	}
+	var seq, par time.Duration
+	for range b.N {
+		seq += run(1)
+		par += run(3)
+	}
+	b.ReportMetric(float64(par)/float64(seq), "parallel-x-sequential")
+	b.Logf("akira-bench: parallel.sequential.seconds %.2f", seq.Seconds()/float64(b.N))
+	b.Logf("akira-bench: parallel.parallel.seconds %.2f", par.Seconds()/float64(b.N))
+}

@@ -37,6 +37,8 @@ type engine struct {
 	taskStart   time.Time // when the current task started, for durations reported before it ends
 	// halted says why no further task starts (the budget is reached); "" while the run goes on.
 	halted string
+	// checkpointing says this worker holds Options.checkpoints (a combination checkpoints again).
+	checkpointing bool
 }
 
 func (e *engine) run(ctx context.Context) (out Outcome, err error) {
@@ -703,6 +705,11 @@ type checkpointInfo struct {
 // checkpoint ticks the task, commits everything in one commit and pushes it. A failure means the
 // work cannot be a checkpoint (the roadmap no longer parses, protected paths changed).
 func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpointInfo) (*failure, error) {
+	if e.o.checkpoints != nil && !e.checkpointing {
+		e.o.checkpoints.Lock()
+		e.checkpointing = true
+		defer func() { e.checkpointing = false; e.o.checkpoints.Unlock() }()
+	}
 	r := e.results[t.ID]
 	var ticked []byte
 	if e.roadmapPath != "" {

@@ -139,11 +139,12 @@ func (e *engine) runParallel(ctx context.Context) (aborted bool, err error) {
 		results := make([]result, len(wave))
 		var wg sync.WaitGroup
 		spent := e.spent()
-		var escalating sync.Mutex
+		var escalating, checkpoints sync.Mutex
 		for i, t := range wave {
 			o := e.o
 			o.Reporter = serial.forTask(t.ID)
 			o.only = map[string]bool{t.ID: true}
+			o.checkpoints = &checkpoints
 			o.Branch, o.Base = e.ws.Branch, e.ws.Base
 			o.StartCommit, o.MaxParallel = false, 0
 			o.Spent = spent

@@ -20,6 +20,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/akira-bot/akira/runner/agent"
@@ -178,6 +179,9 @@ type Options struct {
 	// only, when set, makes the engine a worker of a parallel run: it does these tasks and leaves
 	// the others to their own workers.
 	only map[string]bool
+	// checkpoints, shared by the workers of a parallel run, lets one checkpoint at a time be made
+	// and pushed: a worker whose branch moved combines once, instead of racing the others again.
+	checkpoints *sync.Mutex
 	// Output, when set, receives the output of verification commands live.
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().

@@ -40,6 +40,7 @@ func main() {
 	steps := []step{
 		{"engine overhead per task", "./runner/", "^$", "^BenchmarkTaskOverhead$", overheadTasks, true},
 		{"per-task overhead as tasks accumulate", "./runner/", "^$", "^BenchmarkTaskGrowth$", "1x", true},
+		{"parallel tasks", "./runner/", "^$", "^BenchmarkParallel$", "1x", true},
 		{"webhook acknowledgement", "./e2e/", "^$", "^BenchmarkWebhookAck$", ackRounds, true},
 		{"workspaces", "./runner/workspace/", "^$", "^BenchmarkWorkspace$", "1x", true},
 		{"recovery after SIGKILL", "./e2e/", "^TestWorkerKilledMidRun$", "", "", false},
@@ -130,6 +131,8 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 	n := get("tasks.count")
 	rows = append(rows, ratioRow(fmt.Sprintf("per-task time, last 20 of %.0f tasks vs first 20 (medians)", n), "ms",
 		get("tasks.last.ms"), get("tasks.first.ms"), "first 20 tasks", 1.1))
+	rows = append(rows, ratioRow("three [P] tasks with a 3 s agent, 3 at once", "s",
+		get("parallel.parallel.seconds"), get("parallel.sequential.seconds"), "one at a time", 0.5))
 	if len(missing) > 0 {
 		return fmt.Errorf("figures missing from the benchmarks' output: %s", strings.Join(missing, ", "))
 	}
