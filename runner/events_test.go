@@ -114,3 +114,41 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalParallelTasks: with several tasks in progress, each line about a task names it, and
+// the status line shows every running task.
+func TestTerminalParallelTasks(t *testing.T) {
+	var b bytes.Buffer
+	term := NewTerminal(&b, true)
+	term.color = false
+	ctx := context.Background()
+	now := time.Now()
+	for _, ev := range []Event{
+		{Type: EventRunStarted, Roadmap: "ROADMAP.md", Branch: "akira/roadmap", Tasks: []TaskResult{{ID: "T1", Status: TaskPending}, {ID: "T2", Status: TaskPending}}},
+		{Type: EventTaskStarted, TaskID: "T1", TaskTitle: "One", Time: now},
+		{Type: EventTaskStarted, TaskID: "T2", TaskTitle: "Two", Time: now},
+		{Type: EventAgentFinished, TaskID: "T2", Duration: time.Second},
+	} {
+		if err := term.Report(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := b.String()
+	term.Close()
+	if !strings.Contains(out, "[T2] · agent done") {
+		t.Errorf("the agent line does not name its task:\n%s", out)
+	}
+	if !strings.Contains(out, "T1 starting") || !strings.Contains(out, "T2 starting") {
+		t.Errorf("the status line does not show both running tasks:\n%q", out)
+	}
+	b.Reset()
+	if err := term.Report(ctx, Event{Type: EventTaskCheckpointed, TaskID: "T1", TaskTitle: "One", Commit: "0123456789abcdef"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Report(ctx, Event{Type: EventAgentFinished, TaskID: "T2", Duration: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "[T2]") {
+		t.Errorf("with one task left, lines are not prefixed:\n%s", b.String())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -24,14 +25,41 @@ type Terminal struct {
 	color bool
 
 	total, settled int
-	task, title    string
-	attempt, max   int
-	taskStart      time.Time
-	phase          string // what the current task is doing: agent, verify
-	statusShown    bool
-	paused         bool // while a human is asked, the status line stays away
-	stop           chan struct{}
-	stopped        chan struct{}
+	// running are the tasks in progress, in the order they started (several in a parallel run).
+	running     []*liveTask
+	statusShown bool
+	paused      bool // while a human is asked, the status line stays away
+	stop        chan struct{}
+	stopped     chan struct{}
+}
+
+// liveTask is a task in progress as the status line shows it.
+type liveTask struct {
+	id, title    string
+	attempt, max int
+	start        time.Time
+	phase        string // what the task is doing: agent, verify
+}
+
+func (t *Terminal) task(id string) *liveTask {
+	for _, r := range t.running {
+		if r.id == id {
+			return r
+		}
+	}
+	return &liveTask{id: id} // an event of a task not seen starting: shown nowhere
+}
+
+func (t *Terminal) done(id string) {
+	t.running = slices.DeleteFunc(t.running, func(r *liveTask) bool { return r.id == id })
+}
+
+// indent starts the lines about a task: with several tasks in progress, they name it.
+func (t *Terminal) indent(id string) string {
+	if len(t.running) > 1 {
+		return "  " + t.c(dim, "["+id+"]") + " "
+	}
+	return "  "
 }
 
 // NewTerminal writes the view to w; live enables the status line and colors.
@@ -139,30 +167,32 @@ func (t *Terminal) print(ev Event) {
 			}
 		}
 	case EventTaskStarted:
-		t.task, t.title, t.attempt, t.max, t.taskStart, t.phase = ev.TaskID, ev.TaskTitle, 0, ev.MaxAttempts, ev.Time, ""
+		t.done(ev.TaskID)
+		t.running = append(t.running, &liveTask{id: ev.TaskID, title: ev.TaskTitle, max: ev.MaxAttempts, start: ev.Time})
 		phase := ""
 		if ev.Phase != "" {
 			phase = t.c(dim, "  ["+ev.Phase+"]")
 		}
 		t.printf("%s %s %s%s\n", t.c(bold, "▶"), t.c(bold, ev.TaskID), ev.TaskTitle, phase)
 	case EventAttemptStarted:
-		t.attempt, t.phase = ev.Attempt, "agent"
+		lt := t.task(ev.TaskID)
+		lt.attempt, lt.phase = ev.Attempt, "agent"
 		if ev.Attempt > 1 {
-			t.printf("  ↻ attempt %d%s, with the feedback of the last one\n", ev.Attempt, t.ofMax(ev.MaxAttempts))
+			t.printf("%s↻ attempt %d%s, with the feedback of the last one\n", t.indent(ev.TaskID), ev.Attempt, t.ofMax(ev.MaxAttempts))
 		}
 	case EventAgentFinished:
 		if ev.Message != "" {
-			t.printf("  %s agent: %s %s\n", t.c(red, "✗"), ev.Message, t.c(dim, "("+FormatDuration(ev.Duration)+")"))
+			t.printf("%s%s agent: %s %s\n", t.indent(ev.TaskID), t.c(red, "✗"), ev.Message, t.c(dim, "("+FormatDuration(ev.Duration)+")"))
 		} else {
-			t.printf("  · agent done %s\n", t.c(dim, "("+FormatDuration(ev.Duration)+usageText(ev)+")"))
+			t.printf("%s· agent done %s\n", t.indent(ev.TaskID), t.c(dim, "("+FormatDuration(ev.Duration)+usageText(ev)+")"))
 		}
 	case EventVerifyStarted:
-		t.phase = "verify"
+		t.task(ev.TaskID).phase = "verify"
 		msg := ev.Message
 		if ev.VerifyPlan != nil && ev.VerifyPlan.Source == verify.SourceNone {
 			msg = t.c(yellow, msg)
 		}
-		t.printf("  · %s\n", msg)
+		t.printf("%s· %s\n", t.indent(ev.TaskID), msg)
 	case EventVerifyFinished:
 		for _, r := range ev.Verify {
 			mark := t.c(green, "✓")
@@ -173,10 +203,10 @@ func (t *Terminal) print(ev Event) {
 					status = " timed out"
 				}
 			}
-			t.printf("    %s %s%s %s\n", mark, r.Command, status, t.c(dim, "("+FormatDuration(r.Duration)+")"))
+			t.printf("%s  %s %s%s %s\n", t.indent(ev.TaskID), mark, r.Command, status, t.c(dim, "("+FormatDuration(r.Duration)+")"))
 		}
 	case EventAttemptFailed:
-		t.printf("  %s attempt %d failed: %s\n", t.c(red, "✗"), ev.Attempt, ev.Message)
+		t.printf("%s%s attempt %d failed: %s\n", t.indent(ev.TaskID), t.c(red, "✗"), ev.Attempt, ev.Message)
 		for _, r := range ev.Verify {
 			if !r.Passed() {
 				for _, l := range keyLines(r.Output, 6) {
@@ -185,6 +215,7 @@ func (t *Terminal) print(ev Event) {
 			}
 		}
 	case EventTaskCheckpointed:
+		t.done(ev.TaskID)
 		t.settled++
 		note := ""
 		if ev.Message != "" {
@@ -210,6 +241,7 @@ func (t *Terminal) print(ev Event) {
 			t.printf("  · decision for %s: %s%s\n", ev.TaskID, ev.Decision.Kind, g)
 		}
 	case EventTaskParked:
+		t.done(ev.TaskID)
 		t.settled++
 		ref := ""
 		if ev.Escalation != nil && ev.Escalation.ParkedRef != "" {
@@ -217,13 +249,15 @@ func (t *Terminal) print(ev Event) {
 		}
 		t.printf("%s %s parked: %s%s\n", t.c(yellow, "⏸"), t.c(bold, ev.TaskID), ev.Message, ref)
 	case EventTaskSkipped:
+		t.done(ev.TaskID)
 		t.settled++
 		t.printf("%s %s %s %s\n", t.c(dim, "–"), ev.TaskID, ev.TaskTitle, t.c(dim, "("+ev.Message+")"))
 	case EventTaskBlocked:
+		t.done(ev.TaskID)
 		t.settled++
 		t.printf("%s %s %s %s\n", t.c(dim, "–"), ev.TaskID, ev.TaskTitle, t.c(dim, "("+ev.Message+")"))
 	case EventRunFinished:
-		t.task = ""
+		t.running = nil
 		if ev.Outcome != nil {
 			t.summary(*ev.Outcome)
 		}
@@ -299,23 +333,41 @@ func (t *Terminal) ofMax(n int) string {
 
 // drawStatus writes the status line without a newline; clearStatus removes it. Both hold t.mu.
 func (t *Terminal) drawStatus() {
-	if !t.live || t.paused || t.task == "" || t.total == 0 {
+	if !t.live || t.paused || len(t.running) == 0 || t.total == 0 {
 		return
 	}
 	const width = 20
 	filled := t.settled * width / t.total
 	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
+	if len(t.running) > 1 {
+		// Several tasks at once: each one short, the line must stay one line.
+		parts := make([]string, 0, len(t.running))
+		for _, r := range t.running {
+			parts = append(parts, fmt.Sprintf("%s %s %s", r.id, cmpOr(r.phase, "starting"), FormatDuration(time.Since(r.start).Truncate(time.Second))))
+		}
+		t.printf("%s %d/%d · %s", bar, t.settled, t.total, strings.Join(parts, " · "))
+		t.statusShown = true
+		return
+	}
+	r := t.running[0]
 	attempt := ""
-	if t.attempt > 0 {
-		attempt = fmt.Sprintf(" · attempt %d%s", t.attempt, t.ofMax(t.max))
+	if r.attempt > 0 {
+		attempt = fmt.Sprintf(" · attempt %d%s", r.attempt, t.ofMax(r.max))
 	}
 	phase := ""
-	if t.phase != "" {
-		phase = " · " + t.phase
+	if r.phase != "" {
+		phase = " · " + r.phase
 	}
-	t.printf("%s %d/%d · %s %s%s%s · %s", bar, t.settled, t.total, t.task, truncate(t.title, 40), attempt, phase,
-		FormatDuration(time.Since(t.taskStart).Truncate(time.Second)))
+	t.printf("%s %d/%d · %s %s%s%s · %s", bar, t.settled, t.total, r.id, truncate(r.title, 40), attempt, phase,
+		FormatDuration(time.Since(r.start).Truncate(time.Second)))
 	t.statusShown = true
+}
+
+func cmpOr(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
 }
 
 func (t *Terminal) clearStatus() {
