@@ -59,8 +59,14 @@ func progressData(run *Run, now time.Time) templates.Progress {
 	p.Left, p.Estimated = estimate(run, now)
 	for _, t := range run.Tasks {
 		p.CostUSD += t.CostUSD
-		if t.Status == templates.StatusRunning {
+		if t.Status != templates.StatusRunning {
+			continue
+		}
+		// The first task in progress is told in full; in a parallel run the others are named.
+		if p.TaskID == "" {
 			p.TaskID, p.TaskTitle, p.Attempt = t.ID, t.Title, t.Attempts
+		} else {
+			p.Also = append(p.Also, templates.Task{ID: t.ID, Title: t.Title})
 		}
 	}
 	p.MaxAttempts = run.MaxAttempts

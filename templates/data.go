@@ -390,6 +390,8 @@ type Progress struct {
 	// Left is the estimate of the time the remaining tasks take; Estimated says there is one.
 	Left      time.Duration
 	Estimated bool
+	// Also are the other tasks in progress (a parallel run), by id and title.
+	Also []Task
 }
 
 // CheckRun is a task's check-run output (both checkrun_summary and checkrun_text).

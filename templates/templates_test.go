@@ -92,6 +92,8 @@ var cases = []struct {
 		Tasks: []Task{{ID: "1", Title: "First", Status: StatusPassed, Checkpoint: sha1}, {ID: "2", Title: "Second", Status: StatusPending}}}},
 	{"progress", "progress", Progress{TaskID: "1.2", TaskTitle: "Add the parser", Attempt: 2, MaxAttempts: 3, TaskFor: 3*time.Minute + 12*time.Second,
 		Activity: "verifying: go test ./...", ActivityAgo: 12 * time.Second, CostUSD: 0.42, Left: 14 * time.Minute, Estimated: true}},
+	{"progress_parallel", "progress", Progress{TaskID: "T1", TaskTitle: "Add the parser", Attempt: 1, TaskFor: time.Minute,
+		Also: []Task{{ID: "T2", Title: "Add the printer"}, {ID: "T3", Title: "Add the docs"}}}},
 	{"progress_first_task", "progress", Progress{TaskID: "1.1", TaskTitle: "Set up", Attempt: 1, Activity: "the agent is working on attempt 1"}},
 	{"summary_running_progress", "summary", Summary{RunID: "r11", State: RunRunning,
 		Tasks:    []Task{{ID: "1.1", Title: "Set up", Status: StatusPassed, Attempts: 1, Duration: 4 * time.Minute, Checkpoint: sha1}, {ID: "1.2", Title: "Add the parser", Status: StatusRunning, Attempts: 2}},
