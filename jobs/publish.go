@@ -119,7 +119,7 @@ func summaryData(r *Run) templates.Summary {
 	}
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
-			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL,
+			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL, Unverified: t.Unverified && t.Status == templates.StatusPassed,
 			Usage: templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD}}
 		if t.Checkpoint != "" && r.RepoURL != "" {
 			tt.CheckpointURL = r.RepoURL + "/commit/" + t.Checkpoint

@@ -82,6 +82,7 @@ func recordTaskStarted(run *Run, ev runner.Event) error {
 	if t.Status != templates.StatusEscalated {
 		t.Status = templates.StatusRunning
 	}
+	t.Accept = ev.Accept
 	return nil
 }
 
@@ -109,7 +110,7 @@ func recordCheckpointed(run *Run, ev runner.Event) error {
 	if err != nil {
 		return err
 	}
-	t.Status, t.Checkpoint, t.Note = templates.StatusPassed, ev.Commit, ev.Message
+	t.Status, t.Checkpoint, t.Note, t.Unverified = templates.StatusPassed, ev.Commit, ev.Message, ev.Unverified
 	if ev.Attempt > 0 {
 		t.Attempts = ev.Attempt
 	}

@@ -323,8 +323,11 @@ func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error 
 		}
 	}
 	title := "Verified"
-	if ev.Message != "" {
+	switch {
+	case ev.Message != "":
 		title = "Approved"
+	case ev.Unverified:
+		title = "Checkpointed, unverified"
 	}
 	if err := r.finishCheckRun(ctx, t, templates.StatusPassed, ev.Message, CheckRun{Conclusion: ConclusionSuccess, Title: title}); err != nil {
 		return err
@@ -406,7 +409,7 @@ func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason
 		RunID: r.runID, TaskID: t.ID, TaskTitle: t.Title, Status: status, Attempt: attempt, MaxAttempts: r.maxAttempts,
 		Reason: reason, Verify: commands(r.verify[t.ID]), Agent: r.run.Agent, Duration: t.Duration,
 		Usage:    templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
-		Attempts: r.attempts[t.ID],
+		Attempts: r.attempts[t.ID], Accept: t.Accept, Unverified: t.Unverified,
 	}
 	if status == templates.StatusPassed {
 		d.Checkpoint = t.Checkpoint

@@ -157,6 +157,10 @@ type TaskState struct {
 	// Checkpoint is the commit that finished the task.
 	Checkpoint string `json:"checkpoint,omitempty"`
 	Note       string `json:"note,omitempty"`
+	// Accept are the task's acceptance criteria; Unverified says its checkpoint was made with no
+	// verification command run and no criteria stated.
+	Accept     []string `json:"accept,omitempty"`
+	Unverified bool     `json:"unverified,omitempty"`
 	// Escalations counts how often the task was escalated; EscalationCommentID is the comment of the
 	// latest escalation.
 	Escalations         int     `json:"escalations,omitempty"`

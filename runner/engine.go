@@ -342,7 +342,7 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 	r := e.results[t.ID]
 	e.taskStart = time.Now()
 	defer func() { r.Duration += time.Since(e.taskStart) }()
-	if err := e.emit(ctx, e.taskEvent(EventTaskStarted, t, Event{MaxAttempts: e.o.MaxAttempts})); err != nil {
+	if err := e.emit(ctx, e.taskEvent(EventTaskStarted, t, Event{MaxAttempts: e.o.MaxAttempts, Accept: t.Accept})); err != nil {
 		return err
 	}
 	guidance := ""
@@ -753,8 +753,10 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 	if info.approved {
 		r.Note = "approved without passing verification"
 	}
+	// Nothing checked this work: no command ran and the task states no criteria a reviewer could.
+	r.Unverified = !info.approved && len(info.verify) == 0 && len(t.Accept) == 0
 	return nil, e.emit(ctx, e.taskEvent(EventTaskCheckpointed, t, Event{Attempt: r.Attempts, Commit: sha, Changed: changed,
-		Verify: info.verify, Duration: r.Duration + time.Since(e.taskStart), Usage: &r.Usage, Message: r.Note}))
+		Verify: info.verify, Duration: r.Duration + time.Since(e.taskStart), Usage: &r.Usage, Message: r.Note, Unverified: r.Unverified}))
 }
 
 // tick marks the task done in the roadmap file, byte for byte otherwise, and returns the new content.

@@ -69,6 +69,11 @@ type Event struct {
 
 	VerifyPlan *verify.Plan    `json:"verify_plan,omitempty"`
 	Verify     []verify.Result `json:"verify,omitempty"`
+	// Accept are the task's acceptance criteria (task_started): with no judge, a reviewer's checklist.
+	Accept []string `json:"accept,omitempty"`
+	// Unverified says a checkpoint was made with no verification command run and no acceptance
+	// criteria stated (task_checkpointed): nothing but the agent vouches for it.
+	Unverified bool `json:"unverified,omitempty"`
 	// Changed are the paths the attempt changed (task_checkpointed).
 	Changed  []string      `json:"changed,omitempty"`
 	Feedback string        `json:"feedback,omitempty"`

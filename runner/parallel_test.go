@@ -175,3 +175,26 @@ func TestWaves(t *testing.T) {
 		t.Errorf("Waves with 1 at a time = %v; want six waves", got)
 	}
 }
+
+// TestUnverifiedTasks: a checkpoint with no verification command and no acceptance criteria is
+// marked unverified; one with either is not; the criteria are reported when the task starts.
+func TestUnverifiedTasks(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": "- [ ] T1 Docs\n- [ ] T2 Checked\n  - verify: `test -f T2.txt`\n- [ ] T3 Reviewed\n  - accept: the page reads well\n"})
+	out, rec, err := f.run(t, Options{Agent: f.agent(logCall + `echo x > "$AKIRA_TASK_ID.txt"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range out.Tasks {
+		got[r.ID] = r.Unverified
+	}
+	if !got["T1"] || got["T2"] || got["T3"] {
+		t.Errorf("unverified = %v; want only T1", got)
+	}
+	if cp := rec.of(EventTaskCheckpointed, "T1"); len(cp) != 1 || !cp[0].Unverified {
+		t.Errorf("T1's checkpoint event does not say unverified: %+v", cp)
+	}
+	if st := rec.of(EventTaskStarted, "T3"); len(st) != 1 || !slices.Equal(st[0].Accept, []string{"the page reads well"}) {
+		t.Errorf("T3's start event carries %+v; want its criterion", st)
+	}
+}

@@ -270,6 +270,8 @@ type TaskResult struct {
 	// Note says why a task has its status when that is not obvious ("ticked in the roadmap",
 	// "blocked by 1.2 (parked)", "approved without passing verification").
 	Note string `json:"note,omitempty"`
+	// Unverified: checkpointed with no verification command run and no acceptance criteria stated.
+	Unverified bool `json:"unverified,omitempty"`
 }
 
 // Outcome is the result of a run.

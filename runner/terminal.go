@@ -221,6 +221,9 @@ func (t *Terminal) print(ev Event) {
 		if ev.Message != "" {
 			note = ", " + ev.Message
 		}
+		if ev.Unverified {
+			note += ", unverified: nothing checked it"
+		}
 		t.printf("%s %s %s → %s %s\n", t.c(green, "✓"), t.c(bold, ev.TaskID), ev.TaskTitle, short(ev.Commit),
 			t.c(dim, fmt.Sprintf("(%s, %s%s)", plural(ev.Attempt, "attempt"), FormatDuration(ev.Duration), note)))
 	case EventTaskEscalated:
@@ -280,6 +283,10 @@ func (t *Terminal) summary(o Outcome) {
 			fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tDURATION\tCOMMIT\tNOTE")
 		}
 		for _, r := range o.Tasks {
+			status := string(r.Status)
+			if r.Unverified {
+				status += " (unverified)"
+			}
 			dur := "-"
 			if r.Duration > 0 {
 				dur = FormatDuration(r.Duration)
@@ -296,10 +303,10 @@ func (t *Terminal) summary(o Outcome) {
 				if n := r.Usage.InputTokens + r.Usage.OutputTokens; n > 0 {
 					tokens = fmt.Sprint(n)
 				}
-				fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), r.Status, r.Attempts, dur, cost, tokens, commit, r.Note)
+				fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, cost, tokens, commit, r.Note)
 				continue
 			}
-			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), r.Status, r.Attempts, dur, commit, r.Note)
+			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, commit, r.Note)
 		}
 		tw.Flush()
 	}

@@ -21,6 +21,8 @@ type Task struct {
 	CheckRunURL   string
 	// Usage is what the task's agent reported using (shown when any task reported some).
 	Usage Usage
+	// Unverified: checkpointed with no verification command run and no acceptance criteria stated.
+	Unverified bool
 }
 
 // Usage is what the agent consumed; zero fields are unknown and left out.
@@ -414,6 +416,10 @@ type CheckRun struct {
 	CheckpointURL string
 	// Attempts are shown in the text, newest last.
 	Attempts []Attempt
+	// Accept are the task's acceptance criteria: with no judge, a checklist for the reviewer.
+	Accept []string
+	// Unverified: checkpointed with no verification command run and no acceptance criteria stated.
+	Unverified bool
 }
 
 // Attempt is one attempt's record in the check run's text.
