@@ -510,6 +510,7 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guidance string)
 			return err
 		}
 		if f == nil {
+			e.learn(ctx, t, guidance)
 			return nil
 		}
 		last = f
@@ -601,9 +602,15 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	if plan.Source == verify.SourceDetected || plan.Source == verify.SourceNone {
 		promptVerify = nil
 	}
+	learnt := e.lessonsFor(ctx, t)
 	prompt := buildPrompt(promptInput{roadmap: e.rm, source: e.source, task: t, attempt: n, maxAttempts: e.o.MaxAttempts,
-		verify: promptVerify, verifyNote: verifyNote, protected: e.o.ProtectedPaths, feedback: feedback, context: e.o.Context})
-	if err := e.emit(ctx, e.taskEvent(EventAttemptStarted, t, Event{Attempt: n, MaxAttempts: e.o.MaxAttempts, Feedback: feedback})); err != nil {
+		verify: promptVerify, verifyNote: verifyNote, protected: e.o.ProtectedPaths, feedback: feedback, context: e.o.Context,
+		lessons: learnt})
+	var used []string
+	for _, l := range learnt {
+		used = append(used, l.ID+": "+oneLine(l.Text))
+	}
+	if err := e.emit(ctx, e.taskEvent(EventAttemptStarted, t, Event{Attempt: n, MaxAttempts: e.o.MaxAttempts, Feedback: feedback, Lessons: used})); err != nil {
 		return nil, err
 	}
 

@@ -69,6 +69,8 @@ type Event struct {
 
 	VerifyPlan *verify.Plan    `json:"verify_plan,omitempty"`
 	Verify     []verify.Result `json:"verify,omitempty"`
+	// Lessons are the lessons given to the attempt (attempt_started), as "<id>: <text>".
+	Lessons []string `json:"lessons,omitempty"`
 	// Accept are the task's acceptance criteria (task_started): with no judge, a reviewer's checklist.
 	Accept []string `json:"accept,omitempty"`
 	// Unverified says a checkpoint was made with no verification command run and no acceptance

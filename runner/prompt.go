@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/verify"
 )
@@ -24,6 +25,8 @@ type promptInput struct {
 	feedback    string
 	// context is the caller's own section (the review a task addresses).
 	context string
+	// lessons are what people taught Akira in this repository before, relevant to this task.
+	lessons []lessons.Lesson
 }
 
 // buildPrompt states the task for the agent: what to do, how it is checked, the rules of the
@@ -76,6 +79,13 @@ func buildPrompt(in promptInput) string {
 	}
 	if c := strings.TrimSpace(in.context); c != "" {
 		b.WriteString("\n" + c + "\n")
+	}
+	if len(in.lessons) > 0 {
+		b.WriteString("\n## Lessons from earlier runs in this repository\n\n")
+		b.WriteString("People who work on this repository taught these to earlier runs; follow them where they apply.\n\n")
+		for _, l := range in.lessons {
+			fmt.Fprintf(&b, "- %s (%s)\n", strings.Join(strings.Fields(l.Text), " "), l.Source)
+		}
 	}
 	b.WriteString("\n## Rules\n")
 	b.WriteString("- Change only files inside this repository. Do not commit, push or switch branches: Akira " +

@@ -25,6 +25,7 @@ import (
 
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/runner/verify"
 	"github.com/akira-bot/akira/runner/workspace"
@@ -173,6 +174,9 @@ type Options struct {
 	Sandbox sandbox.Config
 	// AgentNetwork is what the agent's commands may reach inside the sandbox.
 	AgentNetwork sandbox.Network
+	// Lessons, when set, is the repository's memory: the relevant lessons go into each task's prompt,
+	// and the guidance of a retry that then succeeded is kept as a new lesson.
+	Lessons lessons.Store
 	// MaxParallel is how many independent tasks run at once (see parallel.go); 0 or 1 runs one task
 	// at a time. A dry run is always one at a time.
 	MaxParallel int

@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/akira-bot/akira/runner/lessons"
+)
+
+// learningAgent passes a "flaky" task only when its prompt holds the magic word; it keeps every
+// prompt in $LOG.
+const learningAgent = logCall + `cp "$AKIRA_PROMPT_FILE" "$LOG/prompt-$AKIRA_TASK_ID-$AKIRA_ATTEMPT"
+case "$AKIRA_TASK_TITLE" in
+*flaky*) grep -q MAGIC-WORD "$AKIRA_PROMPT_FILE" || exit 3 ;;
+esac
+echo done > "$AKIRA_TASK_ID.txt"`
+
+// TestLessonCarriedIntoLaterRun: the guidance a person gave to a retry that then succeeded is kept,
+// and a later run's related task gets it in its prompt (and passes at once), an unrelated one not.
+func TestLessonCarriedIntoLaterRun(t *testing.T) {
+	store := &lessons.FileStore{Path: filepath.Join(t.TempDir(), "lessons.json")}
+	f1 := newFixture(t, map[string]string{"ROADMAP.md": "- [ ] T1 Add a flaky parser\n"})
+	retry := func(context.Context, Escalation) (Decision, error) {
+		return Decision{Kind: DecisionRetry, Guidance: "the flaky parser tests pass only with the MAGIC-WORD seed"}, nil
+	}
+	out, _, err := f1.run(t, Options{Agent: f1.agent(learningAgent), MaxAttempts: 1, Escalate: retry, Lessons: store})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("run 1: %v (%s)", err, out.Status)
+	}
+	ls, _ := store.List(context.Background())
+	if len(ls) != 1 || !strings.Contains(ls[0].Text, "MAGIC-WORD") || !strings.Contains(ls[0].Source, "T1 Add a flaky parser") {
+		t.Fatalf("lessons after run 1: %+v", ls)
+	}
+
+	f2 := newFixture(t, map[string]string{"ROADMAP.md": "- [ ] T1 Add another flaky parser\n- [ ] T2 Write the release notes\n"})
+	noHuman := func(context.Context, Escalation) (Decision, error) { return Decision{Kind: DecisionPark}, nil }
+	out, rec, err := f2.run(t, Options{Agent: f2.agent(learningAgent), MaxAttempts: 1, Escalate: noHuman, Lessons: store})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("run 2: %v (%s); the lesson did not make the related task pass", err, out.Status)
+	}
+	wantCalls(t, f2, "T1:1", "T2:1")
+	p2, err := os.ReadFile(filepath.Join(f2.logs, "prompt-T2-1"))
+	if err != nil || strings.Contains(string(p2), "MAGIC-WORD") {
+		t.Errorf("the unrelated task's prompt got the lesson (%v)", err)
+	}
+	if st := rec.of(EventAttemptStarted, "T1"); len(st) != 1 || len(st[0].Lessons) != 1 || !strings.HasPrefix(st[0].Lessons[0], ls[0].ID+": ") {
+		t.Errorf("T1's attempt does not name the lesson it was given: %+v", st)
+	}
+}
