@@ -126,6 +126,9 @@ func (e *engine) prepare(ctx context.Context) error {
 	if len(e.o.Verify) == 0 {
 		e.o.Verify = repoCfg.Verify
 	}
+	if repoCfg.MemoryOff() {
+		e.o.Lessons = nil // memory: off in .github/akira.yml
+	}
 	for _, g := range repoCfg.ProtectedPaths {
 		if !slices.Contains(e.o.ProtectedPaths, g) {
 			e.o.ProtectedPaths = append(e.o.ProtectedPaths, g)

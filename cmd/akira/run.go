@@ -169,7 +169,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		Agent: ag, MaxAttempts: f.maxAttempts, MaxParallel: f.parallel, Verify: f.verify, Skip: f.skip, Decisions: decisions,
 		Env: append(append([]string{}, op.Env...), f.env...), AgentTimeout: f.agentTimeout, VerifyTimeout: verifyTimeout,
 		StallTimeout: stallTimeout, DryRun: f.dryRun, ProtectedPaths: op.ProtectedPaths, Author: author,
-		WorkDir: f.workDir, Cache: localCache(), Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
+		WorkDir: f.workDir, Cache: localCache(), Lessons: localLessons(repo), Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
 		Output: stream, Sandbox: box, AgentNetwork: agentNet,

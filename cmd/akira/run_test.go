@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 	akiraBin = filepath.Join(dir, "akira")
 	// The binary's repository cache stays in the test's directory, never the user's cache.
 	os.Setenv("AKIRA_CACHE_DIR", filepath.Join(dir, "cache"))
+	// And its memory: lessons live in the test's directory.
+	os.Setenv("AKIRA_MEMORY_DIR", filepath.Join(dir, "lessons"))
 	build := exec.Command("go", "build", "-o", akiraBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

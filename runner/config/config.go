@@ -141,7 +141,12 @@ type Repo struct {
 	// Plan says what `/akira run` does on an issue without task checkboxes once Akira has written a
 	// plan for it: PlanComment (default) posts the plan and waits for `/akira run`; PlanAuto runs it.
 	Plan string `yaml:"plan"`
+	// Memory is "on" (default: lessons from earlier runs reach prompts and new ones are kept) or "off".
+	Memory string `yaml:"memory"`
 }
+
+// MemoryOff says a repository turned its memory off.
+func (r Repo) MemoryOff() bool { return r.Memory == "off" }
 
 // Budget limits what a run may spend: agent cost in USD, agent tokens (input and output), and the
 // time its jobs work. A zero field is no limit.
@@ -238,6 +243,9 @@ func ParseRepo(data []byte) (Repo, error) {
 	}
 	if strings.ContainsAny(r.BranchPrefix, " ~^:?*[\\") || strings.Contains(r.BranchPrefix, "..") {
 		errs = append(errs, fmt.Errorf("branch_prefix: %q is not a valid git branch prefix", r.BranchPrefix))
+	}
+	if r.Memory != "" && r.Memory != "on" && r.Memory != "off" {
+		errs = append(errs, fmt.Errorf("memory: %q: want on or off", r.Memory))
 	}
 	if r.Plan != PlanComment && r.Plan != PlanAuto {
 		errs = append(errs, fmt.Errorf("plan: %q is not %q or %q", r.Plan, PlanComment, PlanAuto))

@@ -2,6 +2,8 @@ package lessons
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // FileStore keeps a repository's lessons in a JSON file: `akira run`'s memory, one file per
@@ -95,4 +99,18 @@ func (s *FileStore) Forget(_ context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	return true, s.save(ls)
+}
+
+// FileFor is the file of a repository's lessons under dir: named by the repository's last path
+// element and a hash of the whole address, so two repositories never share one.
+func FileFor(dir, repo string) string {
+	sum := sha256.Sum256([]byte(repo))
+	name := filepath.Base(strings.TrimSuffix(strings.TrimRight(repo, "/"), ".git"))
+	name = strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return '_'
+	}, name)
+	return filepath.Join(dir, name+"-"+hex.EncodeToString(sum[:8])+".json")
 }
