@@ -22,6 +22,8 @@ const (
 	CmdFix      CommandName = "fix"
 	CmdStop     CommandName = "stop"
 	CmdRollback CommandName = "rollback"
+	CmdRemember CommandName = "remember"
+	CmdForget   CommandName = "forget"
 	CmdApprove              = CommandName(runner.DecisionApprove)
 	CmdRetry                = CommandName(runner.DecisionRetry)
 	CmdSkip                 = CommandName(runner.DecisionSkip)
@@ -31,7 +33,7 @@ const (
 )
 
 // commandNames is the order commands are listed in help and tried for did-you-mean.
-var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdStop, CmdRollback, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
+var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdStop, CmdRollback, CmdRemember, CmdForget, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
 
 // ParseResult is what a comment asks of Akira: a Command, a Reply to post at once, or Ignore.
 type ParseResult interface{ parseResult() }
@@ -83,14 +85,16 @@ var (
 	// One anchored expression per command, applied to the text after "/akira ". Only retry reads past its
 	// own line, because its guidance may span lines.
 	commandREs = map[CommandName]*regexp.Regexp{
-		CmdRun:     regexp.MustCompile(`(?i)^run((?:[ \t]+\S+)*)$`),
-		CmdApprove: regexp.MustCompile(`(?i)^approve$`),
-		CmdRetry:   regexp.MustCompile(`(?is)^retry(?:\s+(.*))?$`),
-		CmdPlan:    regexp.MustCompile(`(?is)^plan(?:\s+(.*))?$`),
-		CmdFix:     regexp.MustCompile(`(?is)^fix(?:\s+(.*))?$`),
-		CmdSkip:    regexp.MustCompile(`(?i)^skip$`),
-		CmdAbort:   regexp.MustCompile(`(?i)^abort$`),
-		CmdStop:    regexp.MustCompile(`(?i)^stop$`),
+		CmdRun:      regexp.MustCompile(`(?i)^run((?:[ \t]+\S+)*)$`),
+		CmdApprove:  regexp.MustCompile(`(?i)^approve$`),
+		CmdRetry:    regexp.MustCompile(`(?is)^retry(?:\s+(.*))?$`),
+		CmdPlan:     regexp.MustCompile(`(?is)^plan(?:\s+(.*))?$`),
+		CmdFix:      regexp.MustCompile(`(?is)^fix(?:\s+(.*))?$`),
+		CmdSkip:     regexp.MustCompile(`(?i)^skip$`),
+		CmdAbort:    regexp.MustCompile(`(?i)^abort$`),
+		CmdStop:     regexp.MustCompile(`(?i)^stop$`),
+		CmdRemember: regexp.MustCompile(`(?is)^remember\s+(\S.*)$`),
+		CmdForget:   regexp.MustCompile(`(?i)^forget[ \t]+(L[0-9a-f]{8})$`),
 		// A task id is a word (1.2, T3, WP-01); --retry may carry guidance to the end of the comment.
 		CmdRollback: regexp.MustCompile(`(?is)^rollback[ \t]+([A-Za-z0-9][A-Za-z0-9._#-]{0,63})(?:[ \t]+(--retry)(?:\s+(.*))?)?\s*$`),
 		CmdStatus:   regexp.MustCompile(`(?i)^status$`),
@@ -160,7 +164,7 @@ func parseCommand(line, rest string) ParseResult {
 		return Reply{Text: didYouMeanText(word, "")}
 	}
 	subject := strings.TrimSpace(line)
-	if name == CmdRetry || name == CmdPlan || name == CmdFix || name == CmdHelp || name == CmdRollback {
+	if name == CmdRetry || name == CmdPlan || name == CmdFix || name == CmdHelp || name == CmdRollback || name == CmdRemember {
 		subject = strings.TrimSpace(rest)
 	}
 	if name == CmdRollback && !strings.Contains(strings.ToLower(line), "--retry") {
@@ -180,6 +184,10 @@ func parseCommand(line, rest string) ParseResult {
 		return Command{Name: name, Guidance: capUserText(strings.TrimSpace(m[1]))}
 	case CmdRollback:
 		return Command{Name: name, TaskID: m[1], Retry: strings.EqualFold(m[2], "--retry"), Guidance: capUserText(strings.TrimSpace(m[3]))}
+	case CmdRemember:
+		return Command{Name: name, Guidance: capUserText(strings.TrimSpace(m[1]))}
+	case CmdForget:
+		return Command{Name: name, TaskID: m[1]}
 	}
 	return Command{Name: name}
 }

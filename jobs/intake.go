@@ -2,16 +2,20 @@ package jobs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -302,6 +306,8 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 			return h.commandStop(ctx, in)
 		case CmdRollback:
 			return h.commandRollback(ctx, in, r)
+		case CmdRemember, CmdForget:
+			return h.commandMemory(ctx, in, r)
 		case CmdFix:
 			if err := in.reply(ctx, c.Number, commandElsewhereText(CmdFix)); err != nil {
 				return "", err
@@ -350,6 +356,36 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 	if data.Asked {
 		return ResultAccepted, nil
 	}
+	return ResultReplied, nil
+}
+
+// commandMemory adds (/akira remember) or removes (/akira forget) a lesson of the repository.
+func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd Command) (string, error) {
+	c := in.p.Comment
+	mem := h.d.Store.Lessons(in.p.InstallationID, in.p.Owner, in.p.Repo)
+	var text string
+	if cmd.Name == CmdRemember {
+		// The id comes from the comment: a retried or redelivered command keeps one lesson.
+		sum := sha256.Sum256([]byte("remember:" + strconv.FormatInt(c.ID, 10)))
+		l, err := mem.Add(ctx, lessons.Lesson{ID: "L" + hex.EncodeToString(sum[:4]), Text: cmd.Guidance, Source: "note by @" + c.Author, Author: c.Author})
+		if err != nil {
+			return "", err
+		}
+		text = fmt.Sprintf("Remembered as `%s`: later tasks of this repository that it concerns get it in their prompts. `/akira forget %s` removes it.", l.ID, l.ID)
+	} else {
+		ok, err := mem.Forget(ctx, cmd.TaskID)
+		if err != nil {
+			return "", err
+		}
+		text = fmt.Sprintf("Forgot lesson `%s`.", cmd.TaskID)
+		if !ok {
+			text = fmt.Sprintf("There is no lesson `%s` in this repository's memory.", cmd.TaskID)
+		}
+	}
+	if err := in.reply(ctx, c.Number, text); err != nil {
+		return "", err
+	}
+	in.react(ctx, c.ID)
 	return ResultReplied, nil
 }
 

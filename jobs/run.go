@@ -477,7 +477,8 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		Budget:       runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)},
 		Spent:        runner.Spent{Usage: spentUsage(run), WorkTime: run.WorkTime},
 		AgentTimeout: time.Duration(profile.Timeout), ProtectedPaths: h.d.Operator.ProtectedPaths,
-		Author: h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, Reporter: rep, GitAuth: gh.GitAuthHeader, Logger: log,
+		Author: h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, Reporter: rep,
+		Lessons: h.d.Store.Lessons(run.InstallationID, run.Owner, run.Repo), GitAuth: gh.GitAuthHeader, Logger: log,
 		// The pull request is opened from this workspace's branch (see Reporter), so a new branch
 		// needs a commit before the first task: the one clone of the run makes it.
 		StartCommit: run.PR == 0,

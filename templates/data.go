@@ -198,6 +198,8 @@ var Commands = []HelpCommand{
 	{"/akira fix [guidance]", "In a review comment on a pull request Akira works on: address the review's comments with one more commit (a review that requests changes does the same)."},
 	{"/akira status", "Show how far the current run is."},
 	{"/akira stop", "Stop the run while it works: the agent is stopped within seconds, the branch stays at its last checkpoint; /akira run continues."},
+	{"/akira remember <text>", "Teach Akira something about this repository: the relevant lessons go into the prompts of later tasks."},
+	{"/akira forget <lesson id>", "Remove a lesson (its id is in the reply to /akira remember and in the check runs of tasks that used it)."},
 	{"/akira rollback <task> [--retry [guidance]]", "Undo a task's checkpoint and those of the later tasks that depend on it, with revert commits (no force push); they are pending again. --retry runs them again at once, with your guidance."},
 	{"/akira approve", "Accept the escalated task as it is and continue."},
 	{"/akira retry <guidance>", "Try the escalated task again; your guidance is given to the agent."},
