@@ -261,7 +261,7 @@ func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
 	if ev.MaxAttempts > 0 {
 		r.maxAttempts = ev.MaxAttempts
 	}
-	r.attempts[ev.TaskID] = append(r.attempts[ev.TaskID], templates.Attempt{Number: ev.Attempt, Guidance: r.guidance[ev.TaskID]})
+	r.attempts[ev.TaskID] = append(r.attempts[ev.TaskID], templates.Attempt{Number: ev.Attempt, Guidance: r.guidance[ev.TaskID], Lessons: ev.Lessons})
 	delete(r.guidance, ev.TaskID)
 	if err := r.record(ctx, func(run *Run) error { return recordAttemptStarted(run, ev) }); err != nil {
 		return err

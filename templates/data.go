@@ -426,7 +426,9 @@ type CheckRun struct {
 
 // Attempt is one attempt's record in the check run's text.
 type Attempt struct {
-	Number   int
+	Number int
+	// Lessons are the lessons of the repository's memory given to the attempt, as "<id>: <text>".
+	Lessons  []string
 	Verify   []Command
 	Error    string
 	Guidance string
