@@ -39,6 +39,8 @@ type engine struct {
 	halted string
 	// checkpointing says this worker holds Options.checkpoints (a combination checkpoints again).
 	checkpointing bool
+	// lastChanged are the paths of the last checkpoint.
+	lastChanged []string
 }
 
 func (e *engine) run(ctx context.Context) (out Outcome, err error) {
@@ -498,7 +500,7 @@ func clipList(items []string, n int) []string {
 // the same failure repeats.
 func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guidance string) error {
 	r := e.results[t.ID]
-	var last *failure
+	var last, firstVerifyFail *failure
 	lastFeedback, lastSig := "", ""
 	round := 0 // attempts since the start or since a retry decision
 	for {
@@ -514,7 +516,13 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guidance string)
 		}
 		if f == nil {
 			e.learn(ctx, t, guidance)
+			if guidance == "" && firstVerifyFail != nil {
+				e.learnFix(ctx, t, firstVerifyFail)
+			}
 			return nil
+		}
+		if firstVerifyFail == nil && len(f.verify) > 0 && f.combine == "" {
+			firstVerifyFail = f
 		}
 		last = f
 		lastFeedback = f.text(r.Attempts)
@@ -759,6 +767,7 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 		e.o.Logger.Warn("runner: parked work not deleted", "task", t.ID, "err", err)
 	}
 	e.out.Head = sha
+	e.lastChanged = changed
 	r.Status, r.Commit = TaskDone, sha
 	if info.approved {
 		r.Note = "approved without passing verification"

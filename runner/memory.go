@@ -3,10 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/roadmap"
+	"github.com/akira-bot/akira/runner/verify"
 )
 
 // How much of the repository's memory a prompt gets.
@@ -38,6 +40,42 @@ func (e *engine) learn(ctx context.Context, t *roadmap.Task, guidance string) {
 		return
 	}
 	l := lessons.Lesson{Text: guidance, Source: fmt.Sprintf("retry guidance for %s %s", t.ID, oneLine(t.Title))}
+	if _, err := e.o.Lessons.Add(ctx, l); err != nil {
+		e.o.Logger.Warn("runner: lesson not kept", "task", t.ID, "err", err)
+	}
+}
+
+// learnFix keeps what a task's own attempts found out: a verification command failed, and a later
+// attempt made it pass by changing these files. The output digest is the repository's own (its
+// commands' output), kept short; it only ever reaches prompts of the same repository.
+func (e *engine) learnFix(ctx context.Context, t *roadmap.Task, f *failure) {
+	if e.o.Lessons == nil || e.o.DryRun {
+		return
+	}
+	var failed verify.Result
+	for _, r := range f.verify {
+		if !r.Passed() {
+			failed = r
+			break
+		}
+	}
+	if failed.Command == "" {
+		return
+	}
+	digest := strings.Join(keyLines(failed.Output, 2), " / ")
+	if r := []rune(digest); len(r) > 200 {
+		digest = string(r[:200]) + "…"
+	}
+	// The plan file changed only by Akira's tick: not part of the fix.
+	files := slices.DeleteFunc(slices.Clone(e.lastChanged), func(p string) bool { return p == e.roadmapPath })
+	if len(files) == 0 {
+		return
+	}
+	if n := len(files); n > 8 {
+		files = append(files[:8:8], fmt.Sprintf("%d more", n-8))
+	}
+	text := fmt.Sprintf("`%s` failed (%s); what made it pass was a change to %s.", oneLine(failed.Command), oneLine(digest), strings.Join(files, ", "))
+	l := lessons.Lesson{Text: text, Source: fmt.Sprintf("a failure fixed in %s %s", t.ID, oneLine(t.Title))}
 	if _, err := e.o.Lessons.Add(ctx, l); err != nil {
 		e.o.Logger.Warn("runner: lesson not kept", "task", t.ID, "err", err)
 	}

@@ -50,3 +50,29 @@ func TestLessonCarriedIntoLaterRun(t *testing.T) {
 		t.Errorf("T1's attempt does not name the lesson it was given: %+v", st)
 	}
 }
+
+// TestLessonFromAFixedFailure: a task whose verification failed and whose next attempt passed
+// leaves a lesson naming the failing command, the gist of its output and the files that made it
+// pass; a task that passed at once leaves none.
+func TestLessonFromAFixedFailure(t *testing.T) {
+	store := &lessons.FileStore{Path: filepath.Join(t.TempDir(), "lessons.json")}
+	plan := "- [ ] T1 Add the config parser\n  - verify: `grep -q good parser.txt || (echo 'FAIL: parser.txt lacks the good marker'; exit 1)`\n- [ ] T2 Write docs\n"
+	f := newFixture(t, map[string]string{"ROADMAP.md": plan})
+	agent := f.agent(logCall + `if [ "$AKIRA_TASK_ID" = T1 ] && [ "$AKIRA_ATTEMPT" = 1 ]; then echo bad > parser.txt; else echo good > parser.txt; fi`)
+	out, _, err := f.run(t, Options{Agent: agent, Lessons: store})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("run: %v (%s)", err, out.Status)
+	}
+	ls, _ := store.List(context.Background())
+	if len(ls) != 1 {
+		t.Fatalf("lessons = %+v; want one, from T1's fixed failure", ls)
+	}
+	for _, want := range []string{"grep -q good parser.txt", "FAIL: parser.txt lacks the good marker", "a change to parser.txt."} {
+		if !strings.Contains(ls[0].Text, want) {
+			t.Errorf("lesson %q lacks %q", ls[0].Text, want)
+		}
+	}
+	if !strings.Contains(ls[0].Source, "T1 Add the config parser") {
+		t.Errorf("lesson source = %q", ls[0].Source)
+	}
+}
