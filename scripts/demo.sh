@@ -10,6 +10,8 @@ demo_src=$root/examples/demo
 
 dir=${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/akira-demo.XXXXXX")}
 repo=$dir/calc
+# The throwaway repository's lessons stay with it, not in your configuration directory.
+export AKIRA_MEMORY_DIR=${AKIRA_MEMORY_DIR:-$dir/lessons}
 rm -rf "$repo"
 mkdir -p "$repo"
 cp -R "$demo_src/repo/." "$repo/"
