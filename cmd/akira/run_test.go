@@ -327,7 +327,8 @@ func TestRunBinaryInterrupt(t *testing.T) {
 	}
 	pidFile := filepath.Join(f.logs, "pid")
 	for i := 0; ; i++ {
-		if _, err := os.Stat(pidFile); err == nil {
+		// Written, not only created: the shell opens the file before it writes the pid.
+		if data, err := os.ReadFile(pidFile); err == nil && strings.TrimSpace(string(data)) != "" {
 			break
 		}
 		if i > 6000 {
