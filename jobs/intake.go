@@ -363,7 +363,7 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd Command) (string, error) {
 	c := in.p.Comment
 	mem := h.d.Store.Lessons(in.p.InstallationID, in.p.Owner, in.p.Repo)
-	var text string
+	data := templates.MemoryReply{ID: cmd.TaskID, Remembered: cmd.Name == CmdRemember}
 	if cmd.Name == CmdRemember {
 		// The id comes from the comment: a retried or redelivered command keeps one lesson.
 		sum := sha256.Sum256([]byte("remember:" + strconv.FormatInt(c.ID, 10)))
@@ -371,18 +371,15 @@ func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd Command) (s
 		if err != nil {
 			return "", err
 		}
-		text = fmt.Sprintf("Remembered as `%s`: later tasks of this repository that it concerns get it in their prompts. `/akira forget %s` removes it.", l.ID, l.ID)
+		data.ID = l.ID
 	} else {
-		ok, err := mem.Forget(ctx, cmd.TaskID)
+		found, err := mem.Forget(ctx, cmd.TaskID)
 		if err != nil {
 			return "", err
 		}
-		text = fmt.Sprintf("Forgot lesson `%s`.", cmd.TaskID)
-		if !ok {
-			text = fmt.Sprintf("There is no lesson `%s` in this repository's memory.", cmd.TaskID)
-		}
+		data.Found = found
 	}
-	if err := in.reply(ctx, c.Number, text); err != nil {
+	if err := in.reply(ctx, c.Number, render("memory_reply", data, "`/akira "+string(cmd.Name)+"`: "+data.ID)); err != nil {
 		return "", err
 	}
 	in.react(ctx, c.ID)

@@ -117,7 +117,7 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 	}
 	reply := func(data templates.RollbackReply, result string) (string, error) {
 		data.TaskID = p.TaskID
-		text := render("rollback_reply", data, "`/akira rollback "+p.TaskID+"`: "+data.Refusal)
+		text := render("rollback_reply", data, "`/akira rollback "+p.TaskID+"`: "+data.Refusal+" "+data.Problem)
 		retried, _ := asynq.GetRetryCount(ctx)
 		if err := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, p.JobID(), text, retried > 0); err != nil {
 			return ResultRetry, err
@@ -126,7 +126,7 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 	}
 	run, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	if errors.Is(err, ErrNotFound) {
-		return reply(templates.RollbackReply{Refusal: "there is no Akira run here to roll back."}, ResultReplied)
+		return reply(templates.RollbackReply{Refusal: templates.RollbackNoRun}, ResultReplied)
 	}
 	if err != nil {
 		return ResultRetry, err
@@ -134,15 +134,15 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 	log = log.With("run", run.ID)
 	switch {
 	case run.Status == StatusQueued || run.Status == StatusRunning:
-		return reply(templates.RollbackReply{Refusal: fmt.Sprintf("run `%s` is working. Reply `/akira stop` first, then roll back.", run.ID)}, ResultReplied)
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackWorking}, ResultReplied)
 	case run.Status == StatusParked:
-		return reply(templates.RollbackReply{Refusal: fmt.Sprintf("run `%s` waits for a decision on an escalated task. Answer it (or `/akira abort`) first.", run.ID)}, ResultReplied)
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackParked}, ResultReplied)
 	case run.Status == StatusAborted:
-		return reply(templates.RollbackReply{Refusal: fmt.Sprintf("run `%s` was aborted; start a new one with `/akira run`.", run.ID)}, ResultReplied)
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackAborted}, ResultReplied)
 	case len(run.Plans) > 0 || run.Review != nil:
-		return reply(templates.RollbackReply{Refusal: "this run's branch holds several plans (or a review's work); roll back by hand with `git revert`."}, ResultReplied)
+		return reply(templates.RollbackReply{Refusal: templates.RollbackSeveralPlans}, ResultReplied)
 	case run.Task(p.TaskID) == nil:
-		return reply(templates.RollbackReply{Refusal: fmt.Sprintf("run `%s` has no task `%s`.", run.ID, p.TaskID)}, ResultReplied)
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackNoTask}, ResultReplied)
 	}
 
 	lk, err := h.d.Locker.Acquire(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
@@ -174,7 +174,7 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 		return reply(templates.RollbackReply{Branch: run.Branch,
 			Conflict: &templates.RollbackConflict{Commit: conflict.Commit, Paths: conflict.Paths, Diff: conflict.Diff}}, ResultReplied)
 	case errors.Is(err, runner.ErrUsage), errors.Is(err, runner.ErrInvalidPlan):
-		return reply(templates.RollbackReply{Refusal: strings.TrimPrefix(err.Error(), "runner: ") + "."}, ResultReplied)
+		return reply(templates.RollbackReply{Refusal: templates.RollbackRefused, Problem: strings.TrimPrefix(err.Error(), "runner: ")}, ResultReplied)
 	case err != nil:
 		return ResultRetry, err
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -350,7 +351,7 @@ func (t *Terminal) drawStatus() {
 		// Several tasks at once: each one short, the line must stay one line.
 		parts := make([]string, 0, len(t.running))
 		for _, r := range t.running {
-			parts = append(parts, fmt.Sprintf("%s %s %s", r.id, cmpOr(r.phase, "starting"), FormatDuration(time.Since(r.start).Truncate(time.Second))))
+			parts = append(parts, fmt.Sprintf("%s %s %s", r.id, cmp.Or(r.phase, "starting"), FormatDuration(time.Since(r.start).Truncate(time.Second))))
 		}
 		t.printf("%s %d/%d · %s", bar, t.settled, t.total, strings.Join(parts, " · "))
 		t.statusShown = true
@@ -368,13 +369,6 @@ func (t *Terminal) drawStatus() {
 	t.printf("%s %d/%d · %s %s%s%s · %s", bar, t.settled, t.total, r.id, truncate(r.title, 40), attempt, phase,
 		FormatDuration(time.Since(r.start).Truncate(time.Second)))
 	t.statusShown = true
-}
-
-func cmpOr(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
 }
 
 func (t *Terminal) clearStatus() {

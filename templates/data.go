@@ -235,13 +235,34 @@ type PlanFailed struct {
 
 // RollbackReply answers /akira rollback: what was reverted, a conflict, or why nothing was done.
 type RollbackReply struct {
-	TaskID, Branch string
-	By             string
-	Reverted       []RolledBack
-	Retry          bool
-	Guidance       string
-	Conflict       *RollbackConflict
-	Refusal        string
+	TaskID, Branch, RunID string
+	By                    string
+	Reverted              []RolledBack
+	Retry                 bool
+	Guidance              string
+	Conflict              *RollbackConflict
+	// Refusal is why nothing was done (one of the Rollback* kinds); Problem the engine's words for
+	// RollbackRefused.
+	Refusal string
+	Problem string
+}
+
+// Why a rollback was refused.
+const (
+	RollbackNoRun        = "no_run"
+	RollbackWorking      = "working"
+	RollbackParked       = "parked"
+	RollbackAborted      = "aborted"
+	RollbackSeveralPlans = "several_plans"
+	RollbackNoTask       = "no_task"
+	RollbackRefused      = "refused"
+)
+
+// MemoryReply answers /akira remember (Remembered) and /akira forget (Forgot, Found).
+type MemoryReply struct {
+	ID         string
+	Remembered bool
+	Found      bool
 }
 
 // RolledBack is one reverted checkpoint.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -91,14 +92,7 @@ memory: off in .github/akira.yml, turns the memory off.`,
 				fmt.Fprintf(out, "Forgot %s.\n", args[1])
 				return nil
 			case args[0] == "remember" && len(args) >= 2:
-				text := ""
-				for i, a := range args[1:] {
-					if i > 0 {
-						text += " "
-					}
-					text += a
-				}
-				l, err := store.Add(ctx, lessons.Lesson{Text: text, Source: "note"})
+				l, err := store.Add(ctx, lessons.Lesson{Text: strings.Join(args[1:], " "), Source: "note"})
 				if err != nil {
 					return withExit(1, err)
 				}

@@ -16,13 +16,9 @@ import (
 // conflict. A change that conflicts elsewhere leaves the workspace at the remote head without it and
 // returns the conflicting paths.
 func (w *Workspace) Combine(ctx context.Context, planPath string) (moved bool, conflicts []string, err error) {
-	ref := "refs/heads/" + w.Branch
-	if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "--", w.opts.Remote, "+"+ref+":refs/remotes/origin/"+w.Branch); err != nil {
-		return false, nil, fmt.Errorf("workspace: fetch %s: %w", w.Branch, err)
-	}
-	head, err := w.Git(ctx, "rev-parse", "--verify", "refs/remotes/origin/"+w.Branch+"^{commit}")
+	head, err := w.remoteHead(ctx)
 	if err != nil {
-		return false, nil, fmt.Errorf("workspace: %s is gone from the remote: %w", w.Branch, ErrPushRejected)
+		return false, nil, err
 	}
 	if head == w.pushed {
 		return false, nil, nil
@@ -71,14 +67,23 @@ func (w *Workspace) Combine(ctx context.Context, planPath string) (moved bool, c
 // Sync moves the workspace to the remote branch's head (others pushed to it: a parallel run's
 // workers) and takes that as its checkpoint.
 func (w *Workspace) Sync(ctx context.Context) error {
-	ref := "refs/heads/" + w.Branch
-	if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "--", w.opts.Remote, "+"+ref+":refs/remotes/origin/"+w.Branch); err != nil {
-		return fmt.Errorf("workspace: fetch %s: %w", w.Branch, err)
-	}
-	head, err := w.Git(ctx, "rev-parse", "--verify", "refs/remotes/origin/"+w.Branch+"^{commit}")
+	head, err := w.remoteHead(ctx)
 	if err != nil {
-		return fmt.Errorf("workspace: %s is gone from the remote: %w", w.Branch, ErrPushRejected)
+		return err
 	}
 	w.checkpoint, w.pushed = head, head
 	return w.Reset(ctx)
+}
+
+// remoteHead fetches the run branch and returns its head on the remote.
+func (w *Workspace) remoteHead(ctx context.Context) (string, error) {
+	ref := "refs/heads/" + w.Branch
+	if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "--", w.opts.Remote, "+"+ref+":refs/remotes/origin/"+w.Branch); err != nil {
+		return "", fmt.Errorf("workspace: fetch %s: %w", w.Branch, err)
+	}
+	head, err := w.Git(ctx, "rev-parse", "--verify", "refs/remotes/origin/"+w.Branch+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("workspace: %s is gone from the remote: %w", w.Branch, ErrPushRejected)
+	}
+	return head, nil
 }
