@@ -13,6 +13,7 @@ import (
 
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -130,6 +131,9 @@ func (e *engine) prepare(ctx context.Context) error {
 	}
 	if repoCfg.MemoryOff() {
 		e.o.Lessons = nil // memory: off in .github/akira.yml
+	}
+	if e.o.MinConfidence <= 0 {
+		e.o.MinConfidence = judge.DefaultMinConfidence
 	}
 	for _, g := range repoCfg.ProtectedPaths {
 		if !slices.Contains(e.o.ProtectedPaths, g) {
@@ -693,10 +697,64 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	if !verify.Passed(results) {
 		return &failure{verify: results}, nil
 	}
-	if t.Gate == roadmap.GateAfter {
-		return e.gateAfter(ctx, t, n, checkpointInfo{plan: plan, verify: results})
+	info := checkpointInfo{plan: plan, verify: results}
+	if f, err := e.judgeWork(ctx, t, n, &info); f != nil || err != nil {
+		return f, err
 	}
-	return e.checkpoint(ctx, t, checkpointInfo{plan: plan, verify: results})
+	if t.Gate == roadmap.GateAfter {
+		return e.gateAfter(ctx, t, n, info)
+	}
+	return e.checkpoint(ctx, t, info)
+}
+
+// judgeWork asks the acceptance judge about verified work of a task with acceptance criteria. A
+// verdict that fails or falls short of the confidence needed fails the attempt with the judge's
+// reasons; so does a judge that gives no valid verdict, since the work was not shown to meet them.
+func (e *engine) judgeWork(ctx context.Context, t *roadmap.Task, n int, info *checkpointInfo) (*failure, error) {
+	if e.o.Judge == nil || len(t.Accept) == 0 {
+		return nil, nil
+	}
+	if _, err := e.ws.Stage(ctx); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	diff, err := e.ws.StagedDiff(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	req := judge.Request{TaskID: t.ID, Title: t.Title, Description: strings.TrimSpace(t.Description + "\n" + t.Notes),
+		Criteria: t.Accept, Diff: diff, Verification: verificationText(info.verify)}
+	v, usage, jerr := e.o.Judge.Judge(ctx, req)
+	e.results[t.ID].Usage = e.results[t.ID].Usage.Add(usage)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("runner: %w", ctx.Err())
+	}
+	ev := Event{Attempt: n, MinConfidence: e.o.MinConfidence, Usage: &usage}
+	if jerr != nil {
+		ev.Message = "the acceptance judge gave no valid verdict: " + jerr.Error()
+		if err := e.emit(ctx, e.taskEvent(EventJudged, t, ev)); err != nil {
+			return nil, err
+		}
+		return &failure{judgeErr: ev.Message, verify: info.verify}, nil
+	}
+	ev.Verdict = &v
+	if err := e.emit(ctx, e.taskEvent(EventJudged, t, ev)); err != nil {
+		return nil, err
+	}
+	if !v.Passed(e.o.MinConfidence) {
+		return &failure{verdict: &v, minConfidence: e.o.MinConfidence, verify: info.verify}, nil
+	}
+	info.verdict = &v
+	return nil, nil
+}
+
+// verificationText is what the judge reads of the verification: each command, its exit code and
+// the end of its output.
+func verificationText(results []verify.Result) string {
+	var b strings.Builder
+	for _, r := range results {
+		fmt.Fprintf(&b, "$ %s\nexit code %d\n%s\n", r.Command, r.ExitCode, strings.TrimRight(verify.Tail(r.Output, FeedbackTailBytes), "\n"))
+	}
+	return b.String()
 }
 
 // checkDisk fails the attempt when the work tree outgrew the operator's disk limit.
@@ -715,6 +773,7 @@ func (e *engine) checkDisk() *failure {
 type checkpointInfo struct {
 	plan     verify.Plan
 	verify   []verify.Result
+	verdict  *judge.Verdict
 	approved bool
 	// gated: the work passed verification and a person approved it at the task's gate.
 	gated bool
@@ -774,8 +833,10 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 	}
 	// Nothing checked this work: no command ran and the task states no criteria a reviewer could.
 	r.Unverified = !info.approved && len(info.verify) == 0 && len(t.Accept) == 0
+	r.Verdict = info.verdict
 	return nil, e.emit(ctx, e.taskEvent(EventTaskCheckpointed, t, Event{Attempt: r.Attempts, Commit: sha, Changed: changed,
-		Verify: info.verify, Duration: r.Duration + time.Since(e.taskStart), Usage: &r.Usage, Message: r.Note, Unverified: r.Unverified}))
+		Verify: info.verify, Duration: r.Duration + time.Since(e.taskStart), Usage: &r.Usage, Message: r.Note, Unverified: r.Unverified,
+		Verdict: info.verdict, MinConfidence: e.o.MinConfidence}))
 }
 
 // tick marks the task done in the roadmap file, byte for byte otherwise, and returns the new content.

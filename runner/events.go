@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/verify"
 )
 
@@ -29,6 +30,9 @@ const (
 	EventVerifyStarted EventType = "verify_started"
 	// EventVerifyFinished: Verify holds every command's result.
 	EventVerifyFinished EventType = "verify_finished"
+	// EventJudged: the acceptance judge answered (Verdict) or could not (Message); only for tasks
+	// with acceptance criteria when a judge is configured, after verification passed.
+	EventJudged EventType = "judged"
 	// EventAttemptFailed: Feedback is what the next attempt (or the escalation) is told.
 	EventAttemptFailed EventType = "attempt_failed"
 	// EventTaskCheckpointed: the checkpoint Commit is pushed.
@@ -76,6 +80,10 @@ type Event struct {
 	// Unverified says a checkpoint was made with no verification command run and no acceptance
 	// criteria stated (task_checkpointed): nothing but the agent vouches for it.
 	Unverified bool `json:"unverified,omitempty"`
+	// Verdict is the acceptance judge's answer (judged, and task_checkpointed when one accepted the
+	// work); MinConfidence is the confidence it needed.
+	Verdict       *judge.Verdict `json:"verdict,omitempty"`
+	MinConfidence float64        `json:"min_confidence,omitempty"`
 	// Changed are the paths the attempt changed (task_checkpointed).
 	Changed  []string      `json:"changed,omitempty"`
 	Feedback string        `json:"feedback,omitempty"`

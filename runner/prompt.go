@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/verify"
@@ -116,6 +117,11 @@ type failure struct {
 	// combine says why the verified change could not join the work of tasks that finished meanwhile
 	// (parallel tasks): a conflict, or the combined tree failing verification.
 	combine string
+	// verdict is the acceptance judge's answer that did not accept verified work; judgeErr says why
+	// there was no valid answer.
+	verdict       *judge.Verdict
+	minConfidence float64
+	judgeErr      string
 }
 
 // summary is one line for events and escalations.
@@ -123,6 +129,17 @@ func (f *failure) summary() string {
 	switch {
 	case f.agentErr != "":
 		return "the agent failed: " + f.agentErr
+	case f.judgeErr != "":
+		return f.judgeErr
+	case f.verdict != nil:
+		failed := 0
+		for _, c := range f.verdict.Criteria {
+			if !c.Pass {
+				failed++
+			}
+		}
+		return fmt.Sprintf("the acceptance judge did not accept the work: %d of %d criteria not met, confidence %.2f (at least %.2f needed)",
+			failed, len(f.verdict.Criteria), f.verdict.Confidence, f.minConfidence)
 	case f.combine != "":
 		return f.combine
 	case f.roadmapErr != "":
@@ -148,6 +165,17 @@ func (f *failure) text(attempt int) string {
 		if out := strings.TrimSpace(f.agentOutput); out != "" {
 			b.WriteString("\nThe end of the agent's output:\n\n```\n" + verify.Tail(out, FeedbackTailBytes) + "\n```\n")
 		}
+	case f.verdict != nil:
+		b.WriteString("\nVerification passed, but the judge read the diff against the acceptance criteria:\n\n")
+		for _, c := range f.verdict.Criteria {
+			mark := "met"
+			if !c.Pass {
+				mark = "NOT met"
+			}
+			fmt.Fprintf(&b, "- %s (%s): %s\n", c.Criterion, mark, c.Reason)
+		}
+	case f.judgeErr != "":
+		b.WriteString("\nThe acceptance criteria could not be confirmed; make the change show plainly that each one is met.\n")
 	case f.roadmapErr != "":
 		b.WriteString("\nLeave the roadmap file as it was: Akira ticks the task's checkbox itself.\n")
 	case len(f.protected) > 0:
@@ -179,6 +207,18 @@ func (f *failure) signature(workspace string) string {
 		return normalizeOutput(s)
 	}
 	fmt.Fprintf(&b, "agent:%s\n%s\nroadmap:%s\nprotected:%s\n", norm(f.agentErr), norm(f.agentOutput), f.roadmapErr, strings.Join(f.protected, ","))
+	// A judge's reasons are worded anew each time: the criteria it failed are what repeats.
+	if f.judgeErr != "" {
+		b.WriteString("judge:no verdict\n")
+	}
+	if f.verdict != nil {
+		b.WriteString("judge:not accepted\n")
+		for _, c := range f.verdict.Criteria {
+			if !c.Pass {
+				fmt.Fprintf(&b, "judge:failed %s\n", c.Criterion)
+			}
+		}
+	}
 	for _, r := range f.verify {
 		if !r.Passed() {
 			fmt.Fprintf(&b, "cmd:%s exit:%d timeout:%v\n%s\n", r.Command, r.ExitCode, r.TimedOut, norm(r.Output))

@@ -25,6 +25,7 @@ import (
 
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/runner/verify"
@@ -177,6 +178,11 @@ type Options struct {
 	// Lessons, when set, is the repository's memory: the relevant lessons go into each task's prompt,
 	// and the guidance of a retry that then succeeded is kept as a new lesson.
 	Lessons lessons.Store
+	// Judge, when set, reads the verified work of each task with acceptance criteria and accepts it
+	// or fails the attempt with its reasons; MinConfidence (0: judge.DefaultMinConfidence) is the
+	// confidence its verdict needs.
+	Judge         Judge
+	MinConfidence float64
 	// MaxParallel is how many independent tasks run at once (see parallel.go); 0 or 1 runs one task
 	// at a time. A dry run is always one at a time.
 	MaxParallel int
@@ -190,6 +196,12 @@ type Options struct {
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// Judge decides whether work meets its task's acceptance criteria (runner/agent/llm.Judge). The usage
+// is counted as the task's.
+type Judge interface {
+	Judge(ctx context.Context, req judge.Request) (judge.Verdict, agent.Usage, error)
 }
 
 // DecisionKind is what a human decided about an escalated task.
@@ -276,6 +288,8 @@ type TaskResult struct {
 	Note string `json:"note,omitempty"`
 	// Unverified: checkpointed with no verification command run and no acceptance criteria stated.
 	Unverified bool `json:"unverified,omitempty"`
+	// Verdict is the acceptance judge's answer that let the checkpoint be made.
+	Verdict *judge.Verdict `json:"verdict,omitempty"`
 }
 
 // Outcome is the result of a run.

@@ -206,6 +206,21 @@ func (t *Terminal) print(ev Event) {
 			}
 			t.printf("%s  %s %s%s %s\n", t.indent(ev.TaskID), mark, r.Command, status, t.c(dim, "("+FormatDuration(r.Duration)+")"))
 		}
+	case EventJudged:
+		if ev.Verdict == nil {
+			t.printf("%s  %s judge: %s\n", t.indent(ev.TaskID), t.c(red, "✗"), ev.Message)
+			break
+		}
+		mark, word := t.c(green, "✓"), "accepted"
+		if !ev.Verdict.Passed(ev.MinConfidence) {
+			mark, word = t.c(red, "✗"), "not accepted"
+		}
+		t.printf("%s  %s judge %s: %s, confidence %.2f\n", t.indent(ev.TaskID), mark, ev.Verdict.Model, word, ev.Verdict.Confidence)
+		for _, c := range ev.Verdict.Criteria {
+			if !c.Pass {
+				t.printf("    %s %s: %s\n", t.c(dim, "│"), c.Criterion, c.Reason)
+			}
+		}
 	case EventAttemptFailed:
 		t.printf("%s%s attempt %d failed: %s\n", t.indent(ev.TaskID), t.c(red, "✗"), ev.Attempt, ev.Message)
 		for _, r := range ev.Verify {

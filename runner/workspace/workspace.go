@@ -597,6 +597,24 @@ func (w *Workspace) Diff(ctx context.Context) (string, error) {
 	return stat + "\n\n" + patch, nil
 }
 
+// StagedDiff is what the index changes against the last checkpoint (call Stage first): a summary
+// of the files, then the patch, cut at 1 MB.
+func (w *Workspace) StagedDiff(ctx context.Context) (string, error) {
+	args := []string{"diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color"}
+	stat, err := w.Git(ctx, append(args, "--stat", w.checkpoint, "--")...)
+	if err != nil {
+		return "", fmt.Errorf("workspace: diff: %w", err)
+	}
+	patch, err := w.Git(ctx, append(args, w.checkpoint, "--")...)
+	if err != nil {
+		return "", fmt.Errorf("workspace: diff: %w", err)
+	}
+	if len(patch) > maxDiff {
+		patch = patch[:maxDiff] + "\n[diff cut at 1 MB]"
+	}
+	return stat + "\n\n" + patch, nil
+}
+
 func rejected(out string) bool {
 	// "cannot lock ref": two pushes raced on the remote and this one lost (parallel tasks).
 	for _, s := range []string{"[rejected]", "non-fast-forward", "fetch first", "stale info", "cannot lock ref"} {

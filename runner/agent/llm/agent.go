@@ -102,10 +102,7 @@ func (a *llmAgent) loop(ctx context.Context, st *attempt) error {
 		if err != nil {
 			return fmt.Errorf("llm: turn %d: %w", st.turns, err)
 		}
-		turn := agent.Usage{InputTokens: resp.usage.in, OutputTokens: resp.usage.out}
-		if a.priced {
-			turn.CostUSD = a.price.cost(resp.usage)
-		}
+		turn := a.usageOf(resp.usage)
 		st.usage = st.usage.Add(turn)
 		if st.req.Activity != nil {
 			st.req.Activity() // a model turn is a sign of life for the stall watchdog

@@ -44,11 +44,17 @@ func newAnthropic(cfg Config, hc *httpClient) (*anthropicProvider, error) {
 }
 
 type antRequest struct {
-	Model     string       `json:"model"`
-	MaxTokens int          `json:"max_tokens"`
-	System    string       `json:"system,omitempty"`
-	Tools     []antTool    `json:"tools,omitempty"`
-	Messages  []antMessage `json:"messages"`
+	Model      string         `json:"model"`
+	MaxTokens  int            `json:"max_tokens"`
+	System     string         `json:"system,omitempty"`
+	Tools      []antTool      `json:"tools,omitempty"`
+	ToolChoice *antToolChoice `json:"tool_choice,omitempty"`
+	Messages   []antMessage   `json:"messages"`
+}
+
+type antToolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
 }
 
 type antTool struct {
@@ -100,6 +106,9 @@ func (p *anthropicProvider) complete(ctx context.Context, req chatRequest) (comp
 	}
 	for _, t := range req.tools {
 		body.Tools = append(body.Tools, antTool{Name: t.name, Description: t.description, InputSchema: t.schema})
+	}
+	if req.toolChoice != "" {
+		body.ToolChoice = &antToolChoice{Type: "tool", Name: req.toolChoice}
 	}
 	for _, m := range req.messages {
 		am := antMessage{Role: string(m.role)}

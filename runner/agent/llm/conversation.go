@@ -71,6 +71,8 @@ type chatRequest struct {
 	messages  []message
 	tools     []toolSpec
 	maxOutput int
+	// toolChoice, when set, names the one tool the model must call (structured output).
+	toolChoice string
 }
 
 // provider is one model API.

@@ -61,6 +61,7 @@ type oaiRequest struct {
 	Model               string       `json:"model"`
 	Messages            []oaiMessage `json:"messages"`
 	Tools               []oaiTool    `json:"tools,omitempty"`
+	ToolChoice          any          `json:"tool_choice,omitempty"`
 	MaxTokens           int          `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int          `json:"max_completion_tokens,omitempty"`
 }
@@ -130,6 +131,9 @@ func (p *openAIProvider) complete(ctx context.Context, req chatRequest) (complet
 	}
 	for _, t := range req.tools {
 		body.Tools = append(body.Tools, oaiTool{Type: "function", Function: oaiFunctionDef{Name: t.name, Description: t.description, Parameters: t.schema}})
+	}
+	if req.toolChoice != "" {
+		body.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": req.toolChoice}}
 	}
 	body.Messages = append(body.Messages, oaiMessage{Role: "system", Content: strPtr(req.system)})
 	for _, m := range req.messages {

@@ -178,6 +178,11 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		f.firstSystem, f.firstUser = system, first
 	}
 	f.userTexts = append(f.userTexts, lastUser)
+	// A request without any assistant message starts a new conversation (a judge asks each
+	// verdict afresh): nothing issued before is owed an answer.
+	if !hasAssistant(body) {
+		f.issued = nil
+	}
 	// Tool results must answer exactly the calls issued in the previous completion, in order.
 	var ids []string
 	for _, res := range results {
@@ -323,7 +328,7 @@ func checkOpenAIRequest(r *http.Request, body map[string]any, model, key string)
 	}
 	for k := range body {
 		switch k {
-		case "model", "messages", "tools", "max_tokens", "max_completion_tokens":
+		case "model", "messages", "tools", "max_tokens", "max_completion_tokens", "tool_choice":
 		default:
 			bad("unexpected field %q", k)
 		}
@@ -339,6 +344,19 @@ func checkOpenAIRequest(r *http.Request, body map[string]any, model, key string)
 	tools, _ := body["tools"].([]any)
 	if len(tools) == 0 {
 		bad("no tools")
+	}
+	if tc, ok := body["tool_choice"]; ok {
+		// {"type": "function", "function": {"name": ...}} naming a declared tool, or a mode string.
+		tcm, _ := tc.(map[string]any)
+		fn, _ := tcm["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		if s, isMode := tc.(string); isMode {
+			if s != "none" && s != "auto" && s != "required" {
+				bad("tool_choice %q is not none, auto or required", s)
+			}
+		} else if tcm["type"] != "function" || !declaresTool(tools, name, "openai") {
+			bad("tool_choice %v does not name a declared function", tc)
+		}
 	}
 	for _, tl := range tools {
 		tm, _ := tl.(map[string]any)
@@ -438,7 +456,7 @@ func checkAnthropicRequest(r *http.Request, body map[string]any, model, key stri
 	}
 	for k := range body {
 		switch k {
-		case "model", "messages", "tools", "max_tokens", "system":
+		case "model", "messages", "tools", "max_tokens", "system", "tool_choice":
 		default:
 			bad("unexpected field %q", k)
 		}
@@ -453,6 +471,19 @@ func checkAnthropicRequest(r *http.Request, body map[string]any, model, key stri
 	tools, _ := body["tools"].([]any)
 	if len(tools) == 0 {
 		bad("no tools")
+	}
+	if tc, ok := body["tool_choice"]; ok {
+		// {"type": "auto" | "any" | "none"} or {"type": "tool", "name": <a declared tool>}.
+		tcm, _ := tc.(map[string]any)
+		switch tcm["type"] {
+		case "auto", "any", "none":
+		case "tool":
+			if name, _ := tcm["name"].(string); !declaresTool(tools, name, "anthropic") {
+				bad("tool_choice names %q, which is not a declared tool", name)
+			}
+		default:
+			bad("tool_choice %v has no valid type", tc)
+		}
 	}
 	for _, tl := range tools {
 		tm, _ := tl.(map[string]any)
@@ -584,4 +615,27 @@ func redact(s, key string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, key, "[key]")
+}
+
+func declaresTool(tools []any, name, kind string) bool {
+	for _, tl := range tools {
+		tm, _ := tl.(map[string]any)
+		if kind == "openai" {
+			tm, _ = tm["function"].(map[string]any)
+		}
+		if name != "" && tm["name"] == name {
+			return true
+		}
+	}
+	return false
+}
+
+func hasAssistant(body map[string]any) bool {
+	msgs, _ := body["messages"].([]any)
+	for _, m := range msgs {
+		if mm, _ := m.(map[string]any); mm["role"] == "assistant" {
+			return true
+		}
+	}
+	return false
 }
