@@ -29,6 +29,7 @@ import (
 	"github.com/akira-bot/akira/app/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/workspace"
 )
@@ -99,12 +100,22 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 		return err
 	}
 	cache.Logger = log
-	h, err := jobs.NewHandler(jobs.Deps{
+	semantic, err := profiles.NewSemantic(op.Memory, profiles.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	deps := jobs.Deps{
 		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker,
 		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}),
 		GitHub:   ghApp.Installations(),
-		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Logger: log,
-	})
+		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Logger: log,
+	}
+	if judge, err := profiles.NewJudge(op.Judge, profiles.Options{Logger: log}); err != nil {
+		return err
+	} else if judge != nil {
+		deps.Judge = judge
+	}
+	h, err := jobs.NewHandler(deps)
 	if err != nil {
 		return err
 	}
@@ -200,6 +211,12 @@ func newEnv(t *testing.T, external bool) *env {
 // newEnvOn is newEnv on the Redis at addr (a test's own, which it may stop and restart).
 func newEnvOn(t *testing.T, external bool, addr string) *env {
 	t.Helper()
+	return newEnvWith(t, external, addr, "")
+}
+
+// newEnvWith is newEnvOn with more of the operator's configuration (YAML appended to the file).
+func newEnvWith(t *testing.T, external bool, addr, operatorYAML string) *env {
+	t.Helper()
 	e := &env{t: t, gh: githubtest.New(t), owner: "octo", repo: "demo", logDir: t.TempDir()}
 	e.rdb = redis.NewClient(&redis.Options{Addr: addr})
 	if err := e.rdb.Ping(context.Background()).Err(); err != nil {
@@ -221,7 +238,7 @@ func newEnvOn(t *testing.T, external bool, addr string) *env {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")
 	must(t, os.WriteFile(script, []byte(agentScript), 0o755))
-	op := fmt.Sprintf("default_agent: script\nmax_attempts: 2\nagents:\n  script:\n    kind: exec\n    command: sh %s\n    env: [E2E_LOG]\n    timeout: 10m\n", script)
+	op := fmt.Sprintf("default_agent: script\nmax_attempts: 2\nagents:\n  script:\n    kind: exec\n    command: sh %s\n    env: [E2E_LOG]\n    timeout: 10m\n", script) + operatorYAML
 	opFile := filepath.Join(dir, "akira.yml")
 	must(t, os.WriteFile(opFile, []byte(op), 0o644))
 	t.Setenv("E2E_LOG", e.logDir)

@@ -12,6 +12,7 @@ import (
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/runner/workspace"
 )
@@ -52,6 +53,10 @@ type Deps struct {
 	Sandbox sandbox.Config
 	// NewAgent builds agents; nil builds exec agents only (ExecAgent).
 	NewAgent AgentFactory
+	// Judge, when set, checks tasks with acceptance criteria (Operator.Judge says how confident it
+	// must be); Semantic, when set, ranks lessons by embeddings.
+	Judge    runner.Judge
+	Semantic *lessons.Semantic
 	// WorkDir is where workspaces are created (os.TempDir when empty).
 	WorkDir string
 	// Cache, when set, keeps a mirror per repository that workspaces are made from.

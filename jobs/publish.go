@@ -120,7 +120,11 @@ func summaryData(r *Run) templates.Summary {
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
 			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL, Unverified: t.Unverified && t.Status == templates.StatusPassed,
-			Usage: templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD}}
+			Usage: templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
+		}
+		if j := t.Judgement; j != nil {
+			tt.Judgement = &templates.Judgement{Confidence: j.Confidence, Accepted: j.Accepted}
+		}
 		if t.Checkpoint != "" && r.RepoURL != "" {
 			tt.CheckpointURL = r.RepoURL + "/commit/" + t.Checkpoint
 		}

@@ -36,7 +36,10 @@ type Reporter struct {
 	attempts map[string][]templates.Attempt
 	guidance map[string]string
 	verify   map[string][]verify.Result
-	now      func() time.Time
+	verdicts map[string]*templates.Verdict
+	// judging says the run has an acceptance judge (the check runs say who reads the criteria).
+	judging bool
+	now     func() time.Time
 	// lastSummary is when this job last edited the summary (progress edits are rate-limited).
 	lastSummary time.Time
 }
@@ -50,7 +53,7 @@ func NewReporter(gh ReporterGitHub, store *Store, metrics *Metrics, log *slog.Lo
 		gh: gh, pub: publisher{gh: gh, store: store, log: log}, metrics: metrics,
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
-		now: time.Now,
+		verdicts: map[string]*templates.Verdict{}, now: time.Now,
 	}
 }
 
@@ -85,6 +88,8 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 		if a := r.lastAttempt(ev.TaskID); a != nil {
 			a.Verify = commands(ev.Verify)
 		}
+	case runner.EventJudged:
+		err = r.judged(ctx, ev)
 	case runner.EventAttemptFailed:
 		err = r.attemptFailed(ctx, ev)
 	case runner.EventTaskCheckpointed:
@@ -293,6 +298,31 @@ func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
 	return r.record(ctx, func(run *Run) error { return recordUsage(run, ev) })
 }
 
+// judged keeps the judge's verdict for the check run (the attempt's failure or checkpoint that
+// follows at once updates it) and its usage and outcome in the run's state.
+func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
+	v := &templates.Verdict{MinConfidence: ev.MinConfidence, Error: ev.Message}
+	if jv := ev.Verdict; jv != nil {
+		v.Model, v.Confidence, v.Accepted, v.Error = jv.Model, jv.Confidence, jv.Passed(ev.MinConfidence), ""
+		for _, c := range jv.Criteria {
+			v.Criteria = append(v.Criteria, templates.VerdictCriterion{Criterion: c.Criterion, Met: c.Pass, Reason: c.Reason})
+		}
+	}
+	r.verdicts[ev.TaskID] = v
+	if a := r.lastAttempt(ev.TaskID); a != nil {
+		a.Verdict = v
+	}
+	return r.record(ctx, func(run *Run) error {
+		if err := recordUsage(run, ev); err != nil {
+			return err
+		}
+		if t := run.Task(ev.TaskID); t != nil && ev.Verdict != nil {
+			t.Judgement = &Judgement{Confidence: v.Confidence, Accepted: v.Accepted}
+		}
+		return nil
+	})
+}
+
 func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
 	if a := r.lastAttempt(ev.TaskID); a != nil {
 		a.Output = ev.Feedback
@@ -410,6 +440,7 @@ func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason
 		Reason: reason, Verify: commands(r.verify[t.ID]), Agent: r.run.Agent, Duration: t.Duration,
 		Usage:    templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
 		Attempts: r.attempts[t.ID], Accept: t.Accept, Unverified: t.Unverified,
+		Judging: r.judging, Verdict: r.verdicts[t.ID],
 	}
 	if status == templates.StatusPassed {
 		d.Checkpoint = t.Checkpoint

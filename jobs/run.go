@@ -469,6 +469,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	}
 
 	rep := NewReporter(gh, h.d.Store, h.d.Metrics, log, run)
+	rep.judging = h.d.Judge != nil
 	opts := runner.Options{
 		Repo: run.CloneURL, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base, RunID: run.ID,
 		Agent: ag, MaxAttempts: run.MaxAttempts, MaxParallel: run.MaxParallel, Decisions: engineDecisions(run),
@@ -478,7 +479,8 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		Spent:        runner.Spent{Usage: spentUsage(run), WorkTime: run.WorkTime},
 		AgentTimeout: time.Duration(profile.Timeout), ProtectedPaths: h.d.Operator.ProtectedPaths,
 		Author: h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, Reporter: rep,
-		Lessons: h.d.Store.Lessons(run.InstallationID, run.Owner, run.Repo), GitAuth: gh.GitAuthHeader, Logger: log,
+		Lessons: h.d.Store.Lessons(run.InstallationID, run.Owner, run.Repo), Semantic: h.d.Semantic,
+		Judge: h.d.Judge, MinConfidence: h.d.Operator.MinConfidence(), GitAuth: gh.GitAuthHeader, Logger: log,
 		// The pull request is opened from this workspace's branch (see Reporter), so a new branch
 		// needs a commit before the first task: the one clone of the run makes it.
 		StartCommit: run.PR == 0,

@@ -161,6 +161,8 @@ type TaskState struct {
 	// verification command run and no criteria stated.
 	Accept     []string `json:"accept,omitempty"`
 	Unverified bool     `json:"unverified,omitempty"`
+	// Judgement is the acceptance judge's latest verdict on the task.
+	Judgement *Judgement `json:"judgement,omitempty"`
 	// Escalations counts how often the task was escalated; EscalationCommentID is the comment of the
 	// latest escalation.
 	Escalations         int     `json:"escalations,omitempty"`
@@ -648,4 +650,10 @@ func short(sha string) string {
 		return sha[:7]
 	}
 	return sha
+}
+
+// Judgement is the acceptance judge's verdict on a task, for the summary's Judge column.
+type Judgement struct {
+	Confidence float64 `json:"confidence"`
+	Accepted   bool    `json:"accepted"`
 }

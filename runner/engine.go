@@ -135,6 +135,8 @@ func (e *engine) prepare(ctx context.Context) error {
 	if e.o.MinConfidence <= 0 {
 		e.o.MinConfidence = judge.DefaultMinConfidence
 	}
+	// A repository may ask its judge for more confidence than the operator's, never less.
+	e.o.MinConfidence = max(e.o.MinConfidence, repoCfg.MinConfidence)
 	for _, g := range repoCfg.ProtectedPaths {
 		if !slices.Contains(e.o.ProtectedPaths, g) {
 			e.o.ProtectedPaths = append(e.o.ProtectedPaths, g)

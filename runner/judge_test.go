@@ -172,3 +172,19 @@ func TestJudgeFencesHostileDiff(t *testing.T) {
 		t.Errorf("the hostile diff is not fenced below the instructions:\n%s", p)
 	}
 }
+
+// TestRepositoryRaisesConfidence: .github/akira.yml may ask for more confidence than the operator
+// configured, never less.
+func TestRepositoryRaisesConfidence(t *testing.T) {
+	for _, tc := range []struct {
+		repoMin  string
+		attempts int
+	}{{"0.95", 2}, {"0.5", 1}} {
+		j, _ := newJudge(t, "openai", verdictTurn(0.9, true, true), verdictTurn(0.97, true, true))
+		f := newFixture(t, map[string]string{"ROADMAP.md": judgedPlan, "README.md": "# tool\n", ".github/akira.yml": "min_confidence: " + tc.repoMin + "\n"})
+		out, _, err := f.run(t, Options{Agent: f.agent(judgedAgent), Judge: j, MinConfidence: 0.85, MaxAttempts: 2})
+		if err != nil || out.Tasks[0].Attempts != tc.attempts {
+			t.Errorf("repository min_confidence %s: %v, T1 took %d attempts, want %d", tc.repoMin, err, out.Tasks[0].Attempts, tc.attempts)
+		}
+	}
+}

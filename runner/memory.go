@@ -29,6 +29,13 @@ func (e *engine) lessonsFor(ctx context.Context, t *roadmap.Task) []lessons.Less
 		return nil
 	}
 	query := strings.Join(append([]string{t.Title, t.Phase, t.Notes, t.Description}, t.Accept...), " ")
+	if e.o.Semantic != nil {
+		found, err := e.o.Semantic.Rank(ctx, all, query, maxPromptLessons, promptLessonBudget)
+		if err == nil {
+			return found
+		}
+		e.o.Logger.Warn("runner: embeddings unavailable, lessons ranked by keywords", "err", err)
+	}
 	return lessons.Rank(all, query, maxPromptLessons, promptLessonBudget)
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/runner/agent/llm"
+	"github.com/akira-bot/akira/runner/agent/llm/llmtest"
 	"github.com/akira-bot/akira/runner/lessons"
 )
 
@@ -75,4 +77,74 @@ func TestLessonFromAFixedFailure(t *testing.T) {
 	if !strings.Contains(ls[0].Source, "T1 Add the config parser") {
 		t.Errorf("lesson source = %q", ls[0].Source)
 	}
+}
+
+// conceptEmbedding stands in for a model that knows lexing and tokenizing are one concept: a
+// lesson can be relevant to a task it shares no word with, which keywords cannot find.
+func conceptEmbedding(s string) []float64 {
+	concepts := [][]string{{"tokenizer", "lexer", "lexing", "tokens", "scanner"}, {"release", "changelog", "notes"}, {"database", "migration", "schema"}}
+	v := make([]float64, len(concepts)+1)
+	v[len(concepts)] = 0.05 // every text is a little alike
+	low := strings.ToLower(s)
+	for i, words := range concepts {
+		for _, w := range words {
+			if strings.Contains(low, w) {
+				v[i]++
+			}
+		}
+	}
+	return v
+}
+
+// TestLessonsByEmbedding: with an embeddings endpoint, a lesson reaches a related task that shares
+// no word with it and not an unrelated one; a failing endpoint falls back to keywords.
+func TestLessonsByEmbedding(t *testing.T) {
+	store := &lessons.FileStore{Path: filepath.Join(t.TempDir(), "lessons.json")}
+	if _, err := store.Add(context.Background(), lessons.Lesson{Text: "the tokenizer golden files need MAGIC-WORD regenerated", Source: "note"}); err != nil {
+		t.Fatal(err)
+	}
+	emb := llmtest.NewEmbeddings(t, "embed-small", "emb-key", conceptEmbedding)
+	e, err := llm.NewEmbedder(llm.EmbeddingsConfig{Model: "embed-small", BaseURL: emb.BaseURL(), APIKey: "emb-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := "- [ ] T1 Fix a flaky lexer edge case\n- [ ] T2 Write the release notes\n"
+	if got := lessons.Rank(mustList(t, store), "Fix a flaky lexer edge case", 5, 4000); len(got) != 0 {
+		t.Fatalf("keywords already find the lesson (%v): the test shows nothing", got)
+	}
+	f := newFixture(t, map[string]string{"ROADMAP.md": plan})
+	out, rec, err := f.run(t, Options{Agent: f.agent(learningAgent), MaxAttempts: 1, Lessons: store, Semantic: &lessons.Semantic{Embedder: e}})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("run: %v (%s); the lesson found by embedding did not reach the related task", err, out.Status)
+	}
+	if st := rec.of(EventAttemptStarted, "T2"); len(st) != 1 || len(st[0].Lessons) != 0 {
+		t.Errorf("the unrelated task was given lessons: %+v", st)
+	}
+	// The lesson was embedded once for both tasks; each task's query once.
+	if in := emb.Inputs(); len(in) != 3 {
+		t.Errorf("embedded %d texts, want 3 (the lesson once, two queries): %q", len(in), in)
+	}
+
+	// An endpoint that refuses the key: the run goes on with keywords (which find nothing here).
+	bad, err := llm.NewEmbedder(llm.EmbeddingsConfig{Model: "embed-small", BaseURL: emb.BaseURL(), APIKey: "wrong"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2 := newFixture(t, map[string]string{"ROADMAP.md": "- [ ] T1 Fix the MAGIC-WORD tokenizer golden files\n"})
+	out, _, err = f2.run(t, Options{Agent: f2.agent(learningAgent), MaxAttempts: 1, Lessons: store, Semantic: &lessons.Semantic{Embedder: bad}})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("run with a failing endpoint: %v (%s)", err, out.Status)
+	}
+	if p, _ := os.ReadFile(filepath.Join(f2.logs, "prompt-T1-1")); !strings.Contains(string(p), "golden files need MAGIC-WORD") {
+		t.Error("with the endpoint failing, the keyword ranking did not give the lesson")
+	}
+}
+
+func mustList(t *testing.T, s lessons.Store) []lessons.Lesson {
+	t.Helper()
+	all, err := s.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
 }

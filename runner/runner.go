@@ -178,6 +178,9 @@ type Options struct {
 	// Lessons, when set, is the repository's memory: the relevant lessons go into each task's prompt,
 	// and the guidance of a retry that then succeeded is kept as a new lesson.
 	Lessons lessons.Store
+	// Semantic, when set, ranks lessons by embedding similarity; nil (or an endpoint that fails)
+	// ranks them by keywords.
+	Semantic *lessons.Semantic
 	// Judge, when set, reads the verified work of each task with acceptance criteria and accepts it
 	// or fails the attempt with its reasons; MinConfidence (0: judge.DefaultMinConfidence) is the
 	// confidence its verdict needs.

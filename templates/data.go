@@ -23,6 +23,8 @@ type Task struct {
 	Usage Usage
 	// Unverified: checkpointed with no verification command run and no acceptance criteria stated.
 	Unverified bool
+	// Judgement is the acceptance judge's latest verdict on the task, when one judged it.
+	Judgement *Judgement
 }
 
 // Usage is what the agent consumed; zero fields are unknown and left out.
@@ -93,6 +95,17 @@ func (s Summary) Count(status string) int {
 }
 
 // Tally lists the non-zero counts per status in a fixed order, e.g. "3 passed, 1 escalated, 2 pending".
+// Judged says an acceptance judge gave a verdict on some task: the summary then has a Judge column.
+func (s Summary) Judged() bool {
+	for _, t := range s.Tasks {
+		if t.Judgement != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Tally says how many tasks have each status, in words.
 func (s Summary) Tally() string {
 	var parts []string
 	for _, st := range []string{StatusPassed, StatusFailed, StatusEscalated, StatusSkipped, StatusAborted, StatusRunning, StatusPending} {
@@ -441,8 +454,35 @@ type CheckRun struct {
 	Attempts []Attempt
 	// Accept are the task's acceptance criteria: with no judge, a checklist for the reviewer.
 	Accept []string
+	// Judging says an acceptance judge checks the criteria; Verdict is its latest answer.
+	Judging bool
+	Verdict *Verdict
 	// Unverified: checkpointed with no verification command run and no acceptance criteria stated.
 	Unverified bool
+}
+
+// Verdict is the acceptance judge's answer about one attempt.
+type Verdict struct {
+	Model         string
+	Confidence    float64
+	MinConfidence float64
+	Accepted      bool
+	Criteria      []VerdictCriterion
+	// Error says why the judge gave no valid verdict (the other fields are then empty).
+	Error string
+}
+
+// VerdictCriterion is the judge's answer for one criterion.
+type VerdictCriterion struct {
+	Criterion string
+	Met       bool
+	Reason    string
+}
+
+// Judgement is a task's verdict in the summary table.
+type Judgement struct {
+	Confidence float64
+	Accepted   bool
 }
 
 // Attempt is one attempt's record in the check run's text.
@@ -451,6 +491,7 @@ type Attempt struct {
 	// Lessons are the lessons of the repository's memory given to the attempt, as "<id>: <text>".
 	Lessons  []string
 	Verify   []Command
+	Verdict  *Verdict
 	Error    string
 	Guidance string
 	Output   string

@@ -86,6 +86,28 @@ var cases = []struct {
 	{"checkrun_summary_checklist", "checkrun_summary", CheckRun{RunID: "r1", TaskID: "1.3", TaskTitle: "Add the login form", Status: StatusPassed,
 		Attempt: 1, Checkpoint: sha1, Verify: []Command{{Command: "go test ./...", ExitCode: 0, Duration: time.Second}},
 		Accept: []string{"the form shows an error for a wrong password", "no password is logged"}}},
+	{"verdict_error", "verdict", Verdict{MinConfidence: 0.8, Error: "judge: malformed verdict after 2 answers: confidence is missing"}},
+	{"checkrun_summary_judged", "checkrun_summary", CheckRun{RunID: "r1", TaskID: "1.3", TaskTitle: "Add the login form", Status: StatusPassed,
+		Attempt: 2, Checkpoint: sha1, Verify: []Command{{Command: "go test ./...", ExitCode: 0, Duration: time.Second}}, Judging: true,
+		Accept: []string{"the form shows an error for a wrong password", "no password is logged"},
+		Verdict: &Verdict{Model: "claude-haiku-4-5", Confidence: 0.91, MinConfidence: 0.8, Accepted: true, Criteria: []VerdictCriterion{
+			{Criterion: "the form shows an error for a wrong password", Met: true, Reason: "login.go returns ErrBadPassword | shown in form.html"},
+			{Criterion: "no password is logged", Met: true, Reason: "the only log line prints the user name"}}}}},
+	{"checkrun_summary_judging", "checkrun_summary", CheckRun{RunID: "r1", TaskID: "1.3", TaskTitle: "Add the login form", Status: StatusRunning,
+		Attempt: 1, Judging: true, Accept: []string{"the form shows an error for a wrong password"}}},
+	{"checkrun_text_judged", "checkrun_text", CheckRun{RunID: "r1", TaskID: "1.3", TaskTitle: "Add the login form", Status: StatusPassed,
+		Attempts: []Attempt{
+			{Number: 1, Duration: time.Minute, Verify: []Command{{Command: "go test ./...", ExitCode: 0, Duration: time.Second}},
+				Verdict: &Verdict{Model: "gpt-5-mini", Confidence: 0.9, MinConfidence: 0.8, Criteria: []VerdictCriterion{
+					{Criterion: "no password is logged", Met: false, Reason: "handler.go logs the request body, password included"}}}},
+			{Number: 2, Duration: 2 * time.Minute, Verify: []Command{{Command: "go test ./...", ExitCode: 0, Duration: time.Second}},
+				Verdict: &Verdict{Model: "gpt-5-mini", Confidence: 0.95, MinConfidence: 0.8, Accepted: true, Criteria: []VerdictCriterion{
+					{Criterion: "no password is logged", Met: true, Reason: "the body is no longer logged"}}}},
+		}}},
+	{"summary_judged", "summary", Summary{RunID: "r13", State: RunDone,
+		Tasks: []Task{{ID: "1", Title: "Login", Status: StatusPassed, Attempts: 2, Checkpoint: sha1, Judgement: &Judgement{Confidence: 0.95, Accepted: true}},
+			{ID: "2", Title: "Docs", Status: StatusEscalated, Attempts: 3, Judgement: &Judgement{Confidence: 0.55}},
+			{ID: "3", Title: "Tests", Status: StatusPassed, Attempts: 1, Checkpoint: sha2}}}},
 	{"summary_unverified", "summary", Summary{RunID: "r12", State: RunDone,
 		Tasks: []Task{{ID: "1", Title: "Tests", Status: StatusPassed, Attempts: 1, Checkpoint: sha1}, {ID: "2", Title: "Docs", Status: StatusPassed, Attempts: 1, Checkpoint: sha2, Unverified: true}}}},
 	{"checkrun_text_lessons", "checkrun_text", CheckRun{RunID: "r1", TaskID: "1.1", TaskTitle: "Add the parser", Status: StatusPassed,

@@ -135,6 +135,14 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		}
 		op.Sandbox.ReadOnly = append(op.Sandbox.ReadOnly, abs)
 	}
+	judge, err := profiles.NewJudge(op.Judge, profiles.Options{})
+	if err != nil {
+		return withExit(2, err)
+	}
+	semantic, err := profiles.NewSemantic(op.Memory, profiles.Options{})
+	if err != nil {
+		return withExit(2, err)
+	}
 	box, warning, err := resolveSandbox(op, sandboxChoice{flag: f.sandbox, available: func() error { return sandbox.Available("") }})
 	if err != nil {
 		return withExit(2, err)
@@ -172,7 +180,10 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		WorkDir: f.workDir, Cache: localCache(), Lessons: localLessons(repo), Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
-		Output: stream, Sandbox: box, AgentNetwork: agentNet,
+		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic, MinConfidence: op.MinConfidence(),
+	}
+	if judge != nil {
+		opts.Judge = judge // a nil *llm.Judge must not become a non-nil interface
 	}
 	if !f.nonInteractive && isTerminal(cmd.InOrStdin()) {
 		p := &linePrompter{in: bufio.NewReader(cmd.InOrStdin()), out: stderr}

@@ -302,12 +302,24 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			}
 			cache.Logger = log
 		}
-		h, err := jobs.NewHandler(jobs.Deps{
+		judge, err := profiles.NewJudge(op.Judge, profiles.Options{Logger: log})
+		if err != nil {
+			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
+		}
+		semantic, err := profiles.NewSemantic(op.Memory, profiles.Options{Logger: log})
+		if err != nil {
+			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
+		}
+		deps := jobs.Deps{
 			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
 			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir, Cache: cache,
-			Metrics: metrics, Logger: log, Deliveries: ghApp,
-		})
+			Semantic: semantic, Metrics: metrics, Logger: log, Deliveries: ghApp,
+		}
+		if judge != nil {
+			deps.Judge = judge // a nil *llm.Judge must not become a non-nil interface
+		}
+		h, err := jobs.NewHandler(deps)
 		if err != nil {
 			return err
 		}

@@ -114,6 +114,39 @@ type Operator struct {
 	ProtectedPaths []string `yaml:"protected_paths"`
 	// Sandbox confines the agent and the verification commands (see runner/sandbox).
 	Sandbox Sandbox `yaml:"sandbox"`
+	// Judge, when set, is the model that checks the work of tasks with acceptance criteria.
+	Judge *JudgeProfile `yaml:"judge"`
+	// Memory configures how lessons are found for a task.
+	Memory Memory `yaml:"memory"`
+}
+
+// JudgeProfile is the acceptance judge: a model behind the built-in OpenAI-compatible or Anthropic
+// client. Its key is read from the environment variable APIKeyEnv names.
+type JudgeProfile struct {
+	Kind            string           `yaml:"kind"`
+	Model           string           `yaml:"model"`
+	BaseURL         string           `yaml:"base_url"`
+	APIKeyEnv       string           `yaml:"api_key_env"`
+	MaxOutputTokens int              `yaml:"max_output_tokens"`
+	Timeout         Duration         `yaml:"timeout"`
+	Prices          map[string]Price `yaml:"prices"`
+	// MinConfidence is the confidence a verdict needs (default 0.8); a repository may raise it.
+	MinConfidence float64 `yaml:"min_confidence"`
+}
+
+// Memory says how the lessons relevant to a task are found: by embedding similarity when an
+// OpenAI-compatible embeddings endpoint is configured, else by keywords (BM25).
+type Memory struct {
+	Embeddings *EmbeddingsProfile `yaml:"embeddings"`
+}
+
+// EmbeddingsProfile is an OpenAI-compatible /embeddings endpoint.
+type EmbeddingsProfile struct {
+	Model     string `yaml:"model"`
+	BaseURL   string `yaml:"base_url"`
+	APIKeyEnv string `yaml:"api_key_env"`
+	// MinSimilarity is the cosine similarity below which a lesson is not relevant (default 0.3).
+	MinSimilarity float64 `yaml:"min_similarity"`
 }
 
 // Triggers says which GitHub events may start a run in a repository.
@@ -143,6 +176,8 @@ type Repo struct {
 	Plan string `yaml:"plan"`
 	// Memory is "on" (default: lessons from earlier runs reach prompts and new ones are kept) or "off".
 	Memory string `yaml:"memory"`
+	// MinConfidence raises the confidence the operator's acceptance judge needs (never lowers it).
+	MinConfidence float64 `yaml:"min_confidence"`
 }
 
 // MemoryOff says a repository turned its memory off.
@@ -256,6 +291,9 @@ func ParseRepo(data []byte) (Repo, error) {
 	if r.MaxAttempts < 0 || r.MaxAttempts > 10 {
 		errs = append(errs, fmt.Errorf("max_attempts: %d is out of range (1 to 10)", r.MaxAttempts))
 	}
+	if r.MinConfidence < 0 || r.MinConfidence > 1 {
+		errs = append(errs, fmt.Errorf("min_confidence: %g is not between 0 and 1", r.MinConfidence))
+	}
 	if err := r.Budget.check("budget"); err != nil {
 		errs = append(errs, err)
 	}
@@ -329,6 +367,16 @@ func ParseOperator(data []byte) (Operator, error) {
 	if err := op.Sandbox.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if j := op.Judge; j != nil {
+		if err := j.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("judge: %w", err))
+		}
+	}
+	if e := op.Memory.Embeddings; e != nil {
+		if err := e.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("memory.embeddings: %w", err))
+		}
+	}
 	for _, name := range op.AgentNames() {
 		if err := op.Agents[name].validate(); err != nil {
 			errs = append(errs, fmt.Errorf("agents.%s: %w", name, err))
@@ -370,6 +418,56 @@ func (p AgentProfile) validate() error {
 	}
 	if p.MaxTurns < 0 || p.MaxTokens < 0 || p.MaxCost < 0 || p.OutputCap < 0 || p.MaxOutputTokens < 0 {
 		return errors.New("max_turns, max_tokens, max_output_tokens, max_cost and output_cap must not be negative")
+	}
+	return nil
+}
+
+// MinConfidence is the confidence the operator's judge needs (0 when there is no judge, which the
+// engine reads as its default).
+func (o Operator) MinConfidence() float64 {
+	if o.Judge == nil {
+		return 0
+	}
+	return o.Judge.MinConfidence
+}
+
+func (j *JudgeProfile) validate() error {
+	var errs []error
+	if j.Kind != "openai" && j.Kind != "anthropic" {
+		errs = append(errs, fmt.Errorf("kind: %q is not openai or anthropic", j.Kind))
+	}
+	if strings.TrimSpace(j.Model) == "" {
+		errs = append(errs, errors.New("model: required"))
+	}
+	if err := checkURL(j.BaseURL); err != nil {
+		errs = append(errs, err)
+	}
+	if j.MinConfidence < 0 || j.MinConfidence > 1 {
+		errs = append(errs, fmt.Errorf("min_confidence: %g is not between 0 and 1", j.MinConfidence))
+	}
+	if j.MaxOutputTokens < 0 {
+		errs = append(errs, errors.New("max_output_tokens: must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func (e *EmbeddingsProfile) validate() error {
+	var errs []error
+	if strings.TrimSpace(e.Model) == "" {
+		errs = append(errs, errors.New("model: required"))
+	}
+	if err := checkURL(e.BaseURL); err != nil {
+		errs = append(errs, err)
+	}
+	if e.MinSimilarity < 0 || e.MinSimilarity > 1 {
+		errs = append(errs, fmt.Errorf("min_similarity: %g is not between 0 and 1", e.MinSimilarity))
+	}
+	return errors.Join(errs...)
+}
+
+func checkURL(u string) error {
+	if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return fmt.Errorf("base_url: %q is not an http(s) URL", u)
 	}
 	return nil
 }

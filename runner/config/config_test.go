@@ -34,6 +34,7 @@ triggers: {issue_comment: true, push: false, pull_request: false}
 		{name: "unknown key named with its line", yaml: "roadmap: R.md\nagnet: claude\n", wantErr: `line 2: unknown key "agnet"`},
 		{name: "bad value type", yaml: "max_attempts: many\n", wantErr: "line 1"},
 		{name: "out of range", yaml: "max_attempts: 50\n", wantErr: "max_attempts: 50 is out of range"},
+		{name: "confidence out of range", yaml: "min_confidence: 80\n", wantErr: "min_confidence: 80 is not between 0 and 1"},
 		{name: "escaping roadmap", yaml: "roadmap: ../x.md\n", wantErr: "roadmap: \"../x.md\" must be a relative path"},
 		{name: "absolute roadmap", yaml: "roadmap: /etc/passwd\n", wantErr: "must be a relative path"},
 		{name: "bad branch prefix", yaml: "branch_prefix: 'a b/'\n", wantErr: "branch_prefix"},
@@ -113,6 +114,12 @@ func TestParseOperatorErrors(t *testing.T) {
 		"default_agent: b\nagents:\n  a: {kind: exec, command: x}\n":     `default_agent: "b" is not one of the agents (a)`,
 		"max_attempts: 0\nmax_atempts: 3\n":                              `unknown key "max_atempts"`,
 		"agents:\n  a: {kind: anthropic, model: m, base_url: ftp://x}\n": "base_url",
+		"judge: {kind: exec, model: m}\n":                                `judge: kind: "exec" is not openai or anthropic`,
+		"judge: {kind: openai}\n":                                        "judge: model: required",
+		"judge: {kind: openai, model: m, min_confidence: 1.5}\n":         "judge: min_confidence: 1.5 is not between 0 and 1",
+		"judge: {kind: openai, model: m, min_confidnce: 0.9}\n":          `unknown key "min_confidnce"`,
+		"memory: {embeddings: {base_url: http://x}}\n":                   "memory.embeddings: model: required",
+		"memory: {embeddings: {model: e, min_similarity: -1}}\n":         "memory.embeddings: min_similarity: -1 is not between 0 and 1",
 	}
 	for in, want := range tests {
 		_, err := ParseOperator([]byte(in))

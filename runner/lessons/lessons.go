@@ -135,14 +135,23 @@ func Rank(all []Lesson, query string, max, budget int) []Lesson {
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
+	ranked := make([]Lesson, len(hits))
+	for i, h := range hits {
+		ranked[i] = h.l
+	}
+	return within(ranked, max, budget)
+}
+
+// within keeps the best of ranked lessons: at most max, and no more than budget bytes of text.
+func within(ranked []Lesson, max, budget int) []Lesson {
 	var out []Lesson
 	used := 0
-	for _, h := range hits {
-		if len(out) >= max || used+len(h.l.Text) > budget {
+	for _, l := range ranked {
+		if len(out) >= max || used+len(l.Text) > budget {
 			break
 		}
-		out = append(out, h.l)
-		used += len(h.l.Text)
+		out = append(out, l)
+		used += len(l.Text)
 	}
 	return out
 }

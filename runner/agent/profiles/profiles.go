@@ -4,6 +4,7 @@
 package profiles
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/llm"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/lessons"
 )
 
 // Builtin are the profiles that exist without any configuration file: `akira run --agent openai`.
@@ -115,4 +117,47 @@ func New(name string, p config.AgentProfile, o Options) (agent.Agent, error) {
 	default:
 		return nil, fmt.Errorf("agent %s: kind %q is not exec, openai or anthropic", name, p.Kind)
 	}
+}
+
+// NewJudge builds the operator's acceptance judge; nil when none is configured.
+func NewJudge(p *config.JudgeProfile, o Options) (*llm.Judge, error) {
+	if p == nil {
+		return nil, nil
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	keyEnv := cmp.Or(p.APIKeyEnv, strings.ToUpper(p.Kind)+"_API_KEY")
+	prices := map[string]llm.Price{}
+	for m, pr := range p.Prices {
+		prices[m] = llm.Price{InputPerMTok: pr.InputPerMTok, OutputPerMTok: pr.OutputPerMTok}
+	}
+	j, err := llm.NewJudge(llm.Config{
+		Provider: p.Kind, Model: p.Model, BaseURL: cmp.Or(p.BaseURL, getenv(strings.ToUpper(p.Kind)+"_BASE_URL")), APIKey: getenv(keyEnv),
+		Timeout: time.Duration(p.Timeout), MaxOutputTokens: p.MaxOutputTokens, Prices: prices, Logger: o.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("judge: %w (the API key is read from $%s)", err, keyEnv)
+	}
+	return j, nil
+}
+
+// NewSemantic builds the lesson ranker of the operator's embeddings endpoint; nil when none is
+// configured (lessons are then ranked by keywords).
+func NewSemantic(m config.Memory, o Options) (*lessons.Semantic, error) {
+	p := m.Embeddings
+	if p == nil {
+		return nil, nil
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	keyEnv := cmp.Or(p.APIKeyEnv, "OPENAI_API_KEY")
+	e, err := llm.NewEmbedder(llm.EmbeddingsConfig{Model: p.Model, BaseURL: cmp.Or(p.BaseURL, getenv("OPENAI_BASE_URL")), APIKey: getenv(keyEnv), Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("memory.embeddings: %w (the API key is read from $%s)", err, keyEnv)
+	}
+	return &lessons.Semantic{Embedder: e, MinSimilarity: p.MinSimilarity}, nil
 }
