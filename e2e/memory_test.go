@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,6 +32,9 @@ func TestLearningThroughGitHub(t *testing.T) {
 	ls, err := mem.List(context.Background())
 	if err != nil || len(ls) != 1 || !strings.Contains(ls[0].Text, "MAGIC-WORD") {
 		t.Fatalf("lessons after the retry: %+v, %v", ls, err)
+	}
+	if ls[0].Author != "alice" || !strings.Contains(ls[0].Link, "/issues/"+strconv.Itoa(pr.Number)+"#issuecomment-") {
+		t.Errorf("the lesson does not name who taught it and where: author %q, link %q", ls[0].Author, ls[0].Link)
 	}
 
 	before, _ := os.ReadFile(filepath.Join(e.logDir, "calls"))

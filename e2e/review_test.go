@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/akira-bot/akira/app/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/runner/lessons"
 )
 
 // reviewPR is the pull_request object of a review event for pr.
@@ -82,6 +85,18 @@ func TestReviews(t *testing.T) {
 	if run.Trigger != jobs.TriggerReview || run.Review == nil || run.Review.ID != rv.ID {
 		t.Fatalf("run %s: trigger %s review %+v", run.ID, run.Trigger, run.Review)
 	}
+	mem := e.store.Lessons(e.gh.InstallationID(e.owner, e.repo), e.owner, e.repo)
+	taught := map[string]lessons.Lesson{}
+	for _, l := range mustLessons(t, mem) {
+		taught[l.Text] = l
+	}
+	if l, ok := taught["On out-1.1.txt: Say SHOUT-IT here"]; !ok || l.Author != "alice" ||
+		l.Link != fmt.Sprintf("%s#discussion_r%d", run.PRURL, rv.Comments[0].ID) || !strings.Contains(l.Source, "review") {
+		t.Errorf("the addressed review comment is not a lesson with its reviewer and link: %+v", taught)
+	}
+	if _, ok := taught["Close, but not yet."]; !ok {
+		t.Errorf("the review's own text is not a lesson: %+v", taught)
+	}
 	c := e.reviewCommits(first.Branch, rv.ID)[0]
 	if want := "akira: address review " + strconv.FormatInt(rv.ID, 10); c.Subject != want {
 		t.Errorf("checkpoint subject %q, want %q", c.Subject, want)
@@ -114,6 +129,9 @@ func TestReviews(t *testing.T) {
 	if fixed.Review == nil || fixed.Review.Guidance != "make it LOUDER" {
 		t.Errorf("fix run review = %+v", fixed.Review)
 	}
+	if ls := mustLessons(t, mem); len(ls) != 3 || !slices.ContainsFunc(ls, func(l lessons.Lesson) bool { return l.Text == "On out-1.2.txt: make it LOUDER" }) {
+		t.Errorf("after /akira fix the lessons are %+v; want its guidance added", ls)
+	}
 	if got := e.taskCommits(first.Branch); got["1.1"] != 1 || got["1.2"] != 1 {
 		t.Errorf("checkpoints of the issue's tasks = %v, want each once", got)
 	}
@@ -132,4 +150,13 @@ func (e *env) promptOf(task string) string {
 	b, err := os.ReadFile(files[len(files)-1])
 	must(e.t, err)
 	return string(b)
+}
+
+func mustLessons(t *testing.T, s lessons.Store) []lessons.Lesson {
+	t.Helper()
+	ls, err := s.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls
 }

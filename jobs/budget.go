@@ -56,7 +56,7 @@ func (h *Handler) raiseBudget(ctx context.Context, p RunPayload) (*Run, error) {
 		}
 		for _, pk := range r.Parked {
 			r.Decisions[pk.TaskID] = Decision{Key: "budget-" + p.DeliveryID, TaskID: pk.TaskID,
-				Decision: runner.Decision{Kind: runner.DecisionRetry}, By: p.Sender}
+				Decision: runner.Decision{Kind: runner.DecisionRetry, By: p.Sender}}
 		}
 		r.Parked, r.Status, r.AnsweredBy = nil, StatusQueued, p.Sender
 		return nil

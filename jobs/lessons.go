@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/akira-bot/akira/runner/lessons"
@@ -69,4 +71,23 @@ func (r *RepoLessons) Forget(ctx context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("jobs: lessons: %w", err)
 	}
 	return n > 0, nil
+}
+
+// LessonInstallations lists the installations that keep lessons for a repository (operators name a
+// repository; its installation id is Akira's business).
+func (s *Store) LessonInstallations(ctx context.Context, owner, repo string) ([]int64, error) {
+	suffix := ":" + repoKey(owner, repo)
+	var ids []int64
+	iter := s.rdb.Scan(ctx, 0, s.prefix+"lessons:*"+suffix, 100).Iterator()
+	for iter.Next(ctx) {
+		mid := strings.TrimSuffix(strings.TrimPrefix(iter.Val(), s.prefix+"lessons:"), suffix)
+		if id, err := strconv.ParseInt(mid, 10, 64); err == nil && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("jobs: lessons: %w", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

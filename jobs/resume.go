@@ -122,7 +122,11 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 	if err != nil {
 		return ResultRetry, fmt.Errorf("jobs: branch head: %w", err)
 	}
-	d := Decision{Key: p.JobID(), TaskID: p.TaskID, Decision: runner.Decision{Kind: p.Decision, Guidance: p.Guidance}, By: p.Sender}
+	d := Decision{Key: p.JobID(), TaskID: p.TaskID, Decision: runner.Decision{Kind: p.Decision, Guidance: p.Guidance, By: p.Sender}}
+	if p.CommentID != 0 && p.Number != 0 && run.RepoURL != "" {
+		// GitHub sends /issues/N of a pull request on to /pull/N.
+		d.Link = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
+	}
 	runID := run.ID
 	run, already, err := h.d.Store.Decide(ctx, runID, d, head)
 	if _, ok := errors.AsType[*NotParkedError](err); ok && p.Decision == runner.DecisionAbort {

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/templates"
 )
@@ -117,6 +119,39 @@ func reviewContext(ctx context.Context, gh Reviews, run *Run) (string, []ReviewC
 		fmt.Fprintf(&b, "\n### Guidance\n\n%s\n", quoteBlock(g))
 	}
 	return b.String(), comments, nil
+}
+
+// maxReviewLesson caps the text a review comment leaves as a lesson.
+const maxReviewLesson = 600
+
+// reviewLessons are what a review teaches once the run addressed it: the review's text and each
+// thread's first comment, with the reviewer and a link. Their ids come from the review and the
+// comment, so a review addressed again replaces its lessons instead of adding more.
+func reviewLessons(run *Run, comments []ReviewComment) []lessons.Lesson {
+	rv := run.Review
+	source := fmt.Sprintf("review %d by @%s, addressed", rv.ID, rv.By)
+	var out []lessons.Lesson
+	if body := strings.TrimSpace(rv.Body); body != "" {
+		out = append(out, lessons.Lesson{ID: lessons.IDFor(fmt.Sprintf("%s/review-%d", run.Repo, rv.ID)), Text: clipText(body, maxReviewLesson),
+			Source: source, Author: rv.By, Link: run.SourceURL})
+	}
+	for _, c := range comments {
+		body := c.Body
+		if c.ID == rv.CommentID {
+			body = rv.Guidance // the `/akira fix` comment: what follows the command is the teaching
+		}
+		if c.InReplyTo != 0 || strings.TrimSpace(body) == "" {
+			continue
+		}
+		l := lessons.Lesson{ID: lessons.IDFor(fmt.Sprintf("%s/review-comment-%d", run.Repo, c.ID)),
+			Text:   fmt.Sprintf("On %s: %s", c.Path, clipText(body, maxReviewLesson)),
+			Source: source, Author: cmp.Or(c.User, rv.By)}
+		if run.PRURL != "" {
+			l.Link = fmt.Sprintf("%s#discussion_r%d", run.PRURL, c.ID)
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 func quoteBlock(s string) string {

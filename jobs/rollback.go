@@ -197,8 +197,8 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 				if r.Decisions == nil {
 					r.Decisions = map[string]Decision{}
 				}
-				r.Decisions[t.ID] = Decision{Key: p.JobID(), TaskID: t.ID, By: p.Sender,
-					Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: p.Guidance}}
+				r.Decisions[t.ID] = Decision{Key: p.JobID(), TaskID: t.ID,
+					Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: p.Guidance, By: p.Sender}}
 			}
 		}
 		r.Head = out.Head

@@ -493,9 +493,11 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
 	}
 	if rv := run.Review; rv != nil {
-		if opts.Context, _, err = reviewContext(lctx, gh, run); err != nil {
+		var comments []ReviewComment
+		if opts.Context, comments, err = reviewContext(lctx, gh, run); err != nil {
 			return ResultRetry, err
 		}
+		opts.Teach = reviewLessons(run, comments)
 		opts.TaskScope = reviewScope(rv.ID)
 		opts.Trailers = []string{TrailerReview + ": " + strconv.FormatInt(rv.ID, 10)}
 	}

@@ -190,8 +190,8 @@ type Decision struct {
 	// Key identifies the request that carried the decision (the resume job); see Run.DecisionKeys.
 	Key    string `json:"key,omitempty"`
 	TaskID string `json:"task_id"`
+	// Decision holds who decided (By) besides the kind and the guidance.
 	runner.Decision
-	By string `json:"by,omitempty"`
 }
 
 // ParkedTask returns the parked entry of the task, or nil.

@@ -183,9 +183,9 @@ func TestStoreDecide(t *testing.T) {
 		wantErr    string
 		wantStatus RunStatus
 	}{
-		{"retry", park, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "use tabs"}, By: "ann"}, "aaaaaaaaaa", "", StatusQueued},
-		{"reply names no task", park, Decision{Decision: runner.Decision{Kind: runner.DecisionSkip}, By: "ann"}, "aaaaaaaaaa", "", StatusQueued},
-		{"abort", park, Decision{Decision: runner.Decision{Kind: runner.DecisionAbort}, By: "ann"}, "aaaaaaaaaa", "", StatusAborted},
+		{"retry", park, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "use tabs", By: "ann"}}, "aaaaaaaaaa", "", StatusQueued},
+		{"reply names no task", park, Decision{Decision: runner.Decision{Kind: runner.DecisionSkip, By: "ann"}}, "aaaaaaaaaa", "", StatusQueued},
+		{"abort", park, Decision{Decision: runner.Decision{Kind: runner.DecisionAbort, By: "ann"}}, "aaaaaaaaaa", "", StatusAborted},
 		{"head moved", park, Decision{Decision: runner.Decision{Kind: runner.DecisionApprove}}, "bbbbbbbbbb", "moved from aaaaaaa to bbbbbbb", StatusParked},
 		{"queued by another decision", func(r *Run) error {
 			r.Status = StatusQueued

@@ -89,6 +89,7 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 		e.out.Status = StatusParked
 	default:
 		e.out.Status = StatusSucceeded
+		e.teach(ctx)
 	}
 	if e.o.DryRun {
 		diff, err := e.ws.Diff(ctx)
@@ -356,7 +357,7 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 	if err := e.emit(ctx, e.taskEvent(EventTaskStarted, t, Event{MaxAttempts: e.o.MaxAttempts, Accept: t.Accept})); err != nil {
 		return err
 	}
-	guidance := ""
+	var guide Decision // a retry decision's guidance, with who gave it
 	if d, ok := e.o.Decisions[t.ID]; ok {
 		if d.Kind == "" {
 			d.Kind = DecisionPark
@@ -379,7 +380,7 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 		case DecisionApprove:
 			if t.Gate == roadmap.GateBefore && e.ws.Parked(e.key(t.ID)) == "" {
 				// Approved at its gate: the agent may start now.
-				return e.attempts(ctx, t, "")
+				return e.attempts(ctx, t, Decision{})
 			}
 			if err := e.ws.ApplyParked(ctx, e.key(t.ID)); err != nil {
 				return fmt.Errorf("runner: approve %s: %w", t.ID, err)
@@ -393,7 +394,7 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 			}
 			return nil
 		case DecisionRetry:
-			guidance = d.Guidance
+			guide = d
 		default:
 			return fmt.Errorf("runner: %w: unknown decision %q for %s", ErrUsage, d.Kind, t.ID)
 		}
@@ -401,7 +402,7 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 	if _, decided := e.o.Decisions[t.ID]; t.Gate == roadmap.GateBefore && !decided {
 		return e.gateBefore(ctx, t)
 	}
-	return e.attempts(ctx, t, guidance)
+	return e.attempts(ctx, t, guide)
 }
 
 // overBudget says which limit of the budget this run has reached, or "".
@@ -452,9 +453,9 @@ func (e *engine) gateBefore(ctx context.Context, t *roadmap.Task) error {
 	}
 	switch d.Kind {
 	case DecisionApprove:
-		return e.attempts(ctx, t, "")
+		return e.attempts(ctx, t, Decision{})
 	case DecisionRetry:
-		return e.attempts(ctx, t, d.Guidance)
+		return e.attempts(ctx, t, d)
 	case DecisionSkip:
 		return e.skip(ctx, t, "skipped at its gate")
 	case DecisionAbort:
@@ -504,8 +505,9 @@ func clipList(items []string, n int) []string {
 
 // attempts runs attempts until one checkpoints, then asks for a decision when they are exhausted or
 // the same failure repeats.
-func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guidance string) error {
+func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guide Decision) error {
 	r := e.results[t.ID]
+	guidance := guide.Guidance
 	var last, firstVerifyFail *failure
 	lastFeedback, lastSig := "", ""
 	round := 0 // attempts since the start or since a retry decision
@@ -521,7 +523,7 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guidance string)
 			return err
 		}
 		if f == nil {
-			e.learn(ctx, t, guidance)
+			e.learn(ctx, t, guide)
 			if guidance == "" && firstVerifyFail != nil {
 				e.learnFix(ctx, t, firstVerifyFail)
 			}
@@ -557,7 +559,7 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guidance string)
 		}
 		switch d.Kind {
 		case DecisionRetry:
-			guidance, round, lastSig = d.Guidance, 0, ""
+			guide, guidance, round, lastSig = d, d.Guidance, 0, ""
 			if err := e.ws.Reset(ctx); err != nil {
 				return fmt.Errorf("runner: %w", err)
 			}
@@ -625,7 +627,11 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		lessons: learnt})
 	var used []string
 	for _, l := range learnt {
-		used = append(used, l.ID+": "+oneLine(l.Text))
+		line := l.ID + ": " + oneLine(l.Text)
+		if l.Link != "" {
+			line += " ([source](" + l.Link + "))"
+		}
+		used = append(used, line)
 	}
 	if err := e.emit(ctx, e.taskEvent(EventAttemptStarted, t, Event{Attempt: n, MaxAttempts: e.o.MaxAttempts, Feedback: feedback, Lessons: used})); err != nil {
 		return nil, err

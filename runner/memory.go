@@ -41,14 +41,33 @@ func (e *engine) lessonsFor(ctx context.Context, t *roadmap.Task) []lessons.Less
 
 // learn keeps the guidance a person gave for a task that then succeeded: next time a related task
 // starts with it.
-func (e *engine) learn(ctx context.Context, t *roadmap.Task, guidance string) {
-	guidance = strings.TrimSpace(guidance)
+func (e *engine) learn(ctx context.Context, t *roadmap.Task, guide Decision) {
+	guidance := strings.TrimSpace(guide.Guidance)
 	if e.o.Lessons == nil || guidance == "" || e.o.DryRun {
 		return
 	}
-	l := lessons.Lesson{Text: guidance, Source: fmt.Sprintf("retry guidance for %s %s", t.ID, oneLine(t.Title))}
+	l := lessons.Lesson{Text: guidance, Source: fmt.Sprintf("retry guidance for %s %s", t.ID, oneLine(t.Title)),
+		Author: guide.By, Link: guide.Link}
 	if _, err := e.o.Lessons.Add(ctx, l); err != nil {
 		e.o.Logger.Warn("runner: lesson not kept", "task", t.ID, "err", err)
+	}
+}
+
+// teach keeps the run's Teach lessons once all its tasks are done: what a reviewer asked for and
+// the run then did is worth knowing next time.
+func (e *engine) teach(ctx context.Context) {
+	if e.o.Lessons == nil || e.o.DryRun || len(e.o.Teach) == 0 {
+		return
+	}
+	for _, r := range e.results {
+		if r.Status != TaskDone {
+			return
+		}
+	}
+	for _, l := range e.o.Teach {
+		if _, err := e.o.Lessons.Add(ctx, l); err != nil {
+			e.o.Logger.Warn("runner: lesson not kept", "err", err)
+		}
 	}
 }
 

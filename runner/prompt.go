@@ -85,7 +85,11 @@ func buildPrompt(in promptInput) string {
 		b.WriteString("\n## Lessons from earlier runs in this repository\n\n")
 		b.WriteString("People who work on this repository taught these to earlier runs; follow them where they apply.\n\n")
 		for _, l := range in.lessons {
-			fmt.Fprintf(&b, "- %s (%s)\n", strings.Join(strings.Fields(l.Text), " "), l.Source)
+			source := l.Source
+			if l.Author != "" {
+				source += ", from " + l.Author
+			}
+			fmt.Fprintf(&b, "- %s (%s)\n", strings.Join(strings.Fields(l.Text), " "), source)
 		}
 	}
 	b.WriteString("\n## Rules\n")

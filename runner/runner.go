@@ -178,6 +178,9 @@ type Options struct {
 	// Lessons, when set, is the repository's memory: the relevant lessons go into each task's prompt,
 	// and the guidance of a retry that then succeeded is kept as a new lesson.
 	Lessons lessons.Store
+	// Teach are lessons kept once every task of the run is done (the comments of a review the run
+	// addressed), unless the repository's memory is off or the run is a dry run.
+	Teach []lessons.Lesson
 	// Semantic, when set, ranks lessons by embedding similarity; nil (or an endpoint that fails)
 	// ranks them by keywords.
 	Semantic *lessons.Semantic
@@ -228,6 +231,10 @@ const (
 type Decision struct {
 	Kind     DecisionKind `json:"kind"`
 	Guidance string       `json:"guidance,omitempty"`
+	// By and Link say who gave the guidance and where (a comment's URL): a lesson learnt from it
+	// keeps both.
+	By   string `json:"by,omitempty"`
+	Link string `json:"link,omitempty"`
 }
 
 // EscalationHandler is asked what to do with a task that keeps failing. The failed work is still in

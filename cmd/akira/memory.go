@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/runner/lessons"
 )
 
@@ -32,25 +35,70 @@ func localLessons(repo string) lessons.Store {
 	return &lessons.FileStore{Path: lessons.FileFor(dir, repo)}
 }
 
+// appLessons is the App's memory of a repository in Redis (REDIS_URL): the installation's given,
+// else the one installation that has lessons for it.
+func appLessons(ctx context.Context, repo string, installation int64) (lessons.Store, error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("--app %q: want OWNER/REPO", repo)
+	}
+	rdb, err := redisClient(cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"), os.Getenv("REDIS_PASSWORD"))
+	if err != nil {
+		return nil, err
+	}
+	store := jobs.NewStore(rdb, "")
+	if installation == 0 {
+		ids, err := store.LessonInstallations(ctx, owner, name)
+		if err != nil {
+			return nil, err
+		}
+		switch len(ids) {
+		case 0:
+			return nil, fmt.Errorf("no lessons for %s in Redis yet: give --installation, the App's installation id for the repository", repo)
+		case 1:
+			installation = ids[0]
+		default:
+			return nil, fmt.Errorf("%s has lessons under several installations (%v): choose one with --installation", repo, ids)
+		}
+	}
+	return store.Lessons(installation, owner, name), nil
+}
+
 func newMemoryCmd() *cobra.Command {
-	var repo string
+	var repo, app string
+	var installation int64
 	cmd := &cobra.Command{
 		Use:   "memory list | show ID | forget ID | remember TEXT",
 		Short: "Read and edit a repository's lessons: what earlier runs were taught",
 		Long: `Memory shows and edits the lessons akira run keeps for a repository (AKIRA_MEMORY_DIR, else
-akira/lessons in your configuration directory): the guidance of a retry that then succeeded, and
-notes added with remember. The relevant ones go into each task's prompt. AKIRA_MEMORY_DIR=off, or
-memory: off in .github/akira.yml, turns the memory off.`,
+akira/lessons in your configuration directory): the guidance of a retry that then succeeded,
+failures that were fixed, addressed review comments, and notes added with remember. The relevant
+ones go into each task's prompt. AKIRA_MEMORY_DIR=off, or memory: off in .github/akira.yml, turns
+the memory off.
+
+With --app OWNER/REPO it reads and edits the GitHub App's memory of that repository in Redis
+(REDIS_URL, REDIS_PASSWORD): operators write notes for every later run there.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			r, err := resolveRepo(ctx, repo)
-			if err != nil {
-				return withExit(2, err)
-			}
-			store := localLessons(r)
-			if store == nil {
-				return withExit(2, errors.New("the memory is off (AKIRA_MEMORY_DIR=off)"))
+			var store lessons.Store
+			if app != "" {
+				if repo != "" {
+					return withExit(2, errors.New("--app and --repo both name the repository: give one"))
+				}
+				s, err := appLessons(ctx, app, installation)
+				if err != nil {
+					return withExit(2, err)
+				}
+				store = s
+			} else {
+				r, err := resolveRepo(ctx, repo)
+				if err != nil {
+					return withExit(2, err)
+				}
+				if store = localLessons(r); store == nil {
+					return withExit(2, errors.New("the memory is off (AKIRA_MEMORY_DIR=off)"))
+				}
 			}
 			out := cmd.OutOrStdout()
 			switch {
@@ -76,7 +124,14 @@ memory: off in .github/akira.yml, turns the memory off.`,
 				}
 				for _, l := range ls {
 					if l.ID == args[1] {
-						fmt.Fprintf(out, "%s · %s · %s\n\n%s\n", l.ID, l.Created.Format("2006-01-02"), l.Source, l.Text)
+						fmt.Fprintf(out, "%s · %s · %s", l.ID, l.Created.Format("2006-01-02"), l.Source)
+						if l.Author != "" {
+							fmt.Fprintf(out, " · by %s", l.Author)
+						}
+						if l.Link != "" {
+							fmt.Fprintf(out, " · %s", l.Link)
+						}
+						fmt.Fprintf(out, "\n\n%s\n", l.Text)
 						return nil
 					}
 				}
@@ -92,7 +147,11 @@ memory: off in .github/akira.yml, turns the memory off.`,
 				fmt.Fprintf(out, "Forgot %s.\n", args[1])
 				return nil
 			case args[0] == "remember" && len(args) >= 2:
-				l, err := store.Add(ctx, lessons.Lesson{Text: strings.Join(args[1:], " "), Source: "note"})
+				source := "note"
+				if app != "" {
+					source = "operator note"
+				}
+				l, err := store.Add(ctx, lessons.Lesson{Text: strings.Join(args[1:], " "), Source: source, Author: os.Getenv("USER")})
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -103,6 +162,8 @@ memory: off in .github/akira.yml, turns the memory off.`,
 		},
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "local repository path or clone URL (default: the git repository of the current directory)")
+	cmd.Flags().StringVar(&app, "app", "", "OWNER/REPO: the GitHub App's memory of that repository, in Redis (REDIS_URL)")
+	cmd.Flags().Int64Var(&installation, "installation", 0, "with --app: the installation id (needed only before the repository has any lesson, or when several installations do)")
 	return cmd
 }
 

@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/internal/redistest"
+	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/runner/gittest"
+	"github.com/akira-bot/akira/runner/lessons"
 )
 
 // TestMemoryCommands: remember, list, show and forget a repository's lessons; another repository
@@ -37,5 +45,49 @@ func TestMemoryCommands(t *testing.T) {
 	}
 	if _, stderr, code := runCmd(t, "memory", "--repo", repo.Remote, "frobnicate"); code != 2 || !strings.Contains(stderr, "usage") {
 		t.Errorf("unknown verb: exit %d %q", code, stderr)
+	}
+}
+
+// TestMemoryOfTheApp: an operator writes a note into the App's memory of a repository in Redis,
+// where the App's runs read it (the same store); the installation is found from the lessons kept.
+func TestMemoryOfTheApp(t *testing.T) {
+	addr := redistest.Addr(t)
+	t.Setenv("REDIS_URL", "redis://"+addr+"/12")
+	repo := fmt.Sprintf("octo/memtest-%d", time.Now().UnixNano())
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 12})
+	t.Cleanup(func() { rdb.Close() })
+	appStore := jobs.NewStore(rdb, "")
+	owner, name, _ := strings.Cut(repo, "/")
+	t.Cleanup(func() { rdb.Del(context.Background(), "akira:lessons:77:"+repo, "akira:lessons:78:"+repo) })
+
+	if _, stderr, code := runCmd(t, "memory", "--app", repo, "list"); code != 2 || !strings.Contains(stderr, "give --installation") {
+		t.Fatalf("no lessons and no installation: exit %d %q", code, stderr)
+	}
+	out, stderr, code := runCmd(t, "memory", "--app", repo, "--installation", "77", "remember", "deploys", "need", "make", "release")
+	m := regexp.MustCompile(`Remembered as (L[0-9a-f]+)\.`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("remember: exit %d, %q %q", code, out, stderr)
+	}
+	ls, err := appStore.Lessons(77, owner, name).List(context.Background())
+	if err != nil || len(ls) != 1 || ls[0].Text != "deploys need make release" || ls[0].Source != "operator note" {
+		t.Fatalf("the App's store holds %+v (%v)", ls, err)
+	}
+	if out, _, code := runCmd(t, "memory", "--app", repo, "list"); code != 0 || !strings.Contains(out, m[1]) {
+		t.Errorf("list without --installation: exit %d\n%s", code, out)
+	}
+	if other, _ := appStore.Lessons(78, owner, name).List(context.Background()); len(other) != 0 {
+		t.Errorf("another installation sees %+v", other)
+	}
+	if _, err := appStore.Lessons(78, owner, name).Add(context.Background(), lessons.Lesson{Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCmd(t, "memory", "--app", repo, "list"); code != 2 || !strings.Contains(stderr, "[77 78]") {
+		t.Errorf("two installations: exit %d %q", code, stderr)
+	}
+	if out, _, code := runCmd(t, "memory", "--app", repo, "--installation", "77", "forget", m[1]); code != 0 || !strings.Contains(out, "Forgot") {
+		t.Errorf("forget: exit %d %q", code, out)
+	}
+	if _, stderr, code := runCmd(t, "memory", "--app", "not-a-repo", "list"); code != 2 || !strings.Contains(stderr, "want OWNER/REPO") {
+		t.Errorf("bad --app: exit %d %q", code, stderr)
 	}
 }

@@ -78,7 +78,8 @@ func (s *FileStore) Add(_ context.Context, l Lesson) (Lesson, error) {
 		return Lesson{}, err
 	}
 	l = Normalize(l, time.Now())
-	ls = append(ls, l)
+	// A lesson with the id of one kept already replaces it, as in the App's store.
+	ls = append(slices.DeleteFunc(ls, func(o Lesson) bool { return o.ID == l.ID }), l)
 	if len(ls) > MaxLessons {
 		ls = ls[len(ls)-MaxLessons:]
 	}

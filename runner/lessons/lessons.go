@@ -7,6 +7,7 @@ package lessons
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"math"
 	"sort"
@@ -45,6 +46,12 @@ func NewID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return "L" + hex.EncodeToString(b)
+}
+
+// IDFor is the lesson id of something taught once (a review comment): adding it again replaces it.
+func IDFor(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "L" + hex.EncodeToString(sum[:4])
 }
 
 // Normalize fills in an id and a date, and caps the text.
