@@ -47,7 +47,7 @@ func (e *engine) learn(ctx context.Context, t *roadmap.Task, guide Decision) {
 		return
 	}
 	l := lessons.Lesson{Text: guidance, Source: fmt.Sprintf("retry guidance for %s %s", t.ID, oneLine(t.Title)),
-		Author: guide.By, Link: guide.Link}
+		Author: guide.By, Link: guide.Link, Run: e.out.RunID}
 	if _, err := e.o.Lessons.Add(ctx, l); err != nil {
 		e.o.Logger.Warn("runner: lesson not kept", "task", t.ID, "err", err)
 	}
@@ -65,6 +65,7 @@ func (e *engine) teach(ctx context.Context) {
 		}
 	}
 	for _, l := range e.o.Teach {
+		l.Run = e.out.RunID
 		if _, err := e.o.Lessons.Add(ctx, l); err != nil {
 			e.o.Logger.Warn("runner: lesson not kept", "err", err)
 		}
@@ -101,7 +102,7 @@ func (e *engine) learnFix(ctx context.Context, t *roadmap.Task, f *failure) {
 		files = append(files[:8:8], fmt.Sprintf("%d more", n-8))
 	}
 	text := fmt.Sprintf("`%s` failed (%s); what made it pass was a change to %s.", oneLine(failed.Command), oneLine(digest), strings.Join(files, ", "))
-	l := lessons.Lesson{Text: text, Source: fmt.Sprintf("a failure fixed in %s %s", t.ID, oneLine(t.Title))}
+	l := lessons.Lesson{Text: text, Source: fmt.Sprintf("a failure fixed in %s %s", t.ID, oneLine(t.Title)), Run: e.out.RunID}
 	if _, err := e.o.Lessons.Add(ctx, l); err != nil {
 		e.o.Logger.Warn("runner: lesson not kept", "task", t.ID, "err", err)
 	}

@@ -33,7 +33,7 @@ func TestLessonCarriedIntoLaterRun(t *testing.T) {
 		t.Fatalf("run 1: %v (%s)", err, out.Status)
 	}
 	ls, _ := store.List(context.Background())
-	if len(ls) != 1 || !strings.Contains(ls[0].Text, "MAGIC-WORD") || !strings.Contains(ls[0].Source, "T1 Add a flaky parser") {
+	if len(ls) != 1 || !strings.Contains(ls[0].Text, "MAGIC-WORD") || !strings.Contains(ls[0].Source, "T1 Add a flaky parser") || ls[0].Run != out.RunID {
 		t.Fatalf("lessons after run 1: %+v", ls)
 	}
 

@@ -128,6 +128,9 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 						if l.Author != "" {
 							fmt.Fprintf(out, " · by %s", l.Author)
 						}
+						if l.Run != "" {
+							fmt.Fprintf(out, " · run %s", l.Run)
+						}
 						if l.Link != "" {
 							fmt.Fprintf(out, " · %s", l.Link)
 						}

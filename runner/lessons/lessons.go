@@ -23,6 +23,8 @@ type Lesson struct {
 	// Source says where it came from ("retry guidance for 1.2 Add the parser", "note").
 	Source string `json:"source"`
 	Author string `json:"author,omitempty"`
+	// Run is the run that learnt it, when a run did.
+	Run string `json:"run,omitempty"`
 	// Link points at where it was said (the comment), when known.
 	Link    string    `json:"link,omitempty"`
 	Created time.Time `json:"created"`
