@@ -31,7 +31,7 @@ echo ok > "out-$AKIRA_TASK_ID.txt"
 	model := llmtest.NewOpenAI(t, "judge-mini", "sk-judge", llmtest.Turn{Calls: []llmtest.Call{{Name: judge.ToolName, Args: map[string]any{
 		"criteria": []any{map[string]any{"criterion": "the parser is documented", "pass": true, "reason": "out-1.txt documents it"}}, "confidence": 0.9}}}})
 	cfg := filepath.Join(t.TempDir(), "akira.yaml")
-	mustWrite(t, cfg, ("judge:\n  kind: openai\n  model: judge-mini\n  base_url: "+model.BaseURL()+"\n  api_key_env: AKIRA_TEST_JUDGE_KEY\n"))
+	mustWrite(t, cfg, ("judge:\n  kind: openai\n  model: judge-mini\n  base_url: " + model.BaseURL() + "\n  api_key_env: AKIRA_TEST_JUDGE_KEY\n"))
 	env := []string{"AKIRA_MEMORY_DIR=" + t.TempDir(), "AKIRA_TEST_JUDGE_KEY=sk-judge"}
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
