@@ -29,6 +29,7 @@ import (
 	"github.com/akira-bot/akira/app/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/workspace"
@@ -104,11 +105,15 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	sinks, err := notify.Sinks(op.Notify, os.Getenv)
+	if err != nil {
+		return err
+	}
 	deps := jobs.Deps{
 		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker,
 		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}),
 		GitHub:   ghApp.Installations(),
-		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Logger: log,
+		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log,
 	}
 	if judge, err := profiles.NewJudge(op.Judge, profiles.Options{Logger: log}); err != nil {
 		return err

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
@@ -65,6 +67,10 @@ type Deps struct {
 	Author  runner.Identity
 	Metrics *Metrics
 	Logger  *slog.Logger
+	// Sinks are the operator's notification sinks by name (Operator.Notify routes events to them);
+	// NotifyClient sends to them (a client with a timeout when nil).
+	Sinks        map[string]notify.Sink
+	NotifyClient *http.Client
 	// Deliveries, when set, lets the sweep job ask GitHub to redeliver missed webhooks.
 	Deliveries Deliveries
 }
@@ -94,6 +100,9 @@ func NewHandler(d Deps) (*Handler, error) {
 	if d.NewAgent == nil {
 		d.NewAgent = ExecAgent(d.WorkDir)
 	}
+	if d.NotifyClient == nil {
+		d.NotifyClient = &http.Client{Timeout: 15 * time.Second}
+	}
 	log := d.Logger
 	if log == nil {
 		log = slog.Default()
@@ -110,5 +119,6 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux.HandleFunc(TypePlan, h.HandlePlan)
 	mux.HandleFunc(TypeRollback, h.HandleRollback)
 	mux.HandleFunc(TypeSweep, h.HandleSweep)
+	mux.HandleFunc(TypeNotify, h.HandleNotify)
 	return mux
 }

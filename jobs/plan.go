@@ -112,6 +112,7 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 	run.MaxAttempts = op.MaxAttemptsFor(rc)
 	run.MaxParallel = op.MaxParallelFor(rc)
 	run.Budget, run.BudgetCeilingUSD = op.BudgetFor(rc), op.BudgetCeiling.CostUSD
+	run.Notify = rc.Notify
 	if p.BudgetUSD > 0 {
 		run.Budget.CostUSD, _ = op.RaiseCost(p.BudgetUSD)
 	}

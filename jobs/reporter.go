@@ -39,7 +39,9 @@ type Reporter struct {
 	verdicts map[string]*templates.Verdict
 	// judging says the run has an acceptance judge (the check runs say who reads the criteria).
 	judging bool
-	now     func() time.Time
+	// notify, when set, tells the operator's sinks about an event of the run.
+	notify func(ctx context.Context, event, occasion string, data templates.Notification)
+	now    func() time.Time
 	// lastSummary is when this job last edited the summary (progress edits are rate-limited).
 	lastSummary time.Time
 }
@@ -323,7 +325,18 @@ func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
 	})
 }
 
+// tell notifies the operator's sinks, when the job has any.
+func (r *Reporter) tell(ctx context.Context, event, occasion string, data templates.Notification) {
+	if r.notify != nil {
+		r.notify(ctx, event, occasion, data)
+	}
+}
+
 func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
+	if ev.Stalled {
+		r.tell(ctx, "stalled", fmt.Sprintf("%s-%d", ev.TaskID, ev.Attempt), templates.Notification{TaskID: ev.TaskID,
+			TaskTitle: ev.TaskTitle, Reason: ev.Message})
+	}
 	if a := r.lastAttempt(ev.TaskID); a != nil {
 		a.Output = ev.Feedback
 		if len(ev.Verify) == 0 && a.Error == "" {
@@ -394,6 +407,12 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 		if fresh {
 			r.metrics.escalated()
 			r.metrics.task("escalated", 0, esc.Attempts)
+			event, reply := "escalation", "/akira approve, /akira retry <guidance>, /akira skip or /akira abort"
+			if esc.Reason == runner.ReasonBudget {
+				event, reply = "budget_reached", "/akira run --budget <usd> to go on, or /akira abort"
+			}
+			r.tell(ctx, event, fmt.Sprintf("%s-%d", t.ID, t.Escalations), templates.Notification{TaskID: t.ID, TaskTitle: t.Title,
+				Attempts: esc.Attempts, Reason: esc.Summary, Reply: reply})
 		}
 		if err := r.finishCheckRun(ctx, t, templates.StatusEscalated, reasonText(esc), CheckRun{
 			Conclusion: ConclusionActionRequired, Title: "Needs a decision", Buttons: EscalationButtons(),

@@ -470,6 +470,9 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 
 	rep := NewReporter(gh, h.d.Store, h.d.Metrics, log, run)
 	rep.judging = h.d.Judge != nil
+	rep.notify = func(ctx context.Context, event, occasion string, data templates.Notification) {
+		h.notifyRun(ctx, rep.Run(), event, occasion, data)
+	}
 	opts := runner.Options{
 		Repo: run.CloneURL, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base, RunID: run.ID,
 		Agent: ag, MaxAttempts: run.MaxAttempts, MaxParallel: run.MaxParallel, Decisions: engineDecisions(run),
@@ -640,6 +643,7 @@ func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err err
 	if uerr != nil {
 		return ResultRetry, errors.Join(err, uerr)
 	}
+	h.notifyRun(ctx, run, "run_failed", "failed-"+strconv.Itoa(run.Jobs), templates.Notification{Reason: msg, Reply: "/akira run"})
 	if run.OpenedPR && !run.PRClosed && !checkpointed(run) {
 		run = h.closeEmptyPullRequest(ctx, gh, run, log)
 	}
@@ -704,6 +708,12 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 			return ResultRetry, err
 		}
 		status, result = StatusQueued, ResultDecided
+	}
+	switch status {
+	case StatusSucceeded:
+		h.notifyRun(ctx, run, "run_finished", "finished-"+strconv.Itoa(run.Jobs), templates.Notification{Tally: summaryData(run).Tally()})
+	case StatusFailed:
+		h.notifyRun(ctx, run, "run_failed", "failed-"+strconv.Itoa(run.Jobs), templates.Notification{Reason: out.Error, Reply: "/akira run"})
 	}
 	p := publisher{gh: gh, store: h.d.Store, log: log}
 	if _, err := p.publishSummary(ctx, run); err != nil {

@@ -535,7 +535,7 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guide Decision) 
 		last = f
 		lastFeedback = f.text(r.Attempts)
 		if err := e.emit(ctx, e.taskEvent(EventAttemptFailed, t, Event{Attempt: r.Attempts, MaxAttempts: e.o.MaxAttempts,
-			Feedback: lastFeedback, Verify: f.verify, Message: f.summary()})); err != nil {
+			Feedback: lastFeedback, Verify: f.verify, Message: f.summary(), Stalled: f.stalled})); err != nil {
 			return err
 		}
 		sig := f.signature(e.ws.Dir)
@@ -677,7 +677,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		case timedOut:
 			msg = fmt.Sprintf("timed out after %s (agent timeout)", e.o.AgentTimeout)
 		}
-		return &failure{agentErr: msg, agentOutput: res.Output}, nil
+		return &failure{agentErr: msg, agentOutput: res.Output, stalled: stalled}, nil
 	}
 	if f := e.checkDisk(); f != nil {
 		return f, nil

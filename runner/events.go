@@ -84,6 +84,8 @@ type Event struct {
 	// work); MinConfidence is the confidence it needed.
 	Verdict       *judge.Verdict `json:"verdict,omitempty"`
 	MinConfidence float64        `json:"min_confidence,omitempty"`
+	// Stalled says the attempt failed because its agent stalled (attempt_failed).
+	Stalled bool `json:"stalled,omitempty"`
 	// Changed are the paths the attempt changed (task_checkpointed).
 	Changed  []string      `json:"changed,omitempty"`
 	Feedback string        `json:"feedback,omitempty"`

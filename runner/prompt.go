@@ -115,6 +115,7 @@ func buildPrompt(in promptInput) string {
 type failure struct {
 	agentErr    string
 	agentOutput string
+	stalled     bool
 	verify      []verify.Result // every result, failing and passing
 	protected   []string
 	roadmapErr  string

@@ -517,3 +517,20 @@ type PRBody struct {
 
 // Marker is the hidden line that ties the pull request to the run.
 func (p PRBody) Marker() string { return "<!-- akira:pr run=" + p.RunID + " -->" }
+
+// Notification is a notification of a run's event (notify_title, notify_text).
+type Notification struct {
+	// Event is one of escalation, run_finished, run_failed, budget_reached, stalled.
+	Event     string
+	Repo      string
+	RunID     string
+	TaskID    string
+	TaskTitle string
+	Attempts  int
+	// Reason says what failed or why the run stopped; Tally how the tasks ended.
+	Reason string
+	Tally  string
+	// URL is the pull request; Reply what a person may answer there.
+	URL   string
+	Reply string
+}

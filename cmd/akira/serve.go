@@ -23,6 +23,7 @@ import (
 	"github.com/akira-bot/akira/app"
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
@@ -310,11 +311,15 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		if err != nil {
 			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
 		}
+		sinks, err := notify.Sinks(op.Notify, os.Getenv)
+		if err != nil {
+			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
+		}
 		deps := jobs.Deps{
 			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
 			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir, Cache: cache,
-			Semantic: semantic, Metrics: metrics, Logger: log, Deliveries: ghApp,
+			Semantic: semantic, Sinks: sinks, Metrics: metrics, Logger: log, Deliveries: ghApp,
 		}
 		if judge != nil {
 			deps.Judge = judge // a nil *llm.Judge must not become a non-nil interface

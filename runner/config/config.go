@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -118,6 +119,31 @@ type Operator struct {
 	Judge *JudgeProfile `yaml:"judge"`
 	// Memory configures how lessons are found for a task.
 	Memory Memory `yaml:"memory"`
+	// Notify defines where notifications go (the App only).
+	Notify Notify `yaml:"notify"`
+}
+
+// NotifyEvents are the events a notification is sent for.
+var NotifyEvents = []string{"escalation", "run_finished", "run_failed", "budget_reached", "stalled"}
+
+// Notify is the operator's notification sinks and which events go to which by default.
+type Notify struct {
+	Sinks map[string]NotifySink `yaml:"sinks"`
+	// Events routes each event to sinks by name; a repository's notify: replaces an event's list
+	// with its own choice among the same sinks.
+	Events map[string][]string `yaml:"events"`
+	// RatePerMinute bounds what one sink is sent (default 30).
+	RatePerMinute int `yaml:"rate_per_minute"`
+}
+
+// NotifySink is one destination. Webhook URLs are credentials: url_env names the variable that
+// holds one (url is for URLs that are not secret, such as a private ntfy server's topic).
+type NotifySink struct {
+	Kind      string `yaml:"kind"`
+	URL       string `yaml:"url"`
+	URLEnv    string `yaml:"url_env"`
+	TokenEnv  string `yaml:"token_env"`
+	SecretEnv string `yaml:"secret_env"`
 }
 
 // JudgeProfile is the acceptance judge: a model behind the built-in OpenAI-compatible or Anthropic
@@ -178,6 +204,8 @@ type Repo struct {
 	Memory string `yaml:"memory"`
 	// MinConfidence raises the confidence the operator's acceptance judge needs (never lowers it).
 	MinConfidence float64 `yaml:"min_confidence"`
+	// Notify chooses, per event, which of the operator's sinks are told (never a URL of its own).
+	Notify map[string][]string `yaml:"notify"`
 }
 
 // MemoryOff says a repository turned its memory off.
@@ -372,6 +400,7 @@ func ParseOperator(data []byte) (Operator, error) {
 			errs = append(errs, fmt.Errorf("judge: %w", err))
 		}
 	}
+	errs = append(errs, op.Notify.validate()...)
 	if e := op.Memory.Embeddings; e != nil {
 		if err := e.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("memory.embeddings: %w", err))
@@ -465,6 +494,53 @@ func (e *EmbeddingsProfile) validate() error {
 	return errors.Join(errs...)
 }
 
+func (n Notify) validate() []error {
+	var errs []error
+	for name, s := range n.Sinks {
+		switch s.Kind {
+		case "slack", "discord", "ntfy", "webhook":
+		default:
+			errs = append(errs, fmt.Errorf("notify.sinks.%s: kind: %q is not slack, discord, ntfy or webhook", name, s.Kind))
+		}
+		if (s.URL == "") == (s.URLEnv == "") {
+			errs = append(errs, fmt.Errorf("notify.sinks.%s: give one of url and url_env", name))
+		}
+		if s.Kind == "webhook" && s.SecretEnv == "" {
+			errs = append(errs, fmt.Errorf("notify.sinks.%s: secret_env: required for kind webhook (its deliveries are signed)", name))
+		}
+	}
+	errs = append(errs, checkRouting("notify.events", n.Events, n.Sinks)...)
+	if n.RatePerMinute < 0 {
+		errs = append(errs, errors.New("notify.rate_per_minute: must not be negative"))
+	}
+	return errs
+}
+
+// checkRouting checks that every event is one Akira sends and every sink one the operator defined.
+func checkRouting(key string, routes map[string][]string, sinks map[string]NotifySink) []error {
+	var errs []error
+	for ev, names := range routes {
+		if !slices.Contains(NotifyEvents, ev) {
+			errs = append(errs, fmt.Errorf("%s: %q is not an event (%s)", key, ev, strings.Join(NotifyEvents, ", ")))
+		}
+		for _, n := range names {
+			if _, ok := sinks[n]; !ok {
+				errs = append(errs, fmt.Errorf("%s.%s: %q is not one of the operator's sinks", key, ev, n))
+			}
+		}
+	}
+	return errs
+}
+
+// NotifyRoute is the sinks an event of a repository goes to: the repository's choice for the event
+// when it made one (only among the operator's sinks), else the operator's.
+func (o Operator) NotifyRoute(r map[string][]string, event string) []string {
+	if names, ok := r[event]; ok {
+		return slices.DeleteFunc(slices.Clone(names), func(n string) bool { _, ok := o.Notify.Sinks[n]; return !ok })
+	}
+	return o.Notify.Events[event]
+}
+
 func checkURL(u string) error {
 	if u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		return fmt.Errorf("base_url: %q is not an http(s) URL", u)
@@ -504,6 +580,9 @@ func (o Operator) Agent(name string) (string, AgentProfile, error) {
 
 // ValidateRepo checks the choices a repository's file makes against the operator's.
 func (o Operator) ValidateRepo(r Repo) error {
+	if errs := checkRouting("notify", r.Notify, o.Notify.Sinks); len(errs) > 0 {
+		return fmt.Errorf(".github/akira.yml: %w", errors.Join(errs...))
+	}
 	if r.Agent == "" {
 		return nil
 	}

@@ -1,0 +1,183 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/templates"
+)
+
+// TypeNotify sends one notification to one sink. A job per sink: one sink that is down neither
+// delays nor repeats the others.
+const TypeNotify = "akira:notify"
+
+// notifyTimeout bounds one notify job; notifyMaxRetry with RetryDelay's backoff spans about an hour.
+const (
+	notifyTimeout  = time.Minute
+	notifyMaxRetry = 10
+)
+
+// DefaultNotifyRate is how many notifications a sink is sent per minute when the operator sets none.
+const DefaultNotifyRate = 30
+
+// NotifyPayload is the payload of TypeNotify.
+type NotifyPayload struct {
+	Version int    `json:"v"`
+	ID      string `json:"id"`
+	Sink    string `json:"sink"`
+	// Installation scopes the rate limit's bookkeeping to nothing: sinks are the operator's.
+	Message notify.Message `json:"message"`
+}
+
+// JobID makes one notification per event, sink and occasion.
+func (p NotifyPayload) JobID() string { return "notify:" + p.Sink + ":" + p.ID }
+
+// Validate reports what is missing from a notify payload.
+func (p NotifyPayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.ID == "" || p.Sink == "" {
+		errs = append(errs, errors.New("no id or no sink"))
+	}
+	if p.Message.Event == "" || p.Message.Title == "" {
+		errs = append(errs, errors.New("no event or no title"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("notify payload: %w", err)
+	}
+	return nil
+}
+
+// NewNotifyTask builds a TypeNotify task.
+func (o TaskOptions) NewNotifyTask(p NotifyPayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypeNotify, p, notifyTimeout, notifyMaxRetry)
+}
+
+// EnqueueNotify enqueues a TypeNotify task; ErrDuplicate when this notification was sent already.
+func (e *Enqueuer) EnqueueNotify(ctx context.Context, p NotifyPayload, opts ...asynq.Option) error {
+	t, err := e.opts.NewNotifyTask(p)
+	if err != nil {
+		return err
+	}
+	_, err = e.client.EnqueueContext(ctx, t, opts...)
+	switch {
+	case errors.Is(err, asynq.ErrTaskIDConflict), errors.Is(err, asynq.ErrDuplicateTask):
+		return fmt.Errorf("%w: %s", ErrDuplicate, t.Type())
+	case err != nil:
+		return fmt.Errorf("jobs: enqueue %s: %w", t.Type(), err)
+	}
+	return nil
+}
+
+// Results of a notify job.
+const (
+	ResultSent     = "sent"
+	ResultDeferred = "deferred"
+)
+
+// HandleNotify sends a notification, within the sink's rate: over it, the job is put back for the
+// next minute. A sink that answers 5xx or 429 is retried by asynq; one that refuses (4xx) is not.
+func (h *Handler) HandleNotify(ctx context.Context, t *asynq.Task) error {
+	var p NotifyPayload
+	if err := decode(t, TypeNotify, &p); err != nil {
+		h.d.Metrics.job(TypeNotify, ResultInvalid)
+		return err
+	}
+	result, err := h.sendNotification(ctx, p)
+	h.d.Metrics.job(TypeNotify, result)
+	return err
+}
+
+func (h *Handler) sendNotification(ctx context.Context, p NotifyPayload) (string, error) {
+	log := h.log.With("task", TypeNotify, "sink", p.Sink, "event", p.Message.Event, "run", p.Message.RunID, "repo", p.Message.Repo)
+	sink, ok := h.d.Sinks[p.Sink]
+	if !ok {
+		log.Warn("notify job: the sink is not configured (any more)")
+		return ResultInvalid, fmt.Errorf("jobs: notify: no sink %q: %w", p.Sink, asynq.SkipRetry)
+	}
+	rate := h.d.Operator.Notify.RatePerMinute
+	if rate == 0 {
+		rate = DefaultNotifyRate
+	}
+	if wait, err := h.d.Store.takeNotifySlot(ctx, p.Sink, rate); err != nil {
+		return ResultRetry, err
+	} else if wait > 0 {
+		later := p
+		later.ID = p.ID + ":later-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		if err := h.d.Enqueuer.EnqueueNotify(ctx, later, asynq.ProcessIn(wait)); err != nil && !errors.Is(err, ErrDuplicate) {
+			return ResultRetry, err
+		}
+		log.Info("notify job: over the sink's rate; sent later", "in", wait)
+		return ResultDeferred, nil
+	}
+	start := time.Now()
+	err := sink.Send(ctx, h.d.NotifyClient, p.JobID(), p.Message)
+	if se, ok := errors.AsType[*notify.SendError](err); ok && !se.Retry {
+		log.Error("notify job: the sink refused the notification", "status", se.Status, "err", err)
+		return ResultInvalid, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry)
+	}
+	if err != nil {
+		log.Warn("notify job: not delivered; retried", "err", err)
+		return ResultRetry, fmt.Errorf("jobs: %w", err)
+	}
+	log.Info("notify job: sent", "ms", time.Since(start).Milliseconds(), "since_event_ms", time.Since(p.Message.Time).Milliseconds())
+	return ResultSent, nil
+}
+
+// takeNotifySlot counts a notification against the sink's rate for this minute (INCR is atomic, so
+// workers never both take the last slot); over the rate, it says how long until the next minute.
+func (s *Store) takeNotifySlot(ctx context.Context, sink string, perMinute int) (time.Duration, error) {
+	now := s.now()
+	window := now.Truncate(time.Minute)
+	key := s.prefix + "notify-rate:" + sink + ":" + strconv.FormatInt(window.Unix(), 10)
+	n, err := s.rdb.Incr(ctx, key).Result()
+	if err != nil {
+		return 0, fmt.Errorf("jobs: notify rate: %w", err)
+	}
+	if n == 1 {
+		s.rdb.Expire(ctx, key, 2*time.Minute)
+	}
+	if n > int64(perMinute) {
+		return window.Add(time.Minute).Sub(now) + time.Second, nil
+	}
+	return 0, nil
+}
+
+// notifyRun enqueues a notification of a run's event to every sink the event goes to. A notification
+// is a courtesy: failing to enqueue one is logged, never a reason to fail the run's work.
+func (h *Handler) notifyRun(ctx context.Context, run *Run, event, occasion string, data templates.Notification) {
+	sinks := h.d.Operator.NotifyRoute(run.Notify, event)
+	if len(sinks) == 0 {
+		return
+	}
+	data.Event, data.Repo, data.RunID = event, run.Owner+"/"+run.Repo, run.ID
+	data.URL = cmp.Or(run.PRURL, run.SourceURL)
+	title, err := templates.Render("notify_title", data)
+	if err != nil {
+		h.log.Error("notify: template", "err", err)
+		return
+	}
+	text, err := templates.Render("notify_text", data)
+	if err != nil {
+		h.log.Error("notify: template", "err", err)
+		return
+	}
+	m := notify.Message{Event: event, Time: time.Now().UTC(), Repo: data.Repo, RunID: run.ID, TaskID: data.TaskID,
+		Title: title, Text: text, URL: data.URL, Reply: data.Reply}
+	for _, s := range sinks {
+		err := h.d.Enqueuer.EnqueueNotify(ctx, NotifyPayload{ID: run.ID + ":" + event + ":" + occasion, Sink: s, Message: m})
+		if err != nil && !errors.Is(err, ErrDuplicate) {
+			h.log.Warn("notify: not enqueued", "sink", s, "event", event, "run", run.ID, "err", err)
+		}
+	}
+}
