@@ -67,6 +67,13 @@ type Deps struct {
 	Author  runner.Identity
 	Metrics *Metrics
 	Logger  *slog.Logger
+	// Masker masks the secrets Akira knows in the attempt logs it keeps for LogRetention (default
+	// DefaultLogRetention).
+	Masker       *Masker
+	LogRetention time.Duration
+	// PublicURL is where people reach the dashboard (AKIRA_PUBLIC_URL): check runs and summaries
+	// link each task's attempts and logs there. Empty: no links.
+	PublicURL string
 	// Sinks are the operator's notification sinks by name (Operator.Notify routes events to them);
 	// NotifyClient sends to them (a client with a timeout when nil).
 	Sinks        map[string]notify.Sink

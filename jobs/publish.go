@@ -125,6 +125,7 @@ func summaryData(r *Run) templates.Summary {
 		if j := t.Judgement; j != nil {
 			tt.Judgement = &templates.Judgement{Confidence: j.Confidence, Accepted: j.Accepted}
 		}
+		tt.LogURL = TaskPageURL(r.Dashboard, r.ID, t.ID)
 		if t.Checkpoint != "" && r.RepoURL != "" {
 			tt.CheckpointURL = r.RepoURL + "/commit/" + t.Checkpoint
 		}

@@ -1,10 +1,12 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -39,6 +41,12 @@ type Reporter struct {
 	verdicts map[string]*templates.Verdict
 	// judging says the run has an acceptance judge (the check runs say who reads the criteria).
 	judging bool
+	// logs is each task's current attempt's log, kept (masked) when the attempt ends.
+	logs         map[string]*strings.Builder
+	masker       *Masker
+	logRetention time.Duration
+	// publicURL is the dashboard's address: a check run's details link to the task's page there.
+	publicURL string
 	// notify, when set, tells the operator's sinks about an event of the run.
 	notify func(ctx context.Context, event, occasion string, data templates.Notification)
 	now    func() time.Time
@@ -55,7 +63,7 @@ func NewReporter(gh ReporterGitHub, store *Store, metrics *Metrics, log *slog.Lo
 		gh: gh, pub: publisher{gh: gh, store: store, log: log}, metrics: metrics,
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
-		verdicts: map[string]*templates.Verdict{}, now: time.Now,
+		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, now: time.Now,
 	}
 }
 
@@ -86,6 +94,7 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 		}
 		err = r.progress(ctx, what)
 	case runner.EventVerifyFinished:
+		r.logVerify(ev)
 		r.verify[ev.TaskID] = ev.Verify
 		if a := r.lastAttempt(ev.TaskID); a != nil {
 			a.Verify = commands(ev.Verify)
@@ -247,7 +256,7 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 	}
 	id, url, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, CheckRun{
 		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: CheckInProgress,
-		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: r.run.PRURL, Title: "Running", Summary: sum,
+		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: cmp.Or(TaskPageURL(r.publicURL, r.runID, t.ID), r.run.PRURL), Title: "Running", Summary: sum,
 		Buttons: RunningButtons(),
 	})
 	if err != nil {
@@ -264,7 +273,47 @@ func (r *Reporter) lastAttempt(taskID string) *templates.Attempt {
 	return &as[len(as)-1]
 }
 
+// logf adds to the task's current attempt's log.
+func (r *Reporter) logf(taskID, format string, a ...any) {
+	b := r.logs[taskID]
+	if b == nil {
+		b = &strings.Builder{}
+		r.logs[taskID] = b
+	}
+	fmt.Fprintf(b, format, a...)
+}
+
+func (r *Reporter) logVerify(ev runner.Event) {
+	r.logf(ev.TaskID, "\n==> Verification\n")
+	for _, v := range ev.Verify {
+		status := fmt.Sprintf("exit %d", v.ExitCode)
+		if v.TimedOut {
+			status = "timed out"
+		}
+		r.logf(ev.TaskID, "\n$ %s\n(%s, %s)\n%s\n", v.Command, status, v.Duration.Round(time.Millisecond), strings.TrimRight(v.Output, "\n"))
+	}
+}
+
+// keepLog stores the attempt's log, masked, and starts afresh; a log that cannot be kept is a loss
+// for later reading, not a reason to stop the run.
+func (r *Reporter) keepLog(ctx context.Context, taskID string, attempt int, end string) {
+	b := r.logs[taskID]
+	if b == nil || attempt == 0 {
+		return
+	}
+	delete(r.logs, taskID)
+	text := r.masker.Mask(b.String() + "\n==> " + end + "\n")
+	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+		r.pub.log.Warn("attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
+	}
+}
+
 func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
+	delete(r.logs, ev.TaskID)
+	r.logf(ev.TaskID, "==> Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
+	if ev.Feedback != "" {
+		r.logf(ev.TaskID, "\n==> What the agent was told went wrong before\n%s\n", strings.TrimRight(ev.Feedback, "\n"))
+	}
 	if ev.MaxAttempts > 0 {
 		r.maxAttempts = ev.MaxAttempts
 	}
@@ -287,6 +336,11 @@ func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
 }
 
 func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
+	failed := ""
+	if ev.Message != "" {
+		failed = ": " + ev.Message
+	}
+	r.logf(ev.TaskID, "\n==> Agent (%s)%s\n%s\n", ev.Duration.Round(time.Millisecond), failed, strings.TrimRight(ev.Output, "\n"))
 	if a := r.lastAttempt(ev.TaskID); a != nil {
 		a.Duration = ev.Duration
 		if ev.Message != "" {
@@ -314,6 +368,16 @@ func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
 	if a := r.lastAttempt(ev.TaskID); a != nil {
 		a.Verdict = v
 	}
+	r.logf(ev.TaskID, "\n==> Acceptance judge\n")
+	if v.Error != "" {
+		r.logf(ev.TaskID, "%s\n", v.Error)
+	}
+	for _, c := range v.Criteria {
+		r.logf(ev.TaskID, "- %s: met=%v: %s\n", c.Criterion, c.Met, c.Reason)
+	}
+	if v.Error == "" {
+		r.logf(ev.TaskID, "confidence %.2f (at least %.2f), accepted=%v\n", v.Confidence, v.MinConfidence, v.Accepted)
+	}
 	return r.record(ctx, func(run *Run) error {
 		if err := recordUsage(run, ev); err != nil {
 			return err
@@ -333,6 +397,7 @@ func (r *Reporter) tell(ctx context.Context, event, occasion string, data templa
 }
 
 func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
+	r.keepLog(ctx, ev.TaskID, ev.Attempt, "Attempt failed: "+ev.Message)
 	if ev.Stalled {
 		r.tell(ctx, "stalled", fmt.Sprintf("%s-%d", ev.TaskID, ev.Attempt), templates.Notification{TaskID: ev.TaskID,
 			TaskTitle: ev.TaskTitle, Reason: ev.Message})
@@ -353,6 +418,7 @@ func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
 }
 
 func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error {
+	r.keepLog(ctx, ev.TaskID, ev.Attempt, "Checkpoint "+ev.Commit)
 	r.head = ev.Commit
 	if err := r.record(ctx, func(run *Run) error { return recordCheckpointed(run, ev) }); err != nil {
 		return err
@@ -399,6 +465,7 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 		esc = &runner.Escalation{TaskID: ev.TaskID, Title: ev.TaskTitle, Summary: ev.Message}
 	}
 	fresh := esc.Reason != "awaiting_decision"
+	r.keepLog(ctx, ev.TaskID, esc.Attempts, "Parked: "+esc.Summary)
 	if err := r.record(ctx, func(run *Run) error { return recordParked(run, esc, fresh, r.now()) }); err != nil {
 		return err
 	}
@@ -510,4 +577,13 @@ func clipText(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// TaskPageURL is a task's page on the dashboard at publicURL, with its attempts and their logs; ""
+// without a dashboard.
+func TaskPageURL(publicURL, runID, taskID string) string {
+	if publicURL == "" {
+		return ""
+	}
+	return strings.TrimRight(publicURL, "/") + "/ui/runs/" + url.PathEscape(runID) + "/tasks/" + url.PathEscape(taskID)
 }

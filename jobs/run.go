@@ -440,6 +440,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		}
 		r.Status = StatusRunning
 		r.Jobs++
+		r.Dashboard = h.d.PublicURL
 		return nil
 	})
 	if errors.Is(err, errNothingToDo) {
@@ -470,6 +471,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 
 	rep := NewReporter(gh, h.d.Store, h.d.Metrics, log, run)
 	rep.judging = h.d.Judge != nil
+	rep.masker, rep.logRetention, rep.publicURL = h.d.Masker, h.d.LogRetention, h.d.PublicURL
 	rep.notify = func(ctx context.Context, event, occasion string, data templates.Notification) {
 		h.notifyRun(ctx, rep.Run(), event, occasion, data)
 	}

@@ -102,6 +102,8 @@ type Run struct {
 	// DecisionKeys are the keys of the latest decisions taken, so that a retried resume job sees its
 	// own decision as done instead of refusing it.
 	DecisionKeys []string `json:"decision_keys,omitempty"`
+	// Dashboard is the dashboard's address when the run's jobs had one (AKIRA_PUBLIC_URL).
+	Dashboard string `json:"dashboard,omitempty"`
 	// Notify is the repository's choice of sinks per event (.github/akira.yml notify:).
 	Notify map[string][]string `json:"notify,omitempty"`
 	// Review is the review a review run addresses.

@@ -662,7 +662,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("runner: %w", ctx.Err())
 	}
-	ev := Event{Attempt: n, Usage: &res.Usage, Duration: res.Duration}
+	ev := Event{Attempt: n, Usage: &res.Usage, Duration: res.Duration, Output: res.Output}
 	if aerr != nil {
 		ev.Message = aerr.Error()
 	}

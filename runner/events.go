@@ -84,6 +84,9 @@ type Event struct {
 	// work); MinConfidence is the confidence it needed.
 	Verdict       *judge.Verdict `json:"verdict,omitempty"`
 	MinConfidence float64        `json:"min_confidence,omitempty"`
+	// Output is the agent's whole output (agent_finished), as its agent kept it: the App stores it
+	// as the attempt's log. Too large for the event stream, it is not in the JSON.
+	Output string `json:"-"`
 	// Stalled says the attempt failed because its agent stalled (attempt_failed).
 	Stalled bool `json:"stalled,omitempty"`
 	// Changed are the paths the attempt changed (task_checkpointed).

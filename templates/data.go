@@ -19,6 +19,8 @@ type Task struct {
 	Checkpoint    string
 	CheckpointURL string
 	CheckRunURL   string
+	// LogURL is the task's page on the dashboard, with its attempts' full logs.
+	LogURL string
 	// Usage is what the task's agent reported using (shown when any task reported some).
 	Usage Usage
 	// Unverified: checkpointed with no verification command run and no acceptance criteria stated.
