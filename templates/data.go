@@ -536,3 +536,14 @@ type Notification struct {
 	URL   string
 	Reply string
 }
+
+// ControlAudit mirrors on the pull request an operator's action through the API or the dashboard.
+type ControlAudit struct {
+	Action   string
+	TaskID   string
+	RunID    string
+	Token    string
+	Via      string
+	Guidance string
+	Result   string
+}

@@ -96,6 +96,8 @@ var cases = []struct {
 	{"notify_title_failed", "notify_title", Notification{Event: "run_failed", Repo: "octo/demo", RunID: "r1"}},
 	{"summary_logs", "summary", Summary{RunID: "r14", State: RunRunning, Tasks: []Task{{ID: "1", Title: "Login", Status: StatusRunning, Attempts: 1,
 		CheckRunURL: "https://github.com/o/r/runs/9", LogURL: "https://akira.example.com/ui/runs/r14/tasks/1"}}}},
+	{"control_audit_stop", "control_audit", ControlAudit{Action: "stop", RunID: "r1", Token: "deploy-bot", Via: "api", Result: "stop requested"}},
+	{"control_audit_retry", "control_audit", ControlAudit{Action: "retry", TaskID: "1.2", RunID: "r1", Token: "ops", Via: "dashboard", Guidance: "use the `v2` client", Result: "retry queued"}},
 	{"verdict_error", "verdict", Verdict{MinConfidence: 0.8, Error: "judge: malformed verdict after 2 answers: confidence is missing"}},
 	{"checkrun_summary_judged", "checkrun_summary", CheckRun{RunID: "r1", TaskID: "1.3", TaskTitle: "Add the login form", Status: StatusPassed,
 		Attempt: 2, Checkpoint: sha1, Verify: []Command{{Command: "go test ./...", ExitCode: 0, Duration: time.Second}}, Judging: true,

@@ -1,0 +1,358 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/templates"
+)
+
+// Operators reach Akira's runs through the REST API and the dashboard with API tokens: each has a
+// name (who acted, in the audit and on the pull request) and a scope. Only a token's SHA-256 is
+// stored, so Redis never holds one that works.
+
+// Token scopes: read sees runs, queues and logs; control may also stop, abort and decide.
+const (
+	ScopeRead    = "read"
+	ScopeControl = "control"
+)
+
+// ErrBadToken is returned for a token Akira does not know (or one revoked).
+var ErrBadToken = errors.New("jobs: unknown API token")
+
+// Token is an operator's API token, without its secret.
+type Token struct {
+	Name    string    `json:"name"`
+	Scope   string    `json:"scope"`
+	Created time.Time `json:"created"`
+}
+
+// CanControl says the token may act on runs.
+func (t Token) CanControl() bool { return t.Scope == ScopeControl }
+
+var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func tokenHash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Store) tokensKey() string     { return s.prefix + "tokens" }
+func (s *Store) tokenNamesKey() string { return s.prefix + "token-names" }
+
+// CreateToken makes a token and returns its secret, which is shown once and never kept.
+func (s *Store) CreateToken(ctx context.Context, name, scope string) (string, error) {
+	if !tokenNameRE.MatchString(name) {
+		return "", fmt.Errorf("token name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
+	}
+	if scope != ScopeRead && scope != ScopeControl {
+		return "", fmt.Errorf("token scope %q: want read or control", scope)
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("jobs: token: %w", err)
+	}
+	secret := "akira_" + hex.EncodeToString(b)
+	hash := tokenHash(secret)
+	data, _ := json.Marshal(Token{Name: name, Scope: scope, Created: s.now().UTC()})
+	// One name, one token: HSETNX on the name refuses a second token of the same name atomically.
+	ok, err := s.rdb.HSetNX(ctx, s.tokenNamesKey(), name, hash).Result()
+	if err != nil {
+		return "", fmt.Errorf("jobs: token: %w", err)
+	}
+	if !ok {
+		return "", fmt.Errorf("a token named %q exists: revoke it first", name)
+	}
+	if err := s.rdb.HSet(ctx, s.tokensKey(), hash, data).Err(); err != nil {
+		return "", fmt.Errorf("jobs: token: %w", err)
+	}
+	return secret, nil
+}
+
+// TokenFor finds the token of a secret.
+func (s *Store) TokenFor(ctx context.Context, secret string) (Token, error) {
+	if !strings.HasPrefix(secret, "akira_") {
+		return Token{}, ErrBadToken
+	}
+	data, err := s.rdb.HGet(ctx, s.tokensKey(), tokenHash(secret)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return Token{}, ErrBadToken
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("jobs: token: %w", err)
+	}
+	var t Token
+	if err := json.Unmarshal(data, &t); err != nil {
+		return Token{}, fmt.Errorf("jobs: token: %w", err)
+	}
+	return t, nil
+}
+
+// Tokens lists the tokens, by name.
+func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
+	all, err := s.rdb.HGetAll(ctx, s.tokensKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobs: tokens: %w", err)
+	}
+	var out []Token
+	for _, data := range all {
+		var t Token
+		if json.Unmarshal([]byte(data), &t) == nil {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// RevokeToken deletes the token of a name; it reports whether there was one.
+func (s *Store) RevokeToken(ctx context.Context, name string) (bool, error) {
+	hash, err := s.rdb.HGet(ctx, s.tokenNamesKey(), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("jobs: token: %w", err)
+	}
+	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HDel(ctx, s.tokensKey(), hash)
+		p.HDel(ctx, s.tokenNamesKey(), name)
+		return nil
+	}); err != nil {
+		return false, fmt.Errorf("jobs: token: %w", err)
+	}
+	return true, nil
+}
+
+// AuditEntry is one control action taken through the API or the dashboard.
+type AuditEntry struct {
+	Time   time.Time `json:"time"`
+	Token  string    `json:"token"`
+	Via    string    `json:"via"` // "api" or "dashboard"
+	Action string    `json:"action"`
+	RunID  string    `json:"run_id"`
+	TaskID string    `json:"task_id,omitempty"`
+	Repo   string    `json:"repo,omitempty"`
+	Result string    `json:"result"`
+}
+
+// maxAudit bounds the audit list; older entries go.
+const maxAudit = 10000
+
+func (s *Store) auditKey() string { return s.prefix + "audit" }
+
+// Audit records an entry, newest first.
+func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
+	data, _ := json.Marshal(e)
+	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.LPush(ctx, s.auditKey(), data)
+		p.LTrim(ctx, s.auditKey(), 0, maxAudit-1)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("jobs: audit: %w", err)
+	}
+	return nil
+}
+
+// AuditLog returns the newest n entries.
+func (s *Store) AuditLog(ctx context.Context, n int) ([]AuditEntry, error) {
+	raw, err := s.rdb.LRange(ctx, s.auditKey(), 0, int64(n)-1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobs: audit: %w", err)
+	}
+	out := make([]AuditEntry, 0, len(raw))
+	for _, r := range raw {
+		var e AuditEntry
+		if json.Unmarshal([]byte(r), &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// RunFilter selects runs: by repository ("owner/name", any case) and by status; empty matches all.
+type RunFilter struct {
+	Repo   string
+	Status []RunStatus
+	Limit  int // 0: 100
+}
+
+// Runs lists the runs Redis holds that match f, newest first. It scans the run keys: an operator's
+// view, not a hot path.
+func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	var keys []string
+	iter := s.rdb.Scan(ctx, 0, s.prefix+"run:*", 500).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("jobs: list runs: %w", err)
+	}
+	var out []*Run
+	for start := 0; start < len(keys); start += 200 {
+		vals, err := s.rdb.MGet(ctx, keys[start:min(start+200, len(keys))]...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("jobs: list runs: %w", err)
+		}
+		for _, v := range vals {
+			str, ok := v.(string)
+			if !ok {
+				continue // expired between SCAN and MGET
+			}
+			var r Run
+			if json.Unmarshal([]byte(str), &r) != nil {
+				continue
+			}
+			if f.Repo != "" && !strings.EqualFold(r.Owner+"/"+r.Repo, f.Repo) {
+				continue
+			}
+			if len(f.Status) > 0 && !slices.Contains(f.Status, r.Status) {
+				continue
+			}
+			out = append(out, &r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Control actions, the API's and the dashboard's names for the comment commands.
+const (
+	ActionStop    = "stop"
+	ActionAbort   = "abort"
+	ActionRetry   = "retry"
+	ActionApprove = "approve"
+	ActionSkip    = "skip"
+)
+
+// ErrNotNow is returned for an action the run's state does not allow (stop of a run that is not
+// working, a decision on a task that is not parked).
+var ErrNotNow = errors.New("not possible in the run's state")
+
+// ControlRequest is an operator's action on a run through the API or the dashboard.
+type ControlRequest struct {
+	RunID    string
+	Action   string
+	TaskID   string // retry, approve and skip: the parked task (the only one when empty)
+	Guidance string // retry
+	Token    Token
+	Via      string // "api" or "dashboard"
+	// RequestID makes the action's jobs unique (a client retrying the same request acts once).
+	RequestID string
+}
+
+// Controller carries out control actions the way the comment commands do: a stop is asked of the
+// job working on the run, a decision goes through the resume job, as `/akira stop` and `/akira
+// approve` do. Every action is audited and mirrored as a line on the pull request.
+type Controller struct {
+	Store    *Store
+	Enqueuer *Enqueuer
+	// GitHub gives the installation's client for the audit line on the pull request.
+	GitHub Installations
+}
+
+// Control carries out req and says what happened, in words for the caller.
+func (c *Controller) Control(ctx context.Context, req ControlRequest) (string, error) {
+	run, err := c.Store.Get(ctx, req.RunID)
+	if err != nil {
+		return "", err
+	}
+	by := req.Token.Name + " (" + req.Via + ")"
+	entry := AuditEntry{Time: time.Now().UTC(), Token: req.Token.Name, Via: req.Via, Action: req.Action, RunID: run.ID,
+		TaskID: req.TaskID, Repo: run.Owner + "/" + run.Repo}
+	result, err := c.control(ctx, run, req, by)
+	entry.Result = result
+	if err != nil {
+		entry.Result = "refused: " + err.Error()
+	}
+	if aerr := c.Store.Audit(ctx, entry); aerr != nil {
+		return "", errors.Join(err, aerr)
+	}
+	if err != nil {
+		return "", err
+	}
+	c.mirror(ctx, run, req, result)
+	return result, nil
+}
+
+func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, by string) (string, error) {
+	switch req.Action {
+	case ActionStop:
+		_, asked, err := c.Store.RequestStop(ctx, run.ID, by, false)
+		if err != nil {
+			return "", err
+		}
+		if !asked {
+			return "", fmt.Errorf("%w: run %s is %s, not working", ErrNotNow, run.ID, run.Status)
+		}
+		return "stop requested", nil
+	case ActionAbort, ActionRetry, ActionApprove, ActionSkip:
+		if run.Status.Terminal() {
+			return "", fmt.Errorf("%w: run %s is %s", ErrNotNow, run.ID, run.Status)
+		}
+		if req.Action != ActionAbort {
+			if len(run.Parked) == 0 {
+				return "", fmt.Errorf("%w: run %s has no task waiting for a decision", ErrNotNow, run.ID)
+			}
+			if req.TaskID != "" && run.ParkedTask(req.TaskID) == nil {
+				return "", fmt.Errorf("%w: task %s of run %s is not waiting for a decision", ErrNotNow, req.TaskID, run.ID)
+			}
+		}
+		if req.Action == ActionAbort && run.Status != StatusParked {
+			if _, asked, err := c.Store.RequestStop(ctx, run.ID, by, true); err != nil {
+				return "", err
+			} else if asked {
+				return "abort requested", nil
+			}
+		}
+		taskID := req.TaskID
+		if taskID == "" && len(run.Parked) > 0 && req.Action != ActionAbort {
+			taskID = run.Parked[0].TaskID
+		}
+		err := c.Enqueuer.EnqueueResume(ctx, ResumePayload{DeliveryID: "control-" + req.RequestID, InstallationID: run.InstallationID,
+			Owner: run.Owner, Repo: run.Repo, Number: cmp.Or(run.PR, run.Issue), RunID: run.ID, TaskID: taskID, ByButton: true,
+			Decision: runner.DecisionKind(req.Action), Guidance: req.Guidance, Sender: by})
+		if err := enqueued(err); err != nil {
+			return "", err
+		}
+		return req.Action + " queued", nil
+	}
+	return "", fmt.Errorf("%w: unknown action %q", ErrNotNow, req.Action)
+}
+
+// mirror says on the pull request what an operator did; the audit in Redis is the record, so a
+// comment that cannot be posted is not a failure of the action.
+func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, result string) {
+	number := cmp.Or(run.PR, run.Issue)
+	if c.GitHub == nil || number == 0 {
+		return
+	}
+	gh, err := installation(ctx, c.GitHub, run.InstallationID)
+	if err != nil {
+		return
+	}
+	body := render("control_audit", templates.ControlAudit{Action: req.Action, TaskID: req.TaskID, Token: req.Token.Name, Via: req.Via,
+		Guidance: req.Guidance, Result: result, RunID: run.ID}, req.Action+" through the "+req.Via+" by "+req.Token.Name+".")
+	_, _, _ = gh.CreateComment(ctx, run.Owner, run.Repo, number, body)
+}
