@@ -88,7 +88,15 @@ func (s *Store) TokenFor(ctx context.Context, secret string) (Token, error) {
 	if !strings.HasPrefix(secret, "akira_") {
 		return Token{}, ErrBadToken
 	}
-	data, err := s.rdb.HGet(ctx, s.tokensKey(), tokenHash(secret)).Bytes()
+	return s.TokenByHash(ctx, TokenHash(secret))
+}
+
+// TokenHash is what identifies a token without being one (a dashboard session holds it).
+func TokenHash(secret string) string { return tokenHash(secret) }
+
+// TokenByHash finds a token by TokenHash: a revoked token's sessions end with it.
+func (s *Store) TokenByHash(ctx context.Context, hash string) (Token, error) {
+	data, err := s.rdb.HGet(ctx, s.tokensKey(), hash).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return Token{}, ErrBadToken
 	}
@@ -355,4 +363,22 @@ func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, r
 	body := render("control_audit", templates.ControlAudit{Action: req.Action, TaskID: req.TaskID, Token: req.Token.Name, Via: req.Via,
 		Guidance: req.Guidance, Result: result, RunID: run.ID}, req.Action+" through the "+req.Via+" by "+req.Token.Name+".")
 	_, _, _ = gh.CreateComment(ctx, run.Owner, run.Repo, number, body)
+}
+
+// SessionKey is the key that signs dashboard sessions and their CSRF tokens: made once, shared by
+// every web process through Redis, so a session works whichever replica answers.
+func (s *Store) SessionKey(ctx context.Context) ([]byte, error) {
+	key := s.prefix + "session-key"
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("jobs: session key: %w", err)
+	}
+	if err := s.rdb.SetNX(ctx, key, hex.EncodeToString(b), 0).Err(); err != nil {
+		return nil, fmt.Errorf("jobs: session key: %w", err)
+	}
+	v, err := s.rdb.Get(ctx, key).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobs: session key: %w", err)
+	}
+	return hex.DecodeString(v)
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/akira-bot/akira/app"
+	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/notify"
@@ -39,10 +42,15 @@ type serveEnv struct {
 	// RedisPassword, when set, replaces the password of RedisURL: a deployment can keep the URL in
 	// its configuration and the password in a secret.
 	RedisPassword string
-	// PprofAddr, when set, serves net/http/pprof there: an internal address (127.0.0.1:6060), never
-	// the webhook port, which faces the internet.
-	PprofAddr   string
-	Concurrency int
+	// AdminAddr serves the REST API, the dashboard, /metrics and pprof: an internal address, never
+	// the webhook port, which faces the internet ("" when off).
+	AdminAddr string
+	// PublicURL is where people reach the admin address (through a VPN or an authenticating proxy):
+	// check runs and summaries link the dashboard's task pages there.
+	PublicURL string
+	// LogRetention is how long attempt logs are kept.
+	LogRetention time.Duration
+	Concurrency  int
 	WorkDir     string
 	// CacheDir holds a mirror per repository that workspaces are made from ("" is no cache);
 	// CacheMax caps its size.
@@ -99,7 +107,24 @@ func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 		}
 		e.ShutdownTimeout = d
 	}
-	e.PprofAddr = getenv("AKIRA_PPROF_ADDR")
+	e.AdminAddr = cmp.Or(getenv("AKIRA_ADMIN_ADDR"), "127.0.0.1:9090")
+	if e.AdminAddr == "off" {
+		e.AdminAddr = ""
+	}
+	if v := getenv("AKIRA_PUBLIC_URL"); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("AKIRA_PUBLIC_URL: %q is not an http(s) URL", v))
+		}
+		e.PublicURL = strings.TrimRight(v, "/")
+	}
+	e.LogRetention = jobs.DefaultLogRetention
+	if v := getenv("AKIRA_LOG_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("AKIRA_LOG_RETENTION: %q is not a positive duration (e.g. 336h)", v))
+		}
+		e.LogRetention = d
+	}
 	if v := getenv("AKIRA_LOG_LEVEL"); v != "" {
 		if err := e.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			errs = append(errs, fmt.Errorf("AKIRA_LOG_LEVEL: %q is not debug, info, warn or error", v))
@@ -145,7 +170,8 @@ func newServeCmd() *cobra.Command {
 		Short: "Run the GitHub App: the webhook server and the workers",
 		Long: `Serve runs the GitHub App. By default one process runs the webhook server (POST /webhook) and the
 workers that run the jobs; --web-only and --worker-only split them, so that workers can scale out
-on other machines against the same Redis. Every process also serves /healthz, /readyz and /metrics.
+on other machines against the same Redis. Every process also serves /healthz and /readyz, and on
+the admin address (AKIRA_ADMIN_ADDR) the REST API, the dashboard, /metrics and pprof.
 
 Environment:
   GITHUB_APP_ID, GITHUB_PRIVATE_KEY_PATH or GITHUB_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET,
@@ -156,7 +182,10 @@ Environment:
   system temp dir), AKIRA_CACHE_DIR (a mirror per repository, default $AKIRA_WORKDIR/akira-cache; off
   to clone every time), AKIRA_CACHE_MAX (its size cap, default 20GiB), AKIRA_CONFIG (the operator's YAML file: agent profiles), AKIRA_SHUTDOWN_TIMEOUT
   (how long running jobs get to reach a safe point on SIGTERM, default 5m), AKIRA_LOG_LEVEL,
-  AKIRA_PPROF_ADDR (serve /debug/pprof on this internal address; off by default).`,
+  AKIRA_ADMIN_ADDR (the API under /api/v1, the dashboard under /ui, /metrics and /debug/pprof; default
+  127.0.0.1:9090, off to disable; never expose it like the webhook), AKIRA_PUBLIC_URL (where people
+  reach the admin address; check runs then link to the dashboard), AKIRA_LOG_RETENTION (how long
+  attempt logs are kept, default 336h).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if webOnly && workerOnly {
@@ -222,6 +251,8 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		}
 		log.Info("sandbox", "mode", box.Mode, "verify_network", box.VerifyNetwork, "disk_limit", sandbox.Bytes(box.Disk))
 	}
+	// Read before forgetSecrets empties the environment of them.
+	masker := jobs.NewMasker(knownSecrets(op, getenv)...)
 	if err := forgetSecrets(); err != nil {
 		log.Warn("serve: could not close /proc to processes of the same user", "err", err)
 	}
@@ -254,7 +285,6 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var webhookHandler http.Handler
 	if roles.web {
 		botLogin := appCfg.BotLogin
@@ -320,6 +350,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			GitHub:   ghApp.Installations(),
 			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir, Cache: cache,
 			Semantic: semantic, Sinks: sinks, Metrics: metrics, Logger: log, Deliveries: ghApp,
+			Masker: masker, LogRetention: env.LogRetention, PublicURL: env.PublicURL,
 		}
 		if judge != nil {
 			deps.Judge = judge // a nil *llm.Judge must not become a non-nil interface
@@ -346,18 +377,23 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		}
 	}
 
-	log.Info("akira serving", "addr", appCfg.Addr, "web", roles.web, "worker", roles.worker, "version", version)
-	if env.PprofAddr != "" {
-		pm := http.NewServeMux()
-		pm.HandleFunc("/debug/pprof/", pprof.Index)
-		pm.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		pm.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		pm.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		pm.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("akira serving", "addr", appCfg.Addr, "admin_addr", env.AdminAddr, "web", roles.web, "worker", roles.worker, "version", version)
+	if env.AdminAddr != "" {
+		adminHandler, err := admin.NewServer(admin.Deps{
+			Store: store, Queue: inspector, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
+			Controller:    &jobs.Controller{Store: store, Enqueuer: enq, GitHub: ghApp.Installations()},
+			SecureCookies: strings.HasPrefix(env.PublicURL, "https://"),
+		})
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", env.AdminAddr)
+		if err != nil {
+			return withExit(2, fmt.Errorf("AKIRA_ADMIN_ADDR: %w", err))
+		}
 		go func() {
-			log.Info("pprof serving", "addr", env.PprofAddr)
-			if err := app.ListenAndServe(ctx, env.PprofAddr, pm, 5*time.Second); err != nil {
-				log.Warn("pprof server stopped", "err", err)
+			if err := app.Serve(ctx, ln, adminHandler, 5*time.Second); err != nil {
+				log.Warn("admin server stopped", "err", err)
 			}
 		}()
 	}
@@ -382,4 +418,30 @@ func agentFactory(workDir string, log *slog.Logger) jobs.AgentFactory {
 	return func(name string, p config.AgentProfile) (agent.Agent, error) {
 		return profiles.New(name, p, profiles.Options{TempDir: workDir, Logger: log})
 	}
+}
+
+// knownSecrets are the values Akira holds that must never appear in a kept log: the App's own, the
+// model API keys the operator's profiles name, and the notification sinks' URLs, tokens and secrets.
+func knownSecrets(op config.Operator, getenv func(string) string) []string {
+	names := append([]string{}, secretVars...)
+	for _, p := range op.Agents {
+		names = append(names, p.APIKeyEnv)
+	}
+	if op.Judge != nil {
+		names = append(names, op.Judge.APIKeyEnv)
+	}
+	if e := op.Memory.Embeddings; e != nil {
+		names = append(names, e.APIKeyEnv)
+	}
+	for _, s := range op.Notify.Sinks {
+		names = append(names, s.URLEnv, s.TokenEnv, s.SecretEnv)
+	}
+	names = append(names, "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+	var out []string
+	for _, n := range names {
+		if v := getenv(n); n != "" && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

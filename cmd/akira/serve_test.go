@@ -80,6 +80,19 @@ func (l *lockedLog) String() string {
 	return l.b.String()
 }
 
+// adminBases maps a serve process's webhook base URL to its admin address's.
+var adminBases sync.Map
+
+// adminBase is the admin address (API, dashboard, /metrics, pprof) of the process at base.
+func adminBase(t *testing.T, base string) string {
+	t.Helper()
+	v, ok := adminBases.Load(base)
+	if !ok {
+		t.Fatalf("no admin address for %s", base)
+	}
+	return v.(string)
+}
+
 func startServeWith(t *testing.T, fake *githubtest.Server, s serveSetup) (string, *exec.Cmd, *lockedLog) {
 	t.Helper()
 	sandboxtest.Require(t)
@@ -101,12 +114,13 @@ func startServeWith(t *testing.T, fake *githubtest.Server, s serveSetup) (string
 	opFile := filepath.Join(dir, "akira.yaml")
 	mustWrite(t, s.keyPath, string(fake.PrivateKeyPEM()))
 	mustWrite(t, opFile, s.operator)
-	addr := freeAddr(t)
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	adminBases.Store("http://"+addr, "http://"+adminAddr)
 	cmd := exec.Command(akiraBin, append([]string{"serve"}, s.args...)...)
 	cmd.Env = append(os.Environ(),
 		fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()), "GITHUB_PRIVATE_KEY_PATH="+s.keyPath, "GITHUB_WEBHOOK_SECRET=serve-secret",
 		"GITHUB_API_URL="+fake.URL(), "AKIRA_ADDR="+addr, "REDIS_URL="+s.redisURL,
-		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+s.workDir, "AKIRA_SHUTDOWN_TIMEOUT=5s")
+		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+s.workDir, "AKIRA_SHUTDOWN_TIMEOUT=5s", "AKIRA_ADMIN_ADDR="+adminAddr)
 	cmd.Env = append(cmd.Env, s.env...)
 	logs := &lockedLog{}
 	stderr, err := cmd.StderrPipe()
@@ -243,7 +257,10 @@ func TestServeEndToEnd(t *testing.T) {
 	if got, _ := fake.FileAt("octo", "svc", branch, "task-1.2.txt"); strings.TrimSpace(got) != "Write the second file" {
 		t.Fatalf("task-1.2.txt = %q", got)
 	}
-	_, metrics := httpGet(t, base+"/metrics")
+	if code, _ := httpGet(t, base+"/metrics"); code != http.StatusNotFound {
+		t.Errorf("the webhook port serves /metrics (%d)", code)
+	}
+	_, metrics := httpGet(t, adminBase(t, base)+"/metrics")
 	for _, want := range []string{
 		`akira_webhooks_total{event="issue_comment",result="accepted"} 2`,
 		`akira_jobs_total{result="succeeded",type="akira:run"} 1`,
@@ -292,9 +309,7 @@ func TestServeWorkerOnlyHealth(t *testing.T) {
 	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK || !strings.Contains(body, "ready") {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
-	if code, _ := httpGet(t, base+"/metrics"); code != http.StatusOK {
-		t.Fatalf("/metrics = %d", code)
-	}
+	waitFor(t, "the admin address", func() bool { code, _ := httpGet(t, adminBase(t, base)+"/metrics"); return code == http.StatusOK })
 	resp, err := http.Post(base+"/webhook", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
@@ -305,12 +320,12 @@ func TestServeWorkerOnlyHealth(t *testing.T) {
 	}
 }
 
-// TestServePprofOnlyOnItsInternalAddress: profiles are served on AKIRA_PPROF_ADDR when set, and never
-// on the webhook port.
-func TestServePprofOnlyOnItsInternalAddress(t *testing.T) {
+// TestServeAdminOnlyOnItsInternalAddress: profiles, the API and the dashboard are served on
+// AKIRA_ADMIN_ADDR, and never on the webhook port.
+func TestServeAdminOnlyOnItsInternalAddress(t *testing.T) {
 	fake := githubtest.New(t)
-	pprofAddr := freeAddr(t)
-	base, _, _ := startServe(t, fake, []string{"AKIRA_PPROF_ADDR=" + pprofAddr}, "--web-only")
+	base, _, _ := startServe(t, fake, nil, "--web-only")
+	pprofAddr := strings.TrimPrefix(adminBase(t, base), "http://")
 	waitFor(t, "pprof to answer", func() bool {
 		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/")
 		if err != nil {
@@ -322,8 +337,13 @@ func TestServePprofOnlyOnItsInternalAddress(t *testing.T) {
 	if code, _ := httpGet(t, "http://"+pprofAddr+"/debug/pprof/heap?debug=1"); code != http.StatusOK {
 		t.Fatalf("heap profile = %d", code)
 	}
-	if code, _ := httpGet(t, base+"/debug/pprof/"); code == http.StatusOK {
-		t.Fatal("the webhook port serves pprof")
+	for _, path := range []string{"/debug/pprof/", "/api/v1/runs", "/api/v1/openapi.json", "/ui/", "/ui/login", "/metrics"} {
+		if code, _ := httpGet(t, base+path); code != http.StatusNotFound {
+			t.Errorf("the webhook port answers %s with %d", path, code)
+		}
+	}
+	if code, _ := httpGet(t, "http://"+pprofAddr+"/api/v1/runs"); code != http.StatusUnauthorized {
+		t.Errorf("the API without a token: %d, want 401", code)
 	}
 }
 

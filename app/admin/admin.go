@@ -1,0 +1,530 @@
+// Package admin is Akira's operator surface on the admin address (AKIRA_ADMIN_ADDR), never the
+// public webhook address: the REST API under /api/v1, the dashboard under /ui, /metrics and pprof.
+// Both the API and the dashboard authenticate with the operator's API tokens; control actions go
+// through jobs.Controller, the same path as the comment commands, and are audited.
+package admin
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs"
+)
+
+// OpenAPI is the API's description, served at /api/v1/openapi.json.
+//
+//go:embed openapi.json
+var OpenAPI []byte
+
+// Store is what the API and the dashboard read.
+type Store interface {
+	Runs(ctx context.Context, f jobs.RunFilter) ([]*jobs.Run, error)
+	Get(ctx context.Context, id string) (*jobs.Run, error)
+	Log(ctx context.Context, runID, taskID string, attempt int) (string, error)
+	TokenFor(ctx context.Context, secret string) (jobs.Token, error)
+	TokenByHash(ctx context.Context, hash string) (jobs.Token, error)
+	AuditLog(ctx context.Context, n int) ([]jobs.AuditEntry, error)
+	SessionKey(ctx context.Context) ([]byte, error)
+}
+
+// Controller carries out control actions (jobs.Controller).
+type Controller interface {
+	Control(ctx context.Context, req jobs.ControlRequest) (string, error)
+}
+
+// Queue is what the queue views read (asynq's Inspector).
+type Queue interface {
+	Queues() ([]string, error)
+	GetQueueInfo(queue string) (*asynq.QueueInfo, error)
+	Servers() ([]*asynq.ServerInfo, error)
+}
+
+// Deps are the admin server's collaborators. Metrics, when set, is served at /metrics.
+type Deps struct {
+	Store      Store
+	Controller Controller
+	Queue      Queue
+	Metrics    http.Handler
+	Logger     *slog.Logger
+	// SecureCookies marks the session cookie Secure; set it when people reach the dashboard over
+	// HTTPS (AKIRA_PUBLIC_URL is https).
+	SecureCookies bool
+	// Now is the clock of sessions (time.Now when nil).
+	Now func() time.Time
+}
+
+type server struct {
+	d   Deps
+	log *slog.Logger
+	ui  *template.Template
+
+	keyMu sync.Mutex
+	key   []byte
+}
+
+// NewServer returns the admin handler.
+func NewServer(d Deps) (http.Handler, error) {
+	if d.Store == nil || d.Controller == nil || d.Queue == nil {
+		return nil, errors.New("admin: needs a store, a controller and a queue inspector")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	s := &server{d: d, log: d.Logger}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(gin.Recovery())
+	r.HandleMethodNotAllowed = true
+
+	api := r.Group("/api/v1")
+	api.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", OpenAPI) })
+	authed := api.Group("", s.apiAuth)
+	authed.GET("/runs", s.apiRuns)
+	authed.GET("/runs/:id", s.apiRun)
+	authed.GET("/runs/:id/tasks/:task/attempts/:n/log", s.apiLog)
+	authed.GET("/queue", s.apiQueue)
+	authed.GET("/audit", s.apiAudit)
+	for _, a := range []string{jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip} {
+		authed.POST("/runs/:id/"+a, s.apiControl(a))
+	}
+
+	s.routesUI(r)
+
+	if d.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(d.Metrics))
+	}
+	// pprof on the admin address only: profiles show memory and code paths.
+	r.GET("/debug/pprof/*name", func(c *gin.Context) {
+		switch name := strings.TrimPrefix(c.Param("name"), "/"); name {
+		case "":
+			pprof.Index(c.Writer, c.Request)
+		case "cmdline":
+			pprof.Cmdline(c.Writer, c.Request)
+		case "profile":
+			pprof.Profile(c.Writer, c.Request)
+		case "symbol":
+			pprof.Symbol(c.Writer, c.Request)
+		case "trace":
+			pprof.Trace(c.Writer, c.Request)
+		default:
+			pprof.Handler(name).ServeHTTP(c.Writer, c.Request)
+		}
+	})
+	r.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/ui/") })
+	return r, nil
+}
+
+// apiError is the body of every API error.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func abortJSON(c *gin.Context, status int, format string, a ...any) {
+	c.AbortWithStatusJSON(status, apiError{Error: fmt.Sprintf(format, a...)})
+}
+
+// apiAuth reads "Authorization: Bearer <token>".
+func (s *server) apiAuth(c *gin.Context) {
+	secret, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || secret == "" {
+		c.Header("WWW-Authenticate", `Bearer realm="akira"`)
+		abortJSON(c, http.StatusUnauthorized, "an API token is required: Authorization: Bearer <token>")
+		return
+	}
+	tok, err := s.d.Store.TokenFor(c, strings.TrimSpace(secret))
+	if errors.Is(err, jobs.ErrBadToken) {
+		c.Header("WWW-Authenticate", `Bearer realm="akira", error="invalid_token"`)
+		abortJSON(c, http.StatusUnauthorized, "the API token is not valid")
+		return
+	}
+	if err != nil {
+		abortJSON(c, http.StatusServiceUnavailable, "tokens cannot be checked now")
+		return
+	}
+	c.Set("token", tok)
+	c.Next()
+}
+
+func tokenOf(c *gin.Context) jobs.Token {
+	t, _ := c.Get("token")
+	tok, _ := t.(jobs.Token)
+	return tok
+}
+
+// RunSummary is a run in a list.
+type RunSummary struct {
+	ID         string    `json:"id"`
+	Repo       string    `json:"repo"`
+	Status     string    `json:"status"`
+	Source     string    `json:"source,omitempty"`
+	Branch     string    `json:"branch"`
+	PRURL      string    `json:"pr_url,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	TasksTotal int       `json:"tasks_total"`
+	TasksDone  int       `json:"tasks_done"`
+	CostUSD    float64   `json:"cost_usd"`
+	// WaitingOn is the task waiting for a decision, when the run is parked.
+	WaitingOn string `json:"waiting_on,omitempty"`
+}
+
+// RunDetail is one run with its tasks.
+type RunDetail struct {
+	RunSummary
+	Agent  string       `json:"agent,omitempty"`
+	Error  string       `json:"error,omitempty"`
+	Tasks  []TaskDetail `json:"tasks"`
+	Parked []ParkedTask `json:"parked"`
+}
+
+// TaskDetail is one task of a run.
+type TaskDetail struct {
+	ID           string     `json:"id"`
+	Title        string     `json:"title"`
+	Status       string     `json:"status"`
+	Attempts     int        `json:"attempts"`
+	DurationSecs float64    `json:"duration_seconds"`
+	CostUSD      float64    `json:"cost_usd"`
+	InputTokens  int64      `json:"input_tokens"`
+	OutputTokens int64      `json:"output_tokens"`
+	Checkpoint   string     `json:"checkpoint,omitempty"`
+	CheckRunURL  string     `json:"check_run_url,omitempty"`
+	Judge        *JudgeMark `json:"judge,omitempty"`
+	Logs         []LogLink  `json:"logs"`
+}
+
+// JudgeMark is the acceptance judge's latest verdict on a task.
+type JudgeMark struct {
+	Confidence float64 `json:"confidence"`
+	Accepted   bool    `json:"accepted"`
+}
+
+// LogLink points at an attempt's log.
+type LogLink struct {
+	Attempt int    `json:"attempt"`
+	URL     string `json:"url"`
+}
+
+// ParkedTask is a task waiting for a decision.
+type ParkedTask struct {
+	TaskID  string    `json:"task_id"`
+	Reason  string    `json:"reason,omitempty"`
+	Summary string    `json:"summary,omitempty"`
+	Since   time.Time `json:"since"`
+}
+
+func summaryOf(r *jobs.Run) RunSummary {
+	s := RunSummary{ID: r.ID, Repo: r.Owner + "/" + r.Repo, Status: string(r.Status), Source: r.Source, Branch: r.Branch,
+		PRURL: r.PRURL, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, TasksTotal: len(r.Tasks)}
+	for _, t := range r.Tasks {
+		if t.Checkpoint != "" {
+			s.TasksDone++
+		}
+		s.CostUSD += t.CostUSD
+	}
+	if len(r.Parked) > 0 {
+		s.WaitingOn = r.Parked[0].TaskID
+	}
+	return s
+}
+
+func detailOf(r *jobs.Run) RunDetail {
+	d := RunDetail{RunSummary: summaryOf(r), Agent: r.Agent, Error: r.Error, Tasks: []TaskDetail{}, Parked: []ParkedTask{}}
+	for _, t := range r.Tasks {
+		td := TaskDetail{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, DurationSecs: t.Duration.Seconds(),
+			CostUSD: t.CostUSD, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, Checkpoint: t.Checkpoint,
+			CheckRunURL: t.CheckRunURL, Logs: []LogLink{}}
+		if j := t.Judgement; j != nil {
+			td.Judge = &JudgeMark{Confidence: j.Confidence, Accepted: j.Accepted}
+		}
+		for n := 1; n <= t.Attempts; n++ {
+			td.Logs = append(td.Logs, LogLink{Attempt: n, URL: logPath(r.ID, t.ID, n)})
+		}
+		d.Tasks = append(d.Tasks, td)
+	}
+	for _, p := range r.Parked {
+		d.Parked = append(d.Parked, ParkedTask{TaskID: p.TaskID, Reason: p.Reason, Summary: p.Summary, Since: p.At})
+	}
+	return d
+}
+
+func logPath(runID, taskID string, n int) string {
+	return "/api/v1/runs/" + runID + "/tasks/" + taskID + "/attempts/" + strconv.Itoa(n) + "/log"
+}
+
+var runStatuses = []jobs.RunStatus{jobs.StatusQueued, jobs.StatusRunning, jobs.StatusParked, jobs.StatusStopped,
+	jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusAborted}
+
+// filterOf reads ?repo=owner/name&state=a,b&limit=n.
+func filterOf(c *gin.Context) (jobs.RunFilter, error) {
+	f := jobs.RunFilter{Repo: strings.TrimSpace(c.Query("repo"))}
+	for _, st := range strings.Split(c.Query("state"), ",") {
+		st = strings.TrimSpace(st)
+		if st == "" {
+			continue
+		}
+		ok := false
+		for _, known := range runStatuses {
+			if string(known) == st {
+				f.Status, ok = append(f.Status, known), true
+			}
+		}
+		if !ok {
+			return f, fmt.Errorf("state %q is not one of queued, running, parked, stopped, succeeded, failed, aborted", st)
+		}
+	}
+	if l := c.Query("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return f, fmt.Errorf("limit %q is not a number from 1 to 1000", l)
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+func (s *server) apiRuns(c *gin.Context) {
+	f, err := filterOf(c)
+	if err != nil {
+		abortJSON(c, http.StatusBadRequest, "%v", err)
+		return
+	}
+	runs, err := s.d.Store.Runs(c, f)
+	if err != nil {
+		s.log.Error("admin: list runs", "err", err)
+		abortJSON(c, http.StatusServiceUnavailable, "runs cannot be read now")
+		return
+	}
+	out := struct {
+		Runs []RunSummary `json:"runs"`
+	}{Runs: []RunSummary{}}
+	for _, r := range runs {
+		out.Runs = append(out.Runs, summaryOf(r))
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// runOf reads the run of :id, answering 404 or 503 itself.
+func (s *server) runOf(c *gin.Context, api bool) *jobs.Run {
+	run, err := s.d.Store.Get(c, c.Param("id"))
+	if errors.Is(err, jobs.ErrNotFound) {
+		if api {
+			abortJSON(c, http.StatusNotFound, "no run %s", c.Param("id"))
+		} else {
+			c.AbortWithStatus(http.StatusNotFound)
+		}
+		return nil
+	}
+	if err != nil {
+		s.log.Error("admin: read run", "run", c.Param("id"), "err", err)
+		if api {
+			abortJSON(c, http.StatusServiceUnavailable, "the run cannot be read now")
+		} else {
+			c.AbortWithStatus(http.StatusServiceUnavailable)
+		}
+		return nil
+	}
+	return run
+}
+
+func (s *server) apiRun(c *gin.Context) {
+	if run := s.runOf(c, true); run != nil {
+		c.JSON(http.StatusOK, detailOf(run))
+	}
+}
+
+// readLog answers with an attempt's log as text, or the error status.
+func (s *server) readLog(c *gin.Context, api bool) (string, bool) {
+	n, err := strconv.Atoi(c.Param("n"))
+	if err != nil || n < 1 {
+		abortJSON(c, http.StatusBadRequest, "attempt %q is not a positive number", c.Param("n"))
+		return "", false
+	}
+	text, err := s.d.Store.Log(c, c.Param("id"), c.Param("task"), n)
+	if errors.Is(err, jobs.ErrNoLog) {
+		abortJSON(c, http.StatusNotFound, "no log of attempt %d of task %s in run %s (never kept, or expired)", n, c.Param("task"), c.Param("id"))
+		return "", false
+	}
+	if err != nil {
+		abortJSON(c, http.StatusServiceUnavailable, "the log cannot be read now")
+		return "", false
+	}
+	return text, true
+}
+
+func (s *server) apiLog(c *gin.Context) {
+	if text, ok := s.readLog(c, true); ok {
+		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(text))
+	}
+}
+
+// QueueState is the queue view.
+type QueueState struct {
+	Queues  []QueueInfo  `json:"queues"`
+	Workers int          `json:"workers"`
+	Servers []ServerInfo `json:"servers"`
+}
+
+// QueueInfo is one queue's depth.
+type QueueInfo struct {
+	Name      string `json:"name"`
+	Size      int    `json:"size"`
+	Pending   int    `json:"pending"`
+	Active    int    `json:"active"`
+	Scheduled int    `json:"scheduled"`
+	Retry     int    `json:"retry"`
+	Archived  int    `json:"archived"`
+	Paused    bool   `json:"paused"`
+	// OldestPendingSecs is how long the oldest pending task has waited.
+	OldestPendingSecs float64 `json:"oldest_pending_seconds"`
+}
+
+// ServerInfo is one worker process.
+type ServerInfo struct {
+	Host          string    `json:"host"`
+	PID           int       `json:"pid"`
+	Concurrency   int       `json:"concurrency"`
+	ActiveWorkers int       `json:"active_workers"`
+	Started       time.Time `json:"started"`
+	Status        string    `json:"status"`
+}
+
+func (s *server) queueState() (QueueState, error) {
+	st := QueueState{Queues: []QueueInfo{}, Servers: []ServerInfo{}}
+	names, err := s.d.Queue.Queues()
+	if err != nil {
+		return st, err
+	}
+	for _, n := range names {
+		qi, err := s.d.Queue.GetQueueInfo(n)
+		if err != nil {
+			return st, err
+		}
+		st.Queues = append(st.Queues, QueueInfo{Name: n, Size: qi.Size, Pending: qi.Pending, Active: qi.Active, Scheduled: qi.Scheduled,
+			Retry: qi.Retry, Archived: qi.Archived, Paused: qi.Paused, OldestPendingSecs: qi.Latency.Seconds()})
+	}
+	servers, err := s.d.Queue.Servers()
+	if err != nil {
+		return st, err
+	}
+	for _, sv := range servers {
+		st.Servers = append(st.Servers, ServerInfo{Host: sv.Host, PID: sv.PID, Concurrency: sv.Concurrency,
+			ActiveWorkers: len(sv.ActiveWorkers), Started: sv.Started, Status: sv.Status})
+		st.Workers += sv.Concurrency
+	}
+	return st, nil
+}
+
+func (s *server) apiQueue(c *gin.Context) {
+	st, err := s.queueState()
+	if err != nil {
+		s.log.Error("admin: queue", "err", err)
+		abortJSON(c, http.StatusServiceUnavailable, "the queue cannot be read now")
+		return
+	}
+	c.JSON(http.StatusOK, st)
+}
+
+func (s *server) apiAudit(c *gin.Context) {
+	entries, err := s.d.Store.AuditLog(c, 200)
+	if err != nil {
+		abortJSON(c, http.StatusServiceUnavailable, "the audit cannot be read now")
+		return
+	}
+	if entries == nil {
+		entries = []jobs.AuditEntry{}
+	}
+	c.JSON(http.StatusOK, struct {
+		Entries []jobs.AuditEntry `json:"entries"`
+	}{entries})
+}
+
+// ControlBody is the body of a decision (retry, approve, skip); stop and abort take none.
+type ControlBody struct {
+	TaskID   string `json:"task_id"`
+	Guidance string `json:"guidance"`
+}
+
+// ControlResult is a control action's answer.
+type ControlResult struct {
+	Result string `json:"result"`
+}
+
+func (s *server) apiControl(action string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		tok := tokenOf(c)
+		if !tok.CanControl() {
+			abortJSON(c, http.StatusForbidden, "token %s has scope %s; %s needs a control token", tok.Name, tok.Scope, action)
+			return
+		}
+		var body ControlBody
+		if c.Request.ContentLength != 0 {
+			dec := jsonDecoder(c.Request)
+			if err := dec.Decode(&body); err != nil {
+				abortJSON(c, http.StatusBadRequest, "the body is not {\"task_id\", \"guidance\"}: %v", err)
+				return
+			}
+		}
+		if action == jobs.ActionRetry && len(body.Guidance) > 4000 {
+			abortJSON(c, http.StatusBadRequest, "guidance is longer than 4000 characters")
+			return
+		}
+		s.control(c, jobs.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: body.TaskID, Guidance: body.Guidance,
+			Token: tok, Via: "API", RequestID: requestID(c, c.Param("id")+"-"+action)}, true)
+	}
+}
+
+// control carries out req and answers (JSON for the API; the caller redirects for the dashboard).
+func (s *server) control(c *gin.Context, req jobs.ControlRequest, api bool) bool {
+	log := s.log.With("run", req.RunID, "action", req.Action, "token", req.Token.Name, "via", req.Via)
+	result, err := s.d.Controller.Control(c, req)
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		abortJSON(c, http.StatusNotFound, "no run %s", req.RunID)
+	case errors.Is(err, jobs.ErrNotNow):
+		abortJSON(c, http.StatusConflict, "%v", err)
+	case err != nil:
+		log.Error("admin: control action failed", "err", err)
+		abortJSON(c, http.StatusServiceUnavailable, "the action could not be carried out now; try again")
+	default:
+		log.Info("admin: control action", "result", result)
+		if api {
+			c.JSON(http.StatusAccepted, ControlResult{Result: result})
+		}
+		return true
+	}
+	return false
+}
+
+// requestID is the client's Idempotency-Key when it sends one (a retried request then acts once),
+// else a fresh id.
+func requestID(c *gin.Context, scope string) string {
+	if k := strings.TrimSpace(c.GetHeader("Idempotency-Key")); k != "" && len(k) <= 128 {
+		return "key-" + scope + "-" + k
+	}
+	return strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+// jsonDecoder reads a small JSON body strictly: an unknown field is a mistake worth reporting.
+func jsonDecoder(r *http.Request) *json.Decoder {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	return dec
+}

@@ -1,0 +1,364 @@
+package admin
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/akira-bot/akira/jobs"
+)
+
+// The dashboard is server-rendered html/template pages, one {{define}} per file, no JavaScript.
+// A person logs in with an operator token; the session cookie holds the token's hash, an expiry and
+// a MAC (HttpOnly, SameSite=Strict, Secure over HTTPS), so revoking the token ends its sessions.
+// Every form that acts carries a CSRF token derived from the session.
+
+//go:embed ui/*.html
+var uiFiles embed.FS
+
+var uiFuncs = template.FuncMap{
+	"ago": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return time.Since(t).Round(time.Second).String()
+	},
+	"dur":  func(d time.Duration) string { return d.Round(time.Second).String() },
+	"usd":  func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+	"pct":  func(f float64) string { return fmt.Sprintf("%.2f", f) },
+	"path": url.PathEscape,
+	"states": func() []string {
+		out := make([]string, len(runStatuses))
+		for i, s := range runStatuses {
+			out[i] = string(s)
+		}
+		return out
+	},
+}
+
+// parseUI parses the dashboard's templates; NewServer fails on an error instead of ignoring it.
+func parseUI() (*template.Template, error) {
+	return template.New("ui").Funcs(uiFuncs).ParseFS(uiFiles, "ui/*.html")
+}
+
+const (
+	sessionCookie = "akira_session"
+	sessionTTL    = 12 * time.Hour
+)
+
+func (s *server) routesUI(r *gin.Engine) {
+	tmpl, err := parseUI()
+	if err != nil {
+		// The templates are embedded: a parse error is a build defect that tests catch.
+		panic(fmt.Sprintf("admin: dashboard templates: %v", err))
+	}
+	s.ui = tmpl
+	r.GET("/ui", func(c *gin.Context) { c.Redirect(http.StatusFound, "/ui/") })
+	r.GET("/ui/login", s.loginPage)
+	r.POST("/ui/login", s.login)
+	ui := r.Group("/ui", s.uiAuth)
+	ui.POST("/logout", s.csrf, s.logout)
+	ui.GET("/", s.runsPage)
+	ui.GET("/runs/:id", s.runPage)
+	ui.GET("/runs/:id/tasks/:task", s.taskPage)
+	ui.GET("/runs/:id/tasks/:task/attempts/:n/log", s.logPage)
+	ui.GET("/queue", s.queuePage)
+	ui.GET("/escalations", s.escalationsPage)
+	ui.POST("/runs/:id/:action", s.csrf, s.uiControl)
+}
+
+// mac signs parts with the session key ("" when the key cannot be read: nothing verifies then).
+func (s *server) mac(ctx context.Context, parts ...string) string {
+	s.keyMu.Lock()
+	key := s.key
+	s.keyMu.Unlock()
+	if key == nil {
+		k, err := s.d.Store.SessionKey(ctx)
+		if err != nil || len(k) == 0 {
+			return ""
+		}
+		s.keyMu.Lock()
+		s.key, key = k, k
+		s.keyMu.Unlock()
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (s *server) setSession(c *gin.Context, tokenHash string) {
+	exp := strconv.FormatInt(s.d.Now().Add(sessionTTL).Unix(), 10)
+	value := tokenHash + "." + exp + "." + s.mac(c, "session", tokenHash, exp)
+	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: value, Path: "/ui", MaxAge: int(sessionTTL.Seconds()),
+		HttpOnly: true, Secure: s.d.SecureCookies, SameSite: http.SameSiteStrictMode})
+}
+
+// session checks the cookie and returns its token and the cookie's value.
+func (s *server) session(c *gin.Context) (jobs.Token, string, bool) {
+	ck, err := c.Request.Cookie(sessionCookie)
+	if err != nil {
+		return jobs.Token{}, "", false
+	}
+	parts := strings.Split(ck.Value, ".")
+	if len(parts) != 3 {
+		return jobs.Token{}, "", false
+	}
+	want := s.mac(c, "session", parts[0], parts[1])
+	if want == "" || !hmac.Equal([]byte(want), []byte(parts[2])) {
+		return jobs.Token{}, "", false
+	}
+	exp, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || s.d.Now().Unix() > exp {
+		return jobs.Token{}, "", false
+	}
+	tok, err := s.d.Store.TokenByHash(c, parts[0])
+	if err != nil {
+		return jobs.Token{}, "", false
+	}
+	return tok, ck.Value, true
+}
+
+func (s *server) uiAuth(c *gin.Context) {
+	tok, value, ok := s.session(c)
+	if !ok {
+		c.Redirect(http.StatusSeeOther, "/ui/login?next="+url.QueryEscape(c.Request.URL.RequestURI()))
+		c.Abort()
+		return
+	}
+	c.Set("token", tok)
+	c.Set("csrf", s.mac(c, "csrf", value))
+	c.Next()
+}
+
+// csrf refuses a form without the session's CSRF token.
+func (s *server) csrf(c *gin.Context) {
+	want, _ := c.Get("csrf")
+	w, _ := want.(string)
+	if w == "" || !hmac.Equal([]byte(w), []byte(c.PostForm("csrf"))) {
+		c.AbortWithStatus(http.StatusForbidden)
+		s.render(c, http.StatusForbidden, "error", page{Title: "Refused", Error: "The form's CSRF token is missing or wrong: reload the page and try again."})
+		return
+	}
+	c.Next()
+}
+
+// page is what every dashboard page gets: who is logged in, the CSRF token, and the page's data.
+type page struct {
+	Title  string
+	Token  jobs.Token
+	CSRF   string
+	Flash  string
+	Error  string
+	Next   string
+	Data   any
+	Filter map[string]string
+}
+
+func (s *server) render(c *gin.Context, status int, name string, p page) {
+	if t, ok := c.Get("token"); ok {
+		p.Token, _ = t.(jobs.Token)
+	}
+	if v, ok := c.Get("csrf"); ok {
+		p.CSRF, _ = v.(string)
+	}
+	p.Flash, p.Error = firstNonEmpty(p.Flash, c.Query("done")), firstNonEmpty(p.Error, c.Query("error"))
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	// The pages show code and text strangers wrote: no script runs, none is loaded from elsewhere.
+	c.Header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Header("Referrer-Policy", "same-origin")
+	c.Status(status)
+	if err := s.ui.ExecuteTemplate(c.Writer, name, p); err != nil {
+		s.log.Error("admin: render", "page", name, "err", err)
+	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// safeNext keeps a redirect after login on the dashboard.
+func safeNext(next string) string {
+	if strings.HasPrefix(next, "/ui/") && !strings.HasPrefix(next, "//") && !strings.Contains(next, "\\") {
+		return next
+	}
+	return "/ui/"
+}
+
+func (s *server) loginPage(c *gin.Context) {
+	s.render(c, http.StatusOK, "login", page{Title: "Log in", Next: safeNext(c.Query("next"))})
+}
+
+func (s *server) login(c *gin.Context) {
+	secret := strings.TrimSpace(c.PostForm("token"))
+	tok, err := s.d.Store.TokenFor(c, secret)
+	if err != nil {
+		status := http.StatusUnauthorized
+		msg := "That token is not valid."
+		if !errors.Is(err, jobs.ErrBadToken) {
+			status, msg = http.StatusServiceUnavailable, "Tokens cannot be checked now; try again."
+		}
+		s.render(c, status, "login", page{Title: "Log in", Error: msg, Next: safeNext(c.PostForm("next"))})
+		return
+	}
+	s.setSession(c, jobs.TokenHash(secret))
+	s.log.Info("admin: dashboard login", "token", tok.Name)
+	c.Redirect(http.StatusSeeOther, safeNext(c.PostForm("next")))
+}
+
+func (s *server) logout(c *gin.Context) {
+	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: "", Path: "/ui", MaxAge: -1, HttpOnly: true,
+		Secure: s.d.SecureCookies, SameSite: http.SameSiteStrictMode})
+	c.Redirect(http.StatusSeeOther, "/ui/login")
+}
+
+func (s *server) runsPage(c *gin.Context) {
+	f, err := filterOf(c)
+	if err != nil {
+		s.render(c, http.StatusBadRequest, "error", page{Title: "Runs", Error: err.Error()})
+		return
+	}
+	runs, err := s.d.Store.Runs(c, f)
+	if err != nil {
+		s.render(c, http.StatusServiceUnavailable, "error", page{Title: "Runs", Error: "Runs cannot be read now."})
+		return
+	}
+	var rows []RunSummary
+	for _, r := range runs {
+		rows = append(rows, summaryOf(r))
+	}
+	s.render(c, http.StatusOK, "runs", page{Title: "Runs", Data: rows,
+		Filter: map[string]string{"repo": c.Query("repo"), "state": c.Query("state")}})
+}
+
+// runView is the run page's data.
+type runView struct {
+	Run     RunDetail
+	Working bool
+	Over    bool
+}
+
+func (s *server) runPage(c *gin.Context) {
+	run := s.runOf(c, false)
+	if run == nil {
+		return
+	}
+	v := runView{Run: detailOf(run), Working: run.Status == jobs.StatusRunning || run.Status == jobs.StatusQueued, Over: run.Status.Terminal()}
+	s.render(c, http.StatusOK, "run", page{Title: "Run " + run.ID, Data: v})
+}
+
+// taskView is the task page's data: the task and its attempts' log links.
+type taskView struct {
+	RunID string
+	Repo  string
+	Task  TaskDetail
+}
+
+func (s *server) taskPage(c *gin.Context) {
+	run := s.runOf(c, false)
+	if run == nil {
+		return
+	}
+	for _, t := range detailOf(run).Tasks {
+		if t.ID == c.Param("task") {
+			s.render(c, http.StatusOK, "task", page{Title: "Task " + t.ID, Data: taskView{RunID: run.ID, Repo: run.Owner + "/" + run.Repo, Task: t}})
+			return
+		}
+	}
+	c.AbortWithStatus(http.StatusNotFound)
+}
+
+// logView is the log page's data.
+type logView struct {
+	RunID, TaskID string
+	Attempt       int
+	Text          string
+}
+
+func (s *server) logPage(c *gin.Context) {
+	text, ok := s.readLog(c, false)
+	if !ok {
+		return
+	}
+	n, _ := strconv.Atoi(c.Param("n"))
+	s.render(c, http.StatusOK, "log", page{Title: "Log", Data: logView{RunID: c.Param("id"), TaskID: c.Param("task"), Attempt: n, Text: text}})
+}
+
+func (s *server) queuePage(c *gin.Context) {
+	st, err := s.queueState()
+	if err != nil {
+		s.render(c, http.StatusServiceUnavailable, "error", page{Title: "Queue", Error: "The queue cannot be read now."})
+		return
+	}
+	s.render(c, http.StatusOK, "queue", page{Title: "Queue", Data: st})
+}
+
+// escalation is a task waiting for a person, with how long it has waited.
+type escalation struct {
+	Run    RunSummary
+	Parked ParkedTask
+}
+
+func (s *server) escalationsPage(c *gin.Context) {
+	runs, err := s.d.Store.Runs(c, jobs.RunFilter{Status: []jobs.RunStatus{jobs.StatusParked}, Limit: 1000})
+	if err != nil {
+		s.render(c, http.StatusServiceUnavailable, "error", page{Title: "Escalations", Error: "Runs cannot be read now."})
+		return
+	}
+	var rows []escalation
+	for _, r := range runs {
+		for _, p := range r.Parked {
+			rows = append(rows, escalation{Run: summaryOf(r), Parked: ParkedTask{TaskID: p.TaskID, Reason: p.Reason, Summary: p.Summary, Since: p.At}})
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Parked.Since.Before(rows[j].Parked.Since) }) // longest waiting first
+	s.render(c, http.StatusOK, "escalations", page{Title: "Escalations", Data: rows})
+}
+
+func (s *server) uiControl(c *gin.Context) {
+	tok := tokenOf(c)
+	action := c.Param("action")
+	back := "/ui/runs/" + url.PathEscape(c.Param("id"))
+	if !tok.CanControl() {
+		c.Redirect(http.StatusSeeOther, back+"?error="+url.QueryEscape("token "+tok.Name+" may only read; "+action+" needs a control token"))
+		return
+	}
+	switch action {
+	case jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip:
+	default:
+		c.AbortWithStatus(http.StatusNotFound)
+		return
+	}
+	req := jobs.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: c.PostForm("task_id"), Guidance: c.PostForm("guidance"),
+		Token: tok, Via: "dashboard", RequestID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	result, err := s.d.Controller.Control(c, req)
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		c.AbortWithStatus(http.StatusNotFound)
+	case err != nil:
+		msg := err.Error()
+		if !errors.Is(err, jobs.ErrNotNow) {
+			s.log.Error("admin: control action failed", "run", req.RunID, "action", action, "err", err)
+			msg = "the action could not be carried out now; try again"
+		}
+		c.Redirect(http.StatusSeeOther, back+"?error="+url.QueryEscape(msg))
+	default:
+		c.Redirect(http.StatusSeeOther, back+"?done="+url.QueryEscape(result))
+	}
+}

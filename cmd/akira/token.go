@@ -1,0 +1,74 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/akira-bot/akira/jobs"
+)
+
+func init() { subcommands = append(subcommands, newTokenCmd) }
+
+// newTokenCmd manages the operator API tokens of the REST API and the dashboard, in the App's Redis.
+func newTokenCmd() *cobra.Command {
+	var scope string
+	cmd := &cobra.Command{
+		Use:   "token create NAME [--scope read|control] | list | revoke NAME",
+		Short: "Manage the operator tokens of the REST API and the dashboard",
+		Long: `Token manages the API tokens operators use for the REST API (/api/v1, Authorization: Bearer) and the
+dashboard (/ui) on the admin address. A read token sees runs, the queue and logs; a control token may
+also stop, abort, retry, approve and skip, each action audited and mirrored on the pull request with
+the token's name. Only a token's SHA-256 is stored; create prints the token once. Uses REDIS_URL and
+REDIS_PASSWORD like akira serve.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rdb, err := redisClient(cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"), os.Getenv("REDIS_PASSWORD"))
+			if err != nil {
+				return withExit(2, err)
+			}
+			defer rdb.Close()
+			store := jobs.NewStore(rdb, "")
+			out := cmd.OutOrStdout()
+			switch {
+			case args[0] == "create" && len(args) == 2:
+				secret, err := store.CreateToken(ctx, args[1], scope)
+				if err != nil {
+					return withExit(1, err)
+				}
+				fmt.Fprintf(out, "%s\n", secret)
+				fmt.Fprintf(cmd.ErrOrStderr(), "akira: token %s (%s) created; it is shown only now\n", args[1], scope)
+				return nil
+			case args[0] == "list" && len(args) == 1:
+				toks, err := store.Tokens(ctx)
+				if err != nil {
+					return withExit(1, err)
+				}
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tSCOPE\tCREATED")
+				for _, t := range toks {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Scope, t.Created.Format("2006-01-02 15:04"))
+				}
+				return tw.Flush()
+			case args[0] == "revoke" && len(args) == 2:
+				ok, err := store.RevokeToken(ctx, args[1])
+				if err != nil {
+					return withExit(1, err)
+				}
+				if !ok {
+					return withExit(1, fmt.Errorf("no token %s", args[1]))
+				}
+				fmt.Fprintf(out, "Revoked %s.\n", args[1])
+				return nil
+			}
+			return withExit(2, errors.New("usage: akira token create NAME [--scope read|control] | list | revoke NAME"))
+		},
+	}
+	cmd.Flags().StringVar(&scope, "scope", jobs.ScopeRead, "read or control")
+	return cmd
+}
