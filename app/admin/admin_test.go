@@ -1,0 +1,256 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/gin-gonic/gin"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/internal/redistest"
+	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/templates"
+)
+
+// recordingController records the control requests it is given: the API's part ends there, and
+// e2e tests show the real jobs.Controller acting as the comment commands do.
+type recordingController struct {
+	mu   sync.Mutex
+	reqs []jobs.ControlRequest
+	err  error
+}
+
+func (c *recordingController) Control(_ context.Context, req jobs.ControlRequest) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reqs = append(c.reqs, req)
+	if c.err != nil {
+		return "", c.err
+	}
+	return req.Action + " queued", nil
+}
+
+type fixture struct {
+	srv         *httptest.Server
+	h           http.Handler
+	store       *jobs.Store
+	ctl         *recordingController
+	read, write string
+	runID       string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	b := make([]byte, 6)
+	rand.Read(b)
+	prefix := "akira-admin-test:" + hex.EncodeToString(b) + ":"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		rdb.Close()
+	})
+	store := jobs.NewStore(rdb, prefix)
+	ctx := context.Background()
+	run, _, err := store.Create(ctx, &jobs.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
+		Source: "issue #1", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: jobs.StatusParked,
+		Tasks: []jobs.TaskState{
+			{ID: "1.1", Title: "Add <b>bold</b> parser", Status: templates.StatusPassed, Attempts: 2, Checkpoint: "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b",
+				CostUSD: 0.12, InputTokens: 1000, OutputTokens: 200, Judgement: &jobs.Judgement{Confidence: 0.93, Accepted: true}},
+			{ID: "1.2", Title: "Write docs", Status: templates.StatusEscalated, Attempts: 3},
+		},
+		Parked: []jobs.Parked{{TaskID: "1.2", Attempt: 3, Reason: "max_attempts", Summary: "verification failed", At: time.Now().Add(-time.Hour)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SaveLog(ctx, run.ID, "1.1", 1, "==> Agent\nhello from the agent\n", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	read, err := store.CreateToken(ctx, "dash-reader", jobs.ScopeRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write, err := store.CreateToken(ctx, "ops", jobs.ScopeControl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := &recordingController{}
+	h, err := NewServer(Deps{Store: store, Controller: ctl, Queue: asynq.NewInspectorFromRedisClient(rdb), Metrics: http.NotFoundHandler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &fixture{srv: srv, h: h, store: store, ctl: ctl, read: read, write: write, runID: run.ID}
+}
+
+func loadSpec(t *testing.T) (*openapi3.T, routers.Router) {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("openapi.json is not valid OpenAPI: %v", err)
+	}
+	doc.Servers = openapi3.Servers{{URL: "http://akira.test/api/v1"}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, router
+}
+
+// TestRoutesMatchOpenAPI: every API route the server handles is described, and every described
+// operation is handled.
+func TestRoutesMatchOpenAPI(t *testing.T) {
+	f := newFixture(t)
+	doc, _ := loadSpec(t)
+	var described []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			described = append(described, method+" /api/v1"+path)
+		}
+	}
+	var handled []string
+	for _, r := range f.h.(*gin.Engine).Routes() {
+		if strings.HasPrefix(r.Path, "/api/v1/") && r.Path != "/api/v1/openapi.json" {
+			p := r.Path
+			for _, seg := range []string{"id", "task", "n"} {
+				p = strings.ReplaceAll(p, "/:"+seg, "/{"+seg+"}")
+			}
+			handled = append(handled, r.Method+" "+p)
+		}
+	}
+	sort.Strings(described)
+	sort.Strings(handled)
+	if !slices.Equal(described, handled) {
+		t.Errorf("routes and OpenAPI differ:\nhandled:   %v\ndescribed: %v", handled, described)
+	}
+}
+
+// TestAPIAgainstOpenAPI calls every route, as each kind of caller, and checks each answer against the
+// OpenAPI description (status, content type, schema).
+func TestAPIAgainstOpenAPI(t *testing.T) {
+	f := newFixture(t)
+	_, router := loadSpec(t)
+	call := func(method, path, token, body string, want int) []byte {
+		t.Helper()
+		req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Errorf("%s %s: %d %s, want %d", method, path, resp.StatusCode, data, want)
+		}
+		// Validate against the description, as the spec's server would see the same request.
+		sreq, _ := http.NewRequest(method, "http://akira.test"+path, strings.NewReader(body))
+		if body != "" {
+			sreq.Header.Set("Content-Type", "application/json")
+		}
+		route, params, err := router.FindRoute(sreq)
+		if err != nil {
+			t.Errorf("%s %s is not described: %v", method, path, err)
+			return data
+		}
+		in := &openapi3filter.RequestValidationInput{Request: sreq, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if err := openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(data)),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true}}); err != nil {
+			t.Errorf("%s %s (%d) does not match the description: %v", method, path, resp.StatusCode, err)
+		}
+		return data
+	}
+	run := "/api/v1/runs/" + f.runID
+	// Authentication.
+	call("GET", "/api/v1/runs", "", "", http.StatusUnauthorized)
+	call("GET", "/api/v1/runs", "akira_0000", "", http.StatusUnauthorized)
+	call("GET", "/api/v1/runs", "not-even-a-token", "", http.StatusUnauthorized)
+	// Reading, with a read token.
+	if body := call("GET", "/api/v1/runs?repo=OCTO/demo&state=parked,running", f.read, "", http.StatusOK); !strings.Contains(string(body), `"waiting_on":"1.2"`) {
+		t.Errorf("runs: %s", body)
+	}
+	if body := call("GET", "/api/v1/runs?state=succeeded", f.read, "", http.StatusOK); string(body) != `{"runs":[]}` {
+		t.Errorf("filtered runs: %s", body)
+	}
+	call("GET", "/api/v1/runs?state=sleeping", f.read, "", http.StatusBadRequest)
+	body := call("GET", run, f.read, "", http.StatusOK)
+	for _, want := range []string{`"tasks_done":1`, `"judge":{"confidence":0.93,"accepted":true}`, `"url":"/api/v1/runs/r-admin-1/tasks/1.1/attempts/2/log"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("run lacks %s: %s", want, body)
+		}
+	}
+	call("GET", "/api/v1/runs/nope", f.read, "", http.StatusNotFound)
+	if body := call("GET", run+"/tasks/1.1/attempts/1/log", f.read, "", http.StatusOK); !strings.Contains(string(body), "hello from the agent") {
+		t.Errorf("log: %s", body)
+	}
+	call("GET", run+"/tasks/1.1/attempts/2/log", f.read, "", http.StatusNotFound)
+	call("GET", run+"/tasks/1.1/attempts/zero/log", f.read, "", http.StatusBadRequest)
+	call("GET", "/api/v1/queue", f.read, "", http.StatusOK)
+	call("GET", "/api/v1/audit", f.read, "", http.StatusOK)
+	// Control: a read token may not; a control token may; the request reaches the controller whole.
+	for _, a := range []string{"stop", "abort", "retry", "approve", "skip"} {
+		call("POST", run+"/"+a, f.read, "", http.StatusForbidden)
+	}
+	if len(f.ctl.reqs) != 0 {
+		t.Fatalf("a read token reached the controller: %+v", f.ctl.reqs)
+	}
+	call("POST", run+"/retry", f.write, `{"task_id":"1.2","guidance":"use the v2 client"}`, http.StatusAccepted)
+	call("POST", run+"/stop", f.write, "", http.StatusAccepted)
+	call("POST", run+"/skip", f.write, `{"task":"1.2"}`, http.StatusBadRequest)
+	if len(f.ctl.reqs) != 2 {
+		t.Fatalf("controller saw %+v", f.ctl.reqs)
+	}
+	if r := f.ctl.reqs[0]; r.Action != "retry" || r.TaskID != "1.2" || r.Guidance != "use the v2 client" || r.Token.Name != "ops" || r.Via != "API" || r.RunID != f.runID {
+		t.Errorf("retry request %+v", r)
+	}
+	f.ctl.err = jobs.ErrNotNow
+	call("POST", run+"/approve", f.write, "", http.StatusConflict)
+	// The description itself is served.
+	resp, err := http.Get(f.srv.URL + "/api/v1/openapi.json")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("openapi.json: %v %v", err, resp)
+	}
+	resp.Body.Close()
+}
+
+func TestTemplatesParse(t *testing.T) {
+	tmpl, err := parseUI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"head", "foot", "login", "error", "runs", "run", "task", "log", "queue", "escalations"} {
+		if tmpl.Lookup(name) == nil {
+			t.Errorf("no template %q", name)
+		}
+	}
+}
