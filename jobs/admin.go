@@ -320,6 +320,9 @@ func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, 
 			return "", fmt.Errorf("%w: run %s is %s", ErrNotNow, run.ID, run.Status)
 		}
 		if req.Action != ActionAbort {
+			if run.Status != StatusParked {
+				return "", fmt.Errorf("%w: run %s is %s, not waiting for a decision", ErrNotNow, run.ID, run.Status)
+			}
 			if len(run.Parked) == 0 {
 				return "", fmt.Errorf("%w: run %s has no task waiting for a decision", ErrNotNow, run.ID)
 			}

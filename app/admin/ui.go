@@ -148,7 +148,7 @@ func (s *server) csrf(c *gin.Context) {
 	want, _ := c.Get("csrf")
 	w, _ := want.(string)
 	if w == "" || !hmac.Equal([]byte(w), []byte(c.PostForm("csrf"))) {
-		c.AbortWithStatus(http.StatusForbidden)
+		c.Abort()
 		s.render(c, http.StatusForbidden, "error", page{Title: "Refused", Error: "The form's CSRF token is missing or wrong: reload the page and try again."})
 		return
 	}
