@@ -51,7 +51,7 @@ type serveEnv struct {
 	// LogRetention is how long attempt logs are kept.
 	LogRetention time.Duration
 	Concurrency  int
-	WorkDir     string
+	WorkDir      string
 	// CacheDir holds a mirror per repository that workspaces are made from ("" is no cache);
 	// CacheMax caps its size.
 	CacheDir        string
