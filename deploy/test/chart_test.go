@@ -268,7 +268,7 @@ func TestChartDefaults(t *testing.T) {
 	r := mustRender(t, nil)
 	checkCommon(t, r)
 	want := []string{"ConfigMap", "Deployment", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "PodDisruptionBudget",
-		"Secret", "Service", "Service", "Service", "StatefulSet"}
+		"Secret", "Service", "Service", "Service", "Service", "StatefulSet"}
 	if got := r.kinds(); !slices.Equal(got, want) {
 		t.Errorf("objects = %v; want %v", got, want)
 	}
@@ -422,7 +422,30 @@ func TestChartIngressAndMonitoring(t *testing.T) {
 			scraped = append(scraped, name)
 		}
 	}
-	if sort.Strings(scraped); !slices.Equal(scraped, []string{"prod-akira", "prod-akira-worker"}) {
-		t.Errorf("the ServiceMonitor scrapes %v; want the web and worker Services", scraped)
+	if sort.Strings(scraped); !slices.Equal(scraped, []string{"prod-akira-admin", "prod-akira-worker"}) {
+		t.Errorf("the ServiceMonitor scrapes %v; want the admin Services of the web and worker pods", scraped)
+	}
+	if sm.Spec.Endpoints[0].Port != "admin" {
+		t.Errorf("the ServiceMonitor scrapes port %q; want admin", sm.Spec.Endpoints[0].Port)
+	}
+	// The admin address (API, dashboard, metrics, pprof) is never where the webhook is.
+	for _, p := range svc.Spec.Ports {
+		if p.Name == "admin" || p.Port == 9090 {
+			t.Errorf("the webhook's Service exposes the admin port: %+v", p)
+		}
+	}
+	for name, d := range r.deployments {
+		c := d.Spec.Template.Spec.Containers[0]
+		admin := false
+		for _, p := range c.Ports {
+			admin = admin || (p.Name == "admin" && p.ContainerPort == 9090)
+		}
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		if !admin || env["AKIRA_ADMIN_ADDR"] != ":9090" {
+			t.Errorf("%s: admin port %v, AKIRA_ADMIN_ADDR %q", name, admin, env["AKIRA_ADMIN_ADDR"])
+		}
 	}
 }

@@ -87,7 +87,13 @@ func TestCompose(t *testing.T) {
 	if w := p.Services["worker"]; !slices.Contains(w.SecurityOpt, "seccomp=unconfined") {
 		t.Errorf("the worker keeps Docker's seccomp profile, which forbids bubblewrap's namespaces: %v", w.SecurityOpt)
 	}
-	if _, ok := p.Services["web"].Ports, true; !ok || len(p.Services["web"].Ports) != 1 || p.Services["web"].Ports[0].Target != 8080 {
-		t.Errorf("web ports = %+v; want 8080 published", p.Services["web"].Ports)
+	ports := p.Services["web"].Ports
+	if len(ports) != 2 || ports[0].Target != 8080 || ports[1].Target != 9090 || ports[1].HostIP != "127.0.0.1" {
+		t.Errorf("web ports = %+v; want the webhook's 8080 published and the admin address's 9090 on 127.0.0.1 only", ports)
+	}
+	for _, name := range []string{"web", "worker"} {
+		if v := p.Services[name].Environment["AKIRA_ADMIN_ADDR"]; v == nil || *v != ":9090" {
+			t.Errorf("%s: AKIRA_ADMIN_ADDR = %v", name, v)
+		}
 	}
 }

@@ -53,6 +53,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
   value: /etc/akira/akira.yaml
 - name: GITHUB_PRIVATE_KEY_PATH
   value: /etc/akira/secret/private-key.pem
+- name: AKIRA_ADMIN_ADDR
+  value: ":9090"
+{{- with .Values.admin.publicURL }}
+- name: AKIRA_PUBLIC_URL
+  value: {{ . | quote }}
+{{- end }}
 {{- end -}}
 
 {{- define "akira.probes" -}}
