@@ -193,6 +193,9 @@ func (e *engine) prepare(ctx context.Context) error {
 		return fmt.Errorf("runner: %w: %w", ErrInvalidPlan, err)
 	}
 	e.rm = rm
+	for _, w := range rm.Warnings {
+		e.o.Logger.Warn("runner: plan read with a warning", "warning", w.Error())
+	}
 	if e.roadmapPath != "" {
 		e.roadmapData = data
 	}

@@ -70,6 +70,9 @@ func runPlan(stdout, stderr io.Writer, path string, asJSON bool, parallel int) e
 		}
 		return withExit(2, fmt.Errorf("%s: invalid roadmap (%s)", path, plural(len(errs), "error")))
 	}
+	for _, w := range r.Warnings {
+		fmt.Fprintln(stderr, "warning: "+w.Error())
+	}
 	if asJSON {
 		return writePlanJSON(stdout, r)
 	}

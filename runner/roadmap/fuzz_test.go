@@ -28,6 +28,9 @@ func FuzzParse(f *testing.F) {
 		"- [ ] 1 a\r\n\t- [ ] s  \r\n* ⬜ b (depends: 1)",
 		"## P\n- [ ] a\n  ```\n- [ ] b\n<!--\n- [x] c\n-->\n✅ d\n☐\ufe0f e",
 		"---\nx: 1\n---\nT\n===\n1. [X] **T-1:** a [P] [US1] (after: 2)\n2) [ ] [2] b\n  - depends:\n    - 1\n  - verify: `x`",
+		// The notations of real plans (see patterns_test.go).
+		"- [x] [P1] WP-01: a\n- [ ] D1 Configs\n- [ ] D1 Settings (dep: WP-01)\n- [ ] **T1.1.1**: b [AUTH-US1] (Wave 2, depends on 01-03)\n",
+		"### [x] CLI\n### [ ] API\n- 🚧 c\n- 🔲 d\n📋 e\n- [ ] t001 f blocked-by:t000\n  - **Dependencies**: Task 1.1, IApplyStep extraction\n",
 	} {
 		f.Add([]byte(s), uint8(FormatMarkdown))
 	}
@@ -118,7 +121,11 @@ func checkMarkdownTick(t *testing.T, data []byte) {
 		}
 		inside := false
 		for _, b := range boxes {
-			if i >= b.off && i < b.off+3 {
+			width := 3 // "[ ]", or a 3-byte mark; 🔲 🚧 📋 are 4
+			if _, n := emojiBox(string(data[b.off:])); b.emoji && n > 0 {
+				width = n
+			}
+			if i >= b.off && i < b.off+width {
 				inside = true
 			}
 		}

@@ -287,17 +287,25 @@ const (
 	variation = "\ufe0f"
 )
 
-// emojiBox recognises ✅ (done), ⬜ and ☐ (pending), with an optional variation selector.
+// pendingEmoji are the marks people use for work not done: ⬜ and ☐, 🔲 (a box), 🚧 (in progress)
+// and 📋 (planned). All of them mean pending, wherever they appear, so one plan reads one way.
+var pendingEmoji = []string{emojiTodo, ballotBox, "🔲", "🚧", "📋"}
+
+// emojiBox recognises ✅ (done) and the pending marks, with an optional variation selector.
 func emojiBox(s string) (done bool, n int) {
 	switch {
 	case strings.HasPrefix(s, emojiDone):
 		done, n = true, len(emojiDone)
-	case strings.HasPrefix(s, emojiTodo):
-		n = len(emojiTodo)
-	case strings.HasPrefix(s, ballotBox):
-		n = len(ballotBox)
 	default:
-		return false, 0
+		for _, e := range pendingEmoji {
+			if strings.HasPrefix(s, e) {
+				n = len(e)
+				break
+			}
+		}
+		if n == 0 {
+			return false, 0
+		}
 	}
 	if strings.HasPrefix(s[n:], variation) {
 		n += len(variation)
@@ -357,8 +365,26 @@ func scanMarkdown(data []byte) *doc {
 			continue
 		}
 		if level, text, ok := atxHeading(ln); ok {
-			heading(level, text, i)
 			para = para[:0]
+			// "### [x] CLI with validate": a heading that is itself a task.
+			if len(text) > 3 && text[0] == '[' && text[2] == ']' && isSpace(text[3]) && strings.ContainsRune(" xX", rune(text[1])) {
+				if off := strings.Index(ln.text, text[:3]); off >= 0 {
+					it := &item{task: newTask(), box: box{off: ln.start + off}}
+					it.task.Line, it.task.Done = ln.num, text[1] != ' '
+					key := -1
+					switch {
+					case h2 >= 0:
+						it.task.Phase, key = h2Text, h2
+					case h1 >= 0:
+						it.task.Phase, key = h1Text, h1
+					}
+					parseTitle(it, text[4:], ln.num)
+					d.items = append(d.items, it)
+					phaseKeys = append(phaseKeys, key)
+					continue
+				}
+			}
+			heading(level, text, i)
 			continue
 		}
 		if len(para) > 0 {
@@ -393,8 +419,27 @@ func scanMarkdown(data []byte) *doc {
 			para = append(para, strings.Trim(ln.text, " \t"))
 		}
 	}
+	demoteWeakIDs(d.items)
 	autoIDs(d.items, phaseKeys)
 	return d
+}
+
+// demoteWeakIDs puts a bare leading word that several tasks share ("D1 Configs …", "D1 Settings …")
+// back into their titles: a person wrote a name there, not an id. Ids written as ids (with ":",
+// bold, brackets or a dash) stay, and a duplicate among them is reported.
+func demoteWeakIDs(items []*item) {
+	n := map[string]int{}
+	for _, it := range items {
+		if it.task.ID != "" {
+			n[it.task.ID]++
+		}
+	}
+	for _, it := range items {
+		if it.weakID && n[it.task.ID] > 1 {
+			it.task.Title = cleanSpaces(it.task.ID + " " + it.task.Title)
+			it.task.ID, it.weakID = "", false
+		}
+	}
 }
 
 // parseBody reads the lines nested under the task on line i (indented deeper than its marker) and
@@ -487,6 +532,8 @@ func parseKey(s string) (key, val string, ok bool) {
 	}
 	for _, k := range []struct{ word, key string }{
 		{"depends on", "depends"}, {"depends", "depends"}, {"after", "depends"},
+		{"dependencies", "depends"}, {"dependency", "depends"}, {"deps", "depends"}, {"dep", "depends"},
+		{"blocked by", "depends"}, {"blocked-by", "depends"},
 		{"verify", "verify"}, {"accept", "accept"}, {"priority", "priority"}, {"gate", "gate"},
 	} {
 		if !hasFoldPrefix(s, k.word) {
@@ -569,7 +616,23 @@ func cleanSpaces(s string) string { return strings.Join(strings.Fields(s), " ") 
 // parseTitle splits the text after a checkbox into id, markers, inline dependencies and title.
 func parseTitle(it *item, rest string, line int) {
 	s := strings.TrimLeft(rest, " \t")
+	// A priority tag or [P] before the id ("[P1] WP-01: …") is a marker, never the id.
+	for {
+		s = strings.TrimLeft(s, " \t")
+		if strings.HasPrefix(s, "[P]") {
+			it.task.Parallel, s = true, s[3:]
+			continue
+		}
+		if len(s) >= 4 && s[0] == '[' && (s[1] == 'P' || s[1] == 'p') && s[2] >= '1' && s[2] <= '3' && s[3] == ']' {
+			it.task.Labels, s = append(it.task.Labels, "P"+s[2:3]), s[4:]
+			continue
+		}
+		break
+	}
 	if id, after, ok := parseID(s); ok {
+		// An id followed by nothing but a space may be a word of the title ("D1 Configs"): if it
+		// turns out not to be unique, it goes back into the title (see demoteWeakIDs).
+		it.weakID = isLetter(id[0]) && weakAfter(s, id)
 		it.task.ID, s = id, after
 	}
 	for {
@@ -631,6 +694,28 @@ func parseID(s string) (id, rest string, ok bool) {
 		}
 	}
 	return "", s, false
+}
+
+// weakAfter says the id at the start of rest is followed only by spaces (no ":", ".", dash, bold or
+// brackets): such an id, when it is a word with digits (D1, T1), may be a name in the title. A
+// number (1.2, 3) is an id however it is followed.
+func weakAfter(rest, id string) bool {
+	s := strings.TrimLeft(rest, " \t")
+	i := strings.Index(s, id)
+	if i != 0 || len(s) == len(id) {
+		return false
+	}
+	r := s[len(id):]
+	if !isSpace(r[0]) {
+		return false
+	}
+	r = strings.TrimLeft(r, " \t")
+	for _, dash := range []string{"-", "–", "—"} {
+		if strings.HasPrefix(r, dash) {
+			return false
+		}
+	}
+	return true
 }
 
 // afterID checks what follows an id and returns the title after the separator.
@@ -695,14 +780,29 @@ func idPrefixLen(s string) int {
 		if n < len(s) && s[n] == '-' {
 			n++
 		}
-		d := n
-		for n < len(s) && isDigit(s[n]) {
-			n++
+		// Then segments of letters ending in digits, joined by "." or "-": T001, T1.1.1, T-M1-001,
+		// AUTH-US1, WP-01. At least one digit: a plain word is never an id.
+		end := 0
+		for {
+			m := n
+			for m < len(s) && isLetter(s[m]) {
+				m++
+			}
+			d := m
+			for m < len(s) && isDigit(s[m]) {
+				m++
+			}
+			if m == d {
+				break
+			}
+			n, end = m, m
+			if n+1 < len(s) && (s[n] == '.' || s[n] == '-') && (isLetter(s[n+1]) || isDigit(s[n+1])) {
+				n++
+				continue
+			}
+			break
 		}
-		if n == d {
-			return 0
-		}
-		return n
+		return end
 	}
 	return 0
 }
@@ -724,6 +824,25 @@ func cutInlineDeps(s string) (string, []string) {
 		t := strings.TrimLeft(masked[i+1:], " \t")
 		n, ok := depKeyword(t)
 		if !ok {
+			// "(Wave 2, depends on 01-03)": the dependency after other words in the same parentheses.
+			if end := strings.IndexByte(masked[i:], ')'); end > 0 {
+				inner := masked[i+1 : i+end]
+				for k := 0; k < len(inner); k++ {
+					if inner[k] != ',' && inner[k] != ';' {
+						continue
+					}
+					t2 := strings.TrimLeft(inner[k+1:], " \t")
+					if n2, ok2 := depKeyword(t2); ok2 {
+						start := i + 1 + len(inner) - len(t2)
+						deps = append(deps, splitIDs(s[start+n2:i+end])...)
+						out.WriteString(s[copied:i])
+						out.WriteByte(' ')
+						copied = i + end + 1
+						i = copied - 1
+						break
+					}
+				}
+			}
 			continue
 		}
 		start := len(s) - len(t)
@@ -745,8 +864,20 @@ func cutInlineDeps(s string) (string, []string) {
 	return out.String(), deps
 }
 
-// depKeyword matches "depends:", "depends on", "depends on:" and "after:" and returns the length.
+// depKeyword matches "depends:", "depends on", "depends on:", "after:", "dep:", "deps:",
+// "dependencies:" and "blocked by" / "blocked-by:" and returns the length.
 func depKeyword(t string) (int, bool) {
+	for _, w := range []string{"dependencies", "deps", "dep", "blocked-by", "blocked by"} {
+		if hasFoldPrefix(t, w) {
+			q := len(w) + leadingWS(t[len(w):])
+			if q < len(t) && t[q] == ':' {
+				return q + 1, true
+			}
+			if w == "blocked by" && q > len(w) {
+				return q, true
+			}
+		}
+	}
 	switch {
 	case hasFoldPrefix(t, "depends"):
 		q := 7 + leadingWS(t[7:])

@@ -424,12 +424,6 @@ func TestValidationErrors(t *testing.T) {
 			ids:  [][]string{{"1.2"}},
 		},
 		{
-			name: "duplicate of an automatic id",
-			src:  "## One\n- [ ] a\n- [ ] 1.1 b",
-			want: []string{"ROADMAP.md:3: duplicate task id 1.1 (first at line 2)"},
-			ids:  [][]string{{"1.1"}},
-		},
-		{
 			name: "unknown dependency, inline and sub-item lines",
 			src:  "- [ ] 1 a (depends: 7)\n- [ ] 2 b\n  - after: 8, 1",
 			want: []string{"ROADMAP.md:1: task 1 depends on unknown task 7", "ROADMAP.md:3: task 2 depends on unknown task 8"},

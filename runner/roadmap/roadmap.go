@@ -8,6 +8,7 @@ import (
 	"container/heap"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -40,6 +41,9 @@ type Roadmap struct {
 	Format Format
 	Tasks  []*Task  // document order
 	Order  []string // topological execution order, stable by document order
+	// Warnings are what was read but not understood, and kept anyway: a dependency written in words
+	// that names no task is kept in the task's notes.
+	Warnings Errors
 }
 
 // Task is one unit of work: one agent run and, once verified, one checkpoint commit.
@@ -148,6 +152,7 @@ func parse(source string, format Format, data []byte) (*Roadmap, error) {
 		d = scanTaskList(data, format)
 	}
 	errs := d.errs
+	warnings := resolveDeps(d.items, format == FormatMarkdown)
 	errs = append(errs, validate(d.items)...)
 	if len(errs) > 0 {
 		for _, e := range errs {
@@ -156,7 +161,10 @@ func parse(source string, format Format, data []byte) (*Roadmap, error) {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 		return nil, errs
 	}
-	r := &Roadmap{Source: source, Title: d.title, Format: format, Tasks: make([]*Task, len(d.items))}
+	for _, w := range warnings {
+		w.File = source
+	}
+	r := &Roadmap{Source: source, Title: d.title, Format: format, Tasks: make([]*Task, len(d.items)), Warnings: warnings}
 	for i, it := range d.items {
 		r.Tasks[i] = it.task
 	}
@@ -181,9 +189,12 @@ type item struct {
 	gate         string
 	gateLine     int
 	depLines     []int // line of each entry of task.Depends, for error messages
-	box          box   // markdown: the task's checkbox
-	subBoxes     []box // markdown: one per subtask
-	index        int   // task lists: index in the tasks array
+	// weakID says the id was a bare word before the title (markdown), which goes back into the title
+	// when it is not unique.
+	weakID   bool
+	box      box   // markdown: the task's checkbox
+	subBoxes []box // markdown: one per subtask
+	index    int   // task lists: index in the tasks array
 }
 
 // box is the position of a checkbox in the source.
@@ -210,7 +221,15 @@ func (it *item) addDep(id string, line int) {
 // autoIDs gives "P.n" ids to tasks that have none: P is the 1-based index of the phase among phases
 // holding tasks, n the task's 1-based position in its phase. phaseKey identifies phases (two headings
 // with the same text are different phases).
+//
+// An automatic id never takes an id a task was given explicitly: the count goes on past it.
 func autoIDs(items []*item, phaseKey []int) {
+	taken := map[string]bool{}
+	for _, it := range items {
+		if it.task.ID != "" {
+			taken[it.task.ID] = true
+		}
+	}
 	phaseIndex := map[int]int{}
 	count := map[int]int{}
 	for i, it := range items {
@@ -220,7 +239,12 @@ func autoIDs(items []*item, phaseKey []int) {
 		}
 		count[k]++
 		if it.task.ID == "" {
-			it.task.ID = fmt.Sprintf("%d.%d", phaseIndex[k], count[k])
+			id := fmt.Sprintf("%d.%d", phaseIndex[k], count[k])
+			for taken[id] {
+				count[k]++
+				id = fmt.Sprintf("%d.%d", phaseIndex[k], count[k])
+			}
+			it.task.ID, taken[id] = id, true
 		}
 	}
 }
@@ -249,6 +273,73 @@ func ParsePriority(s string) (int, bool) {
 		return PriorityLow, true
 	}
 	return PriorityNormal, false
+}
+
+// resolveDeps matches each dependency to a task: exactly, else ignoring case (blocked-by:t001 for
+// T001). A dependency that is not even shaped like an id ("IApplyStep extraction") is words a person
+// wrote: it is kept in the task's notes with a warning instead of failing the plan. An id that names
+// no task stays, for validate to report. Task lists name ids of any shape, so words are only read as
+// words in markdown.
+func resolveDeps(items []*item, markdown bool) Errors {
+	ids := map[string]bool{}
+	fold := map[string]string{}
+	for _, it := range items {
+		ids[it.task.ID] = true
+		if _, ok := fold[strings.ToLower(it.task.ID)]; !ok {
+			fold[strings.ToLower(it.task.ID)] = it.task.ID
+		}
+	}
+	var warnings Errors
+	for _, it := range items {
+		deps, lines := []string{}, []int{}
+		words := map[int][]string{} // free text by line
+		var wordLines []int
+		for i, d := range it.task.Depends {
+			switch {
+			case ids[d]:
+			case fold[strings.ToLower(d)] != "":
+				d = fold[strings.ToLower(d)]
+			case markdown && !looksLikeID(d):
+				if _, seen := words[it.depLines[i]]; !seen {
+					wordLines = append(wordLines, it.depLines[i])
+				}
+				words[it.depLines[i]] = append(words[it.depLines[i]], d)
+				continue
+			}
+			if !slices.Contains(deps, d) {
+				deps, lines = append(deps, d), append(lines, it.depLines[i])
+			}
+		}
+		it.task.Depends, it.depLines = deps, lines
+		for _, l := range wordLines {
+			text := strings.Join(words[l], " ")
+			note := "Depends on (in words; no task of the plan is named): " + text
+			if it.task.Notes != "" {
+				note = it.task.Notes + "\n" + note
+			}
+			it.task.Notes = note
+			warnings = append(warnings, &Error{Line: l, IDs: []string{it.task.ID},
+				Msg: fmt.Sprintf("task %s: dependency %q names no task; kept as a note", it.task.ID, text)})
+		}
+	}
+	return warnings
+}
+
+// looksLikeID says a dependency is written as an id (1.2, T001, 01-03, AUTH-US1, or a short capital
+// name such as A or DB) rather than words.
+func looksLikeID(s string) bool {
+	if isID(s) {
+		return true
+	}
+	if len(s) == 0 || len(s) > 3 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= 'A' && s[i] <= 'Z') && !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // validate reports duplicate ids, dependencies on unknown ids and dependency cycles.
@@ -517,7 +608,7 @@ func splitIDs(s string) []string {
 		f = strings.Trim(f, "`*[]#")
 		f = strings.TrimRight(f, ".")
 		switch strings.ToLower(f) {
-		case "", "and", "&", "none", "nothing", "-":
+		case "", "and", "&", "none", "nothing", "-", "task", "tasks", "n/a":
 			continue
 		}
 		ids = append(ids, f)

@@ -83,8 +83,13 @@ func tick(format Format, data []byte, ids []string) ([]byte, error) {
 // tickBox marks one checkbox done in place; both forms keep their byte length.
 func tickBox(data []byte, b box) {
 	if b.emoji {
-		if s := string(data[b.off:]); strings.HasPrefix(s, emojiTodo) || strings.HasPrefix(s, ballotBox) {
-			copy(data[b.off:], emojiDone)
+		s := string(data[b.off:])
+		for _, e := range pendingEmoji {
+			if strings.HasPrefix(s, e) {
+				// ✅ is 3 bytes; a 4-byte mark (🔲 🚧 📋) leaves a space behind, so nothing else moves.
+				copy(data[b.off:], emojiDone+strings.Repeat(" ", len(e)-len(emojiDone)))
+				return
+			}
 		}
 		return
 	}
