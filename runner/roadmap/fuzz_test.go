@@ -44,7 +44,7 @@ func FuzzParse(f *testing.F) {
 		if (r == nil) == (err == nil) {
 			t.Fatalf("Parse returned roadmap %v and error %v", r, err)
 		}
-		same, err := tick(format, data, nil)
+		same, err := tick(format, "", data, nil)
 		if err != nil || !bytes.Equal(same, data) {
 			t.Fatalf("tick without ids changed the input (err %v)", err)
 		}
@@ -82,7 +82,7 @@ func FuzzParse(f *testing.F) {
 
 // checkMarkdownTick ticks every other task of any markdown input, valid or not.
 func checkMarkdownTick(t *testing.T, data []byte) {
-	before := scanMarkdown(data)
+	before := scanMarkdown(data, "")
 	first := map[string]*item{}
 	var ids []string
 	for i, it := range before.items {
@@ -108,7 +108,7 @@ func checkMarkdownTick(t *testing.T, data []byte) {
 			t.Fatalf("box at %d is not a checkbox: %q", b.off, s[:min(len(s), 8)])
 		}
 	}
-	out, err := tick(FormatMarkdown, data, ids)
+	out, err := tick(FormatMarkdown, before.convention, data, ids)
 	if err != nil {
 		t.Fatalf("tick: %v", err)
 	}
@@ -133,7 +133,7 @@ func checkMarkdownTick(t *testing.T, data []byte) {
 			t.Fatalf("byte %d changed outside the ticked checkboxes: %q -> %q", i, data[i], out[i])
 		}
 	}
-	after := scanMarkdown(out)
+	after := scanMarkdown(out, before.convention)
 	if after.title != before.title || len(after.items) != len(before.items) {
 		t.Fatalf("ticking changed the roadmap: %d tasks -> %d", len(before.items), len(after.items))
 	}

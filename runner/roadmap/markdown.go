@@ -2,6 +2,8 @@ package roadmap
 
 import (
 	"bytes"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -318,7 +320,9 @@ func emojiBox(s string) (done bool, n int) {
 func parseBox(text string) (off int, emoji, done bool, rest string, ok bool) {
 	p := leadingWS(text)
 	if q, isItem := listMarker(text, p); isItem {
-		if q+3 <= len(text) && text[q] == '[' && text[q+2] == ']' && (q+3 == len(text) || isSpace(text[q+3])) {
+		// Kiro writes an optional task "- [ ]* 1.3 …": the star stays in rest for the caller.
+		starred := q+4 <= len(text) && text[q+3] == '*' && (q+4 == len(text) || isSpace(text[q+4]))
+		if q+3 <= len(text) && text[q] == '[' && text[q+2] == ']' && (q+3 == len(text) || isSpace(text[q+3]) || starred) {
 			switch text[q+1] {
 			case ' ', '\t':
 				return q, false, false, text[q+3:], true
@@ -334,17 +338,50 @@ func parseBox(text string) (off int, emoji, done bool, rest string, ok bool) {
 	return 0, false, false, "", false
 }
 
-// scanMarkdown finds the tasks of a markdown roadmap. It never fails: problems are reported by
-// validate.
-func scanMarkdown(data []byte) *doc {
+// phaseRE reads a phase heading or a GSD phase overview entry: "Phase 2: Engine", "Phase 2.1 —
+// Hotfix", "**Phase 3: Docs**".
+var phaseRE = regexp.MustCompile(`^\**Phase\s+(\d+(?:\.\d+)*)\b\s*[:.—–-]?\s*(.*?)\**\s*(?:[—–-].*)?$`)
+
+// waveRE finds a GSD wave in a title ("(Wave 2, depends on 01-03)") or a "**Wave 2**" line.
+var waveRE = regexp.MustCompile(`(?i)\bwave\s+(\d+)\b`)
+
+// facts are what the scanner saw that tells the conventions apart.
+type facts struct {
+	phaseHeadings int // "## Phase N: …" or "### Phase N: …"
+	overview      int // "- [ ] **Phase N: …**" entries
+	planIDs       int // NN-MM and NN-MM-PLAN.md ids
+	tIDs          int // spec-kit's T001
+	storyLabels   int // [US1], [P]
+	kiroOptional  int // "- [ ]* 1.3"
+	requirements  int // "_Requirements: 1.1_"
+	numbered      int // "- [ ] 1. Title" with nested "- [ ] 1.1"
+	sections      int // OpenSpec's "## 1. Section"
+}
+
+// scanMarkdown finds the tasks of a markdown roadmap, read in convention ("" detects it). It never
+// fails: problems are reported by validate.
+func scanMarkdown(data []byte, convention string) *doc {
 	lines := splitLines(data)
 	markSkips(lines)
 	d := &doc{}
+	var f facts
 	var phaseKeys []int
 	titleSet := false
-	h1, h2 := -1, -1 // index of the current level-1 and level-2 heading lines
+	h1, h2 := -1, -1 // index of the current level-1 and level-2 heading lines (or a "### Phase N" one)
 	var h1Text, h2Text string
+	phaseNum := ""     // the current phase's number, when its heading has one
+	wave := 0          // the current "**Wave N**" paragraph
+	phaseDeps := map[string][]string{}
 	heading := func(level int, text string, i int) {
+		wave = 0
+		if m := phaseRE.FindStringSubmatch(text); m != nil && level >= 2 {
+			f.phaseHeadings++
+			h2, h2Text, phaseNum = i, text, m[1]
+			return
+		}
+		if level >= 2 && len(text) > 2 && isDigit(text[0]) && strings.Contains(text[:min(len(text), 4)], ". ") {
+			f.sections++
+		}
 		switch level {
 		case 1:
 			if !titleSet {
@@ -354,7 +391,7 @@ func scanMarkdown(data []byte) *doc {
 			// the format's rule is "nearest level-2 heading, else nearest level-1 heading".
 			h1, h1Text = i, text
 		case 2:
-			h2, h2Text = i, text
+			h2, h2Text, phaseNum = i, text, ""
 		}
 	}
 	var para []string // the paragraph above, for setext headings
@@ -395,8 +432,13 @@ func scanMarkdown(data []byte) *doc {
 			}
 		}
 		if off, emoji, done, rest, ok := parseBox(ln.text); ok {
-			it := &item{task: newTask(), box: box{off: ln.start + off, emoji: emoji}}
+			it := &item{task: newTask(), box: box{off: ln.start + off, emoji: emoji}, phaseNum: phaseNum, wave: wave}
 			it.task.Line, it.task.Done = ln.num, done
+			if strings.HasPrefix(rest, "*") && !emoji {
+				// Kiro: "- [ ]* 1.3 Write property test" is an optional task.
+				it.task.Optional, rest = true, rest[1:]
+				f.kiroOptional++
+			}
 			key := -1
 			switch {
 			case h2 >= 0:
@@ -405,7 +447,18 @@ func scanMarkdown(data []byte) *doc {
 				it.task.Phase, key = h1Text, h1
 			}
 			parseTitle(it, rest, ln.num)
+			if m := phaseRE.FindStringSubmatch(it.task.Title); m != nil && it.task.ID == "" {
+				it.overview, it.overviewName = m[1], strings.TrimSpace(strings.Trim(m[2], "*"))
+				f.overview++
+			}
+			if m := waveRE.FindStringSubmatch(it.task.Title); m != nil {
+				it.wave, _ = strconv.Atoi(m[1])
+			}
 			i = parseBody(it, lines, i)
+			if strings.Contains(it.task.Notes, "_Requirements:") {
+				f.requirements++
+			}
+			f.count(it, lines)
 			d.items = append(d.items, it)
 			phaseKeys = append(phaseKeys, key)
 			para = para[:0]
@@ -415,13 +468,232 @@ func scanMarkdown(data []byte) *doc {
 			para = para[:0]
 			continue
 		}
+		// Paragraph lines under a phase: "**Depends on:** Phase 1" and "**Wave 2**".
+		if phaseNum != "" {
+			plain := strings.Trim(strings.TrimSpace(ln.text), "*_ ")
+			if key, val, ok := parseKey(strings.TrimSpace(ln.text)); ok && key == "depends" {
+				phaseDeps[phaseNum] = append(phaseDeps[phaseNum], phaseNumbers(val)...)
+			} else if m := waveRE.FindStringSubmatch(plain); m != nil && strings.HasPrefix(strings.ToLower(plain), "wave") {
+				wave, _ = strconv.Atoi(m[1])
+			}
+		}
 		if ln.indent <= 3 || len(para) > 0 {
 			para = append(para, strings.Trim(ln.text, " \t"))
 		}
 	}
+	if convention == "" {
+		convention = f.convention()
+	}
+	d.convention = convention
+	switch convention {
+	case ConventionGSD:
+		d.items, phaseKeys = gsdPhases(d.items, phaseKeys)
+	case ConventionKiro:
+		d.items, phaseKeys = kiroSubtasks(d.items, phaseKeys, lines)
+	}
 	demoteWeakIDs(d.items)
 	autoIDs(d.items, phaseKeys)
+	if convention == ConventionGSD {
+		gsdDependencies(d.items, phaseDeps)
+	}
 	return d
+}
+
+func (f *facts) count(it *item, lines []mdLine) {
+	id := it.task.ID
+	switch {
+	case len(id) == 4 && id[0] == 'T' && isDigit(id[1]) && isDigit(id[2]) && isDigit(id[3]):
+		f.tIDs++
+	case len(id) >= 5 && isDigit(id[0]) && strings.Count(id, "-") == 1 && !strings.Contains(id, "."):
+		f.planIDs++
+	}
+	for _, l := range it.task.Labels {
+		if strings.HasPrefix(l, "US") || strings.Contains(l, "-US") {
+			f.storyLabels++
+		}
+	}
+	if it.task.Parallel {
+		f.storyLabels++
+	}
+	// Kiro numbers tasks "1." and their sub-tasks "1.1".
+	if len(it.subLines) > 0 && it.task.ID != "" && isDigit(it.task.ID[0]) && !strings.ContainsAny(it.task.ID, ".-") {
+		if _, _, _, rest, ok := parseBox(lines[it.subLines[0]].text); ok {
+			if id, _, ok := parseID(strings.TrimLeft(strings.TrimPrefix(rest, "*"), " \t")); ok && strings.HasPrefix(id, it.task.ID+".") {
+				f.numbered++
+			}
+		}
+	}
+}
+
+// convention picks the reading a plan's own marks ask for.
+func (f *facts) convention() string {
+	switch {
+	case f.overview > 0 || f.planIDs > 0 || (f.phaseHeadings > 0 && f.tIDs == 0):
+		if f.tIDs == 0 && f.storyLabels == 0 {
+			return ConventionGSD
+		}
+		return ConventionSpecKit
+	case f.tIDs > 0 || f.storyLabels > 0:
+		return ConventionSpecKit
+	case f.kiroOptional > 0 || f.requirements > 0 || f.numbered > 0:
+		return ConventionKiro
+	case f.sections > 0:
+		return ConventionOpenSpec
+	}
+	return ConventionChecklist
+}
+
+// phaseNumbers reads the phases a "Depends on" line names: "Phase 1", "Phases 1–5", "Phase 1
+// (error events), Phase 2"; "Nothing" names none.
+func phaseNumbers(s string) []string {
+	var out []string
+	for _, m := range phaseNumRE.FindAllStringSubmatch(s, -1) {
+		from, to := m[1], m[2]
+		if to == "" || strings.Contains(from, ".") || strings.Contains(to, ".") {
+			out = append(out, from)
+			if to != "" {
+				out = append(out, to)
+			}
+			continue
+		}
+		a, _ := strconv.Atoi(from)
+		b, _ := strconv.Atoi(to)
+		for n := a; n <= b && n-a < 100; n++ {
+			out = append(out, strconv.Itoa(n))
+		}
+	}
+	return out
+}
+
+var phaseNumRE = regexp.MustCompile(`(?i)phases?\s+(\d+(?:\.\d+)*)(?:\s*[–—-]\s*(\d+(?:\.\d+)*))?`)
+
+// gsdPhases reads GSD's phase overview ("- [ ] **Phase 2: Engine** — …") as phases: an entry whose
+// phase lists plans is not a task (the plans are), so the work is never done twice; an entry whose
+// phase has no plans yet is the phase's one task, with the phase's number as its id.
+func gsdPhases(items []*item, keys []int) ([]*item, []int) {
+	planned := map[string]bool{}
+	for _, it := range items {
+		if it.overview == "" && it.phaseNum != "" {
+			planned[trimZeros(it.phaseNum)] = true
+		}
+	}
+	var outItems []*item
+	var outKeys []int
+	for i, it := range items {
+		if it.overview != "" {
+			if planned[trimZeros(it.overview)] {
+				continue
+			}
+			it.task.ID, it.weakID = it.overview, false
+			it.task.Phase = "Phase " + it.overview + ": " + it.overviewName
+			it.phaseNum = it.overview
+			if it.overviewName != "" {
+				// "**Phase 2: Engine** — run one task": the name is the title, the rest says what it is.
+				if _, after, ok := strings.Cut(it.task.Title, "**"); ok {
+					if _, desc, ok := strings.Cut(after, "**"); ok {
+						if desc = strings.TrimSpace(trimSep(desc)); desc != "" {
+							it.task.Notes = strings.TrimSpace(desc + "\n" + it.task.Notes)
+						}
+					}
+				}
+				it.task.Title = it.overviewName
+			}
+		}
+		outItems, outKeys = append(outItems, it), append(outKeys, keys[i])
+	}
+	return outItems, outKeys
+}
+
+func trimZeros(n string) string {
+	parts := strings.Split(n, ".")
+	for i, p := range parts {
+		if t := strings.TrimLeft(p, "0"); t != "" {
+			parts[i] = t
+		} else {
+			parts[i] = "0"
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// gsdDependencies gives GSD plans the order their roadmap states without per-plan dependencies: a
+// plan of wave N waits for the plans of the waves before it in its phase, and the first wave of a
+// phase waits for the plans of the phases its "Depends on" line names. A plan that names its own
+// dependencies keeps them.
+func gsdDependencies(items []*item, phaseDeps map[string][]string) {
+	byPhase := map[string][]*item{}
+	for _, it := range items {
+		if it.phaseNum != "" {
+			byPhase[trimZeros(it.phaseNum)] = append(byPhase[trimZeros(it.phaseNum)], it)
+		}
+	}
+	for _, it := range items {
+		if it.phaseNum == "" || len(it.task.Depends) > 0 {
+			continue
+		}
+		p := trimZeros(it.phaseNum)
+		earlier := false
+		for _, o := range byPhase[p] {
+			if o.wave > 0 && o.wave < it.wave {
+				it.addDep(o.task.ID, it.task.Line)
+				earlier = true
+			}
+		}
+		if earlier {
+			continue
+		}
+		for _, dp := range phaseDeps[it.phaseNum] {
+			for _, o := range byPhase[trimZeros(dp)] {
+				if o != it {
+					it.addDep(o.task.ID, it.task.Line)
+				}
+			}
+		}
+	}
+}
+
+// kiroSubtasks makes Kiro's numbered sub-tasks ("- [ ] 1.1 Create models" under "- [ ] 1. Set up")
+// tasks of their own, in the phase their parent names; the parent's checkbox is ticked with its
+// last sub-task. Sub-tasks without a number stay sub-tasks.
+func kiroSubtasks(items []*item, keys []int, lines []mdLine) ([]*item, []int) {
+	var outItems []*item
+	var outKeys []int
+	for i, parent := range items {
+		var kids []*item
+		for j, ln := range parent.subLines {
+			_, emoji, done, rest, ok := parseBox(lines[ln].text)
+			if !ok {
+				continue
+			}
+			kid := &item{task: newTask(), box: parent.subBoxes[j], phaseNum: parent.phaseNum}
+			kid.box.emoji = emoji
+			kid.task.Line, kid.task.Done = lines[ln].num, done
+			if strings.HasPrefix(rest, "*") {
+				kid.task.Optional, rest = true, rest[1:]
+			}
+			parseTitle(kid, rest, lines[ln].num)
+			if kid.task.ID == "" || !isDigit(kid.task.ID[0]) {
+				kids = nil
+				break // not Kiro's numbering: keep the sub-tasks as they are
+			}
+			parseBody(kid, lines, ln)
+			kid.task.Phase = parent.task.ID + ". " + parent.task.Title
+			if parent.task.ID == "" {
+				kid.task.Phase = parent.task.Title
+			}
+			kids = append(kids, kid)
+		}
+		if len(kids) == 0 {
+			outItems, outKeys = append(outItems, parent), append(outKeys, keys[i])
+			continue
+		}
+		last := kids[len(kids)-1]
+		last.subBoxes = append(last.subBoxes, parent.box)
+		for _, k := range kids {
+			outItems, outKeys = append(outItems, k), append(outKeys, keys[i])
+		}
+	}
+	return outItems, outKeys
 }
 
 // demoteWeakIDs puts a bare leading word that several tasks share ("D1 Configs …", "D1 Settings …")
@@ -473,8 +745,9 @@ func parseBody(it *item, lines []mdLine, i int) int {
 			continue
 		}
 		if off, emoji, done, rest, ok := parseBox(l.text); ok {
-			it.task.Subtasks = append(it.task.Subtasks, Subtask{Title: cleanSpaces(rest), Done: done})
+			it.task.Subtasks = append(it.task.Subtasks, Subtask{Title: cleanSpaces(strings.TrimPrefix(rest, "*")), Done: done})
 			it.subBoxes = append(it.subBoxes, box{off: l.start + off, emoji: emoji})
+			it.subLines = append(it.subLines, j)
 			pendingKey = ""
 			continue
 		}
@@ -633,6 +906,9 @@ func parseTitle(it *item, rest string, line int) {
 		// An id followed by nothing but a space may be a word of the title ("D1 Configs"): if it
 		// turns out not to be unique, it goes back into the title (see demoteWeakIDs).
 		it.weakID = isLetter(id[0]) && weakAfter(s, id)
+		if strings.HasPrefix(s[len(id):], "-") {
+			it.task.Context = append(it.task.Context, id+"-PLAN.md") // the plan file it names
+		}
 		it.task.ID, s = id, after
 	}
 	for {
@@ -688,6 +964,12 @@ func parseID(s string) (id, rest string, ok bool) {
 		}
 	default:
 		if n := idPrefixLen(s); n > 0 {
+			// GSD names a plan by its file: "01-02-PLAN.md — scaffold" is plan 01-02.
+			if rest := s[n:]; strings.Contains(s[:n], "-") && len(rest) >= 8 && strings.EqualFold(rest[:8], "-PLAN.md") {
+				if r, ok := afterID(rest[8:]); ok || rest[8:] == "" {
+					return s[:n], r, true
+				}
+			}
 			if r, ok := afterID(s[n:]); ok {
 				return s[:n], r, true
 			}
@@ -762,11 +1044,8 @@ func idPrefixLen(s string) int {
 		for n < len(s) && isDigit(s[n]) {
 			n++
 		}
-		sep := byte('.')
-		if n < len(s) && s[n] == '-' {
-			sep = '-'
-		}
-		for n < len(s) && s[n] == sep && digitAt(s, n+1) {
+		// 1.2, 01-02, and GSD's decimal phases: 02.1-01.
+		for n < len(s) && (s[n] == '.' || s[n] == '-') && digitAt(s, n+1) {
 			n++
 			for n < len(s) && isDigit(s[n]) {
 				n++

@@ -228,7 +228,8 @@ func TestIDs(t *testing.T) {
 		{"- [ ] T001", "1.1", "T001"},
 		{"- [ ] 1.2-beta", "1.1", "1.2-beta"},
 		{"- [ ] T Setup", "1.1", "T Setup"},
-		{"- [ ] **Phase 1: Foundation** - the base", "1.1", "**Phase 1: Foundation** - the base"},
+		// A GSD phase overview entry whose phase lists no plans is the phase's one task.
+		{"- [ ] **Phase 1: Foundation** - the base", "1", "Foundation"},
 		{"- [ ] [link](https://x) Setup", "1.1", "[link](https://x) Setup"},
 		{"- [ ] ÅB1 Setup", "1.1", "ÅB1 Setup"},
 	}

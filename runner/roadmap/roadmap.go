@@ -44,6 +44,39 @@ type Roadmap struct {
 	// Warnings are what was read but not understood, and kept anyway: a dependency written in words
 	// that names no task is kept in the task's notes.
 	Warnings Errors
+	// Convention is how the markdown was read (ConventionGSD, …); see Conventions.
+	Convention string
+}
+
+// The conventions a markdown plan is read in. Detect picks one from the plan's own marks;
+// ParseAs forces one.
+const (
+	ConventionChecklist = "checklist" // plain and emoji checklists, GSD-like phases as ## headings
+	ConventionGSD       = "gsd"       // GSD's ROADMAP.md: phase overview, ### Phase N details, NN-MM plans, waves
+	ConventionSpecKit   = "spec-kit"  // spec-kit tasks.md: T001 ids, [P], [USn] labels
+	ConventionKiro      = "kiro"      // Kiro tasks.md: numbered tasks and sub-tasks, optional "*" tasks
+	ConventionOpenSpec  = "openspec"  // OpenSpec change tasks.md: "## 1. Section" and "- [ ] 1.1 Task"
+	ConventionTaskList  = "task-list" // YAML and JSON
+)
+
+// Conventions lists the markdown conventions, for --format.
+var Conventions = []string{ConventionChecklist, ConventionGSD, ConventionSpecKit, ConventionKiro, ConventionOpenSpec}
+
+// Describe says in words how a plan was read ("read as a GSD roadmap").
+func Describe(convention string) string {
+	switch convention {
+	case ConventionGSD:
+		return "read as a GSD roadmap (phases, NN-MM plans, waves)"
+	case ConventionSpecKit:
+		return "read as spec-kit tasks"
+	case ConventionKiro:
+		return "read as Kiro tasks (numbered tasks and sub-tasks; optional * tasks skipped)"
+	case ConventionOpenSpec:
+		return "read as an OpenSpec change's tasks"
+	case ConventionTaskList:
+		return "read as a task list"
+	}
+	return "read as a checklist"
 }
 
 // Task is one unit of work: one agent run and, once verified, one checkpoint commit.
@@ -64,6 +97,12 @@ type Task struct {
 	Subtasks    []Subtask
 	Notes       string
 	Description string // task lists only
+	// Optional marks a task its plan says may be left out (Kiro's "- [ ]* 1.3"): a run skips it
+	// unless asked to include optional tasks.
+	Optional bool
+	// Context are files of the repository the task names as its plan or spec (a GSD NN-MM-PLAN.md):
+	// their content goes into the task's prompt, within a budget.
+	Context []string
 }
 
 // Subtask is a nested checkbox under a task. Subtasks are ticked together with their task.
@@ -136,20 +175,32 @@ func FormatOf(source string) Format {
 // Parse reads a roadmap in the format given by the extension of source (see FormatOf). When the
 // roadmap is invalid it returns (nil, Errors) holding every problem found, not just the first.
 func Parse(source string, data []byte) (*Roadmap, error) {
-	return parse(source, FormatOf(source), data)
+	return parse(source, FormatOf(source), data, "")
 }
 
 // ParseMarkdown reads a markdown roadmap whatever its name, e.g. the body of an issue.
 func ParseMarkdown(source string, data []byte) (*Roadmap, error) {
-	return parse(source, FormatMarkdown, data)
+	return parse(source, FormatMarkdown, data, "")
 }
 
-func parse(source string, format Format, data []byte) (*Roadmap, error) {
+// ParseAs reads a markdown roadmap in the convention given (one of Conventions; "" detects it).
+func ParseAs(source string, data []byte, convention string) (*Roadmap, error) {
+	if convention != "" && !slices.Contains(Conventions, convention) {
+		return nil, fmt.Errorf("roadmap: convention %q is not one of %s", convention, strings.Join(Conventions, ", "))
+	}
+	if FormatOf(source) != FormatMarkdown {
+		return parse(source, FormatOf(source), data, "")
+	}
+	return parse(source, FormatMarkdown, data, convention)
+}
+
+func parse(source string, format Format, data []byte, convention string) (*Roadmap, error) {
 	var d *doc
 	if format == FormatMarkdown {
-		d = scanMarkdown(data)
+		d = scanMarkdown(data, convention)
 	} else {
 		d = scanTaskList(data, format)
+		d.convention = ConventionTaskList
 	}
 	errs := d.errs
 	warnings := resolveDeps(d.items, format == FormatMarkdown)
@@ -164,7 +215,8 @@ func parse(source string, format Format, data []byte) (*Roadmap, error) {
 	for _, w := range warnings {
 		w.File = source
 	}
-	r := &Roadmap{Source: source, Title: d.title, Format: format, Tasks: make([]*Task, len(d.items)), Warnings: warnings}
+	r := &Roadmap{Source: source, Title: d.title, Format: format, Tasks: make([]*Task, len(d.items)), Warnings: warnings,
+		Convention: d.convention}
 	for i, it := range d.items {
 		r.Tasks[i] = it.task
 	}
@@ -174,7 +226,8 @@ func parse(source string, format Format, data []byte) (*Roadmap, error) {
 
 // doc is the result of scanning one file, before validation. Tick uses the positions it keeps.
 type doc struct {
-	title string
+	title      string
+	convention string
 	items []*item
 	errs  Errors    // syntax and schema problems found while scanning
 	tree  *listTree // task lists only
@@ -193,7 +246,12 @@ type item struct {
 	// when it is not unique.
 	weakID   bool
 	box      box   // markdown: the task's checkbox
-	subBoxes []box // markdown: one per subtask
+	subBoxes []box // markdown: one per subtask (and the Kiro parent's box on its last sub-task)
+	subLines []int // markdown: the line index of each subtask
+	// phaseNum is the number of the task's phase heading ("2.1"), wave its GSD wave; overview is set on
+	// a GSD phase overview entry, with its phase's number and name.
+	phaseNum, overview, overviewName string
+	wave                             int
 	index    int   // task lists: index in the tasks array
 }
 
@@ -205,7 +263,7 @@ type box struct {
 
 // newTask returns a task whose slices are non-nil, as the API promises.
 func newTask() *Task {
-	return &Task{Labels: []string{}, Depends: []string{}, Verify: []string{}, Accept: []string{}, Subtasks: []Subtask{}}
+	return &Task{Labels: []string{}, Depends: []string{}, Verify: []string{}, Accept: []string{}, Subtasks: []Subtask{}, Context: []string{}}
 }
 
 func (it *item) addDep(id string, line int) {

@@ -49,7 +49,7 @@ tasks:
 	want := &Task{
 		ID: "1.10", Title: "First", Phase: "Setup", Line: 3, Done: true, Parallel: true,
 		Labels: []string{"US1"}, Depends: []string{}, Verify: []string{"go test ./..."}, Accept: []string{"it works"},
-		Subtasks: []Subtask{}, Notes: "keep it small", Description: "Line one.\nLine two.",
+		Subtasks: []Subtask{}, Notes: "keep it small", Description: "Line one.\nLine two.", Context: []string{},
 	}
 	if !reflect.DeepEqual(first, want) {
 		t.Errorf("first task\n got %+v\nwant %+v", first, want)

@@ -30,14 +30,14 @@ func Tick(r *Roadmap, data []byte, ids ...string) ([]byte, error) {
 	if r == nil {
 		return nil, fmt.Errorf("tick: nil roadmap")
 	}
-	out, err := tick(r.Format, data, ids)
+	out, err := tick(r.Format, r.Convention, data, ids)
 	if err != nil {
 		return nil, fmt.Errorf("tick %s: %w", r.Source, err)
 	}
 	return out, nil
 }
 
-func tick(format Format, data []byte, ids []string) ([]byte, error) {
+func tick(format Format, convention string, data []byte, ids []string) ([]byte, error) {
 	out := bytes.Clone(data)
 	if out == nil {
 		out = []byte{}
@@ -47,7 +47,7 @@ func tick(format Format, data []byte, ids []string) ([]byte, error) {
 	}
 	var d *doc
 	if format == FormatMarkdown {
-		d = scanMarkdown(data)
+		d = scanMarkdown(data, convention)
 	} else {
 		d = scanTaskList(data, format)
 		if d.tree == nil {
