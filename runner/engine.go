@@ -188,7 +188,7 @@ func (e *engine) prepare(ctx context.Context) error {
 			return fmt.Errorf("runner: %w: %w", ErrInvalidPlan, err)
 		}
 	}
-	rm, err := roadmap.Parse(e.source, data)
+	rm, err := roadmap.ParseAs(e.source, data, e.o.Convention)
 	if err != nil {
 		return fmt.Errorf("runner: %w: %w", ErrInvalidPlan, err)
 	}
@@ -227,6 +227,8 @@ func (e *engine) prepare(ctx context.Context) error {
 			r.Status, r.Note = TaskDone, "ticked in the roadmap"
 		case slices.Contains(e.o.Skip, t.ID):
 			r.Status, r.Note = TaskSkipped, "skipped (--skip)"
+		case t.Optional && !e.o.IncludeOptional:
+			r.Status, r.Note = TaskSkipped, "optional in the plan (a * task); not run unless optional tasks are included"
 		}
 		e.results[t.ID] = r
 		e.out.Tasks = append(e.out.Tasks, *r)
@@ -627,7 +629,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	learnt := e.lessonsFor(ctx, t)
 	prompt := buildPrompt(promptInput{roadmap: e.rm, source: e.source, task: t, attempt: n, maxAttempts: e.o.MaxAttempts,
 		verify: promptVerify, verifyNote: verifyNote, protected: e.o.ProtectedPaths, feedback: feedback, context: e.o.Context,
-		lessons: learnt})
+		lessons: learnt, files: e.contextFor(t)})
 	var used []string
 	for _, l := range learnt {
 		line := l.ID + ": " + oneLine(l.Text)

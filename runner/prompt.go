@@ -28,6 +28,8 @@ type promptInput struct {
 	context string
 	// lessons are what people taught Akira in this repository before, relevant to this task.
 	lessons []lessons.Lesson
+	// files are the plan and spec files the task names (see contextFor).
+	files []contextFile
 }
 
 // buildPrompt states the task for the agent: what to do, how it is checked, the rules of the
@@ -80,6 +82,13 @@ func buildPrompt(in promptInput) string {
 	}
 	if c := strings.TrimSpace(in.context); c != "" {
 		b.WriteString("\n" + c + "\n")
+	}
+	if len(in.files) > 0 {
+		b.WriteString("\n## Plan and spec files\n\nThe plan names these files of the repository for this task; they say in detail what to do.\n")
+		for _, f := range in.files {
+			fence := codeFence(f.Text)
+			fmt.Fprintf(&b, "\n### %s\n\n%smarkdown\n%s\n%s\n", f.Path, fence, strings.TrimRight(f.Text, "\n"), fence)
+		}
 	}
 	if len(in.lessons) > 0 {
 		b.WriteString("\n## Lessons from earlier runs in this repository\n\n")
@@ -250,4 +259,18 @@ func normalizeOutput(s string) string {
 		s = re.ReplaceAllString(s, "…")
 	}
 	return s
+}
+
+// codeFence is a backtick fence longer than any run of backticks in text, so the text cannot close it.
+func codeFence(text string) string {
+	longest, run := 0, 0
+	for i := 0; i < len(text); i++ {
+		if text[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
 }

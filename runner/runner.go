@@ -133,6 +133,11 @@ type Options struct {
 	Verify []string
 	// Skip lists task ids not to run (their dependents are blocked).
 	Skip []string
+	// IncludeOptional runs the tasks the plan marks optional (Kiro's "- [ ]* 1.3"); by default they
+	// are skipped, and listed as such.
+	IncludeOptional bool
+	// Convention forces how a markdown plan is read (roadmap.Conventions); empty detects it.
+	Convention string
 	// Decisions for parked tasks, by task id, passed in by a resume. A task without a decision that is
 	// not done simply runs (a parked task is retried); DecisionPark keeps a task parked without running it.
 	Decisions map[string]Decision

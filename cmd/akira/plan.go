@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -21,6 +22,7 @@ func init() { subcommands = append(subcommands, newPlanCmd) }
 func newPlanCmd() *cobra.Command {
 	var asJSON bool
 	var parallel int
+	var format string
 	cmd := &cobra.Command{
 		Use:   "plan [PATH]",
 		Short: "Show the tasks of a roadmap and the order they will run in",
@@ -29,6 +31,9 @@ or a YAML/JSON task list chosen by extension), validates it and prints its tasks
 with the execution order; with --parallel N, the waves a run with up to N tasks at once goes in
 (tasks marked [P], and tasks that declare their dependencies, may share a wave; any other task
 runs alone). Nothing is run.
+
+The markdown is read in the convention its marks show (a GSD roadmap, spec-kit or Kiro tasks, an
+OpenSpec change, a checklist), which plan prints; --format forces one.
 
 Exit status: 0 when the roadmap is valid, 2 when it is invalid (every problem is printed
 on stderr), 1 on other failures such as a missing file.`,
@@ -43,15 +48,19 @@ on stderr), 1 on other failures such as a missing file.`,
 			if parallel < 1 || parallel > 32 {
 				return withExit(2, fmt.Errorf("--parallel: %d is out of range (1 to 32)", parallel))
 			}
-			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, asJSON, parallel)
+			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, asJSON, parallel, format)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the roadmap as JSON")
 	cmd.Flags().IntVar(&parallel, "parallel", 1, "show the waves of a run with up to this many tasks at once")
+	cmd.Flags().StringVar(&format, "format", "", "read the markdown as "+strings.Join(roadmap.Conventions, ", ")+" (default: detected)")
 	return cmd
 }
 
-func runPlan(stdout, stderr io.Writer, path string, asJSON bool, parallel int) error {
+func runPlan(stdout, stderr io.Writer, path string, asJSON bool, parallel int, format string) error {
+	if format != "" && !slices.Contains(roadmap.Conventions, format) {
+		return withExit(2, fmt.Errorf("--format %q: want one of %s", format, strings.Join(roadmap.Conventions, ", ")))
+	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, "ROADMAP.md")
 	}
@@ -59,7 +68,7 @@ func runPlan(stdout, stderr io.Writer, path string, asJSON bool, parallel int) e
 	if err != nil {
 		return withExit(1, fmt.Errorf("plan: %w", err))
 	}
-	r, err := roadmap.Parse(path, data)
+	r, err := roadmap.ParseAs(path, data, format)
 	if err != nil {
 		var errs roadmap.Errors
 		if !errors.As(err, &errs) {
@@ -81,8 +90,10 @@ func runPlan(stdout, stderr io.Writer, path string, asJSON bool, parallel int) e
 
 // planJSON is the documented shape of `akira plan --json`; arrays are never null.
 type planJSON struct {
-	Source string         `json:"source"`
-	Title  string         `json:"title"`
+	Source string `json:"source"`
+	Title  string `json:"title"`
+	// Convention is how the plan was read: checklist, gsd, spec-kit, kiro, openspec or task-list.
+	Convention string         `json:"convention"`
 	Order  []string       `json:"order"`
 	Tasks  []planTaskJSON `json:"tasks"`
 }
@@ -102,6 +113,9 @@ type planTaskJSON struct {
 	Accept   []string          `json:"accept"`
 	Subtasks []planSubtaskJSON `json:"subtasks"`
 	Notes    string            `json:"notes"`
+	Optional bool              `json:"optional,omitempty"`
+	// Context are the plan and spec files the task names, which go into its prompt.
+	Context []string `json:"context"`
 }
 
 type planSubtaskJSON struct {
@@ -117,7 +131,7 @@ func nonNil(s []string) []string {
 }
 
 func writePlanJSON(w io.Writer, r *roadmap.Roadmap) error {
-	out := planJSON{Source: r.Source, Title: r.Title, Order: nonNil(r.Order), Tasks: []planTaskJSON{}}
+	out := planJSON{Source: r.Source, Title: r.Title, Convention: r.Convention, Order: nonNil(r.Order), Tasks: []planTaskJSON{}}
 	for _, t := range r.Tasks {
 		subs := []planSubtaskJSON{}
 		for _, s := range t.Subtasks {
@@ -126,7 +140,7 @@ func writePlanJSON(w io.Writer, r *roadmap.Roadmap) error {
 		out.Tasks = append(out.Tasks, planTaskJSON{
 			ID: t.ID, Title: t.Title, Phase: t.Phase, Line: t.Line, Done: t.Done, Parallel: t.Parallel, Gate: t.Gate, Priority: t.Priority,
 			Labels: nonNil(t.Labels), Depends: nonNil(t.Depends), Verify: nonNil(t.Verify), Accept: nonNil(t.Accept),
-			Subtasks: subs, Notes: t.Notes,
+			Subtasks: subs, Notes: t.Notes, Optional: t.Optional, Context: nonNil(t.Context),
 		})
 	}
 	enc := json.NewEncoder(w)
@@ -153,7 +167,8 @@ func writePlanText(w io.Writer, r *roadmap.Roadmap, parallel int) error {
 		}
 	}
 	fmt.Fprintf(&b, "%s\n", title)
-	fmt.Fprintf(&b, "%s, %s: %s, %d done, %d pending\n", r.Source, r.Format, plural(len(r.Tasks), "task"), done, len(r.Tasks)-done)
+	fmt.Fprintf(&b, "%s, %s: %s, %d done, %d pending; %s\n", r.Source, r.Format, plural(len(r.Tasks), "task"), done, len(r.Tasks)-done,
+		roadmap.Describe(r.Convention))
 	if len(r.Tasks) == 0 {
 		b.WriteString("\nNo tasks: a task is a list item with a checkbox, such as \"- [ ] Write the parser\".\n")
 		_, err := io.WriteString(w, b.String())
@@ -228,6 +243,12 @@ func details(t *roadmap.Task) string {
 	}
 	if t.Parallel {
 		parts = append(parts, "parallel")
+	}
+	if t.Optional {
+		parts = append(parts, "optional (skipped unless included)")
+	}
+	if len(t.Context) > 0 {
+		parts = append(parts, "reads "+strings.Join(t.Context, ", "))
 	}
 	if t.Gate != "" {
 		parts = append(parts, "gate "+t.Gate)

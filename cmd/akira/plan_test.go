@@ -106,16 +106,16 @@ func TestPlanJSONShape(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if got := sortedKeys(doc); !reflect.DeepEqual(got, []string{"order", "source", "tasks", "title"}) {
+	if got := sortedKeys(doc); !reflect.DeepEqual(got, []string{"convention", "order", "source", "tasks", "title"}) {
 		t.Errorf("top-level keys = %q", got)
 	}
 	tasks := doc["tasks"].([]any)
 	task := tasks[0].(map[string]any)
-	want := []string{"accept", "depends", "done", "id", "labels", "line", "notes", "parallel", "phase", "subtasks", "title", "verify"}
+	want := []string{"accept", "context", "depends", "done", "id", "labels", "line", "notes", "parallel", "phase", "subtasks", "title", "verify"}
 	if got := sortedKeys(task); !reflect.DeepEqual(got, want) {
 		t.Errorf("task keys = %q", got)
 	}
-	for _, k := range []string{"labels", "depends", "verify", "accept", "subtasks"} {
+	for _, k := range []string{"labels", "depends", "verify", "accept", "subtasks", "context"} {
 		if _, ok := task[k].([]any); !ok {
 			t.Errorf("%s = %#v, want an array", k, task[k])
 		}

@@ -21,6 +21,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -229,6 +231,43 @@ func (w *Workspace) ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("workspace: read %s: %w", path, escapeError(err))
 	}
 	return data, nil
+}
+
+// ReadHead reads at most n bytes of a file of the work tree, never through a symlink that leaves
+// it; more says the file is longer.
+func (w *Workspace) ReadHead(path string, n int) (data []byte, more bool, err error) {
+	root, err := os.OpenRoot(w.Dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("workspace: %w", err)
+	}
+	defer root.Close()
+	f, err := root.Open(filepath.FromSlash(path))
+	if err != nil {
+		return nil, false, fmt.Errorf("workspace: read %s: %w", path, escapeError(err))
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("workspace: read %s: not a regular file", path)
+	}
+	data, err = io.ReadAll(io.LimitReader(f, int64(n)+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("workspace: read %s: %w", path, err)
+	}
+	if len(data) > n {
+		return data[:n], true, nil
+	}
+	return data, false, nil
+}
+
+// Glob lists the files of the work tree matching pattern (path.Match syntax), inside the work tree
+// only.
+func (w *Workspace) Glob(pattern string) ([]string, error) {
+	root, err := os.OpenRoot(w.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	defer root.Close()
+	return fs.Glob(root.FS(), pattern)
 }
 
 // WriteFile replaces a file of the work tree, never through a symlink: the file itself must be a
