@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
@@ -40,6 +42,8 @@ type runFlags struct {
 	verbose, dryRun                           bool
 	agentTimeout, verifyTimeout, stallTimeout time.Duration
 	workDir, runID, author                    string
+	format                                    string
+	includeOptional                           bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -85,6 +89,8 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.StringArrayVar(&f.verify, "verify", nil, "verification command for tasks without their own verify lines (repeatable)")
 	fl.StringArrayVar(&f.skip, "skip", nil, "task id not to run; tasks that depend on it stay blocked (repeatable)")
 	fl.StringArrayVar(&f.approve, "approve", nil, "task id whose parked work to accept as its checkpoint (repeatable)")
+	fl.StringVar(&f.format, "format", "", "read the markdown plan as "+strings.Join(roadmap.Conventions, ", ")+" (default: detected)")
+	fl.BoolVar(&f.includeOptional, "include-optional", false, "also run the tasks the plan marks optional (Kiro's \"- [ ]* …\")")
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable passed to the agent and verification, e.g. ANTHROPIC_API_KEY (repeatable)")
 	fl.BoolVar(&f.nonInteractive, "non-interactive", false, "never ask: park a failing task, finish independent tasks, exit 3")
 	fl.BoolVar(&f.json, "json", false, "print one JSON event per line instead of the live view")
@@ -107,6 +113,9 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	}
 	if f.maxAttempts < 0 {
 		return withExit(2, errors.New("--max-attempts must be positive"))
+	}
+	if f.format != "" && !slices.Contains(roadmap.Conventions, f.format) {
+		return withExit(2, fmt.Errorf("--format %q: want one of %s", f.format, strings.Join(roadmap.Conventions, ", ")))
 	}
 	repo, err := resolveRepo(ctx, f.repo)
 	if err != nil {
@@ -181,6 +190,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
 		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic, MinConfidence: op.MinConfidence(),
+		Convention: f.format, IncludeOptional: f.includeOptional,
 	}
 	if judge != nil {
 		opts.Judge = judge // a nil *llm.Judge must not become a non-nil interface
