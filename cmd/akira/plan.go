@@ -94,8 +94,8 @@ type planJSON struct {
 	Title  string `json:"title"`
 	// Convention is how the plan was read: checklist, gsd, spec-kit, kiro, openspec or task-list.
 	Convention string         `json:"convention"`
-	Order  []string       `json:"order"`
-	Tasks  []planTaskJSON `json:"tasks"`
+	Order      []string       `json:"order"`
+	Tasks      []planTaskJSON `json:"tasks"`
 }
 
 type planTaskJSON struct {
@@ -206,7 +206,7 @@ func writePlanText(w io.Writer, r *roadmap.Roadmap, parallel int) error {
 	}
 	var pending []string
 	for _, id := range r.Order {
-		if t := r.Task(id); t != nil && !t.Done {
+		if t := r.Task(id); t != nil && !t.Done && !t.Optional {
 			pending = append(pending, id)
 		}
 	}

@@ -21,8 +21,8 @@ import (
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
-	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/proc"
+	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 

@@ -342,12 +342,15 @@ func parseBox(text string) (off int, emoji, done bool, rest string, ok bool) {
 // Hotfix", "**Phase 3: Docs**".
 var phaseRE = regexp.MustCompile(`^\**Phase\s+(\d+(?:\.\d+)*)\b\s*[:.—–-]?\s*(.*?)\**\s*(?:[—–-].*)?$`)
 
+// milestoneRE reads a GSD milestone entry: "**v1.0 MVP** — Phases 1-9 (shipped)".
+var milestoneRE = regexp.MustCompile(`^\*\*v\d+(?:\.\d+)*\b[^*]*\*\*`)
+
 // waveRE finds a GSD wave in a title ("(Wave 2, depends on 01-03)") or a "**Wave 2**" line.
 var waveRE = regexp.MustCompile(`(?i)\bwave\s+(\d+)\b`)
 
 // facts are what the scanner saw that tells the conventions apart.
 type facts struct {
-	phaseHeadings int // "## Phase N: …" or "### Phase N: …"
+	phaseHeadings int // "### Phase N: …"
 	overview      int // "- [ ] **Phase N: …**" entries
 	planIDs       int // NN-MM and NN-MM-PLAN.md ids
 	tIDs          int // spec-kit's T001
@@ -369,13 +372,15 @@ func scanMarkdown(data []byte, convention string) *doc {
 	titleSet := false
 	h1, h2 := -1, -1 // index of the current level-1 and level-2 heading lines (or a "### Phase N" one)
 	var h1Text, h2Text string
-	phaseNum := ""     // the current phase's number, when its heading has one
-	wave := 0          // the current "**Wave N**" paragraph
+	phaseNum := "" // the current phase's number, when its heading has one
+	wave := 0      // the current "**Wave N**" paragraph
 	phaseDeps := map[string][]string{}
 	heading := func(level int, text string, i int) {
 		wave = 0
 		if m := phaseRE.FindStringSubmatch(text); m != nil && level >= 2 {
-			f.phaseHeadings++
+			if level >= 3 {
+				f.phaseHeadings++ // GSD's "### Phase N: …" details; "## Phase 1" alone is any checklist's
+			}
 			h2, h2Text, phaseNum = i, text, m[1]
 			return
 		}
@@ -450,6 +455,9 @@ func scanMarkdown(data []byte, convention string) *doc {
 			if m := phaseRE.FindStringSubmatch(it.task.Title); m != nil && it.task.ID == "" {
 				it.overview, it.overviewName = m[1], strings.TrimSpace(strings.Trim(m[2], "*"))
 				f.overview++
+			}
+			if milestoneRE.MatchString(it.task.Title) && it.task.ID == "" {
+				it.milestone = true
 			}
 			if m := waveRE.FindStringSubmatch(it.task.Title); m != nil {
 				it.wave, _ = strconv.Atoi(m[1])
@@ -569,7 +577,8 @@ var phaseNumRE = regexp.MustCompile(`(?i)phases?\s+(\d+(?:\.\d+)*)(?:\s*[–—-
 
 // gsdPhases reads GSD's phase overview ("- [ ] **Phase 2: Engine** — …") as phases: an entry whose
 // phase lists plans is not a task (the plans are), so the work is never done twice; an entry whose
-// phase has no plans yet is the phase's one task, with the phase's number as its id.
+// phase has no plans yet is the phase's one task, with the phase's number as its id. A milestone
+// entry ("- ✅ **v1.0 MVP** — Phases 1-9") is never a task.
 func gsdPhases(items []*item, keys []int) ([]*item, []int) {
 	planned := map[string]bool{}
 	for _, it := range items {
@@ -580,6 +589,9 @@ func gsdPhases(items []*item, keys []int) ([]*item, []int) {
 	var outItems []*item
 	var outKeys []int
 	for i, it := range items {
+		if it.milestone {
+			continue // a milestone names phases; their plans are the work
+		}
 		if it.overview != "" {
 			if planned[trimZeros(it.overview)] {
 				continue
@@ -706,8 +718,16 @@ func demoteWeakIDs(items []*item) {
 			n[it.task.ID]++
 		}
 	}
+	collide := false
 	for _, it := range items {
-		if it.weakID && n[it.task.ID] > 1 {
+		collide = collide || (it.weakID && n[it.task.ID] > 1)
+	}
+	if !collide {
+		return
+	}
+	// One such word shared means the author writes names there, not ids: all of them go back.
+	for _, it := range items {
+		if it.weakID {
 			it.task.Title = cleanSpaces(it.task.ID + " " + it.task.Title)
 			it.task.ID, it.weakID = "", false
 		}

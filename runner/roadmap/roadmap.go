@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -228,9 +229,9 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 type doc struct {
 	title      string
 	convention string
-	items []*item
-	errs  Errors    // syntax and schema problems found while scanning
-	tree  *listTree // task lists only
+	items      []*item
+	errs       Errors    // syntax and schema problems found while scanning
+	tree       *listTree // task lists only
 }
 
 // item is a task plus what the scanner knows about where it came from.
@@ -252,7 +253,8 @@ type item struct {
 	// a GSD phase overview entry, with its phase's number and name.
 	phaseNum, overview, overviewName string
 	wave                             int
-	index    int   // task lists: index in the tasks array
+	milestone                        bool
+	index                            int // task lists: index in the tasks array
 }
 
 // box is the position of a checkbox in the source.
@@ -276,8 +278,9 @@ func (it *item) addDep(id string, line int) {
 	it.depLines = append(it.depLines, line)
 }
 
-// autoIDs gives "P.n" ids to tasks that have none: P is the 1-based index of the phase among phases
-// holding tasks, n the task's 1-based position in its phase. phaseKey identifies phases (two headings
+// autoIDs gives "P.n" ids to tasks that have none: P is the phase's own number when its heading has
+// one ("## Phase 2.7: …"), else the 1-based index of the phase among phases holding tasks; n is the
+// task's 1-based position in its phase. phaseKey identifies phases (two headings
 // with the same text are different phases).
 //
 // An automatic id never takes an id a task was given explicitly: the count goes on past it.
@@ -297,10 +300,15 @@ func autoIDs(items []*item, phaseKey []int) {
 		}
 		count[k]++
 		if it.task.ID == "" {
-			id := fmt.Sprintf("%d.%d", phaseIndex[k], count[k])
+			// The author's own phase number when the heading has one ("## Phase 2.7" gives 2.7.1).
+			prefix := strconv.Itoa(phaseIndex[k])
+			if it.phaseNum != "" {
+				prefix = it.phaseNum
+			}
+			id := fmt.Sprintf("%s.%d", prefix, count[k])
 			for taken[id] {
 				count[k]++
-				id = fmt.Sprintf("%d.%d", phaseIndex[k], count[k])
+				id = fmt.Sprintf("%s.%d", prefix, count[k])
 			}
 			it.task.ID, taken[id] = id, true
 		}
