@@ -718,16 +718,14 @@ func demoteWeakIDs(items []*item) {
 			n[it.task.ID]++
 		}
 	}
-	collide := false
+	// A name shared by lines ("D1") means the author writes names there, not ids: every such name
+	// goes back. Counts go back only where they repeat: other numbers may be ids a dependency names.
+	names := false
 	for _, it := range items {
-		collide = collide || (it.weakID && n[it.task.ID] > 1)
+		names = names || (it.weakID && isLetter(it.task.ID[0]) && n[it.task.ID] > 1)
 	}
-	if !collide {
-		return
-	}
-	// One such word shared means the author writes names there, not ids: all of them go back.
 	for _, it := range items {
-		if it.weakID {
+		if it.weakID && ((isLetter(it.task.ID[0]) && names) || (isDigit(it.task.ID[0]) && n[it.task.ID] > 1)) {
 			it.task.Title = cleanSpaces(it.task.ID + " " + it.task.Title)
 			it.task.ID, it.weakID = "", false
 		}
@@ -925,7 +923,7 @@ func parseTitle(it *item, rest string, line int) {
 	if id, after, ok := parseID(s); ok {
 		// An id followed by nothing but a space may be a word of the title ("D1 Configs"): if it
 		// turns out not to be unique, it goes back into the title (see demoteWeakIDs).
-		it.weakID = isLetter(id[0]) && weakAfter(s, id)
+		it.weakID = weakAfter(s, id) && (isLetter(id[0]) || countLike(id, after))
 		if strings.HasPrefix(s[len(id):], "-") {
 			it.task.Context = append(it.task.Context, id+"-PLAN.md") // the plan file it names
 		}
@@ -998,9 +996,23 @@ func parseID(s string) (id, rest string, ok bool) {
 	return "", s, false
 }
 
+// countLike says a bare number is followed by a lower-case word, as a count is ("6 user stories").
+func countLike(id, after string) bool {
+	for i := 0; i < len(id); i++ {
+		if !isDigit(id[i]) {
+			return false
+		}
+	}
+	k := 0
+	for k < len(after) && after[k] >= 'a' && after[k] <= 'z' {
+		k++
+	}
+	return k >= 2 // "3 c" is task 3 titled c; "6 user stories" counts
+}
+
 // weakAfter says the id at the start of rest is followed only by spaces (no ":", ".", dash, bold or
-// brackets): such an id, when it is a word with digits (D1, T1), may be a name in the title. A
-// number (1.2, 3) is an id however it is followed.
+// brackets): such an id, when it is a word with digits (D1, T1) or a count (6 user stories), may be
+// part of the title. Other numbers (1.2, "3 Add") are ids however they are followed.
 func weakAfter(rest, id string) bool {
 	s := strings.TrimLeft(rest, " \t")
 	i := strings.Index(s, id)

@@ -24,6 +24,10 @@ func TestRealPlanPatterns(t *testing.T) {
 	}{
 		{name: "priority tag before the id", src: "- [x] [P1] WP-01: Expose diff\n- [ ] [P2] WP-02: Show it\n",
 			tasks: []want{{id: "WP-01", title: "Expose diff", done: true, labels: []string{"P1"}}, {id: "WP-02", title: "Show it", labels: []string{"P2"}}}},
+		{name: "counts that repeat are not ids", src: "## Done\n- [x] 6 user stories prioritized\n- [x] 6 endpoints documented\n",
+			tasks: []want{{id: "1.1", title: "6 user stories prioritized", done: true}, {id: "1.2", title: "6 endpoints documented", done: true}}},
+		{name: "the author's phase number", src: "## Phase 2.7: Polish\n- [ ] Tidy the CLI\n- [ ] Tidy the docs\n",
+			tasks: []want{{id: "2.7.1", title: "Tidy the CLI"}, {id: "2.7.2", title: "Tidy the docs"}}},
 		{name: "a product name shared by lines is not an id", src: "- [ ] D1 Configs テーブル\n- [ ] D1 Settings page\n",
 			tasks: []want{{id: "1.1", title: "D1 Configs テーブル"}, {id: "1.2", title: "D1 Settings page"}}},
 		{name: "words in a dependency line", src: "- [ ] 1 Extract the step\n- [ ] 2 Apply it\n  - **Depends on:** IApplyStep extraction\n",
