@@ -216,7 +216,9 @@ func escalationRoundMarker(runID, taskID string, round int) string {
 
 // person is a login to @-mention, or "" for none and for bots (a mention of an App notifies nobody).
 func person(login string) string {
-	if login == "" || strings.HasSuffix(strings.ToLower(login), "[bot]") {
+	// Only a GitHub login is a person to mention: an operator acting through the API ("ops (API)")
+	// must never ping a GitHub user who happens to share the token's name.
+	if login == "" || strings.HasSuffix(strings.ToLower(login), "[bot]") || !templates.IsLogin(login) {
 		return ""
 	}
 	return login

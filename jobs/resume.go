@@ -169,7 +169,7 @@ func cancelParkedCheckRuns(ctx context.Context, checks Checks, run *Run, by stri
 	for _, pk := range run.Parked {
 		if t := run.Task(pk.TaskID); t != nil && t.CheckRunID != 0 {
 			if err := checks.UpdateCheckRun(ctx, run.Owner, run.Repo, t.CheckRunID, CheckRun{Conclusion: ConclusionCancelled,
-				Title: "Aborted", Summary: fmt.Sprintf("The run was aborted by @%s.", by)}); err != nil {
+				Title: "Aborted", Summary: fmt.Sprintf("The run was aborted by %s.", templates.Who(by))}); err != nil {
 				return fmt.Errorf("jobs: cancel check run of %s: %w", pk.TaskID, err)
 			}
 		}

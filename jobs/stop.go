@@ -105,7 +105,7 @@ func (h *Handler) stopRun(ctx context.Context, gh GitHub, run *Run, log *slog.Lo
 	for _, t := range run.Tasks {
 		if t.CheckRunID != 0 && !t.CheckRunDone {
 			if err := gh.UpdateCheckRun(ctx, run.Owner, run.Repo, t.CheckRunID, CheckRun{Conclusion: ConclusionCancelled,
-				Title: "Stopped", Summary: fmt.Sprintf("The run was stopped by @%s; the attempt was discarded.", by)}); err != nil && !errors.Is(err, ErrGitHubNotFound) {
+				Title: "Stopped", Summary: fmt.Sprintf("The run was stopped by %s; the attempt was discarded.", templates.Who(by))}); err != nil && !errors.Is(err, ErrGitHubNotFound) {
 				return ResultRetry, fmt.Errorf("jobs: cancel check run of %s: %w", t.ID, err)
 			}
 			if run, err = h.d.Store.Update(ctx, run.ID, recordCheckRunDone(t.ID)); err != nil {

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
@@ -28,6 +29,7 @@ var funcs = template.FuncMap{
 	"num":                 formatInt,
 	"usd":                 formatUSD,
 	"plural":              plural,
+	"who":                 Who,
 	"trim":                strings.TrimSpace,
 	"lines":               nonEmptyLines,
 	"add":                 func(a, b int) int { return a + b },
@@ -165,3 +167,18 @@ func nonEmptyLines(s string) []string {
 
 // cellCode is a code span inside a table cell, where GFM needs pipes escaped even in code.
 func cellCode(s string) string { return strings.ReplaceAll(inlineCode(s), "|", `\|`) }
+
+// loginRE is a GitHub login: letters, digits and single hyphens, at most 39 characters.
+var loginRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9]|-[A-Za-z0-9]){0,38}$`)
+
+// IsLogin says s is a GitHub login, which "@" + s mentions.
+func IsLogin(s string) bool { return loginRE.MatchString(s) }
+
+// Who names who did something: "@alice" for a GitHub login; anything else ("ops (API)", an operator
+// token through the API) as written, so that it never mentions a GitHub user of the same name.
+func Who(s string) string {
+	if IsLogin(s) {
+		return "@" + s
+	}
+	return s
+}

@@ -96,6 +96,8 @@ var cases = []struct {
 	{"notify_title_failed", "notify_title", Notification{Event: "run_failed", Repo: "octo/demo", RunID: "r1"}},
 	{"summary_logs", "summary", Summary{RunID: "r14", State: RunRunning, Tasks: []Task{{ID: "1", Title: "Login", Status: StatusRunning, Attempts: 1,
 		CheckRunURL: "https://github.com/o/r/runs/9", LogURL: "https://akira.example.com/ui/runs/r14/tasks/1"}}}},
+	{"summary_stopped_by_operator", "summary", Summary{RunID: "r15", State: RunHalted, StoppedBy: "ops (API)", AnsweredBy: "ops (API)",
+		StartedBy: "alice", Tasks: []Task{{ID: "1", Title: "Slow", Status: StatusPending}}}},
 	{"control_audit_stop", "control_audit", ControlAudit{Action: "stop", RunID: "r1", Token: "deploy-bot", Via: "api", Result: "stop requested"}},
 	{"control_audit_retry", "control_audit", ControlAudit{Action: "retry", TaskID: "1.2", RunID: "r1", Token: "ops", Via: "dashboard", Guidance: "use the `v2` client", Result: "retry queued"}},
 	{"verdict_error", "verdict", Verdict{MinConfidence: 0.8, Error: "judge: malformed verdict after 2 answers: confidence is missing"}},
@@ -409,4 +411,13 @@ func names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func TestWho(t *testing.T) {
+	for in, want := range map[string]string{"alice": "@alice", "a-b-c": "@a-b-c", "ops (API)": "ops (API)",
+		"@alice (rollback of 1.2)": "@alice (rollback of 1.2)", "-x": "-x", "a--b": "a--b", "": ""} {
+		if got := Who(in); got != want {
+			t.Errorf("Who(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
