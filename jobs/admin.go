@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"sort"
@@ -278,6 +279,7 @@ type Controller struct {
 	Enqueuer *Enqueuer
 	// GitHub gives the installation's client for the audit line on the pull request.
 	GitHub Installations
+	Logger *slog.Logger
 }
 
 // Control carries out req and says what happened, in words for the caller.
@@ -359,13 +361,20 @@ func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, r
 	if c.GitHub == nil || number == 0 {
 		return
 	}
+	log := c.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	gh, err := installation(ctx, c.GitHub, run.InstallationID)
 	if err != nil {
+		log.Warn("control: audit line not posted", "run", run.ID, "err", err)
 		return
 	}
 	body := render("control_audit", templates.ControlAudit{Action: req.Action, TaskID: req.TaskID, Token: req.Token.Name, Via: req.Via,
 		Guidance: req.Guidance, Result: result, RunID: run.ID}, req.Action+" through the "+req.Via+" by "+req.Token.Name+".")
-	_, _, _ = gh.CreateComment(ctx, run.Owner, run.Repo, number, body)
+	if _, _, err := gh.CreateComment(ctx, run.Owner, run.Repo, number, body); err != nil {
+		log.Warn("control: audit line not posted", "run", run.ID, "err", err)
+	}
 }
 
 // SessionKey is the key that signs dashboard sessions and their CSRF tokens: made once, shared by

@@ -105,7 +105,9 @@ func NewServer(d Deps) (http.Handler, error) {
 		authed.POST("/runs/:id/"+a, s.apiControl(a))
 	}
 
-	s.routesUI(r)
+	if err := s.routesUI(r); err != nil {
+		return nil, err
+	}
 
 	if d.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(d.Metrics))

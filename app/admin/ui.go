@@ -59,11 +59,10 @@ const (
 	sessionTTL    = 12 * time.Hour
 )
 
-func (s *server) routesUI(r *gin.Engine) {
+func (s *server) routesUI(r *gin.Engine) error {
 	tmpl, err := parseUI()
 	if err != nil {
-		// The templates are embedded: a parse error is a build defect that tests catch.
-		panic(fmt.Sprintf("admin: dashboard templates: %v", err))
+		return fmt.Errorf("admin: dashboard templates: %w", err)
 	}
 	s.ui = tmpl
 	r.GET("/ui", func(c *gin.Context) { c.Redirect(http.StatusFound, "/ui/") })
@@ -78,6 +77,7 @@ func (s *server) routesUI(r *gin.Engine) {
 	ui.GET("/queue", s.queuePage)
 	ui.GET("/escalations", s.escalationsPage)
 	ui.POST("/runs/:id/:action", s.csrf, s.uiControl)
+	return nil
 }
 
 // mac signs parts with the session key ("" when the key cannot be read: nothing verifies then).
