@@ -32,7 +32,7 @@ type NotifyPayload struct {
 	Version int    `json:"v"`
 	ID      string `json:"id"`
 	Sink    string `json:"sink"`
-	// Installation scopes the rate limit's bookkeeping to nothing: sinks are the operator's.
+	// Message is what the sink is told; sinks are the operator's, so no installation is involved.
 	Message notify.Message `json:"message"`
 }
 
@@ -69,14 +69,7 @@ func (e *Enqueuer) EnqueueNotify(ctx context.Context, p NotifyPayload, opts ...a
 	if err != nil {
 		return err
 	}
-	_, err = e.client.EnqueueContext(ctx, t, opts...)
-	switch {
-	case errors.Is(err, asynq.ErrTaskIDConflict), errors.Is(err, asynq.ErrDuplicateTask):
-		return fmt.Errorf("%w: %s", ErrDuplicate, t.Type())
-	case err != nil:
-		return fmt.Errorf("jobs: enqueue %s: %w", t.Type(), err)
-	}
-	return nil
+	return e.enqueue(ctx, t, opts...)
 }
 
 // Results of a notify job.

@@ -120,11 +120,8 @@ func summaryData(r *Run) templates.Summary {
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
 			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL, Unverified: t.Unverified && t.Status == templates.StatusPassed,
-			Usage: templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
-		}
-		if j := t.Judgement; j != nil {
-			tt.Judgement = &templates.Judgement{Confidence: j.Confidence, Accepted: j.Accepted}
-		}
+			Usage:     templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
+			Judgement: t.Judgement}
 		tt.LogURL = TaskPageURL(r.Dashboard, r.ID, t.ID)
 		if t.Checkpoint != "" && r.RepoURL != "" {
 			tt.CheckpointURL = r.RepoURL + "/commit/" + t.Checkpoint

@@ -383,7 +383,7 @@ func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
 			return err
 		}
 		if t := run.Task(ev.TaskID); t != nil && ev.Verdict != nil {
-			t.Judgement = &Judgement{Confidence: v.Confidence, Accepted: v.Accepted}
+			t.Judgement = &templates.Judgement{Confidence: v.Confidence, Accepted: v.Accepted}
 		}
 		return nil
 	})

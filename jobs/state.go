@@ -14,6 +14,7 @@ import (
 
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/templates"
 )
 
 // RunStatus is where a run is in its life.
@@ -166,7 +167,7 @@ type TaskState struct {
 	Accept     []string `json:"accept,omitempty"`
 	Unverified bool     `json:"unverified,omitempty"`
 	// Judgement is the acceptance judge's latest verdict on the task.
-	Judgement *Judgement `json:"judgement,omitempty"`
+	Judgement *templates.Judgement `json:"judgement,omitempty"`
 	// Escalations counts how often the task was escalated; EscalationCommentID is the comment of the
 	// latest escalation.
 	Escalations         int     `json:"escalations,omitempty"`
@@ -654,10 +655,4 @@ func short(sha string) string {
 		return sha[:7]
 	}
 	return sha
-}
-
-// Judgement is the acceptance judge's verdict on a task, for the summary's Judge column.
-type Judgement struct {
-	Confidence float64 `json:"confidence"`
-	Accepted   bool    `json:"accepted"`
 }

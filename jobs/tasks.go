@@ -274,8 +274,8 @@ func (e *Enqueuer) EnqueuePlan(ctx context.Context, p PlanPayload) error {
 	return e.enqueue(ctx, t)
 }
 
-func (e *Enqueuer) enqueue(ctx context.Context, t *asynq.Task) error {
-	_, err := e.client.EnqueueContext(ctx, t)
+func (e *Enqueuer) enqueue(ctx context.Context, t *asynq.Task, opts ...asynq.Option) error {
+	_, err := e.client.EnqueueContext(ctx, t, opts...)
 	switch {
 	case errors.Is(err, asynq.ErrTaskIDConflict), errors.Is(err, asynq.ErrDuplicateTask):
 		return fmt.Errorf("%w: %s", ErrDuplicate, t.Type())

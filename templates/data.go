@@ -481,10 +481,11 @@ type VerdictCriterion struct {
 	Reason    string
 }
 
-// Judgement is a task's verdict in the summary table.
+// Judgement is the acceptance judge's latest verdict on a task: kept in the run's state, shown in the
+// summary's Judge column and by the API.
 type Judgement struct {
-	Confidence float64
-	Accepted   bool
+	Confidence float64 `json:"confidence"`
+	Accepted   bool    `json:"accepted"`
 }
 
 // Attempt is one attempt's record in the check run's text.

@@ -23,6 +23,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/templates"
 )
 
 // OpenAPI is the API's description, served at /api/v1/openapi.json.
@@ -198,24 +199,18 @@ type RunDetail struct {
 
 // TaskDetail is one task of a run.
 type TaskDetail struct {
-	ID           string     `json:"id"`
-	Title        string     `json:"title"`
-	Status       string     `json:"status"`
-	Attempts     int        `json:"attempts"`
-	DurationSecs float64    `json:"duration_seconds"`
-	CostUSD      float64    `json:"cost_usd"`
-	InputTokens  int64      `json:"input_tokens"`
-	OutputTokens int64      `json:"output_tokens"`
-	Checkpoint   string     `json:"checkpoint,omitempty"`
-	CheckRunURL  string     `json:"check_run_url,omitempty"`
-	Judge        *JudgeMark `json:"judge,omitempty"`
-	Logs         []LogLink  `json:"logs"`
-}
-
-// JudgeMark is the acceptance judge's latest verdict on a task.
-type JudgeMark struct {
-	Confidence float64 `json:"confidence"`
-	Accepted   bool    `json:"accepted"`
+	ID           string               `json:"id"`
+	Title        string               `json:"title"`
+	Status       string               `json:"status"`
+	Attempts     int                  `json:"attempts"`
+	DurationSecs float64              `json:"duration_seconds"`
+	CostUSD      float64              `json:"cost_usd"`
+	InputTokens  int64                `json:"input_tokens"`
+	OutputTokens int64                `json:"output_tokens"`
+	Checkpoint   string               `json:"checkpoint,omitempty"`
+	CheckRunURL  string               `json:"check_run_url,omitempty"`
+	Judge        *templates.Judgement `json:"judge,omitempty"`
+	Logs         []LogLink            `json:"logs"`
 }
 
 // LogLink points at an attempt's log.
@@ -252,10 +247,7 @@ func detailOf(r *jobs.Run) RunDetail {
 	for _, t := range r.Tasks {
 		td := TaskDetail{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, DurationSecs: t.Duration.Seconds(),
 			CostUSD: t.CostUSD, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, Checkpoint: t.Checkpoint,
-			CheckRunURL: t.CheckRunURL, Logs: []LogLink{}}
-		if j := t.Judgement; j != nil {
-			td.Judge = &JudgeMark{Confidence: j.Confidence, Accepted: j.Accepted}
-		}
+			CheckRunURL: t.CheckRunURL, Judge: t.Judgement, Logs: []LogLink{}}
 		for n := 1; n <= t.Attempts; n++ {
 			td.Logs = append(td.Logs, LogLink{Attempt: n, URL: logPath(r.ID, t.ID, n)})
 		}
@@ -353,7 +345,7 @@ func (s *server) apiRun(c *gin.Context) {
 }
 
 // readLog answers with an attempt's log as text, or the error status.
-func (s *server) readLog(c *gin.Context, api bool) (string, bool) {
+func (s *server) readLog(c *gin.Context) (string, bool) {
 	n, err := strconv.Atoi(c.Param("n"))
 	if err != nil || n < 1 {
 		abortJSON(c, http.StatusBadRequest, "attempt %q is not a positive number", c.Param("n"))
@@ -372,7 +364,7 @@ func (s *server) readLog(c *gin.Context, api bool) (string, bool) {
 }
 
 func (s *server) apiLog(c *gin.Context) {
-	if text, ok := s.readLog(c, true); ok {
+	if text, ok := s.readLog(c); ok {
 		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(text))
 	}
 }
@@ -489,12 +481,12 @@ func (s *server) apiControl(action string) gin.HandlerFunc {
 			return
 		}
 		s.control(c, jobs.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: body.TaskID, Guidance: body.Guidance,
-			Token: tok, Via: "API", RequestID: requestID(c, c.Param("id")+"-"+action)}, true)
+			Token: tok, Via: "API", RequestID: requestID(c, c.Param("id")+"-"+action)})
 	}
 }
 
-// control carries out req and answers (JSON for the API; the caller redirects for the dashboard).
-func (s *server) control(c *gin.Context, req jobs.ControlRequest, api bool) bool {
+// control carries out an API request's action and answers in JSON.
+func (s *server) control(c *gin.Context, req jobs.ControlRequest) {
 	log := s.log.With("run", req.RunID, "action", req.Action, "token", req.Token.Name, "via", req.Via)
 	result, err := s.d.Controller.Control(c, req)
 	switch {
@@ -507,12 +499,8 @@ func (s *server) control(c *gin.Context, req jobs.ControlRequest, api bool) bool
 		abortJSON(c, http.StatusServiceUnavailable, "the action could not be carried out now; try again")
 	default:
 		log.Info("admin: control action", "result", result)
-		if api {
-			c.JSON(http.StatusAccepted, ControlResult{Result: result})
-		}
-		return true
+		c.JSON(http.StatusAccepted, ControlResult{Result: result})
 	}
-	return false
 }
 
 // requestID is the client's Idempotency-Key when it sends one (a retried request then acts once),

@@ -292,7 +292,7 @@ type logView struct {
 }
 
 func (s *server) logPage(c *gin.Context) {
-	text, ok := s.readLog(c, false)
+	text, ok := s.readLog(c)
 	if !ok {
 		return
 	}
