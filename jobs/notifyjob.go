@@ -165,6 +165,10 @@ func (h *Handler) notifyRun(ctx context.Context, run *Run, event, occasion strin
 		h.log.Error("notify: template", "err", err)
 		return
 	}
+	if data.Reply, err = templates.Render("notify_reply", data); err != nil {
+		h.log.Error("notify: template", "err", err)
+		return
+	}
 	m := notify.Message{Event: event, Time: time.Now().UTC(), Repo: data.Repo, RunID: run.ID, TaskID: data.TaskID,
 		Title: title, Text: text, URL: data.URL, Reply: data.Reply}
 	for _, s := range sinks {

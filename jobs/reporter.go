@@ -474,12 +474,12 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 		if fresh {
 			r.metrics.escalated()
 			r.metrics.task("escalated", 0, esc.Attempts)
-			event, reply := "escalation", "/akira approve, /akira retry <guidance>, /akira skip or /akira abort"
+			event := "escalation"
 			if esc.Reason == runner.ReasonBudget {
-				event, reply = "budget_reached", "/akira run --budget <usd> to go on, or /akira abort"
+				event = "budget_reached"
 			}
 			r.tell(ctx, event, fmt.Sprintf("%s-%d", t.ID, t.Escalations), templates.Notification{TaskID: t.ID, TaskTitle: t.Title,
-				Attempts: esc.Attempts, Reason: esc.Summary, Reply: reply})
+				Attempts: esc.Attempts, Reason: esc.Summary})
 		}
 		if err := r.finishCheckRun(ctx, t, templates.StatusEscalated, reasonText(esc), CheckRun{
 			Conclusion: ConclusionActionRequired, Title: "Needs a decision", Buttons: EscalationButtons(),

@@ -645,7 +645,7 @@ func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err err
 	if uerr != nil {
 		return ResultRetry, errors.Join(err, uerr)
 	}
-	h.notifyRun(ctx, run, "run_failed", "failed-"+strconv.Itoa(run.Jobs), templates.Notification{Reason: msg, Reply: "/akira run"})
+	h.notifyRun(ctx, run, "run_failed", "failed-"+strconv.Itoa(run.Jobs), templates.Notification{Reason: msg})
 	if run.OpenedPR && !run.PRClosed && !checkpointed(run) {
 		run = h.closeEmptyPullRequest(ctx, gh, run, log)
 	}
@@ -715,7 +715,7 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 	case StatusSucceeded:
 		h.notifyRun(ctx, run, "run_finished", "finished-"+strconv.Itoa(run.Jobs), templates.Notification{Tally: summaryData(run).Tally()})
 	case StatusFailed:
-		h.notifyRun(ctx, run, "run_failed", "failed-"+strconv.Itoa(run.Jobs), templates.Notification{Reason: out.Error, Reply: "/akira run"})
+		h.notifyRun(ctx, run, "run_failed", "failed-"+strconv.Itoa(run.Jobs), templates.Notification{Reason: out.Error})
 	}
 	p := publisher{gh: gh, store: h.d.Store, log: log}
 	if _, err := p.publishSummary(ctx, run); err != nil {

@@ -533,7 +533,7 @@ type Notification struct {
 	// Reason says what failed or why the run stopped; Tally how the tasks ended.
 	Reason string
 	Tally  string
-	// URL is the pull request; Reply what a person may answer there.
+	// URL is the pull request; Reply what a person may answer there (rendered from notify_reply).
 	URL   string
 	Reply string
 }
