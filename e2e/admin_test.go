@@ -16,7 +16,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/app/admin"
-	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/app/githubtest"
 	"github.com/akira-bot/akira/internal/browsertest"
 	"github.com/akira-bot/akira/jobs"
@@ -25,11 +24,9 @@ import (
 // adminServer starts the admin address's handler for e, wired as akira serve wires it.
 func (e *env) adminServer() *httptest.Server {
 	e.t.Helper()
-	ghApp, err := gh.NewApp(gh.AppConfig{AppID: e.gh.AppID(), PrivateKeyPEM: e.gh.PrivateKeyPEM(), BaseURL: e.gh.URL()})
-	must(e.t, err)
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), jobs.TaskOptions{Queue: e.spec.Queue})
 	h, err := admin.NewServer(admin.Deps{Store: e.store, Queue: asynq.NewInspectorFromRedisClient(e.rdb), Logger: testLogger(e.t),
-		Controller: &jobs.Controller{Store: e.store, Enqueuer: enq, GitHub: ghApp.Installations()}})
+		Controller: &jobs.Controller{Store: e.store, Enqueuer: enq}})
 	must(e.t, err)
 	srv := httptest.NewServer(h)
 	e.t.Cleanup(srv.Close)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/runner"
@@ -273,13 +274,11 @@ type ControlRequest struct {
 
 // Controller carries out control actions the way the comment commands do: a stop is asked of the
 // job working on the run, a decision goes through the resume job, as `/akira stop` and `/akira
-// approve` do. Every action is audited and mirrored as a line on the pull request.
+// approve` do. Every action is audited and mirrored as a line on the pull request (a job).
 type Controller struct {
 	Store    *Store
 	Enqueuer *Enqueuer
-	// GitHub gives the installation's client for the audit line on the pull request.
-	GitHub Installations
-	Logger *slog.Logger
+	Logger   *slog.Logger
 }
 
 // Control carries out req and says what happened, in words for the caller.
@@ -354,27 +353,86 @@ func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, 
 	return "", fmt.Errorf("%w: unknown action %q", ErrNotNow, req.Action)
 }
 
-// mirror says on the pull request what an operator did; the audit in Redis is the record, so a
-// comment that cannot be posted is not a failure of the action.
+// mirror queues the line on the pull request that says what an operator did: posting it is a job
+// with retries, so a stalled GitHub neither holds the operator's request nor loses the line. The
+// audit in Redis is the record; a line that cannot be queued is logged.
 func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, result string) {
 	number := cmp.Or(run.PR, run.Issue)
-	if c.GitHub == nil || number == 0 {
-		return
-	}
-	log := c.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	gh, err := installation(ctx, c.GitHub, run.InstallationID)
-	if err != nil {
-		log.Warn("control: audit line not posted", "run", run.ID, "err", err)
+	if number == 0 {
 		return
 	}
 	body := render("control_audit", templates.ControlAudit{Action: req.Action, TaskID: req.TaskID, Token: req.Token.Name, Via: req.Via,
 		Guidance: req.Guidance, Result: result, RunID: run.ID}, req.Action+" through the "+req.Via+" by "+req.Token.Name+".")
-	if _, _, err := gh.CreateComment(ctx, run.Owner, run.Repo, number, body); err != nil {
-		log.Warn("control: audit line not posted", "run", run.ID, "err", err)
+	err := c.Enqueuer.EnqueueAuditLine(ctx, AuditLinePayload{ID: req.RequestID + "-" + req.Action, InstallationID: run.InstallationID,
+		Owner: run.Owner, Repo: run.Repo, Number: number, Body: body})
+	if err := enqueued(err); err != nil {
+		log := c.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("control: audit line not queued", "run", run.ID, "err", err)
 	}
+}
+
+// TypeAuditLine posts the line on a pull request that mirrors an operator's control action.
+const TypeAuditLine = "akira:audit-line"
+
+// AuditLinePayload is the payload of TypeAuditLine: the comment, already rendered.
+type AuditLinePayload struct {
+	Version        int    `json:"v"`
+	ID             string `json:"id"`
+	InstallationID int64  `json:"installation_id"`
+	Owner          string `json:"owner"`
+	Repo           string `json:"repo"`
+	Number         int    `json:"number"`
+	Body           string `json:"body"`
+}
+
+// JobID makes one line per control request.
+func (p AuditLinePayload) JobID() string { return "audit-line:" + p.ID }
+
+// Validate reports what is missing from an audit line payload.
+func (p AuditLinePayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.ID == "" || p.InstallationID <= 0 || p.Owner == "" || p.Repo == "" || p.Number <= 0 || p.Body == "" {
+		errs = append(errs, errors.New("id, installation, repository, number and body are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("audit line payload: %w", err)
+	}
+	return nil
+}
+
+// EnqueueAuditLine enqueues a TypeAuditLine task; ErrDuplicate when this line was queued already.
+func (e *Enqueuer) EnqueueAuditLine(ctx context.Context, p AuditLinePayload) error {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o := e.opts.withDefaults()
+	t, err := o.newTask(TypeAuditLine, p, resumeTimeout, intakeMaxRetry)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
+}
+
+// HandleAuditLine posts the line.
+func (h *Handler) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
+	var p AuditLinePayload
+	if err := decode(t, TypeAuditLine, &p); err != nil {
+		h.d.Metrics.job(TypeAuditLine, ResultInvalid)
+		return err
+	}
+	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	if err == nil {
+		_, _, err = gh.CreateComment(ctx, p.Owner, p.Repo, p.Number, p.Body)
+	}
+	if err != nil {
+		h.d.Metrics.job(TypeAuditLine, ResultRetry)
+		return fmt.Errorf("jobs: audit line on %s/%s#%d: %w", p.Owner, p.Repo, p.Number, err)
+	}
+	h.d.Metrics.job(TypeAuditLine, ResultSent)
+	return nil
 }
 
 // SessionKey is the key that signs dashboard sessions and their CSRF tokens: made once, shared by

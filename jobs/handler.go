@@ -127,5 +127,6 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux.HandleFunc(TypeRollback, h.HandleRollback)
 	mux.HandleFunc(TypeSweep, h.HandleSweep)
 	mux.HandleFunc(TypeNotify, h.HandleNotify)
+	mux.HandleFunc(TypeAuditLine, h.HandleAuditLine)
 	return mux
 }

@@ -107,3 +107,25 @@ func TestAttemptLogs(t *testing.T) {
 		t.Errorf("missing log: %v", err)
 	}
 }
+
+// TestAuditLineRetried: the line that mirrors an operator's action is a job of its own, so GitHub
+// failing when it is posted is an error asynq retries, and the next try posts it.
+func TestAuditLineRetried(t *testing.T) {
+	jh := newJobsHarness(t)
+	p := AuditLinePayload{ID: "r1-stop", InstallationID: 1, Owner: "octo", Repo: "demo", Number: 7, Body: "⚙️ Run `r1` stopped through the API by operator token `ops`."}
+	p.Version = PayloadVersion
+	task, err := jh.h.d.Enqueuer.opts.withDefaults().newTask(TypeAuditLine, p, resumeTimeout, intakeMaxRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jh.gh.failOnce("CreateComment", errors.New("github: 502 Bad Gateway"))
+	if err := jh.h.HandleAuditLine(context.Background(), task); err == nil || errors.Is(err, asynq.SkipRetry) {
+		t.Fatalf("a GitHub failure must be retried: %v", err)
+	}
+	if err := jh.h.HandleAuditLine(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	if got := jh.gh.commentsOn(7); len(got) != 1 || !strings.Contains(got[0], "stopped through the API") {
+		t.Errorf("comments on #7: %q", got)
+	}
+}

@@ -381,7 +381,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	if env.AdminAddr != "" {
 		adminHandler, err := admin.NewServer(admin.Deps{
 			Store: store, Queue: inspector, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
-			Controller:    &jobs.Controller{Store: store, Enqueuer: enq, GitHub: ghApp.Installations(), Logger: log},
+			Controller:    &jobs.Controller{Store: store, Enqueuer: enq, Logger: log},
 			SecureCookies: strings.HasPrefix(env.PublicURL, "https://"),
 		})
 		if err != nil {
