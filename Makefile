@@ -1,26 +1,54 @@
-# Akira: make build | make test | make bench | make demo
+# Akira: make build | make install | make test | make bench | make demo
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build test test-deploy generate vet fmt-check bench bench-go fuzz lint clean demo
+.PHONY: build install test test-deploy test-agents generate vet fmt-check bench bench-go fuzz lint clean demo
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/akira ./cmd/akira
 
-# The test command of the README: formatting, vet, and every test with the race detector.
-# Tests that need Redis use AKIRA_TEST_REDIS (host:port), else 127.0.0.1:6379 when it answers, else an
-# embedded Redis-compatible server (internal/redistest); CI sets AKIRA_TEST_REDIS_REQUIRED=1 to insist on a real one.
+# Puts akira on your PATH: go install writes it to $(go env GOBIN), else $(go env GOPATH)/bin.
+install:
+	$(GO) install -trimpath -ldflags "$(LDFLAGS)" ./cmd/akira
+	@bin=$$($(GO) env GOBIN); bin=$${bin:-$$($(GO) env GOPATH)/bin}; \
+	echo "installed $$bin/akira"; \
+	case ":$$PATH:" in *":$$bin:"*) ;; *) echo "$$bin is not on your PATH: add it, e.g. export PATH=\"\$$PATH:$$bin\"";; esac
+
+# The test command of the README: formatting, vet, and every test with the race detector (about six
+# minutes on two cores). Tests get Redis from internal/redistest: the server AKIRA_TEST_REDIS
+# (host:port) names, else a throwaway redis-server per test binary, else an embedded Redis-compatible
+# server; a Redis of your own is never touched unless AKIRA_TEST_REDIS names it. CI sets
+# AKIRA_TEST_REDIS_REQUIRED=1 to insist on a real one. At the end, whether the tests pass or not,
+# scripts/test-notes.sh prints which Redis each package used and each group of tests skipped for want
+# of a tool (Chromium, bubblewrap, redis-server), with what to install.
 test: fmt-check vet
-	$(GO) test -race -count=1 ./...
+	@notes=$$(mktemp); \
+	AKIRA_TEST_NOTES=$$notes $(GO) test -race -count=1 -timeout 25m ./...; status=$$?; \
+	scripts/test-notes.sh "$$notes"; rm -f "$$notes"; exit $$status
 
 # The deployment files, checked in a module of their own (deploy/test) so that Akira does not depend
 # on Kubernetes libraries: the chart rendered with Helm's SDK and decoded strictly into the API types,
 # the compose file through compose-go, the Dockerfile through BuildKit's parser.
 test-deploy:
 	cd deploy/test && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# The real coding-agent CLIs, at the versions the deploy image pins (deploy/Dockerfile), installed
+# from npm into a cache and driven through akira run, the sandbox and the egress proxy against
+# scripted model servers (cmd/akira TestRealAgents).
+AGENTS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/akira/agents
+CLAUDE_CODE_VERSION := $(shell sed -n 's/^ARG CLAUDE_CODE_VERSION=//p' deploy/Dockerfile)
+CODEX_VERSION := $(shell sed -n 's/^ARG CODEX_VERSION=//p' deploy/Dockerfile)
+test-agents:
+	@mkdir -p $(AGENTS_CACHE)
+	@if [ "$$(cat $(AGENTS_CACHE)/.versions 2>/dev/null)" != "$(CLAUDE_CODE_VERSION) $(CODEX_VERSION)" ]; then \
+	  npm install --prefix $(AGENTS_CACHE) --no-fund --no-audit --no-save \
+	    @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) @openai/codex@$(CODEX_VERSION) && \
+	  (cd $(AGENTS_CACHE)/node_modules/@anthropic-ai/claude-code && node install.cjs) && \
+	  echo "$(CLAUDE_CODE_VERSION) $(CODEX_VERSION)" > $(AGENTS_CACHE)/.versions; fi
+	AKIRA_TEST_AGENTS_DIR=$(AGENTS_CACHE) AKIRA_TEST_AGENTS_REQUIRED=1 $(GO) test -count=1 -run 'TestRealAgents' ./cmd/akira/
 
 # Regenerates the files derived from one source (deploy/github-app-manifest.json).
 generate:

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 )
 
 // BenchmarkWebhookIgnoredComment is the intake's own cost for the most common delivery: a signed comment

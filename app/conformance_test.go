@@ -56,6 +56,28 @@ var fixtureOutcomes = map[string]string{
 	"check_suite/rerequested.payload.json":                                  resultIgnored,
 	"check_suite/rerequested.with-organization.payload.json":                resultIgnored,
 
+	// The pull request's own CI: a suite or workflow run completed, or a status, goes to the intake,
+	// which finds the run waiting for that commit (if any). GitHub's examples of completed suites and
+	// workflow runs carry no installation, so they are ignored; requested runs, jobs and a pending state
+	// say nothing Akira waits for.
+	"check_suite/completed.1.payload.json":                 resultIgnored,
+	"check_suite/completed.payload.json":                   resultIgnored,
+	"check_suite/completed.with-organization.payload.json": resultIgnored,
+
+	"status/payload.json":                            resultIgnored,
+	"status/with-author-committer-null.payload.json": resultIgnored,
+	"status/with-installation.payload.json":          resultAccepted,
+
+	"workflow_job/completed.failure.with-organization.payload.json": resultIgnored,
+	"workflow_job/completed.success.with-organization.payload.json": resultIgnored,
+	"workflow_job/in_progress.payload.json":                         resultIgnored,
+	"workflow_job/queued.payload.json":                              resultIgnored,
+
+	"workflow_run/completed.payload.json":                    resultIgnored,
+	"workflow_run/completed.with-pull-requests.payload.json": resultIgnored,
+	"workflow_run/requested.payload.json":                    resultIgnored,
+	"workflow_run/requested.with-conclusion.payload.json":    resultIgnored,
+
 	"installation/created.payload.json":                resultAcknowledged,
 	"installation/created.with-requester.payload.json": resultAcknowledged,
 	"installation/deleted.payload.json":                resultAcknowledged,
@@ -71,10 +93,17 @@ var fixtureOutcomes = map[string]string{
 	"issue_comment/edited.payload.json":                    resultIgnored,
 	"issue_comment/edited.with-organization.payload.json":  resultIgnored,
 
-	"issues/opened.payload.json":                   resultIgnored,
-	"issues/opened.with-empty-body.payload.json":   resultIgnored,
-	"issues/opened.with-organization.payload.json": resultIgnored,
-	"issues/opened.with-transfer.payload.json":     resultIgnored,
+	// Assigned to someone else than Akira's bot, or labelled without an installation: ignored.
+	// TestFixtureTriggers turns the same payloads into the ones that start a run.
+	"issues/assigned.payload.json":                   resultIgnored,
+	"issues/assigned.with-installation.payload.json": resultIgnored,
+	"issues/assigned.with-organization.payload.json": resultIgnored,
+	"issues/labeled.payload.json":                    resultIgnored,
+	"issues/labeled.with-organization.payload.json":  resultIgnored,
+	"issues/opened.payload.json":                     resultIgnored,
+	"issues/opened.with-empty-body.payload.json":     resultIgnored,
+	"issues/opened.with-organization.payload.json":   resultIgnored,
+	"issues/opened.with-transfer.payload.json":       resultIgnored,
 
 	"ping/payload.json":                   resultAcknowledged,
 	"ping/with-app_id.payload.json":       resultAcknowledged,
@@ -174,6 +203,10 @@ func TestFixtureConformance(t *testing.T) {
 				if pr == nil || pr.Number != 2 || pr.HeadRef != "changes" || !strings.HasPrefix(pr.HeadSHA, "ec26c3e") || p.Sender != "Codertocat" {
 					t.Fatalf("pull request = %+v", pr)
 				}
+			case "status":
+				if ci := p.CI; ci == nil || ci.HeadSHA[:7] != "6113728" || !slices.Equal(ci.Branches, []string{"master", "changes", "gh-pages"}) || ci.Conclusion != "success" {
+					t.Fatalf("ci = %+v", ci)
+				}
 			case "push":
 				if push := p.Push; push == nil || push.Branch != "master" || len(push.After) != 40 || !slices.Contains(push.Changed, "README.md") {
 					t.Fatalf("push = %+v", push)
@@ -258,6 +291,56 @@ func TestFixtureReviews(t *testing.T) {
 			}
 			if *rv != want || rv.ReviewID == 0 || p.Event != tt.event {
 				t.Fatalf("review = %+v, want %+v", *rv, want)
+			}
+		})
+	}
+}
+
+// TestFixtureTriggers feeds GitHub's issues examples, changed only where they must be to start a run
+// (assigned to Akira's bot; labelled, with an installation), and checks the intake task they make.
+func TestFixtureTriggers(t *testing.T) {
+	dir := filepath.Join(fixturesDir(t), "webhooks")
+	h := newHarness(t)
+	tests := []struct {
+		file string
+		edit func(map[string]any)
+		want jobs.TriggerIntake
+	}{
+		{"issues/assigned.with-installation.payload.json",
+			func(m map[string]any) { m["assignee"].(map[string]any)["login"] = h.gh.BotLogin() },
+			jobs.TriggerIntake{Number: 1, Action: jobs.TriggerAssigned, Actor: "Codertocat"}},
+		{"issues/labeled.payload.json",
+			func(m map[string]any) { m["installation"] = map[string]any{"id": 1} },
+			jobs.TriggerIntake{Number: 1, Action: jobs.TriggerLabeled, Actor: "Codertocat", Label: "bug"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(m)
+			body, _ := json.Marshal(m)
+			before := len(h.enq.enqueued())
+			got := h.do(h.gh.SignedWebhook(h.srv.URL+"/webhook", testSecret, "issues", "trigger-"+tt.file, body))
+			if got.Status != http.StatusAccepted {
+				t.Fatalf("answer = %s, want 202", got)
+			}
+			all := h.enq.enqueued()
+			if len(all) != before+1 {
+				t.Fatalf("enqueued = %+v", all[before:])
+			}
+			p := all[len(all)-1]
+			p.Version = jobs.PayloadVersion
+			if err := p.Validate(); err != nil {
+				t.Fatalf("intake payload is not valid: %v", err)
+			}
+			if p.Trigger == nil || *p.Trigger != tt.want || p.Event != "issues" {
+				t.Fatalf("trigger = %+v, want %+v", p.Trigger, tt.want)
 			}
 		})
 	}

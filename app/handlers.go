@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/command"
 )
 
 // maxPushCommits is how many commits GitHub lists in a push payload; a longer push is cut there.
@@ -64,6 +65,18 @@ func (s *server) route(ctx context.Context, d *delivery) answer {
 			return rejected(http.StatusBadRequest, "requested_action without requested_action")
 		}
 		p, why = s.onCheckRun(&ev)
+	case jobs.EventIssues:
+		var ev issuesEvent
+		if err := json.Unmarshal(d.payload, &ev); err != nil {
+			return rejected(http.StatusBadRequest, "malformed issues payload")
+		}
+		p, why = s.onIssues(&ev)
+	case jobs.EventCheckSuite, jobs.EventWorkflowRun, jobs.EventStatus:
+		var ev ciEvent
+		if err := json.Unmarshal(d.payload, &ev); err != nil {
+			return rejected(http.StatusBadRequest, "malformed "+d.event+" payload")
+		}
+		p, why = s.onCI(d.event, &ev)
 	default:
 		return ignored("event " + d.event + " is not handled")
 	}
@@ -122,7 +135,7 @@ func (s *server) onIssueComment(ev *issueCommentEvent) (jobs.IntakePayload, stri
 	case s.isBot(&ev.Comment.User) || s.isBot(ev.Sender):
 		return p, "comment by a bot"
 	}
-	if _, none := jobs.ParseComment(ev.Comment.Body).(jobs.Ignore); none {
+	if _, none := command.ParseComment(ev.Comment.Body).(command.Ignore); none {
 		return p, "no command in comment"
 	}
 	p.Comment = &jobs.CommentIntake{ID: ev.Comment.ID, Number: ev.Issue.Number, OnPullRequest: ev.Issue.PullRequest != nil,
@@ -212,8 +225,8 @@ func (s *server) onReviewComment(ev *pullRequestReviewCommentEvent) (jobs.Intake
 	case s.isBot(ev.Sender) || s.isBot(&ev.Comment.User):
 		return p, "review comment by a bot"
 	}
-	cmd, ok := jobs.ParseComment(ev.Comment.Body).(jobs.Command)
-	if !ok || cmd.Name != jobs.CmdFix {
+	cmd, ok := command.ParseComment(ev.Comment.Body).(command.Command)
+	if !ok || cmd.Name != command.CmdFix {
 		return p, "review comment without /akira fix"
 	}
 	if why := sameRepository(&ev.PullRequest); why != "" {
@@ -261,5 +274,78 @@ func (s *server) onCheckRun(ev *checkRunEvent) (jobs.IntakePayload, string) {
 		cr.Number = ev.CheckRun.PullRequests[0].Number
 	}
 	p.CheckRun = cr
+	return p, ""
+}
+
+// onCI passes on what another app's CI concluded about a commit: a check suite or an Actions workflow
+// run completed, a commit status that is no longer pending. Whether a run waits for that commit is for
+// the intake to find out; Akira's own suites say nothing it does not know. Check runs are not passed
+// on one by one: their suite's completion follows them.
+func (s *server) onCI(event string, ev *ciEvent) (jobs.IntakePayload, string) {
+	var p jobs.IntakePayload
+	ci := &jobs.CIIntake{}
+	switch event {
+	case jobs.EventCheckSuite, jobs.EventWorkflowRun:
+		body := ev.CheckSuite
+		if event == jobs.EventWorkflowRun {
+			body = ev.WorkflowRun
+		}
+		switch {
+		case ev.Action != "completed":
+			return p, event + " " + ev.Action
+		case body == nil:
+			return p, event + " without its body"
+		case body.App != nil && body.App.ID == s.cfg.AppID && s.cfg.AppID != 0:
+			return p, "Akira's own check suite"
+		}
+		ci.HeadSHA, ci.Name, ci.Conclusion = body.HeadSHA, body.Name, body.Conclusion
+		if body.App != nil && ci.Name == "" {
+			ci.Name = body.App.Slug
+		}
+		if body.HeadBranch != "" {
+			ci.Branches = []string{body.HeadBranch}
+		}
+	case jobs.EventStatus:
+		if ev.State == "pending" {
+			return p, "status pending"
+		}
+		ci.HeadSHA, ci.Name, ci.Conclusion = ev.SHA, ev.Context, ev.State
+		for _, b := range ev.Branches {
+			ci.Branches = append(ci.Branches, b.Name)
+		}
+	}
+	if len(ci.HeadSHA) != 40 || len(ci.Branches) == 0 {
+		return p, event + " names no commit on a branch"
+	}
+	p.CI = ci
+	return p, ""
+}
+
+// onIssues passes on an issue assigned to (or unassigned from) Akira's bot, and any label added to or
+// removed from an issue: which label starts a run is the repository's choice, read by the intake.
+func (s *server) onIssues(ev *issuesEvent) (jobs.IntakePayload, string) {
+	var p jobs.IntakePayload
+	tr := &jobs.TriggerIntake{Number: ev.Issue.Number, Action: ev.Action}
+	switch {
+	case s.isBot(ev.Sender):
+		return p, "issue changed by a bot"
+	case ev.Sender == nil || ev.Issue.Number <= 0:
+		return p, "issues event without a sender and an issue"
+	}
+	tr.Actor = ev.Sender.Login
+	switch ev.Action {
+	case jobs.TriggerAssigned, jobs.TriggerUnassigned:
+		if ev.Assignee == nil || s.cfg.BotLogin == "" || !strings.EqualFold(ev.Assignee.Login, s.cfg.BotLogin) {
+			return p, "issue " + ev.Action + ", not to Akira"
+		}
+	case jobs.TriggerLabeled, jobs.TriggerUnlabeled:
+		if ev.Label == nil || ev.Label.Name == "" {
+			return p, "issue " + ev.Action + " without a label"
+		}
+		tr.Label = ev.Label.Name
+	default:
+		return p, "issue " + ev.Action
+	}
+	p.Trigger = tr
 	return p, ""
 }

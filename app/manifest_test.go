@@ -35,12 +35,13 @@ var eventPermission = map[string]string{
 	"pull_request": "pull_requests", "pull_request_review": "pull_requests",
 	"pull_request_review_comment": "pull_requests", "pull_request_review_thread": "pull_requests",
 	"push": "contents", "release": "contents", "create": "contents", "delete": "contents",
+	"workflow_run": "actions", "workflow_job": "actions", "status": "statuses",
 }
 
 // TestManifestMatchesTheHandlers: the manifest subscribes to exactly the events the webhook server
 // routes (no event a handler waits for is missing, none is delivered only to be dropped), and asks
 // for each event's permission and for what the jobs do (write contents, pull requests, issues and
-// checks), nothing more.
+// checks; read the pull request's CI: Actions' runs and logs, commit statuses), nothing more.
 func TestManifestMatchesTheHandlers(t *testing.T) {
 	m, err := AppManifest()
 	if err != nil {
@@ -64,7 +65,8 @@ func TestManifestMatchesTheHandlers(t *testing.T) {
 			t.Errorf("event %s needs the %q permission, which the manifest does not ask for", e, perm)
 		}
 	}
-	want := map[string]string{"contents": "write", "pull_requests": "write", "issues": "write", "checks": "write", "metadata": "read"}
+	want := map[string]string{"contents": "write", "pull_requests": "write", "issues": "write", "checks": "write",
+		"actions": "read", "statuses": "read", "metadata": "read"}
 	if len(m.DefaultPermissions) != len(want) {
 		t.Errorf("manifest permissions = %v; want exactly %v", m.DefaultPermissions, want)
 	}

@@ -162,3 +162,40 @@ type checkRunEvent struct {
 		Identifier string `json:"identifier"`
 	} `json:"requested_action"`
 }
+
+// ciEvent is a check_suite, workflow_run or status delivery: what a CI concluded about a commit.
+type ciEvent struct {
+	envelope
+	CheckSuite  *ciBody `json:"check_suite"`
+	WorkflowRun *ciBody `json:"workflow_run"`
+	// A status's commit, context, state and the branches whose head the commit is.
+	SHA      string `json:"sha"`
+	Context  string `json:"context"`
+	State    string `json:"state"`
+	Branches []struct {
+		Name string `json:"name"`
+	} `json:"branches"`
+}
+
+type ciBody struct {
+	HeadSHA    string `json:"head_sha"`
+	HeadBranch string `json:"head_branch"`
+	Name       string `json:"name"`
+	Conclusion string `json:"conclusion"`
+	App        *struct {
+		ID   int64  `json:"id"`
+		Slug string `json:"slug"`
+	} `json:"app"`
+}
+
+// issuesEvent is an issues delivery: an issue assigned or labelled (or the same taken back).
+type issuesEvent struct {
+	envelope
+	Issue struct {
+		Number int `json:"number"`
+	} `json:"issue"`
+	Assignee *ghUser `json:"assignee"`
+	Label    *struct {
+		Name string `json:"name"`
+	} `json:"label"`
+}

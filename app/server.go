@@ -1,7 +1,7 @@
 // Package app is Akira's GitHub edge: the webhook server, which only verifies a delivery, drops what
 // Akira never acts on and enqueues one intake task (package jobs does everything that talks to GitHub),
 // the health endpoints, and the GitHub App's configuration. app/gh is the GitHub client that implements
-// the interfaces jobs declares; app/githubtest is a fake GitHub for tests.
+// the interfaces jobs declares; internal/githubtest is a fake GitHub for tests.
 package app
 
 import (

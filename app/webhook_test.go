@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 )
 
 func pingPayload() []byte {

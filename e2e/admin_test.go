@@ -16,8 +16,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/app/admin"
-	"github.com/akira-bot/akira/app/githubtest"
 	"github.com/akira-bot/akira/internal/browsertest"
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/templates"
 )

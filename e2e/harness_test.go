@@ -1,5 +1,5 @@
 // Package e2e drives Akira end to end: the real webhook server (app), real asynq workers (jobs) on a real
-// Redis, and app/githubtest as GitHub (REST, app JWT, installation tokens, git over smart HTTP). The coding
+// Redis, and internal/githubtest as GitHub (REST, app JWT, installation tokens, git over smart HTTP). The coding
 // agent is a shell script run by the exec agent, as an operator would configure it.
 package e2e
 
@@ -26,7 +26,7 @@ import (
 
 	"github.com/akira-bot/akira/app"
 	"github.com/akira-bot/akira/app/gh"
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/notify"
@@ -244,6 +244,10 @@ func newEnvWith(t *testing.T, external bool, addr, operatorYAML string) *env {
 	script := filepath.Join(dir, "agent.sh")
 	must(t, os.WriteFile(script, []byte(agentScript), 0o755))
 	op := fmt.Sprintf("default_agent: script\nmax_attempts: 2\nagents:\n  script:\n    kind: exec\n    command: sh %s\n    env: [E2E_LOG]\n    timeout: 10m\n", script) + operatorYAML
+	if !strings.Contains(operatorYAML, "ci:") {
+		// The fake repositories have no CI of their own unless a test plays one (ci_test.go).
+		op += "ci:\n  watch: off\n"
+	}
 	opFile := filepath.Join(dir, "akira.yml")
 	must(t, os.WriteFile(opFile, []byte(op), 0o644))
 	t.Setenv("E2E_LOG", e.logDir)

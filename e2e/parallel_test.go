@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 )
 

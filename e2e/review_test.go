@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/runner/lessons"
 )

@@ -41,6 +41,7 @@ type fakeGitHub struct {
 	lostAnswer map[string]bool
 	// calls counts calls per operation.
 	calls map[string]int
+	ci    fakeCI
 }
 
 type fakeComment struct {
@@ -56,6 +57,7 @@ func newFakeGitHub() *fakeGitHub {
 		permissions: map[string]string{}, files: map[string]string{}, issues: map[int]Issue{}, pulls: map[int]*PullRequest{}, closed: map[int]bool{}, okCalls: map[string]int{},
 		pullFiles: map[int][]string{}, refs: map[string]string{}, checkRuns: map[int64]*CheckRun{}, fail: map[string]error{},
 		calls: map[string]int{}, failTimes: map[string]int{}, lostAnswer: map[string]bool{}, nextID: 100,
+		ci: fakeCI{checks: map[string][]CICheck{}, evidence: map[string]string{}},
 	}
 }
 
@@ -165,6 +167,9 @@ func (f *fakeGitHub) UpdateCheckRun(_ context.Context, _, _ string, id int64, cr
 	}
 	if cr.Summary != "" {
 		c.Summary = cr.Summary
+	}
+	if cr.Text != "" {
+		c.Text = cr.Text
 	}
 	if cr.Buttons != nil {
 		c.Buttons = cr.Buttons
@@ -474,4 +479,48 @@ var _ GitHub = (*fakeGitHub)(nil)
 // installations hands out f for every installation.
 func (f *fakeGitHub) installations() Installations {
 	return InstallationsFunc(func(context.Context, int64) (GitHub, error) { return f, nil })
+}
+
+// ciOf is what the fake CI reports: checks per commit, the evidence of each check by name, and the
+// jobs re-run.
+type fakeCI struct {
+	checks   map[string][]CICheck
+	evidence map[string]string
+	reruns   []int64
+	required []string
+}
+
+func (f *fakeGitHub) CIChecks(_ context.Context, _, _, sha string) ([]CICheck, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("CIChecks"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.ci.checks[sha]), nil
+}
+
+func (f *fakeGitHub) CIEvidence(_ context.Context, _, _ string, c CICheck) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("CIEvidence"); err != nil {
+		return "", err
+	}
+	return f.ci.evidence[c.Name], nil
+}
+
+func (f *fakeGitHub) RerunFailedJobs(_ context.Context, _, _ string, jobID int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("RerunFailedJobs"); err != nil {
+		return err
+	}
+	f.ci.reruns = append(f.ci.reruns, jobID)
+	f.effect("re-run failed jobs of job %d", jobID)
+	return nil
+}
+
+func (f *fakeGitHub) RequiredChecks(context.Context, string, string, string) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ci.required), f.call("RequiredChecks")
 }

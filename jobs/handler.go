@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
@@ -114,6 +115,12 @@ func NewHandler(d Deps) (*Handler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if d.Store.OnRefused == nil {
+		d.Store.OnRefused = func(te *lifecycle.TransitionError) {
+			log.Error("lifecycle: event refused", "err", te, "run", te.Run, "from", te.From, "event", te.Event)
+			d.Metrics.RefusedTransition(te)
+		}
+	}
 	return &Handler{d: d, log: log}, nil
 }
 
@@ -128,5 +135,7 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux.HandleFunc(TypeSweep, h.HandleSweep)
 	mux.HandleFunc(TypeNotify, h.HandleNotify)
 	mux.HandleFunc(TypeAuditLine, h.HandleAuditLine)
+	mux.HandleFunc(TypePublish, h.HandlePublish)
+	mux.HandleFunc(TypeCI, h.HandleCI)
 	return mux
 }

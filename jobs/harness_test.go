@@ -57,7 +57,9 @@ func newJobsHarness(t *testing.T) *jobsHarness {
 	logs := &syncBuffer{}
 	gh := newFakeGitHub()
 	store := NewStore(rdb, prefix)
-	op, err := config.ParseOperator([]byte("agents:\n  sh:\n    kind: exec\n    command: sh \"$AKIRA_TEST_AGENT\"\n    env: [AKIRA_TEST_AGENT]\ndefault_agent: sh\n"))
+	op, err := config.ParseOperator([]byte("agents:\n  sh:\n    kind: exec\n    command: sh \"$AKIRA_TEST_AGENT\"\n    env: [AKIRA_TEST_AGENT]\ndefault_agent: sh\n" +
+		// The fake repositories have no CI of their own (run_ci_test.go plays one where it matters).
+		"ci:\n  watch: off\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,11 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/lessons"
+	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -28,7 +30,42 @@ const (
 	// EventReview is a review submitted on a pull request; EventReviewComment a comment on its diff.
 	EventReview        = "pull_request_review"
 	EventReviewComment = "pull_request_review_comment"
+	// The pull request's own CI: another app's suite, an Actions workflow run, a commit status.
+	EventCheckSuite  = "check_suite"
+	EventWorkflowRun = "workflow_run"
+	EventStatus      = "status"
+	// EventIssues is an issue assigned or labelled (see TriggerIntake).
+	EventIssues = "issues"
 )
+
+// Issue triggers: the issue assigned to the App's bot, or the trigger label added; and the same taken
+// back, which stops nothing.
+const (
+	TriggerAssigned   = "assigned"
+	TriggerUnassigned = "unassigned"
+	TriggerLabeled    = "labeled"
+	TriggerUnlabeled  = "unlabeled"
+)
+
+// TriggerIntake is an issue assigned to Akira's bot or labelled, which starts a run as `/akira run` on
+// it would, with the same permission rules (the actor's).
+type TriggerIntake struct {
+	Number int    `json:"number"`
+	Action string `json:"action"`
+	Actor  string `json:"actor"`
+	// Label is the label added or removed.
+	Label string `json:"label,omitempty"`
+}
+
+// CIIntake is a CI's report on a commit: a check suite or workflow run completed, or a commit status.
+type CIIntake struct {
+	HeadSHA string `json:"head_sha"`
+	// Branches are the branches whose head the commit is (the suite's head branch, a status's list).
+	Branches []string `json:"branches"`
+	// Name and Conclusion say what was reported, for the log.
+	Name       string `json:"name,omitempty"`
+	Conclusion string `json:"conclusion,omitempty"`
+}
 
 // IntakePayload is one webhook delivery Akira acts on, unpacked by the webhook server from GitHub's
 // payload. Exactly one of Comment, Push, PullRequest and CheckRun is set, matching Event.
@@ -51,6 +88,8 @@ type IntakePayload struct {
 	PullRequest *PullRequestIntake `json:"pull_request,omitempty"`
 	CheckRun    *CheckRunIntake    `json:"check_run,omitempty"`
 	Review      *ReviewIntake      `json:"review,omitempty"`
+	CI          *CIIntake          `json:"ci,omitempty"`
+	Trigger     *TriggerIntake     `json:"trigger,omitempty"`
 }
 
 // ReviewIntake is a review that requests changes, or a review comment holding `/akira fix`, on a
@@ -123,7 +162,7 @@ func (p IntakePayload) Validate() error {
 		errs = append(errs, errors.New("no repository"))
 	}
 	set := 0
-	for _, ok := range []bool{p.Comment != nil, p.Push != nil, p.PullRequest != nil, p.CheckRun != nil, p.Review != nil} {
+	for _, ok := range []bool{p.Comment != nil, p.Push != nil, p.PullRequest != nil, p.CheckRun != nil, p.Review != nil, p.CI != nil, p.Trigger != nil} {
 		if ok {
 			set++
 		}
@@ -135,8 +174,15 @@ func (p IntakePayload) Validate() error {
 		p.Event == EventPush && p.Push == nil,
 		p.Event == EventPullRequest && p.PullRequest == nil,
 		p.Event == EventCheckRun && p.CheckRun == nil,
-		(p.Event == EventReview || p.Event == EventReviewComment) && p.Review == nil:
+		(p.Event == EventReview || p.Event == EventReviewComment) && p.Review == nil,
+		(p.Event == EventCheckSuite || p.Event == EventWorkflowRun || p.Event == EventStatus) && p.CI == nil,
+		p.Event == EventIssues && p.Trigger == nil:
 		errs = append(errs, fmt.Errorf("event %s without its body", p.Event))
+	case p.Trigger != nil && (p.Trigger.Number <= 0 || p.Trigger.Actor == "" ||
+		!slices.Contains([]string{TriggerAssigned, TriggerUnassigned, TriggerLabeled, TriggerUnlabeled}, p.Trigger.Action)):
+		errs = append(errs, errors.New("issue trigger without an issue, an actor and an action"))
+	case p.CI != nil && (len(p.CI.HeadSHA) != 40 || len(p.CI.Branches) == 0):
+		errs = append(errs, errors.New("CI report without a commit and a branch"))
 	case p.Comment != nil && (p.Comment.ID == 0 || p.Comment.Number <= 0):
 		errs = append(errs, errors.New("comment without an id and a number"))
 	case p.PullRequest != nil && (p.PullRequest.Number <= 0 || p.PullRequest.HeadRef == ""):
@@ -146,7 +192,7 @@ func (p IntakePayload) Validate() error {
 	case p.Review != nil && (p.Review.Number <= 0 || p.Review.ReviewID <= 0 || p.Review.Author == "" || p.Review.HeadRef == ""):
 		errs = append(errs, errors.New("review without a pull request, a review id, an author and a head branch"))
 	}
-	if !slices.Contains([]string{EventIssueComment, EventPush, EventPullRequest, EventCheckRun, EventReview, EventReviewComment}, p.Event) {
+	if !slices.Contains([]string{EventIssueComment, EventPush, EventPullRequest, EventCheckRun, EventReview, EventReviewComment, EventCheckSuite, EventWorkflowRun, EventStatus, EventIssues}, p.Event) {
 		errs = append(errs, fmt.Errorf("unknown event %q", p.Event))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -186,6 +232,10 @@ func (h *Handler) HandleIntake(ctx context.Context, t *asynq.Task) error {
 func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	log := h.log.With("task", TypeIntake, "delivery", p.DeliveryID, "event", p.Event,
 		"installation", p.InstallationID, "repo", p.Owner+"/"+p.Repo)
+	if p.CI != nil {
+		// Nothing to ask GitHub yet: a CI report only matters to a run waiting for that commit.
+		return h.onCI(ctx, p, log)
+	}
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
 		return ResultRetry, err
@@ -204,6 +254,8 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 		result, err = h.onCheckRun(ctx, in)
 	case p.Review != nil:
 		result, err = h.onReview(ctx, in)
+	case p.Trigger != nil:
+		result, err = h.onIssueTrigger(ctx, in)
 	}
 	if errors.Is(err, ErrGitHubNotFound) {
 		// The delivery names a repository, issue or installation GitHub does not know (a forged or
@@ -275,8 +327,8 @@ func enqueued(err error) error {
 
 func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
-	res := ParseComment(c.Body)
-	if _, ok := res.(Ignore); ok {
+	res := command.ParseComment(c.Body)
+	if _, ok := res.(command.Ignore); ok {
 		return ResultNoop, nil
 	}
 	acc, err := h.authorize(ctx, in, c.Author)
@@ -290,32 +342,32 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 		return ResultRefused, nil
 	}
 	switch r := res.(type) {
-	case Reply:
+	case command.Reply:
 		if err := in.reply(ctx, c.Number, r.Text); err != nil {
 			return "", err
 		}
 		return ResultReplied, nil
-	case Command:
+	case command.Command:
 		if d, ok := r.Decision(); ok {
 			return h.commandDecision(ctx, in, d, r.Guidance)
 		}
 		switch r.Name {
-		case CmdPlan:
+		case command.CmdPlan:
 			return h.commandPlan(ctx, in, r)
-		case CmdStop:
+		case command.CmdStop:
 			return h.commandStop(ctx, in)
-		case CmdRollback:
+		case command.CmdRollback:
 			return h.commandRollback(ctx, in, r)
-		case CmdRemember, CmdForget:
+		case command.CmdRemember, command.CmdForget:
 			return h.commandMemory(ctx, in, r)
-		case CmdFix:
-			if err := in.reply(ctx, c.Number, commandElsewhereText(CmdFix)); err != nil {
+		case command.CmdFix:
+			if err := in.reply(ctx, c.Number, commandElsewhereText(command.CmdFix)); err != nil {
 				return "", err
 			}
 			return ResultReplied, nil
-		case CmdStatus:
+		case command.CmdStatus:
 			return h.commandStatus(ctx, in)
-		case CmdRun:
+		case command.CmdRun:
 			return h.commandRun(ctx, in, acc, r)
 		}
 	}
@@ -360,11 +412,11 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 }
 
 // commandMemory adds (/akira remember) or removes (/akira forget) a lesson of the repository.
-func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd Command) (string, error) {
+func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	mem := h.d.Store.Lessons(in.p.InstallationID, in.p.Owner, in.p.Repo)
-	data := templates.MemoryReply{ID: cmd.TaskID, Remembered: cmd.Name == CmdRemember}
-	if cmd.Name == CmdRemember {
+	data := templates.MemoryReply{ID: cmd.TaskID, Remembered: cmd.Name == command.CmdRemember}
+	if cmd.Name == command.CmdRemember {
 		// The id comes from the comment: a retried or redelivered command keeps one lesson.
 		sum := sha256.Sum256([]byte("remember:" + strconv.FormatInt(c.ID, 10)))
 		l, err := mem.Add(ctx, lessons.Lesson{ID: "L" + hex.EncodeToString(sum[:4]), Text: cmd.Guidance, Source: "note by @" + c.Author, Author: c.Author})
@@ -387,7 +439,7 @@ func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd Command) (s
 }
 
 // commandRollback hands /akira rollback to a job, which takes the branch's lock.
-func (h *Handler) commandRollback(ctx context.Context, in *intake, cmd Command) (string, error) {
+func (h *Handler) commandRollback(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	err := h.d.Enqueuer.EnqueueRollback(ctx, RollbackPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
 		Owner: in.p.Owner, Repo: in.p.Repo, Number: c.Number, CommentID: c.ID, TaskID: cmd.TaskID, Retry: cmd.Retry,
@@ -399,10 +451,10 @@ func (h *Handler) commandRollback(ctx context.Context, in *intake, cmd Command) 
 	return ResultAccepted, nil
 }
 
-func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd Command) (string, error) {
+func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	if c.OnPullRequest {
-		if err := in.reply(ctx, c.Number, commandElsewhereText(CmdPlan)); err != nil {
+		if err := in.reply(ctx, c.Number, commandElsewhereText(command.CmdPlan)); err != nil {
 			return "", err
 		}
 		return ResultReplied, nil
@@ -430,7 +482,7 @@ func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.Deci
 	return ResultAccepted, nil
 }
 
-func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd Command) (string, error) {
+func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	rc, err := h.configOf(ctx, in, acc)
 	if ce, bad := asRepoConfigError(err); bad {
@@ -450,6 +502,19 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd Co
 		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
 		TrustPlan: cmd.TrustPlan, BudgetUSD: cmd.BudgetUSD,
 		Sender: c.Author,
+	}
+	if plan, line, ok := roadmap.InlinePlan(c.Body, "/akira run"); ok && !c.OnPullRequest && cmd.Path == "" {
+		// A plan pasted under the command runs like an issue's checklist; one that cannot be read is
+		// answered now, before anything is queued.
+		if _, err := roadmap.ParseMarkdown("comment", []byte(plan)); err != nil {
+			problem := inlinePlanProblem(err, line-1)
+			if err := in.reply(ctx, c.Number, render("inline_plan_error", templates.InlinePlanError{Problem: problem},
+				"Akira did not start: the plan under your /akira run cannot be read: "+problem)); err != nil {
+				return "", err
+			}
+			return ResultReplied, nil
+		}
+		run.Plan = command.CapUserText(plan)
 	}
 	if c.OnPullRequest {
 		pr, err := in.gh.GetPullRequest(ctx, in.p.Owner, in.p.Repo, c.Number)
@@ -624,10 +689,96 @@ func (h *Handler) onReview(ctx context.Context, in *intake) (string, error) {
 	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
 		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerReview, Number: rv.Number, Branch: rv.HeadRef,
-		Review: &ReviewRequest{ID: rv.ReviewID, By: rv.Author, Body: capUserText(rv.Body), Guidance: rv.Guidance, CommentID: rv.CommentID},
+		Review: &ReviewRequest{ID: rv.ReviewID, By: rv.Author, Body: command.CapUserText(rv.Body), Guidance: rv.Guidance, CommentID: rv.CommentID},
 		Sender: rv.Author,
 	})
 	if err := enqueued(err); err != nil {
+		return "", err
+	}
+	return ResultAccepted, nil
+}
+
+// inlinePlanProblem says what is wrong with a plan pasted in a comment, with the lines of the comment
+// (the plan starts offset lines into it).
+func inlinePlanProblem(err error, offset int) string {
+	var list roadmap.Errors
+	if !errors.As(err, &list) {
+		var one *roadmap.Error
+		if !errors.As(err, &one) {
+			return err.Error()
+		}
+		list = roadmap.Errors{one}
+	}
+	var out []string
+	for _, e := range list {
+		c := *e
+		c.File = "comment"
+		if c.Line > 0 {
+			c.Line += offset
+		}
+		out = append(out, c.Error())
+	}
+	return strings.Join(out, "; ")
+}
+
+// onIssueTrigger starts a run when a writer assigns the issue to Akira's bot or adds the repository's
+// trigger label, exactly as `/akira run` on the issue would (the delivery makes it once); taking the
+// assignment or the label back stops nothing, and the reply says how to.
+func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error) {
+	tr := in.p.Trigger
+	acc, err := h.authorize(ctx, in, tr.Actor)
+	if err != nil {
+		return "", err
+	}
+	if !acc.allowed {
+		if tr.Action == TriggerUnassigned || tr.Action == TriggerUnlabeled {
+			return ResultNoop, nil
+		}
+		if err := in.reply(ctx, tr.Number, refusalText(tr.Actor, string(command.CmdRun), acc.level)); err != nil {
+			return "", err
+		}
+		return ResultRefused, nil
+	}
+	rc, err := h.configOf(ctx, in, acc)
+	if ce, bad := asRepoConfigError(err); bad {
+		if err := in.reply(ctx, tr.Number, configErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
+			return "", err
+		}
+		return ResultReplied, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	label := rc.Triggers.Label
+	if label == "" {
+		label = config.DefaultTriggerLabel
+	}
+	labelled := tr.Action == TriggerLabeled || tr.Action == TriggerUnlabeled
+	if !rc.Triggers.IssueComment || (labelled && !strings.EqualFold(tr.Label, label)) {
+		return ResultNoop, nil
+	}
+	if tr.Action == TriggerUnassigned || tr.Action == TriggerUnlabeled {
+		run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, tr.Number)
+		if errors.Is(err, ErrNotFound) || (err == nil && run.Status.Terminal()) {
+			return ResultNoop, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		what := "Unassigning Akira"
+		if labelled {
+			what = "Removing the `" + label + "` label"
+		}
+		text := render("trigger_removed", templates.TriggerRemoved{What: what, RunID: run.ID, SummaryURL: run.SummaryURL},
+			what+" does not stop run "+run.ID+"; reply `/akira stop` to stop it.")
+		if err := in.reply(ctx, tr.Number, text); err != nil {
+			return "", err
+		}
+		return ResultReplied, nil
+	}
+	err = enqueued(h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
+		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: tr.Number, Sender: tr.Actor}))
+	if err != nil {
 		return "", err
 	}
 	return ResultAccepted, nil

@@ -3,6 +3,7 @@ package jobs
 import (
 	"log/slog"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,6 +19,7 @@ type Metrics struct {
 	cost         prometheus.Counter
 	reapedRuns   prometheus.Counter
 	redelivered  *prometheus.CounterVec
+	refused      *prometheus.CounterVec
 }
 
 // Job results, the values of the result label of akira_jobs_total.
@@ -33,7 +35,8 @@ const (
 	ResultDecided   = "decided"   // a decision was applied
 	ResultRefused   = "refused"   // not allowed, or a decision that did not apply; the reply says why
 	ResultAborted   = "aborted"
-	ResultInvalid   = "invalid" // a payload that can never be processed
+	ResultWaiting   = "waiting_ci" // the tasks are done; the run waits for the pull request's CI
+	ResultInvalid   = "invalid"    // a payload that can never be processed
 )
 
 // QueueInspector is the part of *asynq.Inspector the queue-size gauge reads.
@@ -71,8 +74,11 @@ func NewMetrics(reg prometheus.Registerer, insp QueueInspector, queues ...string
 		redelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "akira_redeliveries_total", Help: "Failed webhook deliveries the sweeper asked GitHub to redeliver, by result.",
 		}, []string{"result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "akira_transitions_refused_total", Help: "Events the run's transition table did not allow in the run's state, by state and event.",
+		}, []string{"from", "event"}),
 	}
-	cs := []prometheus.Collector{m.jobs, m.taskDuration, m.attempts, m.escalations, m.tokens, m.cost, m.reapedRuns, m.redelivered}
+	cs := []prometheus.Collector{m.jobs, m.taskDuration, m.attempts, m.escalations, m.tokens, m.cost, m.reapedRuns, m.redelivered, m.refused}
 	if insp != nil {
 		if len(queues) == 0 {
 			queues = []string{Queue}
@@ -103,6 +109,17 @@ func (m *Metrics) task(result string, seconds float64, attempts int) {
 	}
 	if attempts > 0 {
 		m.attempts.WithLabelValues(result).Observe(float64(attempts))
+	}
+}
+
+// RefusedTransition counts an event the lifecycle's table refused (Store.OnRefused).
+func (m *Metrics) RefusedTransition(te *lifecycle.TransitionError) {
+	if m != nil {
+		from := te.From
+		if te.Task != "" {
+			from = "task " + from
+		}
+		m.refused.WithLabelValues(from, string(te.Event)).Inc()
 	}
 }
 

@@ -2,9 +2,12 @@ package jobs
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -65,5 +68,41 @@ akira_escalations_total 1
 	}
 	if _, err := NewMetrics(reg, nil); err == nil {
 		t.Error("registering twice on one registry must fail")
+	}
+}
+
+// TestRefusedTransitionLoggedAndCounted: an event the lifecycle's table does not allow in the stored
+// run's state is an error naming both, changes nothing in Redis, and is logged and counted.
+func TestRefusedTransitionLoggedAndCounted(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	store := NewStore(rdb, prefix)
+	if _, err := NewHandler(Deps{Store: store, Locker: NewLocker(rdb, prefix), Enqueuer: &Enqueuer{}, GitHub: newFakeGitHub().installations(),
+		Metrics: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, _, err := store.Create(ctx, newRun("r1", "akira/issue-4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = store.Apply(ctx, run.ID, lifecycle.Revived{})
+	if !errors.Is(err, lifecycle.ErrTransition) || !strings.Contains(err.Error(), `"revived" is not allowed in state queued`) {
+		t.Fatalf("err = %v", err)
+	}
+	after, err := store.Get(ctx, run.ID)
+	if err != nil || after.Rev != run.Rev || after.Status != StatusQueued {
+		t.Fatalf("the refused event wrote the run: %+v, %v", after, err)
+	}
+	if got := testutil.ToFloat64(m.refused.WithLabelValues("queued", "revived")); got != 1 {
+		t.Errorf("akira_transitions_refused_total{from=queued,event=revived} = %v", got)
+	}
+	if !strings.Contains(logs.String(), `"msg":"lifecycle: event refused"`) {
+		t.Errorf("not logged: %s", logs.String())
 	}
 }

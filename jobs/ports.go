@@ -253,6 +253,7 @@ type GitHub interface {
 	Repos
 	Reviews
 	GitAuth
+	CI
 }
 
 // Installations hands out the GitHub client of an installation.
@@ -275,4 +276,60 @@ func installation(ctx context.Context, in Installations, id int64) (GitHub, erro
 		return nil, fmt.Errorf("jobs: installation %d: %w", id, err)
 	}
 	return gh, nil
+}
+
+// CICheck is one check on a commit that is not Akira's own: a check run of another app (each job of a
+// GitHub Actions workflow is one) or a commit status.
+type CICheck struct {
+	// Name is the check run's name or the status's context.
+	Name string `json:"name"`
+	// Source is CISourceCheckRun or CISourceStatus.
+	Source string `json:"source"`
+	// App is the slug of the app that reported a check run (CIAppActions for GitHub Actions).
+	App string `json:"app,omitempty"`
+	// ID is the check run's id (for GitHub Actions, the job's).
+	ID int64 `json:"id,omitempty"`
+	// Status is queued, in_progress or completed (a pending commit status is in_progress).
+	Status string `json:"status"`
+	// Conclusion of a completed check: GitHub's check-run conclusions, or a status's success, failure
+	// or error.
+	Conclusion string `json:"conclusion,omitempty"`
+	URL        string `json:"url,omitempty"`
+	// Title and Summary are a check run's output (a status's description is its Summary).
+	Title   string `json:"title,omitempty"`
+	Summary string `json:"summary,omitempty"`
+}
+
+// Sources and apps of CI checks.
+const (
+	CISourceCheckRun = "check_run"
+	CISourceStatus   = "status"
+	CIAppActions     = "github-actions"
+)
+
+// Done reports whether the check has finished.
+func (c CICheck) Done() bool { return c.Status == "completed" }
+
+// Failed reports whether the check finished with a conclusion that keeps a pull request red.
+func (c CICheck) Failed() bool {
+	switch c.Conclusion {
+	case "failure", "error", "timed_out", "cancelled", "action_required", "startup_failure", "stale":
+		return c.Done()
+	}
+	return false
+}
+
+// CI reads what the pull request's own CI reports on a commit, and asks it to try again.
+type CI interface {
+	// CIChecks lists a commit's checks that are not Akira's own: every other app's check runs (the
+	// latest of each name) and the commit statuses (the latest of each context).
+	CIChecks(ctx context.Context, owner, repo, sha string) ([]CICheck, error)
+	// CIEvidence is what explains a failed check, untrimmed and unmasked: the tail of a GitHub Actions
+	// job's log, else a check run's output and annotations, else a status's description.
+	CIEvidence(ctx context.Context, owner, repo string, c CICheck) (string, error)
+	// RerunFailedJobs re-runs the failed jobs of the workflow run a GitHub Actions job belongs to.
+	RerunFailedJobs(ctx context.Context, owner, repo string, jobID int64) error
+	// RequiredChecks are the checks the branch's protection requires, when the App may read it (nil
+	// otherwise).
+	RequiredChecks(ctx context.Context, owner, repo, branch string) ([]string, error)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/verify"
 	"github.com/akira-bot/akira/templates"
@@ -99,6 +100,8 @@ func templateState(s RunStatus) string {
 		return templates.RunAborted
 	case StatusStopped:
 		return templates.RunHalted
+	case lifecycle.StatusWaitingCI:
+		return templates.RunWaitingCI
 	}
 	return string(s)
 }
@@ -127,9 +130,16 @@ func summaryData(r *Run) templates.Summary {
 			tt.CheckpointURL = r.RepoURL + "/commit/" + t.Checkpoint
 		}
 		s.Tasks = append(s.Tasks, tt)
+		s.Blocked.Blocked = append(s.Blocked.Blocked, t.Blocked...)
 		s.Usage.InputTokens += t.InputTokens
 		s.Usage.OutputTokens += t.OutputTokens
 		s.Usage.CostUSD += t.CostUSD
+	}
+	if w := r.CI; w != nil {
+		s.CI = &templates.CI{None: w.None, Round: w.Round, MaxRounds: w.MaxRounds, Reran: w.Reran}
+		for _, c := range w.Checks {
+			s.CI.Checks = append(s.CI.Checks, templates.CICheck{Name: c.Name, Conclusion: c.Conclusion, URL: c.URL, Required: c.Required})
+		}
 	}
 	if r.Status == StatusParked && len(r.Parked) > 0 {
 		s.ParkedTask = r.Parked[0].TaskID
@@ -196,6 +206,10 @@ func reasonText(esc *runner.Escalation) string {
 		why = "gate after the task"
 	case runner.ReasonBudget:
 		return strings.TrimPrefix(esc.Summary, "the run's budget is reached: ")
+	case lifecycle.ReasonCIFailed:
+		why = "the pull request's CI stays red"
+	case lifecycle.ReasonCITimeout:
+		why = "the pull request's CI did not finish"
 	default:
 		why = esc.Reason
 	}
@@ -314,4 +328,81 @@ func annotations(rs []verify.Result) []Annotation {
 		}
 	}
 	return out
+}
+
+// publish performs the effects waiting in the run's outbox, in order, and removes each from the
+// outbox once it is done: those a transition just wrote, or those a worker that died left behind
+// (the relay in the reaper finds them). Every effect is safe to perform twice, so a worker that dies
+// between performing one and removing it only makes the next one repeat it. An effect whose target
+// is gone (a deleted pull request, a check run GitHub no longer has) is dropped with a log line. It
+// stops at the first effect that fails and returns the error: the rest wait for the next try.
+func (h *Handler) publish(ctx context.Context, gh ReporterGitHub, run *Run, log *slog.Logger) (*Run, error) {
+	for _, e := range slices.Clone(run.Outbox) {
+		if !slices.ContainsFunc(run.Outbox, func(o lifecycle.Effect) bool { return o.ID == e.ID }) {
+			continue // another worker performed it meanwhile
+		}
+		err := h.perform(ctx, gh, run, e)
+		if errors.Is(err, ErrGitHubNotFound) {
+			log.Warn("publish: the effect's target is gone; dropped", "effect", e.Kind, "tasks", e.TaskIDs, "err", err)
+			err = nil
+		}
+		if err != nil {
+			return run, fmt.Errorf("jobs: %s of run %s: %w", e.Kind, run.ID, err)
+		}
+		if run, err = h.d.Store.Update(ctx, run.ID, func(r *Run) error {
+			lifecycle.Done(r, e.ID)
+			return nil
+		}); err != nil {
+			return run, err
+		}
+	}
+	return run, nil
+}
+
+// perform carries out one effect of a durable transition.
+func (h *Handler) perform(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
+	switch e.Kind {
+	case lifecycle.EffectSummary:
+		p := publisher{gh: gh, store: h.d.Store, log: h.log}
+		_, err := p.publishSummary(ctx, run)
+		return err
+	case lifecycle.EffectConcludeCheckRuns:
+		for _, id := range e.TaskIDs {
+			t := run.Task(id)
+			if t == nil || t.CheckRunID == 0 {
+				continue
+			}
+			err := gh.UpdateCheckRun(ctx, run.Owner, run.Repo, t.CheckRunID, CheckRun{Conclusion: e.Conclusion, Title: e.Title, Summary: e.Text})
+			if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+				return fmt.Errorf("conclude check run of %s: %w", id, err)
+			}
+			if _, err := h.d.Store.Update(ctx, run.ID, recordCheckRunDone(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case lifecycle.EffectNotify:
+		data := templates.Notification{Reason: e.Reason}
+		if e.Event == "run_finished" {
+			data = templates.Notification{Tally: summaryData(run).Tally()}
+		}
+		h.notifyRun(ctx, run, e.Event, e.Occasion, data)
+		return nil
+	case lifecycle.EffectContinue:
+		return enqueued(h.d.Enqueuer.EnqueueRun(ctx, continuation(run, continueKey(run.ID, e.Key), e.By)))
+	case lifecycle.EffectReply:
+		note := render("run_stopped", templates.RunStopped{RunID: run.ID, Reason: e.Reason},
+			"Akira stopped run `"+run.ID+"`: "+e.Reason+". Reply `/akira run` here to start again.")
+		// Always look for the reply first: the effect may be replayed after a worker died mid-post.
+		return replyOnce(ctx, h.d.Store, gh, run.Owner, run.Repo, run.Issue, e.Key, note, true)
+	case lifecycle.EffectClosePullRequest:
+		h.closeEmptyPullRequest(ctx, gh, run, h.log)
+		return nil
+	case lifecycle.EffectReady:
+		// No node id: gh reads the pull request afresh, so a replay finds it ready.
+		return gh.MarkReady(ctx, run.Owner, run.Repo, &PullRequest{Number: run.PR, Draft: true})
+	case lifecycle.EffectEscalation:
+		return h.escalate(ctx, gh, run, e)
+	}
+	return fmt.Errorf("publish: unknown effect %q", e.Kind)
 }

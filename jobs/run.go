@@ -13,26 +13,11 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/templates"
-)
-
-// Trigger is what started a run.
-type Trigger string
-
-const (
-	// TriggerIssue is `/akira run` on an issue: branch akira/issue-<n>, a draft PR closing the issue.
-	TriggerIssue Trigger = "issue"
-	// TriggerPush is a push to the default branch that added unchecked tasks: branch akira/roadmap.
-	TriggerPush Trigger = "push"
-	// TriggerPullRequest is a same-repository pull request that changed the roadmap: its own branch.
-	TriggerPullRequest Trigger = "pull_request"
-	// TriggerContinue continues an existing run (RunPayload.RunID) after a decision.
-	TriggerContinue Trigger = "continue"
-	// TriggerReview addresses a review of a pull request Akira works on with one more checkpoint.
-	TriggerReview Trigger = "review"
 )
 
 // RunPayload is the payload of TypeRun.
@@ -62,6 +47,9 @@ type RunPayload struct {
 	Sender string `json:"sender,omitempty"`
 	// CommentID is the `/akira run` comment.
 	CommentID int64 `json:"comment_id,omitempty"`
+	// Plan is a plan pasted under `/akira run` in the comment (an issue run): it runs instead of the
+	// issue's checklist, with the same rules as one.
+	Plan string `json:"plan,omitempty"`
 	// DefaultBranch is the repository's, from the webhook; when empty the job asks GitHub.
 	DefaultBranch string `json:"default_branch,omitempty"`
 	// Review is the review to address (trigger review).
@@ -300,17 +288,21 @@ func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *R
 	if len(cmds) == 0 {
 		return nil
 	}
-	if is.Author == "" {
+	author := is.Author
+	if p.Plan != "" {
+		author = p.Sender // a plan pasted in the comment is the commenter's
+	}
+	if author == "" {
 		return &UntrustedPlanError{Author: "an unknown author", Permission: PermNone, Commands: cmds}
 	}
-	level, err := perms.Permission(ctx, p.Owner, p.Repo, is.Author)
+	level, err := perms.Permission(ctx, p.Owner, p.Repo, author)
 	if err != nil {
 		return fmt.Errorf("jobs: permission of the plan's author %s: %w", is.Author, err)
 	}
 	if slices.Contains(writeLevels, strings.ToLower(level)) {
 		return nil
 	}
-	return &UntrustedPlanError{Author: is.Author, Permission: level, Commands: cmds}
+	return &UntrustedPlanError{Author: author, Permission: level, Commands: cmds}
 }
 
 // refuseUntrustedPlan shows the commands Akira will not run and how a writer confirms them.
@@ -419,8 +411,9 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		if _, uerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
 			// The time this job worked counts against the run's wall-time budget.
 			r.WorkTime += time.Since(jobStart)
-			if requeue && r.Status == StatusRunning {
-				r.Status = StatusQueued
+			if requeue && lifecycle.Allowed(r.Status, lifecycle.EventJobRequeued) {
+				_, err := lifecycle.Apply(r, lifecycle.JobRequeued{}, time.Now())
+				return err
 			}
 			return nil
 		}); uerr != nil {
@@ -434,14 +427,11 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 
 	// Read the state again under the lock: the run may have finished, parked or been aborted while
 	// this job waited.
-	run, err = h.d.Store.Update(lctx, run.ID, func(r *Run) error {
-		if r.Status != StatusQueued && r.Status != StatusRunning {
-			return errNothingToDo
+	run, _, err = h.d.Store.Transition(lctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+		if !lifecycle.Allowed(r.Status, lifecycle.EventJobStarted) {
+			return nil, errNothingToDo
 		}
-		r.Status = StatusRunning
-		r.Jobs++
-		r.Dashboard = h.d.PublicURL
-		return nil
+		return lifecycle.JobStarted{Dashboard: h.d.PublicURL}, nil
 	})
 	if errors.Is(err, errNothingToDo) {
 		return ResultNoop, nil
@@ -449,9 +439,28 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	if err != nil {
 		return ResultRetry, err
 	}
+	if len(run.Outbox) > 0 {
+		// A job that died after a transition left its effects; they come before anything new.
+		if run, err = h.publish(lctx, gh, run, log); err != nil {
+			return ResultRetry, err
+		}
+	}
 	log.Info("run job: working", "job", run.Jobs, "decisions", len(run.Decisions), "parked", len(run.Parked))
 	if run.Stop != nil {
 		return h.stopRun(ctx, gh, run, log) // stopped while it waited in the queue
+	}
+
+	if d, ok := run.Decisions[lifecycle.CITaskID]; ok && run.CI != nil {
+		// A person answered the CI's escalation: another fix round, or the pull request as it is.
+		if run, _, err = h.d.Store.Apply(lctx, run.ID, lifecycle.CIDecided{Decision: d.Decision}); err != nil {
+			return ResultRetry, err
+		}
+		if run, err = h.publish(ctx, gh, run, log); err != nil {
+			return ResultRetry, err
+		}
+		if run.Status == StatusSucceeded {
+			return ResultSucceeded, nil
+		}
 	}
 
 	if why, err := h.goneByPeople(lctx, gh, run); err != nil {
@@ -491,6 +500,9 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		StartCommit: run.PR == 0,
 		Sandbox:     h.d.Sandbox, AgentNetwork: profile.AgentNetwork(),
 	}
+	if profile.AgentNetwork() == sandbox.NetAllow || h.d.Sandbox.VerifyNetwork == sandbox.NetAllow {
+		log.Warn("run job: " + sandbox.AllowWarning)
+	}
 	if h.d.Sandbox.Mode != sandbox.Bubblewrap {
 		log.Warn("run job: no sandbox: the agent and the verification commands run as the worker's user and can reach its files and network (sandbox: none)")
 	}
@@ -509,7 +521,19 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	handed := maps.Clone(run.Decisions)
 	sctx, cancelStop := context.WithCancelCause(lctx)
 	go h.watchStop(sctx, run.ID, cancelStop, log)
-	out, runErr := runPlans(sctx, opts, run, rep)
+	var out runner.Outcome
+	var runErr error
+	if run.CI != nil && run.CI.Fix != nil {
+		// A fix round of the pull request's CI: one task, whose prompt holds what failed.
+		log.Info("run job: fix round for the pull request's CI", "round", run.CI.Round, "checks", run.CI.Fix.Checks)
+		// Each round's task is its own in the run's state ("ci-<round>#fix"), as the plans of a spec pull request are.
+		fo := ciFixOptions(opts, run)
+		fo.Reporter, fo.Decisions = scopedReporter{r: rep, scope: fo.TaskScope}, decisionsFor(opts.Decisions, fo.TaskScope)
+		out, runErr = runner.Run(sctx, fo)
+		out = scopeOutcome(fo.TaskScope, out)
+	} else {
+		out, runErr = runPlans(sctx, opts, run, rep)
+	}
 	stopped := errors.Is(context.Cause(sctx), errStopRequested)
 	cancelStop(nil)
 	run = rep.Run()
@@ -541,7 +565,7 @@ func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string
 	}
 	// A branch the run pushed to before (its pull request comes from it, or a checkpoint is on it)
 	// must still be there: the run never recreates it.
-	if run.PR != 0 || checkpointed(run) {
+	if run.PR != 0 || run.Checkpointed() {
 		_, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
 		if errors.Is(err, ErrGitHubNotFound) {
 			return fmt.Sprintf("the branch `%s` was deleted", run.Branch), nil
@@ -558,36 +582,12 @@ func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string
 // it came from gets a note, since the pull request's comments may no longer be read.
 func (h *Handler) stopForPeople(ctx context.Context, gh GitHub, run *Run, why string, log *slog.Logger) (string, error) {
 	log.Info("run job: stopped by what people did", "why", why)
-	run, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error {
-		recordAborted(r, "", why)
-		r.Parked = nil
-		return nil
-	})
+	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.TakenAway{Why: why})
 	if err != nil {
 		return ResultRetry, err
 	}
-	for _, t := range run.Tasks {
-		if t.CheckRunID != 0 && !t.CheckRunDone {
-			if err := gh.UpdateCheckRun(ctx, run.Owner, run.Repo, t.CheckRunID, CheckRun{Conclusion: ConclusionCancelled,
-				Title: "Stopped", Summary: "The run stopped: " + why + "."}); err != nil && !errors.Is(err, ErrGitHubNotFound) {
-				return ResultRetry, fmt.Errorf("jobs: cancel check run of %s: %w", t.ID, err)
-			}
-			if run, err = h.d.Store.Update(ctx, run.ID, recordCheckRunDone(t.ID)); err != nil {
-				return ResultRetry, err
-			}
-		}
-	}
-	p := publisher{gh: gh, store: h.d.Store, log: log}
-	if _, err := p.publishSummary(ctx, run); err != nil && !errors.Is(err, ErrGitHubNotFound) {
+	if _, err := h.publish(ctx, gh, run, log); err != nil {
 		return ResultRetry, err
-	}
-	if run.Issue != 0 && run.Issue != run.PR {
-		retried, _ := asynq.GetRetryCount(ctx)
-		note := render("run_stopped", templates.RunStopped{RunID: run.ID, Reason: why},
-			"Akira stopped run `"+run.ID+"`: "+why+". Reply `/akira run` here to start again.")
-		if err := replyOnce(ctx, h.d.Store, gh, run.Owner, run.Repo, run.Issue, "stopped-"+run.ID, note, retried > 0); err != nil {
-			return ResultRetry, fmt.Errorf("jobs: note on issue #%d: %w", run.Issue, err)
-		}
 	}
 	return ResultAborted, nil
 }
@@ -641,17 +641,18 @@ func (h *Handler) retryOrFail(ctx, lctx context.Context, gh GitHub, run *Run, er
 func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err error, log *slog.Logger) (string, error) {
 	log.Error("run job: run failed", "err", err)
 	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "jobs: "), ": "+asynq.SkipRetry.Error())
-	run, uerr := h.d.Store.Update(ctx, run.ID, func(r *Run) error { return recordFailed(r, msg) })
+	run, _, uerr := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+		if !lifecycle.Allowed(r.Status, lifecycle.EventFailed) {
+			return nil, nil // it ended while the job worked (aborted): it stays as it is
+		}
+		return lifecycle.Failed{Message: msg}, nil
+	})
 	if uerr != nil {
 		return ResultRetry, errors.Join(err, uerr)
 	}
-	h.notifyRun(ctx, run, "run_failed", "failed-"+strconv.Itoa(run.Jobs), templates.Notification{Reason: msg})
-	if run.OpenedPR && !run.PRClosed && !checkpointed(run) {
-		run = h.closeEmptyPullRequest(ctx, gh, run, log)
-	}
-	p := publisher{gh: gh, store: h.d.Store, log: log}
-	if _, perr := p.publishSummary(ctx, run); perr != nil {
-		log.Warn("run job: summary of the failed run not posted", "err", perr)
+	if _, perr := h.publish(ctx, gh, run, log); perr != nil {
+		// The job ends here all the same: the relay performs what is left.
+		log.Warn("run job: the failed run's effects are not all performed yet", "err", perr)
 	}
 	return ResultFailed, err
 }
@@ -685,7 +686,8 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 		status, result = StatusFailed, ResultFailed
 	}
 	// Only Akira's own draft is marked ready: a person's pull request (a spec pull request) is theirs.
-	if status == StatusSucceeded && run.PR != 0 && run.OpenedPR {
+	// A run that watches its CI is readied when its CI is green (run_ci.go).
+	if status == StatusSucceeded && run.PR != 0 && run.OpenedPR && run.CI == nil {
 		pr := &PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
 		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
 			return ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
@@ -698,27 +700,17 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 			return ResultRetry, err
 		}
 	}
-	run, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error { return recordFinished(r, status, out, handed) })
+	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.EngineFinished{Status: status, Outcome: out, Handed: handed})
 	if err != nil {
 		return ResultRetry, err
 	}
-	if run.Status == StatusQueued {
-		// Decisions taken while this job ran: their own continuation found the run moving and left it
-		// to this job, which queues the next one.
-		cont := continuation(run, continueKey(run.ID, "late-"+strconv.Itoa(run.Jobs)), run.Sender)
-		if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, cont)); err != nil {
-			return ResultRetry, err
-		}
+	switch run.Status {
+	case StatusQueued:
 		status, result = StatusQueued, ResultDecided
+	case lifecycle.StatusWaitingCI:
+		status, result = lifecycle.StatusWaitingCI, ResultWaiting
 	}
-	switch status {
-	case StatusSucceeded:
-		h.notifyRun(ctx, run, "run_finished", "finished-"+strconv.Itoa(run.Jobs), templates.Notification{Tally: summaryData(run).Tally()})
-	case StatusFailed:
-		h.notifyRun(ctx, run, "run_failed", "failed-"+strconv.Itoa(run.Jobs), templates.Notification{Reason: out.Error})
-	}
-	p := publisher{gh: gh, store: h.d.Store, log: log}
-	if _, err := p.publishSummary(ctx, run); err != nil {
+	if _, err := h.publish(ctx, gh, run, log); err != nil {
 		return ResultRetry, err
 	}
 	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))

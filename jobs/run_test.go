@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/gittest"
@@ -493,7 +494,8 @@ func TestRecordUsageAndBlocked(t *testing.T) {
 	if run.Task("1.2").Note != "depends on 1.1" {
 		t.Errorf("note = %q", run.Task("1.2").Note)
 	}
-	if err := recordTaskStarted(run, runner.Event{TaskID: "9.9"}); err == nil {
+	run.Status = StatusRunning
+	if _, err := lifecycle.Apply(run, lifecycle.TaskStarted{Engine: runner.Event{TaskID: "9.9"}}, time.Now()); err == nil || !strings.Contains(err.Error(), "9.9") {
 		t.Error("an event for a task the run does not have must be an error")
 	}
 }

@@ -1,10 +1,19 @@
-// Package jobs is Akira's use cases, run by asynq workers: the intake of a webhook (permission check,
-// replies, repository configuration, deciding what to run), the run job (branch lock, the engine, the
-// GitHub reporter), the resume job (a human decision on a parked run), and the run state, locks and
-// metrics they keep in Redis.
+// Package jobs is Akira's use cases, run by asynq workers. Its files are grouped by flow:
 //
-// jobs declares the small GitHub interfaces it needs in its own types (see ports.go); app/gh implements
-// them. It never imports app, gin, go-github or ghinstallation.
+//   - intake*.go: what arrives (a webhook's intake task, the REST API's control actions, the plan job
+//     for an issue in prose, the sweeper of failed deliveries) up to the work it queues; the commands
+//     themselves are parsed by jobs/command.
+//   - run*.go: the run job (branch lock, the engine, stop, budget, decisions, rollback, rebuild from
+//     the branch, the reaper of dead workers, progress and estimates). Every status change is an event
+//     of jobs/lifecycle, the run's transition table, applied through Store.Transition.
+//   - publish*.go: what goes back to GitHub and elsewhere: the effects a transition returns (summary,
+//     check runs, escalation comments, replies, notifications, continuations), performed by the
+//     reporter or the publisher, and replayed from the run's outbox by the relay after a crash.
+//   - store*.go: what is kept in Redis: run records, branch locks, attempt logs, lessons.
+//   - handler.go, tasks.go, worker.go, ports.go, metrics.go: the task types and their wiring, and the
+//     small GitHub interfaces this package declares in its own types, which app/gh implements.
+//
+// It never imports app, gin, go-github or ghinstallation.
 package jobs
 
 import (

@@ -13,6 +13,7 @@ import (
 
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -129,6 +130,9 @@ func (e *engine) prepare(ctx context.Context) error {
 	}
 	if len(e.o.Verify) == 0 {
 		e.o.Verify = repoCfg.Verify
+	}
+	if err := withRepoEgress(&e.o.Sandbox, repoCfg); err != nil {
+		return fmt.Errorf("runner: %w: .github/akira.yml: %w", ErrUsage, err)
 	}
 	if repoCfg.MemoryOff() {
 		e.o.Lessons = nil // memory: off in .github/akira.yml
@@ -650,24 +654,33 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
+	agentBox, agentNet, err := egressPolicy(e.o.Sandbox, e.o.AgentNetwork, e.ws.Dir, e.ws.GitDir(), agentHome, modelOf(e.o.Agent), e.costLeft())
+	if err != nil {
+		return nil, err
+	}
 	tctx, cancelTimeout := context.WithTimeout(ctx, e.o.AgentTimeout)
 	actx, cancel := context.WithCancelCause(tctx)
 	dog := newStallWatchdog(e.ws.Dir, e.o.StallTimeout)
 	go dog.watch(actx, cancel)
 	res, aerr := e.o.Agent.Run(actx, agent.Request{
 		Workspace: e.ws.Dir, TaskID: t.ID, TaskTitle: t.Title, Attempt: n, Prompt: prompt, Feedback: feedback,
-		ProtectedPaths: e.o.ProtectedPaths, Sandbox: e.o.Sandbox.Policy(e.o.AgentNetwork, e.ws.Dir, e.ws.GitDir(), agentHome),
+		ProtectedPaths: e.o.ProtectedPaths, Sandbox: agentBox,
 		Activity: dog.alive,
 	})
 	timedOut := tctx.Err() == context.DeadlineExceeded
 	stalled := errors.Is(context.Cause(actx), errStalled)
 	cancel(nil)
 	cancelTimeout()
+	var blocked []egress.Blocked
+	if agentNet != nil {
+		rep := agentNet.Close()
+		res.Usage, blocked = meteredUsage(res.Usage, rep), rep.Blocked
+	}
 	r.Usage = r.Usage.Add(res.Usage)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("runner: %w", ctx.Err())
 	}
-	ev := Event{Attempt: n, Usage: &res.Usage, Duration: res.Duration, Output: res.Output}
+	ev := Event{Attempt: n, Usage: &res.Usage, Duration: res.Duration, Output: res.Output, Blocked: blocked}
 	if aerr != nil {
 		ev.Message = aerr.Error()
 	}
@@ -694,17 +707,14 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		return nil, err
 	}
 	started := time.Now()
-	results, err := verify.Run(ctx, e.ws.Dir, plan.Commands, verify.Options{
-		Env: e.verifyEnv, Timeout: e.o.VerifyTimeout, OutputCap: e.o.OutputCap, Stream: e.o.Output,
-		Sandbox: e.o.Sandbox.Policy(e.o.Sandbox.VerifyNetwork, e.ws.Dir, e.ws.GitDir(), verifyHome),
-	})
+	results, blocked, err := e.runVerify(ctx, plan, verifyHome)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("runner: %w", ctx.Err())
 		}
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	if err := e.emit(ctx, e.taskEvent(EventVerifyFinished, t, Event{Attempt: n, Verify: results, Duration: time.Since(started)})); err != nil {
+	if err := e.emit(ctx, e.taskEvent(EventVerifyFinished, t, Event{Attempt: n, Verify: results, Duration: time.Since(started), Blocked: blocked})); err != nil {
 		return nil, err
 	}
 	if !verify.Passed(results) {
@@ -718,6 +728,31 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		return e.gateAfter(ctx, t, n, info)
 	}
 	return e.checkpoint(ctx, t, info)
+}
+
+// runVerify runs the verification commands of plan, through an egress session of their own, and
+// returns what the session refused.
+func (e *engine) runVerify(ctx context.Context, plan verify.Plan, home string) ([]verify.Result, []egress.Blocked, error) {
+	box, sess, err := egressPolicy(e.o.Sandbox, e.o.Sandbox.VerifyNetwork, e.ws.Dir, e.ws.GitDir(), home, nil, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	results, err := verify.Run(ctx, e.ws.Dir, plan.Commands, verify.Options{
+		Env: e.verifyEnv, Timeout: e.o.VerifyTimeout, OutputCap: e.o.OutputCap, Stream: e.o.Output, Sandbox: box,
+	})
+	var blocked []egress.Blocked
+	if sess != nil {
+		blocked = sess.Close().Blocked
+	}
+	return results, blocked, err
+}
+
+// costLeft is what the run's cost budget leaves for one attempt's model calls (0: no limit).
+func (e *engine) costLeft() float64 {
+	if e.o.Budget.CostUSD <= 0 {
+		return 0
+	}
+	return max(e.o.Budget.CostUSD-e.spent().Usage.CostUSD, 1e-9)
 }
 
 // judgeWork asks the acceptance judge about verified work of a task with acceptance criteria. A
@@ -945,7 +980,12 @@ func (e *engine) park(ctx context.Context, t *roadmap.Task, esc Escalation) erro
 	if err := e.ws.Reset(ctx); err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
-	esc.ParkedRef, esc.ParkedCommit = e.ws.ParkedRef(e.key(t.ID)), sha
+	esc.ParkedCommit = sha
+	// A dry run pushes nothing: the parked commit lives only in the workspace, which is removed at
+	// the end, so there is no ref to name.
+	if !e.o.DryRun {
+		esc.ParkedRef = e.ws.ParkedRef(e.key(t.ID))
+	}
 	return e.markParked(ctx, t, esc)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/verify"
 )
@@ -42,7 +43,8 @@ const (
 	EventTaskEscalated EventType = "task_escalated"
 	// EventTaskDecided: a human decision (Decision) was taken for the task.
 	EventTaskDecided EventType = "task_decided"
-	// EventTaskParked: the task waits for a decision; its work is saved on Escalation.ParkedRef.
+	// EventTaskParked: the task waits for a decision; its work is saved on Escalation.ParkedRef (none
+	// in a dry run).
 	EventTaskParked EventType = "task_parked"
 	// EventTaskSkipped: the task will not run (--skip or a skip decision); dependents stay blocked.
 	EventTaskSkipped EventType = "task_skipped"
@@ -96,6 +98,9 @@ type Event struct {
 	Duration time.Duration `json:"duration_ns,omitempty"`
 	Usage    *agent.Usage  `json:"usage,omitempty"`
 	Message  string        `json:"message,omitempty"`
+	// Blocked are the destinations the egress proxy refused the agent (agent_finished) or the
+	// verification commands (verify_finished) of the attempt.
+	Blocked []egress.Blocked `json:"blocked,omitempty"`
 
 	Decision   *Decision   `json:"decision,omitempty"`
 	Escalation *Escalation `json:"escalation,omitempty"`

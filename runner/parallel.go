@@ -262,10 +262,7 @@ func (e *engine) recombine(ctx context.Context, t *roadmap.Task, info checkpoint
 		return nil, fmt.Errorf("runner: %w", err)
 	}
 	plan := verify.Choose(e.ws.Dir, t.Verify, e.o.Verify)
-	results, err := verify.Run(ctx, e.ws.Dir, plan.Commands, verify.Options{
-		Env: e.verifyEnv, Timeout: e.o.VerifyTimeout, OutputCap: e.o.OutputCap, Stream: e.o.Output,
-		Sandbox: e.o.Sandbox.Policy(e.o.Sandbox.VerifyNetwork, e.ws.Dir, e.ws.GitDir(), verifyHome),
-	})
+	results, _, err := e.runVerify(ctx, plan, verifyHome)
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}

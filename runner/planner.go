@@ -76,13 +76,19 @@ func MakePlan(ctx context.Context, o PlanOptions) (PlanResult, error) {
 	feedback := ""
 	for n := 1; n <= planAttempts; n++ {
 		res.Attempts = n
+		box, sess, err := egressPolicy(o.Sandbox, o.AgentNetwork, ws.Dir, ws.GitDir(), home, modelOf(o.Agent), 0)
+		if err != nil {
+			return res, fmt.Errorf("runner: plan: %w", err)
+		}
 		actx, cancel := context.WithTimeout(ctx, o.AgentTimeout)
 		out, aerr := o.Agent.Run(actx, agent.Request{
 			Workspace: ws.Dir, TaskID: PlanTaskID, TaskTitle: "Plan " + o.Subject, Attempt: n,
-			Prompt: planPrompt(o, feedback), Feedback: feedback,
-			Sandbox: o.Sandbox.Policy(o.AgentNetwork, ws.Dir, ws.GitDir(), home),
+			Prompt: planPrompt(o, feedback), Feedback: feedback, Sandbox: box,
 		})
 		cancel()
+		if sess != nil {
+			out.Usage = meteredUsage(out.Usage, sess.Close())
+		}
 		res.Usage = res.Usage.Add(out.Usage)
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("runner: plan: %w", ctx.Err())

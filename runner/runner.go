@@ -261,7 +261,8 @@ type Escalation struct {
 	// HeadSHA is the branch head (the last checkpoint) when the task was parked.
 	HeadSHA string `json:"head_sha"`
 	// ParkedRef holds the failed work as a commit on top of HeadSHA (ParkedCommit) on the remote, for
-	// a later DecisionApprove.
+	// a later DecisionApprove. A dry run pushes nothing, so a task it parks has a ParkedCommit that
+	// lives only in the workspace and no ParkedRef.
 	ParkedRef    string `json:"parked_ref,omitempty"`
 	ParkedCommit string `json:"parked_commit,omitempty"`
 }

@@ -187,6 +187,7 @@ func (t *Terminal) print(ev Event) {
 		} else {
 			t.printf("%s· agent done %s\n", t.indent(ev.TaskID), t.c(dim, "("+FormatDuration(ev.Duration)+usageText(ev)+")"))
 		}
+		t.blocked(ev, "agent")
 	case EventVerifyStarted:
 		t.task(ev.TaskID).phase = "verify"
 		msg := ev.Message
@@ -206,6 +207,7 @@ func (t *Terminal) print(ev Event) {
 			}
 			t.printf("%s  %s %s%s %s\n", t.indent(ev.TaskID), mark, r.Command, status, t.c(dim, "("+FormatDuration(r.Duration)+")"))
 		}
+		t.blocked(ev, "verification")
 	case EventJudged:
 		if ev.Verdict == nil {
 			t.printf("%s  %s judge: %s\n", t.indent(ev.TaskID), t.c(red, "✗"), ev.Message)
@@ -263,8 +265,13 @@ func (t *Terminal) print(ev Event) {
 		t.done(ev.TaskID)
 		t.settled++
 		ref := ""
-		if ev.Escalation != nil && ev.Escalation.ParkedRef != "" {
+		switch {
+		case ev.Escalation == nil:
+		case ev.Escalation.ParkedRef != "":
 			ref = "; its work is saved on " + ev.Escalation.ParkedRef
+		case ev.Escalation.ParkedCommit != "":
+			// Only a dry run parks without a ref (see Escalation.ParkedRef).
+			ref = "; dry run: its work is not kept, it goes with the temporary workspace"
 		}
 		t.printf("%s %s parked: %s%s\n", t.c(yellow, "⏸"), t.c(bold, ev.TaskID), ev.Message, ref)
 	case EventTaskSkipped:
@@ -464,4 +471,17 @@ func lastLines(s string, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// blocked lists the destinations the egress proxy refused to who (the agent, verification), each
+// with what would allow it.
+func (t *Terminal) blocked(ev Event, who string) {
+	if len(ev.Blocked) == 0 {
+		return
+	}
+	t.printf("%s%s the network refused %s %d destination(s):\n", t.indent(ev.TaskID), t.c(yellow, "!"), who, len(ev.Blocked))
+	for _, b := range ev.Blocked {
+		t.printf("%s  %s %s:%d ×%d: %s %s\n", t.indent(ev.TaskID), t.c(dim, "│"), b.Host, b.Port, b.Count, b.Reason,
+			t.c(dim, "(allow it: "+AllowLine(b)+")"))
+	}
 }

@@ -51,7 +51,27 @@ const (
 	RunFailed  = "failed"
 	RunAborted = "aborted"
 	RunHalted  = "stopped"
+	// RunWaitingCI: the tasks are done; the run waits for the pull request's own CI.
+	RunWaitingCI = "waiting for CI"
 )
+
+// CI is the pull request's own CI as the summary shows it.
+type CI struct {
+	Checks []CICheck
+	// None says the head showed no check within the grace period; Round and MaxRounds count the fix
+	// rounds; Reran names the checks re-run once as flaky.
+	None             bool
+	Round, MaxRounds int
+	Reran            []string
+}
+
+// CICheck is one check of the pull request's CI.
+type CICheck struct {
+	Name       string
+	Conclusion string // empty while it runs
+	URL        string
+	Required   bool
+}
 
 // Summary is the one comment per run that is edited in place as the run goes.
 type Summary struct {
@@ -83,6 +103,10 @@ type Summary struct {
 	// StartedBy started the run; AnsweredBy answered its latest escalation.
 	StartedBy  string
 	AnsweredBy string
+	// CI is the pull request's own CI, when the run watches it.
+	CI *CI
+	// Blocked are the destinations the egress proxy refused the run's tasks.
+	Blocked BlockedSection
 }
 
 // Count is how many tasks have the status.
@@ -339,6 +363,20 @@ type CommandUsage struct {
 }
 
 // BadPath answers /akira run with a path outside the repository.
+// TriggerRemoved answers a person who took back the assignment or the label that started a run.
+type TriggerRemoved struct {
+	What       string // "Unassigning Akira", "Removing the `akira` label"
+	RunID      string
+	SummaryURL string
+}
+
+// InlinePlanError answers `/akira run` with a plan under it that does not parse.
+type InlinePlanError struct {
+	// Problem is the parser's error, with the line in the comment.
+	Problem string
+}
+
+// BadPath answers `/akira run <path>` with a path outside the repository.
 type BadPath struct {
 	// Path is what the user wrote (the caller shortens it); the template quotes it safely.
 	Path  string

@@ -3,6 +3,7 @@ package templates
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -33,6 +34,7 @@ var funcs = template.FuncMap{
 	"trim":                strings.TrimSpace,
 	"lines":               nonEmptyLines,
 	"add":                 func(a, b int) int { return a + b },
+	"has":                 slices.Contains[[]string],
 	"outputLines":         func() int { return OutputLines },
 	"checkRunOutputLines": func() int { return CheckRunOutputLines },
 }

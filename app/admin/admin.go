@@ -23,6 +23,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -195,6 +196,8 @@ type RunDetail struct {
 	Error  string       `json:"error,omitempty"`
 	Tasks  []TaskDetail `json:"tasks"`
 	Parked []ParkedTask `json:"parked"`
+	// CI is the pull request's own CI, when the run watches it.
+	CI *lifecycle.CIWatch `json:"ci,omitempty"`
 }
 
 // TaskDetail is one task of a run.
@@ -211,6 +214,20 @@ type TaskDetail struct {
 	CheckRunURL  string               `json:"check_run_url,omitempty"`
 	Judge        *templates.Judgement `json:"judge,omitempty"`
 	Logs         []LogLink            `json:"logs"`
+	// Blocked are the destinations the egress proxy refused the task.
+	Blocked []BlockedDestination `json:"blocked,omitempty"`
+}
+
+// BlockedDestination is a destination the egress proxy refused an attempt, and how to allow it.
+type BlockedDestination struct {
+	Attempt int       `json:"attempt"`
+	Who     string    `json:"who"`
+	Host    string    `json:"host"`
+	Port    int       `json:"port"`
+	Count   int       `json:"count"`
+	First   time.Time `json:"first"`
+	Reason  string    `json:"reason"`
+	Allow   string    `json:"allow"`
 }
 
 // LogLink points at an attempt's log.
@@ -248,6 +265,10 @@ func detailOf(r *jobs.Run) RunDetail {
 		td := TaskDetail{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, DurationSecs: t.Duration.Seconds(),
 			CostUSD: t.CostUSD, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, Checkpoint: t.Checkpoint,
 			CheckRunURL: t.CheckRunURL, Judge: t.Judgement, Logs: []LogLink{}}
+		for _, b := range t.Blocked {
+			td.Blocked = append(td.Blocked, BlockedDestination{Attempt: b.Attempt, Who: b.Who, Host: b.Host, Port: b.Port,
+				Count: b.Count, First: b.First, Reason: b.Reason, Allow: b.Allow})
+		}
 		for n := 1; n <= t.Attempts; n++ {
 			td.Logs = append(td.Logs, LogLink{Attempt: n, URL: logPath(r.ID, t.ID, n)})
 		}
@@ -256,6 +277,11 @@ func detailOf(r *jobs.Run) RunDetail {
 	for _, p := range r.Parked {
 		d.Parked = append(d.Parked, ParkedTask{TaskID: p.TaskID, Reason: p.Reason, Summary: p.Summary, Since: p.At})
 	}
+	if r.CI != nil {
+		ci := *r.CI
+		ci.Fix = nil // the evidence is for the agent and the escalation, not for every API reader
+		d.CI = &ci
+	}
 	return d
 }
 
@@ -263,7 +289,7 @@ func logPath(runID, taskID string, n int) string {
 	return "/api/v1/runs/" + runID + "/tasks/" + taskID + "/attempts/" + strconv.Itoa(n) + "/log"
 }
 
-var runStatuses = []jobs.RunStatus{jobs.StatusQueued, jobs.StatusRunning, jobs.StatusParked, jobs.StatusStopped,
+var runStatuses = []jobs.RunStatus{jobs.StatusQueued, jobs.StatusRunning, lifecycle.StatusWaitingCI, jobs.StatusParked, jobs.StatusStopped,
 	jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusAborted}
 
 // filterOf reads ?repo=owner/name&state=a,b&limit=n.

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/app/gh"
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/app/gh"
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/templates"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 )
 
 // TestServeHostileAgent runs the hostile agent of the runner's tests (runner/testdata/hostile-agent.sh)
@@ -47,7 +47,7 @@ func TestServeHostileAgent(t *testing.T) {
 	base, _, logs := startServeWith(t, fake, serveSetup{
 		operator: "default_agent: hostile\nagents:\n  hostile:\n    kind: exec\n    command: bash " + script + "\n" +
 			"    env: [KEY_PATH, OUTSIDE, REDIS_PORT, WORKDIR]\n    network: allow\n" +
-			"sandbox:\n  mode: bubblewrap\n  read_only: [" + filepath.Dir(script) + "]\n",
+			"sandbox:\n  mode: bubblewrap\n  read_only: [" + filepath.Dir(script) + "]\nci:\n  watch: off\n",
 		redisURL: "redis://:" + redisPassword + "@" + rds.Addr() + "/0",
 		keyPath:  keyPath, workDir: workDir,
 		env: []string{"KEY_PATH=" + keyPath, "OUTSIDE=" + outside, "REDIS_PORT=" + port, "WORKDIR=" + workDir},

@@ -51,14 +51,14 @@ func TestMemoryCommands(t *testing.T) {
 // TestMemoryOfTheApp: an operator writes a note into the App's memory of a repository in Redis,
 // where the App's runs read it (the same store); the installation is found from the lessons kept.
 func TestMemoryOfTheApp(t *testing.T) {
-	addr := redistest.Addr(t)
-	t.Setenv("REDIS_URL", "redis://"+addr+"/12")
+	// A Redis of the test's own: the command uses Akira's default key prefix.
+	addr := redistest.Own(t)
+	t.Setenv("REDIS_URL", "redis://"+addr+"/0")
 	repo := fmt.Sprintf("octo/memtest-%d", time.Now().UnixNano())
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 12})
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { rdb.Close() })
 	appStore := jobs.NewStore(rdb, "")
 	owner, name, _ := strings.Cut(repo, "/")
-	t.Cleanup(func() { rdb.Del(context.Background(), "akira:lessons:77:"+repo, "akira:lessons:78:"+repo) })
 
 	if _, stderr, code := runCmd(t, "memory", "--app", repo, "list"); code != 2 || !strings.Contains(stderr, "give --installation") {
 		t.Fatalf("no lessons and no installation: exit %d %q", code, stderr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,15 +15,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/agent/profiles"
+	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
 )
 
 func init() { subcommands = append(subcommands, newPlanCmd) }
 
 func newPlanCmd() *cobra.Command {
-	var asJSON bool
-	var parallel int
-	var format string
+	var o planOptions
 	cmd := &cobra.Command{
 		Use:   "plan [PATH]",
 		Short: "Show the tasks of a roadmap and the order they will run in",
@@ -33,31 +34,64 @@ with the execution order; with --parallel N, the waves a run with up to N tasks 
 runs alone). Nothing is run.
 
 The markdown is read in the convention its marks show (a GSD roadmap, spec-kit or Kiro tasks, an
-OpenSpec change, a checklist), which plan prints; --format forces one.
+OpenSpec change, a checklist), which plan prints; --format forces one. --explain shows, for each
+task, the line it was read from, how it was read, and the words each dependency was read from.
 
-Exit status: 0 when the roadmap is valid, 2 when it is invalid (every problem is printed
-on stderr), 1 on other failures such as a missing file.`,
+A plan that no format reads with confidence (no tasks, or not one dependency naming a task) is
+an error that names the formats tried and the closest one. With a planner agent configured (the
+agent of --config / $AKIRA_CONFIG, --agent or --agent-cmd, as for akira run), --normalize asks it
+to rewrite the plan in Akira's checklist format and shows the result beside the source lines each
+task came from; nothing is written unless --write is given (the original is kept as PATH.orig),
+and nothing runs until you run it.
+
+Exit status: 0 when the roadmap is valid, 2 when it is invalid or not read (every problem is
+printed on stderr), 1 on other failures such as a missing file.`,
 		Args:          cobra.MaximumNArgs(1),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "ROADMAP.md"
+			o.path = "ROADMAP.md"
 			if len(args) == 1 {
-				path = args[0]
+				o.path = args[0]
 			}
-			if parallel < 1 || parallel > 32 {
-				return withExit(2, fmt.Errorf("--parallel: %d is out of range (1 to 32)", parallel))
+			if o.parallel < 1 || o.parallel > 32 {
+				return withExit(2, fmt.Errorf("--parallel: %d is out of range (1 to 32)", o.parallel))
 			}
-			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), path, asJSON, parallel, format)
+			if o.write && !o.normalize {
+				return withExit(2, errors.New("--write writes what --normalize proposes: give both"))
+			}
+			return runPlan(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the roadmap as JSON")
-	cmd.Flags().IntVar(&parallel, "parallel", 1, "show the waves of a run with up to this many tasks at once")
-	cmd.Flags().StringVar(&format, "format", "", "read the markdown as "+strings.Join(roadmap.Conventions, ", ")+" (default: detected)")
+	fl := cmd.Flags()
+	fl.BoolVar(&o.asJSON, "json", false, "print the roadmap as JSON")
+	fl.IntVar(&o.parallel, "parallel", 1, "show the waves of a run with up to this many tasks at once")
+	fl.StringVar(&o.format, "format", "", "read the markdown as "+strings.Join(roadmap.Conventions, ", ")+" (default: detected)")
+	fl.BoolVar(&o.explain, "explain", false, "show for each task the line it came from, how it was read and where each dependency was read")
+	fl.BoolVar(&o.normalize, "normalize", false, "have the planner agent rewrite a plan no format reads as a checklist, shown beside its source lines")
+	fl.BoolVar(&o.write, "write", false, "with --normalize: write the rewritten plan over PATH, keeping the original as PATH.orig")
+	// The planner agent, chosen as akira run chooses its agent.
+	fl.StringVar(&o.agent.agentCmd, "agent-cmd", "", "with --normalize: shell command of the planner agent (prompt on stdin and in $AKIRA_PROMPT_FILE)")
+	fl.StringVar(&o.agent.agentName, "agent", "", "with --normalize: agent profile of --config, or a built-in agent: openai, anthropic (default: default_agent of --config)")
+	fl.StringVar(&o.agent.model, "model", "", "with --normalize: model of the built-in agent, overriding the profile's")
+	fl.StringVar(&o.agent.configFile, "config", os.Getenv("AKIRA_CONFIG"), "operator configuration file with agent profiles ($AKIRA_CONFIG)")
+	fl.StringArrayVar(&o.agent.env, "env", nil, "with --normalize: environment variable passed to the agent, e.g. ANTHROPIC_API_KEY (repeatable)")
+	fl.StringVar(&o.agent.sandbox, "sandbox", "", "with --normalize: confine the agent: bubblewrap or none (default: sandbox of --config, else bubblewrap when it runs here)")
+	fl.DurationVar(&o.agent.agentTimeout, "agent-timeout", runner.DefaultAgentTimeout, "with --normalize: time limit of one agent call")
+	fl.StringVar(&o.agent.workDir, "work-dir", "", "with --normalize: directory for the agent's scratch directory (default: $TMPDIR)")
 	return cmd
 }
 
-func runPlan(stdout, stderr io.Writer, path string, asJSON bool, parallel int, format string) error {
+// planOptions are the flags of `akira plan`.
+type planOptions struct {
+	path, format                      string
+	asJSON, explain, normalize, write bool
+	parallel                          int
+	agent                             runFlags // the planner agent's flags, as akira run reads them
+}
+
+func runPlan(ctx context.Context, stdout, stderr io.Writer, o planOptions) error {
+	path, format := o.path, o.format
 	if format != "" && !slices.Contains(roadmap.Conventions, format) {
 		return withExit(2, fmt.Errorf("--format %q: want one of %s", format, strings.Join(roadmap.Conventions, ", ")))
 	}
@@ -68,6 +102,17 @@ func runPlan(stdout, stderr io.Writer, path string, asJSON bool, parallel int, f
 	if err != nil {
 		return withExit(1, fmt.Errorf("plan: %w", err))
 	}
+	assessed := roadmap.Assess(path, data, format)
+	if o.normalize {
+		return runNormalize(ctx, stdout, stderr, o, path, data, assessed)
+	}
+	// notRead is the one paragraph that says why no format reads the plan, and what to do.
+	notRead := func() {
+		fmt.Fprintln(stderr, assessed.Problem(path))
+		if hint := normalizeHint(o.agent, path); hint != "" {
+			fmt.Fprintln(stderr, hint)
+		}
+	}
 	r, err := roadmap.ParseAs(path, data, format)
 	if err != nil {
 		var errs roadmap.Errors
@@ -77,15 +122,68 @@ func runPlan(stdout, stderr io.Writer, path string, asJSON bool, parallel int, f
 		for _, e := range errs {
 			fmt.Fprintln(stderr, e.Error())
 		}
+		if !assessed.Confident {
+			notRead()
+		}
 		return withExit(2, fmt.Errorf("%s: invalid roadmap (%s)", path, plural(len(errs), "error")))
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintln(stderr, "warning: "+w.Error())
 	}
-	if asJSON {
-		return writePlanJSON(stdout, r)
+	if !assessed.Confident && len(r.Tasks) == 0 {
+		// Nothing to show but the reason; a script reading --json still gets the document.
+		if o.asJSON {
+			if err := writePlanJSON(stdout, r, o.explain, data); err != nil {
+				return err
+			}
+		}
+		notRead()
+		return withExit(2, nil)
 	}
-	return writePlanText(stdout, r, parallel)
+	switch {
+	case o.asJSON:
+		err = writePlanJSON(stdout, r, o.explain, data)
+	case o.explain && len(r.Tasks) > 0:
+		err = writePlanExplain(stdout, r, data)
+	default:
+		err = writePlanText(stdout, r, o.parallel)
+	}
+	if err != nil {
+		return err
+	}
+	if !assessed.Confident {
+		notRead()
+	}
+	return nil
+}
+
+// plannerName names the planner agent the flags and the operator's file configure ("" for none),
+// without building it.
+func plannerName(f runFlags) string {
+	switch {
+	case strings.TrimSpace(f.agentCmd) != "":
+		return "--agent-cmd"
+	case f.agentName != "":
+		return f.agentName
+	}
+	op, err := config.LoadOperator(f.configFile)
+	if err != nil || (op.DefaultAgent == "" && len(op.Agents) == 0) {
+		return ""
+	}
+	if name, _, err := profiles.Resolve(op, ""); err == nil {
+		return name
+	}
+	return ""
+}
+
+// normalizeHint offers --normalize when a planner agent is configured.
+func normalizeHint(f runFlags, path string) string {
+	name := plannerName(f)
+	if name == "" {
+		return ""
+	}
+	return fmt.Sprintf("hint: akira plan --normalize %s asks the planner agent (%s) to rewrite it as a checklist, shown beside the lines each task came from; "+
+		"nothing is written without --write, and nothing runs until you run it", path, name)
 }
 
 // planJSON is the documented shape of `akira plan --json`; arrays are never null.
@@ -116,6 +214,17 @@ type planTaskJSON struct {
 	Optional bool              `json:"optional,omitempty"`
 	// Context are the plan and spec files the task names, which go into its prompt.
 	Context []string `json:"context"`
+	// With --explain: the line the task was read from, how it was read, and where each dependency
+	// was read.
+	SourceText  string        `json:"source_text,omitempty"`
+	ReadAs      string        `json:"read_as,omitempty"`
+	DependsFrom []planDepJSON `json:"depends_from,omitempty"`
+}
+
+type planDepJSON struct {
+	ID   string `json:"id"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
 }
 
 type planSubtaskJSON struct {
@@ -130,7 +239,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func writePlanJSON(w io.Writer, r *roadmap.Roadmap) error {
+func writePlanJSON(w io.Writer, r *roadmap.Roadmap, explain bool, data []byte) error {
 	out := planJSON{Source: r.Source, Title: r.Title, Convention: r.Convention, Order: nonNil(r.Order), Tasks: []planTaskJSON{}}
 	for _, t := range r.Tasks {
 		subs := []planSubtaskJSON{}
@@ -142,6 +251,13 @@ func writePlanJSON(w io.Writer, r *roadmap.Roadmap) error {
 			Labels: nonNil(t.Labels), Depends: nonNil(t.Depends), Verify: nonNil(t.Verify), Accept: nonNil(t.Accept),
 			Subtasks: subs, Notes: t.Notes, Optional: t.Optional, Context: nonNil(t.Context),
 		})
+		if explain {
+			j := &out.Tasks[len(out.Tasks)-1]
+			j.SourceText, j.ReadAs, j.DependsFrom = sourceLine(data, t.Line), t.ReadAs, []planDepJSON{}
+			for _, d := range t.DependsFrom {
+				j.DependsFrom = append(j.DependsFrom, planDepJSON(d))
+			}
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 )
 
 // rssKiB reads a process's resident set size from /proc.

@@ -21,6 +21,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -60,12 +61,19 @@ branch: finished tasks are never redone, parked ones are retried.
 The agent command runs through sh -c in the workspace. The prompt arrives on stdin and in the
 file $AKIRA_PROMPT_FILE; AKIRA_TASK_ID, AKIRA_TASK_TITLE, AKIRA_ATTEMPT and AKIRA_WORKSPACE are
 set, and from the second attempt on AKIRA_FEEDBACK_FILE holds what went wrong. Its environment
-is scrubbed: pass what it needs (an API key) with --env NAME.
+is scrubbed: pass what it needs (an API key) with --env NAME. A model key passed so
+(ANTHROPIC_API_KEY, OPENAI_API_KEY, CODEX_API_KEY) never enters the sandbox: Akira's egress
+proxy holds it, the agent gets a placeholder and a base URL (ANTHROPIC_BASE_URL,
+OPENAI_BASE_URL) pointing at the proxy, which adds the key and meters every call.
+
+The agent and verification reach the network only through the egress proxy, to the
+operator's allowlist (default: the package registries); network none and allow are set in
+--config.
 
 Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage,
 1 other failure, 130 interrupted.`,
 		Example: `  akira run --agent-cmd 'claude -p --permission-mode acceptEdits' --env ANTHROPIC_API_KEY
-  akira run --agent-cmd 'codex exec --full-auto "$(cat "$AKIRA_PROMPT_FILE")"' --env OPENAI_API_KEY
+  akira run --agent-cmd 'codex exec -c openai_base_url="$OPENAI_BASE_URL" -s workspace-write --skip-git-repo-check --json -' --env CODEX_API_KEY
   akira run --roadmap docs/ROADMAP.md --verify 'make lint' --verify 'go test ./...' --agent-cmd ./agent.sh
   akira run --non-interactive --json --agent-cmd ./agent.sh > events.jsonl`,
 		Args: cobra.NoArgs,
@@ -159,6 +167,10 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	if warning != "" {
 		fmt.Fprintln(stderr, "akira: warning: "+warning)
 	}
+	for _, w := range networkWarnings(box, agentNet) {
+		fmt.Fprintln(stderr, "akira: warning: "+w)
+	}
+	box.Egress = egress.New(egress.Config{})
 	verifyTimeout := f.verifyTimeout
 	if !cmd.Flags().Changed("verify-timeout") && op.VerifyTimeout > 0 {
 		verifyTimeout = time.Duration(op.VerifyTimeout)
@@ -224,7 +236,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	}
 	switch out.Status {
 	case runner.StatusParked:
-		fmt.Fprintln(stderr, parkedHelp(out))
+		fmt.Fprintln(stderr, parkedHelp(out, f.dryRun))
 		return withExit(3, nil)
 	case runner.StatusAborted:
 		return withExit(1, errors.New("aborted: the branch is at its last checkpoint"))
@@ -232,24 +244,52 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	return nil
 }
 
-func parkedHelp(out runner.Outcome) string {
+func parkedHelp(out runner.Outcome, dryRun bool) string {
 	var b strings.Builder
 	for _, p := range out.Parked {
 		fmt.Fprintf(&b, "akira: task %s (%s) is parked: %s\n", p.TaskID, p.Title, p.Summary)
+	}
+	if dryRun {
+		// A dry run pushes no parked ref, so there is nothing for --approve to accept later.
+		b.WriteString("akira: dry run: nothing was pushed and the parked work was removed with the temporary workspace; " +
+			"run without --dry-run to keep it on the remote, where --approve ID can accept it")
+		return b.String()
 	}
 	b.WriteString("akira: run the same command again to retry, add --approve ID to accept the parked work, or --skip ID")
 	return b.String()
 }
 
 // agentFromFlags builds the agent of a run: --agent-cmd, else the profile --agent names (in --config,
-// or a built-in one), else the configuration's default_agent.
+// or a built-in one), else the configuration's default_agent; with the network its commands may
+// reach.
 func agentFromFlags(f *runFlags, op config.Operator, stream io.Writer) (agent.Agent, sandbox.Network, error) {
 	if strings.TrimSpace(f.agentCmd) != "" {
 		if f.agentName != "" {
 			return nil, "", errors.New("--agent-cmd and --agent both choose the agent: give one")
 		}
-		// A coding-agent CLI talks to its model API.
-		return &agent.Exec{Command: f.agentCmd, PassEnv: f.env, Timeout: f.agentTimeout, Stream: stream}, sandbox.NetAllow, nil
+		// A coding-agent CLI talks to its model API: a key passed with --env stays with the egress
+		// proxy, which the CLI reaches through the base URL it is given.
+		p := config.AgentProfile{Kind: "exec", Command: f.agentCmd, Prices: op.Prices}
+		for _, name := range f.env {
+			switch name {
+			case "ANTHROPIC_API_KEY":
+				p.API, p.AgentKeyEnv, p.BaseURL = egress.ProtocolAnthropic, name, os.Getenv("ANTHROPIC_BASE_URL")
+			case "OPENAI_API_KEY", "CODEX_API_KEY":
+				p.API, p.APIKeyEnv, p.AgentKeyEnv, p.BaseURL = egress.ProtocolOpenAI, name, name, os.Getenv("OPENAI_BASE_URL")
+			default:
+				continue
+			}
+			break
+		}
+		model, err := profiles.ModelRoute("--agent-cmd", p, profiles.Options{Model: f.model})
+		if err != nil {
+			return nil, "", err
+		}
+		passEnv := f.env
+		if model != nil {
+			passEnv = slices.DeleteFunc(slices.Clone(f.env), func(n string) bool { return n == model.KeyEnv || n == model.KeyVar })
+		}
+		return &agent.Exec{Command: f.agentCmd, PassEnv: passEnv, Timeout: f.agentTimeout, Stream: stream, Model: model}, sandbox.NetAllowlist, nil
 	}
 	if f.agentName == "" && op.DefaultAgent == "" && len(op.Agents) == 0 {
 		return nil, "", errors.New("no agent: give the coding agent's command with --agent-cmd (e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'), " +
@@ -267,6 +307,18 @@ func agentFromFlags(f *runFlags, op config.Operator, stream io.Writer) (agent.Ag
 	}
 	ag, err := profiles.New(name, p, profiles.Options{Model: f.model, PassEnv: f.env, Stream: stream})
 	return ag, p.AgentNetwork(), err
+}
+
+// networkWarnings are what a run says at its start about networks that are not fenced.
+func networkWarnings(box sandbox.Config, agentNet sandbox.Network) []string {
+	var out []string
+	if agentNet == sandbox.NetAllow || box.VerifyNetwork == sandbox.NetAllow {
+		out = append(out, sandbox.AllowWarning)
+	}
+	if box.Mode != sandbox.Bubblewrap && (agentNet == sandbox.NetAllowlist || box.VerifyNetwork == sandbox.NetAllowlist) {
+		out = append(out, "sandbox: none: network allowlist is not enforced without the sandbox (commands share this host's network); the egress proxy still holds the agent's model key")
+	}
+	return out
 }
 
 // resolveRepo turns --repo into what the engine clones: a URL as given, a local path made absolute,

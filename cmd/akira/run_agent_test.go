@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/internal/sandboxtest"
 	"github.com/akira-bot/akira/runner/agent/llm/llmtest"
 	"github.com/akira-bot/akira/runner/gittest"
 )
@@ -83,5 +84,40 @@ func TestRunWithOperatorProfile(t *testing.T) {
 	}
 	if strings.Contains(string(env), "s3cret-value") || !strings.Contains(string(env), "AKIRA_TEST_LOG=") {
 		t.Fatalf("agent environment:\n%s", env)
+	}
+}
+
+// TestRunAgentScriptOutsideRepository: the newcomer's first run, an agent script kept outside the
+// repository under the default sandbox, ends with the task parked and an error that says the sandbox
+// hides the script and how to show it; --sandbox-ro with the script's directory then runs it.
+func TestRunAgentScriptOutsideRepository(t *testing.T) {
+	sandboxtest.Require(t)
+	roadmap := "# R\n\n- [ ] 1.1 First file\n  - verify: `test -f 1.1.txt`\n"
+	f := newRunFixture(t, roadmap)
+	scripts := t.TempDir()
+	script := filepath.Join(scripts, "agent.sh")
+	mustWrite(t, script, "#!/bin/sh\necho \"$AKIRA_TASK_TITLE\" > \"$AKIRA_TASK_ID.txt\"\n")
+
+	stdout, stderr, code := f.run(t, "run", "--agent-cmd", script, "--work-dir", f.workDir, "--non-interactive")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (parked)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	hint := "the sandbox hides " + script
+	fix := "akira run --sandbox-ro " + scripts
+	for _, want := range []string{hint, fix, "put the script in the repository"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the terminal output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "task 1.1 (First file) is parked: ") || !strings.Contains(stderr, hint) {
+		t.Errorf("the escalation does not say why:\n%s", stderr)
+	}
+
+	stdout, stderr, code = f.run(t, "run", "--agent-cmd", script, "--sandbox-ro", scripts, "--work-dir", f.workDir, "--non-interactive")
+	if code != 0 {
+		t.Fatalf("with the fix it names: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if got := gittest.Git(t, f.repo.Work, "show", "akira/roadmap:1.1.txt"); got != "First file" {
+		t.Errorf("1.1.txt = %q", got)
 	}
 }

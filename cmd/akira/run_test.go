@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	os.Setenv("AKIRA_CACHE_DIR", filepath.Join(dir, "cache"))
 	// And its memory: lessons live in the test's directory.
 	os.Setenv("AKIRA_MEMORY_DIR", filepath.Join(dir, "lessons"))
+	// A command a test runs without naming its Redis (redistest.Own) must fail, not fall back to
+	// the default Redis URL (port 6379 of this machine, a developer's own Redis). Port 1 refuses at once.
+	os.Setenv("REDIS_URL", "redis://127.0.0.1:1/0")
 	build := exec.Command("go", "build", "-o", akiraBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -500,8 +503,48 @@ func TestRunBinaryDryRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", s, stdout)
 		}
 	}
-	if refs := gittest.Git(t, f.repo.Remote, "for-each-ref", "refs/akira/"); refs != "" {
-		t.Errorf("a dry run left refs on the remote: %s", refs)
+	// `akira run` in a clone pushes back to that clone, not to the clone's own remote.
+	if refs := gittest.Git(t, f.repo.Work, "for-each-ref", "refs/akira/"); refs != "" {
+		t.Errorf("a dry run left refs in the repository: %s", refs)
+	}
+}
+
+// TestRunBinaryDryRunParks: a task that parks in a dry run names no parked ref, since none was
+// pushed, and says its work is not kept; the same run without --dry-run names the ref it pushed.
+func TestRunBinaryDryRunParks(t *testing.T) {
+	f := newRunFixture(t, "")
+	f.touch(t, "fail-1.1")
+	const ref = "refs/akira/parked/akira/roadmap/1.1"
+	stdout, stderr, code := f.run(t, append(f.args(), "--dry-run")...)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (a task is parked)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if strings.Contains(stdout+stderr, "refs/akira/parked") || strings.Contains(stdout+stderr, "saved on") {
+		t.Errorf("a dry run names a parked ref it never pushed:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	for _, s := range []string{"1.1 parked", "dry run: its work is not kept, it goes with the temporary workspace"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("stdout lacks %q:\n%s", s, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "dry run: nothing was pushed and the parked work was removed with the temporary workspace") ||
+		strings.Contains(stderr, "add --approve ID to accept the parked work") {
+		t.Errorf("stderr offers to approve work a dry run did not keep:\n%s", stderr)
+	}
+	// `akira run` in a clone pushes back to that clone.
+	if refs := gittest.Git(t, f.repo.Work, "for-each-ref", "refs/akira/", "refs/heads/akira/"); refs != "" {
+		t.Fatalf("a dry run left refs in the repository: %s", refs)
+	}
+
+	stdout, stderr, code = f.run(t, f.args()...)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "its work is saved on "+ref) || !strings.Contains(stderr, "--approve ID") {
+		t.Errorf("a real run does not name the parked ref %s:\nstdout:\n%s\nstderr:\n%s", ref, stdout, stderr)
+	}
+	if refs := gittest.Git(t, f.repo.Work, "for-each-ref", "--format=%(refname)", "refs/akira/"); !strings.Contains(refs, ref) {
+		t.Errorf("the repository lacks %s: %q", ref, refs)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/runner/workspace"
 )
@@ -249,7 +250,13 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		if warning != "" {
 			log.Warn(warning)
 		}
-		log.Info("sandbox", "mode", box.Mode, "verify_network", box.VerifyNetwork, "disk_limit", sandbox.Bytes(box.Disk))
+		// One egress proxy per worker process: each attempt opens a session of its own on it.
+		box.Egress = egress.New(egress.Config{Logger: log})
+		for _, w := range serveNetworkWarnings(op, box) {
+			log.Warn(w)
+		}
+		log.Info("sandbox", "mode", box.Mode, "verify_network", box.VerifyNetwork, "disk_limit", sandbox.Bytes(box.Disk),
+			"egress_allow", strings.Join(box.Allow.Entries(), ","))
 	}
 	// Read before forgetSecrets empties the environment of them.
 	masker := jobs.NewMasker(knownSecrets(op, getenv)...)
@@ -273,6 +280,9 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	metrics, err := jobs.NewMetrics(reg, inspector, jobs.Queue)
 	if err != nil {
 		return err
+	}
+	if box.Egress != nil {
+		reg.MustRegister(egressCollector{box.Egress})
 	}
 	asynqClient := asynq.NewClientFromRedisClient(rdb)
 	defer asynqClient.Close()
@@ -365,7 +375,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		}
 		log.Info("workers started", "concurrency", env.Concurrency, "workdir", env.WorkDir, "agents", strings.Join(op.AgentNames(), ","))
 		// Runs whose worker died are continued within a lock TTL and a sweep, not at asynq's lease
-		// recovery a minute or more later (see jobs/reaper.go).
+		// recovery a minute or more later (see jobs/run_reaper.go).
 		go func() { defer close(reaperDone); h.RunReaper(reapCtx, 0) }()
 		// Every worker's scheduler queues the sweep; the task is unique per interval, so one runs.
 		sched = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: jobs.AsynqLogger(log), LogLevel: asynq.WarnLevel})

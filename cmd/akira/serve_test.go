@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -16,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/akira-bot/akira/app/githubtest"
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/internal/sandboxtest"
 )
@@ -33,10 +30,6 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// serveDB is the Redis database of these tests: the real binary uses Akira's default key prefix and
-// queue, so it gets a database of its own rather than sharing the one other packages' tests use.
-const serveDB = 13
-
 // startServe starts the real `akira serve` binary against the fake GitHub and returns its base URL.
 func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args ...string) (string, *exec.Cmd, *lockedLog) {
 	t.Helper()
@@ -46,7 +39,9 @@ func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args .
 	mustWrite(t, agentScript, "#!/bin/sh\necho \"$AKIRA_TASK_TITLE\" > \"task-$AKIRA_TASK_ID.txt\"\n")
 	return startServeWith(t, fake, serveSetup{
 		operator: "default_agent: script\nagents:\n  script:\n    kind: exec\n    command: sh " + agentScript + "\n" +
-			"sandbox:\n  mode: bubblewrap\n  read_only: [" + scripts + "]\n",
+			"sandbox:\n  mode: bubblewrap\n  read_only: [" + scripts + "]\n" +
+			// The fake repository has no CI of its own: its pull requests are ready when the tasks are.
+			"ci:\n  watch: off\n",
 		env: extraEnv, args: args,
 	})
 }
@@ -54,7 +49,8 @@ func startServe(t *testing.T, fake *githubtest.Server, extraEnv []string, args .
 // serveSetup is what a test chooses of an `akira serve` process.
 type serveSetup struct {
 	operator string // the operator's YAML (AKIRA_CONFIG)
-	// redisURL is the Redis the process uses; empty: database serveDB of the test Redis, flushed.
+	// redisURL is the Redis the process uses; empty: a Redis of the test's own (redistest.Own), since
+	// the real binary uses Akira's default key prefix and queue.
 	redisURL string
 	keyPath  string // where the App's key is written; empty: a file in a temporary directory
 	workDir  string // AKIRA_WORKDIR; empty: a temporary directory
@@ -97,12 +93,7 @@ func startServeWith(t *testing.T, fake *githubtest.Server, s serveSetup) (string
 	t.Helper()
 	sandboxtest.Require(t)
 	if s.redisURL == "" {
-		rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t), DB: serveDB})
-		if err := rdb.FlushDB(context.Background()).Err(); err != nil {
-			t.Fatalf("redis at %s: %v", redistest.Addr(t), err)
-		}
-		t.Cleanup(func() { rdb.FlushDB(context.Background()); rdb.Close() })
-		s.redisURL = fmt.Sprintf("redis://%s/%d", redistest.Addr(t), serveDB)
+		s.redisURL = "redis://" + redistest.Own(t) + "/0"
 	}
 	dir := t.TempDir()
 	if s.keyPath == "" {
@@ -358,7 +349,7 @@ func TestServeMissingAgentProgram(t *testing.T) {
 	cmd := exec.Command(akiraBin, "serve")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()),
 		"GITHUB_PRIVATE_KEY_PATH=" + key, "GITHUB_WEBHOOK_SECRET=s", "GITHUB_API_URL=" + fake.URL(), "AKIRA_CONFIG=" + op,
-		"AKIRA_ADDR=" + freeAddr(t), "REDIS_URL=redis://" + redistest.Addr(t) + "/13"}
+		"AKIRA_ADDR=" + freeAddr(t), "REDIS_URL=redis://" + redistest.Own(t) + "/0"}
 	out, _ := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), `agent "claude": no-such-agent-cli is not installed`) {
 		t.Fatalf("exit %d: %s; want exit 2 naming the profile and its program", code, out)

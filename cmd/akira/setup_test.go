@@ -21,8 +21,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/akira-bot/akira/app"
-	"github.com/akira-bot/akira/app/githubtest"
 	"github.com/akira-bot/akira/internal/browsertest"
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 )
 
@@ -237,7 +237,7 @@ func serveWithEnvFile(t *testing.T, fake *githubtest.Server, envFile, secret str
 	addr := freeAddr(t)
 	cmd := exec.Command(akiraBin, "serve", "--web-only", "--env-file", envFile)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AKIRA_ADDR=" + addr,
-		fmt.Sprintf("REDIS_URL=redis://%s/%d", redistest.Addr(t), serveDB)}
+		"REDIS_URL=redis://" + redistest.Own(t) + "/0"}
 	logs := &lockedLog{}
 	cmd.Stdout, cmd.Stderr = &lineWriter{logs}, &lineWriter{logs}
 	if err := cmd.Start(); err != nil {

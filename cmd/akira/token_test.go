@@ -16,11 +16,12 @@ import (
 // TestTokenCommands: create prints a token once (only its hash is kept), list shows names and
 // scopes, revoke ends it; bad names, scopes and duplicates are refused.
 func TestTokenCommands(t *testing.T) {
-	addr := redistest.Addr(t)
-	t.Setenv("REDIS_URL", "redis://"+addr+"/11")
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DB: 11})
-	t.Cleanup(func() { rdb.FlushDB(context.Background()); rdb.Close() })
-	rdb.FlushDB(context.Background())
+	// A Redis of the test's own: the command uses Akira's default key prefix, and the test reads
+	// every key.
+	addr := redistest.Own(t)
+	t.Setenv("REDIS_URL", "redis://"+addr+"/0")
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
 	name := fmt.Sprintf("ci-%d", time.Now().UnixNano()%100000)
 
 	out, stderr, code := runCmd(t, "token", "create", name, "--scope", "control")

@@ -34,8 +34,9 @@ func main() {
 	quick := os.Getenv("BENCH_QUICK") != ""
 	overheadTasks := "100x"
 	ackRounds := "5x"
+	modelCalls := "200x"
 	if quick {
-		overheadTasks, ackRounds = "20x", "1x"
+		overheadTasks, ackRounds, modelCalls = "20x", "1x", "20x"
 	}
 	steps := []step{
 		{"engine overhead per task", "./runner/", "^$", "^BenchmarkTaskOverhead$", overheadTasks, true},
@@ -45,6 +46,7 @@ func main() {
 		{"workspaces", "./runner/workspace/", "^$", "^BenchmarkWorkspace$", "1x", true},
 		{"recovery after SIGKILL", "./e2e/", "^TestWorkerKilledMidRun$", "", "", false},
 		{"idle RSS", "./cmd/akira/", "^TestIdleRSS$", "", "", true},
+		{"egress proxy per model call", "./runner/egress/", "^$", "^BenchmarkProxyOverhead$", modelCalls, true},
 	}
 	start := time.Now()
 	figures := map[string]float64{}
@@ -133,6 +135,10 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 		get("tasks.last.ms"), get("tasks.first.ms"), "first 20 tasks", 1.1))
 	rows = append(rows, ratioRow("three [P] tasks with a 3 s agent, 3 at once", "s",
 		get("parallel.parallel.seconds"), get("parallel.sequential.seconds"), "one at a time", 0.5))
+	rows = append(rows, ratioRow("proxy overhead per model call p50 (streamed, through the sandbox's forwarder, metered)", "ms",
+		get("proxy.p50.ms"), get("proxy.floor_p50.ms"), "direct call", 1.1))
+	rows = append(rows, ratioRow("proxy overhead per model call p99 (streamed, through the sandbox's forwarder, metered)", "ms",
+		get("proxy.p99.ms"), get("proxy.floor_p99.ms"), "direct call", 1.1))
 	if len(missing) > 0 {
 		return fmt.Errorf("figures missing from the benchmarks' output: %s", strings.Join(missing, ", "))
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/akira-bot/akira/internal/testnotes"
 )
 
 // EnvRequired makes a missing browser a test failure.
@@ -34,11 +36,11 @@ func New(tb testing.TB) context.Context {
 	tb.Helper()
 	path := executable()
 	if path == "" {
-		msg := "this test needs Chromium (Debian: apt-get install chromium; or set AKIRA_TEST_CHROMIUM)"
+		hint := "install Chromium (Debian/Ubuntu: apt-get install chromium), or set AKIRA_TEST_CHROMIUM to its path"
 		if os.Getenv(EnvRequired) != "" {
-			tb.Fatal(msg)
+			tb.Fatal("this test needs Chromium: " + hint)
 		}
-		tb.Skip(msg)
+		testnotes.Skip(tb, "browser tests (the akira setup page, the dashboard; Chromium)", hint)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),

@@ -1,38 +1,61 @@
-// Package redistest gives tests a Redis: the one AKIRA_TEST_REDIS names (host:port), else the one on
-// 127.0.0.1:6379 when it answers, else an embedded Redis-compatible server (miniredis) started once per
-// test process, so that `make test` works on a machine with only Go and git. CI sets
-// AKIRA_TEST_REDIS_REQUIRED=1: there a missing Redis fails the tests instead of falling back, so the
-// real server is what they run against. AKIRA_TEST_REDIS=embedded forces the embedded server.
+// Package redistest is the one way tests get a Redis, and it never uses one it did not start unless
+// told to. In order:
+//   - AKIRA_TEST_REDIS=host:port: that server, named explicitly (CI names its own); the tests write
+//     there under key prefixes of their own;
+//   - AKIRA_TEST_REDIS=embedded: an embedded Redis-compatible server (miniredis);
+//   - otherwise a throwaway redis-server on a free loopback port, started once per test binary and
+//     stopped when the binary exits, however it exits;
+//   - without the redis-server binary, the embedded server, so that `make test` works on a machine
+//     with only Go and git.
+//
+// A Redis already running on this machine (127.0.0.1:6379, say) is never dialled unless
+// AKIRA_TEST_REDIS names it. CI sets AKIRA_TEST_REDIS_REQUIRED=1: there a real server is insisted
+// on and the embedded fallback is an error. Which Redis a test binary used is noted for the end of
+// `make test` (internal/testnotes).
 package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/akira-bot/akira/internal/testnotes"
 )
 
 // Variables the tests read.
 const (
 	EnvAddr     = "AKIRA_TEST_REDIS"
 	EnvRequired = "AKIRA_TEST_REDIS_REQUIRED"
-	localAddr   = "127.0.0.1:6379"
 	embedded    = "embedded"
+	// installHint is what to do when redis-server is missing.
+	installHint = "install redis-server (Debian/Ubuntu: apt-get install redis-server)"
 )
 
+// developerAddr is where a developer's own Redis usually answers. It is only ever named in messages,
+// never dialled; a test points it at a sentinel server to prove that.
+var developerAddr = "127.0.0.1:6379"
+
 var (
+	ownOnce  sync.Once
 	once     sync.Once
 	addr     string
 	setupErr error
 )
 
-// Addr returns the address of the Redis the tests use, starting the embedded one if need be; it fails
-// tb when there is none it may use.
+// Addr returns the address of the Redis this test binary's tests share, starting it if need be; it
+// fails tb when there is none it may use. Tests share it: each writes under a key prefix of its own
+// and deletes only its own keys. A test that needs a whole server (its own database, KEYS *, the
+// default key prefix of the real binary) takes Own instead.
 func Addr(tb testing.TB) string {
 	tb.Helper()
 	a, err := Resolve()
@@ -51,45 +74,176 @@ func Resolve() (string, error) {
 func resolve() (string, error) {
 	switch want := os.Getenv(EnvAddr); want {
 	case "":
-		if answers(localAddr) {
-			return localAddr, nil
-		}
 	case embedded:
-		return start()
+		return startEmbedded(embedded + " requested by " + EnvAddr)
 	default:
 		if !answers(want) {
 			return "", fmt.Errorf("redistest: no Redis answers at %s=%s", EnvAddr, want)
 		}
+		note(fmt.Sprintf("the Redis %s names (%s), under key prefixes of the tests' own", EnvAddr, want))
 		return want, nil
 	}
-	if os.Getenv(EnvRequired) != "" {
-		return "", fmt.Errorf("redistest: no Redis answers on %s and %s is set: start one, or set %s=host:port",
-			localAddr, EnvRequired, EnvAddr)
+	bin, err := exec.LookPath("redis-server")
+	if err == nil {
+		a, err := startThrowaway(bin)
+		if err != nil {
+			return "", err
+		}
+		note(fmt.Sprintf("a throwaway redis-server of its own on a free port (%s is never used unless %s names it)", developerAddr, EnvAddr))
+		return a, nil
 	}
-	return start()
+	if os.Getenv(EnvRequired) != "" {
+		return "", fmt.Errorf("redistest: redis-server is not installed and %s is set: %s, or set %s=host:port",
+			EnvRequired, installHint, EnvAddr)
+	}
+	return startEmbedded("redis-server is not installed; " + installHint + " to test against the real server")
 }
 
-// start runs miniredis on a free loopback port for the rest of the process: subprocesses (the akira
-// binary, out-of-process workers) reach it over TCP like a real Redis.
-func start() (string, error) {
+// note says once per test binary which Redis its tests use: on stderr (seen with -v or on failure)
+// and in the notes printed at the end of `make test`.
+func note(what string) {
+	fmt.Fprintf(os.Stderr, "redistest: %s: %s\n", testnotes.Package(), what)
+	testnotes.Note(testnotes.KindRedis, what)
+}
+
+// startEmbedded runs miniredis on a free loopback port for the rest of the process: subprocesses (the
+// akira binary, out-of-process workers) reach it over TCP like a real Redis.
+func startEmbedded(why string) (string, error) {
 	m := miniredis.NewMiniRedis()
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return "", fmt.Errorf("redistest: start the embedded Redis: %w", err)
 	}
-	go passTime(m)
-	fmt.Fprintf(os.Stderr, "redistest: no Redis answered on %s; these tests use an embedded Redis-compatible server (miniredis) at %s\n", localAddr, m.Addr())
+	go passTime(m, nil)
+	note("an embedded Redis-compatible server (miniredis): " + why)
 	return m.Addr(), nil
 }
 
-// passTime lets keys expire on the wall clock: miniredis only ages TTLs when told to, and the lock
-// and lease tests wait for real expiry.
-func passTime(m *miniredis.Miniredis) {
-	last := time.Now()
-	for range time.Tick(10 * time.Millisecond) {
-		now := time.Now()
-		m.FastForward(now.Sub(last))
-		last = now
+// watchdog runs redis-server ($2…) and stops it, removing its directory ($1), when its standard input
+// reaches end of file: the test binary holds the only writer, and the kernel closes it when the
+// binary exits, even on SIGKILL or a test timeout, so no server outlives its tests.
+const watchdog = `dir=$1; shift
+"$@" </dev/null >/dev/null 2>&1 &
+pid=$!
+read -r _ || :
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+rm -rf "$dir"
+`
+
+// lifelines holds the write ends of the watchdogs' stdin for the life of the process; an os.File that
+// is garbage-collected closes itself, which would stop its server early.
+var (
+	lifelinesMu sync.Mutex
+	lifelines   []*os.File
+)
+
+// startThrowaway starts redis-server on a free loopback port, without persistence, for the rest of
+// the process.
+func startThrowaway(bin string) (string, error) {
+	dir, err := os.MkdirTemp("", "akira-redistest-")
+	if err != nil {
+		return "", fmt.Errorf("redistest: %w", err)
 	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("redistest: %w", err)
+	}
+	logFile := filepath.Join(dir, "redis.log")
+	cmd := exec.Command("sh", "-c", watchdog, "sh", dir, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--logfile", logFile)
+	cmd.Stdin = r
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("redistest: start redis-server: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	lifelinesMu.Lock()
+	lifelines = append(lifelines, w)
+	lifelinesMu.Unlock()
+	a := "127.0.0.1:" + strconv.Itoa(port)
+	if err := waitAnswer(a); err != nil {
+		log, _ := os.ReadFile(logFile)
+		w.Close()
+		return "", fmt.Errorf("redistest: redis-server on %s: %w\n%s", a, err, log)
+	}
+	return a, nil
+}
+
+// Own returns the address of a Redis of tb alone, empty, stopped when tb ends: a throwaway
+// redis-server, or an embedded server where redis-server is not installed. It never is the server
+// AKIRA_TEST_REDIS names, because the test may do anything to it (the real binary's default key
+// prefix, KEYS *, FLUSHDB).
+func Own(tb testing.TB) string {
+	tb.Helper()
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		ownOnce.Do(func() { note("a throwaway redis-server of each test's own, for tests that need a whole server") })
+		return StartServer(tb, false).Addr
+	}
+	if os.Getenv(EnvRequired) != "" {
+		tb.Fatalf("redistest: redis-server is not installed and %s is set: %s", EnvRequired, installHint)
+	}
+	m := miniredis.NewMiniRedis()
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		tb.Fatalf("redistest: start an embedded Redis: %v", err)
+	}
+	ownOnce.Do(func() {
+		note("an embedded Redis-compatible server of each test's own: redis-server is not installed; " + installHint)
+	})
+	stop := make(chan struct{})
+	go passTime(m, stop)
+	tb.Cleanup(func() {
+		close(stop)
+		m.Close()
+	})
+	return m.Addr()
+}
+
+// passTime lets keys expire on the wall clock until stop is closed: miniredis only ages TTLs when
+// told to, and the lock and lease tests wait for real expiry.
+func passTime(m *miniredis.Miniredis, stop <-chan struct{}) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			m.FastForward(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("redistest: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitAnswer polls addr until a Redis answers PING there; a server that starts takes milliseconds,
+// the bound only keeps a broken one from hanging the tests.
+func waitAnswer(addr string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for !answers(addr) {
+		if time.Now().After(deadline) {
+			return errors.New("no answer to PING within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
 }
 
 // answers reports whether a Redis answers PING at addr.

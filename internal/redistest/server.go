@@ -2,13 +2,13 @@ package redistest
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
+
+	"github.com/akira-bot/akira/internal/testnotes"
 )
 
 // Server is a redis-server process of a test's own, for tests that stop and restart Redis under a
@@ -31,16 +31,14 @@ func StartServer(tb testing.TB, aof bool) *Server {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv(EnvRequired) != "" {
-			tb.Fatalf("redistest: redis-server is not installed and %s is set", EnvRequired)
+			tb.Fatalf("redistest: redis-server is not installed and %s is set: %s", EnvRequired, installHint)
 		}
-		tb.Skip("redistest: redis-server is not installed; this test restarts a Redis of its own")
+		testnotes.Skip(tb, "Redis restart tests (a redis-server of their own)", installHint)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
 	s := &Server{tb: tb, Addr: "127.0.0.1:" + strconv.Itoa(port), port: port, dir: tb.TempDir(), aof: aof}
 	s.start(bin)
 	tb.Cleanup(s.Stop)
@@ -59,13 +57,9 @@ func (s *Server) start(bin string) {
 	if err := s.cmd.Start(); err != nil {
 		s.tb.Fatalf("redistest: start redis-server: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !answers(s.Addr) {
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.tb.Fatalf("redistest: redis-server did not answer on %s:\n%s", s.Addr, log)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := waitAnswer(s.Addr); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		s.tb.Fatalf("redistest: redis-server on %s: %v\n%s", s.Addr, err, log)
 	}
 }
 

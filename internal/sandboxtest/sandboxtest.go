@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/akira-bot/akira/internal/testnotes"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 
@@ -20,9 +21,8 @@ func Require(tb testing.TB) {
 	if err == nil {
 		return
 	}
-	msg := "this test needs the bubblewrap sandbox: " + err.Error()
 	if os.Getenv(EnvRequired) != "" {
-		tb.Fatal(msg)
+		tb.Fatal("this test needs the bubblewrap sandbox: " + err.Error())
 	}
-	tb.Skip(msg)
+	testnotes.Skip(tb, "sandbox tests (bubblewrap)", err.Error())
 }

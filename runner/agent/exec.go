@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
@@ -45,6 +46,8 @@ type Exec struct {
 	// TempDir is where the prompt and feedback files are written (outside the workspace, so they are
 	// never committed); empty means os.TempDir().
 	TempDir string
+	// Model, when set, is the agent's model endpoint, which the egress proxy holds (see ModelRoute).
+	Model *egress.Model
 }
 
 // ErrAgentFailed marks an attempt where the agent command exited non-zero or timed out.
@@ -122,9 +125,51 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	case err != nil:
 		return out, fmt.Errorf("agent: exec: %w", err)
 	case res.ExitCode != 0:
-		return out, fmt.Errorf("%w: exit status %d", ErrAgentFailed, res.ExitCode)
+		return out, fmt.Errorf("%w: exit status %d%s", ErrAgentFailed, res.ExitCode, missingCommandHint(e.Command, req.Workspace, box, res.ExitCode))
 	}
 	return out, nil
+}
+
+// exitNotFound is the shell's exit status for a command it could not find.
+const exitNotFound = 127
+
+// missingCommandHint explains a failure caused by where the agent's command lives, empty when
+// nothing points there. A script outside the repository is the usual case: the shell's own "not
+// found" does not say that the sandbox hides it, nor what to do. The fix is named, not retried:
+// running the agent unconfined is the operator's choice, never Akira's.
+func missingCommandHint(command, workspace string, box *sandbox.Policy, exitCode int) string {
+	words := strings.Fields(command)
+	for i, w := range words {
+		words[i] = strings.Trim(w, `"'`)
+	}
+	if len(words) == 0 {
+		return ""
+	}
+	sandboxed := box != nil && box.Mode == sandbox.Bubblewrap
+	if sandboxed {
+		// Any path of the command line counts: "sh /home/me/agent.sh" fails with exit 2, not 127.
+		for _, w := range words {
+			if filepath.IsAbs(w) && !box.Shows(w) {
+				return fmt.Sprintf(": the sandbox hides %s: show it with `akira run --sandbox-ro %s` "+
+					"(sandbox.read_only in the operator's file), or put the script in the repository",
+					w, filepath.Dir(w))
+			}
+		}
+	}
+	if exitCode != exitNotFound {
+		return ""
+	}
+	first := words[0]
+	if strings.Contains(first, "/") && !filepath.IsAbs(first) {
+		if _, err := os.Stat(filepath.Join(workspace, first)); err != nil {
+			return fmt.Sprintf(": %s is not in the workspace, a fresh clone of the repository's committed files: commit the script, or give its absolute path", first)
+		}
+	}
+	if sandboxed {
+		return fmt.Sprintf(": the shell did not find %s; the sandbox shows only the work tree, the system's directories and the read-only paths: "+
+			"if it is installed elsewhere, show its directory with `akira run --sandbox-ro DIR` (sandbox.read_only in the operator's file), or put the script in the repository", first)
+	}
+	return fmt.Sprintf(": the shell did not find %s: check the agent's command and PATH", first)
 }
 
 const usageFileName = ".akira-usage.json"

@@ -85,9 +85,17 @@ type AgentProfile struct {
 	// CommandTimeout and OutputCap bound the built-in agent's run_command tool.
 	CommandTimeout Duration `yaml:"command_timeout"`
 	OutputCap      int      `yaml:"output_cap"`
-	// Network is what the agent's commands may reach inside the sandbox: none or allow (default
-	// allow for exec, none for the built-in agents).
+	// Network is what the agent's commands may reach inside the sandbox: allowlist (the default:
+	// the operator's allowlist through the egress proxy), none or allow (the host's whole network).
 	Network string `yaml:"network"`
+	// API, for an exec agent, is the wire protocol of its model (anthropic or openai): the egress
+	// proxy then holds the real key (from api_key_env) and forwards the CLI's calls to base_url,
+	// metering them; the CLI gets a placeholder in agent_key_env and the proxy's address in
+	// agent_base_url_env (defaults: ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL, or OPENAI_API_KEY and
+	// OPENAI_BASE_URL; Codex reads CODEX_API_KEY). Model and Prices price its tokens.
+	API             string `yaml:"api"`
+	AgentKeyEnv     string `yaml:"agent_key_env"`
+	AgentBaseURLEnv string `yaml:"agent_base_url_env"`
 }
 
 // Operator is the operator's configuration file.
@@ -121,6 +129,8 @@ type Operator struct {
 	Memory Memory `yaml:"memory"`
 	// Notify defines where notifications go (the App only).
 	Notify Notify `yaml:"notify"`
+	// CI is how runs watch their pull request's own CI (the App only; see CIFor).
+	CI CI `yaml:"ci"`
 }
 
 // NotifyEvents are the events a notification is sent for.
@@ -180,7 +190,13 @@ type Triggers struct {
 	IssueComment bool `yaml:"issue_comment"`
 	Push         bool `yaml:"push"`
 	PullRequest  bool `yaml:"pull_request"`
+	// Label is the issue label that starts a run when a writer adds it (default "akira"); assigning the
+	// issue to the App's bot does too. Both are issue triggers: issue_comment: false turns them off.
+	Label string `yaml:"label"`
 }
+
+// DefaultTriggerLabel is the label that starts a run on an issue.
+const DefaultTriggerLabel = "akira"
 
 // Repo is a repository's .github/akira.yml.
 type Repo struct {
@@ -206,6 +222,16 @@ type Repo struct {
 	MinConfidence float64 `yaml:"min_confidence"`
 	// Notify chooses, per event, which of the operator's sinks are told (never a URL of its own).
 	Notify map[string][]string `yaml:"notify"`
+	// CI is how this repository's runs watch its CI, within what the operator allows.
+	CI CI `yaml:"ci"`
+	// Network asks for more destinations for the sandbox's allowlist, within the operator's ceiling.
+	Network RepoNetwork `yaml:"network"`
+}
+
+// RepoNetwork is a repository's network: allow lists presets, hosts or addresses its runs need
+// besides the operator's allowlist (only within the operator's sandbox.egress ceiling).
+type RepoNetwork struct {
+	Allow []string `yaml:"allow"`
 }
 
 // MemoryOff says a repository turned its memory off.
@@ -269,7 +295,7 @@ func DefaultRepo() Repo {
 		Specs:          append([]string(nil), DefaultSpecs...),
 		BranchPrefix:   DefaultBranchPrefix,
 		ProtectedPaths: append([]string(nil), DefaultProtectedPaths...),
-		Triggers:       Triggers{IssueComment: true, Push: true, PullRequest: true},
+		Triggers:       Triggers{IssueComment: true, Push: true, PullRequest: true, Label: DefaultTriggerLabel},
 		Plan:           PlanComment,
 	}
 }
@@ -323,6 +349,9 @@ func ParseRepo(data []byte) (Repo, error) {
 		errs = append(errs, fmt.Errorf("min_confidence: %g is not between 0 and 1", r.MinConfidence))
 	}
 	if err := r.Budget.check("budget"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.CI.check("ci"); err != nil {
 		errs = append(errs, err)
 	}
 	for _, v := range r.Verify {
@@ -395,6 +424,9 @@ func ParseOperator(data []byte) (Operator, error) {
 	if err := op.Sandbox.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := op.CI.check("ci"); err != nil {
+		errs = append(errs, err)
+	}
 	if j := op.Judge; j != nil {
 		if err := j.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("judge: %w", err))
@@ -407,7 +439,11 @@ func ParseOperator(data []byte) (Operator, error) {
 		}
 	}
 	for _, name := range op.AgentNames() {
-		if err := op.Agents[name].validate(); err != nil {
+		err := op.Agents[name].validate()
+		if err == nil {
+			err = op.Agents[name].checkModelReach(op.EgressAllow())
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("agents.%s: %w", name, err))
 		}
 	}
@@ -430,6 +466,12 @@ func (p AgentProfile) validate() error {
 		default:
 			return fmt.Errorf("usage_from: %q is not claude-json or codex-jsonl", p.UsageFrom)
 		}
+		if _, ok := modelAPIs[p.API]; p.API != "" && !ok {
+			return fmt.Errorf("api: %q is not anthropic or openai", p.API)
+		}
+		if err := checkURL(p.BaseURL); err != nil {
+			return err
+		}
 	case "openai", "anthropic":
 		if p.Model == "" {
 			return fmt.Errorf("model: required for kind %s", p.Kind)
@@ -443,7 +485,7 @@ func (p AgentProfile) validate() error {
 		return fmt.Errorf("kind: %q is not exec, openai or anthropic", p.Kind)
 	}
 	if _, err := sandbox.ParseNetwork(p.Network, sandbox.NetNone); err != nil {
-		return fmt.Errorf("network: %q: want none or allow", p.Network)
+		return fmt.Errorf("network: %q: want allowlist, none or allow", p.Network)
 	}
 	if p.MaxTurns < 0 || p.MaxTokens < 0 || p.MaxCost < 0 || p.OutputCap < 0 || p.MaxOutputTokens < 0 {
 		return errors.New("max_turns, max_tokens, max_output_tokens, max_cost and output_cap must not be negative")
@@ -582,6 +624,9 @@ func (o Operator) Agent(name string) (string, AgentProfile, error) {
 func (o Operator) ValidateRepo(r Repo) error {
 	if errs := checkRouting("notify", r.Notify, o.Notify.Sinks); len(errs) > 0 {
 		return fmt.Errorf(".github/akira.yml: %w", errors.Join(errs...))
+	}
+	if _, err := o.RepoEgress(r); err != nil {
+		return fmt.Errorf(".github/akira.yml: %w", err)
 	}
 	if r.Agent == "" {
 		return nil

@@ -29,7 +29,7 @@ triggers: {issue_comment: true, push: false, pull_request: false}
 			r.Roadmap, r.Specs, r.BranchPrefix, r.Agent = "docs/ROADMAP.md", []string{"specs/**"}, "bot/", "claude"
 			r.Verify, r.MaxAttempts, r.Allowlist = []string{"go test ./...", "make lint"}, 5, []string{"alice", "@Bob"}
 			r.ProtectedPaths = []string{"deploy/**"}
-			r.Triggers = Triggers{IssueComment: true}
+			r.Triggers = Triggers{IssueComment: true, Label: DefaultTriggerLabel}
 		}},
 		{name: "unknown key named with its line", yaml: "roadmap: R.md\nagnet: claude\n", wantErr: `line 2: unknown key "agnet"`},
 		{name: "bad value type", yaml: "max_attempts: many\n", wantErr: "line 1"},
@@ -78,7 +78,7 @@ agents:
   claude:
     kind: exec
     command: claude -p --permission-mode acceptEdits
-    env: [ANTHROPIC_API_KEY]
+    api: anthropic
     timeout: 30m
   gpt:
     kind: openai

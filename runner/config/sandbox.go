@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 
@@ -26,12 +28,57 @@ const (
 type Sandbox struct {
 	// Mode is bubblewrap or none; empty means the operator did not choose.
 	Mode string `yaml:"mode"`
-	// Network is what verification commands may reach: none or allow (default allow: builds fetch
-	// dependencies). Each agent profile says its own.
+	// Network is what verification commands may reach: allowlist (default: through the egress
+	// proxy, to the hosts of Egress), none or allow (the host's whole network). Each agent profile
+	// says its own.
 	Network string `yaml:"network"`
+	// Egress is what network allowlist lets through.
+	Egress Egress `yaml:"egress"`
 	// ReadOnly are more directories commands see read-only (toolchains outside /usr and /opt).
 	ReadOnly []string `yaml:"read_only"`
 	Limits   Limits   `yaml:"limits"`
+}
+
+// Egress is the operator's allowlist: presets (go, npm, pypi, crates, debian, github), host names,
+// *.domain patterns, and addresses or CIDR ranges (the only way to let a loopback, link-local,
+// private or unique-local address through), each optionally with a port.
+type Egress struct {
+	// Allow is what every run may reach; unset means every preset.
+	Allow []string `yaml:"allow"`
+	// Ceiling is what a repository's network.allow may add besides Allow; unset means nothing more.
+	Ceiling []string `yaml:"ceiling"`
+}
+
+// DefaultEgressAllow is the allowlist of an operator who set none: the package registries.
+var DefaultEgressAllow = egress.PresetNames()
+
+// EgressAllow is what every run may reach.
+func (o Operator) EgressAllow() egress.Allowlist {
+	entries := o.Sandbox.Egress.Allow
+	if entries == nil {
+		entries = DefaultEgressAllow
+	}
+	a, _ := egress.ParseAllowlist(entries) // validated by ParseOperator
+	return a
+}
+
+// EgressCeiling is the most a repository's network.allow may ask for: Allow and Ceiling.
+func (o Operator) EgressCeiling() egress.Allowlist {
+	c, _ := egress.ParseAllowlist(o.Sandbox.Egress.Ceiling)
+	return o.EgressAllow().Merge(c)
+}
+
+// RepoEgress is what a repository's runs may reach: the operator's allowlist and what the
+// repository asked for within the ceiling. Asking for more is an error that names the entries.
+func (o Operator) RepoEgress(r Repo) (egress.Allowlist, error) {
+	asked, err := egress.ParseAllowlist(r.Network.Allow)
+	if err != nil {
+		return egress.Allowlist{}, fmt.Errorf("network.allow: %w", err)
+	}
+	if out := asked.Within(o.EgressCeiling()); len(out) > 0 {
+		return egress.Allowlist{}, fmt.Errorf("network.allow: %s: not within what the operator allows repositories to ask for (sandbox.egress.allow and sandbox.egress.ceiling)", strings.Join(out, ", "))
+	}
+	return o.EgressAllow().Merge(asked), nil
 }
 
 // UnmarshalYAML accepts the scalar form.
@@ -95,8 +142,14 @@ func (s Sandbox) validate() error {
 			errs = append(errs, fmt.Errorf("sandbox.mode: %q: want bubblewrap or none", s.Mode))
 		}
 	}
-	if _, err := sandbox.ParseNetwork(s.Network, sandbox.NetAllow); err != nil {
+	if _, err := sandbox.ParseNetwork(s.Network, sandbox.NetAllowlist); err != nil {
 		errs = append(errs, fmt.Errorf("sandbox.network: %w", err))
+	}
+	if _, err := egress.ParseAllowlist(s.Egress.Allow); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox.egress.allow: %w", err))
+	}
+	if _, err := egress.ParseAllowlist(s.Egress.Ceiling); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox.egress.ceiling: %w", err))
 	}
 	for _, p := range s.ReadOnly {
 		if !filepath.IsAbs(p) {
@@ -113,7 +166,7 @@ func (s Sandbox) validate() error {
 // the chosen mode (the caller decides what an unset one means: see cmd/akira).
 func (o Operator) SandboxConfig(mode sandbox.Mode) sandbox.Config {
 	s := o.Sandbox
-	net, _ := sandbox.ParseNetwork(s.Network, sandbox.NetAllow)
+	net, _ := sandbox.ParseNetwork(s.Network, sandbox.NetAllowlist)
 	l := s.Limits
 	pick := func(v, def int64) int64 {
 		if v > 0 {
@@ -129,21 +182,85 @@ func (o Operator) SandboxConfig(mode sandbox.Mode) sandbox.Config {
 			Processes: int(pick(int64(l.Processes), DefaultProcessLimit)),
 			FileSize:  pick(int64(l.FileSize), DefaultFileSizeLimit),
 		},
-		Disk: pick(int64(l.Disk), DefaultWorkspaceLimit),
+		Disk:  pick(int64(l.Disk), DefaultWorkspaceLimit),
+		Allow: o.EgressAllow(), Ceiling: o.EgressCeiling(),
 	}
 }
 
-// AgentNetwork is what a profile's agent may reach: its `network`, else allow for an exec agent (a
-// coding-agent CLI talks to its model API) and none for the built-in agent's commands (Akira itself
-// talks to the model).
+// AgentNetwork is what a profile's agent may reach: its `network`, else allowlist (an exec agent
+// reaches its model through the egress proxy; the built-in agent's commands reach the registries).
 func (p AgentProfile) AgentNetwork() sandbox.Network {
-	def := sandbox.NetNone
-	if p.Kind == "exec" {
-		def = sandbox.NetAllow
-	}
-	n, err := sandbox.ParseNetwork(p.Network, def)
+	n, err := sandbox.ParseNetwork(p.Network, sandbox.NetAllowlist)
 	if err != nil {
 		return sandbox.NetNone
 	}
 	return n
+}
+
+// The model APIs an exec profile's `api` names, with where they are and the variables their CLIs
+// read.
+var modelAPIs = map[string]struct{ baseURL, keyEnv, agentKeyEnv, agentBaseURLEnv string }{
+	egress.ProtocolAnthropic: {"https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"},
+	egress.ProtocolOpenAI:    {"https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"},
+}
+
+// ModelAPI is an exec profile's model endpoint with its defaults filled in; ok is false for a
+// profile that names no api.
+type ModelAPI struct {
+	Protocol, BaseURL, KeyEnv, AgentKeyEnv, AgentBaseURLEnv string
+}
+
+// ModelAPI is the exec profile's model endpoint (its api, base_url, api_key_env, agent_key_env,
+// agent_base_url_env).
+func (p AgentProfile) ModelAPI() (ModelAPI, bool) {
+	d, ok := modelAPIs[p.API]
+	if p.Kind != "exec" || !ok {
+		return ModelAPI{}, false
+	}
+	pick := func(v, def string) string {
+		if v != "" {
+			return v
+		}
+		return def
+	}
+	return ModelAPI{Protocol: p.API, BaseURL: pick(p.BaseURL, d.baseURL), KeyEnv: pick(p.APIKeyEnv, d.keyEnv),
+		AgentKeyEnv: pick(p.AgentKeyEnv, d.agentKeyEnv), AgentBaseURLEnv: pick(p.AgentBaseURLEnv, d.agentBaseURLEnv)}, true
+}
+
+// Host is the model endpoint's host.
+func (m ModelAPI) Host() string {
+	if u, err := url.Parse(m.BaseURL); err == nil {
+		return u.Hostname()
+	}
+	return m.BaseURL
+}
+
+// keyHosts are the model hosts a CLI calls when given these keys: a profile that passes one
+// without naming its api would need that host reachable, with the real key in the sandbox.
+var keyHosts = map[string]string{
+	"ANTHROPIC_API_KEY": "api.anthropic.com", "OPENAI_API_KEY": "api.openai.com", "CODEX_API_KEY": "api.openai.com",
+}
+
+// checkModelReach says why an exec profile's agent could not reach its model under its network.
+func (p AgentProfile) checkModelReach(allow egress.Allowlist) error {
+	net := p.AgentNetwork()
+	if m, ok := p.ModelAPI(); ok {
+		if net == sandbox.NetNone {
+			return fmt.Errorf("network: none: the model host %s is unreachable under network none (use allowlist, the default)", m.Host())
+		}
+		return nil
+	}
+	if p.Kind != "exec" || net == sandbox.NetAllow {
+		return nil
+	}
+	for _, name := range p.Env {
+		host, ok := keyHosts[name]
+		if !ok {
+			continue
+		}
+		if net == sandbox.NetNone || !allow.Allows(host, 443) {
+			return fmt.Errorf("the model host %s is unreachable under network %s: set api (anthropic or openai) so that the egress proxy holds %s and forwards the model calls, or network: allow", host, net, name)
+		}
+	}
+	return nil
 }

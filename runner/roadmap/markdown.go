@@ -374,7 +374,10 @@ func scanMarkdown(data []byte, convention string) *doc {
 	var h1Text, h2Text string
 	phaseNum := "" // the current phase's number, when its heading has one
 	wave := 0      // the current "**Wave N**" paragraph
-	phaseDeps := map[string][]string{}
+	// milestone is the GSD milestone section ("## v1.4: Export") the lines are in; milestoneLevel
+	// the level of its heading, 0 for a "<summary>v1.0 …" that a "</details>" ends.
+	milestone, milestoneLevel := "", 0
+	phases := newGSDPhaseIndex()
 	heading := func(level int, text string, i int) {
 		wave = 0
 		if m := phaseRE.FindStringSubmatch(text); m != nil && level >= 2 {
@@ -382,7 +385,13 @@ func scanMarkdown(data []byte, convention string) *doc {
 				f.phaseHeadings++ // GSD's "### Phase N: …" details; "## Phase 1" alone is any checklist's
 			}
 			h2, h2Text, phaseNum = i, text, m[1]
+			phases.heading(milestone, m[1], text, lines[i].num)
 			return
+		}
+		if v := milestoneOf(text); v != "" && level >= 2 {
+			milestone, milestoneLevel = v, level
+		} else if milestone != "" && (level == 1 || level <= milestoneLevel) {
+			milestone = ""
 		}
 		if level >= 2 && len(text) > 2 && isDigit(text[0]) && strings.Contains(text[:min(len(text), 4)], ". ") {
 			f.sections++
@@ -411,7 +420,7 @@ func scanMarkdown(data []byte, convention string) *doc {
 			// "### [x] CLI with validate": a heading that is itself a task.
 			if len(text) > 3 && text[0] == '[' && text[2] == ']' && isSpace(text[3]) && strings.ContainsRune(" xX", rune(text[1])) {
 				if off := strings.Index(ln.text, text[:3]); off >= 0 {
-					it := &item{task: newTask(), box: box{off: ln.start + off}}
+					it := &item{task: newTask(), box: box{off: ln.start + off}, kind: "heading", section: milestone}
 					it.task.Line, it.task.Done = ln.num, text[1] != ' '
 					key := -1
 					switch {
@@ -437,7 +446,7 @@ func scanMarkdown(data []byte, convention string) *doc {
 			}
 		}
 		if off, emoji, done, rest, ok := parseBox(ln.text); ok {
-			it := &item{task: newTask(), box: box{off: ln.start + off, emoji: emoji}, phaseNum: phaseNum, wave: wave}
+			it := &item{task: newTask(), box: box{off: ln.start + off, emoji: emoji}, phaseNum: phaseNum, wave: wave, section: milestone}
 			it.task.Line, it.task.Done = ln.num, done
 			if strings.HasPrefix(rest, "*") && !emoji {
 				// Kiro: "- [ ]* 1.3 Write property test" is an optional task.
@@ -476,11 +485,21 @@ func scanMarkdown(data []byte, convention string) *doc {
 			para = para[:0]
 			continue
 		}
+		// GSD archives a milestone's phases in "<details><summary>✅ v1.0 MVP …</summary>".
+		if t := strings.TrimSpace(ln.text); strings.HasPrefix(t, "<") {
+			if _, after, ok := strings.Cut(t, "<summary>"); ok {
+				if v := milestoneOf(after); v != "" {
+					milestone, milestoneLevel = v, 0
+				}
+			} else if strings.HasPrefix(t, "</details>") && milestoneLevel == 0 {
+				milestone = ""
+			}
+		}
 		// Paragraph lines under a phase: "**Depends on:** Phase 1" and "**Wave 2**".
 		if phaseNum != "" {
 			plain := strings.Trim(strings.TrimSpace(ln.text), "*_ ")
 			if key, val, ok := parseKey(strings.TrimSpace(ln.text)); ok && key == "depends" {
-				phaseDeps[phaseNum] = append(phaseDeps[phaseNum], phaseNumbers(val)...)
+				phases.depends(milestone, phaseNum, val, strings.TrimSpace(ln.text), ln.num)
 			} else if m := waveRE.FindStringSubmatch(plain); m != nil && strings.HasPrefix(strings.ToLower(plain), "wave") {
 				wave, _ = strconv.Atoi(m[1])
 			}
@@ -495,14 +514,22 @@ func scanMarkdown(data []byte, convention string) *doc {
 	d.convention = convention
 	switch convention {
 	case ConventionGSD:
+		scopeMilestones(d.items, phases)
 		d.items, phaseKeys = gsdPhases(d.items, phaseKeys)
+		plansBelong(d.items, phases)
 	case ConventionKiro:
 		d.items, phaseKeys = kiroSubtasks(d.items, phaseKeys, lines)
 	}
 	demoteWeakIDs(d.items)
+	for _, it := range d.items {
+		if it.scope != "" && it.task.ID != "" {
+			it.task.ID = it.scope + "/" + it.task.ID
+		}
+	}
 	autoIDs(d.items, phaseKeys)
 	if convention == ConventionGSD {
-		gsdDependencies(d.items, phaseDeps)
+		d.warnings = append(d.warnings, gsdDependencies(d.items, phases)...)
+		d.rank = gsdRank(d.items)
 	}
 	return d
 }
@@ -551,119 +578,6 @@ func (f *facts) convention() string {
 	return ConventionChecklist
 }
 
-// phaseNumbers reads the phases a "Depends on" line names: "Phase 1", "Phases 1–5", "Phase 1
-// (error events), Phase 2"; "Nothing" names none.
-func phaseNumbers(s string) []string {
-	var out []string
-	for _, m := range phaseNumRE.FindAllStringSubmatch(s, -1) {
-		from, to := m[1], m[2]
-		if to == "" || strings.Contains(from, ".") || strings.Contains(to, ".") {
-			out = append(out, from)
-			if to != "" {
-				out = append(out, to)
-			}
-			continue
-		}
-		a, _ := strconv.Atoi(from)
-		b, _ := strconv.Atoi(to)
-		for n := a; n <= b && n-a < 100; n++ {
-			out = append(out, strconv.Itoa(n))
-		}
-	}
-	return out
-}
-
-var phaseNumRE = regexp.MustCompile(`(?i)phases?\s+(\d+(?:\.\d+)*)(?:\s*[–—-]\s*(\d+(?:\.\d+)*))?`)
-
-// gsdPhases reads GSD's phase overview ("- [ ] **Phase 2: Engine** — …") as phases: an entry whose
-// phase lists plans is not a task (the plans are), so the work is never done twice; an entry whose
-// phase has no plans yet is the phase's one task, with the phase's number as its id. A milestone
-// entry ("- ✅ **v1.0 MVP** — Phases 1-9") is never a task.
-func gsdPhases(items []*item, keys []int) ([]*item, []int) {
-	planned := map[string]bool{}
-	for _, it := range items {
-		if it.overview == "" && it.phaseNum != "" {
-			planned[trimZeros(it.phaseNum)] = true
-		}
-	}
-	var outItems []*item
-	var outKeys []int
-	for i, it := range items {
-		if it.milestone {
-			continue // a milestone names phases; their plans are the work
-		}
-		if it.overview != "" {
-			if planned[trimZeros(it.overview)] {
-				continue
-			}
-			it.task.ID, it.weakID = it.overview, false
-			it.task.Phase = "Phase " + it.overview + ": " + it.overviewName
-			it.phaseNum = it.overview
-			if it.overviewName != "" {
-				// "**Phase 2: Engine** — run one task": the name is the title, the rest says what it is.
-				if _, after, ok := strings.Cut(it.task.Title, "**"); ok {
-					if _, desc, ok := strings.Cut(after, "**"); ok {
-						if desc = strings.TrimSpace(trimSep(desc)); desc != "" {
-							it.task.Notes = strings.TrimSpace(desc + "\n" + it.task.Notes)
-						}
-					}
-				}
-				it.task.Title = it.overviewName
-			}
-		}
-		outItems, outKeys = append(outItems, it), append(outKeys, keys[i])
-	}
-	return outItems, outKeys
-}
-
-func trimZeros(n string) string {
-	parts := strings.Split(n, ".")
-	for i, p := range parts {
-		if t := strings.TrimLeft(p, "0"); t != "" {
-			parts[i] = t
-		} else {
-			parts[i] = "0"
-		}
-	}
-	return strings.Join(parts, ".")
-}
-
-// gsdDependencies gives GSD plans the order their roadmap states without per-plan dependencies: a
-// plan of wave N waits for the plans of the waves before it in its phase, and the first wave of a
-// phase waits for the plans of the phases its "Depends on" line names. A plan that names its own
-// dependencies keeps them.
-func gsdDependencies(items []*item, phaseDeps map[string][]string) {
-	byPhase := map[string][]*item{}
-	for _, it := range items {
-		if it.phaseNum != "" {
-			byPhase[trimZeros(it.phaseNum)] = append(byPhase[trimZeros(it.phaseNum)], it)
-		}
-	}
-	for _, it := range items {
-		if it.phaseNum == "" || len(it.task.Depends) > 0 {
-			continue
-		}
-		p := trimZeros(it.phaseNum)
-		earlier := false
-		for _, o := range byPhase[p] {
-			if o.wave > 0 && o.wave < it.wave {
-				it.addDep(o.task.ID, it.task.Line)
-				earlier = true
-			}
-		}
-		if earlier {
-			continue
-		}
-		for _, dp := range phaseDeps[it.phaseNum] {
-			for _, o := range byPhase[trimZeros(dp)] {
-				if o != it {
-					it.addDep(o.task.ID, it.task.Line)
-				}
-			}
-		}
-	}
-}
-
 // kiroSubtasks makes Kiro's numbered sub-tasks ("- [ ] 1.1 Create models" under "- [ ] 1. Set up")
 // tasks of their own, in the phase their parent names; the parent's checkbox is ticked with its
 // last sub-task. Sub-tasks without a number stay sub-tasks.
@@ -677,7 +591,7 @@ func kiroSubtasks(items []*item, keys []int, lines []mdLine) ([]*item, []int) {
 			if !ok {
 				continue
 			}
-			kid := &item{task: newTask(), box: parent.subBoxes[j], phaseNum: parent.phaseNum}
+			kid := &item{task: newTask(), box: parent.subBoxes[j], phaseNum: parent.phaseNum, kind: "subtask", section: parent.section}
 			kid.box.emoji = emoji
 			kid.task.Line, kid.task.Done = lines[ln].num, done
 			if strings.HasPrefix(rest, "*") {
@@ -752,7 +666,7 @@ func parseBody(it *item, lines []mdLine, i int) int {
 		last = j
 	}
 	var notes []string
-	pendingKey, pendingIndent := "", 0
+	pendingKey, pendingIndent, pendingText := "", 0, ""
 	for j := i + 1; j <= last; j++ {
 		l := lines[j]
 		if l.skip || l.blank {
@@ -773,15 +687,15 @@ func parseBody(it *item, lines []mdLine, i int) int {
 			content := l.text[q:]
 			if key, val, ok := parseKey(content); ok {
 				if strings.Trim(val, " \t") == "" {
-					pendingKey, pendingIndent = key, l.indent
+					pendingKey, pendingIndent, pendingText = key, l.indent, strings.TrimSpace(l.text)
 				} else {
 					pendingKey = ""
-					it.addKey(key, val, l.num)
+					it.addKey(key, val, l.num, strings.TrimSpace(l.text))
 				}
 				continue
 			}
 			if pendingKey != "" && l.indent > pendingIndent {
-				it.addKey(pendingKey, content, l.num)
+				it.addKey(pendingKey, content, l.num, pendingText+" "+strings.TrimSpace(l.text))
 				continue
 			}
 		}
@@ -792,12 +706,13 @@ func parseBody(it *item, lines []mdLine, i int) int {
 	return last
 }
 
-func (it *item) addKey(key, val string, line int) {
+// addKey records a "key: value" sub-item; text is the line as written, for --explain.
+func (it *item) addKey(key, val string, line int, text string) {
 	val = strings.Trim(val, " \t")
 	switch key {
 	case "depends":
 		for _, id := range splitIDs(val) {
-			it.addDep(id, line)
+			it.addDep(id, line, text)
 		}
 	case "verify":
 		if v := stripBackticks(val); v != "" {
@@ -946,7 +861,13 @@ func parseTitle(it *item, rest string, line int) {
 	}
 	s, deps := cutInlineDeps(s)
 	for _, d := range deps {
-		it.addDep(d, line)
+		if d.loose {
+			it.loose = append(it.loose, looseDep{text: d.text, ids: d.ids, line: line})
+			continue
+		}
+		for _, id := range d.ids {
+			it.addDep(id, line, d.text)
+		}
 	}
 	it.task.Title = cleanSpaces(s)
 }
@@ -1118,11 +1039,27 @@ func idPrefixLen(s string) int {
 	return 0
 }
 
+// looseDep is "(after 1.1)" in a title, kept until the ids of the plan are known.
+type looseDep struct {
+	text string
+	ids  []string
+	line int
+}
+
+// inlineDep is a dependency written in a title: the text as written ("(after: 1.1)") and the ids
+// it names. A loose one ("(after 1.1)", no colon) stays in the title until resolveDeps finds that
+// every id it names is a task.
+type inlineDep struct {
+	text  string
+	ids   []string
+	loose bool
+}
+
 // cutInlineDeps removes "(depends: a, b)", "(depends on a)", "(depends on: a)" and "(after: a)"
-// from a title and returns the ids.
+// from a title and returns them; "(after a)" is returned as loose and left in the title.
 // Text inside code spans is left alone: "`(after: x)`" documents the syntax rather than using it.
-func cutInlineDeps(s string) (string, []string) {
-	var deps []string
+func cutInlineDeps(s string) (string, []inlineDep) {
+	var deps []inlineDep
 	masked := blankCodeSpans(s) // same length as s
 	// One pass, copying what stays: a title of many "(" without ")" must not cost a scan per "(".
 	lastClose := strings.LastIndexByte(masked, ')')
@@ -1133,7 +1070,7 @@ func cutInlineDeps(s string) (string, []string) {
 			continue
 		}
 		t := strings.TrimLeft(masked[i+1:], " \t")
-		n, ok := depKeyword(t)
+		n, loose, ok := depKeyword(t)
 		if !ok {
 			// "(Wave 2, depends on 01-03)": the dependency after other words in the same parentheses.
 			if end := strings.IndexByte(masked[i:], ')'); end > 0 {
@@ -1143,9 +1080,9 @@ func cutInlineDeps(s string) (string, []string) {
 						continue
 					}
 					t2 := strings.TrimLeft(inner[k+1:], " \t")
-					if n2, ok2 := depKeyword(t2); ok2 {
+					if n2, loose2, ok2 := depKeyword(t2); ok2 && !loose2 {
 						start := i + 1 + len(inner) - len(t2)
-						deps = append(deps, splitIDs(s[start+n2:i+end])...)
+						deps = append(deps, inlineDep{text: s[i : i+end+1], ids: splitIDs(s[start+n2 : i+end])})
 						out.WriteString(s[copied:i])
 						out.WriteByte(' ')
 						copied = i + end + 1
@@ -1161,8 +1098,13 @@ func cutInlineDeps(s string) (string, []string) {
 		if j < 0 {
 			break // no ")" after the keyword, so none after any later "(" either
 		}
-		deps = append(deps, splitIDs(s[start+n:start+n+j])...)
 		end := start + n + j + 1
+		d := inlineDep{text: s[i:end], ids: splitIDs(s[start+n : start+n+j]), loose: loose}
+		deps = append(deps, d)
+		if loose {
+			i = end - 1
+			continue
+		}
 		out.WriteString(s[copied:i])
 		out.WriteByte(' ')
 		copied = end
@@ -1176,16 +1118,17 @@ func cutInlineDeps(s string) (string, []string) {
 }
 
 // depKeyword matches "depends:", "depends on", "depends on:", "after:", "dep:", "deps:",
-// "dependencies:" and "blocked by" / "blocked-by:" and returns the length.
-func depKeyword(t string) (int, bool) {
+// "dependencies:" and "blocked by" / "blocked-by:" and returns the length; "after" without a colon
+// matches as loose.
+func depKeyword(t string) (n int, loose, ok bool) {
 	for _, w := range []string{"dependencies", "deps", "dep", "blocked-by", "blocked by"} {
 		if hasFoldPrefix(t, w) {
 			q := len(w) + leadingWS(t[len(w):])
 			if q < len(t) && t[q] == ':' {
-				return q + 1, true
+				return q + 1, false, true
 			}
 			if w == "blocked by" && q > len(w) {
-				return q, true
+				return q, false, true
 			}
 		}
 	}
@@ -1196,21 +1139,24 @@ func depKeyword(t string) (int, bool) {
 			r := q + 2
 			r2 := r + leadingWS(t[r:])
 			if r2 < len(t) && t[r2] == ':' {
-				return r2 + 1, true
+				return r2 + 1, false, true
 			}
 			if r2 > r {
-				return r2, true
+				return r2, false, true
 			}
-			return 0, false
+			return 0, false, false
 		}
 		if q < len(t) && t[q] == ':' {
-			return q + 1, true
+			return q + 1, false, true
 		}
 	case hasFoldPrefix(t, "after"):
 		q := 5 + leadingWS(t[5:])
 		if q < len(t) && t[q] == ':' {
-			return q + 1, true
+			return q + 1, false, true
+		}
+		if q > 5 && q < len(t) && t[q] != ')' {
+			return q, true, true
 		}
 	}
-	return 0, false
+	return 0, false, false
 }

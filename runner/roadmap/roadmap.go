@@ -104,6 +104,18 @@ type Task struct {
 	// Context are files of the repository the task names as its plan or spec (a GSD NN-MM-PLAN.md):
 	// their content goes into the task's prompt, within a budget.
 	Context []string
+	// ReadAs says what the task was read from ("a GSD plan line", "a checklist item"), and
+	// DependsFrom, one per entry of Depends, the text each dependency was read from: what
+	// `akira plan --explain` shows a person who disagrees with the reading.
+	ReadAs      string
+	DependsFrom []DepSource
+}
+
+// DepSource is where one dependency of a task was read.
+type DepSource struct {
+	ID   string
+	Line int    // 1-based; the task's own line for a dependency implied by a wave or a phase
+	Text string // the words it was read from: "(after: 1.1)", "**Depends on:** Phase 2", …
 }
 
 // Subtask is a nested checkbox under a task. Subtasks are ticked together with their task.
@@ -128,6 +140,9 @@ type Error struct {
 	Line int      // 1-based; 0 when the problem has no single line
 	IDs  []string // task ids involved (for a cycle: the ids on the cycle)
 	Msg  string
+	// unread counts the dependencies this problem is about that were written but could not be
+	// read (words, a bad range, "(after …)" naming no task), for Assess.
+	unread int
 }
 
 func (e *Error) Error() string {
@@ -204,7 +219,9 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 		d.convention = ConventionTaskList
 	}
 	errs := d.errs
-	warnings := resolveDeps(d.items, format == FormatMarkdown)
+	warnings, rerrs := resolveDeps(d.items, format == FormatMarkdown)
+	warnings = append(d.warnings, warnings...)
+	errs = append(errs, rerrs...)
 	errs = append(errs, validate(d.items)...)
 	if len(errs) > 0 {
 		for _, e := range errs {
@@ -216,12 +233,18 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 	for _, w := range warnings {
 		w.File = source
 	}
+	sort.SliceStable(warnings, func(i, j int) bool { return warnings[i].Line < warnings[j].Line })
 	r := &Roadmap{Source: source, Title: d.title, Format: format, Tasks: make([]*Task, len(d.items)), Warnings: warnings,
 		Convention: d.convention}
 	for i, it := range d.items {
 		r.Tasks[i] = it.task
+		it.task.ReadAs = readAs(d.convention, it.kind)
+		it.task.DependsFrom = make([]DepSource, len(it.task.Depends))
+		for j, dep := range it.task.Depends {
+			it.task.DependsFrom[j] = DepSource{ID: dep, Line: it.depLines[j], Text: it.depTexts[j]}
+		}
 	}
-	r.Order = order(d.items)
+	r.Order = order(d.items, d.rank)
 	return r, nil
 }
 
@@ -231,7 +254,11 @@ type doc struct {
 	convention string
 	items      []*item
 	errs       Errors    // syntax and schema problems found while scanning
+	warnings   Errors    // what was read but not understood, found while scanning
 	tree       *listTree // task lists only
+	// rank, when set, is each item's place among tasks that are ready at once (GSD: by phase
+	// number, whatever order the sections are written in); nil means document order.
+	rank []int
 }
 
 // item is a task plus what the scanner knows about where it came from.
@@ -242,7 +269,16 @@ type item struct {
 	priorityLine int
 	gate         string
 	gateLine     int
-	depLines     []int // line of each entry of task.Depends, for error messages
+	depLines     []int    // line of each entry of task.Depends, for error messages
+	depTexts     []string // the text each entry of task.Depends was read from, for --explain
+	// loose are "(after 1.1)" parentheses without a colon: dependencies only when every id they name
+	// is a task, else words of the title (with a warning when they name some id).
+	loose []looseDep
+	// scope is the GSD milestone ("v1.4") whose phase numbers the task's id is scoped by; empty
+	// unless the roadmap's milestones restart their phase numbers. section is the milestone the
+	// task is written under, whether or not it scopes ids.
+	scope, section string
+	kind           string // what the task was read from, for Task.ReadAs
 	// weakID says the id was a bare word before the title (markdown), which goes back into the title
 	// when it is not unique.
 	weakID   bool
@@ -265,10 +301,12 @@ type box struct {
 
 // newTask returns a task whose slices are non-nil, as the API promises.
 func newTask() *Task {
-	return &Task{Labels: []string{}, Depends: []string{}, Verify: []string{}, Accept: []string{}, Subtasks: []Subtask{}, Context: []string{}}
+	return &Task{Labels: []string{}, Depends: []string{}, Verify: []string{}, Accept: []string{}, Subtasks: []Subtask{}, Context: []string{},
+		DependsFrom: []DepSource{}}
 }
 
-func (it *item) addDep(id string, line int) {
+// addDep records a dependency, the line it is on and the text it was read from.
+func (it *item) addDep(id string, line int, text string) {
 	for _, d := range it.task.Depends {
 		if d == id {
 			return
@@ -276,6 +314,7 @@ func (it *item) addDep(id string, line int) {
 	}
 	it.task.Depends = append(it.task.Depends, id)
 	it.depLines = append(it.depLines, line)
+	it.depTexts = append(it.depTexts, text)
 }
 
 // autoIDs gives "P.n" ids to tasks that have none: P is the phase's own number when its heading has
@@ -304,6 +343,9 @@ func autoIDs(items []*item, phaseKey []int) {
 			prefix := strconv.Itoa(phaseIndex[k])
 			if it.phaseNum != "" {
 				prefix = it.phaseNum
+			}
+			if it.scope != "" {
+				prefix = it.scope + "/" + prefix
 			}
 			id := fmt.Sprintf("%s.%d", prefix, count[k])
 			for taken[id] {
@@ -342,41 +384,77 @@ func ParsePriority(s string) (int, bool) {
 }
 
 // resolveDeps matches each dependency to a task: exactly, else ignoring case (blocked-by:t001 for
-// T001). A dependency that is not even shaped like an id ("IApplyStep extraction") is words a person
-// wrote: it is kept in the task's notes with a warning instead of failing the plan. An id that names
-// no task stays, for validate to report. Task lists name ids of any shape, so words are only read as
-// words in markdown.
-func resolveDeps(items []*item, markdown bool) Errors {
-	ids := map[string]bool{}
-	fold := map[string]string{}
+// T001), else as the same dotted number (1.1 for 01.1); a task of a GSD milestone finds the ids of
+// its own milestone first. A range ("T001–T005", "3 to 5") becomes the tasks it spans. A dependency
+// that is not even shaped like an id ("IApplyStep extraction") is words a person wrote: it is kept
+// in the task's notes with a warning instead of failing the plan. An id that names no task stays,
+// for validate to report. Task lists name ids of any shape, so words are only read as words in
+// markdown. It returns warnings, and errors for ranges that cannot be read.
+func resolveDeps(items []*item, markdown bool) (warnings, errs Errors) {
+	ix := newIDIndex(items)
+	budget := maxRangeDeps
 	for _, it := range items {
-		ids[it.task.ID] = true
-		if _, ok := fold[strings.ToLower(it.task.ID)]; !ok {
-			fold[strings.ToLower(it.task.ID)] = it.task.ID
+		deps, lines, texts := []string{}, []int{}, []string{}
+		add := func(d string, line int, text string) {
+			if !slices.Contains(deps, d) {
+				deps, lines, texts = append(deps, d), append(lines, line), append(texts, text)
+			}
 		}
-	}
-	var warnings Errors
-	for _, it := range items {
-		deps, lines := []string{}, []int{}
 		words := map[int][]string{} // free text by line
 		var wordLines []int
 		for i, d := range it.task.Depends {
-			switch {
-			case ids[d]:
-			case fold[strings.ToLower(d)] != "":
-				d = fold[strings.ToLower(d)]
-			case markdown && !looksLikeID(d):
-				if _, seen := words[it.depLines[i]]; !seen {
-					wordLines = append(wordLines, it.depLines[i])
-				}
-				words[it.depLines[i]] = append(words[it.depLines[i]], d)
+			line, text := it.depLines[i], it.depTexts[i]
+			if id, ok := ix.find(d, it.scope); ok {
+				add(id, line, text)
 				continue
 			}
-			if !slices.Contains(deps, d) {
-				deps, lines = append(deps, d), append(lines, it.depLines[i])
+			if ids, why, isRange := ix.expandRange(d, it.scope); isRange {
+				if why == "" && len(ids) > budget {
+					why = fmt.Sprintf("makes the plan's ranges name more than %d dependencies", maxRangeDeps)
+				}
+				budget -= len(ids)
+				if why != "" {
+					errs = append(errs, &Error{Line: line, IDs: []string{it.task.ID, d}, unread: 1,
+						Msg: fmt.Sprintf("task %s: dependency range %s %s", it.task.ID, d, why)})
+					continue
+				}
+				for _, id := range ids {
+					add(id, line, text)
+				}
+				continue
+			}
+			if markdown && !looksLikeID(d) {
+				if _, seen := words[line]; !seen {
+					wordLines = append(wordLines, line)
+				}
+				words[line] = append(words[line], d)
+				continue
+			}
+			add(d, line, text)
+		}
+		for _, l := range it.loose {
+			ids, ok := ix.findAll(l.ids, it.scope)
+			if ok && len(ids) <= budget {
+				budget -= len(ids)
+				for _, id := range ids {
+					add(id, l.line, l.text)
+				}
+				it.task.Title = cleanSpaces(strings.Replace(it.task.Title, l.text, " ", 1))
+				continue
+			}
+			var idLike []string
+			for _, d := range l.ids {
+				if looksLikeID(d) {
+					idLike = append(idLike, d)
+				}
+			}
+			if len(idLike) > 0 {
+				warnings = append(warnings, &Error{Line: l.line, IDs: []string{it.task.ID}, unread: 1,
+					Msg: fmt.Sprintf("task %s: %q looks like a dependency but is not read as one (it names something that is no task of the plan); it stays in the title, write %q for a dependency",
+						it.task.ID, l.text, "(after: "+strings.Join(idLike, ", ")+")")})
 			}
 		}
-		it.task.Depends, it.depLines = deps, lines
+		it.task.Depends, it.depLines, it.depTexts = deps, lines, texts
 		for _, l := range wordLines {
 			text := strings.Join(words[l], " ")
 			note := "Depends on (in words; no task of the plan is named): " + text
@@ -384,11 +462,109 @@ func resolveDeps(items []*item, markdown bool) Errors {
 				note = it.task.Notes + "\n" + note
 			}
 			it.task.Notes = note
-			warnings = append(warnings, &Error{Line: l, IDs: []string{it.task.ID},
+			warnings = append(warnings, &Error{Line: l, IDs: []string{it.task.ID}, unread: len(words[l]),
 				Msg: fmt.Sprintf("task %s: dependency %q names no task; kept as a note", it.task.ID, text)})
 		}
 	}
-	return warnings
+	return warnings, errs
+}
+
+// idIndex finds the task a dependency names.
+type idIndex struct {
+	ids   map[string]bool
+	fold  map[string]string // lower case -> first id
+	canon map[string]string // dotted number without leading zeros -> id ("" when two ids share it)
+}
+
+func newIDIndex(items []*item) *idIndex {
+	ix := &idIndex{ids: map[string]bool{}, fold: map[string]string{}, canon: map[string]string{}}
+	for _, it := range items {
+		id := it.task.ID
+		ix.ids[id] = true
+		if _, ok := ix.fold[strings.ToLower(id)]; !ok {
+			ix.fold[strings.ToLower(id)] = id
+		}
+		if c, ok := canonNumber(id); ok {
+			if prev, seen := ix.canon[c]; seen && prev != id {
+				ix.canon[c] = ""
+			} else {
+				ix.canon[c] = id
+			}
+		}
+	}
+	return ix
+}
+
+// find returns the id d names: in scope first ("v1.4/01-02" for "01-02" written in milestone
+// v1.4), then as written, ignoring case, or as the same dotted number.
+func (ix *idIndex) find(d, scope string) (string, bool) {
+	cands := []string{d}
+	if scope != "" && !strings.Contains(d, "/") {
+		cands = []string{scope + "/" + d, d}
+	}
+	for _, c := range cands {
+		if ix.ids[c] {
+			return c, true
+		}
+	}
+	for _, c := range cands {
+		if id := ix.fold[strings.ToLower(c)]; id != "" {
+			return id, true
+		}
+	}
+	for _, c := range cands {
+		if n, ok := canonNumber(c); ok && ix.canon[n] != "" {
+			return ix.canon[n], true
+		}
+	}
+	return "", false
+}
+
+// findAll resolves every id (or range) of a list; ok only when all of them name tasks.
+func (ix *idIndex) findAll(ds []string, scope string) ([]string, bool) {
+	var out []string
+	for _, d := range ds {
+		if id, ok := ix.find(d, scope); ok {
+			out = append(out, id)
+			continue
+		}
+		ids, why, isRange := ix.expandRange(d, scope)
+		if !isRange || why != "" {
+			return nil, false
+		}
+		out = append(out, ids...)
+	}
+	return out, len(out) > 0
+}
+
+// canonNumber writes an id made of numbers joined by "." and "-" (01.1, 02.13.1-01), optionally
+// scoped ("v1.4/01-02"), without leading zeros, so that 1.1 finds 01.1.
+func canonNumber(id string) (string, bool) {
+	scope, rest := "", id
+	if i := strings.LastIndexByte(id, '/'); i >= 0 {
+		scope, rest = id[:i+1], id[i+1:]
+	}
+	if rest == "" || !isDigit(rest[0]) || !isDigit(rest[len(rest)-1]) {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString(scope)
+	start := 0
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if isDigit(c) {
+			continue
+		}
+		// The first and last bytes are digits, so i-1 and i+1 are inside rest.
+		if (c != '.' && c != '-') || !isDigit(rest[i-1]) || !isDigit(rest[i+1]) {
+			return "", false
+		}
+		b.WriteString(trimZeros(rest[start:i]))
+		b.WriteByte(c)
+		start = i + 1
+	}
+	b.WriteString(trimZeros(rest[start:]))
+	return b.String(), true
 }
 
 // looksLikeID says a dependency is written as an id (1.2, T001, 01-03, AUTH-US1, or a short capital
@@ -613,7 +789,7 @@ func contains(xs []int, x int) bool {
 
 // order is Kahn's algorithm that always takes the ready task earliest in the document, so the
 // execution order follows the document wherever the dependencies allow.
-func order(items []*item) []string {
+func order(items []*item, rank []int) []string {
 	first := map[string]*item{}
 	for _, it := range items {
 		if _, ok := first[it.task.ID]; !ok {
@@ -630,7 +806,13 @@ func order(items []*item) []string {
 			dependents[d] = append(dependents[d], v)
 		}
 	}
-	ready := &intHeap{}
+	if rank == nil {
+		rank = make([]int, n)
+		for i := range rank {
+			rank[i] = i
+		}
+	}
+	ready := &intHeap{rank: rank}
 	for v := 0; v < n; v++ {
 		if indeg[v] == 0 {
 			heap.Push(ready, v)
@@ -650,34 +832,68 @@ func order(items []*item) []string {
 	return out
 }
 
-type intHeap []int
+// intHeap holds item indexes, the lowest rank on top.
+type intHeap struct {
+	xs   []int
+	rank []int
+}
 
-func (h intHeap) Len() int           { return len(h) }
-func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Len() int           { return len(h.xs) }
+func (h *intHeap) Less(i, j int) bool { return h.rank[h.xs[i]] < h.rank[h.xs[j]] }
+func (h *intHeap) Swap(i, j int)      { h.xs[i], h.xs[j] = h.xs[j], h.xs[i] }
+func (h *intHeap) Push(x any)         { h.xs = append(h.xs, x.(int)) }
 func (h *intHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+	x := h.xs[len(h.xs)-1]
+	h.xs = h.xs[:len(h.xs)-1]
 	return x
 }
 
 // splitIDs splits a dependency list such as "1.1, 1.2 and T-7" into ids. "none" and "nothing" mean
-// no dependency, as people write in templates.
+// no dependency, as people write in templates. A range written with spaces ("T001 – T005", "3 to
+// 5") stays one entry, for resolveDeps to expand.
 func splitIDs(s string) []string {
 	fields := strings.FieldsFunc(s, func(r rune) bool {
 		return r == ',' || r == ';' || r == ' ' || r == '\t'
 	})
 	var ids []string
+	joinNext := false
 	for _, f := range fields {
 		f = strings.Trim(f, "`*[]#")
-		f = strings.TrimRight(f, ".")
+		if f != ".." {
+			f = strings.TrimRight(f, ".")
+		}
+		if joinNext {
+			joinNext = false
+			if looksLikeID(f) {
+				ids[len(ids)-1] += " " + f
+				continue
+			}
+			// Not a range after all: the separator was a word of the list.
+			last := ids[len(ids)-1]
+			sep := last[strings.LastIndexByte(last, ' ')+1:]
+			ids[len(ids)-1] = strings.TrimSuffix(last, " "+sep)
+			if sep != "-" {
+				ids = append(ids, sep)
+			}
+		}
+		if rangeWords[strings.ToLower(f)] && len(ids) > 0 && looksLikeID(ids[len(ids)-1]) {
+			ids[len(ids)-1] += " " + f
+			joinNext = true
+			continue
+		}
 		switch strings.ToLower(f) {
 		case "", "and", "&", "none", "nothing", "-", "task", "tasks", "n/a":
 			continue
 		}
 		ids = append(ids, f)
+	}
+	if joinNext { // a list ending in a separator: "1.1 -"
+		last := ids[len(ids)-1]
+		sep := last[strings.LastIndexByte(last, ' ')+1:]
+		ids[len(ids)-1] = strings.TrimSuffix(last, " "+sep)
+		if sep != "-" {
+			ids = append(ids, sep)
+		}
 	}
 	return ids
 }

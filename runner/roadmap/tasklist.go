@@ -126,7 +126,7 @@ func scanTaskList(data []byte, format Format) *doc {
 
 // decodeTask reads one task mapping. It returns nil when the task is too broken to validate further.
 func decodeTask(n *yaml.Node, idx int) (*item, Errors) {
-	it := &item{task: newTask(), index: idx}
+	it := &item{task: newTask(), index: idx, kind: "task-list"}
 	t := it.task
 	t.Line = n.Line
 	type problem struct {
@@ -202,7 +202,7 @@ func decodeTask(n *yaml.Node, idx int) (*item, Errors) {
 			}
 			for _, s := range list(k, v) {
 				for _, id := range splitIDs(s) {
-					it.addDep(id, v.Line)
+					it.addDep(id, v.Line, k.Value+": "+s)
 				}
 			}
 		case "verify":

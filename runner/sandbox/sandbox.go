@@ -5,7 +5,11 @@
 // With bubblewrap (the default where it runs) a command sees the work tree read-write, the
 // repository's git directory read-only at .git, the system's toolchains read-only, a private /tmp and
 // HOME, its own PID namespace (so no other process's /proc), and nothing else of the machine: not
-// Akira's configuration, secrets or other workspaces. The network is cut unless the policy allows it.
+// Akira's configuration, secrets or other workspaces. Under network allowlist (the default) the
+// command has a network namespace of its own whose only way out is Akira's egress proxy
+// (runner/egress), reached through a Unix socket bound into the sandbox and a forwarder that
+// listens on the namespace's loopback; under none it has no way out; under allow it shares the
+// host's network.
 // Every command also runs under resource limits (CPU time, memory, processes, file size) set with
 // prlimit, in both modes. Mode none is the operator's explicit opt-out: limits only.
 package sandbox
@@ -16,10 +20,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/akira-bot/akira/runner/egress"
 )
 
 // Mode says how commands are confined.
@@ -38,9 +45,32 @@ type Network string
 const (
 	// NetNone gives the command a network namespace of its own with only loopback.
 	NetNone Network = "none"
-	// NetAllow shares the host's network (a coding-agent CLI must reach its model API).
+	// NetAllowlist gives the command a network namespace of its own whose only route out is the
+	// egress proxy, which lets through the destinations on the allowlist. Without a proxy (no
+	// Policy.Egress) it is none.
+	NetAllowlist Network = "allowlist"
+	// NetAllow shares the host's network: loopback services, the host's other addresses, the cloud
+	// metadata address. Only when the operator says so, with a warning.
 	NetAllow Network = "allow"
 )
+
+// AllowWarning is logged when a run starts with network allow, and on every run.
+const AllowWarning = "network: allow: sandboxed commands share this host's network (its loopback services, its other addresses, the cloud metadata address); use network: allowlist to fence it"
+
+// Egress is a command's route through the egress proxy (see runner/egress).
+type Egress struct {
+	// Socket is the host path of the session's Unix socket; with bubblewrap it is bound into the
+	// sandbox and Forwarder bridges the sandbox's loopback to it. Empty for a session that listens
+	// on the host's loopback (commands that share the host's network).
+	Socket string
+	// Forwarder is the host path of a binary that runs egress.ForwarderArgv (akira itself).
+	Forwarder string
+	// Env are the variables that send clients through the proxy (HTTP_PROXY, ...) and hand the
+	// agent its placeholder key and model base URL; they replace the same names in the environment.
+	Env []string
+	// Strip names variables that must never reach the command (the real model key's).
+	Strip []string
+}
 
 // Limits bound one command. Zero means no limit of that kind.
 type Limits struct {
@@ -94,6 +124,9 @@ type Policy struct {
 	Limits   Limits
 	// Bwrap is the bubblewrap binary; empty means "bwrap" on PATH.
 	Bwrap string
+	// Egress is the route out under NetAllowlist (and the model route under NetAllow and mode none);
+	// nil leaves an allowlist command without network.
+	Egress *Egress
 }
 
 // ParseMode reads a mode from configuration.
@@ -114,10 +147,12 @@ func ParseNetwork(s string, def Network) (Network, error) {
 		return def, nil
 	case NetNone:
 		return NetNone, nil
+	case NetAllowlist:
+		return NetAllowlist, nil
 	case NetAllow:
 		return NetAllow, nil
 	}
-	return "", fmt.Errorf("sandbox: network %q: want none or allow", s)
+	return "", fmt.Errorf("sandbox: network %q: want allowlist, none or allow", s)
 }
 
 // With returns a copy of p that also shows paths read-only.
@@ -133,6 +168,7 @@ func (p Policy) Command(argv []string, env []string) ([]string, []string, error)
 		return nil, nil, errors.New("sandbox: empty command")
 	}
 	limited := append(p.Limits.prlimit(), argv...)
+	env = p.egressEnv(env)
 	switch p.Mode {
 	case None, "":
 		return limited, env, nil
@@ -154,6 +190,14 @@ func (p Policy) Command(argv []string, env []string) ([]string, []string, error)
 	}
 	if p.Network == NetAllow {
 		args = append(args, "--share-net")
+	}
+	forward := p.Network == NetAllowlist && p.Egress != nil && p.Egress.Socket != ""
+	if forward {
+		if !filepath.IsAbs(p.Egress.Forwarder) || !filepath.IsAbs(p.Egress.Socket) {
+			return nil, nil, fmt.Errorf("sandbox: the egress forwarder %q and socket %q must be absolute paths", p.Egress.Forwarder, p.Egress.Socket)
+		}
+		args = append(args, "--dir", "/run/akira", "--ro-bind", p.Egress.Forwarder, forwarderPath,
+			"--bind", p.Egress.Socket, egress.SandboxSocket)
 	}
 	for _, d := range DefaultSystemPaths {
 		args = append(args, "--ro-bind-try", d, d)
@@ -192,7 +236,33 @@ func (p Policy) Command(argv []string, env []string) ([]string, []string, error)
 		kept = append(kept, kv)
 	}
 	args = append(args, "--")
+	if forward {
+		limited = egress.ForwarderArgv(forwarderPath, limited)
+	}
 	return append(args, limited...), kept, nil
+}
+
+// forwarderPath is where the forwarder binary is seen inside the sandbox.
+const forwarderPath = "/run/akira/egress-forward"
+
+// egressEnv puts the egress variables in place of the same names, and drops the stripped ones.
+func (p Policy) egressEnv(env []string) []string {
+	if p.Egress == nil || p.Network == NetNone {
+		return env
+	}
+	drop := append([]string(nil), p.Egress.Strip...)
+	for _, kv := range p.Egress.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		drop = append(drop, name)
+	}
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(drop, name) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, p.Egress.Env...)
 }
 
 func isPathVar(name string) bool {
@@ -315,6 +385,12 @@ type Config struct {
 	Limits        Limits
 	// Disk caps the work tree's size after an attempt; 0 means no cap.
 	Disk int64
+	// Egress is the worker's egress proxy, the route out of commands under network allowlist (and
+	// the holder of the agent's model key); nil leaves such commands without network.
+	Egress *egress.Proxy
+	// Allow is what the proxy lets through for every run (the operator's allowlist); Ceiling is the
+	// most a repository's network.allow may add to it.
+	Allow, Ceiling egress.Allowlist
 }
 
 // Shows reports whether a sandboxed command could read path: it lies under the system directories,
@@ -332,4 +408,15 @@ func (c Config) Shows(path string, extra ...string) bool {
 func (c Config) Policy(net Network, workTree, gitDir, home string) *Policy {
 	return &Policy{Mode: c.Mode, Network: net, WorkTree: workTree, GitDir: gitDir, Home: home,
 		ReadOnly: append([]string(nil), c.ReadOnly...), Limits: c.Limits}
+}
+
+// Shows reports whether a path of the host is visible at the same place to a command run under p:
+// without a sandbox everything is; with bubblewrap only the work tree, the system directories and
+// files, and the read-only paths are (/tmp and HOME inside are private, not the host's).
+func (p Policy) Shows(path string) bool {
+	if p.Mode != Bubblewrap {
+		return true
+	}
+	dirs := append(append(append([]string{p.WorkTree}, DefaultSystemPaths...), systemFiles...), p.ReadOnly...)
+	return under(path, dirs)
 }

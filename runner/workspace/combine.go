@@ -78,7 +78,12 @@ func (w *Workspace) Sync(ctx context.Context) error {
 // remoteHead fetches the run branch and returns its head on the remote.
 func (w *Workspace) remoteHead(ctx context.Context) (string, error) {
 	ref := "refs/heads/" + w.Branch
-	if _, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "--", w.opts.Remote, "+"+ref+":refs/remotes/origin/"+w.Branch); err != nil {
+	if out, err := w.remote(ctx, w.Dir, "fetch", "--quiet", "--no-tags", "--", w.opts.Remote, "+"+ref+":refs/remotes/origin/"+w.Branch); err != nil {
+		// A deleted branch fails the fetch itself: it is the branch moving under the run, not a
+		// network error to retry.
+		if strings.Contains(out, "couldn't find remote ref") {
+			return "", fmt.Errorf("workspace: %s is gone from the remote: %w", w.Branch, ErrPushRejected)
+		}
 		return "", fmt.Errorf("workspace: fetch %s: %w", w.Branch, err)
 	}
 	head, err := w.Git(ctx, "rev-parse", "--verify", "refs/remotes/origin/"+w.Branch+"^{commit}")

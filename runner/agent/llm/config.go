@@ -168,6 +168,23 @@ func (p Price) cost(t tokens) float64 {
 	return float64(t.in)*p.InputPerMTok/1e6 + float64(t.out)*p.OutputPerMTok/1e6
 }
 
+// Cost is what input and output tokens cost at p.
+func (p Price) Cost(input, output int64) float64 { return p.cost(tokens{in: input, out: output}) }
+
+// PriceOf finds a model's price as the built-in agents do: in DefaultPrices extended and
+// overridden by extra (the operator's and the profile's prices), by exact name, then without a
+// router prefix, then by base name before a snapshot suffix.
+func PriceOf(extra map[string]Price, model string) (Price, bool) {
+	table := make(map[string]Price, len(DefaultPrices)+len(extra))
+	for k, v := range DefaultPrices {
+		table[k] = v
+	}
+	for k, v := range extra {
+		table[k] = v
+	}
+	return lookupPrice(table, model)
+}
+
 // New validates cfg and returns the agent. Errors name the profile field at fault.
 func New(cfg Config) (agent.Agent, error) {
 	var errs []error

@@ -9,12 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/llm"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/lessons"
 )
 
@@ -81,8 +83,16 @@ func New(name string, p config.AgentProfile, o Options) (agent.Agent, error) {
 		if strings.TrimSpace(p.Command) == "" {
 			return nil, fmt.Errorf("agent %s: command: required for kind exec", name)
 		}
+		model, err := ModelRoute(name, p, o)
+		if err != nil {
+			return nil, err
+		}
+		if model != nil {
+			// The proxy holds the key: neither the real key's variable nor the CLI's own may pass.
+			passEnv = slices.DeleteFunc(passEnv, func(n string) bool { return n == model.KeyEnv || n == model.KeyVar })
+		}
 		return &agent.Exec{Command: p.Command, PassEnv: passEnv, Timeout: time.Duration(p.Timeout),
-			OutputCap: p.OutputCap, Stream: o.Stream, TempDir: o.TempDir, UsageFrom: p.UsageFrom}, nil
+			OutputCap: p.OutputCap, Stream: o.Stream, TempDir: o.TempDir, UsageFrom: p.UsageFrom, Model: model}, nil
 	case "openai", "anthropic":
 		model := p.Model
 		if o.Model != "" {
@@ -116,6 +126,42 @@ func New(name string, p config.AgentProfile, o Options) (agent.Agent, error) {
 		return a, nil
 	default:
 		return nil, fmt.Errorf("agent %s: kind %q is not exec, openai or anthropic", name, p.Kind)
+	}
+}
+
+// ModelRoute is the model endpoint the egress proxy holds for an exec profile with an api: the
+// real key read from the environment, and the profile's model and prices (over the built-in table)
+// to price what it meters. nil for a profile without one.
+func ModelRoute(name string, p config.AgentProfile, o Options) (*egress.Model, error) {
+	m, ok := p.ModelAPI()
+	if !ok {
+		return nil, nil
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	key := getenv(m.KeyEnv)
+	if key == "" && (m.Host() == "api.anthropic.com" || m.Host() == "api.openai.com") {
+		return nil, fmt.Errorf("agent %s: the API key is empty: set $%s (the egress proxy holds it; the agent gets a placeholder)", name, m.KeyEnv)
+	}
+	model := cmp.Or(o.Model, p.Model)
+	return &egress.Model{Protocol: m.Protocol, BaseURL: m.BaseURL, Key: key, KeyEnv: m.KeyEnv,
+		KeyVar: m.AgentKeyEnv, BaseURLVar: m.AgentBaseURLEnv, Model: model, Price: Pricer(p.Prices)}, nil
+}
+
+// Pricer prices metered tokens with the built-in agents' table extended by prices.
+func Pricer(prices map[string]config.Price) func(model string, t egress.Tokens) (float64, bool) {
+	extra := map[string]llm.Price{}
+	for m, pr := range prices {
+		extra[m] = llm.Price{InputPerMTok: pr.InputPerMTok, OutputPerMTok: pr.OutputPerMTok}
+	}
+	return func(model string, t egress.Tokens) (float64, bool) {
+		pr, ok := llm.PriceOf(extra, model)
+		if !ok {
+			return 0, false
+		}
+		return pr.Cost(t.Input, t.Output), true
 	}
 }
 

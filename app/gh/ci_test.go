@@ -1,0 +1,95 @@
+package gh_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/akira-bot/akira/internal/githubtest"
+	"github.com/akira-bot/akira/jobs"
+)
+
+// TestCIChecksAndEvidence: a commit's checks from every source but Akira's own, each failure explained
+// (an Actions job by its log, read without the App's token; another app's check run by its output and
+// annotations; a status by its description), required checks from branch protection, and a re-run of
+// a workflow's failed jobs; every request conforms to GitHub's description.
+func TestCIChecksAndEvidence(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	sha := e.srv.Branch(owner, repo, "main")
+	if _, _, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{Name: "akira: 1.1 one", HeadSHA: sha, Status: jobs.CheckInProgress,
+		ExternalID: "r/1.1", Title: "Running", Summary: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	wr := e.srv.AddWorkflowRun(owner, repo, githubtest.WorkflowRun{Name: "CI", HeadSHA: sha, HeadBranch: "main", Jobs: []githubtest.WorkflowJob{
+		{Name: "lint", Conclusion: "success", Log: "ok\n"},
+		{Name: "test (ubuntu)", Conclusion: "failure", Log: "##[group]Run go test\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\n##[error]Process completed with exit code 1.\n"},
+	}})
+	e.srv.AddForeignCheckRun(owner, repo, githubtest.ForeignCheckRun{App: githubtest.CIApp{ID: 77, Slug: "circleci", Name: "CircleCI"},
+		Name: "build", HeadSHA: sha, Conclusion: "failure", Title: "Build failed", Summary: "make: *** [all] Error 2",
+		Annotations: []githubtest.Annotation{{Path: "main.go", StartLine: 3, EndLine: 3, AnnotationLevel: "failure", Message: "undefined: x"}}})
+	e.srv.AddStatus(owner, repo, githubtest.Status{SHA: sha, Context: "ci/jenkins", State: "pending", Description: "running"})
+	e.srv.AddStatus(owner, repo, githubtest.Status{SHA: sha, Context: "ci/jenkins", State: "error", Description: "2 tests failed", TargetURL: "https://ci.example/7"})
+
+	checks, err := e.c.CIChecks(ctx, owner, repo, sha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]jobs.CICheck{}
+	for _, c := range checks {
+		byName[c.Name] = c
+	}
+	if len(checks) != 4 || byName["akira: 1.1 one"].Name != "" {
+		t.Fatalf("checks = %+v (Akira's own must not be among them)", checks)
+	}
+	if c := byName["test (ubuntu)"]; c.App != jobs.CIAppActions || c.ID != wr.Jobs[1].ID || !c.Failed() {
+		t.Errorf("actions job = %+v", c)
+	}
+	if c := byName["lint"]; c.Failed() || !c.Done() {
+		t.Errorf("lint = %+v", c)
+	}
+	if c := byName["ci/jenkins"]; c.Source != jobs.CISourceStatus || c.Conclusion != "error" || !c.Failed() {
+		t.Errorf("status = %+v (the latest state of a context counts)", c)
+	}
+
+	log, err := e.c.CIEvidence(ctx, owner, repo, byName["test (ubuntu)"])
+	if err != nil || !strings.Contains(log, "add_test.go:9: got 3, want 4") {
+		t.Fatalf("job log = %q, %v", log, err)
+	}
+	for _, r := range e.srv.Requests() {
+		if strings.Contains(r.Path, "_job-logs") {
+			t.Fatal("the log's storage address must not be reached through the API client")
+		}
+	}
+	out, err := e.c.CIEvidence(ctx, owner, repo, byName["build"])
+	if err != nil || !strings.Contains(out, "Build failed") || !strings.Contains(out, "main.go:3: failure: undefined: x") {
+		t.Fatalf("check run evidence = %q, %v", out, err)
+	}
+	st, err := e.c.CIEvidence(ctx, owner, repo, byName["ci/jenkins"])
+	if err != nil || !strings.Contains(st, "2 tests failed") || !strings.Contains(st, "https://ci.example/7") {
+		t.Fatalf("status evidence = %q, %v", st, err)
+	}
+	if _, err := e.c.CIEvidence(ctx, owner, repo, jobs.CICheck{Name: "gone", Source: jobs.CISourceCheckRun, ID: 999999}); !errors.Is(err, jobs.ErrGitHubNotFound) {
+		t.Errorf("evidence of a missing check run: %v", err)
+	}
+
+	if err := e.c.RerunFailedJobs(ctx, owner, repo, wr.Jobs[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := e.srv.WorkflowRunByID(wr.ID); after.RerunRequests != 1 {
+		t.Errorf("re-runs = %d", after.RerunRequests)
+	}
+
+	if req, err := e.c.RequiredChecks(ctx, owner, repo, "main"); err != nil || len(req) != 0 {
+		t.Fatalf("required of an unprotected branch = %v, %v", req, err)
+	}
+	e.srv.SetRequiredChecks(owner, repo, "main", "test (ubuntu)", "ci/jenkins")
+	if req, err := e.c.RequiredChecks(ctx, owner, repo, "main"); err != nil || !slices.Equal(req, []string{"test (ubuntu)", "ci/jenkins"}) {
+		t.Fatalf("required = %v, %v", req, err)
+	}
+	if p, ok := githubtest.OpenAPISubsetPath(); ok {
+		githubtest.CheckRequestsAgainstOpenAPI(t, p, e.srv.Requests())
+	}
+}

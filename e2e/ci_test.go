@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/akira-bot/akira/internal/githubtest"
+	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+)
+
+// ciOperator watches CI with a short grace period; the tests play the CI.
+const ciOperator = "ci:\n  watch: last\n  timeout: 10m\n  grace: 5m\n  max_fix_rounds: 1\n"
+
+// waitCI waits until the run of number waits for the CI of a commit other than old, and returns it.
+func (e *env) waitCI(number int, old string) *jobs.Run {
+	e.t.Helper()
+	var run *jobs.Run
+	e.eventually("the run to wait for CI on a new head", func() bool {
+		run = e.runOf(number)
+		return run != nil && run.Status == lifecycle.StatusWaitingCI && run.CI != nil && run.CI.Head != old
+	})
+	return run
+}
+
+// ciReport delivers what a CI reports about head on branch: a check suite completed.
+func (e *env) ciReport(event, branch, head, conclusion string) {
+	e.t.Helper()
+	body := map[string]any{"head_sha": head, "head_branch": branch, "conclusion": conclusion, "status": "completed",
+		"app": map[string]any{"id": 15368, "slug": "github-actions"}}
+	payload := map[string]any{"action": "completed", "installation": e.installation(), "repository": e.repository(),
+		"sender": user("github-actions[bot]")}
+	switch event {
+	case jobs.EventCheckSuite:
+		payload["check_suite"] = body
+	case jobs.EventWorkflowRun:
+		body["name"] = "CI"
+		payload["workflow_run"] = body
+	case jobs.EventStatus:
+		payload = map[string]any{"sha": head, "state": conclusion, "context": "ci/jenkins", "installation": e.installation(),
+			"repository": e.repository(), "sender": user("jenkins[bot]"), "branches": []any{map[string]any{"name": branch}}}
+	}
+	e.deliver(event, event+"-"+randomHex(e.t, 4), payload, http.StatusAccepted)
+}
+
+// TestCIThroughGitHub: the run's tasks are done and its pull request's own CI fails — an Actions job,
+// another app's check run, a commit status. Each time Akira reads the evidence, runs a fix task whose
+// prompt quotes the failing line (a token in the log masked), pushes it with an Akira-Fix-For trailer,
+// waits again, and marks the pull request ready once the CI is green. A delivery about an old head
+// and the same delivery twice change nothing.
+func TestCIThroughGitHub(t *testing.T) {
+	token := "ghp_" + strings.Repeat("Zz9", 12)
+	cases := []struct {
+		name, event string
+		fail        func(e *env, branch, head string)
+		pass        func(e *env, branch, head string)
+		quote       string
+	}{
+		{name: "actions", event: jobs.EventCheckSuite,
+			fail: func(e *env, branch, head string) {
+				e.gh.AddWorkflowRun(e.owner, e.repo, githubtest.WorkflowRun{Name: "CI", HeadSHA: head, HeadBranch: branch, Jobs: []githubtest.WorkflowJob{
+					{Name: "lint", Conclusion: "success", Log: "ok\n"},
+					{Name: "test", Conclusion: "failure", Log: "##[group]Run go test ./...\nexport GH_TOKEN=" + token + "\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\nFAIL\n##[error]Process completed with exit code 1.\n"}}})
+			},
+			pass: func(e *env, branch, head string) {
+				e.gh.AddWorkflowRun(e.owner, e.repo, githubtest.WorkflowRun{Name: "CI", HeadSHA: head, HeadBranch: branch,
+					Jobs: []githubtest.WorkflowJob{{Name: "lint", Conclusion: "success"}, {Name: "test", Conclusion: "success"}}})
+			},
+			quote: "add_test.go:9: got 3, want 4"},
+		{name: "third-party check run", event: jobs.EventCheckSuite,
+			fail: func(e *env, branch, head string) {
+				e.gh.AddForeignCheckRun(e.owner, e.repo, githubtest.ForeignCheckRun{App: githubtest.CIApp{ID: 77, Slug: "circleci", Name: "CircleCI"},
+					Name: "build", HeadSHA: head, HeadBranch: branch, Conclusion: "failure", Title: "Build failed", Summary: "make: *** [all] Error 2",
+					Annotations: []githubtest.Annotation{{Path: "main.go", StartLine: 3, EndLine: 3, AnnotationLevel: "failure", Message: "undefined: frobnicate"}}})
+			},
+			pass: func(e *env, branch, head string) {
+				e.gh.AddForeignCheckRun(e.owner, e.repo, githubtest.ForeignCheckRun{App: githubtest.CIApp{ID: 77, Slug: "circleci", Name: "CircleCI"},
+					Name: "build", HeadSHA: head, HeadBranch: branch, Conclusion: "success"})
+			},
+			quote: "main.go:3: failure: undefined: frobnicate"},
+		{name: "commit status", event: jobs.EventStatus,
+			fail: func(e *env, _, head string) {
+				e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: head, Context: "ci/jenkins", State: "failure", Description: "2 tests failed in suite payments"})
+			},
+			pass: func(e *env, _, head string) {
+				e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: head, Context: "ci/jenkins", State: "success", Description: "all green"})
+			},
+			quote: "2 tests failed in suite payments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnvWith(t, false, redisAddr(t), ciOperator)
+			e.createRepo(map[string]string{"README.md": "# demo\n"})
+			e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "CI", User: "alice", Body: "- [ ] Add one\n"})
+			e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+			run := e.waitCI(1, "")
+			head, branch := run.CI.Head, run.Branch
+			if pr := e.onlyPR(branch); !pr.Draft {
+				t.Fatal("the pull request is ready before its CI is green")
+			}
+
+			// A report about another commit changes nothing; the red one starts one fix round.
+			e.ciReport(tc.event, branch, strings.Repeat("0", 40), "failure")
+			tc.fail(e, branch, head)
+			conclusion := "failure"
+			e.ciReport(tc.event, branch, head, conclusion)
+			e.ciReport(tc.event, branch, head, conclusion)
+			run = e.waitCI(1, head)
+			if run.CI.Round != 1 {
+				t.Fatalf("fix rounds = %d, want 1", run.CI.Round)
+			}
+			prompt := e.promptOf("fix")
+			if !strings.Contains(prompt, tc.quote) {
+				t.Fatalf("the fix task's prompt does not quote %q:\n%s", tc.quote, prompt)
+			}
+			if strings.Contains(prompt, token) {
+				t.Fatal("a token from the CI log reached the agent's prompt")
+			}
+			var fixed bool
+			for _, c := range e.gh.Log(e.owner, e.repo, branch) {
+				if c.Trailers["Akira-Fix-For"] != "" && c.Trailers["Akira-Task"] == lifecycle.CIScope(1)+"#fix" {
+					fixed = true
+				}
+			}
+			if !fixed {
+				t.Fatal("no checkpoint with an Akira-Fix-For trailer on the branch")
+			}
+
+			tc.pass(e, branch, run.CI.Head)
+			e.ciReport(tc.event, branch, run.CI.Head, "success")
+			run = e.waitStatus(1, jobs.StatusSucceeded)
+			e.eventually("the pull request to be ready", func() bool { return !e.onlyPR(branch).Draft })
+			for _, c := range e.gh.Comments(e.owner, e.repo, e.onlyPR(branch).Number) {
+				if strings.Contains(c.Body, token) {
+					t.Fatal("a token from the CI log reached a comment")
+				}
+			}
+			if n := e.taskCommits(branch)[lifecycle.CIScope(1)+"#fix"]; n != 1 {
+				t.Errorf("%d fix checkpoints, want 1", n)
+			}
+		})
+	}
+}
+
+// TestCIStaysRed: a check that stays red after the last fix round escalates once, with the evidence;
+// `/akira retry <guidance>` starts another round, whose prompt has the guidance, and green ends it.
+func TestCIStaysRed(t *testing.T) {
+	e := newEnvWith(t, false, redisAddr(t), ciOperator)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "CI", User: "alice", Body: "- [ ] Add one\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitCI(1, "")
+	branch := run.Branch
+	red := func(head string) {
+		e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: head, Context: "ci/jenkins", State: "failure", Description: "payments suite: 2 failed"})
+		e.ciReport(jobs.EventStatus, branch, head, "failure")
+	}
+	red(run.CI.Head)
+	run = e.waitCI(1, run.CI.Head)
+	red(run.CI.Head)
+	red(run.CI.Head) // delivered twice
+	run = e.waitStatus(1, jobs.StatusParked)
+	pr := e.onlyPR(branch)
+	e.eventually("the escalation comment", func() bool { return len(e.commentsWith(pr.Number, "escalation-round")) > 0 })
+	escalations := e.commentsWith(pr.Number, "escalation-round")
+	if len(escalations) != 1 || !strings.Contains(escalations[0].Body, "payments suite: 2 failed") {
+		t.Fatalf("escalations = %+v", escalations)
+	}
+	e.comment(pr.Number, "alice", "/akira retry the test data is stale; MAGIC-WORD", true, http.StatusAccepted)
+	run = e.waitCI(1, run.CI.Head)
+	if prompt := e.promptOf("fix"); !strings.Contains(prompt, "MAGIC-WORD") {
+		t.Fatalf("the retried round's prompt has no guidance:\n%s", prompt)
+	}
+	e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: run.CI.Head, Context: "ci/jenkins", State: "success"})
+	e.ciReport(jobs.EventStatus, branch, run.CI.Head, "success")
+	e.waitStatus(1, jobs.StatusSucceeded)
+	e.eventually("the pull request to be ready", func() bool { return !e.onlyPR(branch).Draft })
+}

@@ -1,0 +1,47 @@
+package jobs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/runner"
+)
+
+// TestRecordFinishedKeepsLateDecisions: a decision taken while the job ran (on a task the job parked)
+// outlives the job's end; those the job handed to the engine are done.
+func TestRecordFinishedKeepsLateDecisions(t *testing.T) {
+	retry := func(key string) Decision {
+		return Decision{Key: key, TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: key}}
+	}
+	parkedOut := runner.Outcome{Status: runner.StatusParked, Parked: []runner.Escalation{{TaskID: "1.2"}}}
+	tests := []struct {
+		name          string
+		start         RunStatus
+		decisions     map[string]Decision
+		handed        map[string]Decision
+		status        RunStatus
+		out           runner.Outcome
+		wantStatus    RunStatus
+		wantParked    int
+		wantDecisions int
+	}{
+		{"no decisions: parked", StatusRunning, nil, nil, StatusParked, parkedOut, StatusParked, 1, 0},
+		{"decision handed to the engine is done", StatusRunning, map[string]Decision{"1.2": retry("a")}, map[string]Decision{"1.2": retry("a")}, StatusParked, parkedOut, StatusParked, 1, 0},
+		{"decision taken during the job queues the run", StatusRunning, map[string]Decision{"1.2": retry("b")}, nil, StatusParked, parkedOut, StatusQueued, 0, 1},
+		{"a newer decision than the one handed", StatusRunning, map[string]Decision{"1.2": retry("c")}, map[string]Decision{"1.2": retry("a")}, StatusParked, parkedOut, StatusQueued, 0, 1},
+		{"aborted during the job stays aborted", StatusAborted, nil, nil, StatusSucceeded, runner.Outcome{Status: runner.StatusSucceeded}, StatusAborted, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := &Run{Status: tt.start, Decisions: tt.decisions, Parked: []Parked{{TaskID: "1.2"}}}
+			if _, err := lifecycle.Apply(run, lifecycle.EngineFinished{Status: tt.status, Outcome: tt.out, Handed: tt.handed}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if run.Status != tt.wantStatus || len(run.Parked) != tt.wantParked || len(run.Decisions) != tt.wantDecisions {
+				t.Fatalf("status %s parked %+v decisions %+v; want %s, %d parked, %d decisions",
+					run.Status, run.Parked, run.Decisions, tt.wantStatus, tt.wantParked, tt.wantDecisions)
+			}
+		})
+	}
+}

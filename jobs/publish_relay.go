@@ -1,0 +1,131 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// The relay of the run's outbox. A transition and the effects it requires are written together (see
+// lifecycle.Effect and Run.Outbox); the job that made the transition performs them at once. When its
+// worker dies in between, or GitHub fails it, the effects wait in the outbox: every worker's reaper
+// looks for outboxes left longer than RelayAge and queues a publish job for each, which performs what
+// is left in order. Its task id names the run's revision, so workers reaping at once queue it once.
+
+// TypePublish performs the effects a run's transitions left in its outbox.
+const TypePublish = "akira:publish"
+
+// RelayAge is how long effects may wait in an outbox before the relay takes them for left behind:
+// longer than the job that wrote them needs to perform them.
+const RelayAge = 30 * time.Second
+
+// PublishPayload is the payload of TypePublish.
+type PublishPayload struct {
+	Version        int    `json:"v"`
+	RunID          string `json:"run_id"`
+	InstallationID int64  `json:"installation_id"`
+	// Rev is the run's revision when the relay found the effects left.
+	Rev int64 `json:"rev"`
+}
+
+// JobID makes one publish job per run revision.
+func (p PublishPayload) JobID() string {
+	return "publish:" + p.RunID + ":" + strconv.FormatInt(p.Rev, 10)
+}
+
+// Validate reports what is missing from a publish payload.
+func (p PublishPayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.RunID == "" || p.InstallationID <= 0 {
+		errs = append(errs, errors.New("run and installation are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("publish payload: %w", err)
+	}
+	return nil
+}
+
+// EnqueuePublish enqueues a TypePublish task; ErrDuplicate when this revision's is queued already.
+func (e *Enqueuer) EnqueuePublish(ctx context.Context, p PublishPayload) error {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	t, err := e.opts.withDefaults().newTask(TypePublish, p, resumeTimeout, intakeMaxRetry)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
+}
+
+// HandlePublish performs what the run's outbox holds.
+func (h *Handler) HandlePublish(ctx context.Context, t *asynq.Task) error {
+	var p PublishPayload
+	if err := decode(t, TypePublish, &p); err != nil {
+		h.d.Metrics.job(TypePublish, ResultInvalid)
+		return err
+	}
+	log := h.log.With("task", TypePublish, "installation", p.InstallationID, "run", p.RunID)
+	run, err := h.d.Store.Get(ctx, p.RunID)
+	if errors.Is(err, ErrNotFound) {
+		h.d.Metrics.job(TypePublish, ResultNoop)
+		return h.d.Store.forgetOutbox(ctx, p.RunID)
+	}
+	if err != nil {
+		h.d.Metrics.job(TypePublish, ResultRetry)
+		return err
+	}
+	if len(run.Outbox) == 0 {
+		h.d.Metrics.job(TypePublish, ResultNoop)
+		return nil
+	}
+	gh, err := installation(ctx, h.d.GitHub, run.InstallationID)
+	if err == nil {
+		log.Info("publish job: performing effects left behind", "effects", len(run.Outbox), "repo", run.Owner+"/"+run.Repo)
+		_, err = h.publish(ctx, gh, run, log)
+	}
+	if err != nil {
+		h.d.Metrics.job(TypePublish, ResultRetry)
+		return err
+	}
+	h.d.Metrics.job(TypePublish, ResultSucceeded)
+	return nil
+}
+
+// Relay queues a publish job for each run whose effects waited longer than age, and returns how many
+// it queued.
+func (h *Handler) Relay(ctx context.Context, age time.Duration) (int, error) {
+	ids, err := h.d.Store.LeftEffects(ctx, age)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, id := range ids {
+		run, err := h.d.Store.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			errs = append(errs, h.d.Store.forgetOutbox(ctx, id))
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(run.Outbox) == 0 {
+			continue
+		}
+		err = h.d.Enqueuer.EnqueuePublish(ctx, PublishPayload{RunID: id, InstallationID: run.InstallationID, Rev: run.Rev})
+		switch {
+		case errors.Is(err, ErrDuplicate):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("jobs: relay effects of run %s: %w", id, err))
+		default:
+			n++
+			h.log.Warn("relay: effects left behind; publishing them", "run", id, "effects", len(run.Outbox))
+		}
+	}
+	return n, errors.Join(errs...)
+}

@@ -1,0 +1,653 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/verify"
+	"github.com/akira-bot/akira/templates"
+)
+
+// ReporterGitHub is what the reporter does on GitHub: check runs, comments and the run's pull request.
+type ReporterGitHub interface {
+	Checks
+	Comments
+	Pulls
+}
+
+// Reporter is the runner.Reporter of a job: for each engine event it applies the lifecycle's transition
+// to the stored run (jobs/lifecycle), then performs the effects the transition returns on GitHub
+// (perform, with what this job knows of the attempts). It is used by one job at a time (under the
+// branch lock), from the engine's goroutine.
+type Reporter struct {
+	gh      ReporterGitHub
+	pub     publisher
+	metrics *Metrics
+	runID   string
+	run     *Run
+
+	head        string
+	maxAttempts int
+	// This job's attempt history per task, for the check runs' text.
+	attempts map[string][]templates.Attempt
+	guidance map[string]string
+	verify   map[string][]verify.Result
+	verdicts map[string]*templates.Verdict
+	// judging says the run has an acceptance judge (the check runs say who reads the criteria).
+	judging bool
+	// logs is each task's current attempt's log, kept (masked) when the attempt ends.
+	logs         map[string]*strings.Builder
+	masker       *Masker
+	logRetention time.Duration
+	// publicURL is the dashboard's address: a check run's details link to the task's page there.
+	publicURL string
+	// notify, when set, tells the operator's sinks about an event of the run.
+	notify func(ctx context.Context, event, occasion string, data templates.Notification)
+	now    func() time.Time
+	// lastSummary is when this job last edited the summary (progress edits are rate-limited).
+	lastSummary time.Time
+}
+
+// NewReporter returns the reporter of one job of the run.
+func NewReporter(gh ReporterGitHub, store *Store, metrics *Metrics, log *slog.Logger, run *Run) *Reporter {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Reporter{
+		gh: gh, pub: publisher{gh: gh, store: store, log: log}, metrics: metrics,
+		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
+		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
+		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, now: time.Now,
+	}
+}
+
+// Run is the run state as the reporter last wrote or read it.
+func (r *Reporter) Run() *Run { return r.run }
+
+// Report handles one engine event. An error stops the run; the job is retried and carries on from the
+// branch and the state, which is why every step here is safe to repeat.
+func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
+	var err error
+	switch ev.Type {
+	case runner.EventRunStarted:
+		err = r.runStarted(ctx, ev)
+	case runner.EventTaskStarted:
+		err = r.taskStarted(ctx, ev)
+	case runner.EventTaskDecided:
+		if ev.Decision != nil && ev.Decision.Kind == runner.DecisionRetry {
+			r.guidance[ev.TaskID] = ev.Decision.Guidance
+		}
+	case runner.EventAttemptStarted:
+		err = r.attemptStarted(ctx, ev)
+	case runner.EventAgentFinished:
+		if err = r.recordRefused(ctx, ev, "agent"); err == nil {
+			err = r.agentFinished(ctx, ev)
+		}
+	case runner.EventVerifyStarted:
+		what := "verifying"
+		if ev.VerifyPlan != nil && len(ev.VerifyPlan.Commands) > 0 {
+			what = "verifying: " + clipText(strings.Join(ev.VerifyPlan.Commands, " && "), 120)
+		}
+		err = r.progress(ctx, what)
+	case runner.EventVerifyFinished:
+		if err = r.recordRefused(ctx, ev, "verification"); err != nil {
+			break
+		}
+		r.logVerify(ev)
+		r.verify[ev.TaskID] = ev.Verify
+		if a := r.lastAttempt(ev.TaskID); a != nil {
+			a.Verify = commands(ev.Verify)
+		}
+	case runner.EventJudged:
+		err = r.judged(ctx, ev)
+	case runner.EventAttemptFailed:
+		err = r.attemptFailed(ctx, ev)
+	case runner.EventTaskCheckpointed:
+		err = r.taskCheckpointed(ctx, ev)
+	case runner.EventTaskParked:
+		err = r.taskParked(ctx, ev)
+	case runner.EventTaskSkipped:
+		err = r.taskSkipped(ctx, ev)
+	case runner.EventTaskBlocked:
+		err = r.record(ctx, func(run *Run) error { return recordBlocked(run, ev) })
+	case runner.EventRunFinished:
+		if ev.Outcome != nil && ev.Outcome.Head != "" {
+			r.head = ev.Outcome.Head
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("jobs: %s %s: %w", ev.Type, ev.TaskID, err)
+	}
+	return nil
+}
+
+// transition applies an event of the run's lifecycle to the stored run, keeps the result, and returns
+// the effects the transition requires; the reporter performs them at once (see perform).
+func (r *Reporter) transition(ctx context.Context, ev lifecycle.Event) ([]lifecycle.Effect, error) {
+	run, effects, err := r.pub.store.Apply(ctx, r.runID, ev)
+	if err != nil {
+		return nil, err
+	}
+	r.run = run
+	return effects, nil
+}
+
+// record applies a change to the stored run and keeps the result.
+func (r *Reporter) record(ctx context.Context, fn func(*Run) error) error {
+	run, err := r.pub.store.Update(ctx, r.runID, fn)
+	if err != nil {
+		return err
+	}
+	r.run = run
+	return nil
+}
+
+// progress records the working job's sign of life and shows it, at most every minSummaryInterval.
+func (r *Reporter) progress(ctx context.Context, activity string) error {
+	now := r.now()
+	if err := r.record(ctx, func(run *Run) error {
+		run.Activity, run.ActivityAt = activity, now
+		return nil
+	}); err != nil {
+		return err
+	}
+	return r.progressSummary(ctx)
+}
+
+// progressSummary edits the summary for progress alone, unless it was edited less than
+// minSummaryInterval ago.
+func (r *Reporter) progressSummary(ctx context.Context) error {
+	if !r.lastSummary.IsZero() && r.now().Sub(r.lastSummary) < minSummaryInterval {
+		return nil
+	}
+	return r.summary(ctx)
+}
+
+func (r *Reporter) summary(ctx context.Context) error {
+	r.lastSummary = r.now()
+	run, err := r.pub.publishSummary(ctx, r.run)
+	if run != nil {
+		r.run = run
+	}
+	return err
+}
+
+// runStarted records the plan and, for a new branch with work to do, opens the run's draft pull
+// request from the engine's own workspace branch before the first task.
+func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
+	r.head = ev.Commit
+	if ev.MaxAttempts > 0 {
+		r.maxAttempts = ev.MaxAttempts
+	}
+	effects, err := r.transition(ctx, lifecycle.PlanRead{Engine: ev, Past: r.pastDurations(ctx)})
+	if err != nil {
+		return err
+	}
+	// A job that died after a task's checkpoint was pushed left its check run in progress; the task
+	// is found done from its trailers now, and its check run gets the conclusion it missed.
+	for _, t := range r.run.Tasks {
+		if t.Status == templates.StatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
+			if err := r.finishCheckRun(ctx, &t, templates.StatusPassed, "", CheckRun{Conclusion: ConclusionSuccess, Title: "Verified"}); err != nil {
+				return err
+			}
+		}
+	}
+	if r.run.PR == 0 && hasWork(ev.Tasks) {
+		pr, err := ensurePullRequest(ctx, r.gh, r.run, ev.Tasks)
+		if err != nil {
+			return err
+		}
+		if err := r.record(ctx, recordPullRequest(pr)); err != nil {
+			return err
+		}
+	}
+	return r.perform(ctx, effects, ev)
+}
+
+// pastDurations is the repository's task history for the run's estimate, or nil to keep what the
+// run has: the history is read until the run finishes a task of its own, which then joins it (a
+// later read would count the run's own tasks twice). The estimate is a courtesy: a failed read
+// leaves it unknown and the run goes on.
+func (r *Reporter) pastDurations(ctx context.Context) []time.Duration {
+	for _, t := range r.run.Tasks {
+		if t.Attempts > 0 && t.Duration > 0 {
+			return nil
+		}
+	}
+	past, err := r.pub.store.TaskDurations(ctx, r.run.Owner, r.run.Repo)
+	if err != nil {
+		r.pub.log.Warn("task history unavailable; the estimate waits for a finished task", "err", err)
+		return nil
+	}
+	return past
+}
+
+// hasWork reports whether any task is left to run.
+func hasWork(tasks []runner.TaskResult) bool {
+	for _, t := range tasks {
+		if t.Status == runner.TaskPending {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Reporter) taskStarted(ctx context.Context, ev runner.Event) error {
+	delete(r.attempts, ev.TaskID)
+	if ev.MaxAttempts > 0 {
+		r.maxAttempts = ev.MaxAttempts
+	}
+	effects, err := r.transition(ctx, lifecycle.TaskStarted{Engine: ev})
+	if err != nil {
+		return err
+	}
+	return r.perform(ctx, effects, ev)
+}
+
+// openCheckRun creates a new in-progress check run for the task and stores its id at once.
+func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int) error {
+	t := r.run.Task(taskID)
+	sum, err := templates.Render("checkrun_summary", r.checkRunData(t, templates.StatusRunning, attempt, ""))
+	if err != nil {
+		return err
+	}
+	id, url, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, CheckRun{
+		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: CheckInProgress,
+		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: cmp.Or(TaskPageURL(r.publicURL, r.runID, t.ID), r.run.PRURL), Title: "Running", Summary: sum,
+		Buttons: RunningButtons(),
+	})
+	if err != nil {
+		return fmt.Errorf("create check run: %w", err)
+	}
+	return r.record(ctx, recordCheckRunOpened(taskID, id, url))
+}
+
+func (r *Reporter) lastAttempt(taskID string) *templates.Attempt {
+	as := r.attempts[taskID]
+	if len(as) == 0 {
+		return nil
+	}
+	return &as[len(as)-1]
+}
+
+// logf adds to the task's current attempt's log.
+func (r *Reporter) logf(taskID, format string, a ...any) {
+	b := r.logs[taskID]
+	if b == nil {
+		b = &strings.Builder{}
+		r.logs[taskID] = b
+	}
+	fmt.Fprintf(b, format, a...)
+}
+
+func (r *Reporter) logVerify(ev runner.Event) {
+	r.logf(ev.TaskID, "\n==> Verification\n")
+	for _, v := range ev.Verify {
+		status := fmt.Sprintf("exit %d", v.ExitCode)
+		if v.TimedOut {
+			status = "timed out"
+		}
+		r.logf(ev.TaskID, "\n$ %s\n(%s, %s)\n%s\n", v.Command, status, v.Duration.Round(time.Millisecond), strings.TrimRight(v.Output, "\n"))
+	}
+}
+
+// keepLog stores the attempt's log, masked, and starts afresh; a log that cannot be kept is a loss
+// for later reading, not a reason to stop the run.
+func (r *Reporter) keepLog(ctx context.Context, taskID string, attempt int, end string) {
+	b := r.logs[taskID]
+	if b == nil || attempt == 0 {
+		return
+	}
+	delete(r.logs, taskID)
+	text := r.masker.Mask(b.String() + "\n==> " + end + "\n")
+	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+		r.pub.log.Warn("attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
+	}
+}
+
+func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
+	delete(r.logs, ev.TaskID)
+	r.logf(ev.TaskID, "==> Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
+	if ev.Feedback != "" {
+		r.logf(ev.TaskID, "\n==> What the agent was told went wrong before\n%s\n", strings.TrimRight(ev.Feedback, "\n"))
+	}
+	if ev.MaxAttempts > 0 {
+		r.maxAttempts = ev.MaxAttempts
+	}
+	r.attempts[ev.TaskID] = append(r.attempts[ev.TaskID], templates.Attempt{Number: ev.Attempt, Guidance: r.guidance[ev.TaskID], Lessons: ev.Lessons})
+	delete(r.guidance, ev.TaskID)
+	effects, err := r.transition(ctx, lifecycle.AttemptStarted{Engine: ev})
+	if err != nil {
+		return err
+	}
+	return r.perform(ctx, effects, ev)
+}
+
+func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
+	failed := ""
+	if ev.Message != "" {
+		failed = ": " + ev.Message
+	}
+	r.logf(ev.TaskID, "\n==> Agent (%s)%s\n%s\n", ev.Duration.Round(time.Millisecond), failed, strings.TrimRight(ev.Output, "\n"))
+	if a := r.lastAttempt(ev.TaskID); a != nil {
+		a.Duration = ev.Duration
+		if ev.Message != "" {
+			a.Error = ev.Message
+		}
+	}
+	if ev.Usage == nil || (ev.Usage.InputTokens == 0 && ev.Usage.OutputTokens == 0 && ev.Usage.CostUSD == 0) {
+		return nil
+	}
+	r.metrics.usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CostUSD)
+	return r.record(ctx, func(run *Run) error { return recordUsage(run, ev) })
+}
+
+// judged keeps the judge's verdict for the check run (the attempt's failure or checkpoint that
+// follows at once updates it) and its usage and outcome in the run's state.
+func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
+	v := &templates.Verdict{MinConfidence: ev.MinConfidence, Error: ev.Message}
+	if jv := ev.Verdict; jv != nil {
+		v.Model, v.Confidence, v.Accepted, v.Error = jv.Model, jv.Confidence, jv.Passed(ev.MinConfidence), ""
+		for _, c := range jv.Criteria {
+			v.Criteria = append(v.Criteria, templates.VerdictCriterion{Criterion: c.Criterion, Met: c.Pass, Reason: c.Reason})
+		}
+	}
+	r.verdicts[ev.TaskID] = v
+	if a := r.lastAttempt(ev.TaskID); a != nil {
+		a.Verdict = v
+	}
+	r.logf(ev.TaskID, "\n==> Acceptance judge\n")
+	if v.Error != "" {
+		r.logf(ev.TaskID, "%s\n", v.Error)
+	}
+	for _, c := range v.Criteria {
+		r.logf(ev.TaskID, "- %s: met=%v: %s\n", c.Criterion, c.Met, c.Reason)
+	}
+	if v.Error == "" {
+		r.logf(ev.TaskID, "confidence %.2f (at least %.2f), accepted=%v\n", v.Confidence, v.MinConfidence, v.Accepted)
+	}
+	return r.record(ctx, func(run *Run) error {
+		if err := recordUsage(run, ev); err != nil {
+			return err
+		}
+		if t := run.Task(ev.TaskID); t != nil && ev.Verdict != nil {
+			t.Judgement = &templates.Judgement{Confidence: v.Confidence, Accepted: v.Accepted}
+		}
+		return nil
+	})
+}
+
+// tell notifies the operator's sinks, when the job has any.
+func (r *Reporter) tell(ctx context.Context, event, occasion string, data templates.Notification) {
+	if r.notify != nil {
+		r.notify(ctx, event, occasion, data)
+	}
+}
+
+func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
+	r.keepLog(ctx, ev.TaskID, ev.Attempt, "Attempt failed: "+ev.Message)
+	if ev.Stalled {
+		r.tell(ctx, "stalled", fmt.Sprintf("%s-%d", ev.TaskID, ev.Attempt), templates.Notification{TaskID: ev.TaskID,
+			TaskTitle: ev.TaskTitle, Reason: ev.Message})
+	}
+	if a := r.lastAttempt(ev.TaskID); a != nil {
+		a.Output = ev.Feedback
+		if len(ev.Verify) == 0 && a.Error == "" {
+			a.Error = ev.Message
+		}
+	}
+	t := r.run.Task(ev.TaskID)
+	if t == nil || t.CheckRunID == 0 || t.CheckRunDone {
+		return nil
+	}
+	return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, ev.Message, CheckRun{
+		Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d failed", ev.Attempt, r.maxAttempts),
+		Annotations: annotations(ev.Verify)})
+}
+
+func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error {
+	r.keepLog(ctx, ev.TaskID, ev.Attempt, "Checkpoint "+ev.Commit)
+	r.head = ev.Commit
+	effects, err := r.transition(ctx, lifecycle.TaskCheckpointed{Engine: ev})
+	if err != nil {
+		return err
+	}
+	// A task approved by a person was not finished by its agent alone: its time is no measure.
+	if ev.Attempt > 0 && ev.Message == "" {
+		if err := r.pub.store.RecordTaskDuration(ctx, r.run.Owner, r.run.Repo, ev.Duration); err != nil {
+			r.pub.log.Warn("task duration not kept for later estimates", "err", err)
+		}
+	}
+	return r.perform(ctx, effects, ev)
+}
+
+func (r *Reporter) taskSkipped(ctx context.Context, ev runner.Event) error {
+	effects, err := r.transition(ctx, lifecycle.TaskSkipped{Engine: ev})
+	if err != nil {
+		return err
+	}
+	return r.perform(ctx, effects, ev)
+}
+
+// taskParked records the escalation, turns the check run to action_required with the buttons and
+// posts the escalation comment, once per escalation: the engine reports a task that stays parked
+// across jobs again (reason awaiting_decision), which must not post anything new.
+func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
+	esc := ev.Escalation
+	if esc == nil {
+		esc = &runner.Escalation{TaskID: ev.TaskID, Title: ev.TaskTitle, Summary: ev.Message}
+		ev.Escalation = esc
+	}
+	r.keepLog(ctx, ev.TaskID, esc.Attempts, "Parked: "+esc.Summary)
+	effects, err := r.transition(ctx, lifecycle.TaskParked{Escalation: esc, Fresh: esc.Reason != "awaiting_decision"})
+	if err != nil {
+		return err
+	}
+	return r.perform(ctx, effects, ev)
+}
+
+// perform carries out the effects of an engine event's transition, in order, with what this job
+// knows of the task's attempts for the check run's text.
+func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev runner.Event) error {
+	for _, e := range effects {
+		var t *TaskState
+		if len(e.TaskIDs) > 0 {
+			if t = r.run.Task(e.TaskIDs[0]); t == nil {
+				return fmt.Errorf("task %s is not in the run", e.TaskIDs[0])
+			}
+		}
+		var err error
+		switch e.Kind {
+		case lifecycle.EffectMetric:
+			switch e.Event {
+			case templates.StatusPassed:
+				r.metrics.task(e.Event, ev.Duration.Seconds(), t.Attempts)
+			case templates.StatusEscalated:
+				r.metrics.escalated()
+				r.metrics.task(e.Event, 0, ev.Escalation.Attempts)
+			default:
+				r.metrics.task(e.Event, 0, t.Attempts)
+			}
+		case lifecycle.EffectNotify:
+			r.tell(ctx, e.Event, e.Occasion, templates.Notification{TaskID: t.ID, TaskTitle: t.Title,
+				Attempts: ev.Escalation.Attempts, Reason: e.Reason})
+		case lifecycle.EffectCheckRun:
+			err = r.checkRunPhase(ctx, t, e.Phase, ev)
+		case lifecycle.EffectEscalation:
+			err = r.escalationComment(ctx, t, ev.Escalation)
+		case lifecycle.EffectSummary:
+			switch ev.Type {
+			case runner.EventTaskStarted:
+				err = r.progressSummary(ctx)
+			case runner.EventAttemptStarted:
+				err = r.progress(ctx, fmt.Sprintf("the agent is working on attempt %d", ev.Attempt))
+			default:
+				err = r.summary(ctx)
+			}
+		default:
+			err = fmt.Errorf("the reporter does not perform %s effects", e.Kind)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRunPhase shows the task's new state on its check run.
+func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string, ev runner.Event) error {
+	switch phase {
+	case lifecycle.PhaseOpen:
+		return r.openCheckRun(ctx, t.ID, ev.Attempt)
+	case lifecycle.PhaseAttempt:
+		if t.CheckRunID == 0 || t.CheckRunDone {
+			// A new round after a retry decision gets a new check run: a completed one cannot be reopened.
+			return r.openCheckRun(ctx, t.ID, ev.Attempt)
+		}
+		return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", CheckRun{
+			Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttempts)})
+	case lifecycle.PhasePassed:
+		title := "Verified"
+		switch {
+		case ev.Message != "":
+			title = "Approved"
+		case ev.Unverified:
+			title = "Checkpointed, unverified"
+		}
+		return r.finishCheckRun(ctx, t, templates.StatusPassed, ev.Message, CheckRun{Conclusion: ConclusionSuccess, Title: title})
+	case lifecycle.PhaseSkipped:
+		return r.finishCheckRun(ctx, t, templates.StatusSkipped, ev.Message, CheckRun{Conclusion: ConclusionNeutral, Title: "Skipped"})
+	case lifecycle.PhaseEscalated:
+		esc := ev.Escalation
+		return r.finishCheckRun(ctx, t, templates.StatusEscalated, reasonText(esc), CheckRun{
+			Conclusion: ConclusionActionRequired, Title: "Needs a decision", Buttons: EscalationButtons(),
+			Annotations: annotations(esc.Verify)})
+	}
+	return fmt.Errorf("unknown check-run phase %q", phase)
+}
+
+// escalationComment posts the escalation comment of the task's current round, once per escalation:
+// the engine reports a task that stays parked across jobs again (reason awaiting_decision), which
+// posts nothing new unless its comment was deleted since.
+func (r *Reporter) escalationComment(ctx context.Context, t *TaskState, esc *runner.Escalation) error {
+	fresh := esc.Reason != "awaiting_decision"
+	if t.EscalationCommentID != 0 && !fresh {
+		_, _, err := r.gh.FindComment(ctx, r.run.Owner, r.run.Repo, summaryNumber(r.run), escalationRoundMarker(r.run.ID, t.ID, t.Escalations))
+		if errors.Is(err, ErrGitHubNotFound) {
+			if err := r.record(ctx, recordEscalationComment(t.ID, 0, "")); err != nil {
+				return err
+			}
+			t = r.run.Task(t.ID)
+		} else if err != nil {
+			return fmt.Errorf("find escalation comment: %w", err)
+		}
+	}
+	if t.EscalationCommentID != 0 {
+		return nil
+	}
+	body, err := escalationBody(r.run, t, esc, r.maxAttempts)
+	if err != nil {
+		return err
+	}
+	id, url, err := postEscalation(ctx, r.gh, r.run, t, body)
+	if err != nil {
+		return err
+	}
+	return r.record(ctx, recordEscalationComment(t.ID, id, url))
+}
+
+// checkRunData is the template data of a task's check run.
+func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason string) templates.CheckRun {
+	if attempt == 0 {
+		attempt = t.Attempts
+	}
+	d := templates.CheckRun{
+		RunID: r.runID, TaskID: t.ID, TaskTitle: t.Title, Status: status, Attempt: attempt, MaxAttempts: r.maxAttempts,
+		Reason: reason, Verify: commands(r.verify[t.ID]), Agent: r.run.Agent, Duration: t.Duration,
+		Usage:    templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
+		Attempts: r.attempts[t.ID], Accept: t.Accept, Unverified: t.Unverified,
+		Judging: r.judging, Verdict: r.verdicts[t.ID],
+	}
+	if status == templates.StatusPassed {
+		d.Checkpoint = t.Checkpoint
+		if r.run.RepoURL != "" && t.Checkpoint != "" {
+			d.CheckpointURL = r.run.RepoURL + "/commit/" + t.Checkpoint
+		}
+	}
+	return d
+}
+
+// updateCheckRun sends cr with the output rendered from the task's state.
+func (r *Reporter) updateCheckRun(ctx context.Context, t *TaskState, status string, attempt int, reason string, cr CheckRun) error {
+	data := r.checkRunData(t, status, attempt, reason)
+	sum, err := templates.Render("checkrun_summary", data)
+	if err != nil {
+		return err
+	}
+	text, err := templates.Render("checkrun_text", data)
+	if err != nil {
+		return err
+	}
+	if len(t.Blocked) > 0 {
+		section, err := templates.Render("blocked_checkrun", templates.BlockedSection{Blocked: t.Blocked})
+		if err != nil {
+			return err
+		}
+		text += "\n" + section
+	}
+	cr.Summary, cr.Text = sum, text
+	if err := r.gh.UpdateCheckRun(ctx, r.run.Owner, r.run.Repo, t.CheckRunID, cr); err != nil {
+		return fmt.Errorf("update check run: %w", err)
+	}
+	return nil
+}
+
+// finishCheckRun completes the task's check run (creating one if the task never had one) and records
+// that it is completed.
+func (r *Reporter) finishCheckRun(ctx context.Context, t *TaskState, status, reason string, cr CheckRun) error {
+	if t.CheckRunID == 0 {
+		if err := r.openCheckRun(ctx, t.ID, t.Attempts); err != nil {
+			return err
+		}
+		t = r.run.Task(t.ID)
+	}
+	if err := r.updateCheckRun(ctx, t, status, t.Attempts, reason, cr); err != nil {
+		return err
+	}
+	return r.record(ctx, recordCheckRunDone(t.ID))
+}
+
+// clipText cuts s to n characters for a one-line status.
+func clipText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// TaskPageURL is a task's page on the dashboard at publicURL, with its attempts and their logs; ""
+// without a dashboard.
+func TaskPageURL(publicURL, runID, taskID string) string {
+	if publicURL == "" {
+		return ""
+	}
+	return strings.TrimRight(publicURL, "/") + "/ui/runs/" + url.PathEscape(runID) + "/tasks/" + url.PathEscape(taskID)
+}
+
+// recordRefused keeps what the egress proxy refused the attempt, for the check run, the summary and
+// the API.
+func (r *Reporter) recordRefused(ctx context.Context, ev runner.Event, who string) error {
+	if len(ev.Blocked) == 0 {
+		return nil
+	}
+	return r.record(ctx, recordRefused(ev.TaskID, ev.Attempt, who, ev.Blocked))
+}

@@ -1,0 +1,450 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/templates"
+)
+
+// A run whose tasks are done waits for its pull request's own CI (lifecycle.StatusWaitingCI). The CI
+// job reads the head commit's checks whenever something may have changed (a CI webhook about the
+// head, and every CIPollInterval from the reaper, which also ends waits that time out) and moves the
+// run on through the lifecycle: green readies the pull request, red becomes a fix round whose task
+// quotes what failed, the last round's red escalates. It judges what GitHub says now, not what a
+// delivery said, so deliveries that come twice or out of order change nothing; and a transition only
+// leaves waiting_ci for the head it read, so two readings never start two fix rounds.
+
+// TypeCI reads a waiting run's CI and moves the run on.
+const TypeCI = "akira:ci"
+
+// CIPollInterval is how often a waiting run's CI is read without a webhook.
+const CIPollInterval = 30 * time.Second
+
+// TrailerFixFor names the checks a fix round's checkpoint addresses.
+const TrailerFixFor = "Akira-Fix-For"
+
+// CIPayload is the payload of TypeCI.
+type CIPayload struct {
+	Version        int    `json:"v"`
+	RunID          string `json:"run_id"`
+	InstallationID int64  `json:"installation_id"`
+	// Head is the commit the delivery was about ("" from the poll: the run's head).
+	Head string `json:"head,omitempty"`
+	// Key tells readings apart: the delivery id, or the poll's time slot.
+	Key string `json:"key"`
+}
+
+// JobID makes one reading per delivery or poll slot.
+func (p CIPayload) JobID() string { return "ci:" + p.RunID + ":" + p.Head + ":" + p.Key }
+
+// Validate reports what is missing from a CI payload.
+func (p CIPayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.RunID == "" || p.InstallationID <= 0 || p.Key == "" {
+		errs = append(errs, errors.New("run, installation and key are required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("ci payload: %w", err)
+	}
+	return nil
+}
+
+// EnqueueCI enqueues a TypeCI task; ErrDuplicate when this reading is queued already.
+func (e *Enqueuer) EnqueueCI(ctx context.Context, p CIPayload) error {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	t, err := e.opts.withDefaults().newTask(TypeCI, p, resumeTimeout, intakeMaxRetry)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
+}
+
+// HandleCI reads a waiting run's CI.
+func (h *Handler) HandleCI(ctx context.Context, t *asynq.Task) error {
+	var p CIPayload
+	if err := decode(t, TypeCI, &p); err != nil {
+		h.d.Metrics.job(TypeCI, ResultInvalid)
+		return err
+	}
+	result, err := h.readCI(ctx, p)
+	h.d.Metrics.job(TypeCI, result)
+	return err
+}
+
+// ciVerdict is what one reading of the head's checks decides.
+type ciVerdict struct {
+	event   lifecycle.Event
+	rerun   []CICheck // failed Actions jobs to re-run first
+	changed bool      // the reading differs from the run's last
+}
+
+func (h *Handler) readCI(ctx context.Context, p CIPayload) (string, error) {
+	log := h.log.With("task", TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
+	run, err := h.d.Store.Get(ctx, p.RunID)
+	if errors.Is(err, ErrNotFound) {
+		return ResultNoop, nil
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || (p.Head != "" && p.Head != run.CI.Head) {
+		log.Info("ci job: the run is not waiting for this commit's CI", "status", run.Status, "head", p.Head)
+		return ResultNoop, nil
+	}
+	log = log.With("repo", run.Owner+"/"+run.Repo, "head", short(run.CI.Head))
+	gh, err := installation(ctx, h.d.GitHub, run.InstallationID)
+	if err != nil {
+		return ResultRetry, err
+	}
+	checks, err := gh.CIChecks(ctx, run.Owner, run.Repo, run.CI.Head)
+	if err != nil {
+		return ResultRetry, err
+	}
+	required, err := gh.RequiredChecks(ctx, run.Owner, run.Repo, run.Base)
+	if err != nil {
+		// Reading branch protection needs a permission the App may not have: judge the checks there are.
+		log.Info("ci job: required checks unknown", "err", err)
+		required = nil
+	}
+	v, err := h.judgeCI(ctx, gh, run, checks, required, time.Now())
+	if err != nil {
+		return ResultRetry, err
+	}
+	if v.event == nil {
+		log.Info("ci job: still waiting", "checks", len(checks))
+		return ResultNoop, nil
+	}
+	for _, c := range v.rerun {
+		if err := gh.RerunFailedJobs(ctx, run.Owner, run.Repo, c.ID); err != nil {
+			return ResultRetry, fmt.Errorf("jobs: re-run %s: %w", c.Name, err)
+		}
+	}
+	head := run.CI.Head
+	run, _, err = h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+		if r.Status != lifecycle.StatusWaitingCI || r.CI == nil || r.CI.Head != head {
+			return nil, errNothingToDo // another reading moved it on
+		}
+		return v.event, nil
+	})
+	if errors.Is(err, errNothingToDo) {
+		return ResultNoop, nil
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	log.Info("ci job: moved on", "event", v.event.Kind(), "status", run.Status)
+	if _, err := h.publish(ctx, gh, run, log); err != nil {
+		return ResultRetry, err
+	}
+	return ResultDecided, nil
+}
+
+// judgeCI decides what a reading of the head's checks means for the run; a nil event waits.
+func (h *Handler) judgeCI(ctx context.Context, gh CI, run *Run, checks []CICheck, required []string, now time.Time) (ciVerdict, error) {
+	w := run.CI
+	results, pending := ciResults(checks, required)
+	elapsed := now.Sub(w.Since)
+	var failed []CICheck
+	for _, c := range checks {
+		if c.Failed() {
+			failed = append(failed, c)
+		}
+	}
+	switch {
+	case len(checks) == 0 && len(required) == 0:
+		if elapsed < w.Grace {
+			return ciVerdict{}, nil
+		}
+		return ciVerdict{event: lifecycle.CIPassed{None: true}}, nil
+	case len(pending) > 0:
+		if elapsed >= w.Timeout {
+			return ciVerdict{event: lifecycle.CIGaveUp{Checks: results, Reason: lifecycle.ReasonCITimeout,
+				Summary: fmt.Sprintf("CI did not finish within %s: %s still running", w.Timeout, strings.Join(pending, ", "))}}, nil
+		}
+		if !slices.Equal(results, w.Checks) {
+			return ciVerdict{event: lifecycle.CIRead{Checks: results}}, nil
+		}
+		return ciVerdict{}, nil
+	case len(failed) == 0:
+		return ciVerdict{event: lifecycle.CIPassed{Checks: results}}, nil
+	}
+	if w.RerunFlaky {
+		var rerun []CICheck
+		var names []string
+		for _, c := range failed {
+			if c.App == CIAppActions && !slices.Contains(w.Reran, c.Name) {
+				rerun, names = append(rerun, c), append(names, c.Name)
+			}
+		}
+		if len(rerun) > 0 {
+			return ciVerdict{event: lifecycle.CIRerun{Checks: results, Names: names}, rerun: rerun}, nil
+		}
+	}
+	evidence, err := h.ciEvidence(ctx, gh, run, failed)
+	if err != nil {
+		return ciVerdict{}, err
+	}
+	names := make([]string, len(failed))
+	for i, c := range failed {
+		names[i] = c.Name
+	}
+	if w.Round >= w.MaxRounds {
+		return ciVerdict{event: lifecycle.CIGaveUp{Checks: results, Reason: lifecycle.ReasonCIFailed, Evidence: evidence,
+			Summary: fmt.Sprintf("%s still fail after %d fix round(s)", strings.Join(names, ", "), w.Round)}}, nil
+	}
+	return ciVerdict{event: lifecycle.CIFailed{Checks: results, Fix: lifecycle.CIFix{Checks: names, Evidence: evidence}}}, nil
+}
+
+// ciResults are the checks as the summary shows them, required ones first (a required check that has
+// not reported yet is listed, pending), and the names of those still running.
+func ciResults(checks []CICheck, required []string) ([]lifecycle.CICheckResult, []string) {
+	var out []lifecycle.CICheckResult
+	var pending []string
+	seen := map[string]bool{}
+	for _, c := range checks {
+		seen[c.Name] = true
+		r := lifecycle.CICheckResult{Name: c.Name, URL: c.URL, Required: slices.Contains(required, c.Name)}
+		if c.Done() {
+			r.Conclusion = c.Conclusion
+		} else {
+			pending = append(pending, c.Name)
+		}
+		out = append(out, r)
+	}
+	for _, name := range required {
+		if !seen[name] {
+			out = append(out, lifecycle.CICheckResult{Name: name, Required: true})
+			pending = append(pending, name)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b lifecycle.CICheckResult) int {
+		if a.Required != b.Required {
+			if a.Required {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, pending
+}
+
+// Bounds of what a fix round quotes of its evidence.
+const (
+	maxEvidencePerCheck = 6 << 10
+	maxEvidence         = 16 << 10
+)
+
+// ciEvidence is what explains the failed checks, each cut to the lines that matter, with secrets
+// masked: those Akira knows, GitHub's own *** and anything shaped like a token.
+func (h *Handler) ciEvidence(ctx context.Context, gh CI, run *Run, failed []CICheck) (string, error) {
+	var b strings.Builder
+	for _, c := range failed {
+		text, err := gh.CIEvidence(ctx, run.Owner, run.Repo, c)
+		if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+			return "", fmt.Errorf("jobs: evidence of %s: %w", c.Name, err)
+		}
+		fmt.Fprintf(&b, "### %s (%s)\n", c.Name, c.Conclusion)
+		if c.URL != "" {
+			fmt.Fprintf(&b, "%s\n", c.URL)
+		}
+		excerpt := MaskTokens(h.d.Masker.Mask(logExcerpt(text, maxEvidencePerCheck)))
+		if strings.TrimSpace(excerpt) == "" {
+			excerpt = "(no output was available)"
+		}
+		f := templates.Fence(excerpt)
+		fmt.Fprintf(&b, "\n%s\n%s\n%s\n\n", f, strings.TrimRight(excerpt, "\n"), f)
+		if b.Len() > maxEvidence {
+			break
+		}
+	}
+	out := b.String()
+	if len(out) > maxEvidence {
+		out = out[:maxEvidence] + "\n… (cut)\n"
+	}
+	return out, nil
+}
+
+// failureLine finds the lines of a log that say what went wrong.
+var failureLine = regexp.MustCompile(`(?i)(##\[error\]|\berror\b|\bfail(ed|ure)?\b|\bpanic\b|--- FAIL|\bexception\b|traceback|assert)`)
+
+// logExcerpt keeps the lines of a log that say what failed (with one line around each) and its last
+// lines, within n bytes; a log that fits is kept whole.
+func logExcerpt(text string, n int) string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	if len(text) <= n {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	keep := map[int]bool{}
+	for i, l := range lines {
+		if failureLine.MatchString(l) {
+			for j := max(0, i-1); j <= min(len(lines)-1, i+1); j++ {
+				keep[j] = true
+			}
+		}
+	}
+	for i := max(0, len(lines)-30); i < len(lines); i++ {
+		keep[i] = true
+	}
+	var b strings.Builder
+	last := -1
+	for i, l := range lines {
+		if !keep[i] {
+			continue
+		}
+		if last >= 0 && i != last+1 {
+			b.WriteString("…\n")
+		}
+		b.WriteString(l + "\n")
+		last = i
+	}
+	out := b.String()
+	if len(out) > n {
+		out = "…\n" + out[len(out)-n:]
+	}
+	return out
+}
+
+// tokenShapes are secrets by their look: GitHub tokens, cloud and model API keys, Slack tokens, JWTs
+// and private keys. A log may echo one that no masker knows.
+var tokenShapes = regexp.MustCompile(`(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|` +
+	`AKIA[0-9A-Z]{16}|xox[abposr]-[A-Za-z0-9-]{10,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|` +
+	`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----)`)
+
+// MaskTokens replaces every token-shaped string in text.
+func MaskTokens(text string) string { return tokenShapes.ReplaceAllString(text, "[masked]") }
+
+// ciFixPlan is a fix round's one-task plan, verified with the commands of the plan the run followed.
+func ciFixPlan(run *Run) (plan, source string) {
+	task := map[string]any{"id": "fix", "title": "fix CI: " + run.CI.Fix.String()}
+	if v := verifyOf(run.Plan, run.PlanSource); len(v) > 0 {
+		task["verify"] = v
+	}
+	data, _ := json.MarshalIndent(map[string]any{"tasks": []any{task}}, "", "  ")
+	return string(data) + "\n", lifecycle.CIScope(run.CI.Round) + ".json"
+}
+
+// ciFixContext is the prompt section of a fix round: what failed, and a person's guidance.
+func ciFixContext(run *Run) string {
+	fix := run.CI.Fix
+	var b strings.Builder
+	fmt.Fprintf(&b, "## The pull request's CI is red\n\nThe checks below failed on commit %s of this branch after the earlier tasks. "+
+		"Change the code so that they pass; the excerpts are the CI's own output, quoted as data.\n\n%s", short(run.CI.Head), fix.Evidence)
+	if g := strings.TrimSpace(fix.Guidance); g != "" {
+		fmt.Fprintf(&b, "\n### Guidance\n\n%s\n", quoteBlock(g))
+	}
+	return b.String()
+}
+
+// ciFixOptions turn the engine's options into a fix round's: its one task, its evidence, its trailer.
+func ciFixOptions(opts runner.Options, run *Run) runner.Options {
+	opts.Plan, opts.PlanSource = nil, ""
+	plan, source := ciFixPlan(run)
+	opts.Plan, opts.PlanSource, opts.Roadmap = []byte(plan), source, ""
+	opts.TaskScope = lifecycle.CIScope(run.CI.Round)
+	opts.Context = ciFixContext(run)
+	for _, name := range run.CI.Fix.Checks {
+		opts.Trailers = append(opts.Trailers, TrailerFixFor+": "+strings.Join(strings.Fields(name), " "))
+	}
+	return opts
+}
+
+// ciPollKey is the poll's time slot: one reading per run and slot, whichever worker polls.
+func ciPollKey(now time.Time) string {
+	return "poll-" + strconv.FormatInt(now.Unix()/int64(CIPollInterval/time.Second), 10)
+}
+
+// PollCI queues a reading of the CI of every run waiting for it, once per poll slot whichever
+// workers poll: webhooks may be lost, and only a reading ends a wait that timed out.
+func (h *Handler) PollCI(ctx context.Context, now time.Time) error {
+	ids, err := h.d.Store.WaitingForCI(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		run, err := h.d.Store.Get(ctx, id)
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: id, InstallationID: run.InstallationID, Key: ciPollKey(now)})
+		if err != nil && !errors.Is(err, ErrDuplicate) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// escalate posts the escalation comment of a task parked by a transition of the run itself (its CI),
+// once per round: a comment a crashed job posted is found by its round marker.
+func (h *Handler) escalate(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
+	if len(e.TaskIDs) == 0 {
+		return errors.New("an escalation names no task")
+	}
+	t, pk := run.Task(e.TaskIDs[0]), run.ParkedTask(e.TaskIDs[0])
+	if t == nil || pk == nil {
+		return nil // decided meanwhile
+	}
+	esc := &runner.Escalation{TaskID: t.ID, Title: t.Title, Reason: pk.Reason, Summary: pk.Summary, Attempts: pk.Attempt}
+	rounds := run.MaxAttempts
+	if run.CI != nil {
+		rounds = run.CI.MaxRounds
+		if run.CI.Fix != nil {
+			esc.Feedback = run.CI.Fix.Evidence
+		}
+	}
+	body, err := escalationBody(run, t, esc, rounds)
+	if err != nil {
+		return err
+	}
+	id, url, err := postEscalation(ctx, gh, run, t, body)
+	if err != nil {
+		return err
+	}
+	_, err = h.d.Store.Update(ctx, run.ID, recordEscalationComment(t.ID, id, url))
+	return err
+}
+
+// onCI routes a CI report to the run waiting for that commit's CI on one of its branches, as a
+// reading keyed by the delivery; any other commit or branch is not Akira's business.
+func (h *Handler) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
+	for _, branch := range p.CI.Branches {
+		run, err := h.d.Store.activeOnBranch(ctx, p.Owner, p.Repo, branch)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return ResultRetry, err
+		}
+		if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || run.CI.Head != p.CI.HeadSHA {
+			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(p.CI.HeadSHA))
+			continue
+		}
+		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: p.CI.HeadSHA, Key: p.DeliveryID})
+		if err != nil && !errors.Is(err, ErrDuplicate) {
+			return ResultRetry, err
+		}
+		log.Info("intake: CI report routed", "run", run.ID, "check", p.CI.Name, "conclusion", p.CI.Conclusion)
+		return ResultAccepted, nil
+	}
+	return ResultNoop, nil
+}

@@ -1,0 +1,220 @@
+package jobs
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/templates"
+)
+
+// waitingRun stores a run that waits for its pull request's CI on head.
+func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch) *Run {
+	t.Helper()
+	ctx := context.Background()
+	jh.gh.pulls[7] = &PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
+	w.Head = head
+	run, _, err := jh.store.Create(ctx, &Run{ID: "ci-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
+		Trigger: TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
+		Plan: "- [ ] one\n  - verify: `go test ./...`\n", PlanSource: "issue #5",
+		Tasks: []TaskState{{ID: "1", Title: "one", Status: templates.StatusPassed, Checkpoint: head}}, CI: &w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jh.store.Update(ctx, run.ID, func(r *Run) error { r.Status = lifecycle.StatusWaitingCI; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func (jh *jobsHarness) readCI(t *testing.T, run *Run, key string) *Run {
+	t.Helper()
+	if _, err := jh.h.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := jh.store.Get(context.Background(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestCIReadings: a waiting run's CI read again and again, as deliveries and polls would: running
+// checks wait (and show in the summary), a red check starts one fix round however often it is read,
+// with the failing line quoted and a token in the log masked; green marks the pull request ready.
+func TestCIReadings(t *testing.T) {
+	jh := newJobsHarness(t)
+	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 2})
+	jh.gh.ci.required = []string{"test"}
+	jh.gh.ci.checks["h1"] = []CICheck{{Name: "lint", Source: CISourceCheckRun, App: CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
+	run = jh.readCI(t, run, "d1")
+	if run.Status != lifecycle.StatusWaitingCI || len(run.CI.Checks) != 2 || run.CI.Checks[0].Name != "test" || !run.CI.Checks[0].Required {
+		t.Fatalf("a required check that has not reported is waited for: %s %+v", run.Status, run.CI.Checks)
+	}
+	if sum := jh.gh.commentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "⏳ running") || !strings.Contains(sum[0], "waiting for CI") {
+		t.Fatalf("summary = %v", sum)
+	}
+
+	token := "ghs_" + strings.Repeat("A1b2", 9)
+	jh.gh.ci.checks["h1"] = append(jh.gh.ci.checks["h1"], CICheck{Name: "test", Source: CISourceCheckRun, App: CIAppActions, ID: 2,
+		Status: "completed", Conclusion: "failure", URL: "https://example.invalid/job/2"})
+	jh.gh.ci.evidence["test"] = "##[group]Run go test\ncurl -H 'Authorization: token " + token + "'\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\n##[error]Process completed with exit code 1.\n"
+	for _, key := range []string{"d2", "d2-again", "poll-1"} {
+		run = jh.readCI(t, run, key)
+	}
+	if run.Status != StatusQueued || run.CI.Round != 1 || run.CI.Fix == nil || !slices.Equal(run.CI.Fix.Checks, []string{"test"}) {
+		t.Fatalf("red: %s %+v", run.Status, run.CI)
+	}
+	if !strings.Contains(run.CI.Fix.Evidence, "add_test.go:9: got 3, want 4") || strings.Contains(run.CI.Fix.Evidence, token) {
+		t.Fatalf("evidence = %q", run.CI.Fix.Evidence)
+	}
+	if n := len(queued[RunPayload](jh, TypeRun)); n != 1 {
+		t.Fatalf("%d continuations for one red head, want 1", n)
+	}
+	for _, c := range jh.gh.commentsOn(7) {
+		if strings.Contains(c, token) {
+			t.Fatal("a token from the log reached a comment")
+		}
+	}
+
+	// The fix round's prompt and checkpoint.
+	plan, source := ciFixPlan(run)
+	if !strings.Contains(plan, `"fix CI: test"`) || !strings.Contains(plan, "go test ./...") || source != "ci-1.json" {
+		t.Errorf("fix plan = %s (%s)", plan, source)
+	}
+	if ctx := ciFixContext(run); !strings.Contains(ctx, "got 3, want 4") {
+		t.Errorf("fix prompt = %s", ctx)
+	}
+
+	// The fix is pushed (h2) and CI turns green.
+	if _, _, err := jh.store.Apply(context.Background(), run.ID, lifecycle.JobStarted{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := jh.store.Apply(context.Background(), run.ID, lifecycle.EngineFinished{Status: StatusSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jh.store.Update(context.Background(), run.ID, func(r *Run) error { r.CI.Head = "h2"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	jh.gh.ci.checks["h2"] = []CICheck{{Name: "test", Source: CISourceCheckRun, Status: "completed", Conclusion: "success"},
+		{Name: "ci/jenkins", Source: CISourceStatus, Status: "completed", Conclusion: "success"}}
+	if _, err := jh.h.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := jh.store.Get(context.Background(), run.ID); r.Status != lifecycle.StatusWaitingCI {
+		t.Fatalf("a delivery about an old head moved the run: %s", r.Status)
+	}
+	run = jh.readCI(t, run, "d3")
+	if run.Status != StatusSucceeded || jh.gh.pulls[7].Draft || len(run.Outbox) != 0 {
+		t.Fatalf("green: %s, draft %v, outbox %+v", run.Status, jh.gh.pulls[7].Draft, run.Outbox)
+	}
+}
+
+// TestCIGivesUp: red after the last fix round parks the run on the CI with the evidence in the
+// escalation; a commit with no CI at all succeeds after the grace period; checks that never finish
+// park it after the timeout; a flaky Actions job is re-run once first.
+func TestCIGivesUp(t *testing.T) {
+	ctx := context.Background()
+	t.Run("red after the last round", func(t *testing.T) {
+		jh := newJobsHarness(t)
+		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1, Round: 1})
+		jh.gh.ci.checks["h1"] = []CICheck{{Name: "build", Source: CISourceCheckRun, App: "circleci", ID: 3, Status: "completed", Conclusion: "failure"}}
+		jh.gh.ci.evidence["build"] = "main.go:3: undefined: x"
+		run = jh.readCI(t, run, "d1")
+		run = jh.readCI(t, run, "d2")
+		if run.Status != StatusParked || run.ParkedTask(lifecycle.CITaskID) == nil {
+			t.Fatalf("%s %+v", run.Status, run.Parked)
+		}
+		var escalations []string
+		for _, c := range jh.gh.commentsOn(7) {
+			if strings.Contains(c, "escalation-round") {
+				escalations = append(escalations, c)
+			}
+		}
+		if len(escalations) != 1 || !strings.Contains(escalations[0], "undefined: x") || !strings.Contains(escalations[0], "CI stays red") {
+			t.Fatalf("escalations = %v", escalations)
+		}
+	})
+	t.Run("no CI", func(t *testing.T) {
+		jh := newJobsHarness(t)
+		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Hour, MaxRounds: 1})
+		if run = jh.readCI(t, run, "d1"); run.Status != lifecycle.StatusWaitingCI {
+			t.Fatalf("within the grace period: %s", run.Status)
+		}
+		if _, err := jh.store.Update(ctx, run.ID, func(r *Run) error { r.CI.Since = time.Now().Add(-2 * time.Hour); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if run = jh.readCI(t, run, "d2"); run.Status != StatusSucceeded || !run.CI.None || jh.gh.pulls[7].Draft {
+			t.Fatalf("after it: %s %+v", run.Status, run.CI)
+		}
+		if sum := jh.gh.commentsOn(7); !strings.Contains(sum[0], "No CI reported a check") {
+			t.Errorf("summary = %s", sum[0])
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		jh := newJobsHarness(t)
+		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now().Add(-time.Hour), Timeout: time.Minute, Grace: time.Minute, MaxRounds: 1})
+		jh.gh.ci.checks["h1"] = []CICheck{{Name: "slow", Source: CISourceStatus, Status: "in_progress"}}
+		if run = jh.readCI(t, run, "d1"); run.Status != StatusParked || run.Parked[0].Reason != lifecycle.ReasonCITimeout {
+			t.Fatalf("%s %+v", run.Status, run.Parked)
+		}
+	})
+	t.Run("flaky", func(t *testing.T) {
+		jh := newJobsHarness(t)
+		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1, RerunFlaky: true})
+		jh.gh.ci.checks["h1"] = []CICheck{{Name: "e2e", Source: CISourceCheckRun, App: CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"}}
+		run = jh.readCI(t, run, "d1")
+		if run.Status != lifecycle.StatusWaitingCI || !slices.Equal(jh.gh.ci.reruns, []int64{9}) || !slices.Equal(run.CI.Reran, []string{"e2e"}) {
+			t.Fatalf("%s reruns %v %+v", run.Status, jh.gh.ci.reruns, run.CI)
+		}
+		if run = jh.readCI(t, run, "d2"); run.Status != StatusQueued || len(jh.gh.ci.reruns) != 1 {
+			t.Fatalf("red again after the re-run: %s, reruns %v", run.Status, jh.gh.ci.reruns)
+		}
+	})
+}
+
+func TestMaskTokensAndExcerpt(t *testing.T) {
+	for _, tok := range []string{"ghp_" + strings.Repeat("x", 36), "github_pat_" + strings.Repeat("A", 40), "sk-ant-" + strings.Repeat("k", 30),
+		"AKIAABCDEFGHIJKLMNOP", "xoxb-1234567890-abc", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.abcdefghijklmnop",
+		"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----"} {
+		if got := MaskTokens("before " + tok + " after"); got != "before [masked] after" {
+			t.Errorf("MaskTokens(%q) = %q", tok, got)
+		}
+	}
+	var b strings.Builder
+	for i := range 2000 {
+		b.WriteString("line " + strings.Repeat("x", 10) + "\n")
+		if i == 500 {
+			b.WriteString("--- FAIL: TestImportant\n")
+		}
+	}
+	out := logExcerpt(b.String(), 4096)
+	if !strings.Contains(out, "--- FAIL: TestImportant") || len(out) > 4096+4 || !strings.Contains(out, "…") {
+		t.Errorf("excerpt (%d bytes) lost the failure: %q", len(out), out[:min(200, len(out))])
+	}
+	if logExcerpt("short\n", 100) != "short\n" {
+		t.Error("a short log is kept whole")
+	}
+}
+
+// TestAbortWhileWaitingForCI: `/akira abort` ends a run that waits for its CI (no job works on it to
+// hand the request to), and the summary says so.
+func TestAbortWhileWaitingForCI(t *testing.T) {
+	jh := newJobsHarness(t)
+	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})
+	jh.gh.refs["heads/akira/issue-5"] = "h1"
+	if _, err := jh.h.resume(context.Background(), ResumePayload{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r",
+		Number: 7, CommentID: 99, Decision: "abort", Sender: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := jh.store.Get(context.Background(), run.ID)
+	if err != nil || run.Status != StatusAborted || run.AbortedBy != "alice" {
+		t.Fatalf("run = %+v, %v", run, err)
+	}
+	if sum := jh.gh.commentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "aborted by @alice") {
+		t.Fatalf("summary = %v", sum)
+	}
+}

@@ -1,0 +1,212 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/roadmap"
+)
+
+// runInputs is what GitHub says about a new run's repository and the issue or pull request it is for.
+type runInputs struct {
+	Repo   RepoInfo
+	Config config.Repo
+	// Issue is set for TriggerIssue, PR for TriggerPullRequest.
+	Issue *Issue
+	PR    *PullRequest
+	// PlanFiles are the plan files the pull request changes (trigger pull_request), in path order.
+	PlanFiles []string
+	// Prior is the latest run of the pull request a review run addresses, when Redis knows it.
+	Prior *Run
+	// PostedPlan is the plan Akira posted for an issue without a checklist, and its comment's link.
+	PostedPlan, PostedPlanURL string
+}
+
+// errNeedsPlan stops a run of an issue written in prose that has no plan yet.
+var errNeedsPlan = errors.New("jobs: the issue has no task checklist and no plan yet")
+
+// inputsGitHub is what gatherRunInputs reads on GitHub.
+type inputsGitHub interface {
+	Repos
+	Pulls
+	Comments
+}
+
+// gatherRunInputs asks GitHub what planRun needs.
+func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPayload) (runInputs, error) {
+	var in runInputs
+	info, err := gh.Repository(ctx, p.Owner, p.Repo)
+	if err != nil {
+		return in, fmt.Errorf("jobs: repository: %w", err)
+	}
+	in.Repo = info
+	if p.DefaultBranch != "" {
+		in.Repo.DefaultBranch = p.DefaultBranch
+	}
+	if in.Config, err = h.repoConfig(ctx, gh, p.Owner, p.Repo, in.Repo.DefaultBranch); err != nil {
+		return in, err
+	}
+	switch p.Trigger {
+	case TriggerIssue:
+		is, err := gh.GetIssue(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil {
+			return in, fmt.Errorf("jobs: issue #%d: %w", p.Number, err)
+		}
+		in.Issue = &is
+		if p.Path == "" && p.Plan == "" && !hasTasks(is.Body) {
+			if in.PostedPlan, in.PostedPlanURL, err = postedPlan(ctx, gh, p.Owner, p.Repo, p.Number); err != nil {
+				return in, err
+			}
+		}
+	case TriggerReview:
+		pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil {
+			return in, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
+		}
+		in.PR = pr
+		prior, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return in, err
+		}
+		in.Prior = prior
+	case TriggerPullRequest:
+		pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil {
+			return in, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
+		}
+		in.PR = pr
+		files, err := gh.PullRequestFiles(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil {
+			return in, fmt.Errorf("jobs: files of pull request #%d: %w", p.Number, err)
+		}
+		in.PlanFiles = changedPlans(files, in.Config)
+	}
+	return in, nil
+}
+
+// agentConfigError is an agent choice of .github/akira.yml the operator does not offer.
+func agentConfigError(err error) error {
+	return &config.RepoError{Path: config.RepoPaths[0], Problems: []string{"agent: " + err.Error()}, Err: err}
+}
+
+// planRun works out a new run, id, from its payload and what GitHub said: the branch, the plan, the
+// agent and the attempts. It is pure, so every trigger's planning is tested without GitHub.
+func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, error) {
+	run := &Run{ID: id, Owner: p.Owner, Repo: p.Repo, InstallationID: p.InstallationID, Trigger: p.Trigger,
+		Sender: p.Sender, Base: in.Repo.DefaultBranch, CloneURL: in.Repo.CloneURL, RepoURL: in.Repo.HTMLURL}
+	if _, err := lifecycle.Apply(run, lifecycle.Created{}, time.Now()); err != nil {
+		return nil, err
+	}
+	rc := in.Config
+	name, _, err := op.Agent(rc.Agent)
+	if err != nil {
+		return nil, agentConfigError(err)
+	}
+	run.Agent = name
+	run.MaxAttempts = op.MaxAttemptsFor(rc)
+	run.MaxParallel = op.MaxParallelFor(rc)
+	run.Budget, run.BudgetCeilingUSD = op.BudgetFor(rc), op.BudgetCeiling.CostUSD
+	run.Notify = rc.Notify
+	if ci := op.CIFor(rc); ci.Watch != config.CIWatchOff {
+		run.CI = &lifecycle.CIWatch{Timeout: time.Duration(ci.Timeout), Grace: time.Duration(ci.Grace), MaxRounds: ci.MaxFixRounds,
+			RerunFlaky: ci.RerunFlaky}
+	}
+	if p.BudgetUSD > 0 {
+		run.Budget.CostUSD, _ = op.RaiseCost(p.BudgetUSD)
+	}
+	run.Roadmap = rc.Roadmap
+	if p.Path != "" {
+		run.Roadmap = p.Path
+	}
+	switch p.Trigger {
+	case TriggerIssue:
+		is := in.Issue
+		run.Issue = p.Number
+		run.Branch = rc.BranchPrefix + "issue-" + strconv.Itoa(p.Number)
+		run.Title = is.Title
+		switch {
+		case p.Plan != "":
+			run.Roadmap, run.Plan = "", p.Plan
+			run.PlanSource = "the plan in a comment on #" + strconv.Itoa(p.Number)
+			run.Source = run.PlanSource
+			if run.RepoURL != "" && p.CommentID != 0 {
+				run.SourceURL = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
+			}
+		case p.Path != "":
+		case hasTasks(is.Body):
+			run.Roadmap, run.Plan = "", is.Body
+			run.PlanSource = "issue #" + strconv.Itoa(p.Number)
+			run.Source, run.SourceURL = run.PlanSource, is.URL
+		case in.PostedPlan != "":
+			run.Roadmap, run.Plan, run.PlanFromComment = "", in.PostedPlan, true
+			run.PlanSource = "the plan for issue #" + strconv.Itoa(p.Number)
+			run.Source, run.SourceURL = run.PlanSource, in.PostedPlanURL
+		default:
+			return nil, errNeedsPlan
+		}
+	case TriggerPush:
+		run.Branch = runner.DefaultBranch(rc.BranchPrefix, run.Roadmap)
+		run.Title = "Akira: tasks from " + run.Roadmap
+	case TriggerPullRequest, TriggerReview:
+		pr := in.PR
+		if isFork(pr.HeadRepo, p.Owner, p.Repo) {
+			return nil, fmt.Errorf("jobs: pull request #%d comes from the fork %q; fork pull requests are never run: %w",
+				p.Number, pr.HeadRepo, asynq.SkipRetry)
+		}
+		if p.Branch != "" && p.Branch != pr.HeadRef {
+			return nil, fmt.Errorf("jobs: pull request #%d now comes from %s, not %s: %w", p.Number, pr.HeadRef, p.Branch, asynq.SkipRetry)
+		}
+		run.PR, run.PRURL, run.PRNodeID, run.Branch, run.Base = pr.Number, pr.URL, pr.NodeID, pr.HeadRef, pr.BaseRef
+		run.OpenedPR = strings.HasPrefix(pr.HeadRef, rc.BranchPrefix)
+		if p.Trigger == TriggerReview {
+			planReviewRun(run, p, in.Prior)
+			break
+		}
+		// A spec pull request runs the plan files it changes, on its own branch.
+		if p.Path == "" && len(in.PlanFiles) > 0 && !slices.Equal(in.PlanFiles, []string{rc.Roadmap}) {
+			run.Plans = in.PlanFiles
+			run.Roadmap = rc.Roadmap
+			run.Source = strings.Join(in.PlanFiles, ", ")
+			if run.RepoURL != "" && len(in.PlanFiles) == 1 {
+				run.SourceURL = run.RepoURL + "/blob/" + run.Branch + "/" + in.PlanFiles[0]
+			}
+			run.Title = "Akira: " + run.Source
+		}
+	default:
+		return nil, fmt.Errorf("jobs: a new run cannot have trigger %s: %w", p.Trigger, asynq.SkipRetry)
+	}
+	if run.Source == "" {
+		run.Source = run.Roadmap
+		if run.RepoURL != "" {
+			run.SourceURL = run.RepoURL + "/blob/" + run.Base + "/" + run.Roadmap
+		}
+	}
+	if run.Title == "" {
+		run.Title = "Akira: " + run.Source
+	}
+	return run, nil
+}
+
+// hasTasks reports whether an issue body holds a task checklist Akira can run.
+func hasTasks(body string) bool {
+	rm, err := roadmap.ParseMarkdown("issue", []byte(body))
+	return err == nil && len(rm.Tasks) > 0
+}
+
+// planName keeps an issue plan's format markdown whatever its name says.
+func planName(source string) string {
+	if strings.HasPrefix(source, "issue #") {
+		return "issue.md"
+	}
+	return source
+}

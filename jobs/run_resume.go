@@ -1,0 +1,192 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/templates"
+)
+
+// ResumePayload is the payload of TypeResume: a person's decision on a parked run.
+type ResumePayload struct {
+	Version        int    `json:"v"`
+	DeliveryID     string `json:"delivery_id"`
+	InstallationID int64  `json:"installation_id"`
+	Owner          string `json:"owner"`
+	Repo           string `json:"repo"`
+	// Number is the issue or pull request the decision was made on (0 for a check run GitHub did not
+	// attach to a pull request).
+	Number int `json:"number,omitempty"`
+	// CommentID is the reply; when set it is the task id, so the same comment acts once.
+	CommentID int64               `json:"comment_id,omitempty"`
+	Decision  runner.DecisionKind `json:"decision"`
+	// Guidance is the text after `/akira retry`; it reaches the agent's next prompt.
+	Guidance string `json:"guidance,omitempty"`
+	Sender   string `json:"sender,omitempty"`
+	// ByButton says the decision came from a check run (a button or "Re-run"), which names RunID and
+	// TaskID (its external_id); a reply names neither and the run is found by Number.
+	ByButton bool   `json:"by_button,omitempty"`
+	RunID    string `json:"run_id,omitempty"`
+	TaskID   string `json:"task_id,omitempty"`
+}
+
+// JobID is the asynq task id of the payload: the comment id when there is one (GitHub sends an edited
+// comment as a new delivery, and the same reply must still act once), else the delivery id.
+func (p ResumePayload) JobID() string {
+	if p.CommentID != 0 {
+		return "resume:comment:" + strconv.FormatInt(p.CommentID, 10)
+	}
+	return "resume:" + p.DeliveryID
+}
+
+// Validate reports what is missing from a resume payload.
+func (p ResumePayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.DeliveryID == "" && p.CommentID == 0 {
+		errs = append(errs, errors.New("neither a delivery id nor a comment id"))
+	}
+	if p.InstallationID <= 0 {
+		errs = append(errs, errors.New("no installation id"))
+	}
+	if p.Owner == "" || p.Repo == "" {
+		errs = append(errs, errors.New("no repository"))
+	}
+	if p.Number <= 0 && p.RunID == "" {
+		errs = append(errs, errors.New("neither an issue number nor a run id"))
+	}
+	switch p.Decision {
+	case runner.DecisionApprove, runner.DecisionRetry, runner.DecisionSkip, runner.DecisionAbort:
+	default:
+		errs = append(errs, fmt.Errorf("unknown decision %q", p.Decision))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("resume payload: %w", err)
+	}
+	return nil
+}
+
+// HandleResume applies a human decision to a parked run: it acts only while the run is parked on that
+// task and its branch is where the run left it; otherwise it replies why nothing happened. Approve,
+// retry and skip enqueue a job that continues the run; abort ends it.
+func (h *Handler) HandleResume(ctx context.Context, t *asynq.Task) error {
+	p, err := DecodeResumePayload(t)
+	if err != nil {
+		h.d.Metrics.job(TypeResume, ResultInvalid)
+		return err
+	}
+	result, err := h.resume(ctx, p)
+	h.d.Metrics.job(TypeResume, result)
+	return err
+}
+
+func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
+	log := h.log.With("task", TypeResume, "delivery", p.DeliveryID, "installation", p.InstallationID,
+		"repo", p.Owner+"/"+p.Repo, "decision", p.Decision, "by", p.Sender)
+	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	if err != nil {
+		return ResultRetry, err
+	}
+	var run *Run
+	if p.RunID != "" {
+		run, err = h.d.Store.Get(ctx, p.RunID)
+	} else {
+		run, err = h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
+	}
+	if errors.Is(err, ErrNotFound) {
+		// Redis may have lost the record of a parked run: its branch still knows it.
+		run, err = h.rebuildParkedRun(ctx, gh, p)
+		// Nothing to rebuild: no branch with a lost run, nothing parked on it, or nothing GitHub knows
+		// or Akira can read to rebuild it from.
+		if errors.Is(err, errNoLostRun) || errors.Is(err, ErrGitHubNotFound) || isRepoConfigError(err) {
+			log.Info("resume job: no run, and no lost run to rebuild", "why", err)
+			return h.decisionIgnored(ctx, gh, p, nil, "there is no Akira run here to "+string(p.Decision), log)
+		}
+		if err == nil {
+			log.Warn("resume job: rebuilt a lost run from its branch", "run", run.ID, "branch", run.Branch, "parked", len(run.Parked))
+		}
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	log = log.With("run", run.ID)
+	head, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
+	if errors.Is(err, ErrGitHubNotFound) {
+		return h.decisionIgnored(ctx, gh, p, run, fmt.Sprintf("the branch `%s` of run `%s` no longer exists", run.Branch, run.ID), log)
+	}
+	if err != nil {
+		return ResultRetry, fmt.Errorf("jobs: branch head: %w", err)
+	}
+	d := Decision{Key: p.JobID(), TaskID: p.TaskID, Decision: runner.Decision{Kind: p.Decision, Guidance: p.Guidance, By: p.Sender}}
+	if p.CommentID != 0 && p.Number != 0 && run.RepoURL != "" {
+		// GitHub sends /issues/N of a pull request on to /pull/N.
+		d.Link = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
+	}
+	runID := run.ID
+	run, already, err := h.d.Store.Decide(ctx, runID, d, head)
+	if _, ok := errors.AsType[*NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
+		// An abort of a run waiting for its CI ends it here: no job works on it.
+		waiting, _, werr := h.d.Store.Transition(ctx, runID, func(r *Run) (lifecycle.Event, error) {
+			if r.Status != lifecycle.StatusWaitingCI {
+				return nil, nil
+			}
+			return lifecycle.CIAborted{By: p.Sender}, nil
+		})
+		if werr != nil {
+			return ResultRetry, werr
+		}
+		if waiting.Status == StatusAborted {
+			if _, err := h.publish(ctx, gh, waiting, log); err != nil {
+				return ResultRetry, err
+			}
+			return ResultAborted, nil
+		}
+		// An abort of a run that is working: the job working on it stops it and ends it.
+		if _, asked, serr := h.d.Store.RequestStop(ctx, runID, p.Sender, true); serr != nil {
+			return ResultRetry, serr
+		} else if asked {
+			log.Info("resume job: abort requested of a working run")
+			return ResultDecided, nil
+		}
+	}
+	if np, ok := errors.AsType[*NotParkedError](err); ok {
+		return h.decisionIgnored(ctx, gh, p, run, np.Reason, log)
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	log.Info("resume job: decision taken", "already", already)
+	// A retried job whose decision was taken finds what its first try left in the outbox.
+	if _, err := h.publish(ctx, gh, run, log); err != nil {
+		return ResultRetry, err
+	}
+	if p.Decision == runner.DecisionAbort {
+		return ResultAborted, nil
+	}
+	return ResultDecided, nil
+}
+
+// decisionIgnored answers a decision that did nothing, on the issue or pull request it came from.
+func (h *Handler) decisionIgnored(ctx context.Context, c Comments, p ResumePayload, run *Run, why string, log *slog.Logger) (string, error) {
+	log.Info("resume job: nothing happened", "why", why)
+	number := p.Number
+	if number == 0 && run != nil {
+		number = summaryNumber(run)
+	}
+	if number == 0 {
+		return ResultRefused, nil
+	}
+	msg := render("decision_ignored", templates.DecisionIgnored{Decision: string(p.Decision), ByButton: p.ByButton, Reason: why},
+		"`/akira "+string(p.Decision)+"` did nothing: "+why+".")
+	retried, _ := asynq.GetRetryCount(ctx)
+	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
+		return ResultRetry, fmt.Errorf("jobs: reply: %w", err)
+	}
+	return ResultRefused, nil
+}

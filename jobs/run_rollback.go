@@ -1,0 +1,204 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/templates"
+)
+
+// TypeRollback undoes a task's checkpoint (and its dependents') on a run's branch: /akira rollback.
+const TypeRollback = "akira:rollback"
+
+// RollbackPayload is the payload of TypeRollback.
+type RollbackPayload struct {
+	Version        int    `json:"v"`
+	DeliveryID     string `json:"delivery_id"`
+	InstallationID int64  `json:"installation_id"`
+	Owner          string `json:"owner"`
+	Repo           string `json:"repo"`
+	Number         int    `json:"number"`
+	CommentID      int64  `json:"comment_id,omitempty"`
+	TaskID         string `json:"task_id"`
+	// Retry runs the reverted tasks again at once, with Guidance in their prompts.
+	Retry    bool   `json:"retry,omitempty"`
+	Guidance string `json:"guidance,omitempty"`
+	Sender   string `json:"sender,omitempty"`
+}
+
+// JobID is the comment when there is one (an edited comment comes as a new delivery), else the
+// delivery: the same command rolls back once.
+func (p RollbackPayload) JobID() string {
+	if p.CommentID != 0 {
+		return "rollback:comment:" + strconv.FormatInt(p.CommentID, 10)
+	}
+	return "rollback:" + p.DeliveryID
+}
+
+// Validate reports what is missing from a rollback payload.
+func (p RollbackPayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.DeliveryID == "" && p.CommentID == 0 {
+		errs = append(errs, errors.New("neither a delivery id nor a comment id"))
+	}
+	if p.InstallationID <= 0 {
+		errs = append(errs, errors.New("no installation id"))
+	}
+	if p.Owner == "" || p.Repo == "" {
+		errs = append(errs, errors.New("no repository"))
+	}
+	if p.Number <= 0 {
+		errs = append(errs, errors.New("no issue or pull request number"))
+	}
+	if p.TaskID == "" || strings.HasPrefix(p.TaskID, "-") {
+		errs = append(errs, fmt.Errorf("task id %q", p.TaskID))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("rollback payload: %w", err)
+	}
+	return nil
+}
+
+// NewRollbackTask builds a TypeRollback task. A zero Version is filled in; an invalid payload is an
+// error.
+func (o TaskOptions) NewRollbackTask(p RollbackPayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypeRollback, p, planTimeout, o.MaxRetry)
+}
+
+// DecodeRollbackPayload reads a TypeRollback payload; see decode.
+func DecodeRollbackPayload(t *asynq.Task) (RollbackPayload, error) {
+	var p RollbackPayload
+	return p, decode(t, TypeRollback, &p)
+}
+
+// EnqueueRollback enqueues a TypeRollback task. It returns ErrDuplicate when a task with the same id
+// exists.
+func (e *Enqueuer) EnqueueRollback(ctx context.Context, p RollbackPayload) error {
+	t, err := e.opts.NewRollbackTask(p)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
+}
+
+// Results of a rollback job.
+const (
+	ResultRolledBack = "rolled_back"
+)
+
+// HandleRollback reverts a task's checkpoint on the branch of the run of an issue or pull request.
+func (h *Handler) HandleRollback(ctx context.Context, t *asynq.Task) error {
+	p, err := DecodeRollbackPayload(t)
+	if err != nil {
+		h.d.Metrics.job(TypeRollback, ResultInvalid)
+		return err
+	}
+	result, err := h.rollback(ctx, p)
+	h.d.Metrics.job(TypeRollback, result)
+	return err
+}
+
+func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, error) {
+	log := h.log.With("task", TypeRollback, "delivery", p.DeliveryID, "installation", p.InstallationID,
+		"repo", p.Owner+"/"+p.Repo, "number", p.Number, "rollback", p.TaskID, "by", p.Sender)
+	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	if err != nil {
+		return ResultRetry, err
+	}
+	reply := func(data templates.RollbackReply, result string) (string, error) {
+		data.TaskID = p.TaskID
+		text := render("rollback_reply", data, "`/akira rollback "+p.TaskID+"`: "+data.Refusal+" "+data.Problem)
+		retried, _ := asynq.GetRetryCount(ctx)
+		if err := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, p.JobID(), text, retried > 0); err != nil {
+			return ResultRetry, err
+		}
+		return result, nil
+	}
+	run, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
+	if errors.Is(err, ErrNotFound) {
+		return reply(templates.RollbackReply{Refusal: templates.RollbackNoRun}, ResultReplied)
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	log = log.With("run", run.ID)
+	switch {
+	case run.Status == StatusQueued || run.Status == StatusRunning:
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackWorking}, ResultReplied)
+	case run.Status == StatusParked:
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackParked}, ResultReplied)
+	case run.Status == StatusAborted:
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackAborted}, ResultReplied)
+	case len(run.Plans) > 0 || run.Review != nil:
+		return reply(templates.RollbackReply{Refusal: templates.RollbackSeveralPlans}, ResultReplied)
+	case run.Task(p.TaskID) == nil:
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackNoTask}, ResultReplied)
+	}
+
+	lk, err := h.d.Locker.Acquire(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
+	if errors.Is(err, ErrLocked) {
+		log.Info("rollback job: branch locked by another job, waiting")
+		return ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	defer func() {
+		if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("rollback job: release branch lock", "err", err)
+		}
+	}()
+	lctx := lk.Context()
+	opts := runner.RollbackOptions{Repo: run.CloneURL, TaskID: p.TaskID, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base,
+		RunID: run.ID, Author: h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, GitAuth: gh.GitAuthHeader,
+		// A retry of this job after its push finds its reverts instead of refusing.
+		RequestID: p.JobID()}
+	if run.Plan != "" {
+		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
+	}
+	out, err := runner.Rollback(lctx, opts)
+	var conflict *runner.RevertConflictError
+	switch {
+	case errors.As(err, &conflict):
+		log.Info("rollback job: the revert conflicts", "paths", conflict.Paths)
+		return reply(templates.RollbackReply{Branch: run.Branch,
+			Conflict: &templates.RollbackConflict{Commit: conflict.Commit, Paths: conflict.Paths, Diff: conflict.Diff}}, ResultReplied)
+	case errors.Is(err, runner.ErrUsage), errors.Is(err, runner.ErrInvalidPlan):
+		return reply(templates.RollbackReply{Refusal: templates.RollbackRefused, Problem: strings.TrimPrefix(err.Error(), "runner: ")}, ResultReplied)
+	case err != nil:
+		return ResultRetry, err
+	}
+	log.Info("rollback job: rolled back", "reverted", len(out.Reverted), "head", out.Head)
+
+	// Pending tasks and no job (without --retry): a stopped run, which /akira run continues.
+	rolled := lifecycle.RolledBack{Reverted: map[string]string{}, Texts: map[string]string{}, Head: out.Head, By: p.Sender,
+		Task: p.TaskID, Key: p.JobID(), Guidance: p.Guidance, Retry: p.Retry}
+	for _, rv := range out.Reverted {
+		rolled.Reverted[rv.ID] = fmt.Sprintf("rolled back by @%s (%s)", p.Sender, short(rv.Revert))
+		rolled.Texts[rv.ID] = fmt.Sprintf("@%s rolled this task back: its checkpoint %s is reverted by %s on `%s`; the task is pending again.",
+			p.Sender, short(rv.Checkpoint), short(rv.Revert), run.Branch)
+	}
+	run, _, err = h.d.Store.Apply(lctx, run.ID, rolled)
+	if err != nil {
+		return ResultRetry, err
+	}
+	if run, err = h.publish(ctx, gh, run, log); err != nil {
+		return ResultRetry, err
+	}
+	data := templates.RollbackReply{Branch: run.Branch, By: p.Sender, Retry: p.Retry, Guidance: p.Guidance}
+	for _, r := range out.Reverted {
+		data.Reverted = append(data.Reverted, templates.RolledBack{ID: r.ID, Title: r.Title, Checkpoint: r.Checkpoint, Revert: r.Revert})
+	}
+	return reply(data, ResultRolledBack)
+}

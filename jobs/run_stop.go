@@ -1,0 +1,110 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+)
+
+// A person can stop a run while it works: `/akira stop` (the run keeps its branch and waits; `/akira
+// run` continues it from the last checkpoint) or `/akira abort` (the run ends). The request is written
+// into the run's record; the job working on the run polls the record and cancels the engine's context,
+// which kills the agent's process group and discards the attempt. Whichever worker holds the run sees
+// it, and a request for a run that is only queued is found by its job when it starts.
+
+// stopPollInterval is how often a working job looks for a stop request: the agent is killed at most
+// this long (plus the kill itself) after the request.
+const stopPollInterval = time.Second
+
+// errStopRequested is the cause of a job's context when a person stopped the run.
+var errStopRequested = errors.New("jobs: stopped by a person")
+
+// RequestStop asks the job working on the run to stop it. It says false when the run is not working
+// (queued or running), and changes nothing then.
+func (s *Store) RequestStop(ctx context.Context, id, by string, abort bool) (*Run, bool, error) {
+	asked := false
+	run, _, err := s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
+		asked = lifecycle.Allowed(r.Status, lifecycle.EventStopAsked)
+		if !asked {
+			return nil, nil
+		}
+		return lifecycle.StopAsked{Request: StopRequest{By: by, Abort: abort, At: s.now()}}, nil
+	})
+	return run, asked, err
+}
+
+// watchStop cancels the job's context when a stop request appears in the run's record.
+func (h *Handler) watchStop(ctx context.Context, id string, cancel context.CancelCauseFunc, log *slog.Logger) {
+	t := time.NewTicker(stopPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		run, err := h.d.Store.Get(ctx, id)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("run job: could not look for a stop request", "err", err)
+			}
+			continue
+		}
+		if run.Stop != nil {
+			log.Info("run job: stop requested", "by", run.Stop.By, "abort", run.Stop.Abort)
+			cancel(errStopRequested)
+			return
+		}
+	}
+}
+
+// stopRun ends the job of a run a person stopped: the run is stopped (or aborted), the check run of
+// the task that was in progress is cancelled, and the summary says who did it.
+func (h *Handler) stopRun(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (string, error) {
+	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+		if r.Stop == nil {
+			return nil, nil
+		}
+		return lifecycle.Stopped{}, nil
+	})
+	if err != nil {
+		return ResultRetry, err
+	}
+	by := run.StoppedBy
+	if run.Status == StatusAborted {
+		by = run.AbortedBy
+	}
+	if run, err = h.publish(ctx, gh, run, log); err != nil {
+		return ResultRetry, err
+	}
+	log.Info("run job: stopped by a person", "by", by, "status", run.Status)
+	return ResultAborted, nil
+}
+
+// reviveStopped continues a stopped run of the issue or pull request instead of starting a second one
+// beside it; nil when its latest run is not stopped.
+func (h *Handler) reviveStopped(ctx context.Context, p RunPayload) (*Run, error) {
+	if p.Number <= 0 || (p.Trigger != TriggerIssue && p.Trigger != TriggerPullRequest) {
+		return nil, nil
+	}
+	prev, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil || prev.Status != StatusStopped {
+		return nil, err
+	}
+	run, _, err := h.d.Store.Transition(ctx, prev.ID, func(r *Run) (lifecycle.Event, error) {
+		if !lifecycle.Allowed(r.Status, lifecycle.EventRevived) {
+			return nil, errNothingToDo
+		}
+		return lifecycle.Revived{}, nil
+	})
+	if errors.Is(err, errNothingToDo) {
+		return nil, nil
+	}
+	return run, err
+}

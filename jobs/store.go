@@ -1,0 +1,492 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+)
+
+// Errors of the store.
+var (
+	ErrNotFound = errors.New("jobs: run not found")
+	// ErrBranchBusy is wrapped by *BranchBusyError.
+	ErrBranchBusy = errors.New("jobs: another run is active on the branch")
+	// ErrConflict is returned when a run kept changing under an update (more writers than retries).
+	ErrConflict = errors.New("jobs: run state kept changing; giving up")
+)
+
+// BranchBusyError says which run holds the branch.
+type BranchBusyError struct {
+	Branch string
+	Active *Run
+}
+
+func (e *BranchBusyError) Error() string {
+	return fmt.Sprintf("jobs: run %s is %s on branch %s", e.Active.ID, e.Active.Status, e.Branch)
+}
+
+// Unwrap makes errors.Is(err, ErrBranchBusy) true.
+func (e *BranchBusyError) Unwrap() error { return ErrBranchBusy }
+
+// Defaults of the store.
+const (
+	DefaultPrefix = "akira:"
+	// DefaultStateRetention is how long a finished run's state is kept for /akira status and replies.
+	DefaultStateRetention = 30 * 24 * time.Hour
+	// DefaultStaleAfter is how long a queued or running run may go without a write before a new run
+	// may take its branch: longer than any job's timeout, so only a run whose jobs all died qualifies.
+	DefaultStaleAfter = DefaultTimeout + time.Hour
+)
+
+// Store keeps run state in Redis. Every change is a read-modify-write inside WATCH/MULTI, so two
+// writers never lose each other's update and a conditional transition (parked → queued only when
+// still parked on that task at that head) cannot race.
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+	// Retention is the TTL of a finished run's state (DefaultStateRetention when zero).
+	Retention time.Duration
+	// StaleAfter: see DefaultStaleAfter.
+	StaleAfter time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// OnRefused, when set, hears of every event the lifecycle's table refused (for the metrics).
+	OnRefused func(*lifecycle.TransitionError)
+}
+
+// NewStore returns a store whose keys start with prefix (DefaultPrefix when empty).
+func NewStore(rdb redis.UniversalClient, prefix string) *Store {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &Store{rdb: rdb, prefix: prefix}
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Store) retention() time.Duration {
+	if s.Retention > 0 {
+		return s.Retention
+	}
+	return DefaultStateRetention
+}
+
+func (s *Store) staleAfter() time.Duration {
+	if s.StaleAfter > 0 {
+		return s.StaleAfter
+	}
+	return DefaultStaleAfter
+}
+
+// repoKey is lower-case because GitHub owner and repository names are case-insensitive.
+func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
+
+func (s *Store) runKey(id string) string { return s.prefix + "run:" + id }
+
+func (s *Store) indexKey(owner, repo string, number int) string {
+	return s.prefix + "runidx:" + repoKey(owner, repo) + "#" + strconv.Itoa(number)
+}
+
+// replyRetention is how long a reply's key is remembered: longer than GitHub offers redelivery.
+const replyRetention = 7 * 24 * time.Hour
+
+func (s *Store) replyKey(key string) string { return s.prefix + "reply:" + key }
+
+// replied reports whether the reply of key was posted.
+func (s *Store) replied(ctx context.Context, key string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.replyKey(key)).Result()
+	if err != nil {
+		return false, fmt.Errorf("jobs: reply %s: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// markReplied records that the reply of key was posted.
+func (s *Store) markReplied(ctx context.Context, key string) error {
+	if err := s.rdb.Set(ctx, s.replyKey(key), "1", replyRetention).Err(); err != nil {
+		return fmt.Errorf("jobs: reply %s: %w", key, err)
+	}
+	return nil
+}
+
+// runningKey is the set of runs marked running: a job holds their branch lock, or its worker died.
+func (s *Store) runningKey() string { return s.prefix + "running" }
+
+// forgetRunning drops a run from the running set (it stopped running, or its state is gone).
+func (s *Store) forgetRunning(ctx context.Context, id string) error {
+	if err := s.rdb.SRem(ctx, s.runningKey(), id).Err(); err != nil {
+		return fmt.Errorf("jobs: running runs: %w", err)
+	}
+	return nil
+}
+
+// Running returns the ids of the runs marked running.
+func (s *Store) Running(ctx context.Context) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, s.runningKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobs: running runs: %w", err)
+	}
+	return ids, nil
+}
+
+func (s *Store) branchKey(owner, repo, branch string) string {
+	return s.prefix + "branchrun:" + repoKey(owner, repo) + ":" + branch
+}
+
+// compareAndDelete deletes KEYS[1] only when it holds ARGV[1].
+const compareAndDeleteLua = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("DEL", KEYS[1])
+end
+return 0`
+
+// compareAndExpire sets a TTL on KEYS[1] only when it holds ARGV[1].
+// Both are sent with EVAL rather than EVALSHA because they run inside MULTI, where a missing script
+// could not be retried.
+const compareAndExpireLua = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0`
+
+// active reports whether r still owns its branch.
+func (s *Store) active(r *Run) bool {
+	if r.Status.Terminal() {
+		return false
+	}
+	if r.Status == StatusParked || r.Status == StatusStopped || r.Status == lifecycle.StatusWaitingCI {
+		return true // waiting for people, or for CI, is not stale
+	}
+	return s.now().Sub(r.UpdatedAt) < s.staleAfter()
+}
+
+// Create stores a new run and makes it the branch's active run. When a run with the same id exists
+// (a retried or redelivered job), it is returned with created false and nothing is written. When
+// another run is active on the branch the error is a *BranchBusyError.
+func (s *Store) Create(ctx context.Context, r *Run) (run *Run, created bool, err error) {
+	if r.ID == "" || r.Owner == "" || r.Repo == "" || r.Branch == "" {
+		return nil, false, errors.New("jobs: create run: id, repository and branch are required")
+	}
+	key := s.runKey(r.ID)
+	bkey := s.branchKey(r.Owner, r.Repo, r.Branch)
+	txf := func(tx *redis.Tx) error {
+		if existing, err := s.get(ctx, tx, r.ID); err == nil {
+			run, created = existing, false
+			return nil
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		other, err := tx.Get(ctx, bkey).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("jobs: create run: %w", err)
+		}
+		if other != "" && other != r.ID {
+			o, err := s.get(ctx, tx, other)
+			switch {
+			case err == nil && s.active(o):
+				return &BranchBusyError{Branch: r.Branch, Active: o}
+			case err != nil && !errors.Is(err, ErrNotFound):
+				return err
+			}
+		}
+		nr := *r
+		now := s.now()
+		nr.CreatedAt, nr.UpdatedAt, nr.Rev = now, now, 1
+		if nr.Status == lifecycle.StatusNew {
+			if _, err := lifecycle.Apply(&nr, lifecycle.Created{}, now); err != nil {
+				return err
+			}
+		}
+		data, err := json.Marshal(&nr)
+		if err != nil {
+			return fmt.Errorf("jobs: create run: %w", err)
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, key, data, 0)
+			p.Set(ctx, bkey, nr.ID, 0)
+			for _, n := range nr.Numbers() {
+				p.Set(ctx, s.indexKey(nr.Owner, nr.Repo, n), nr.ID, 0)
+			}
+			return nil
+		})
+		run, created = &nr, true
+		return err
+	}
+	if err := s.watch(ctx, txf, key, bkey); err != nil {
+		return nil, false, err
+	}
+	return run, created, nil
+}
+
+// Get returns the run with the id, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (*Run, error) {
+	return s.get(ctx, s.rdb, id)
+}
+
+func (s *Store) get(ctx context.Context, c redis.Cmdable, id string) (*Run, error) {
+	data, err := c.Get(ctx, s.runKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: get run %s: %w", id, err)
+	}
+	var r Run
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("jobs: run %s: %w", id, err)
+	}
+	return &r, nil
+}
+
+// ByNumber returns the latest run started from, or pushing to, the issue or pull request.
+func (s *Store) ByNumber(ctx context.Context, owner, repo string, number int) (*Run, error) {
+	id, err := s.rdb.Get(ctx, s.indexKey(owner, repo, number)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: %s#%d", ErrNotFound, repoKey(owner, repo), number)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: run of %s#%d: %w", repoKey(owner, repo), number, err)
+	}
+	return s.Get(ctx, id)
+}
+
+// activeOnBranch returns the run that owns the branch, or ErrNotFound when none does.
+func (s *Store) activeOnBranch(ctx context.Context, owner, repo, branch string) (*Run, error) {
+	id, err := s.rdb.Get(ctx, s.branchKey(owner, repo, branch)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: branch %s", ErrNotFound, branch)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: run on %s: %w", branch, err)
+	}
+	r, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !s.active(r) {
+		return nil, fmt.Errorf("%w: branch %s", ErrNotFound, branch)
+	}
+	return r, nil
+}
+
+// Update applies fn to the run atomically and returns the stored result. fn may be called more than
+// once (when another writer got in between) and must only change the run it is given; an error from
+// fn aborts the update and is returned as is. The indexes follow the run: a number it gains is
+// indexed, and when it turns terminal it frees its branch and its state starts to expire.
+func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Run, error) {
+	key := s.runKey(id)
+	var out *Run
+	txf := func(tx *redis.Tx) error {
+		r, err := s.get(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+		r.ID = id
+		r.Rev++
+		r.UpdatedAt = s.now()
+		if r.Status.Terminal() && r.FinishedAt.IsZero() {
+			r.FinishedAt = r.UpdatedAt
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("jobs: update run %s: %w", id, err)
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			ttl := time.Duration(0)
+			if r.Status.Terminal() {
+				ttl = s.retention()
+			}
+			p.Set(ctx, key, data, ttl)
+			for _, n := range r.Numbers() {
+				ik := s.indexKey(r.Owner, r.Repo, n)
+				if r.Status.Terminal() {
+					// Only this run's own index entries expire with it; a newer run keeps its entry.
+					p.Eval(ctx, compareAndExpireLua, []string{ik}, id, ttl.Milliseconds())
+				} else {
+					p.Set(ctx, ik, id, 0)
+				}
+			}
+			if r.Status.Terminal() {
+				p.Eval(ctx, compareAndDeleteLua, []string{s.branchKey(r.Owner, r.Repo, r.Branch)}, id)
+			}
+			if r.Status == StatusRunning {
+				p.SAdd(ctx, s.runningKey(), id)
+			} else {
+				p.SRem(ctx, s.runningKey(), id)
+			}
+			if r.Status == lifecycle.StatusWaitingCI {
+				p.SAdd(ctx, s.waitingKey(), id)
+			} else {
+				p.SRem(ctx, s.waitingKey(), id)
+			}
+			if len(r.Outbox) > 0 {
+				// The oldest unperformed effect's time: the relay replays outboxes left for long.
+				p.ZAddNX(ctx, s.outboxKey(), redis.Z{Score: float64(r.UpdatedAt.UnixMilli()), Member: id})
+			} else {
+				p.ZRem(ctx, s.outboxKey(), id)
+			}
+			return nil
+		})
+		out = r
+		return err
+	}
+	if err := s.watch(ctx, txf, key); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// watch runs an optimistic transaction, retrying while other writers get in between.
+func (s *Store) watch(ctx context.Context, txf func(*redis.Tx) error, keys ...string) error {
+	for range 100 {
+		err := s.rdb.Watch(ctx, txf, keys...)
+		if !errors.Is(err, redis.TxFailedErr) {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return ErrConflict
+}
+
+// NotParkedError says why a decision does not apply to the run as it is now.
+type NotParkedError struct {
+	Reason string
+}
+
+func (e *NotParkedError) Error() string { return "jobs: " + e.Reason }
+
+// errAlreadyDecided aborts an update that would take the same decision twice.
+var errAlreadyDecided = errors.New("jobs: decision already taken")
+
+// maxDecisionKeys bounds Run.DecisionKeys.
+const maxDecisionKeys = 20
+
+// Decide records a decision on a parked task (lifecycle.Decided). The run moves from parked to queued
+// (approve, retry, skip: a job continues it) or to aborted. It acts only while the task is parked (a
+// run already queued by a decision on another parked task still takes decisions on the rest) and, when
+// headSHA is given, while the branch is still at the head the run left it at; otherwise it returns a
+// *NotParkedError and changes nothing. An empty d.TaskID means the first parked task. A decision whose
+// Key was taken before is not taken again: the run is returned as it is, with already true.
+func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA string) (run *Run, already bool, err error) {
+	run, _, err = s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
+		if d.Key != "" && slices.Contains(r.DecisionKeys, d.Key) {
+			return nil, errAlreadyDecided
+		}
+		if !lifecycle.Allowed(r.Status, lifecycle.EventDecided) || len(r.Parked) == 0 {
+			return nil, &NotParkedError{Reason: fmt.Sprintf("run %s is %s, not waiting for a decision", r.ID, r.Status)}
+		}
+		if d.TaskID == "" {
+			d.TaskID = r.Parked[0].TaskID
+		}
+		if r.ParkedTask(d.TaskID) == nil {
+			waiting := make([]string, len(r.Parked))
+			for i, p := range r.Parked {
+				waiting[i] = p.TaskID
+			}
+			return nil, &NotParkedError{Reason: fmt.Sprintf("run %s waits on task %s, not %s", r.ID, strings.Join(waiting, ", "), d.TaskID)}
+		}
+		// While the run is running, its own checkpoints move the branch; the head is checked once it stops.
+		if r.Status != StatusRunning && headSHA != "" && r.Head != "" && headSHA != r.Head {
+			return nil, &NotParkedError{Reason: fmt.Sprintf("branch %s moved from %s to %s since the run parked",
+				r.Branch, short(r.Head), short(headSHA))}
+		}
+		if d.Key != "" {
+			r.DecisionKeys = append(r.DecisionKeys, d.Key)
+			if n := len(r.DecisionKeys); n > maxDecisionKeys {
+				r.DecisionKeys = r.DecisionKeys[n-maxDecisionKeys:]
+			}
+		}
+		return lifecycle.Decided{Decision: d}, nil
+	})
+	if errors.Is(err, errAlreadyDecided) {
+		run, err = s.Get(ctx, id)
+		return run, true, err
+	}
+	return run, false, err
+}
+
+// Transition applies the event that decide returns to the run, atomically, as the lifecycle's table
+// allows; decide sees the run as stored and may refuse with an error of its own (returned as is) or
+// return a nil event (nothing happens). The effects of a durable transition are stored in the run's
+// outbox with its new state. An event the table refuses is a *lifecycle.TransitionError, logged and
+// counted by OnRefused.
+func (s *Store) Transition(ctx context.Context, id string, decide func(*Run) (lifecycle.Event, error)) (*Run, []lifecycle.Effect, error) {
+	var effects []lifecycle.Effect
+	run, err := s.Update(ctx, id, func(r *Run) error {
+		effects = nil
+		ev, err := decide(r)
+		if err != nil || ev == nil {
+			return err
+		}
+		effects, err = lifecycle.Apply(r, ev, s.now())
+		return err
+	})
+	if te, ok := errors.AsType[*lifecycle.TransitionError](err); ok && s.OnRefused != nil {
+		s.OnRefused(te)
+	}
+	return run, effects, err
+}
+
+// Apply is Transition of one event, whatever the run's state: the table decides.
+func (s *Store) Apply(ctx context.Context, id string, ev lifecycle.Event) (*Run, []lifecycle.Effect, error) {
+	return s.Transition(ctx, id, func(*Run) (lifecycle.Event, error) { return ev, nil })
+}
+
+// waitingKey is the set of runs waiting for their pull request's CI.
+func (s *Store) waitingKey() string { return s.prefix + "waitingci" }
+
+// WaitingForCI returns the ids of the runs waiting for their pull request's CI.
+func (s *Store) WaitingForCI(ctx context.Context) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, s.waitingKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobs: runs waiting for CI: %w", err)
+	}
+	return ids, nil
+}
+
+// outboxKey is the sorted set of runs with effects not yet performed, by when they were left.
+func (s *Store) outboxKey() string { return s.prefix + "outbox" }
+
+// LeftEffects returns the runs whose outbox has waited longer than age.
+func (s *Store) LeftEffects(ctx context.Context, age time.Duration) ([]string, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, s.outboxKey(), &redis.ZRangeBy{Min: "-inf",
+		Max: strconv.FormatInt(s.now().Add(-age).UnixMilli(), 10)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobs: runs with effects left: %w", err)
+	}
+	return ids, nil
+}
+
+// forgetOutbox drops a run whose record is gone from the outbox index.
+func (s *Store) forgetOutbox(ctx context.Context, id string) error {
+	if err := s.rdb.ZRem(ctx, s.outboxKey(), id).Err(); err != nil {
+		return fmt.Errorf("jobs: outbox: %w", err)
+	}
+	return nil
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

@@ -1,0 +1,113 @@
+package runner
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/egress"
+	"github.com/akira-bot/akira/runner/sandbox"
+)
+
+// withRepoEgress adds what a repository's .github/akira.yml asks for to the run's allowlist, when
+// the operator's ceiling allows it.
+func withRepoEgress(cfg *sandbox.Config, r config.Repo) error {
+	if len(r.Network.Allow) == 0 {
+		return nil
+	}
+	asked, err := egress.ParseAllowlist(r.Network.Allow)
+	if err != nil {
+		return fmt.Errorf("network.allow: %w", err)
+	}
+	if out := asked.Within(cfg.Ceiling.Merge(cfg.Allow)); len(out) > 0 {
+		return fmt.Errorf("network.allow: %s: not within what the operator allows repositories to ask for (sandbox.egress.allow and sandbox.egress.ceiling)", strings.Join(out, ", "))
+	}
+	cfg.Allow = cfg.Allow.Merge(asked)
+	return nil
+}
+
+// modelOf is the model endpoint the egress proxy holds for an agent, nil for none.
+func modelOf(a agent.Agent) *egress.Model {
+	if r, ok := a.(agent.ModelRouter); ok {
+		return r.ModelRoute()
+	}
+	return nil
+}
+
+// egressPolicy is the sandbox policy of commands that may reach net, with the egress session that
+// is their route out (nil when they need none: network none, or no proxy). model, when set, is
+// held by the session; maxCost bounds what its model calls may cost. The caller closes the session.
+func egressPolicy(cfg sandbox.Config, net sandbox.Network, workTree, gitDir, home string, model *egress.Model, maxCost float64) (*sandbox.Policy, *egress.Session, error) {
+	p := cfg.Policy(net, workTree, gitDir, home)
+	if cfg.Egress == nil || net == sandbox.NetNone {
+		return p, nil, nil
+	}
+	if model == nil && (net == sandbox.NetAllow || p.Mode != sandbox.Bubblewrap) {
+		// The host's network and no key to hold: a proxy only well-behaved clients use would fence
+		// nothing, and would break what the operator chose to leave open.
+		return p, nil, nil
+	}
+	allow := cfg.Allow
+	if model != nil {
+		// The profile's model host: the CLI may call it besides its base URL (it holds no real key).
+		if h := model.Host(); h != "" {
+			if _, err := netip.ParseAddr(h); err != nil {
+				if a, err := egress.ParseAllowlist([]string{h}); err == nil {
+					allow = allow.Merge(a)
+				}
+			}
+		}
+	}
+	// A command that shares the host's network (mode none, network allow) reaches its session on a
+	// loopback port; a sandboxed one through the socket bound into its namespace.
+	tcp := p.Mode != sandbox.Bubblewrap || net == sandbox.NetAllow
+	sess, err := cfg.Egress.Open(egress.SessionConfig{Allow: allow, Model: model, MaxCostUSD: maxCost, TCP: tcp})
+	if err != nil {
+		return nil, nil, fmt.Errorf("runner: %w", err)
+	}
+	e := &sandbox.Egress{Socket: sess.Socket(), Env: sess.Env()}
+	if !tcp {
+		// This executable links runner/egress, which makes it the forwarder too.
+		if e.Forwarder, err = os.Executable(); err != nil {
+			sess.Close()
+			return nil, nil, fmt.Errorf("runner: the egress forwarder: %w", err)
+		}
+	}
+	if model != nil && model.KeyEnv != "" {
+		e.Strip = []string{model.KeyEnv}
+	}
+	p.Egress = e
+	return p, sess, nil
+}
+
+// meteredUsage is the usage of an attempt whose model calls went through the proxy: what the proxy
+// measured, which wins over what the agent says of itself.
+func meteredUsage(said agent.Usage, r egress.Report) agent.Usage {
+	if r.Calls == 0 {
+		return said
+	}
+	u := agent.Usage{InputTokens: r.Tokens.Input, OutputTokens: r.Tokens.Output, CostUSD: r.CostUSD}
+	if len(r.Unpriced) > 0 && said.CostUSD > u.CostUSD {
+		u.CostUSD = said.CostUSD // a model without a price: the CLI's own figure is better than none
+	}
+	return u
+}
+
+// AllowLine is the configuration that would let a refused destination through: the repository's
+// network.allow for a host name (within the operator's ceiling), the operator's
+// sandbox.egress.allow for an address, which a repository can never ask for.
+func AllowLine(b egress.Blocked) string {
+	entry := b.Host
+	if _, err := netip.ParseAddr(b.Host); err == nil {
+		return fmt.Sprintf("sandbox.egress.allow: [%q] in the operator's config", net.JoinHostPort(b.Host, strconv.Itoa(b.Port)))
+	}
+	if b.Port != 443 && b.Port != 80 {
+		entry = net.JoinHostPort(b.Host, strconv.Itoa(b.Port))
+	}
+	return fmt.Sprintf("network: {allow: [%q]} in .github/akira.yml", entry)
+}

@@ -1,0 +1,707 @@
+// Package egress is the proxy that stands between sandboxed commands and the network. It runs in
+// Akira's process, outside the sandbox, one per worker; each attempt gets a session of its own (a
+// Unix socket bound into the sandbox, or a loopback port when the command shares the host's
+// network), so that what a session allows, refuses and meters is that attempt's.
+//
+// A session proxies plain HTTP and tunnels CONNECT to destinations on its allowlist only. It
+// resolves names itself and connects to the very address it checked, so that neither an unlisted
+// name nor a listed name that resolves to loopback, link-local (the cloud metadata address),
+// private, unique-local or other non-public addresses gets through, unless the operator allowed the
+// address by address. What it cannot decide it refuses. Every refusal is recorded for the attempt's
+// report.
+//
+// A session may also hold an agent's model credentials: the sandbox gets a placeholder key and a
+// base URL that points at the session, and the session forwards those requests to the real
+// endpoint with the real key, reading the usage out of each response (Anthropic Messages, OpenAI
+// Chat Completions and Responses, streamed or not) so that CLI agents are metered and priced like
+// the built-in ones.
+package egress
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The wire protocols of model endpoints a session can hold credentials for.
+const (
+	ProtocolAnthropic = "anthropic"
+	ProtocolOpenAI    = "openai"
+)
+
+// Where a sandboxed command reaches its session: the forwarder inside the sandbox listens on
+// SandboxAddr and passes every connection to the session's socket, bound at SandboxSocket.
+const (
+	SandboxPort   = 3128
+	SandboxSocket = "/run/akira/egress.sock"
+	// ModelPath is the path prefix of the model route: a CLI's base URL is the proxy's address
+	// followed by it.
+	ModelPath = "/model"
+)
+
+// SandboxAddr is the forwarder's address inside the sandbox.
+var SandboxAddr = "127.0.0.1:" + strconv.Itoa(SandboxPort)
+
+// Resolver looks names up; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Config is the proxy's.
+type Config struct {
+	// Dir holds the sessions' Unix sockets; empty means os.TempDir(). Keep it short: a socket's
+	// path must fit in 108 bytes.
+	Dir string
+	// Resolver looks destinations up; nil means net.DefaultResolver.
+	Resolver Resolver
+	// DialTimeout bounds each connection to a destination (default 30s).
+	DialTimeout time.Duration
+	// ModelTransport carries model calls to their real endpoints; nil means a clone of
+	// http.DefaultTransport. Model endpoints are the operator's, so they are not held to the
+	// address rules.
+	ModelTransport http.RoundTripper
+	Logger         *slog.Logger
+}
+
+// Proxy is one worker's egress proxy: it owns the sessions' shared connections and counts, for
+// the metrics, what every session allowed and refused.
+type Proxy struct {
+	cfg     Config
+	dialer  net.Dialer
+	forward *http.Transport
+	model   http.RoundTripper
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	allowed map[string]int64
+	refused map[string]int64
+}
+
+// New returns a proxy; it listens only through the sessions it opens.
+func New(cfg Config) *Proxy {
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 30 * time.Second
+	}
+	p := &Proxy{cfg: cfg, dialer: net.Dialer{Timeout: cfg.DialTimeout}, log: cfg.Logger,
+		allowed: map[string]int64{}, refused: map[string]int64{}}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	p.model = cfg.ModelTransport
+	if p.model == nil {
+		p.model = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	// Plain HTTP through the proxy reaches only the address the session decided on (see dial).
+	p.forward = &http.Transport{
+		Proxy:                 nil,
+		DialContext:           p.dialDecided,
+		MaxIdleConns:          32,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: 5 * time.Minute,
+	}
+	return p
+}
+
+// Counts returns, per destination, how many connections or requests the proxy let through (keyed
+// by host name, or by the allowlist entry for a wildcard) and refused (keyed by host), since it
+// started: the metrics read them.
+func (p *Proxy) Counts() (allowed, refused map[string]int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return clone(p.allowed), clone(p.refused)
+}
+
+func clone(m map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Model is an agent's model endpoint: where its calls really go, with which key, and what the CLI
+// inside the sandbox is told instead.
+type Model struct {
+	// Protocol is ProtocolAnthropic or ProtocolOpenAI: how the key is sent and the usage read.
+	Protocol string
+	// BaseURL is the real endpoint (https://api.anthropic.com, https://api.openai.com/v1); the
+	// path a CLI appends to its base URL is appended to it.
+	BaseURL string
+	// Key is the real key; it never leaves Akira's process but towards BaseURL. KeyEnv names the
+	// variable of Akira's environment that holds it, which the sandbox never passes on.
+	Key, KeyEnv string
+	// KeyVar and BaseURLVar are the variables the CLI reads its key and base URL from
+	// (ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL, CODEX_API_KEY and OPENAI_BASE_URL).
+	KeyVar, BaseURLVar string
+	// Model prices responses that do not name their model.
+	Model string
+	// Price returns the cost of tokens of a model, ok false when the model has no price.
+	Price func(model string, t Tokens) (usd float64, ok bool)
+}
+
+// Host is the model endpoint's host name (or address), for messages.
+func (m *Model) Host() string {
+	u, err := url.Parse(m.BaseURL)
+	if err != nil {
+		return m.BaseURL
+	}
+	return u.Hostname()
+}
+
+// SessionConfig is one attempt's.
+type SessionConfig struct {
+	Allow Allowlist
+	// Model, when set, is the agent's model endpoint.
+	Model *Model
+	// MaxCostUSD, when positive, refuses model calls once the session's calls cost this much.
+	MaxCostUSD float64
+	// TCP makes the session listen on a loopback port instead of a Unix socket: for commands that
+	// share the host's network (sandbox none, network allow), which then are not fenced but still
+	// get the model route.
+	TCP bool
+}
+
+// Blocked is a destination a session refused, with how often and when first.
+type Blocked struct {
+	Host   string    `json:"host"`
+	Port   int       `json:"port"`
+	Count  int       `json:"count"`
+	First  time.Time `json:"first"`
+	Reason string    `json:"reason"`
+}
+
+// Report is what a session saw.
+type Report struct {
+	Blocked []Blocked        `json:"blocked,omitempty"`
+	Allowed map[string]int64 `json:"allowed,omitempty"`
+	// Calls are the model calls that answered 2xx; Unmetered those among them whose usage could
+	// not be read.
+	Calls     int      `json:"calls,omitempty"`
+	Unmetered int      `json:"unmetered,omitempty"`
+	Tokens    Tokens   `json:"tokens"`
+	CostUSD   float64  `json:"cost_usd,omitempty"`
+	Models    []string `json:"models,omitempty"`
+	// Unpriced are the models called that have no price: their cost is not counted.
+	Unpriced []string `json:"unpriced,omitempty"`
+}
+
+// Session is one attempt's route out.
+type Session struct {
+	p           *Proxy
+	cfg         SessionConfig
+	ln          net.Listener
+	srv         *http.Server
+	socket      string
+	placeholder string
+	upstream    *url.URL
+
+	mu       sync.Mutex
+	closed   bool
+	tunnels  map[net.Conn]struct{} // hijacked connections, which srv.Close does not end
+	blocked  map[string]*Blocked
+	allowed  map[string]int64
+	calls    int
+	unmeter  int
+	tokens   Tokens
+	cost     float64
+	models   []string
+	unpriced []string
+}
+
+// Open starts a session.
+func (p *Proxy) Open(cfg SessionConfig) (*Session, error) {
+	s := &Session{p: p, cfg: cfg, blocked: map[string]*Blocked{}, allowed: map[string]int64{}, tunnels: map[net.Conn]struct{}{}}
+	if m := cfg.Model; m != nil {
+		u, err := url.Parse(m.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("egress: model base URL %q is not an http(s) URL", m.BaseURL)
+		}
+		if m.Protocol != ProtocolAnthropic && m.Protocol != ProtocolOpenAI {
+			return nil, fmt.Errorf("egress: model protocol %q: want anthropic or openai", m.Protocol)
+		}
+		s.upstream = u
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("egress: %w", err)
+	}
+	s.placeholder = "akira-placeholder-" + hex.EncodeToString(b[:])
+	if cfg.TCP {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("egress: %w", err)
+		}
+		s.ln = ln
+	} else {
+		dir := p.cfg.Dir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		s.socket = filepath.Join(dir, "akira-egress-"+hex.EncodeToString(b[:6])+".sock")
+		ln, err := net.Listen("unix", s.socket)
+		if err != nil {
+			return nil, fmt.Errorf("egress: %w", err)
+		}
+		// Only Akira's user (which the sandbox runs as) may connect.
+		if err := os.Chmod(s.socket, 0o600); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("egress: %w", err)
+		}
+		s.ln = ln
+	}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: time.Minute, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)}
+	go s.srv.Serve(s.ln) //nolint:errcheck // ends with Close
+	return s, nil
+}
+
+// Socket is the host path of the session's Unix socket ("" for a TCP session).
+func (s *Session) Socket() string { return s.socket }
+
+// Addr is the address a command reaches the session at: the sandbox's forwarder, or the loopback
+// port of a TCP session.
+func (s *Session) Addr() string {
+	if s.cfg.TCP {
+		return s.ln.Addr().String()
+	}
+	return SandboxAddr
+}
+
+// Placeholder is the key the sandbox holds instead of the real one.
+func (s *Session) Placeholder() string { return s.placeholder }
+
+// Env is what a command needs to go through the session: the proxy variables that ordinary
+// clients (curl, git, npm, pip, go, cargo) read and, with a model endpoint, the placeholder key
+// and the base URL of the model route.
+func (s *Session) Env() []string {
+	proxy := "http://" + s.Addr()
+	env := []string{
+		"HTTP_PROXY=" + proxy, "HTTPS_PROXY=" + proxy, "http_proxy=" + proxy, "https_proxy=" + proxy,
+		// The model route is the proxy itself: clients must reach it directly, not through itself.
+		"NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1",
+	}
+	if m := s.cfg.Model; m != nil {
+		env = append(env, m.KeyVar+"="+s.placeholder, m.BaseURLVar+"="+proxy+ModelPath)
+	}
+	return env
+}
+
+// Close stops the session, ends its tunnels (a process the attempt left behind keeps none), and
+// returns its report.
+func (s *Session) Close() Report {
+	_ = s.srv.Close()
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.tunnels {
+		c.Close()
+	}
+	s.mu.Unlock()
+	if s.socket != "" {
+		_ = os.Remove(s.socket)
+	}
+	return s.Report()
+}
+
+// Report is what the session saw so far; blocked destinations in the order first refused.
+func (s *Session) Report() Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := Report{Allowed: clone(s.allowed), Calls: s.calls, Unmetered: s.unmeter, Tokens: s.tokens, CostUSD: s.cost,
+		Models: slices.Clone(s.models), Unpriced: slices.Clone(s.unpriced)}
+	for _, b := range s.blocked {
+		r.Blocked = append(r.Blocked, *b)
+	}
+	sort.Slice(r.Blocked, func(i, j int) bool {
+		if !r.Blocked[i].First.Equal(r.Blocked[j].First) {
+			return r.Blocked[i].First.Before(r.Blocked[j].First)
+		}
+		return r.Blocked[i].Host+strconv.Itoa(r.Blocked[i].Port) < r.Blocked[j].Host+strconv.Itoa(r.Blocked[j].Port)
+	})
+	if len(r.Allowed) == 0 {
+		r.Allowed = nil
+	}
+	return r
+}
+
+// Refused is a destination the session would not connect to.
+type Refused struct {
+	Host   string
+	Port   int
+	Reason string
+}
+
+func (e *Refused) Error() string {
+	return fmt.Sprintf("egress: %s refused: %s", net.JoinHostPort(e.Host, strconv.Itoa(e.Port)), e.Reason)
+}
+
+// decide says which address a connection to host:port may use, or why none. Names not on the
+// allowlist are refused before any lookup, so that a name cannot carry data out through DNS.
+func (s *Session) decide(ctx context.Context, host string, port int) (netip.AddrPort, string, error) {
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	refuse := func(reason string) (netip.AddrPort, string, error) {
+		return netip.AddrPort{}, "", &Refused{Host: host, Port: port, Reason: reason}
+	}
+	if port < 1 || port > 65535 {
+		return refuse("no valid port")
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		if _, ok := s.cfg.Allow.matchAddr(ip, port); ok {
+			return netip.AddrPortFrom(ip, uint16(port)), ip.String(), nil
+		}
+		if kind := special(ip); kind != "" {
+			return refuse(kind + " address")
+		}
+		return refuse("address not on the allowlist (allow host names, or this address by address)")
+	}
+	entry, ok := s.cfg.Allow.matchName(host, port)
+	if !ok {
+		return refuse("not on the allowlist")
+	}
+	addrs, err := s.p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return refuse("name does not resolve")
+	}
+	var why []string
+	for _, ip := range addrs {
+		ip = ip.Unmap()
+		if _, ok := s.cfg.Allow.matchAddr(ip, port); ok {
+			return netip.AddrPortFrom(ip, uint16(port)), entry, nil
+		}
+		if kind := special(ip); kind != "" {
+			why = append(why, kind+" address "+ip.String())
+			continue
+		}
+		return netip.AddrPortFrom(ip, uint16(port)), entry, nil
+	}
+	return refuse("resolves to " + strings.Join(why, ", "))
+}
+
+func (s *Session) refused(err error) {
+	var r *Refused
+	if !errors.As(err, &r) {
+		return
+	}
+	key := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	s.mu.Lock()
+	if b, ok := s.blocked[key]; ok {
+		b.Count++
+	} else {
+		s.blocked[key] = &Blocked{Host: r.Host, Port: r.Port, Count: 1, First: time.Now().UTC(), Reason: r.Reason}
+	}
+	s.mu.Unlock()
+	s.p.mu.Lock()
+	s.p.refused[r.Host]++
+	s.p.mu.Unlock()
+}
+
+// passed counts a connection or request let through; label is what the proxy's metrics count it
+// under (see matchName).
+func (s *Session) passed(host, label string) {
+	key := label
+	s.mu.Lock()
+	s.allowed[host]++
+	s.mu.Unlock()
+	s.p.mu.Lock()
+	s.p.allowed[key]++
+	s.p.mu.Unlock()
+}
+
+// ServeHTTP routes a request: CONNECT tunnels, absolute URLs of other hosts are proxied, and what
+// is addressed to the session itself is the model route.
+func (s *Session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodConnect:
+		s.connect(w, r)
+	case r.URL.IsAbs() && !s.self(r.URL.Host):
+		s.forwardHTTP(w, r)
+	case r.URL.Path == ModelPath || strings.HasPrefix(r.URL.Path, ModelPath+"/"):
+		s.modelCall(w, r)
+	default:
+		http.Error(w, "akira egress proxy: use it as an HTTP(S) proxy", http.StatusNotFound)
+	}
+}
+
+func (s *Session) self(hostport string) bool {
+	return hostport == s.Addr() || hostport == SandboxAddr || hostport == "localhost:"+strconv.Itoa(SandboxPort)
+}
+
+func splitHostPort(hostport string, defPort int) (string, int, bool) {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if strings.Contains(err.Error(), "missing port") {
+			return hostport, defPort, true
+		}
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(p)
+	return host, n, err == nil
+}
+
+func (s *Session) deny(w http.ResponseWriter, err error) {
+	var r *Refused
+	if errors.As(err, &r) {
+		s.refused(err)
+		w.Header().Set("X-Akira-Egress", "refused")
+		http.Error(w, "akira egress proxy: "+net.JoinHostPort(r.Host, strconv.Itoa(r.Port))+" refused: "+r.Reason+
+			" (the operator's sandbox.egress.allow, or network.allow in .github/akira.yml, widens the allowlist)", http.StatusForbidden)
+		return
+	}
+	http.Error(w, "akira egress proxy: "+err.Error(), http.StatusBadGateway)
+}
+
+func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
+	host, port, ok := splitHostPort(r.Host, 443)
+	if !ok {
+		s.deny(w, &Refused{Host: r.Host, Reason: "not a host:port"})
+		return
+	}
+	ap, entry, err := s.decide(r.Context(), host, port)
+	if err != nil {
+		s.deny(w, err)
+		return
+	}
+	up, err := s.p.dialer.DialContext(r.Context(), "tcp", ap.String())
+	if err != nil {
+		s.deny(w, err)
+		return
+	}
+	s.passed(strings.ToLower(host), entry)
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		up.Close()
+		http.Error(w, "akira egress proxy: cannot tunnel over this connection", http.StatusInternalServerError)
+		return
+	}
+	down, rw, err := hj.Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	if !s.track(up, down) {
+		up.Close()
+		down.Close()
+		return
+	}
+	defer s.untrack(up, down)
+	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		up.Close()
+		down.Close()
+		return
+	}
+	// Bytes the client sent after its CONNECT (a TLS hello) may already sit in the buffer.
+	if n := rw.Reader.Buffered(); n > 0 {
+		b, _ := rw.Reader.Peek(n)
+		if _, err := up.Write(b); err != nil {
+			up.Close()
+			down.Close()
+			return
+		}
+	}
+	pipe(up, down)
+}
+
+func (s *Session) track(conns ...net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	for _, c := range conns {
+		s.tunnels[c] = struct{}{}
+	}
+	return true
+}
+
+func (s *Session) untrack(conns ...net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range conns {
+		delete(s.tunnels, c)
+	}
+}
+
+// pipe copies both ways until both directions end.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if c, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = c.CloseWrite()
+		} else {
+			_ = dst.Close()
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+	a.Close()
+	b.Close()
+}
+
+type decidedKey struct{}
+
+// dialDecided dials the address the session decided on for this request, never the name again.
+func (p *Proxy) dialDecided(ctx context.Context, network, _ string) (net.Conn, error) {
+	ap, ok := ctx.Value(decidedKey{}).(netip.AddrPort)
+	if !ok {
+		return nil, errors.New("egress: no destination decided")
+	}
+	return p.dialer.DialContext(ctx, network, ap.String())
+}
+
+func (s *Session) forwardHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Scheme != "http" {
+		s.deny(w, &Refused{Host: r.URL.Hostname(), Reason: "only http:// is proxied; https goes through CONNECT"})
+		return
+	}
+	host, port, ok := splitHostPort(r.URL.Host, 80)
+	if !ok {
+		s.deny(w, &Refused{Host: r.URL.Host, Reason: "not a host:port"})
+		return
+	}
+	ap, entry, err := s.decide(r.Context(), host, port)
+	if err != nil {
+		s.deny(w, err)
+		return
+	}
+	s.passed(strings.ToLower(host), entry)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = pr.In.URL
+			pr.Out.Host = pr.In.Host
+		},
+		Transport:     s.p.forward,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, "akira egress proxy: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decidedKey{}, ap)))
+}
+
+// modelCall forwards a model API call to the real endpoint with the real key, and meters it.
+func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
+	m := s.cfg.Model
+	if m == nil {
+		http.Error(w, "akira egress proxy: this sandbox has no model endpoint", http.StatusNotFound)
+		return
+	}
+	got := r.Header.Get("X-Api-Key")
+	if got == "" {
+		got = strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	}
+	if got != s.placeholder {
+		modelError(w, m.Protocol, http.StatusUnauthorized, "authentication_error", "akira egress proxy: the request does not carry this sandbox's key")
+		return
+	}
+	if r.Header.Get("Upgrade") != "" {
+		// What passes over a WebSocket is not metered: the CLI must use HTTP (Codex falls back).
+		modelError(w, m.Protocol, http.StatusNotImplemented, "api_error", "akira egress proxy: the model route speaks HTTP only, not WebSockets")
+		return
+	}
+	if max := s.cfg.MaxCostUSD; max > 0 {
+		s.mu.Lock()
+		spent := s.cost
+		s.mu.Unlock()
+		if spent >= max {
+			modelError(w, m.Protocol, http.StatusForbidden, "permission_error",
+				fmt.Sprintf("akira egress proxy: the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))
+			return
+		}
+	}
+	s.passed(m.Host(), m.Host())
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Path = strings.TrimPrefix(pr.Out.URL.Path, ModelPath)
+			pr.Out.URL.RawPath = ""
+			pr.SetURL(s.upstream)
+			pr.Out.Header.Del("X-Api-Key")
+			pr.Out.Header.Del("Authorization")
+			// The transport asks for gzip itself and unpacks it, so the meter reads plain text.
+			pr.Out.Header.Del("Accept-Encoding")
+			if m.Key != "" {
+				if m.Protocol == ProtocolAnthropic {
+					pr.Out.Header.Set("X-Api-Key", m.Key)
+				} else {
+					pr.Out.Header.Set("Authorization", "Bearer "+m.Key)
+				}
+			}
+		},
+		Transport:     s.p.model,
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode/100 != 2 {
+				return nil
+			}
+			sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+			resp.Body = &meteredBody{body: resp.Body, sse: sse, meter: &callMeter{protocol: m.Protocol}, done: s.metered}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			s.p.log.Warn("egress: model call failed", "host", m.Host(), "err", err)
+			modelError(w, m.Protocol, http.StatusBadGateway, "api_error", "akira egress proxy: the model endpoint did not answer")
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+func (s *Session) metered(c *callMeter) {
+	m := s.cfg.Model
+	model := c.model
+	if model == "" {
+		model = m.Model
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if !c.seen {
+		s.unmeter++
+		return
+	}
+	s.tokens = s.tokens.Add(c.tokens)
+	if model != "" && !slices.Contains(s.models, model) {
+		s.models = append(s.models, model)
+	}
+	if m.Price != nil {
+		if usd, ok := m.Price(model, c.tokens); ok {
+			s.cost += usd
+			return
+		}
+	}
+	if !slices.Contains(s.unpriced, model) {
+		s.unpriced = append(s.unpriced, model)
+	}
+}
+
+// modelError answers in the error shape of the model's API, so that the CLI shows the message.
+func modelError(w http.ResponseWriter, protocol string, status int, kind, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if protocol == ProtocolAnthropic {
+		fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":%q}}`, kind, msg)
+		return
+	}
+	fmt.Fprintf(w, `{"error":{"type":%q,"message":%q,"code":null}}`, kind, msg)
+}

@@ -1,0 +1,366 @@
+package roadmap
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// GSD's ROADMAP.md: a phase overview ("- [ ] **Phase 2: Engine** — …"), "### Phase N" details with
+// "**Depends on:** Phase 1" lines and plans named NN-MM, waves, and milestones. Inserted phases are
+// numbered as decimals of the phase they follow (2.1, zero-padded as 02.1, nested as 02.13.1), and
+// a long-lived roadmap may restart its phase numbers in each milestone ("## v1.4: Export").
+
+// gsdPhase is what a "### Phase N" heading says about its phase.
+type gsdPhase struct {
+	num, text string
+	line      int
+	deps      []gsdDepLine
+	warned    bool
+}
+
+// gsdDepLine is one "**Depends on:** …" line of a phase.
+type gsdDepLine struct {
+	refs []phaseRef
+	text string
+	line int
+}
+
+// phaseRef is a phase a "Depends on" line names; milestone is set when the line names one
+// ("v1.3 Phase 2", "Phase 2 of v1.3").
+type phaseRef struct{ milestone, num string }
+
+// gsdPhaseIndex holds the phase headings by milestone and number (without leading zeros), and
+// the first heading of each number in any milestone.
+type gsdPhaseIndex struct {
+	byKey map[string]*gsdPhase
+	byNum map[string]*gsdPhase
+}
+
+func newGSDPhaseIndex() gsdPhaseIndex {
+	return gsdPhaseIndex{byKey: map[string]*gsdPhase{}, byNum: map[string]*gsdPhase{}}
+}
+
+func phaseKey(milestone, num string) string { return milestone + "\x00" + trimZeros(num) }
+
+func (x gsdPhaseIndex) heading(milestone, num, text string, line int) {
+	if _, ok := x.byKey[phaseKey(milestone, num)]; !ok {
+		p := &gsdPhase{num: num, text: text, line: line}
+		x.byKey[phaseKey(milestone, num)] = p
+		if _, ok := x.byNum[trimZeros(num)]; !ok {
+			x.byNum[trimZeros(num)] = p
+		}
+	}
+}
+
+// find returns the heading of a phase: of the milestone scope when ids are scoped by milestone,
+// else the first heading with that number in any section.
+func (x gsdPhaseIndex) find(scope, num string) *gsdPhase {
+	if scope != "" {
+		return x.byKey[phaseKey(scope, num)]
+	}
+	return x.byNum[trimZeros(num)]
+}
+
+func (x gsdPhaseIndex) depends(milestone, num, val, text string, line int) {
+	if p := x.byKey[phaseKey(milestone, num)]; p != nil {
+		p.deps = append(p.deps, gsdDepLine{refs: phaseNumbers(val), text: text, line: line})
+	}
+}
+
+// milestoneHeadRE reads a milestone heading: "v1.4: Export", "🚧 v1.1 Sharing (In Progress)",
+// "Milestone v2.0 — Scale".
+var milestoneHeadRE = regexp.MustCompile(`^[^\p{L}\p{N}]*(?:(?i:milestone)\s*:?\s*)?(v\d+(?:\.\d+)*)(?:$|[\s:—–(*-])`)
+
+// milestoneOf returns the version a milestone heading names, or "".
+func milestoneOf(text string) string {
+	if m := milestoneHeadRE.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// phaseNumRE finds the phases a "Depends on" line names: "Phase 2", "Phases 1–5", "Phases 01..03",
+// "v1.3 Phase 2", "Phase 2 of v1.3", "Phase 2 (v1.3)".
+var phaseNumRE = regexp.MustCompile(`(?i)(?:\b(v\d+(?:\.\d+)*)\s+)?phases?\s+(\d+(?:\.\d+)*)(?:\s*(?:[–—-]|\.\.|\bto\b)\s*(\d+(?:\.\d+)*))?(?:\s+of\s+(v\d+(?:\.\d+)*)|\s*\((v\d+(?:\.\d+)*)\))?`)
+
+// prose ends the part of a "Depends on" line that names dependencies: "Phase 5 (must land before
+// Phase 6)" depends on phase 5 only.
+var proseRE = regexp.MustCompile(`(?i)\b(?:before|blocks|blocking|unblocks|then|prior to|followed by)\b`)
+
+// phaseNumbers reads the phases a "Depends on" line names; "Nothing" names none.
+func phaseNumbers(s string) []phaseRef {
+	if loc := proseRE.FindStringIndex(s); loc != nil {
+		s = s[:loc[0]]
+	}
+	var out []phaseRef
+	for _, m := range phaseNumRE.FindAllStringSubmatch(s, -1) {
+		ms := m[1]
+		if ms == "" {
+			ms = m[4]
+		}
+		if ms == "" {
+			ms = m[5]
+		}
+		from, to := m[2], m[3]
+		if to == "" || strings.Contains(from, ".") || strings.Contains(to, ".") {
+			out = append(out, phaseRef{ms, from})
+			if to != "" {
+				out = append(out, phaseRef{ms, to})
+			}
+			continue
+		}
+		a, _ := strconv.Atoi(from)
+		b, _ := strconv.Atoi(to)
+		for n := a; n <= b && n-a < 100; n++ {
+			out = append(out, phaseRef{ms, strconv.Itoa(n)})
+		}
+	}
+	return out
+}
+
+// scopeMilestones scopes the tasks of each milestone by it when milestones restart their phase
+// numbers (phase 1 in both v1.3 and v1.4): ids become "v1.4/01-02", phases "v1.4 / Phase 1: …".
+// A roadmap that numbers its phases on across milestones keeps its ids as written.
+func scopeMilestones(items []*item, phases gsdPhaseIndex) {
+	seen := map[string]string{} // phase number -> the milestone it was first seen in
+	restart := false
+	note := func(milestone, num string) {
+		if milestone == "" {
+			return
+		}
+		n := trimZeros(num)
+		if m, ok := seen[n]; ok && m != milestone {
+			restart = true
+		} else if !ok {
+			seen[n] = milestone
+		}
+	}
+	for k := range phases.byKey {
+		milestone, num, _ := strings.Cut(k, "\x00")
+		note(milestone, num)
+	}
+	for _, it := range items {
+		if it.overview != "" {
+			note(it.section, it.overview)
+		}
+	}
+	if !restart {
+		return
+	}
+	for _, it := range items {
+		it.scope = it.section
+		if it.scope != "" && it.task.Phase != "" && !strings.HasPrefix(it.task.Phase, it.scope) {
+			it.task.Phase = it.scope + " / " + it.task.Phase
+		}
+	}
+}
+
+// gsdPhases reads GSD's phase overview ("- [ ] **Phase 2: Engine** — …") as phases: an entry whose
+// phase lists plans is not a task (the plans are), so the work is never done twice; an entry whose
+// phase has no plans yet is the phase's one task, with the phase's number as its id. A milestone
+// entry ("- ✅ **v1.0 MVP** — Phases 1-9") is never a task.
+func gsdPhases(items []*item, keys []int) ([]*item, []int) {
+	planned := map[string]bool{} // scope and phase number
+	plannedAnywhere := map[string]bool{}
+	for _, it := range items {
+		if it.overview == "" && it.phaseNum != "" {
+			planned[phaseKey(it.scope, it.phaseNum)] = true
+			plannedAnywhere[trimZeros(it.phaseNum)] = true
+		}
+		if p, ok := planPhase(it.task.ID); ok && it.overview == "" {
+			planned[phaseKey(it.scope, p)] = true
+			plannedAnywhere[trimZeros(p)] = true
+		}
+	}
+	var outItems []*item
+	var outKeys []int
+	for i, it := range items {
+		if it.milestone {
+			continue // a milestone names phases; their plans are the work
+		}
+		if it.overview != "" {
+			// An overview outside the milestone sections of a roadmap that restarts its numbers
+			// cannot say which milestone it means: any that has plans for the number will do.
+			if planned[phaseKey(it.scope, it.overview)] || (it.scope == "" && plannedAnywhere[trimZeros(it.overview)] && scoped(items)) {
+				continue
+			}
+			it.task.ID, it.weakID, it.kind = it.overview, false, "phase"
+			it.task.Phase = "Phase " + it.overview + ": " + it.overviewName
+			if it.scope != "" {
+				it.task.Phase = it.scope + " / " + it.task.Phase
+			}
+			it.phaseNum = it.overview
+			if it.overviewName != "" {
+				// "**Phase 2: Engine** — run one task": the name is the title, the rest says what it is.
+				if _, after, ok := strings.Cut(it.task.Title, "**"); ok {
+					if _, desc, ok := strings.Cut(after, "**"); ok {
+						if desc = strings.TrimSpace(trimSep(desc)); desc != "" {
+							it.task.Notes = strings.TrimSpace(desc + "\n" + it.task.Notes)
+						}
+					}
+				}
+				it.task.Title = it.overviewName
+			}
+		}
+		outItems, outKeys = append(outItems, it), append(outKeys, keys[i])
+	}
+	return outItems, outKeys
+}
+
+func scoped(items []*item) bool {
+	return slices.ContainsFunc(items, func(it *item) bool { return it.scope != "" })
+}
+
+// planPhase returns the phase a GSD plan id names: "02.13.1" for 02.13.1-01.
+func planPhase(id string) (string, bool) {
+	p, n, ok := strings.Cut(id, "-")
+	if !ok || p == "" || n == "" || strings.Contains(n, "-") {
+		return "", false
+	}
+	if _, ok := canonNumber(p); !ok || strings.Contains(p, "-") {
+		return "", false
+	}
+	for i := 0; i < len(n); i++ {
+		if !isDigit(n[i]) {
+			return "", false
+		}
+	}
+	return p, true
+}
+
+// plansBelong gives a plan the phase its id names (02.13.1-01 is a plan of phase 02.13.1) when the
+// roadmap has that phase, wherever the plan is written.
+func plansBelong(items []*item, phases gsdPhaseIndex) {
+	for _, it := range items {
+		p, ok := planPhase(it.task.ID)
+		if !ok || (it.phaseNum != "" && trimZeros(p) == trimZeros(it.phaseNum)) {
+			continue
+		}
+		if ph := phases.find(it.scope, p); ph != nil {
+			it.phaseNum, it.task.Phase = p, ph.text
+			if it.scope != "" {
+				it.task.Phase = it.scope + " / " + ph.text
+			}
+		}
+	}
+}
+
+func trimZeros(n string) string {
+	parts := strings.Split(n, ".")
+	for i, p := range parts {
+		if t := strings.TrimLeft(p, "0"); t != "" {
+			parts[i] = t
+		} else {
+			parts[i] = "0"
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// gsdDependencies gives GSD plans the order their roadmap states without per-plan dependencies: a
+// plan of wave N waits for the plans of the waves before it in its phase, and the first wave of a
+// phase waits for the plans of the phases its "Depends on" lines name. A plan that names its own
+// dependencies keeps them. A "Depends on" line naming a later phase of the same milestone is prose
+// ("inserted after Phase 5, ahead of Phase 6"): GSD's dependencies flow forward, so it is
+// reported and left out rather than read as a cycle.
+func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
+	byPhase := map[string][]*item{}
+	for _, it := range items {
+		if it.phaseNum != "" {
+			byPhase[phaseKey(it.scope, it.phaseNum)] = append(byPhase[phaseKey(it.scope, it.phaseNum)], it)
+		}
+	}
+	var warnings Errors
+	for _, it := range items {
+		if it.phaseNum == "" || len(it.task.Depends) > 0 {
+			continue
+		}
+		earlier := false
+		for _, o := range byPhase[phaseKey(it.scope, it.phaseNum)] {
+			if o.wave > 0 && o.wave < it.wave {
+				it.addDep(o.task.ID, it.task.Line, fmt.Sprintf("wave %d of phase %s comes after its wave %d", it.wave, it.phaseNum, o.wave))
+				earlier = true
+			}
+		}
+		if earlier {
+			continue
+		}
+		ph := phases.find(it.scope, it.phaseNum)
+		if ph == nil {
+			continue
+		}
+		for _, dl := range ph.deps {
+			for _, ref := range dl.refs {
+				scope := it.scope
+				if ref.milestone != "" && scope != "" {
+					scope = ref.milestone
+				}
+				if scope == it.scope && compareDotted(ref.num, it.phaseNum) >= 0 {
+					if !ph.warned {
+						ph.warned = true
+						warnings = append(warnings, &Error{Line: dl.line, IDs: []string{it.task.ID},
+							Msg: fmt.Sprintf("phase %s: %q names phase %s, which is not before it; read as words, not a dependency", ph.num, dl.text, ref.num)})
+					}
+					continue
+				}
+				deps := byPhase[phaseKey(scope, ref.num)]
+				if len(deps) == 0 && scope != "" && ref.milestone == "" {
+					deps = byPhase[phaseKey("", ref.num)] // a phase written outside the milestones
+				}
+				for _, o := range deps {
+					if o != it {
+						it.addDep(o.task.ID, dl.line, dl.text)
+					}
+				}
+			}
+		}
+	}
+	return warnings
+}
+
+// compareDotted compares phase numbers as dotted numbers: 02.9 < 02.10 < 02.13 < 02.13.1 < 3.
+func compareDotted(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		x, y := trimZeros(pa[i]), trimZeros(pb[i])
+		if len(x) != len(y) {
+			return len(x) - len(y)
+		}
+		if c := strings.Compare(x, y); c != 0 {
+			return c
+		}
+	}
+	return len(pa) - len(pb)
+}
+
+// gsdRank orders the tasks that are ready at once by milestone and phase number, whatever order the
+// sections are written in; a task without a phase keeps its place after the task above it.
+func gsdRank(items []*item) []int {
+	type key struct{ milestone, phase string }
+	keys := make([]key, len(items))
+	var last key
+	for i, it := range items {
+		if it.phaseNum != "" {
+			last = key{strings.TrimPrefix(it.scope, "v"), it.phaseNum}
+		}
+		keys[i] = last
+	}
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if c := compareDotted(keys[a].milestone, keys[b].milestone); keys[a].milestone != keys[b].milestone && c != 0 {
+			return c
+		}
+		return compareDotted(keys[a].phase, keys[b].phase)
+	})
+	rank := make([]int, len(items))
+	for r, i := range idx {
+		rank[i] = r
+	}
+	return rank
+}
