@@ -354,16 +354,20 @@ func (e *env) comment(number int, login, body string, isPR bool, wantStatus int)
 	return c
 }
 
-// eventually polls cond until it holds, failing the test with what when the test's deadline comes
-// first. It waits for work to happen; it asserts nothing about how long that takes.
+// eventuallyLimit bounds one wait: far above what any step takes on a loaded machine under -race.
+const eventuallyLimit = 4 * time.Minute
+
+// eventually polls cond until it holds, failing the test with what when eventuallyLimit or the
+// test's deadline comes first. It waits for work to happen; it asserts nothing about how long that takes.
 func (e *env) eventually(what string, cond func() bool) {
 	e.t.Helper()
-	deadline, ok := e.t.Deadline()
-	if !ok {
-		deadline = time.Now().Add(10 * time.Minute)
+	// A wait that never ends would hold the whole suite until its timeout and hide every other result.
+	deadline := time.Now().Add(eventuallyLimit)
+	if d, ok := e.t.Deadline(); ok && d.Add(-10*time.Second).Before(deadline) {
+		deadline = d.Add(-10 * time.Second)
 	}
 	for !cond() {
-		if time.Now().After(deadline.Add(-10 * time.Second)) {
+		if time.Now().After(deadline) {
 			e.t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -18,6 +18,8 @@ func TestAssignAndLabelStartRuns(t *testing.T) {
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Assigned", User: "alice", Body: "- [ ] Add one\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 2, Title: "Labelled", User: "alice", Body: "- [ ] Add two\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 3, Title: "By a reader", User: "rita", Body: "- [ ] Add three\n"})
+	// Created now: issues and pull requests share their numbers, and the pull requests opened below take the next ones.
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 4, Title: "Slow", User: "alice", Body: "- [ ] Add a slow thing\n"})
 	e.gh.SetPermission(e.owner, e.repo, "rita", "read")
 	issues := func(number int, action, sender string, extra map[string]any) map[string]any {
 		p := map[string]any{"action": action, "installation": e.installation(), "repository": e.repository(), "sender": user(sender),
@@ -54,7 +56,6 @@ func TestAssignAndLabelStartRuns(t *testing.T) {
 	}
 
 	// Taking the label back while the run waits says how to stop it.
-	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 4, Title: "Slow", User: "alice", Body: "- [ ] Add a slow thing\n"})
 	e.deliver("issues", "label-4", issues(4, "labeled", "alice", label), http.StatusAccepted)
 	e.waitStatus(4, jobs.StatusRunning)
 	e.deliver("issues", "unlabel-4", issues(4, "unlabeled", "alice", label), http.StatusAccepted)

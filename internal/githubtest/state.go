@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -176,11 +177,21 @@ func (s *Server) newIssue(rs *repoState, title, body, login string) *issue {
 	return is
 }
 
-// AddIssue creates an issue and returns it with its number.
+// AddIssue creates an issue and returns it with its number. A Number, when given, must be the one
+// GitHub would give next (issues and pull requests share the numbers): a test that expects another
+// would otherwise talk about a different issue or pull request than it created.
 func (s *Server) AddIssue(owner, repo string, in Issue) Issue {
 	rs := s.repo(owner, repo)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if in.Number != 0 && in.Number != rs.nextNumber+1 {
+		msg := fmt.Sprintf("githubtest: AddIssue(%s/%s, #%d): the next number is %d (issues and pull requests share numbers)", owner, repo, in.Number, rs.nextNumber+1)
+		if s.tb != nil {
+			s.tb.Helper()
+			s.tb.Fatal(msg)
+		}
+		panic(msg)
+	}
 	is := s.newIssue(rs, in.Title, in.Body, in.User)
 	if in.State == "closed" {
 		is.state, is.closedAt = "closed", is.created
