@@ -177,3 +177,39 @@ func TestCIStaysRed(t *testing.T) {
 	e.waitStatus(1, jobs.StatusSucceeded)
 	e.eventually("the pull request to be ready", func() bool { return !e.onlyPR(branch).Draft })
 }
+
+// TestCIWatchEach: with `ci.watch: each` the run waits for its pull request's CI after every
+// checkpoint: the second task starts only once the first one's checks are green, a red check is fixed
+// before the next task, and the pull request turns ready after the last task's CI.
+func TestCIWatchEach(t *testing.T) {
+	e := newEnvWith(t, false, redisAddr(t), strings.Replace(ciOperator, "watch: last", "watch: each", 1))
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Each", User: "alice", Body: "- [ ] Add one\n- [ ] Add two\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitCI(1, "")
+	branch := run.Branch
+	if got := e.taskCommits(branch); len(got) != 1 || !run.CI.More {
+		t.Fatalf("after the first checkpoint: tasks %v, more %v; want one task and more to come", got, run.CI.More)
+	}
+	status := func(head, state string) {
+		e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: head, Context: "ci/jenkins", State: state, Description: "suite " + state})
+		e.ciReport(jobs.EventStatus, branch, head, state)
+	}
+
+	status(run.CI.Head, "failure") // fixed before the second task starts
+	run = e.waitCI(1, run.CI.Head)
+	if got := e.taskCommits(branch); len(got) != 2 || got[lifecycle.CIScope(1)+"#fix"] != 1 || !run.CI.More {
+		t.Fatalf("after the fix round: tasks %v, more %v", got, run.CI.More)
+	}
+	status(run.CI.Head, "success")
+	run = e.waitCI(1, run.CI.Head)
+	if got := e.taskCommits(branch); len(got) != 3 || run.CI.More {
+		t.Fatalf("after the second task: tasks %v, more %v; want both tasks and the fix, nothing more", got, run.CI.More)
+	}
+	if !e.onlyPR(branch).Draft {
+		t.Fatal("the pull request is ready before the last task's CI is green")
+	}
+	status(run.CI.Head, "success")
+	e.waitStatus(1, jobs.StatusSucceeded)
+	e.eventually("the pull request to be ready", func() bool { return !e.onlyPR(branch).Draft })
+}

@@ -136,7 +136,7 @@ func summaryData(r *Run) templates.Summary {
 		s.Usage.CostUSD += t.CostUSD
 	}
 	if w := r.CI; w != nil {
-		s.CI = &templates.CI{None: w.None, Round: w.Round, MaxRounds: w.MaxRounds, Reran: w.Reran}
+		s.CI = &templates.CI{None: w.None, Round: w.Round, MaxRounds: w.MaxRounds, Reran: w.Reran, More: w.More}
 		for _, c := range w.Checks {
 			s.CI.Checks = append(s.CI.Checks, templates.CICheck{Name: c.Name, Conclusion: c.Conclusion, URL: c.URL, Required: c.Required})
 		}

@@ -532,6 +532,10 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		out, runErr = runner.Run(sctx, fo)
 		out = scopeOutcome(fo.TaskScope, out)
 	} else {
+		if run.CI != nil && run.CI.Each && run.Review == nil {
+			// ci.watch: each: one task (one wave) per job, then the pull request's CI on its checkpoint.
+			opts.Yield = yieldAfterFirst()
+		}
 		out, runErr = runPlans(sctx, opts, run, rep)
 	}
 	stopped := errors.Is(context.Cause(sctx), errStopRequested)
@@ -677,6 +681,7 @@ func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls Pulls, run *R
 // publishes the final summary.
 func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Outcome, handed map[string]Decision, log *slog.Logger) (string, error) {
 	status, result := StatusSucceeded, ResultSucceeded
+	yielded := out.Status == runner.StatusYielded
 	switch out.Status {
 	case runner.StatusParked:
 		status, result = StatusParked, ResultParked
@@ -687,20 +692,20 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 	}
 	// Only Akira's own draft is marked ready: a person's pull request (a spec pull request) is theirs.
 	// A run that watches its CI is readied when its CI is green (run_ci.go).
-	if status == StatusSucceeded && run.PR != 0 && run.OpenedPR && run.CI == nil {
+	if status == StatusSucceeded && !yielded && run.PR != 0 && run.OpenedPR && run.CI == nil {
 		pr := &PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
 		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
 			return ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
 		}
 	}
-	if status == StatusSucceeded && run.Review != nil {
+	if status == StatusSucceeded && !yielded && run.Review != nil {
 		// Before the run is marked done: a retry finds the checkpoint on the branch and answers again.
 		if err := h.answerReview(ctx, gh, run); err != nil {
 			log.Warn("run job: review not answered; will retry", "err", err)
 			return ResultRetry, err
 		}
 	}
-	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.EngineFinished{Status: status, Outcome: out, Handed: handed})
+	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.EngineFinished{Status: status, Outcome: out, Handed: handed, Yielded: yielded})
 	if err != nil {
 		return ResultRetry, err
 	}

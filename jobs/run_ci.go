@@ -448,3 +448,13 @@ func (h *Handler) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (
 	}
 	return ResultNoop, nil
 }
+
+// yieldAfterFirst lets the engine start one task (or one wave of tasks run at once) and then asks it
+// to stop, so that the pull request's CI judges each checkpoint before the next (ci.watch: each).
+func yieldAfterFirst() func(context.Context) bool {
+	asked := 0
+	return func(context.Context) bool {
+		asked++
+		return asked > 1
+	}
+}

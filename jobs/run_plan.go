@@ -119,7 +119,7 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 	run.Notify = rc.Notify
 	if ci := op.CIFor(rc); ci.Watch != config.CIWatchOff {
 		run.CI = &lifecycle.CIWatch{Timeout: time.Duration(ci.Timeout), Grace: time.Duration(ci.Grace), MaxRounds: ci.MaxFixRounds,
-			RerunFlaky: ci.RerunFlaky}
+			RerunFlaky: ci.RerunFlaky, Each: ci.Watch == config.CIWatchEach}
 	}
 	if p.BudgetUSD > 0 {
 		run.Budget.CostUSD, _ = op.RaiseCost(p.BudgetUSD)

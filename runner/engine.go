@@ -39,6 +39,8 @@ type engine struct {
 	taskStart   time.Time // when the current task started, for durations reported before it ends
 	// halted says why no further task starts (the budget is reached); "" while the run goes on.
 	halted string
+	// yielded: Options.Yield asked for no further task; what is left stays pending.
+	yielded bool
 	// checkpointing says this worker holds Options.checkpoints (a combination checkpoints again).
 	checkpointing bool
 	// lastChanged are the paths of the last checkpoint.
@@ -65,9 +67,13 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 			return e.finish(ctx, err)
 		}
 	}
-	for e.halted == "" && !aborted {
+	for e.halted == "" && !aborted && !e.yielded {
 		t := e.next()
 		if t == nil {
+			break
+		}
+		if e.o.Yield != nil && e.o.only == nil && e.o.Yield(ctx) {
+			e.yielded = true
 			break
 		}
 		if err := e.runTask(ctx, t); err != nil {
@@ -78,7 +84,7 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 			return e.finish(ctx, err)
 		}
 	}
-	if !aborted {
+	if !aborted && !e.yielded {
 		if err := e.blockRest(ctx); err != nil {
 			return e.finish(ctx, err)
 		}
@@ -88,6 +94,8 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 		e.out.Status = StatusAborted
 	case len(e.out.Parked) > 0:
 		e.out.Status = StatusParked
+	case e.yielded:
+		e.out.Status = StatusYielded
 	default:
 		e.out.Status = StatusSucceeded
 		e.teach(ctx)

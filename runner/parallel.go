@@ -131,6 +131,10 @@ func (e *engine) runParallel(ctx context.Context) (aborted bool, err error) {
 		if len(wave) == 0 {
 			return false, nil
 		}
+		if e.o.Yield != nil && e.o.Yield(ctx) {
+			e.yielded = true
+			return false, nil
+		}
 		type result struct {
 			task *roadmap.Task
 			out  Outcome

@@ -203,6 +203,10 @@ type Options struct {
 	// checkpoints, shared by the workers of a parallel run, lets one checkpoint at a time be made
 	// and pushed: a worker whose branch moved combines once, instead of racing the others again.
 	checkpoints *sync.Mutex
+	// Yield, when set, is asked before each task the engine would start (before each wave when tasks
+	// run in parallel): true ends the run there, with StatusYielded, leaving that task and the rest
+	// pending. The App yields to wait for the pull request's CI after each checkpoint (ci.watch: each).
+	Yield func(ctx context.Context) bool
 	// Output, when set, receives the output of verification commands live.
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().
@@ -275,6 +279,9 @@ const (
 	StatusParked    RunStatus = "parked"    // at least one task waits for a decision
 	StatusFailed    RunStatus = "failed"    // an error stopped the run (Run returned it)
 	StatusAborted   RunStatus = "aborted"   // an abort decision or cancellation stopped the run
+	// StatusYielded: Options.Yield asked the engine to start no further task; the tasks not done stay
+	// pending (not blocked) for a later run of the same plan on the same branch.
+	StatusYielded RunStatus = "yielded"
 )
 
 // TaskStatus is where a task stands.

@@ -63,6 +63,8 @@ type CI struct {
 	None             bool
 	Round, MaxRounds int
 	Reran            []string
+	// More says tasks remain after this wait (ci.watch: each).
+	More bool
 }
 
 // CICheck is one check of the pull request's CI.

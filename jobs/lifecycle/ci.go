@@ -44,6 +44,10 @@ type CIWatch struct {
 	None   bool            `json:"none,omitempty"`
 	// Reran names the checks re-run once as flaky.
 	Reran []string `json:"reran,omitempty"`
+	// Each waits after every checkpoint (ci.watch: each), not only after the last task; More says
+	// tasks remain after this wait, so green continues the run instead of ending it.
+	Each bool `json:"each,omitempty"`
+	More bool `json:"more,omitempty"`
 }
 
 // CICheckResult is one check as the summary shows it.
@@ -96,6 +100,12 @@ type CIPassed struct {
 func (CIPassed) Kind() EventKind { return EventCIPassed }
 func (e CIPassed) apply(r *Run, _ time.Time) ([]Effect, error) {
 	r.CI.Checks, r.CI.None = e.Checks, e.None
+	if r.CI.More {
+		// ci.watch: each: green lets the next task start.
+		r.CI.More = false
+		r.Status = StatusQueued
+		return []Effect{{Kind: EffectContinue, Key: "ci-next-" + short(r.CI.Head), By: r.Sender}, {Kind: EffectSummary}}, nil
+	}
 	r.Status = StatusSucceeded
 	return succeeded(r), nil
 }
@@ -224,6 +234,11 @@ func (e CIDecided) apply(r *Run, _ time.Time) ([]Effect, error) {
 		}
 		t.Note = "accepted by " + templates.Who(e.Decision.By)
 		r.CI.Fix = nil
+		if r.CI.More {
+			// Tasks remain (ci.watch: each): the job that applies this goes on with them.
+			r.CI.More = false
+			return []Effect{{Kind: EffectSummary}}, nil
+		}
 		r.Status = StatusSucceeded
 		return succeeded(r), nil
 	}

@@ -133,3 +133,77 @@ func TestCIDecisions(t *testing.T) {
 		t.Error(CIScope(3))
 	}
 }
+
+// TestCIWatchEach: with ci.watch: each, a job that yields after its task waits for the CI with tasks
+// left; green queues the next job instead of ending the run; a fix round in between keeps the tasks
+// left; approving a red CI lets the same job go on; the last task's green readies the pull request.
+func TestCIWatchEach(t *testing.T) {
+	run := fixtureRun(StatusRunning)
+	run.OpenedPR = true
+	watch := &CIWatch{Timeout: time.Hour, Grace: time.Minute, MaxRounds: 2, Each: true}
+	if _, err := Apply(run, EngineFinished{Status: StatusSucceeded, Outcome: runner.Outcome{Head: "h1"}, CI: watch, Yielded: true}, now); err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != StatusWaitingCI || !run.CI.More || run.CI.Head != "h1" {
+		t.Fatalf("after task 1: %s %+v", run.Status, run.CI)
+	}
+	// Red: a fix round, whose job ends without yielding; the tasks are still left.
+	if _, err := Apply(run, CIFailed{Fix: CIFix{Checks: []string{"test"}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(run, JobStarted{}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(run, EngineFinished{Status: StatusSucceeded, Outcome: runner.Outcome{Head: "h2"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != StatusWaitingCI || !run.CI.More {
+		t.Fatalf("after the fix round: %s %+v", run.Status, run.CI)
+	}
+	effects, err := Apply(run, CIPassed{Checks: []CICheckResult{{Name: "test", Conclusion: "success"}}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != StatusQueued || run.CI.More || !slices.Equal(kinds(effects), []EffectKind{EffectContinue, EffectSummary}) || effects[0].Key != "ci-next-h2" {
+		t.Fatalf("green with tasks left: %s %+v %+v", run.Status, run.CI, effects)
+	}
+	// The next job yields again, and its CI stays red past the rounds: approved, the job goes on.
+	if _, err := Apply(run, JobStarted{}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(run, EngineFinished{Status: StatusSucceeded, Outcome: runner.Outcome{Head: "h3"}, Yielded: true}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(run, CIGaveUp{Reason: ReasonCIFailed, Summary: "lint fails"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(run, Decided{Decision: Decision{Key: "k", TaskID: CITaskID, Decision: runner.Decision{Kind: runner.DecisionApprove, By: "alice"}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(run, JobStarted{}, now); err != nil {
+		t.Fatal(err)
+	}
+	effects, err = Apply(run, CIDecided{Decision: runner.Decision{Kind: runner.DecisionApprove, By: "alice"}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != StatusRunning || run.CI.More || !slices.Equal(kinds(effects), []EffectKind{EffectSummary}) {
+		t.Fatalf("approved with tasks left: %s %+v %v", run.Status, run.CI, kinds(effects))
+	}
+	// The last task: no yield, green ends the run.
+	if _, err := Apply(run, EngineFinished{Status: StatusSucceeded, Outcome: runner.Outcome{Head: "h4"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	effects, err = Apply(run, CIPassed{}, now)
+	if err != nil || run.Status != StatusSucceeded || kinds(effects)[0] != EffectReady {
+		t.Fatalf("last green: %v %s %v", err, run.Status, kinds(effects))
+	}
+
+	// A run without a pull request has no CI to wait for: a yield queues the next job at once.
+	bare := fixtureRun(StatusRunning)
+	bare.PR = 0
+	effects, err = Apply(bare, EngineFinished{Status: StatusSucceeded, Yielded: true}, now)
+	if err != nil || bare.Status != StatusQueued || kinds(effects)[0] != EffectContinue {
+		t.Fatalf("yield without a pull request: %v %s %v", err, bare.Status, kinds(effects))
+	}
+}

@@ -349,6 +349,9 @@ type EngineFinished struct {
 	Handed  map[string]Decision
 	// CI, when the run succeeds and watches its CI, starts the watch (the run waits for CI instead).
 	CI *CIWatch
+	// Yielded: the engine stopped before the next task to wait for CI (ci.watch: each); the tasks left
+	// run after the checks of this head are green. Status is then StatusSucceeded.
+	Yielded bool
 }
 
 func (EngineFinished) Kind() EventKind { return EventEngineFinished }
@@ -362,6 +365,13 @@ func (e EngineFinished) apply(r *Run, now time.Time) ([]Effect, error) {
 				r.CI = &w
 			}
 			waitForCI(r, e.Outcome.Head, now)
+			if e.Yielded {
+				// Set, never cleared here: a fix round's job ends without yielding, and tasks still remain.
+				r.CI.More = true
+			}
+		} else if e.Yielded {
+			// Nothing to wait for after all (no pull request): the next job goes on with the tasks left.
+			r.Status = StatusQueued
 		}
 	}
 	r.Error = e.Outcome.Error
@@ -389,6 +399,9 @@ func (e EngineFinished) apply(r *Run, now time.Time) ([]Effect, error) {
 	}
 	r.Parked = kept
 	var out []Effect
+	if e.Yielded && r.Status == StatusQueued {
+		out = append(out, Effect{Kind: EffectContinue, Key: "yield-" + strconv.Itoa(r.Jobs), By: r.Sender})
+	}
 	if len(late) > 0 && r.Status == StatusParked {
 		// Decisions taken while this job ran: their own continuation found the run moving and left it
 		// to this job, which queues the next one.

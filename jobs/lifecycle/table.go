@@ -106,8 +106,8 @@ var Table = []Rule{
 	// The pull request's own CI (ci.go).
 	{Event: EventCIRead, Moves: stay(StatusWaitingCI), Effects: []EffectKind{EffectSummary}, Durable: true},
 	{Event: EventCIRerun, Moves: stay(StatusWaitingCI), Effects: []EffectKind{EffectSummary}, Durable: true},
-	{Event: EventCIPassed, Moves: moves(one(StatusWaitingCI), StatusSucceeded),
-		Effects: []EffectKind{EffectReady, EffectNotify, EffectSummary}, Durable: true},
+	{Event: EventCIPassed, Moves: moves(one(StatusWaitingCI), StatusSucceeded, StatusQueued),
+		Effects: []EffectKind{EffectReady, EffectNotify, EffectContinue, EffectSummary}, Durable: true},
 	{Event: EventCIFailed, Moves: moves(one(StatusWaitingCI), StatusQueued), Effects: []EffectKind{EffectContinue, EffectSummary}, Durable: true},
 	{Event: EventCIGaveUp, Moves: moves(one(StatusWaitingCI), StatusParked),
 		Effects: []EffectKind{EffectNotify, EffectEscalation, EffectSummary}, Durable: true},

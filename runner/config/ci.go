@@ -11,12 +11,15 @@ const (
 	CIWatchLast = "last"
 	// CIWatchOff marks the pull request ready when the tasks are done, whatever its CI says.
 	CIWatchOff = "off"
+	// CIWatchEach waits for the CI after every checkpoint (after every wave of tasks run at once) and
+	// fixes what it fails before the next task starts: slower, but a red check points at one task.
+	CIWatchEach = "each"
 )
 
 // CI says how a run watches its pull request's own CI (the checks and statuses of other apps on the
 // commits Akira pushes) before it marks the pull request ready.
 type CI struct {
-	// Watch is CIWatchLast or CIWatchOff; the operator's off wins over a repository's choice.
+	// Watch is CIWatchLast, CIWatchEach or CIWatchOff; the operator's off wins over a repository's choice.
 	Watch string `yaml:"watch"`
 	// Timeout bounds the wait for the checks of one commit (default 30m).
 	Timeout Duration `yaml:"timeout"`
@@ -70,8 +73,8 @@ func (o Operator) CIFor(r Repo) CI {
 // check names what is wrong with ci: (key is where it stands).
 func (c CI) check(key string) error {
 	switch {
-	case c.Watch != "" && c.Watch != CIWatchLast && c.Watch != CIWatchOff:
-		return fmt.Errorf("%s.watch: %q is not %q or %q", key, c.Watch, CIWatchLast, CIWatchOff)
+	case c.Watch != "" && c.Watch != CIWatchLast && c.Watch != CIWatchEach && c.Watch != CIWatchOff:
+		return fmt.Errorf("%s.watch: %q is not %q, %q or %q", key, c.Watch, CIWatchLast, CIWatchEach, CIWatchOff)
 	case c.Timeout < 0 || c.Grace < 0:
 		return fmt.Errorf("%s: durations must not be negative", key)
 	case c.MaxFixRounds < 0 || c.MaxFixRounds > 10:
