@@ -164,7 +164,7 @@ var cases = []struct {
 			{Name: "lint", Conclusion: "failure"}, {Name: "ci/jenkins", Conclusion: "success"}}}}},
 	{"summary_waiting_ci_each", "summary", Summary{RunID: "r21", State: RunWaitingCI, PRURL: "https://github.com/o/r/pull/3",
 		Tasks: []Task{{ID: "1", Title: "one", Status: StatusPassed}, {ID: "2", Title: "two", Status: StatusPending}},
-		CI: &CI{MaxRounds: 2, More: true, Checks: []CICheck{{Name: "ci/jenkins"}}}}},
+		CI:    &CI{MaxRounds: 2, More: true, Checks: []CICheck{{Name: "ci/jenkins"}}}}},
 	{"summary_blocked", "summary", Summary{RunID: "r22", State: RunRunning, Tasks: []Task{{ID: "1", Title: "one", Status: StatusRunning}},
 		Blocked: BlockedSection{Blocked: []Blocked{{TaskID: "1", Attempt: 1, Who: "agent", Host: "evil.example", Port: 443, Count: 3,
 			First: time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC), Reason: "not on the allowlist", Allow: "network: {allow: [evil.example]} in .github/akira.yml"}}}}},
