@@ -2,6 +2,7 @@ package gh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -143,9 +144,26 @@ func (c *Client) RerunFailedJobs(ctx context.Context, owner, repo string, jobID 
 	return nil
 }
 
-// RequiredChecks are the checks the branch's protection requires; nil when the branch is not protected
-// or the App may not read its protection.
+// RequiredChecks are the checks the base branch requires: those of its protection and those of the
+// active rulesets that apply to it, in that order, each once. Either source may be closed to the App
+// (reading branch protection takes administration access; rulesets only metadata): the other still
+// counts, and only when neither answers is the error returned.
 func (c *Client) RequiredChecks(ctx context.Context, owner, repo, branch string) ([]string, error) {
+	fromProtection, perr := c.protectionChecks(ctx, owner, repo, branch)
+	fromRules, rerr := c.rulesetChecks(ctx, owner, repo, branch)
+	if perr != nil && rerr != nil {
+		return nil, errors.Join(perr, rerr)
+	}
+	out := fromProtection
+	for _, name := range fromRules {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) protectionChecks(ctx context.Context, owner, repo, branch string) ([]string, error) {
 	// go-github's Branch drops the protection GitHub sends with it; read the fields Akira needs.
 	req, err := c.gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/branches/%s", url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(branch)), nil)
 	if err != nil {
@@ -169,6 +187,38 @@ func (c *Client) RequiredChecks(ctx context.Context, owner, repo, branch string)
 	for _, ch := range rsc.Checks {
 		if !slices.Contains(out, ch.Context) {
 			out = append(out, ch.Context)
+		}
+	}
+	return out, nil
+}
+
+// rulesetChecks are the status checks that the active rulesets applying to branch require.
+func (c *Client) rulesetChecks(ctx context.Context, owner, repo, branch string) ([]string, error) {
+	// go-github v60's rule parameters are raw JSON; read just the required_status_checks rule.
+	req, err := c.gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/rules/branches/%s?per_page=100", url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(branch)), nil)
+	if err != nil {
+		return nil, fmt.Errorf("gh: rules of %s: %w", branch, err)
+	}
+	var rules []struct {
+		Type       string `json:"type"`
+		Parameters struct {
+			RequiredStatusChecks []struct {
+				Context string `json:"context"`
+			} `json:"required_status_checks"`
+		} `json:"parameters"`
+	}
+	if _, err := c.gh.Do(ctx, req, &rules); err != nil {
+		return nil, apiErr("rules of "+branch, err)
+	}
+	var out []string
+	for _, r := range rules {
+		if r.Type != "required_status_checks" {
+			continue
+		}
+		for _, ch := range r.Parameters.RequiredStatusChecks {
+			if ch.Context != "" && !slices.Contains(out, ch.Context) {
+				out = append(out, ch.Context)
+			}
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package gh_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -89,6 +90,21 @@ func TestCIChecksAndEvidence(t *testing.T) {
 	if req, err := e.c.RequiredChecks(ctx, owner, repo, "main"); err != nil || !slices.Equal(req, []string{"test (ubuntu)", "ci/jenkins"}) {
 		t.Fatalf("required = %v, %v", req, err)
 	}
+	// A ruleset adds its own; a check both require is named once.
+	e.srv.SetRulesetChecks(owner, repo, "main", "ci/jenkins", "lint")
+	if req, err := e.c.RequiredChecks(ctx, owner, repo, "main"); err != nil || !slices.Equal(req, []string{"test (ubuntu)", "ci/jenkins", "lint"}) {
+		t.Fatalf("required with a ruleset = %v, %v", req, err)
+	}
+	// Branch protection closed to the App (403): the ruleset still counts; both closed is an error.
+	e.srv.InjectFault(githubtest.Fault{Method: "GET", PathPattern: "/" + repo + "/branches/main", Status: http.StatusForbidden, Message: "Resource not accessible by integration", Times: 2})
+	if req, err := e.c.RequiredChecks(ctx, owner, repo, "main"); err != nil || !slices.Equal(req, []string{"ci/jenkins", "lint"}) {
+		t.Fatalf("required without protection = %v, %v", req, err)
+	}
+	e.srv.InjectFault(githubtest.Fault{Method: "GET", PathPattern: "/rules/branches/main", Status: http.StatusForbidden, Message: "Resource not accessible by integration", Times: 1})
+	if req, err := e.c.RequiredChecks(ctx, owner, repo, "main"); err == nil {
+		t.Fatalf("required with both closed = %v, want an error", req)
+	}
+	e.srv.ClearFaults()
 	if p, ok := githubtest.OpenAPISubsetPath(); ok {
 		githubtest.CheckRequestsAgainstOpenAPI(t, p, e.srv.Requests())
 	}

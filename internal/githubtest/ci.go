@@ -558,3 +558,33 @@ func (s *Server) SetRequiredChecks(owner, repo, branch string, checks ...string)
 	}
 	rs.required[branch] = slices.Clone(checks)
 }
+
+// SetRulesetChecks makes an active repository ruleset require status checks on a branch (none: no
+// such ruleset). Unlike branch protection, GitHub shows rulesets to any App that may read the
+// repository's metadata.
+func (s *Server) SetRulesetChecks(owner, repo, branch string, checks ...string) {
+	rs := s.repo(owner, repo)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rs.ruleChecks == nil {
+		rs.ruleChecks = map[string][]string{}
+	}
+	rs.ruleChecks[branch] = slices.Clone(checks)
+}
+
+// getBranchRules answers with the active rules of a branch: a required_status_checks rule of the
+// repository's ruleset when SetRulesetChecks gave it checks. The branch need not exist.
+func (s *Server) getBranchRules(w http.ResponseWriter, r *http.Request, c *call) {
+	checks := c.repo.ruleChecks[r.PathValue("branch")]
+	rules := []any{}
+	if len(checks) > 0 {
+		required := []any{}
+		for _, name := range checks {
+			required = append(required, obj{"context": name})
+		}
+		rules = append(rules, obj{"type": "required_status_checks", "ruleset_source_type": "Repository",
+			"ruleset_source": c.repo.fullName(), "ruleset_id": 42,
+			"parameters": obj{"required_status_checks": required, "strict_required_status_checks_policy": false}})
+	}
+	writeJSON(w, http.StatusOK, rules)
+}

@@ -322,6 +322,12 @@ func ciFlow(t *testing.T, s *Server, gh *github.Client, sha string) {
 	if string(body) != "FAIL: TestX\n" {
 		t.Fatalf("log = %q", body)
 	}
+	s.SetRulesetChecks("octo", "hello", "main", "build")
+	rules, _, err := gh.Repositories.GetRulesForBranch(ctx, "octo", "hello", "main")
+	if err != nil || len(rules) != 1 || rules[0].Type != "required_status_checks" || rules[0].Parameters == nil ||
+		!strings.Contains(string(*rules[0].Parameters), `"context":"build"`) {
+		t.Fatalf("rules = %+v, %v", rules, err)
+	}
 	if _, err := gh.Actions.RerunFailedJobsByID(ctx, "octo", "hello", wr.ID); err != nil {
 		t.Fatal(err)
 	}

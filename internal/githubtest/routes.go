@@ -84,6 +84,7 @@ var routes = []route{
 	{"GET", "/repos/{owner}/{repo}/actions/jobs/{job_id}", "actions/get-job-for-workflow-run", authRepo, (*Server).getJob},
 	{"GET", "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs", "actions/download-job-logs-for-workflow-run", authRepo, (*Server).downloadJobLogs},
 	{"POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", "actions/re-run-workflow-failed-jobs", authRepo, (*Server).rerunFailedJobs},
+	{"GET", "/repos/{owner}/{repo}/rules/branches/{branch}", "repos/get-branch-rules", authRepo, (*Server).getBranchRules},
 }
 
 // muxPattern turns an OpenAPI path template into a ServeMux pattern. ServeMux takes a multi-segment

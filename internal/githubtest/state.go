@@ -63,6 +63,7 @@ type repoState struct {
 	roles          map[string]string   // lower-case login → role name
 	statuses       []Status            // commit statuses, oldest first
 	required       map[string][]string // branch → the checks its protection requires
+	ruleChecks     map[string][]string // branch → the checks an active ruleset requires
 }
 
 func (rs *repoState) fullName() string { return rs.owner + "/" + rs.name }
