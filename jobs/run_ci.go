@@ -187,7 +187,15 @@ func (h *Handler) judgeCI(ctx context.Context, gh CI, run *Run, checks []CICheck
 		var rerun []CICheck
 		var names []string
 		for _, c := range failed {
-			if c.App == CIAppActions && !slices.Contains(w.Reran, c.Name) {
+			if c.App != CIAppActions || slices.Contains(w.Reran, c.Name) {
+				continue
+			}
+			text, err := gh.CIEvidence(ctx, run.Owner, run.Repo, c)
+			if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+				return ciVerdict{}, fmt.Errorf("jobs: log of %s: %w", c.Name, err)
+			}
+			if cause := flakyCause(text); cause != "" {
+				h.log.Info("ci job: re-running a job that failed outside the change", "run", run.ID, "check", c.Name, "cause", cause)
 				rerun, names = append(rerun, c), append(names, c.Name)
 			}
 		}
@@ -278,6 +286,29 @@ func (h *Handler) ciEvidence(ctx context.Context, gh CI, run *Run, failed []CICh
 		out = out[:maxEvidence] + "\n… (cut)\n"
 	}
 	return out, nil
+}
+
+// flakyFailures are what a job's log says when it failed for reasons no change to the repository
+// can cause: the runner or the network gave out, a service answered 5xx or throttled.
+var flakyFailures = []struct {
+	re    *regexp.Regexp
+	cause string
+}{
+	{regexp.MustCompile(`(?i)runner has received a shutdown signal|lost communication with the server|hosted runner encountered an error|runner .* did not respond`), "the runner was lost"},
+	{regexp.MustCompile(`(?i)no space left on device`), "the runner's disk was full"},
+	{regexp.MustCompile(`(?i)\b(ECONNRESET|ETIMEDOUT|EAI_AGAIN|ECONNREFUSED)\b|connection reset by peer|TLS handshake timeout|i/o timeout|temporary failure in name resolution|could not resolve host`), "a network failure"},
+	{regexp.MustCompile(`(?i)\b(502 Bad Gateway|503 Service Unavailable|504 Gateway Time-?out|429 Too Many Requests)\b|rate limit exceeded`), "a service answered with an error"},
+}
+
+// flakyCause says why a failed Actions job looks like it failed outside the change ("" when it does
+// not): only such a job is re-run (ci.rerun_flaky); any other failure is the fix task's business.
+func flakyCause(log string) string {
+	for _, f := range flakyFailures {
+		if f.re.MatchString(log) {
+			return f.cause
+		}
+	}
+	return ""
 }
 
 // failureLine finds the lines of a log that say what went wrong.

@@ -165,7 +165,11 @@ func TestCIGivesUp(t *testing.T) {
 	t.Run("flaky", func(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1, RerunFlaky: true})
-		jh.gh.ci.checks["h1"] = []CICheck{{Name: "e2e", Source: CISourceCheckRun, App: CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"}}
+		// e2e lost its runner; unit failed a test: only e2e is re-run, unit waits for the fix task.
+		jh.gh.ci.checks["h1"] = []CICheck{{Name: "e2e", Source: CISourceCheckRun, App: CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"},
+			{Name: "unit", Source: CISourceCheckRun, App: CIAppActions, ID: 10, Status: "completed", Conclusion: "failure"}}
+		jh.gh.ci.evidence["e2e"] = "##[group]Run make e2e\nok so far\n##[error]The runner has received a shutdown signal.\n"
+		jh.gh.ci.evidence["unit"] = "--- FAIL: TestAdd\n##[error]Process completed with exit code 1.\n"
 		run = jh.readCI(t, run, "d1")
 		if run.Status != lifecycle.StatusWaitingCI || !slices.Equal(jh.gh.ci.reruns, []int64{9}) || !slices.Equal(run.CI.Reran, []string{"e2e"}) {
 			t.Fatalf("%s reruns %v %+v", run.Status, jh.gh.ci.reruns, run.CI)
@@ -174,6 +178,24 @@ func TestCIGivesUp(t *testing.T) {
 			t.Fatalf("red again after the re-run: %s, reruns %v", run.Status, jh.gh.ci.reruns)
 		}
 	})
+}
+
+func TestFlakyCause(t *testing.T) {
+	for _, tc := range []struct{ log, want string }{
+		{"##[error]The runner has received a shutdown signal. This can happen when the runner service is stopped", "the runner was lost"},
+		{"The self-hosted runner: r1 lost communication with the server.", "the runner was lost"},
+		{"write /tmp/x: no space left on device", "the runner's disk was full"},
+		{"npm ERR! code ECONNRESET", "a network failure"},
+		{"dial tcp: lookup proxy.golang.org: i/o timeout", "a network failure"},
+		{"curl: (22) The requested URL returned error: 503 Service Unavailable", "a service answered with an error"},
+		{"--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4", ""},
+		{"main.go:3:2: undefined: frobnicate", ""},
+		{"", ""},
+	} {
+		if got := flakyCause(tc.log); got != tc.want {
+			t.Errorf("flakyCause(%q) = %q, want %q", tc.log, got, tc.want)
+		}
+	}
 }
 
 func TestMaskTokensAndExcerpt(t *testing.T) {
