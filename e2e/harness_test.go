@@ -178,6 +178,10 @@ log="$E2E_LOG"
 n=$(ls "$log" | grep -c '^prompt-' || true)
 cp "$AKIRA_PROMPT_FILE" "$log/prompt-$AKIRA_TASK_ID-$n.md"
 echo "$AKIRA_TASK_ID $AKIRA_ATTEMPT" >> "$log/calls"
+if [ "$AKIRA_TASK_ID" = normalize ]; then
+	printf 'My reading.\n\n~~~markdown\n- [ ] 1 Add the form\n  - source: 1\n- [ ] 2 Add the handler (depends: 1)\n  - source: 2\n~~~\n'
+	exit 0
+fi
 if [ "$AKIRA_TASK_ID" = plan ]; then
 	if grep -q UNPARSABLE "$AKIRA_PROMPT_FILE"; then
 		echo "I read the code but I would rather not say."

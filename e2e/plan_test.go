@@ -83,3 +83,40 @@ func TestProseIssueUnparsablePlan(t *testing.T) {
 		t.Errorf("%d pull requests and run %v for an issue without a plan", n, e.runOf(1))
 	}
 }
+
+// TestUnreadChecklistNormalized: an issue whose checklist no format reads (a dependency on a task
+// that is not there) gets a rewrite by the planner agent, posted beside the lines each task came
+// from; a plain `/akira run` then runs nothing and says how to confirm; `/akira run --confirm` runs it.
+func TestUnreadChecklistNormalized(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Login", User: "alice",
+		Body: "- [ ] T1 Add the form (depends: T9)\n- [ ] T2 Add the handler after the form\n"})
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.eventually("the proposed plan", func() bool { return len(e.commentsWith(1, templates.NormalizedMarker)) == 1 })
+	proposal := e.commentsWith(1, templates.NormalizedMarker)[0].Body
+	for _, want := range []string{"unknown task", "- [ ] 2 Add the handler (depends: 1)", "line 1: - [ ] T1 Add the form (depends: T9)",
+		"line 2: - [ ] T2 Add the handler after the form", "`/akira run --confirm`"} {
+		if !strings.Contains(proposal, want) {
+			t.Errorf("the proposed plan lacks %q:\n%s", want, proposal)
+		}
+	}
+	e.queueIdle()
+	if e.runOf(1) != nil {
+		t.Fatal("a run started before anyone confirmed the proposed plan")
+	}
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.eventually("the answer to a plain /akira run", func() bool { return len(e.commentsWith(1, "did not start")) == 1 })
+	e.queueIdle()
+	if e.runOf(1) != nil {
+		t.Fatal("a plain /akira run ran the proposed plan")
+	}
+
+	e.comment(1, "alice", "/akira run --confirm", false, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	if got := e.taskCommits(run.Branch); len(got) != 2 || got["1"] != 1 || got["2"] != 1 || !run.PlanFromComment {
+		t.Errorf("checkpoints = %v (plan from comment %v), want the proposed plan's two tasks once each", got, run.PlanFromComment)
+	}
+}

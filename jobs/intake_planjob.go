@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,7 +13,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -40,6 +43,9 @@ type PlanPayload struct {
 	// FromRun says `/akira run` asked for it (the plan may then run at once, under plan: auto);
 	// otherwise `/akira plan` did and the plan is only posted.
 	FromRun bool `json:"from_run,omitempty"`
+	// Normalize: the issue holds a checklist no format reads with confidence; the planner agent
+	// rewrites it, and the rewrite is posted to be confirmed (/akira run --confirm), never run at once.
+	Normalize bool `json:"normalize,omitempty"`
 }
 
 // JobID is the delivery: a redelivered command plans once.
@@ -114,6 +120,9 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 	if err != nil {
 		return ResultFailed, h.planFailed(ctx, gh, p, "the agent could not start: "+err.Error(), retried > 0)
 	}
+	if p.Normalize {
+		return h.normalize(ctx, gh, p, in, ag, profile, log)
+	}
 	log.Info("plan job: asking the agent for a plan", "agent", name)
 	res, err := runner.MakePlan(ctx, runner.PlanOptions{
 		Repo: in.Repo.CloneURL, Base: in.Repo.DefaultBranch,
@@ -180,24 +189,67 @@ func postOrEdit(ctx context.Context, c Comments, owner, repo string, number int,
 }
 
 // postedPlan is the plan Akira posted for an issue, read back from its comment, with the comment's
-// link; "" when there is none.
-func postedPlan(ctx context.Context, c Comments, owner, repo string, number int) (plan, url string, err error) {
+// link; "" when there is none. normalized says it is a rewrite of the issue's checklist, which runs
+// only when confirmed.
+func postedPlan(ctx context.Context, c Comments, owner, repo string, number int) (plan, url string, normalized bool, err error) {
 	id, url, err := c.FindComment(ctx, owner, repo, number, templates.PlanMarker(number))
 	if errors.Is(err, ErrGitHubNotFound) {
-		return "", "", nil
+		return "", "", false, nil
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("jobs: find the plan of #%d: %w", number, err)
+		return "", "", false, fmt.Errorf("jobs: find the plan of #%d: %w", number, err)
 	}
 	body, err := c.CommentBody(ctx, owner, repo, id)
 	if err != nil {
-		return "", "", fmt.Errorf("jobs: read the plan of #%d: %w", number, err)
+		return "", "", false, fmt.Errorf("jobs: read the plan of #%d: %w", number, err)
 	}
 	plan, _, why := runner.ExtractPlan(body)
 	if why != "" {
-		return "", "", nil // edited into something that is no plan: plan again
+		return "", "", false, nil // edited into something that is no plan: plan again
 	}
-	return plan, url, nil
+	return plan, url, strings.Contains(body, templates.NormalizedMarker), nil
+}
+
+// normalize has the planner agent rewrite an issue's checklist that no format reads with
+// confidence, and posts the rewrite beside the lines each task came from. Nothing runs: a person
+// reads it and replies /akira run --confirm (whatever plan: auto says).
+func (h *Handler) normalize(ctx context.Context, gh GitHub, p PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
+	retried, _ := asynq.GetRetryCount(ctx)
+	body := in.Issue.Body
+	a := roadmap.Assess("issue.md", []byte(body), "")
+	problem := a.Problem("issue #" + strconv.Itoa(p.Number))
+	if _, perr := roadmap.ParseMarkdown("issue", []byte(body)); perr != nil {
+		problem = perr.Error()
+	}
+	log.Info("plan job: asking the planner agent to rewrite the issue's checklist", "tasks", a.Tasks)
+	res, err := runner.NormalizePlan(ctx, runner.NormalizeOptions{Source: "issue.md", Text: body, Problem: problem,
+		Agent: ag, AgentTimeout: time.Duration(profile.Timeout), WorkDir: h.d.WorkDir,
+		Sandbox: h.d.Sandbox, AgentNetwork: profile.AgentNetwork(), Logger: log})
+	if errors.Is(err, runner.ErrNoPlan) {
+		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), runner.ErrNoPlan.Error()), ": ")
+		return ResultFailed, h.planFailed(ctx, gh, p, "the planner agent's answers held no plan that parses ("+reason+")", retried > 0)
+	}
+	if err != nil {
+		return ResultRetry, fmt.Errorf("jobs: normalize: %w", err)
+	}
+	lines := strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n")
+	data := templates.PlanNormalized{Issue: p.Number, Plan: res.Plan, Problem: problem, Dropped: res.Dropped, By: person(p.Sender)}
+	for _, t := range res.Tasks {
+		row := templates.NormalizedRow{ID: t.ID, Title: t.Title, Depends: t.Depends, Guessed: t.Guessed}
+		for _, n := range t.SourceLines {
+			row.Lines = append(row.Lines, n)
+			if n >= 1 && n <= len(lines) && len(row.Source) < 3 {
+				row.Source = append(row.Source, strings.TrimSpace(lines[n-1]))
+			}
+		}
+		data.Tasks = append(data.Tasks, row)
+	}
+	text := render("plan_normalized", data, templates.PlanMarker(p.Number)+"\n"+templates.NormalizedMarker+"\n```markdown\n"+res.Plan+"```\n")
+	if err := postOrEdit(ctx, gh, p.Owner, p.Repo, p.Number, templates.PlanMarker(p.Number), text); err != nil {
+		return ResultRetry, fmt.Errorf("jobs: post the proposed plan: %w", err)
+	}
+	log.Info("plan job: proposed plan posted", "tasks", len(res.Tasks), "dropped_verify", len(res.Dropped))
+	return ResultPlanned, nil
 }
 
 // planIssueKey names the plan job a `/akira run` starts for a prose issue.

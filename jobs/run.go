@@ -41,6 +41,9 @@ type RunPayload struct {
 	// TrustPlan is `/akira run --trust-plan`: a writer vouches for a plan whose author has no write
 	// access, so its verify commands run.
 	TrustPlan bool `json:"trust_plan,omitempty"`
+	// Confirm is `/akira run --confirm`: run the plan Akira proposed for an issue whose checklist it
+	// could not read with confidence (never run without it).
+	Confirm bool `json:"confirm,omitempty"`
 	// BudgetUSD is `/akira run --budget <usd>`: the run's cost limit, up to the operator's ceiling.
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Sender is the login that triggered the run.
@@ -125,6 +128,7 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 	}
 	run, err := h.resolveRun(ctx, gh, p)
 	up, untrusted := errors.AsType[*UntrustedPlanError](err)
+	cn, unconfirmed := errors.AsType[*ConfirmNeededError](err)
 	switch busy, isBusy := errors.AsType[*BranchBusyError](err); {
 	case errors.Is(err, errNothingToDo):
 		log.Info("run job: nothing to do")
@@ -132,6 +136,15 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 	case errors.Is(err, errPlanning):
 		log.Info("run job: the issue has no checklist; a plan job writes one first")
 		return ResultPlanned, nil
+	case unconfirmed:
+		log.Info("run job: the proposed plan waits for /akira run --confirm")
+		retried, _ := asynq.GetRetryCount(ctx)
+		text := render("plan_confirm", templates.PlanConfirm{URL: cn.URL},
+			"Akira did not start: the plan it proposed for this issue runs only with `/akira run --confirm`.")
+		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "confirm-"+p.JobID(), text, retried > 0); rerr != nil {
+			return ResultRetry, rerr
+		}
+		return ResultReplied, nil
 	case isBusy:
 		return h.branchBusy(ctx, gh, p, busy, log)
 	case untrusted:
@@ -204,11 +217,15 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 		return nil, err
 	}
 	run, err := planRun(p, id, in, h.d.Operator)
-	if errors.Is(err, errNeedsPlan) {
+	if errors.Is(err, errNeedsConfirm) {
+		return nil, &ConfirmNeededError{URL: in.PostedPlanURL}
+	}
+	if errors.Is(err, errNeedsPlan) || errors.Is(err, errNeedsNormalize) {
 		// An issue in prose: write a plan first; the plan job posts it (and, under plan: auto, runs it).
+		// A checklist no format reads: the plan job proposes a rewrite, which waits for --confirm.
 		perr := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{DeliveryID: planIssueKey(p), InstallationID: p.InstallationID,
 			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Number: p.Number, CommentID: p.CommentID,
-			Sender: p.Sender, FromRun: true})
+			Sender: p.Sender, FromRun: true, Normalize: errors.Is(err, errNeedsNormalize)})
 		if perr := enqueued(perr); perr != nil {
 			return nil, perr
 		}
@@ -253,6 +270,12 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	run, _, err = h.d.Store.Create(ctx, run)
 	return run, err
 }
+
+// ConfirmNeededError ends a plain /akira run of an issue whose checklist Akira proposed to rewrite:
+// the proposal (at URL) runs only with /akira run --confirm.
+type ConfirmNeededError struct{ URL string }
+
+func (e *ConfirmNeededError) Error() string { return errNeedsConfirm.Error() }
 
 // errPlanning ends a run job that handed an issue in prose to a plan job.
 var errPlanning = errors.New("jobs: planning first")

@@ -28,12 +28,21 @@ type runInputs struct {
 	PlanFiles []string
 	// Prior is the latest run of the pull request a review run addresses, when Redis knows it.
 	Prior *Run
-	// PostedPlan is the plan Akira posted for an issue without a checklist, and its comment's link.
+	// PostedPlan is the plan Akira posted for an issue without a checklist, and its comment's link;
+	// PostedNormalized says it rewrites a checklist Akira could not read (it runs only with --confirm).
 	PostedPlan, PostedPlanURL string
+	PostedNormalized          bool
 }
 
 // errNeedsPlan stops a run of an issue written in prose that has no plan yet.
 var errNeedsPlan = errors.New("jobs: the issue has no task checklist and no plan yet")
+
+// errNeedsNormalize stops a run of an issue whose checklist no format reads with confidence: the
+// planner agent proposes a rewrite first, which runs only once a person confirms it.
+var errNeedsNormalize = errors.New("jobs: the issue's checklist is not read with confidence")
+
+// errNeedsConfirm stops a plain /akira run of an issue whose proposed rewrite waits for --confirm.
+var errNeedsConfirm = errors.New("jobs: the proposed plan waits for /akira run --confirm")
 
 // inputsGitHub is what gatherRunInputs reads on GitHub.
 type inputsGitHub interface {
@@ -63,8 +72,8 @@ func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPay
 			return in, fmt.Errorf("jobs: issue #%d: %w", p.Number, err)
 		}
 		in.Issue = &is
-		if p.Path == "" && p.Plan == "" && !hasTasks(is.Body) {
-			if in.PostedPlan, in.PostedPlanURL, err = postedPlan(ctx, gh, p.Owner, p.Repo, p.Number); err != nil {
+		if p.Path == "" && p.Plan == "" && (!hasTasks(is.Body) || needsNormalize(is.Body)) {
+			if in.PostedPlan, in.PostedPlanURL, in.PostedNormalized, err = postedPlan(ctx, gh, p.Owner, p.Repo, p.Number); err != nil {
 				return in, err
 			}
 		}
@@ -143,14 +152,18 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 				run.SourceURL = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
 			}
 		case p.Path != "":
-		case hasTasks(is.Body):
+		case hasTasks(is.Body) && !needsNormalize(is.Body):
 			run.Roadmap, run.Plan = "", is.Body
 			run.PlanSource = "issue #" + strconv.Itoa(p.Number)
 			run.Source, run.SourceURL = run.PlanSource, is.URL
+		case in.PostedPlan != "" && in.PostedNormalized && !p.Confirm:
+			return nil, errNeedsConfirm
 		case in.PostedPlan != "":
 			run.Roadmap, run.Plan, run.PlanFromComment = "", in.PostedPlan, true
 			run.PlanSource = "the plan for issue #" + strconv.Itoa(p.Number)
 			run.Source, run.SourceURL = run.PlanSource, in.PostedPlanURL
+		case needsNormalize(is.Body):
+			return nil, errNeedsNormalize
 		default:
 			return nil, errNeedsPlan
 		}
@@ -201,6 +214,18 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 func hasTasks(body string) bool {
 	rm, err := roadmap.ParseMarkdown("issue", []byte(body))
 	return err == nil && len(rm.Tasks) > 0
+}
+
+// needsNormalize reports whether an issue body is a checklist that no format reads with confidence:
+// tasks are there, but it does not parse, or not one of its dependencies names a task. Prose (no
+// task at all) is planned, not normalized.
+func needsNormalize(body string) bool {
+	a := roadmap.Assess("issue.md", []byte(body), "")
+	if a.Tasks == 0 {
+		return false
+	}
+	_, err := roadmap.ParseMarkdown("issue", []byte(body))
+	return err != nil || !a.Confident
 }
 
 // planName keeps an issue plan's format markdown whatever its name says.

@@ -234,7 +234,7 @@ type HelpCommand struct {
 
 // Commands is the list the help reply shows by default.
 var Commands = []HelpCommand{
-	{"/akira run [--trust-plan] [--budget <usd>] [path]", "Run the tasks of this issue's checklist, or of Akira's plan for an issue written in prose (the first /akira run asks for one), or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access. --budget: the run's cost limit (up to the operator's ceiling); on a run waiting because its budget is spent, raise it and go on."},
+	{"/akira run [--trust-plan] [--confirm] [--budget <usd>] [path]", "Run the tasks of this issue's checklist, or of Akira's plan for an issue written in prose (the first /akira run asks for one), or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access. --confirm: run the plan Akira proposed for a checklist it could not read. --budget: the run's cost limit (up to the operator's ceiling); on a run waiting because its budget is spent, raise it and go on."},
 	{"/akira plan [guidance]", "Ask for a (new) plan of this issue: a checklist of small tasks, posted for you to read before /akira run."},
 	{"/akira fix [guidance]", "In a review comment on a pull request Akira works on: address the review's comments with one more commit (a review that requests changes does the same)."},
 	{"/akira status", "Show how far the current run is."},
@@ -268,6 +268,43 @@ func (p Plan) Marker() string { return PlanMarker(p.Issue) }
 
 // PlanMarker is the hidden marker of the plan comment of an issue.
 func PlanMarker(issue int) string { return fmt.Sprintf("<!-- akira:plan issue=%d -->", issue) }
+
+// NormalizedMarker marks a plan comment that rewrites an issue's checklist: it runs only with
+// /akira run --confirm.
+const NormalizedMarker = "<!-- akira:plan-normalized -->"
+
+// PlanNormalized is the rewrite the planner agent proposed for an issue's checklist that no format
+// reads with confidence, each task beside the lines it came from.
+type PlanNormalized struct {
+	Issue int
+	// Plan is the proposed checklist (read back from the fenced block by /akira run --confirm).
+	Plan string
+	// Problem is why the checklist was not read.
+	Problem string
+	Tasks   []NormalizedRow
+	// Dropped are verify commands the agent wrote that the issue does not hold; they were removed.
+	Dropped []string
+	By      string
+}
+
+// NormalizedRow is one proposed task and the issue's lines it came from (1-based; Guessed when the
+// agent named none and Akira matched the title).
+type NormalizedRow struct {
+	ID, Title string
+	Depends   []string
+	Lines     []int
+	Source    []string
+	Guessed   bool
+}
+
+// Marker lets a template call PlanMarker.
+func (p PlanNormalized) Marker() string { return PlanMarker(p.Issue) }
+
+// NormalizedMarker lets a template write the marker.
+func (PlanNormalized) NormalizedMarker() string { return NormalizedMarker }
+
+// PlanConfirm answers a plain /akira run while a proposed rewrite waits for --confirm.
+type PlanConfirm struct{ URL string }
 
 // PlanFailed says Akira could not write a plan.
 type PlanFailed struct {

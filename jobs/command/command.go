@@ -48,6 +48,9 @@ type Command struct {
 	TrustPlan bool
 	// BudgetUSD is --budget <usd> (run only): the run's cost limit.
 	BudgetUSD float64
+	// Confirm is --confirm (run only): run the plan Akira proposed from an issue checklist it could
+	// not read with confidence.
+	Confirm bool
 	// Guidance is the text after /akira retry or /akira plan, up to the end of the comment (optional),
 	// cut at MaxUserText.
 	Guidance string
@@ -192,8 +195,8 @@ func parseCommand(line, rest string) ParseResult {
 	return Command{Name: name}
 }
 
-// parseRun reads `/akira run [--trust-plan] [--budget <usd>] [path]`. Nothing a user writes is ever passed to git as
-// an option: a word that starts with "-" and is not --trust-plan is refused, never taken as a path.
+// parseRun reads `/akira run [--trust-plan] [--confirm] [--budget <usd>] [path]`. Nothing a user writes is ever passed to git as
+// an option: a word that starts with "-" and is not one of those flags is refused, never taken as a path.
 func parseRun(args []string) ParseResult {
 	cmd := Command{Name: CmdRun}
 	for i := 0; i < len(args); i++ {
@@ -201,6 +204,8 @@ func parseRun(args []string) ParseResult {
 		switch {
 		case strings.EqualFold(a, "--trust-plan"):
 			cmd.TrustPlan = true
+		case strings.EqualFold(a, "--confirm"):
+			cmd.Confirm = true
 		case strings.EqualFold(a, "--budget") || strings.HasPrefix(strings.ToLower(a), "--budget="):
 			v, ok := strings.CutPrefix(strings.ToLower(a), "--budget=")
 			if !ok {
