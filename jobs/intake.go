@@ -356,6 +356,8 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 			return h.commandPlan(ctx, in, r)
 		case command.CmdStop:
 			return h.commandStop(ctx, in)
+		case command.CmdPause, command.CmdResume:
+			return h.commandPause(ctx, in, r)
 		case command.CmdRollback:
 			return h.commandRollback(ctx, in, r)
 		case command.CmdRemember, command.CmdForget:
@@ -402,6 +404,42 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 		}
 	}
 	if err := in.reply(ctx, c.Number, render("stop_reply", data, "`/akira stop`: run "+data.RunID+" is "+data.State+".")); err != nil {
+		return "", err
+	}
+	in.react(ctx, c.ID)
+	if data.Asked {
+		return ResultAccepted, nil
+	}
+	return ResultReplied, nil
+}
+
+// commandPause pauses (/akira pause [--now]) or resumes (/akira resume) the run of the issue or pull
+// request.
+func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Command) (string, error) {
+	c := in.p.Comment
+	run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, c.Number)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return "", err
+	}
+	data := templates.PauseReply{Now: cmd.Now, Resume: cmd.Name == command.CmdResume}
+	if run != nil {
+		data.RunID, data.State = run.ID, templateState(run.Status)
+		if data.Resume {
+			run, data.Asked, err = h.d.Store.Resume(ctx, run.ID, c.Author)
+		} else {
+			run, data.Asked, err = h.d.Store.RequestPause(ctx, run.ID, c.Author, cmd.Now)
+		}
+		if err != nil {
+			return "", err
+		}
+		if data.Asked && len(run.Outbox) > 0 {
+			// A resume queues the next job: the publisher performs it (the relay repairs a crash here).
+			if _, err := h.publish(ctx, in.gh, run, in.log); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := in.reply(ctx, c.Number, render("pause_reply", data, "`/akira "+string(cmd.Name)+"`: run "+data.RunID+" is "+data.State+".")); err != nil {
 		return "", err
 	}
 	in.react(ctx, c.ID)

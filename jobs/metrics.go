@@ -36,6 +36,7 @@ const (
 	ResultRefused   = "refused"   // not allowed, or a decision that did not apply; the reply says why
 	ResultAborted   = "aborted"
 	ResultWaiting   = "waiting_ci" // the tasks are done; the run waits for the pull request's CI
+	ResultPaused    = "paused"     // a person paused the run; it waits to be resumed
 	ResultInvalid   = "invalid"    // a payload that can never be processed
 )
 

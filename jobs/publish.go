@@ -102,6 +102,8 @@ func templateState(s RunStatus) string {
 		return templates.RunHalted
 	case lifecycle.StatusWaitingCI:
 		return templates.RunWaitingCI
+	case lifecycle.StatusPaused:
+		return templates.RunPaused
 	}
 	return string(s)
 }
@@ -115,7 +117,7 @@ func summaryData(r *Run) templates.Summary {
 		s.BranchURL = r.RepoURL + "/tree/" + r.Branch
 	}
 	s.PRClosed, s.Rebuilt = r.PRClosed, r.Rebuilt != ""
-	s.StartedBy, s.AnsweredBy, s.StoppedBy = person(r.Sender), person(r.AnsweredBy), r.StoppedBy
+	s.StartedBy, s.AnsweredBy, s.StoppedBy, s.PausedBy = person(r.Sender), person(r.AnsweredBy), r.StoppedBy, r.PausedBy
 	if r.Status == StatusRunning {
 		p := progressData(r, time.Now())
 		s.Progress = &p

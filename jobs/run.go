@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -469,6 +470,9 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		}
 	}
 	log.Info("run job: working", "job", run.Jobs, "decisions", len(run.Decisions), "parked", len(run.Parked))
+	if run.Pause != nil {
+		return h.pauseRun(ctx, gh, run, log) // paused while it waited in the queue: nothing to finish first
+	}
 	if run.Stop != nil {
 		return h.stopRun(ctx, gh, run, log) // stopped while it waited in the queue
 	}
@@ -543,7 +547,17 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	}
 	handed := maps.Clone(run.Decisions)
 	sctx, cancelStop := context.WithCancelCause(lctx)
-	go h.watchStop(sctx, run.ID, cancelStop, log)
+	var pauseAsked atomic.Bool
+	go h.watchStop(sctx, run.ID, cancelStop, &pauseAsked, log)
+	// A pause lets the current task finish: the engine asks before each task whether to go on, and the
+	// record is read then, so a pause asked a moment before a task ends is not missed between polls.
+	opts.Yield = func(ctx context.Context) bool {
+		if pauseAsked.Load() {
+			return true
+		}
+		r, err := h.d.Store.Get(ctx, run.ID)
+		return err == nil && r.Pause != nil
+	}
 	var out runner.Outcome
 	var runErr error
 	if run.CI != nil && run.CI.Fix != nil {
@@ -557,15 +571,20 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	} else {
 		if run.CI != nil && run.CI.Each && run.Review == nil {
 			// ci.watch: each: one task (one wave) per job, then the pull request's CI on its checkpoint.
-			opts.Yield = yieldAfterFirst()
+			ciYield, pauseYield := yieldAfterFirst(), opts.Yield
+			opts.Yield = func(ctx context.Context) bool { return pauseYield(ctx) || ciYield(ctx) }
 		}
 		out, runErr = runPlans(sctx, opts, run, rep)
 	}
 	stopped := errors.Is(context.Cause(sctx), errStopRequested)
+	pausedNow := errors.Is(context.Cause(sctx), errPauseNow)
 	cancelStop(nil)
 	run = rep.Run()
 	if stopped {
 		return h.stopRun(ctx, gh, run, log)
+	}
+	if pausedNow {
+		return h.pauseRun(ctx, gh, run, log)
 	}
 	if runErr != nil {
 		return h.retryOrFail(ctx, lctx, gh, run, runErr, log)
@@ -737,6 +756,8 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 		status, result = StatusQueued, ResultDecided
 	case lifecycle.StatusWaitingCI:
 		status, result = lifecycle.StatusWaitingCI, ResultWaiting
+	case lifecycle.StatusPaused:
+		status, result = lifecycle.StatusPaused, ResultPaused
 	}
 	if _, err := h.publish(ctx, gh, run, log); err != nil {
 		return ResultRetry, err

@@ -131,12 +131,15 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 	runID := run.ID
 	run, already, err := h.d.Store.Decide(ctx, runID, d, head)
 	if _, ok := errors.AsType[*NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
-		// An abort of a run waiting for its CI ends it here: no job works on it.
+		// An abort of a run waiting for its CI, or paused, ends it here: no job works on it.
 		waiting, _, werr := h.d.Store.Transition(ctx, runID, func(r *Run) (lifecycle.Event, error) {
-			if r.Status != lifecycle.StatusWaitingCI {
-				return nil, nil
+			switch r.Status {
+			case lifecycle.StatusWaitingCI:
+				return lifecycle.CIAborted{By: p.Sender}, nil
+			case lifecycle.StatusPaused:
+				return lifecycle.PauseAborted{By: p.Sender}, nil
 			}
-			return lifecycle.CIAborted{By: p.Sender}, nil
+			return nil, nil
 		})
 		if werr != nil {
 			return ResultRetry, werr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
@@ -22,6 +23,57 @@ const stopPollInterval = time.Second
 // errStopRequested is the cause of a job's context when a person stopped the run.
 var errStopRequested = errors.New("jobs: stopped by a person")
 
+// errPauseNow is the cause of a job's context when a person paused the run now.
+var errPauseNow = errors.New("jobs: paused now by a person")
+
+// RequestPause asks the job working on the run to pause it after its current task, or now (the
+// attempt is discarded); a queued run pauses when its job starts. It says false when the run is
+// neither queued nor running, and changes nothing then.
+func (s *Store) RequestPause(ctx context.Context, id, by string, now bool) (*Run, bool, error) {
+	asked := false
+	run, _, err := s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
+		asked = lifecycle.Allowed(r.Status, lifecycle.EventPauseAsked)
+		if !asked {
+			return nil, nil
+		}
+		return lifecycle.PauseAsked{Request: lifecycle.PauseRequest{By: by, Now: now, At: s.now()}}, nil
+	})
+	return run, asked, err
+}
+
+// Resume continues a paused run at its next task (its job is queued by the effect), or withdraws a
+// pause that has not taken effect yet. It says false when there is nothing to resume.
+func (s *Store) Resume(ctx context.Context, id, by string) (*Run, bool, error) {
+	resumed := false
+	run, _, err := s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
+		resumed = r.Status == lifecycle.StatusPaused || (r.Pause != nil && lifecycle.Allowed(r.Status, lifecycle.EventResumed))
+		if !resumed {
+			return nil, nil
+		}
+		return lifecycle.Resumed{By: by}, nil
+	})
+	return run, resumed, err
+}
+
+// pauseRun ends the job of a run paused now (or paused while it was queued): the task that was
+// running is pending again, its check run cancelled, and the summary says who paused it.
+func (h *Handler) pauseRun(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (string, error) {
+	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+		if r.Pause == nil || r.Status != StatusRunning {
+			return nil, nil
+		}
+		return lifecycle.Paused{}, nil
+	})
+	if err != nil {
+		return ResultRetry, err
+	}
+	if run, err = h.publish(ctx, gh, run, log); err != nil {
+		return ResultRetry, err
+	}
+	log.Info("run job: paused by a person", "by", run.PausedBy, "status", run.Status)
+	return ResultPaused, nil
+}
+
 // RequestStop asks the job working on the run to stop it. It says false when the run is not working
 // (queued or running), and changes nothing then.
 func (s *Store) RequestStop(ctx context.Context, id, by string, abort bool) (*Run, bool, error) {
@@ -36,8 +88,10 @@ func (s *Store) RequestStop(ctx context.Context, id, by string, abort bool) (*Ru
 	return run, asked, err
 }
 
-// watchStop cancels the job's context when a stop request appears in the run's record.
-func (h *Handler) watchStop(ctx context.Context, id string, cancel context.CancelCauseFunc, log *slog.Logger) {
+// watchStop cancels the job's context when a stop request, or a request to pause now, appears in the
+// run's record; a request to pause after the current task sets pause, which the engine reads before
+// it starts the next.
+func (h *Handler) watchStop(ctx context.Context, id string, cancel context.CancelCauseFunc, pause *atomic.Bool, log *slog.Logger) {
 	t := time.NewTicker(stopPollInterval)
 	defer t.Stop()
 	for {
@@ -57,6 +111,18 @@ func (h *Handler) watchStop(ctx context.Context, id string, cancel context.Cance
 			log.Info("run job: stop requested", "by", run.Stop.By, "abort", run.Stop.Abort)
 			cancel(errStopRequested)
 			return
+		}
+		if p := run.Pause; p != nil {
+			if p.Now {
+				log.Info("run job: pause requested now", "by", p.By)
+				cancel(errPauseNow)
+				return
+			}
+			if !pause.Swap(true) {
+				log.Info("run job: pause requested after the current task", "by", p.By)
+			}
+		} else {
+			pause.Store(false) // withdrawn by a resume
 		}
 	}
 }

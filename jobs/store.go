@@ -168,7 +168,8 @@ func (s *Store) active(r *Run) bool {
 	if r.Status.Terminal() {
 		return false
 	}
-	if r.Status == StatusParked || r.Status == StatusStopped || r.Status == lifecycle.StatusWaitingCI {
+	switch r.Status {
+	case StatusParked, StatusStopped, lifecycle.StatusPaused, lifecycle.StatusWaitingCI:
 		return true // waiting for people, or for CI, is not stale
 	}
 	return s.now().Sub(r.UpdatedAt) < s.staleAfter()

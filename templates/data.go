@@ -53,6 +53,8 @@ const (
 	RunHalted  = "stopped"
 	// RunWaitingCI: the tasks are done; the run waits for the pull request's own CI.
 	RunWaitingCI = "waiting for CI"
+	// RunPaused: someone paused the run; it holds no worker until resumed.
+	RunPaused = "paused"
 )
 
 // CI is the pull request's own CI as the summary shows it.
@@ -102,6 +104,8 @@ type Summary struct {
 	Progress *Progress
 	// StoppedBy stopped the run with /akira stop (State stopped).
 	StoppedBy string
+	// PausedBy paused the run (State paused).
+	PausedBy string
 	// StartedBy started the run; AnsweredBy answered its latest escalation.
 	StartedBy  string
 	AnsweredBy string
@@ -239,6 +243,8 @@ var Commands = []HelpCommand{
 	{"/akira fix [guidance]", "In a review comment on a pull request Akira works on: address the review's comments with one more commit (a review that requests changes does the same)."},
 	{"/akira status", "Show how far the current run is."},
 	{"/akira stop", "Stop the run while it works: the agent is stopped within seconds, the branch stays at its last checkpoint; /akira run continues."},
+	{"/akira pause [--now]", "Pause the run once its current task is done (--now: at once, discarding the attempt); it holds no worker until /akira resume."},
+	{"/akira resume", "Continue a paused run at its next task, on any worker."},
 	{"/akira remember <text>", "Teach Akira something about this repository: the relevant lessons go into the prompts of later tasks."},
 	{"/akira forget <lesson id>", "Remove a lesson (its id is in the reply to /akira remember and in the check runs of tasks that used it)."},
 	{"/akira rollback <task> [--retry [guidance]]", "Undo a task's checkpoint and those of the later tasks that depend on it, with revert commits (no force push); they are pending again. --retry runs them again at once, with your guidance."},
@@ -359,6 +365,16 @@ type StopReply struct {
 	// State is the run's state; Asked says the job working on it was asked to stop.
 	State string
 	Asked bool
+}
+
+// PauseReply answers /akira pause and /akira resume.
+type PauseReply struct {
+	RunID string
+	// State is the run's state; Asked says the pause was asked (or, Resume, that the run goes on).
+	State  string
+	Asked  bool
+	Now    bool
+	Resume bool
 }
 
 // CommandElsewhere answers a command given where it does not apply.

@@ -289,7 +289,7 @@ func logPath(runID, taskID string, n int) string {
 	return "/api/v1/runs/" + runID + "/tasks/" + taskID + "/attempts/" + strconv.Itoa(n) + "/log"
 }
 
-var runStatuses = []jobs.RunStatus{jobs.StatusQueued, jobs.StatusRunning, lifecycle.StatusWaitingCI, jobs.StatusParked, jobs.StatusStopped,
+var runStatuses = []jobs.RunStatus{jobs.StatusQueued, jobs.StatusRunning, lifecycle.StatusWaitingCI, jobs.StatusParked, lifecycle.StatusPaused, jobs.StatusStopped,
 	jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusAborted}
 
 // filterOf reads ?repo=owner/name&state=a,b&limit=n.

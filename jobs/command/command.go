@@ -21,6 +21,8 @@ const (
 	CmdPlan     CommandName = "plan"
 	CmdFix      CommandName = "fix"
 	CmdStop     CommandName = "stop"
+	CmdPause    CommandName = "pause"
+	CmdResume   CommandName = "resume"
 	CmdRollback CommandName = "rollback"
 	CmdRemember CommandName = "remember"
 	CmdForget   CommandName = "forget"
@@ -33,7 +35,7 @@ const (
 )
 
 // commandNames is the order commands are listed in help and tried for did-you-mean.
-var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdStop, CmdRollback, CmdRemember, CmdForget, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
+var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdStop, CmdPause, CmdResume, CmdRollback, CmdRemember, CmdForget, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
 
 // ParseResult is what a comment asks of Akira: a Command, a Reply to post at once, or Ignore.
 type ParseResult interface{ parseResult() }
@@ -57,6 +59,8 @@ type Command struct {
 	// TaskID is the task /akira rollback undoes; Retry is its --retry (with Guidance).
 	TaskID string
 	Retry  bool
+	// Now is /akira pause --now: discard the current attempt instead of letting the task finish.
+	Now bool
 }
 
 // Decision is the decision a command carries: approve, retry, skip or abort.
@@ -96,6 +100,8 @@ var (
 		CmdSkip:     regexp.MustCompile(`(?i)^skip$`),
 		CmdAbort:    regexp.MustCompile(`(?i)^abort$`),
 		CmdStop:     regexp.MustCompile(`(?i)^stop$`),
+		CmdPause:    regexp.MustCompile(`(?i)^pause(?:[ \t]+(--now))?$`),
+		CmdResume:   regexp.MustCompile(`(?i)^resume$`),
 		CmdRemember: regexp.MustCompile(`(?is)^remember\s+(\S.*)$`),
 		CmdForget:   regexp.MustCompile(`(?i)^forget[ \t]+(L[0-9a-f]{8})$`),
 		// A task id is a word (1.2, T3, WP-01); --retry may carry guidance to the end of the comment.
@@ -191,6 +197,8 @@ func parseCommand(line, rest string) ParseResult {
 		return Command{Name: name, Guidance: CapUserText(strings.TrimSpace(m[1]))}
 	case CmdForget:
 		return Command{Name: name, TaskID: m[1]}
+	case CmdPause:
+		return Command{Name: name, Now: m[1] != ""}
 	}
 	return Command{Name: name}
 }

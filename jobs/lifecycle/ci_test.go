@@ -139,7 +139,7 @@ func TestCIDecisions(t *testing.T) {
 // left; approving a red CI lets the same job go on; the last task's green readies the pull request.
 func TestCIWatchEach(t *testing.T) {
 	run := fixtureRun(StatusRunning)
-	run.OpenedPR = true
+	run.OpenedPR, run.Pause = true, nil
 	watch := &CIWatch{Timeout: time.Hour, Grace: time.Minute, MaxRounds: 2, Each: true}
 	if _, err := Apply(run, EngineFinished{Status: StatusSucceeded, Outcome: runner.Outcome{Head: "h1"}, CI: watch, Yielded: true}, now); err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestCIWatchEach(t *testing.T) {
 
 	// A run without a pull request has no CI to wait for: a yield queues the next job at once.
 	bare := fixtureRun(StatusRunning)
-	bare.PR = 0
+	bare.PR, bare.Pause = 0, nil
 	effects, err = Apply(bare, EngineFinished{Status: StatusSucceeded, Yielded: true}, now)
 	if err != nil || bare.Status != StatusQueued || kinds(effects)[0] != EffectContinue {
 		t.Fatalf("yield without a pull request: %v %s %v", err, bare.Status, kinds(effects))

@@ -40,6 +40,10 @@ const (
 	EventCIGaveUp         EventKind = "ci gave up"
 	EventCIDecided        EventKind = "ci decided"
 	EventCIAborted        EventKind = "ci aborted"
+	EventPauseAsked       EventKind = "pause asked"
+	EventPaused           EventKind = "paused"
+	EventResumed          EventKind = "resumed"
+	EventPauseAborted     EventKind = "paused run aborted"
 )
 
 // Event is something that happened to a run. Apply checks it against the table and lets it change
@@ -359,7 +363,10 @@ func (e EngineFinished) apply(r *Run, now time.Time) ([]Effect, error) {
 	if r.Status != StatusAborted {
 		r.Status = e.Status
 		// Only a run with a pull request has CI to wait for.
-		if e.Status == StatusSucceeded && (e.CI != nil || r.CI != nil) && r.PR != 0 {
+		if e.Yielded && r.Pause != nil {
+			// Paused after its task: the next job starts at the next task once someone resumes it.
+			r.Status, r.PausedBy = StatusPaused, r.Pause.By
+		} else if e.Status == StatusSucceeded && (e.CI != nil || r.CI != nil) && r.PR != 0 {
 			if r.CI == nil {
 				w := *e.CI
 				r.CI = &w
@@ -374,6 +381,8 @@ func (e EngineFinished) apply(r *Run, now time.Time) ([]Effect, error) {
 			r.Status = StatusQueued
 		}
 	}
+	// A pause asked too late (no task was left to start) has nothing left to pause.
+	r.Pause = nil
 	r.Error = e.Outcome.Error
 	if e.Outcome.Head != "" {
 		r.Head = e.Outcome.Head

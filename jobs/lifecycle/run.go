@@ -73,7 +73,18 @@ const (
 	// StatusWaitingCI: the tasks are done and pushed; the run waits for its pull request's own CI on
 	// the head commit (see CIWatch) and holds no worker.
 	StatusWaitingCI RunStatus = "waiting_ci"
+	// StatusPaused: someone paused the run (/akira pause, the API): its current task finished (or,
+	// paused now, was discarded) and the run holds no worker until it is resumed at the next task.
+	StatusPaused RunStatus = "paused"
 )
+
+// PauseRequest asks the job working on a run to pause it: after the current task, or Now (the
+// attempt is discarded, as by /akira stop).
+type PauseRequest struct {
+	By  string    `json:"by"`
+	Now bool      `json:"now,omitempty"`
+	At  time.Time `json:"at"`
+}
 
 // Terminal reports whether the run is over; a terminal run frees its branch.
 func (s RunStatus) Terminal() bool {
@@ -168,6 +179,9 @@ type Run struct {
 	Stop *StopRequest `json:"stop,omitempty"`
 	// StoppedBy is who stopped the run (status stopped).
 	StoppedBy string `json:"stopped_by,omitempty"`
+	// Pause asks the working job to pause the run; PausedBy is who paused it (status paused).
+	Pause    *PauseRequest `json:"pause,omitempty"`
+	PausedBy string        `json:"paused_by,omitempty"`
 	// AnsweredBy is who took the latest decision on an escalation.
 	AnsweredBy string `json:"answered_by,omitempty"`
 	// Error says why a failed run stopped; AbortedBy who aborted it.

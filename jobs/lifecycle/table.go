@@ -82,7 +82,7 @@ var Table = []Rule{
 		Effects: []EffectKind{EffectMetric, EffectNotify, EffectCheckRun, EffectEscalation, EffectSummary}},
 	// A run aborted while its job ran stays aborted; decisions taken while it ran queue it again.
 	{Event: EventEngineFinished,
-		Moves: append(moves(one(StatusRunning), StatusSucceeded, StatusWaitingCI, StatusParked, StatusFailed, StatusAborted, StatusQueued),
+		Moves: append(moves(one(StatusRunning), StatusSucceeded, StatusWaitingCI, StatusParked, StatusFailed, StatusAborted, StatusQueued, StatusPaused),
 			stay(StatusAborted)...),
 		Effects: []EffectKind{EffectContinue, EffectNotify, EffectSummary}, Durable: true},
 	// A task is parked (in Parked) before its escalation comment appears, while the job may still work
@@ -93,6 +93,12 @@ var Table = []Rule{
 			moves(one(StatusRunning), StatusRunning, StatusAborted)...),
 		Effects: []EffectKind{EffectConcludeCheckRuns, EffectContinue, EffectSummary}, Durable: true},
 	{Event: EventStopAsked, Moves: stay(StatusQueued, StatusRunning)},
+	{Event: EventPauseAsked, Moves: stay(StatusQueued, StatusRunning)},
+	{Event: EventPaused, Moves: moves(one(StatusRunning), StatusPaused),
+		Effects: []EffectKind{EffectConcludeCheckRuns, EffectSummary}, Durable: true},
+	{Event: EventResumed, Moves: append(moves(one(StatusPaused), StatusQueued), stay(StatusQueued, StatusRunning)...),
+		Effects: []EffectKind{EffectContinue, EffectSummary}, Durable: true},
+	{Event: EventPauseAborted, Moves: moves(one(StatusPaused), StatusAborted), Effects: []EffectKind{EffectSummary}, Durable: true},
 	{Event: EventStopped, Moves: moves(one(StatusRunning), StatusStopped, StatusAborted),
 		Effects: []EffectKind{EffectConcludeCheckRuns, EffectSummary}, Durable: true},
 	{Event: EventTakenAway, Moves: moves(one(StatusRunning), StatusAborted),
@@ -117,7 +123,7 @@ var Table = []Rule{
 }
 
 // RunStatuses are a run's states, in the order the diagram draws them.
-var RunStatuses = []RunStatus{StatusQueued, StatusRunning, StatusWaitingCI, StatusParked, StatusStopped, StatusSucceeded, StatusFailed, StatusAborted}
+var RunStatuses = []RunStatus{StatusQueued, StatusRunning, StatusWaitingCI, StatusParked, StatusPaused, StatusStopped, StatusSucceeded, StatusFailed, StatusAborted}
 
 // TaskStatuses are a task's states.
 var TaskStatuses = []string{templates.StatusPending, templates.StatusRunning, templates.StatusPassed, templates.StatusFailed,

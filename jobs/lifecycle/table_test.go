@@ -35,6 +35,7 @@ func fixtureRun(s RunStatus) *Run {
 		},
 		Parked: []Parked{{TaskID: "1.2", HeadSHA: "h"}},
 		Stop:   &StopRequest{By: "bob", At: now},
+		Pause:  &PauseRequest{By: "gina", Now: true, At: now},
 	}
 }
 
@@ -96,6 +97,14 @@ func sample(kind EventKind) Event {
 		return CIAborted{By: "alice"}
 	case EventCIDecided:
 		return CIDecided{Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "look at the log"}}
+	case EventPauseAsked:
+		return PauseAsked{Request: PauseRequest{By: "gina", At: now}}
+	case EventPaused:
+		return Paused{}
+	case EventResumed:
+		return Resumed{By: "hank"}
+	case EventPauseAborted:
+		return PauseAborted{By: "ivan"}
 	}
 	panic("no sample for " + kind)
 }
@@ -127,6 +136,8 @@ func TestEveryStateAndEvent(t *testing.T) {
 			EventDecided:    {StatusQueued, []EffectKind{EffectContinue, sum}},
 			EventStopAsked:  {StatusQueued, nil},
 			EventFailed:     {StatusFailed, []EffectKind{EffectNotify, sum}},
+			EventPauseAsked: {StatusQueued, nil},
+			EventResumed:    {StatusQueued, nil},
 		},
 		StatusRunning: {
 			EventJobStarted:       {StatusRunning, nil},
@@ -144,6 +155,13 @@ func TestEveryStateAndEvent(t *testing.T) {
 			EventCIDecided:        {StatusRunning, []EffectKind{sum}},
 			EventTakenAway:        {StatusAborted, []EffectKind{conclude, sum, EffectReply}},
 			EventFailed:           {StatusFailed, []EffectKind{EffectNotify, sum}},
+			EventPauseAsked:       {StatusRunning, nil},
+			EventPaused:           {StatusPaused, []EffectKind{conclude, sum}},
+			EventResumed:          {StatusRunning, nil},
+		},
+		StatusPaused: {
+			EventResumed:      {StatusQueued, []EffectKind{EffectContinue, sum}},
+			EventPauseAborted: {StatusAborted, []EffectKind{sum}},
 		},
 		StatusWaitingCI: {
 			EventCIRead:    {StatusWaitingCI, []EffectKind{sum}},
