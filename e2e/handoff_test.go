@@ -110,3 +110,36 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestEscalationAnsweredThroughTheAPI: a handed-off run parks on a task; POST
+// /runs/{id}/escalations/1 with retry and guidance continues it as `/akira retry` would, and the pull
+// request says who answered, and how.
+func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
+	e := newEnv(t, false)
+	api := e.adminServer()
+	ctx := context.Background()
+	ops, err := e.store.CreateToken(ctx, "ops", jobs.ScopeControl)
+	must(t, err)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	code, started := startRun(t, api.URL, ops, "", `{"repository":"octo/demo","plan":"- [ ] 1 Add a flaky thing\n"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("start: %d %v", code, started)
+	}
+	id := started["id"].(string)
+	e.eventually("the run to park", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(jobs.StatusParked) })
+	pr := e.onlyPR("akira/handoff-" + id)
+	esc := api.URL + "/api/v1/runs/" + id + "/escalations/1"
+	if code, body := apiCall(t, "POST", esc, ops, `{"action":"retry","guidance":"say the MAGIC-WORD"}`); code != http.StatusAccepted {
+		t.Fatalf("answer: %d %s", code, body)
+	}
+	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(jobs.StatusSucceeded) })
+	if got := e.commentsWith(pr.Number, "was answered by `ops` via the API: `retry`"); len(got) != 1 {
+		t.Errorf("%d lines saying who answered, want 1", len(got))
+	}
+	if p := e.promptOf("1"); !strings.Contains(p, "MAGIC-WORD") {
+		t.Error("the guidance given through the API is not in the prompt")
+	}
+	if code, body := apiCall(t, "POST", esc, ops, `{"action":"approve"}`); code != http.StatusConflict {
+		t.Errorf("answering an escalation no longer waiting: %d %s, want 409", code, body)
+	}
+}
