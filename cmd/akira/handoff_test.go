@@ -17,8 +17,8 @@ import (
 )
 
 // handoffServer starts `akira serve` with an admin address on a Redis of the test's own, and
-// returns the admin address and a start token for octo/svc.
-func handoffServer(t *testing.T, fake *githubtest.Server) (adminURL, token string) {
+// returns the admin address and a token of scope for octo/svc.
+func handoffServer(t *testing.T, fake *githubtest.Server, scope string) (adminURL, token string) {
 	t.Helper()
 	addr := redistest.Own(t)
 	scripts := t.TempDir()
@@ -31,7 +31,7 @@ func handoffServer(t *testing.T, fake *githubtest.Server) (adminURL, token strin
 	})
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { rdb.Close() })
-	token, err := jobs.NewStore(rdb, "").CreateTokenFor(context.Background(), "laptop", jobs.ScopeStart, []string{"octo/svc"})
+	token, err := jobs.NewStore(rdb, "").CreateTokenFor(context.Background(), "laptop", scope, []string{"octo/svc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func headOf(t *testing.T, dir string) string {
 func TestHandoffFollow(t *testing.T) {
 	fake := githubtest.New(t)
 	fake.CreateRepo("octo", "svc", map[string]string{"README.md": "svc\n"})
-	adminURL, token := handoffServer(t, fake)
+	adminURL, token := handoffServer(t, fake, jobs.ScopeStart)
 	dir := checkout(t, fake, "feature")
 	plan := filepath.Join(dir, "plan.md")
 	mustWrite(t, plan, "- [ ] Write the first file\n- [ ] Write the second file\n")
