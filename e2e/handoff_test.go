@@ -142,4 +142,19 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 	if code, body := apiCall(t, "POST", esc, ops, `{"action":"approve"}`); code != http.StatusConflict {
 		t.Errorf("answering an escalation no longer waiting: %d %s, want 409", code, body)
 	}
+
+	// A repository the App is not installed on: the handoff is accepted, then reads as failed with
+	// the reason, and no run is made.
+	code, ghost := startRun(t, api.URL, ops, "", `{"repository":"octo/ghost","plan":"- [ ] 1 Anything\n"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("start on octo/ghost: %d %v", code, ghost)
+	}
+	var failed map[string]any
+	e.eventually("the ghost handoff to fail", func() bool {
+		failed = apiRun(t, api.URL, ops, ghost["id"].(string))
+		return failed["status"] == string(jobs.StatusFailed)
+	})
+	if msg, _ := failed["error"].(string); !strings.Contains(msg, "not installed on octo/ghost") {
+		t.Errorf("ghost handoff: %v", failed)
+	}
 }
