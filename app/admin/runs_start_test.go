@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,17 @@ func TestStartRunThroughOpenAPI(t *testing.T) {
 		if r.(map[string]any)["repo"] != "octo/demo" {
 			t.Errorf("a limited token lists %v", r)
 		}
+	}
+
+	// A token limited to repositories has the API, not the dashboard (which shows every repository).
+	resp, err := http.PostForm(f.srv.URL+"/ui/login", url.Values{"token": {f.starter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(page), "limited to repositories") {
+		t.Errorf("dashboard login with a limited token: %d", resp.StatusCode)
 	}
 
 	// Escalations: a start token may not answer; a control token answers the parked task.
