@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -477,6 +478,10 @@ func (s *server) apiAudit(c *gin.Context) {
 	if err != nil {
 		abortJSON(c, http.StatusServiceUnavailable, "the audit cannot be read now")
 		return
+	}
+	if tok := tokenOf(c); len(tok.Repos) > 0 {
+		// A token limited to repositories reads what was done on them only.
+		entries = slices.DeleteFunc(entries, func(e jobs.AuditEntry) bool { return !tok.Allows(e.Repo) })
 	}
 	if entries == nil {
 		entries = []jobs.AuditEntry{}

@@ -49,6 +49,8 @@ type StartResult struct {
 	Repeated  bool      `json:"repeated"`
 	Reference string    `json:"reference,omitempty"`
 	Estimate  *Estimate `json:"estimate,omitempty"`
+	// Error is why the handoff did not become a run (status failed), for a repeated request.
+	Error string `json:"error,omitempty"`
 }
 
 // Estimate is how long the run may take: its tasks times the repository's median task time.
@@ -162,6 +164,8 @@ func (s *server) apiStart(c *gin.Context) {
 		Status: string(jobs.StatusQueued), Repeated: !created, Reference: h.Reference}
 	if run, err := s.d.Store.Get(c, h.ID); err == nil {
 		out.Status, out.Branch = string(run.Status), run.Branch
+	} else if h.Error != "" {
+		out.Status, out.Error = string(jobs.StatusFailed), h.Error
 	}
 	out.Estimate = s.estimate(c, owner, repo, h.Tasks)
 	c.JSON(http.StatusAccepted, out)

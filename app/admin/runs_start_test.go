@@ -187,6 +187,20 @@ func TestStartRunThroughOpenAPI(t *testing.T) {
 		}
 	}
 
+	if err := f.store.Audit(ctx, jobs.AuditEntry{Time: time.Now(), Token: "ops", Via: "API", Action: "stop", RunID: "r-elsewhere", Repo: "octo/other"}); err != nil {
+		t.Fatal(err)
+	}
+	audit := call("GET", "/api/v1/audit", f.starter, "", "", http.StatusOK)
+	entries, _ := audit["entries"].([]any)
+	if len(entries) == 0 {
+		t.Error("the limited token reads no audit of its repository")
+	}
+	for _, e := range entries {
+		if e.(map[string]any)["repo"] != "octo/demo" {
+			t.Errorf("a limited token reads the audit of %v", e)
+		}
+	}
+
 	// A token limited to repositories has the API, not the dashboard (which shows every repository).
 	resp, err := http.PostForm(f.srv.URL+"/ui/login", url.Values{"token": {f.starter}})
 	if err != nil {
