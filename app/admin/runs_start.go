@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,9 +63,12 @@ type Estimate struct {
 
 // limits of the text a caller hands off.
 const (
-	maxPlanBytes      = 60 << 10
-	maxReferenceBytes = 200
+	maxPlanBytes = 60 << 10
 )
+
+// referenceRE keeps a caller's reference plain text wherever it is shown (a pull request's title
+// and summary are markdown).
+var referenceRE = regexp.MustCompile(`^[\p{L}\p{N} ._:/#@+=-]{1,200}$`)
 
 var branchNameBad = []string{" ", "~", "^", ":", "?", "*", "[", "\\", "..", "@{"}
 
@@ -104,8 +108,8 @@ func checkStart(b StartBody) (status int, msg string) {
 		return http.StatusBadRequest, "base " + strconv.Quote(b.Base) + " is not a branch name"
 	case b.Budget < 0:
 		return http.StatusBadRequest, "budget must be a positive number of US dollars"
-	case len(b.Reference) > maxReferenceBytes || strings.ContainsAny(b.Reference, "\r\n`<>"):
-		return http.StatusBadRequest, "reference must be one line of at most 200 characters without ` < >"
+	case b.Reference != "" && !referenceRE.MatchString(b.Reference):
+		return http.StatusBadRequest, "reference must be at most 200 letters, digits, spaces and . _ : / # @ + = - (a ticket id or a link)"
 	case b.Agent != "" && !validBranch(b.Agent):
 		return http.StatusBadRequest, "agent " + strconv.Quote(b.Agent) + " is not a profile name"
 	}

@@ -172,6 +172,7 @@ func TestStartRunThroughOpenAPI(t *testing.T) {
 	call("POST", "/api/v1/runs", f.starter, "", `{"repository":"octo/demo"}`, http.StatusBadRequest)
 	call("POST", "/api/v1/runs", f.starter, "", `{"repository":"octo/demo","plan":"x","plan_path":"R.md"}`, http.StatusBadRequest)
 	call("POST", "/api/v1/runs", f.starter, "", `{"repository":"octo/demo","plan_path":"../etc/passwd"}`, http.StatusBadRequest)
+	call("POST", "/api/v1/runs", f.starter, "", `{"repository":"octo/demo","plan_path":"R.md","reference":"[win](https://evil.example)"}`, http.StatusBadRequest)
 	if n := len(f.handoffs(t)); n != 2 {
 		t.Errorf("%d handoff jobs after the refusals, want 2", n)
 	}
