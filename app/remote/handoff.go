@@ -31,7 +31,8 @@ type HandoffOptions struct {
 	Repo string
 	// Remote is the git remote that is the repository on GitHub ("origin" when empty).
 	Remote string
-	// Base overrides the branch the run starts from (the checkout's current branch).
+	// Base overrides the branch the run starts from (the checkout's current branch); another branch
+	// than the one checked out is never pushed, and a plan file then goes as text.
 	Base string
 	// NoPush leaves the branch alone: the run starts from what GitHub has.
 	NoPush    bool
@@ -80,12 +81,15 @@ func (c *Client) Handoff(ctx context.Context, o HandoffOptions, progress io.Writ
 			return h, fmt.Errorf("cannot tell owner/name from remote %s (%s); give --repo owner/name", remote, u)
 		}
 	}
+	current, _ := g.out(ctx, "symbolic-ref", "--short", "HEAD")
 	h.Base = o.Base
 	if h.Base == "" {
-		if h.Base, err = g.out(ctx, "symbolic-ref", "--short", "HEAD"); err != nil {
+		if h.Base = current; current == "" {
 			return h, errors.New("the checkout is not on a branch (detached HEAD); check out a branch or give --base")
 		}
 	}
+	// Only the branch checked out is pushed, and only to itself: another base is run as GitHub has it.
+	onBase := h.Base == current
 	head, err := g.out(ctx, "rev-parse", "HEAD")
 	if err != nil {
 		return h, fmt.Errorf("%w", err)
@@ -107,7 +111,7 @@ func (c *Client) Handoff(ctx context.Context, o HandoffOptions, progress io.Writ
 		rel = filepath.ToSlash(rel)
 		_, lerr := g.out(ctx, "ls-files", "--error-unmatch", "--", rel)
 		_, derr := g.out(ctx, "diff", "--quiet", "HEAD", "--", rel)
-		committed = lerr == nil && derr == nil
+		committed = lerr == nil && derr == nil && onBase
 	}
 	switch {
 	case committed:
@@ -115,10 +119,10 @@ func (c *Client) Handoff(ctx context.Context, o HandoffOptions, progress io.Writ
 	case strings.EqualFold(filepath.Ext(abs), ".md") || strings.EqualFold(filepath.Ext(abs), ".markdown"):
 		body.Plan = string(data)
 	default:
-		return h, fmt.Errorf("%s is not committed on %s: commit it (a plan file of any format runs from the branch) or hand off a markdown plan", o.Plan, h.Base)
+		return h, fmt.Errorf("%s is not committed on %s (checked out): commit it there (a plan file of any format runs from the branch) or hand off a markdown plan", o.Plan, h.Base)
 	}
 
-	if !o.NoPush {
+	if !o.NoPush && onBase {
 		remoteHead, err := g.out(ctx, "ls-remote", remote, "refs/heads/"+h.Base)
 		if err != nil {
 			return h, fmt.Errorf("ask %s for %s: %w", remote, h.Base, err)

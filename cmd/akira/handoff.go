@@ -110,7 +110,7 @@ refused (a plan that cannot be read, a token for another repository) or could no
 	f.StringVar(&o.Dir, "dir", "", "the checkout (default: the working directory)")
 	f.StringVar(&o.Repo, "repo", "", "the repository on GitHub, owner/name (default: read from the remote's URL)")
 	f.StringVar(&o.Remote, "remote", "origin", "the git remote that is the repository on GitHub")
-	f.StringVar(&o.Base, "base", "", "the branch the run starts from and its pull request goes into (default: the current branch)")
+	f.StringVar(&o.Base, "base", "", "the branch the run starts from and its pull request goes into (default: the current branch; another is not pushed)")
 	f.BoolVar(&o.NoPush, "no-push", false, "do not push the branch; the run starts from what GitHub has")
 	f.StringVar(&o.Agent, "agent", "", "the operator's agent profile to use")
 	f.Float64Var(&o.Budget, "budget", 0, "the run's cost limit in US dollars")

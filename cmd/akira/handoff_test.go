@@ -136,6 +136,26 @@ func TestHandoffFollow(t *testing.T) {
 	if code != exitRefused || !strings.Contains(stderr, "plan:2") {
 		t.Errorf("bad plan: exit %d, stderr:\n%s", code, stderr)
 	}
+	// A plan file of another format runs from the branch, so it must be committed there.
+	yml := filepath.Join(dir, "tasks.yml")
+	mustWrite(t, yml, "tasks:\n  - id: \"1\"\n    title: Write the YAML file\n")
+	if _, stderr, code := runCmd(t, "handoff", yml, "--dir", dir, "--repo", "octo/svc"); code != exitUsage || !strings.Contains(stderr, "not committed") {
+		t.Errorf("uncommitted YAML plan: exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, args := range [][]string{{"add", "tasks.yml"}, {"commit", "-q", "-m", "Plan"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=Dev", "-c", "user.email=dev@example.com"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	stdout, stderr, code = runCmd(t, "handoff", yml, "--dir", dir, "--repo", "octo/svc", "--follow", "--interval", "200ms")
+	if code != 0 || !strings.Contains(stderr, "pushing feature") {
+		t.Fatalf("committed YAML plan: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	yid := regexp.MustCompile(`/ui/runs/([0-9a-f]+)\n`).FindStringSubmatch(stdout)[1]
+	if got, _ := fake.FileAt("octo", "svc", "akira/handoff-"+yid, "task-1.txt"); strings.TrimSpace(got) != "Write the YAML file" {
+		t.Errorf("the YAML plan's task wrote %q", got)
+	}
+
 	os.Unsetenv("AKIRA_TOKEN")
 	if _, _, code := runCmd(t, "handoff", plan, "--dir", dir); code != exitUsage {
 		t.Errorf("without a token: exit %d, want %d", code, exitUsage)
