@@ -158,3 +158,26 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 		t.Errorf("ghost handoff: %v", failed)
 	}
 }
+
+// TestHandoffBranchPrefix: a repository's branch_prefix names a handed-off run's branch; a repeat
+// of the request answers with that branch.
+func TestHandoffBranchPrefix(t *testing.T) {
+	e := newEnv(t, false)
+	api := e.adminServer()
+	ops, err := e.store.CreateToken(context.Background(), "ops", jobs.ScopeControl)
+	must(t, err)
+	e.createRepo(map[string]string{"README.md": "# demo\n", ".github/akira.yml": "branch_prefix: bot/\n"})
+	body := `{"repository":"octo/demo","plan":"- [ ] 1 Add the greeting\n"}`
+	code, first := startRun(t, api.URL, ops, "k", body)
+	if code != http.StatusAccepted {
+		t.Fatalf("start: %d %v", code, first)
+	}
+	id := first["id"].(string)
+	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(jobs.StatusSucceeded) })
+	if pr := e.onlyPR("bot/handoff-" + id); pr.Draft {
+		t.Errorf("pull request still a draft: %+v", pr)
+	}
+	if _, again := startRun(t, api.URL, ops, "k", body); again["id"] != id || again["branch"] != "bot/handoff-"+id {
+		t.Errorf("repeat: %v", again)
+	}
+}

@@ -253,11 +253,15 @@ func (s *Store) Handoff(ctx context.Context, id string) (Handoff, error) {
 
 // failHandoff records why a handoff will never become a run, for whoever follows it through the API.
 func (s *Store) failHandoff(ctx context.Context, id, reason string) error {
+	return s.updateHandoff(ctx, id, func(h *Handoff) { h.Error = reason })
+}
+
+func (s *Store) updateHandoff(ctx context.Context, id string, change func(*Handoff)) error {
 	h, err := s.Handoff(ctx, id)
 	if err != nil {
 		return err
 	}
-	h.Error = reason
+	change(&h)
 	data, _ := json.Marshal(h)
 	if err := s.rdb.Set(ctx, s.handoffKey(id), data, redis.KeepTTL).Err(); err != nil {
 		return fmt.Errorf("jobs: handoff %s: %w", id, err)
@@ -322,11 +326,18 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 	if err != nil {
 		return ResultRetry, err
 	}
-	if _, err := planRun(rp, id, in, h.d.Operator); err != nil {
+	planned, err := planRun(rp, id, in, h.d.Operator)
+	if err != nil {
 		if ce, bad := asRepoConfigError(err); bad {
 			return refuse(ce.Error())
 		}
 		return refuse(err.Error())
+	}
+	if planned.Branch != HandoffBranch(config.DefaultBranchPrefix, id) {
+		// The repository's branch_prefix: a repeated request answers with the branch the run will have.
+		if err := h.d.Store.updateHandoff(ctx, id, func(r *Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, ErrNotFound) {
+			return ResultRetry, err
+		}
 	}
 	if p.Base != "" {
 		if _, err := gh.GetRef(ctx, p.Owner, p.Repo, "heads/"+p.Base); errors.Is(err, ErrGitHubNotFound) {
