@@ -113,7 +113,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker,
 		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}),
 		GitHub:   ghApp.Installations(),
-		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log,
+		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
 	}
 	if judge, err := profiles.NewJudge(op.Judge, profiles.Options{Logger: log}); err != nil {
 		return err

@@ -81,6 +81,8 @@ type Deps struct {
 	NotifyClient *http.Client
 	// Deliveries, when set, lets the sweep job ask GitHub to redeliver missed webhooks.
 	Deliveries Deliveries
+	// Repositories, when set, finds a repository's installation for runs handed off through the API.
+	Repositories RepoInstallations
 }
 
 // ExecAgent is the AgentFactory for exec profiles: the profile's command, with only the variables it
@@ -137,5 +139,6 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux.HandleFunc(TypeAuditLine, h.HandleAuditLine)
 	mux.HandleFunc(TypePublish, h.HandlePublish)
 	mux.HandleFunc(TypeCI, h.HandleCI)
+	mux.HandleFunc(TypeHandoff, h.HandleHandoff)
 	return mux
 }

@@ -41,6 +41,8 @@ type Token struct {
 	Name    string    `json:"name"`
 	Scope   string    `json:"scope"`
 	Created time.Time `json:"created"`
+	// Repos limits the token to these repositories ("owner/name"); none: every repository.
+	Repos []string `json:"repos,omitempty"`
 }
 
 // CanControl says the token may act on runs.
@@ -58,11 +60,15 @@ func (s *Store) tokenNamesKey() string { return s.prefix + "token-names" }
 
 // CreateToken makes a token and returns its secret, which is shown once and never kept.
 func (s *Store) CreateToken(ctx context.Context, name, scope string) (string, error) {
+	return s.createToken(ctx, name, scope, nil)
+}
+
+func (s *Store) createToken(ctx context.Context, name, scope string, repos []string) (string, error) {
 	if !tokenNameRE.MatchString(name) {
 		return "", fmt.Errorf("token name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
 	}
-	if scope != ScopeRead && scope != ScopeControl {
-		return "", fmt.Errorf("token scope %q: want read or control", scope)
+	if scope != ScopeRead && scope != ScopeControl && scope != ScopeStart {
+		return "", fmt.Errorf("token scope %q: want read, start or control", scope)
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -70,7 +76,7 @@ func (s *Store) CreateToken(ctx context.Context, name, scope string) (string, er
 	}
 	secret := "akira_" + hex.EncodeToString(b)
 	hash := tokenHash(secret)
-	data, _ := json.Marshal(Token{Name: name, Scope: scope, Created: s.now().UTC()})
+	data, _ := json.Marshal(Token{Name: name, Scope: scope, Created: s.now().UTC(), Repos: repos})
 	// One name, one token: HSETNX on the name refuses a second token of the same name atomically.
 	ok, err := s.rdb.HSetNX(ctx, s.tokenNamesKey(), name, hash).Result()
 	if err != nil {
@@ -270,6 +276,8 @@ type ControlRequest struct {
 	Via      string // "api" or "dashboard"
 	// RequestID makes the action's jobs unique (a client retrying the same request acts once).
 	RequestID string
+	// Answer says the action answers an escalation (the line on the pull request says so).
+	Answer bool
 }
 
 // Controller carries out control actions the way the comment commands do: a stop is asked of the
@@ -362,7 +370,7 @@ func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, r
 		return
 	}
 	body := render("control_audit", templates.ControlAudit{Action: req.Action, TaskID: req.TaskID, Token: req.Token.Name, Via: req.Via,
-		Guidance: req.Guidance, Result: result, RunID: run.ID}, req.Action+" through the "+req.Via+" by "+req.Token.Name+".")
+		Guidance: req.Guidance, Result: result, RunID: run.ID, Answer: req.Answer}, req.Action+" through the "+req.Via+" by "+req.Token.Name+".")
 	err := c.Enqueuer.EnqueueAuditLine(ctx, AuditLinePayload{ID: req.RequestID + "-" + req.Action, InstallationID: run.InstallationID,
 		Owner: run.Owner, Repo: run.Repo, Number: number, Body: body})
 	if err := enqueued(err); err != nil {

@@ -61,6 +61,12 @@ type RunPayload struct {
 	// RunID names the run to continue (trigger continue). For a new run it is left empty and derived
 	// from DeliveryID, so a retried or redelivered job finds the run it already created.
 	RunID string `json:"run_id,omitempty"`
+	// Base, Reference, Agent and Notify are a handed-off run's (trigger api): the branch it starts
+	// from, the caller's reference, the agent profile and the notification routes it asked for.
+	Base      string              `json:"base,omitempty"`
+	Reference string              `json:"reference,omitempty"`
+	Agent     string              `json:"agent,omitempty"`
+	Notify    map[string][]string `json:"notify,omitempty"`
 }
 
 // JobID is the asynq task id of the payload: the delivery id, so GitHub redelivering a webhook
@@ -84,7 +90,7 @@ func (p RunPayload) Validate() error {
 		if p.Number <= 0 {
 			errs = append(errs, errors.New("issue trigger without an issue number"))
 		}
-	case TriggerPush:
+	case TriggerPush, TriggerAPI:
 	case TriggerPullRequest:
 		if p.Number <= 0 || p.Branch == "" {
 			errs = append(errs, errors.New("pull_request trigger without a number and a branch"))

@@ -170,6 +170,10 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 	case TriggerPush:
 		run.Branch = runner.DefaultBranch(rc.BranchPrefix, run.Roadmap)
 		run.Title = "Akira: tasks from " + run.Roadmap
+	case TriggerAPI:
+		if err := planAPIRun(run, p, rc, op); err != nil {
+			return nil, err
+		}
 	case TriggerPullRequest, TriggerReview:
 		pr := in.PR
 		if isFork(pr.HeadRepo, p.Owner, p.Repo) {

@@ -640,4 +640,6 @@ type ControlAudit struct {
 	Via      string
 	Guidance string
 	Result   string
+	// Answer says the action answers an escalation (POST /api/v1/runs/{id}/escalations/{n}).
+	Answer bool
 }

@@ -117,6 +117,7 @@ var cases = []struct {
 	{"summary_stopped_by_operator", "summary", Summary{RunID: "r15", State: RunHalted, StoppedBy: "ops (API)", AnsweredBy: "ops (API)",
 		StartedBy: "alice", Tasks: []Task{{ID: "1", Title: "Slow", Status: StatusPending}}}},
 	{"control_audit_stop", "control_audit", ControlAudit{Action: "stop", RunID: "r1", Token: "deploy-bot", Via: "api", Result: "stop requested"}},
+	{"control_audit_answer", "control_audit", ControlAudit{Action: "retry", TaskID: "2", RunID: "r1", Token: "ops", Via: "API", Guidance: "pin the version", Result: "retry queued", Answer: true}},
 	{"control_audit_retry", "control_audit", ControlAudit{Action: "retry", TaskID: "1.2", RunID: "r1", Token: "ops", Via: "dashboard", Guidance: "use the `v2` client", Result: "retry queued"}},
 	{"verdict_error", "verdict", Verdict{MinConfidence: 0.8, Error: "judge: malformed verdict after 2 answers: confidence is missing"}},
 	{"checkrun_summary_judged", "checkrun_summary", CheckRun{RunID: "r1", TaskID: "1.3", TaskTitle: "Add the login form", Status: StatusPassed,

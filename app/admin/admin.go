@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,9 +60,11 @@ type Queue interface {
 type Deps struct {
 	Store      Store
 	Controller Controller
-	Queue      Queue
-	Metrics    http.Handler
-	Logger     *slog.Logger
+	// Starter starts runs handed off through POST /api/v1/runs; the Controller when it can.
+	Starter Starter
+	Queue   Queue
+	Metrics http.Handler
+	Logger  *slog.Logger
 	// SecureCookies marks the session cookie Secure; set it when people reach the dashboard over
 	// HTTPS (AKIRA_PUBLIC_URL is https).
 	SecureCookies bool
@@ -73,6 +76,8 @@ type server struct {
 	d   Deps
 	log *slog.Logger
 	ui  *template.Template
+	// hs reads handoffs (the Store, when it can).
+	hs handoffStore
 
 	keyMu sync.Mutex
 	key   []byte
@@ -89,7 +94,11 @@ func NewServer(d Deps) (http.Handler, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if st, ok := d.Controller.(Starter); ok && d.Starter == nil {
+		d.Starter = st
+	}
 	s := &server{d: d, log: d.Logger}
+	s.hs, _ = d.Store.(handoffStore)
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.Use(gin.Recovery())
@@ -97,9 +106,11 @@ func NewServer(d Deps) (http.Handler, error) {
 
 	api := r.Group("/api/v1")
 	api.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", OpenAPI) })
-	authed := api.Group("", s.apiAuth)
+	authed := api.Group("", s.apiAuth, s.limitToRepos)
 	authed.GET("/runs", s.apiRuns)
-	authed.GET("/runs/:id", s.apiRun)
+	authed.POST("/runs", s.apiStart)
+	authed.GET("/runs/:id", s.apiRunOrHandoff)
+	authed.POST("/runs/:id/escalations/:n", s.apiEscalation)
 	authed.GET("/runs/:id/tasks/:task/attempts/:n/log", s.apiLog)
 	authed.GET("/queue", s.apiQueue)
 	authed.GET("/audit", s.apiAudit)
@@ -187,6 +198,8 @@ type RunSummary struct {
 	CostUSD    float64   `json:"cost_usd"`
 	// WaitingOn is the task waiting for a decision, when the run is parked.
 	WaitingOn string `json:"waiting_on,omitempty"`
+	// Reference is the caller's reference of a run handed off through the API.
+	Reference string `json:"reference,omitempty"`
 }
 
 // RunDetail is one run with its tasks.
@@ -246,7 +259,7 @@ type ParkedTask struct {
 
 func summaryOf(r *jobs.Run) RunSummary {
 	s := RunSummary{ID: r.ID, Repo: r.Owner + "/" + r.Repo, Status: string(r.Status), Source: r.Source, Branch: r.Branch,
-		PRURL: r.PRURL, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, TasksTotal: len(r.Tasks)}
+		PRURL: r.PRURL, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, TasksTotal: len(r.Tasks), Reference: r.Reference}
 	for _, t := range r.Tasks {
 		if t.Checkpoint != "" {
 			s.TasksDone++
@@ -335,7 +348,11 @@ func (s *server) apiRuns(c *gin.Context) {
 	out := struct {
 		Runs []RunSummary `json:"runs"`
 	}{Runs: []RunSummary{}}
+	tok := tokenOf(c)
 	for _, r := range runs {
+		if !tok.Allows(r.Owner + "/" + r.Repo) {
+			continue
+		}
 		out.Runs = append(out.Runs, summaryOf(r))
 	}
 	c.JSON(http.StatusOK, out)
@@ -362,12 +379,6 @@ func (s *server) runOf(c *gin.Context, api bool) *jobs.Run {
 		return nil
 	}
 	return run
-}
-
-func (s *server) apiRun(c *gin.Context) {
-	if run := s.runOf(c, true); run != nil {
-		c.JSON(http.StatusOK, detailOf(run))
-	}
 }
 
 // readLog answers with an attempt's log as text, or the error status.
@@ -467,6 +478,10 @@ func (s *server) apiAudit(c *gin.Context) {
 	if err != nil {
 		abortJSON(c, http.StatusServiceUnavailable, "the audit cannot be read now")
 		return
+	}
+	if tok := tokenOf(c); len(tok.Repos) > 0 {
+		// A token limited to repositories reads what was done on them only.
+		entries = slices.DeleteFunc(entries, func(e jobs.AuditEntry) bool { return !tok.Allows(e.Repo) })
 	}
 	if entries == nil {
 		entries = []jobs.AuditEntry{}

@@ -217,6 +217,12 @@ func (s *server) login(c *gin.Context) {
 		s.render(c, status, "login", page{Title: "Log in", Error: msg, Next: safeNext(c.PostForm("next"))})
 		return
 	}
+	if len(tok.Repos) > 0 {
+		// The dashboard shows every repository's runs and queues; a token limited to some has the API.
+		s.render(c, http.StatusForbidden, "login", page{Title: "Log in", Error: "That token is limited to repositories; the dashboard needs a token for all of them (the API serves this one).",
+			Next: safeNext(c.PostForm("next"))})
+		return
+	}
 	s.setSession(c, jobs.TokenHash(secret))
 	s.log.Info("admin: dashboard login", "token", tok.Name)
 	c.Redirect(http.StatusSeeOther, safeNext(c.PostForm("next")))

@@ -360,7 +360,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			GitHub:   ghApp.Installations(),
 			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir, Cache: cache,
 			Semantic: semantic, Sinks: sinks, Metrics: metrics, Logger: log, Deliveries: ghApp,
-			Masker: masker, LogRetention: env.LogRetention, PublicURL: env.PublicURL,
+			Masker: masker, LogRetention: env.LogRetention, PublicURL: env.PublicURL, Repositories: ghApp,
 		}
 		if judge != nil {
 			deps.Judge = judge // a nil *llm.Judge must not become a non-nil interface

@@ -14,17 +14,25 @@ import (
 func init() { subcommands = append(subcommands, newStatusCmd) }
 
 func newStatusCmd() *cobra.Command {
-	var repo, roadmapPath, branch, base, workDir string
+	var repo, roadmapPath, branch, base, workDir, server, runID string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show where a branch stands: the tasks done (from checkpoint trailers), parked and pending",
 		Long: `Status reads the branch on the remote, as a later akira run would continue it: tasks done (by
 their Akira-Task trailers or ticked in the plan), parked (work waiting under refs/akira/parked/...)
 and pending. It changes nothing. Exit status: 0 when everything is done, 3 when a task is parked,
-4 when tasks are pending.`,
+4 when tasks are pending.
+
+With --server it reads a run on the Akira server instead (AKIRA_SERVER, AKIRA_TOKEN; --server URL
+overrides the address): the run given with --run, else the newest runs (of --repo owner/name when
+given). Exit status of a run: 0 succeeded, 1 failed or aborted, 3 parked, 4 queued or running,
+5 stopped.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if cmd.Flags().Changed("server") {
+				return remoteStatus(ctx, cmd.OutOrStdout(), server, runID, repo)
+			}
 			r, err := resolveRepo(ctx, repo)
 			if err != nil {
 				return withExit(2, err)
@@ -71,5 +79,8 @@ and pending. It changes nothing. Exit status: 0 when everything is done, 3 when 
 	fl.StringVar(&branch, "branch", "", "the branch (default: the one akira run uses for the plan)")
 	fl.StringVar(&base, "base", "", "the base branch (default: the remote's default branch)")
 	fl.StringVar(&workDir, "work-dir", "", "directory for the temporary clone (default: $TMPDIR)")
+	fl.StringVar(&server, "server", "", "read a run on the Akira server (AKIRA_SERVER when given without a value)")
+	fl.Lookup("server").NoOptDefVal = " "
+	fl.StringVar(&runID, "run", "", "with --server: the run to show")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -17,13 +18,15 @@ func init() { subcommands = append(subcommands, newTokenCmd) }
 // newTokenCmd manages the operator API tokens of the REST API and the dashboard, in the App's Redis.
 func newTokenCmd() *cobra.Command {
 	var scope string
+	var repos []string
 	cmd := &cobra.Command{
-		Use:   "token create NAME [--scope read|control] | list | revoke NAME",
+		Use:   "token create NAME [--scope read|start|control] [--repo owner/name]... | list | revoke NAME",
 		Short: "Manage the operator tokens of the REST API and the dashboard",
 		Long: `Token manages the API tokens operators use for the REST API (/api/v1, Authorization: Bearer) and the
-dashboard (/ui) on the admin address. A read token sees runs, the queue and logs; a control token may
-also stop, abort, retry, approve and skip, each action audited and mirrored on the pull request with
-the token's name. Only a token's SHA-256 is stored; create prints the token once. Uses REDIS_URL and
+dashboard (/ui) on the admin address. A read token sees runs, the queue and logs; a start token may
+also start runs (POST /api/v1/runs, akira handoff, akira mcp); a control token may also stop, abort,
+retry, approve and skip, each action audited and mirrored on the pull request with the token's name.
+--repo (repeatable) limits the token to those repositories: it sees and acts on their runs only. Only a token's SHA-256 is stored; create prints the token once. Uses REDIS_URL and
 REDIS_PASSWORD like akira serve.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -37,12 +40,16 @@ REDIS_PASSWORD like akira serve.`,
 			out := cmd.OutOrStdout()
 			switch {
 			case args[0] == "create" && len(args) == 2:
-				secret, err := store.CreateToken(ctx, args[1], scope)
+				secret, err := store.CreateTokenFor(ctx, args[1], scope, repos)
 				if err != nil {
 					return withExit(1, err)
 				}
 				fmt.Fprintf(out, "%s\n", secret)
-				fmt.Fprintf(cmd.ErrOrStderr(), "akira: token %s (%s) created; it is shown only now\n", args[1], scope)
+				where := "every repository"
+				if len(repos) > 0 {
+					where = strings.Join(repos, ", ")
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "akira: token %s (%s, %s) created; it is shown only now\n", args[1], scope, where)
 				return nil
 			case args[0] == "list" && len(args) == 1:
 				toks, err := store.Tokens(ctx)
@@ -50,9 +57,9 @@ REDIS_PASSWORD like akira serve.`,
 					return withExit(1, err)
 				}
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tSCOPE\tCREATED")
+				fmt.Fprintln(tw, "NAME\tSCOPE\tCREATED\tREPOSITORIES")
 				for _, t := range toks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Scope, t.Created.Format("2006-01-02 15:04"))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Scope, t.Created.Format("2006-01-02 15:04"), cmp.Or(strings.Join(t.Repos, ","), "all"))
 				}
 				return tw.Flush()
 			case args[0] == "revoke" && len(args) == 2:
@@ -66,9 +73,10 @@ REDIS_PASSWORD like akira serve.`,
 				fmt.Fprintf(out, "Revoked %s.\n", args[1])
 				return nil
 			}
-			return withExit(2, errors.New("usage: akira token create NAME [--scope read|control] | list | revoke NAME"))
+			return withExit(2, errors.New("usage: akira token create NAME [--scope read|start|control] [--repo owner/name]... | list | revoke NAME"))
 		},
 	}
-	cmd.Flags().StringVar(&scope, "scope", jobs.ScopeRead, "read or control")
+	cmd.Flags().StringVar(&scope, "scope", jobs.ScopeRead, "read, start or control")
+	cmd.Flags().StringArrayVar(&repos, "repo", nil, "limit the token to this repository (owner/name; repeatable)")
 	return cmd
 }

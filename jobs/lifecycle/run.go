@@ -29,6 +29,8 @@ const (
 	TriggerContinue Trigger = "continue"
 	// TriggerReview addresses a review of a pull request Akira works on with one more checkpoint.
 	TriggerReview Trigger = "review"
+	// TriggerAPI is a run handed off through the REST API (POST /api/v1/runs, akira handoff, akira mcp).
+	TriggerAPI Trigger = "api"
 )
 
 // ReviewRequest is a review for a run to address: a review requesting changes, or `/akira fix` in a
@@ -130,6 +132,8 @@ type Run struct {
 	// Source and SourceURL say where the tasks came from, for people ("issue #12", "ROADMAP.md").
 	Source    string `json:"source,omitempty"`
 	SourceURL string `json:"source_url,omitempty"`
+	// Reference is the caller's conversation or ticket id of a run handed off through the API.
+	Reference string `json:"reference,omitempty"`
 	// Title is the pull request's title (the issue's title for an issue run).
 	Title string `json:"title,omitempty"`
 	// Agent is the operator's agent profile the run uses; MaxAttempts the attempts per task.

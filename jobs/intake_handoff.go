@@ -1,0 +1,390 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/roadmap"
+)
+
+// A run handed off from outside GitHub (`POST /api/v1/runs`, `akira handoff`, `akira mcp`) enters
+// the same intake as a comment: the API request checks what it can without GitHub (the token, the
+// plan text) and queues a handoff job; the handoff job finds the repository's installation, plans
+// the run as the run job will (configuration, agent) and queues the run job, which opens the pull
+// request as for any other trigger. The API answers at once with the run's id: it is derived from
+// the handoff's key, so the run job creates the run under the id the caller already holds.
+
+// TriggerAPI starts a run handed off through the REST API.
+const TriggerAPI = lifecycle.TriggerAPI
+
+// ScopeStart may read runs and start them, but neither stop nor decide.
+const ScopeStart = "start"
+
+// TypeHandoff is a run handed off through the REST API, on its way to a run job.
+const TypeHandoff = "akira:handoff"
+
+// HandoffTTL is how long an Idempotency-Key returns the run it started, and how long a handoff's
+// record answers for a run that was not created.
+const HandoffTTL = 24 * time.Hour
+
+// CanStart says the token may start runs.
+func (t Token) CanStart() bool { return t.Scope == ScopeControl || t.Scope == ScopeStart }
+
+// Allows says the token may act on the repository "owner/name": a token without repositories
+// covers every repository.
+func (t Token) Allows(repo string) bool {
+	if len(t.Repos) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(t.Repos, func(r string) bool { return strings.EqualFold(r, repo) })
+}
+
+var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
+
+// ValidRepoName reports whether s is "owner/name" as GitHub spells them.
+func ValidRepoName(s string) bool {
+	return repoNameRE.MatchString(s) && !strings.HasSuffix(s, "/.") && !strings.HasSuffix(s, "/..")
+}
+
+// CreateTokenFor makes a token limited to repositories ("owner/name"; none: every repository).
+func (s *Store) CreateTokenFor(ctx context.Context, name, scope string, repos []string) (string, error) {
+	for _, r := range repos {
+		if !ValidRepoName(r) {
+			return "", fmt.Errorf("token repository %q: want owner/name", r)
+		}
+	}
+	return s.createToken(ctx, name, scope, repos)
+}
+
+// HandoffRequest is a run to start from outside GitHub, as the API received it.
+type HandoffRequest struct {
+	Owner, Repo string
+	// Base is the branch the run starts from and its pull request goes into (the default branch
+	// when empty).
+	Base string
+	// Plan is the plan's text (markdown task checkboxes); PlanPath instead names a plan file of the
+	// repository in any format Akira reads; neither: the configured roadmap.
+	Plan, PlanPath string
+	Agent          string
+	BudgetUSD      float64
+	// Reference is the caller's conversation or ticket id, kept on the run and shown on its pull request.
+	Reference string
+	Notify    map[string][]string
+	Token     Token
+	// Key is the client's Idempotency-Key ("" for none).
+	Key string
+}
+
+// HandoffPayload is the payload of TypeHandoff.
+type HandoffPayload struct {
+	Version    int                 `json:"v"`
+	DeliveryID string              `json:"delivery_id"`
+	Owner      string              `json:"owner"`
+	Repo       string              `json:"repo"`
+	Base       string              `json:"base,omitempty"`
+	Plan       string              `json:"plan,omitempty"`
+	PlanPath   string              `json:"plan_path,omitempty"`
+	Agent      string              `json:"agent,omitempty"`
+	BudgetUSD  float64             `json:"budget_usd,omitempty"`
+	Reference  string              `json:"reference,omitempty"`
+	Notify     map[string][]string `json:"notify,omitempty"`
+	TokenName  string              `json:"token"`
+}
+
+// JobID is the handoff's key: a repeated request queues nothing new.
+func (p HandoffPayload) JobID() string { return "handoff:" + p.DeliveryID }
+
+// Validate reports what is missing from a handoff payload.
+func (p HandoffPayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.DeliveryID == "" || p.Owner == "" || p.Repo == "" || p.TokenName == "" {
+		errs = append(errs, errors.New("key, repository and token are required"))
+	}
+	if p.Plan != "" && p.PlanPath != "" {
+		errs = append(errs, errors.New("plan and plan_path exclude each other"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("handoff payload: %w", err)
+	}
+	return nil
+}
+
+// Handoff is what the API answers for a handoff, kept for HandoffTTL: a repeat with the same key
+// gets it again, and the run's id answers with it until the run job has created the run.
+type Handoff struct {
+	ID        string    `json:"id"`
+	Repo      string    `json:"repo"`
+	Base      string    `json:"base,omitempty"`
+	Branch    string    `json:"branch"`
+	Reference string    `json:"reference,omitempty"`
+	Created   time.Time `json:"created"`
+	// Tasks is the number of tasks of a plan given as text (0 when the plan is a file).
+	Tasks int `json:"tasks,omitempty"`
+	// Error is why the handoff did not become a run (no installation, a bad configuration).
+	Error string `json:"error,omitempty"`
+}
+
+// HandoffBranch is the branch of a handed-off run: the repository's branch prefix (DefaultBranchPrefix
+// until its configuration is read) and the run's id.
+func HandoffBranch(prefix, id string) string { return prefix + "handoff-" + id }
+
+func (s *Store) handoffKey(id string) string { return s.prefix + "handoff:" + id }
+
+func (s *Store) idempotencyKey(token, key string) string {
+	return s.prefix + "idem:" + tokenHash(token+"\x00"+key)
+}
+
+// CheckPlanText reads a plan given as text (markdown task checkboxes) the way the run job will, and
+// says how many tasks it has; the error names the line of each problem.
+func CheckPlanText(text string) (int, error) {
+	rm, err := roadmap.ParseMarkdown("plan", []byte(text))
+	if err != nil {
+		var list roadmap.Errors
+		var one *roadmap.Error
+		switch {
+		case errors.As(err, &list):
+		case errors.As(err, &one):
+			list = roadmap.Errors{one}
+		default:
+			return 0, err
+		}
+		var out []string
+		for _, e := range list {
+			c := *e
+			c.File = "plan"
+			out = append(out, c.Error())
+		}
+		return 0, errors.New(strings.Join(out, "; "))
+	}
+	if len(rm.Tasks) == 0 {
+		return 0, errors.New("plan: no tasks: write each task as a checkbox line, e.g. \"- [ ] Add a health endpoint\"")
+	}
+	return len(rm.Tasks), nil
+}
+
+// StartHandoff records a handoff and queues its job; created is false when the request's
+// Idempotency-Key was seen in the last HandoffTTL, and the handoff returned is then the first one.
+// The key is claimed with SET NX and an expiry, so two concurrent repeats start one run.
+func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks int) (Handoff, bool, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
+	}
+	delivery := "api-" + hex.EncodeToString(b)
+	id := RunIDFor(delivery)
+	h := Handoff{ID: id, Repo: req.Owner + "/" + req.Repo, Base: req.Base, Branch: HandoffBranch(config.DefaultBranchPrefix, id),
+		Reference: req.Reference, Created: time.Now().UTC(), Tasks: tasks}
+	data, _ := json.Marshal(h)
+	rdb, st := c.Store.rdb, c.Store
+	var idem string
+	if req.Key != "" {
+		idem = st.idempotencyKey(req.Token.Name, req.Key)
+		ok, err := rdb.SetNX(ctx, idem, id, HandoffTTL).Result()
+		if err != nil {
+			return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
+		}
+		if !ok {
+			first, err := rdb.Get(ctx, idem).Result()
+			if err != nil {
+				return Handoff{}, false, fmt.Errorf("jobs: handoff: the first request of this key: %w", err)
+			}
+			prev, err := st.Handoff(ctx, first)
+			if err != nil {
+				return Handoff{}, false, err
+			}
+			return prev, false, nil
+		}
+	}
+	if err := rdb.Set(ctx, st.handoffKey(id), data, HandoffTTL).Err(); err != nil {
+		return Handoff{}, false, errors.Join(fmt.Errorf("jobs: handoff: %w", err), st.forget(ctx, idem))
+	}
+	p := HandoffPayload{Version: PayloadVersion, DeliveryID: delivery, Owner: req.Owner, Repo: req.Repo, Base: req.Base,
+		Plan: req.Plan, PlanPath: req.PlanPath, Agent: req.Agent, BudgetUSD: req.BudgetUSD, Reference: req.Reference,
+		Notify: req.Notify, TokenName: req.Token.Name}
+	t, err := c.Enqueuer.opts.withDefaults().newTask(TypeHandoff, p, intakeTimeout, intakeMaxRetry)
+	if err == nil {
+		err = enqueued(c.Enqueuer.enqueue(ctx, t))
+	}
+	if err != nil {
+		// Nothing was queued: the key must not keep answering with a run that will never exist.
+		return Handoff{}, false, errors.Join(err, st.forget(ctx, idem, st.handoffKey(id)))
+	}
+	_ = c.Store.Audit(ctx, AuditEntry{Time: h.Created, Token: req.Token.Name, Via: "API", Action: "start", RunID: id, Repo: h.Repo,
+		Result: "queued"})
+	return h, true, nil
+}
+
+func (s *Store) forget(ctx context.Context, keys ...string) error {
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k == "" })
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.rdb.Del(context.WithoutCancel(ctx), keys...).Err()
+}
+
+// Handoff reads the record of a handoff by its run's id; ErrNotFound after HandoffTTL.
+func (s *Store) Handoff(ctx context.Context, id string) (Handoff, error) {
+	data, err := s.rdb.Get(ctx, s.handoffKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return Handoff{}, ErrNotFound
+	}
+	if err != nil {
+		return Handoff{}, fmt.Errorf("jobs: handoff %s: %w", id, err)
+	}
+	var h Handoff
+	if err := json.Unmarshal(data, &h); err != nil {
+		return Handoff{}, fmt.Errorf("jobs: handoff %s: %w", id, err)
+	}
+	return h, nil
+}
+
+// failHandoff records why a handoff will never become a run, for whoever follows it through the API.
+func (s *Store) failHandoff(ctx context.Context, id, reason string) error {
+	return s.updateHandoff(ctx, id, func(h *Handoff) { h.Error = reason })
+}
+
+func (s *Store) updateHandoff(ctx context.Context, id string, change func(*Handoff)) error {
+	h, err := s.Handoff(ctx, id)
+	if err != nil {
+		return err
+	}
+	change(&h)
+	data, _ := json.Marshal(h)
+	if err := s.rdb.Set(ctx, s.handoffKey(id), data, redis.KeepTTL).Err(); err != nil {
+		return fmt.Errorf("jobs: handoff %s: %w", id, err)
+	}
+	return nil
+}
+
+// RepoInstallations finds the installation of the App on a repository (app/gh implements it);
+// ErrGitHubNotFound when the App is not installed there.
+type RepoInstallations interface {
+	RepoInstallation(ctx context.Context, owner, repo string) (int64, error)
+}
+
+// HandleHandoff turns a handoff into a run job.
+func (h *Handler) HandleHandoff(ctx context.Context, t *asynq.Task) error {
+	var p HandoffPayload
+	if err := decode(t, TypeHandoff, &p); err != nil {
+		h.d.Metrics.job(TypeHandoff, ResultInvalid)
+		return err
+	}
+	result, err := h.handoff(ctx, p)
+	h.d.Metrics.job(TypeHandoff, result)
+	return err
+}
+
+func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error) {
+	id := RunIDFor(p.DeliveryID)
+	log := h.log.With("task", TypeHandoff, "run", id, "repo", p.Owner+"/"+p.Repo, "token", p.TokenName)
+	refuse := func(reason string) (string, error) {
+		log.Info("handoff: refused", "reason", reason)
+		if err := h.d.Store.failHandoff(ctx, id, reason); err != nil && !errors.Is(err, ErrNotFound) {
+			return ResultRetry, err
+		}
+		return ResultRefused, nil
+	}
+	if h.d.Repositories == nil {
+		return refuse("this server cannot find the App's installations (no GitHub App client)")
+	}
+	inst, err := h.d.Repositories.RepoInstallation(ctx, p.Owner, p.Repo)
+	if errors.Is(err, ErrGitHubNotFound) {
+		return refuse(fmt.Sprintf("the App is not installed on %s/%s (or the repository does not exist)", p.Owner, p.Repo))
+	}
+	if err != nil {
+		return ResultRetry, fmt.Errorf("jobs: installation of %s/%s: %w", p.Owner, p.Repo, err)
+	}
+	gh, err := installation(ctx, h.d.GitHub, inst)
+	if err != nil {
+		return ResultRetry, err
+	}
+	rp := RunPayload{Version: PayloadVersion, DeliveryID: p.DeliveryID, Trigger: TriggerAPI, InstallationID: inst,
+		Owner: p.Owner, Repo: p.Repo, Path: p.PlanPath, Plan: p.Plan, BudgetUSD: p.BudgetUSD, Sender: p.TokenName + " (API)",
+		Base: p.Base, Reference: p.Reference, Agent: p.Agent, Notify: p.Notify}
+	// Plan the run now as the run job will: a configuration or an agent the run job would refuse is
+	// told to the caller, who has no issue to read a reply on.
+	in, err := h.gatherRunInputs(ctx, gh, rp)
+	if ce, bad := asRepoConfigError(err); bad {
+		return refuse(ce.Error())
+	}
+	if errors.Is(err, ErrGitHubNotFound) {
+		return refuse(fmt.Sprintf("GitHub does not know %s/%s: %v", p.Owner, p.Repo, err))
+	}
+	if err != nil {
+		return ResultRetry, err
+	}
+	planned, err := planRun(rp, id, in, h.d.Operator)
+	if err != nil {
+		if ce, bad := asRepoConfigError(err); bad {
+			return refuse(ce.Error())
+		}
+		return refuse(err.Error())
+	}
+	if planned.Branch != HandoffBranch(config.DefaultBranchPrefix, id) {
+		// The repository's branch_prefix: a repeated request answers with the branch the run will have.
+		if err := h.d.Store.updateHandoff(ctx, id, func(r *Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, ErrNotFound) {
+			return ResultRetry, err
+		}
+	}
+	if p.Base != "" {
+		if _, err := gh.GetRef(ctx, p.Owner, p.Repo, "heads/"+p.Base); errors.Is(err, ErrGitHubNotFound) {
+			return refuse(fmt.Sprintf("%s/%s has no branch %s", p.Owner, p.Repo, p.Base))
+		} else if err != nil {
+			return ResultRetry, fmt.Errorf("jobs: branch %s: %w", p.Base, err)
+		}
+	}
+	rp.DefaultBranch = in.Repo.DefaultBranch
+	if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, rp)); err != nil {
+		return ResultRetry, err
+	}
+	log.Info("handoff: run queued")
+	return ResultAccepted, nil
+}
+
+// planAPIRun fills in what a handed-off run takes from its request instead of GitHub.
+func planAPIRun(run *Run, p RunPayload, rc config.Repo, op config.Operator) error {
+	run.Branch = HandoffBranch(rc.BranchPrefix, run.ID)
+	if p.Base != "" {
+		run.Base = p.Base
+	}
+	if p.Agent != "" {
+		name, _, err := op.Agent(p.Agent)
+		if err != nil {
+			return fmt.Errorf("jobs: agent %q: %w: %w", p.Agent, err, asynq.SkipRetry)
+		}
+		run.Agent = name
+	}
+	if p.Notify != nil {
+		run.Notify = p.Notify
+	}
+	run.Reference = p.Reference
+	by := strings.TrimSuffix(p.Sender, " (API)")
+	if p.Plan != "" {
+		run.Roadmap, run.Plan = "", p.Plan
+		run.PlanSource = "the plan handed off by " + by
+		run.Source = run.PlanSource
+	} else {
+		run.Source = run.Roadmap + ", handed off by " + by
+		if run.RepoURL != "" {
+			run.SourceURL = run.RepoURL + "/blob/" + run.Base + "/" + run.Roadmap
+		}
+	}
+	if p.Reference != "" {
+		run.Source += " (reference " + p.Reference + ")"
+	}
+	run.Title = "Akira: " + run.Source
+	return nil
+}

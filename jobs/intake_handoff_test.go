@@ -1,0 +1,85 @@
+package jobs
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestStartHandoffOncePerKey: concurrent repeats of a request with the same Idempotency-Key start
+// one run and queue one handoff job; another token's same key is another request.
+func TestStartHandoffOncePerKey(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctl := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
+	req := HandoffRequest{Owner: "octo", Repo: "demo", Plan: "- [ ] 1 One\n", Token: Token{Name: "editor", Scope: ScopeStart}, Key: "k"}
+	const n = 8
+	var wg sync.WaitGroup
+	ids, created := make([]string, n), make([]bool, n)
+	for i := range n {
+		wg.Go(func() {
+			h, c, err := ctl.StartHandoff(context.Background(), req, 1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i], created[i] = h.ID, c
+		})
+	}
+	wg.Wait()
+	firsts := 0
+	for i := range n {
+		if created[i] {
+			firsts++
+		}
+		if ids[i] != ids[0] {
+			t.Errorf("request %d started run %s, request 0 run %s", i, ids[i], ids[0])
+		}
+	}
+	if firsts != 1 {
+		t.Errorf("%d requests created a run, want 1", firsts)
+	}
+	if got := queued[HandoffPayload](jh, TypeHandoff); len(got) != 1 || RunIDFor(got[0].DeliveryID) != ids[0] {
+		t.Fatalf("handoff jobs %+v, want one for run %s", got, ids[0])
+	}
+	other := req
+	other.Token.Name = "someone-else"
+	h, c, err := ctl.StartHandoff(context.Background(), other, 1)
+	if err != nil || !c || h.ID == ids[0] {
+		t.Errorf("another token's key: %+v created %v err %v", h, c, err)
+	}
+}
+
+func TestTokenAllows(t *testing.T) {
+	for _, tc := range []struct {
+		repos []string
+		repo  string
+		want  bool
+	}{
+		{nil, "octo/demo", true},
+		{[]string{"octo/demo"}, "OCTO/Demo", true},
+		{[]string{"octo/demo"}, "octo/demo2", false},
+		{[]string{"octo/a", "octo/b"}, "octo/b", true},
+	} {
+		if got := (Token{Repos: tc.repos}).Allows(tc.repo); got != tc.want {
+			t.Errorf("token for %v allows %s: %v, want %v", tc.repos, tc.repo, got, tc.want)
+		}
+	}
+}
+
+func TestCheckPlanText(t *testing.T) {
+	for _, tc := range []struct {
+		plan    string
+		tasks   int
+		problem string
+	}{
+		{"- [ ] 1 One\n- [ ] 2 Two\n", 2, ""},
+		{"- [ ] 1 One\n- [ ] 1 Again\n", 0, "plan:2: duplicate task id 1"},
+		{"Just do it.\n", 0, "no tasks"},
+	} {
+		n, err := CheckPlanText(tc.plan)
+		if n != tc.tasks || (err == nil) != (tc.problem == "") || (err != nil && !strings.Contains(err.Error(), tc.problem)) {
+			t.Errorf("CheckPlanText(%q) = %d, %v; want %d, %q", tc.plan, n, err, tc.tasks, tc.problem)
+		}
+	}
+}
