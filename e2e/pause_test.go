@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,8 +17,8 @@ import (
 // TestPauseRestartResume: `/akira pause` during task 2 of 4 lets it finish and parks the run as
 // paused, holding no worker; every worker process is then stopped and a new one started; `/akira
 // resume` continues at task 3: tasks 3 and 4 run once each and task 2 is not repeated. Paused now
-// (`--now`), the attempt is discarded instead, its check run cancelled, and task 2 runs again from
-// the last checkpoint after the resume.
+// now (through the API, `?now=1`), the attempt is discarded instead, its check run cancelled, and task
+// 2 runs again from the last checkpoint after the resume (through the API too).
 func TestPauseRestartResume(t *testing.T) {
 	for _, now := range []bool{false, true} {
 		name := "after the task"
@@ -38,17 +40,24 @@ func TestPauseRestartResume(t *testing.T) {
 			if r := e.runOf(1); r.Pause != nil {
 				t.Fatal("a read-only user's pause was recorded")
 			}
-			cmd := "/akira pause"
+			var api *httptest.Server
+			var ops string
+			pausedBy := "alice"
 			if now {
-				cmd += " --now"
-			}
-			e.comment(1, "alice", cmd, false, http.StatusAccepted)
-			e.eventually("the answer to "+cmd, func() bool { return len(e.commentsWith(1, "Pausing run")) == 1 })
-			if !now {
+				api = e.adminServer()
+				tok, err := e.store.CreateToken(context.Background(), "ops", jobs.ScopeControl)
+				must(t, err)
+				ops, pausedBy = tok, "ops (API)"
+				if code, body := apiCall(t, "POST", api.URL+"/api/v1/runs/"+run.ID+"/pause?now=1", ops, ""); code != http.StatusAccepted || !strings.Contains(body, "pause requested now") {
+					t.Fatalf("pause now: %d %s", code, body)
+				}
+			} else {
+				e.comment(1, "alice", "/akira pause", false, http.StatusAccepted)
+				e.eventually("the answer to /akira pause", func() bool { return len(e.commentsWith(1, "Pausing run")) == 1 })
 				e.touch("release") // the task in progress may finish
 			}
 			paused := e.waitStatus(1, lifecycle.StatusPaused)
-			if paused.ID != run.ID || paused.PausedBy != "alice" {
+			if paused.ID != run.ID || paused.PausedBy != pausedBy {
 				t.Fatalf("run %s paused by %q", paused.ID, paused.PausedBy)
 			}
 			want := map[string]int{"1.1": 1, "1.2": 1}
@@ -62,7 +71,7 @@ func TestPauseRestartResume(t *testing.T) {
 				t.Fatalf("checkpoints when paused = %v, want %v", got, want)
 			}
 			pr := e.onlyPR(run.Branch)
-			if sum := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID)); len(sum) != 1 || !strings.Contains(sum[0].Body, "paused by @alice") {
+			if sum := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID)); len(sum) != 1 || !strings.Contains(sum[0].Body, "The run was paused by ") {
 				t.Errorf("summary: %+v", sum)
 			}
 
@@ -71,7 +80,13 @@ func TestPauseRestartResume(t *testing.T) {
 			_ = first.Wait()
 			e.touch("release")
 			e.startWorkerProcess("worker-2")
-			e.comment(1, "alice", "/akira resume", false, http.StatusAccepted)
+			if now {
+				if code, body := apiCall(t, "POST", api.URL+"/api/v1/runs/"+run.ID+"/resume", ops, ""); code != http.StatusAccepted {
+					t.Fatalf("resume: %d %s", code, body)
+				}
+			} else {
+				e.comment(1, "alice", "/akira resume", false, http.StatusAccepted)
+			}
 			done := e.waitStatus(1, jobs.StatusSucceeded)
 			if done.ID != run.ID {
 				t.Errorf("the resume made run %s beside %s", done.ID, run.ID)
@@ -84,7 +99,7 @@ func TestPauseRestartResume(t *testing.T) {
 			if c2, c3, c4 := e.agentCalls("1.2"), e.agentCalls("1.3"), e.agentCalls("1.4"); c2 != wantTask2 || c3 != 1 || c4 != 1 {
 				t.Errorf("agent calls: 1.2 %d, 1.3 %d, 1.4 %d; want 1.2 %d time(s), 1.3 and 1.4 once", c2, c3, c4, wantTask2)
 			}
-			if len(e.commentsWith(1, "Resuming run")) != 1 {
+			if !now && len(e.commentsWith(1, "Resuming run")) != 1 {
 				t.Error("no answer to /akira resume")
 			}
 		})

@@ -260,6 +260,8 @@ const (
 	ActionRetry   = "retry"
 	ActionApprove = "approve"
 	ActionSkip    = "skip"
+	ActionPause   = "pause"
+	ActionResume  = "resume"
 )
 
 // ErrNotNow is returned for an action the run's state does not allow (stop of a run that is not
@@ -278,6 +280,8 @@ type ControlRequest struct {
 	RequestID string
 	// Answer says the action answers an escalation (the line on the pull request says so).
 	Answer bool
+	// Now pauses at once, discarding the current attempt (pause only).
+	Now bool
 }
 
 // Controller carries out control actions the way the comment commands do: a stop is asked of the
@@ -324,6 +328,35 @@ func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, 
 			return "", fmt.Errorf("%w: run %s is %s, not working", ErrNotNow, run.ID, run.Status)
 		}
 		return "stop requested", nil
+	case ActionPause:
+		_, asked, err := c.Store.RequestPause(ctx, run.ID, by, req.Now)
+		if err != nil {
+			return "", err
+		}
+		if !asked {
+			return "", fmt.Errorf("%w: run %s is %s, neither queued nor working", ErrNotNow, run.ID, run.Status)
+		}
+		if req.Now {
+			return "pause requested now", nil
+		}
+		return "pause requested after the current task", nil
+	case ActionResume:
+		resumed, ok, err := c.Store.Resume(ctx, run.ID, by)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("%w: run %s is %s, not paused", ErrNotNow, run.ID, run.Status)
+		}
+		if len(resumed.Outbox) > 0 {
+			// The next job and the summary are the outbox's effects: a publish job performs them now
+			// (the relay would, later, if this enqueue were lost).
+			err := c.Enqueuer.EnqueuePublish(ctx, PublishPayload{RunID: run.ID, InstallationID: run.InstallationID, Rev: resumed.Rev})
+			if err := enqueued(err); err != nil {
+				return "", err
+			}
+		}
+		return "resumed", nil
 	case ActionAbort, ActionRetry, ActionApprove, ActionSkip:
 		if run.Status.Terminal() {
 			return "", fmt.Errorf("%w: run %s is %s", ErrNotNow, run.ID, run.Status)

@@ -114,7 +114,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	authed.GET("/runs/:id/tasks/:task/attempts/:n/log", s.apiLog)
 	authed.GET("/queue", s.apiQueue)
 	authed.GET("/audit", s.apiAudit)
-	for _, a := range []string{jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip} {
+	for _, a := range []string{jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip, jobs.ActionPause, jobs.ActionResume} {
 		authed.POST("/runs/:id/"+a, s.apiControl(a))
 	}
 
@@ -320,7 +320,7 @@ func filterOf(c *gin.Context) (jobs.RunFilter, error) {
 			}
 		}
 		if !ok {
-			return f, fmt.Errorf("state %q is not one of queued, running, parked, stopped, succeeded, failed, aborted", st)
+			return f, fmt.Errorf("state %q is not one of queued, running, waiting_ci, parked, paused, stopped, succeeded, failed, aborted", st)
 		}
 	}
 	if l := c.Query("limit"); l != "" {
@@ -521,8 +521,19 @@ func (s *server) apiControl(action string) gin.HandlerFunc {
 			abortJSON(c, http.StatusBadRequest, "guidance is longer than 4000 characters")
 			return
 		}
+		now := false
+		if action == jobs.ActionPause {
+			switch c.Query("now") {
+			case "", "0", "false":
+			case "1", "true":
+				now = true
+			default:
+				abortJSON(c, http.StatusBadRequest, "now=%q is not 1 or 0", c.Query("now"))
+				return
+			}
+		}
 		s.control(c, jobs.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: body.TaskID, Guidance: body.Guidance,
-			Token: tok, Via: "API", RequestID: requestID(c, c.Param("id")+"-"+action)})
+			Token: tok, Via: "API", RequestID: requestID(c, c.Param("id")+"-"+action), Now: now})
 	}
 }
 

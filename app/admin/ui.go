@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // The dashboard is server-rendered html/template pages, one {{define}} per file, no JavaScript.
@@ -257,7 +258,9 @@ func (s *server) runsPage(c *gin.Context) {
 type runView struct {
 	Run     RunDetail
 	Working bool
-	Over    bool
+	// Paused: the run waits to be resumed.
+	Paused bool
+	Over   bool
 }
 
 func (s *server) runPage(c *gin.Context) {
@@ -265,7 +268,8 @@ func (s *server) runPage(c *gin.Context) {
 	if run == nil {
 		return
 	}
-	v := runView{Run: detailOf(run), Working: run.Status == jobs.StatusRunning || run.Status == jobs.StatusQueued, Over: run.Status.Terminal()}
+	v := runView{Run: detailOf(run), Working: run.Status == jobs.StatusRunning || run.Status == jobs.StatusQueued, Over: run.Status.Terminal(),
+		Paused: run.Status == lifecycle.StatusPaused}
 	s.render(c, http.StatusOK, "run", page{Title: "Run " + run.ID, Data: v})
 }
 
@@ -346,13 +350,13 @@ func (s *server) uiControl(c *gin.Context) {
 		return
 	}
 	switch action {
-	case jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip:
+	case jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip, jobs.ActionPause, jobs.ActionResume:
 	default:
 		c.AbortWithStatus(http.StatusNotFound)
 		return
 	}
 	req := jobs.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: c.PostForm("task_id"), Guidance: c.PostForm("guidance"),
-		Token: tok, Via: "dashboard", RequestID: strconv.FormatInt(time.Now().UnixNano(), 36)}
+		Token: tok, Via: "dashboard", RequestID: strconv.FormatInt(time.Now().UnixNano(), 36), Now: c.PostForm("now") == "1"}
 	result, err := s.d.Controller.Control(c, req)
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):

@@ -313,6 +313,21 @@ func TestDashboardControl(t *testing.T) {
 		t.Errorf("request %+v", r)
 	}
 
+	// Pause now and resume: the forms carry the action and the "now" flag to the controller.
+	f.ctl.reqs = nil
+	for _, form := range []struct {
+		action string
+		values url.Values
+		now    bool
+	}{{"pause", url.Values{"csrf": {csrf}, "now": {"1"}}, true}, {"pause", url.Values{"csrf": {csrf}}, false}, {"resume", url.Values{"csrf": {csrf}}, false}} {
+		if a := ops.post(run+"/"+form.action, form.values); a.status != http.StatusSeeOther || strings.Contains(a.location, "error") {
+			t.Errorf("%s: %d to %q", form.action, a.status, a.location)
+		}
+		if last := f.ctl.reqs[len(f.ctl.reqs)-1]; last.Action != form.action || last.Now != form.now {
+			t.Errorf("%s reached the controller as %+v", form.action, last)
+		}
+	}
+
 	for _, tt := range []struct {
 		err  error
 		want string

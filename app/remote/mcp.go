@@ -34,6 +34,12 @@ type RunInput struct {
 	RunID string `json:"run_id" jsonschema:"the run's id, as start_run or list_runs gave it"`
 }
 
+// PauseInput is pause_run's and resume_run's input.
+type PauseInput struct {
+	RunID string `json:"run_id" jsonschema:"the run's id, as start_run or list_runs gave it"`
+	Now   bool   `json:"now,omitempty" jsonschema:"pause_run only: stop the current task at once and discard its attempt, instead of letting it finish"`
+}
+
 // AnswerInput is answer_escalation's input.
 type AnswerInput struct {
 	RunID      string `json:"run_id" jsonschema:"the run's id"`
@@ -90,14 +96,22 @@ func (c *Client) MCPServer(version string) *mcp.Server {
 			}
 			return nil, run, nil
 		})
+	descriptions := map[string]string{
+		"pause":  "Pause a run (as /akira pause): it finishes its current task (now: stops it at once, discarding the attempt) and then holds no worker until resumed.",
+		"resume": "Resume a paused run (as /akira resume): it continues at its next task on any worker.",
+	}
 	for _, verb := range []string{"pause", "resume"} {
-		mcp.AddTool(s, &mcp.Tool{Name: verb + "_run", Description: strings.ToUpper(verb[:1]) + verb[1:] + " a run, where the server supports it (it may answer that it does not yet)."},
-			func(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(s, &mcp.Tool{Name: verb + "_run", Description: descriptions[verb]},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in PauseInput) (*mcp.CallToolResult, any, error) {
 				if err := needRun(in.RunID); err != nil {
 					return nil, nil, err
 				}
+				path := "/runs/" + url.PathEscape(in.RunID) + "/" + verb
+				if verb == "pause" && in.Now {
+					path += "?now=1"
+				}
 				var out admin.ControlResult
-				err := c.do(ctx, http.MethodPost, "/runs/"+url.PathEscape(in.RunID)+"/"+verb, nil, nil, &out)
+				err := c.do(ctx, http.MethodPost, path, nil, nil, &out)
 				if ae, ok := errors.AsType[*APIError](err); ok && (ae.Status == http.StatusMethodNotAllowed ||
 					(ae.Status == http.StatusNotFound && !strings.HasPrefix(ae.Message, "no run"))) {
 					return nil, nil, errNoPause

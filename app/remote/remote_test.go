@@ -154,8 +154,11 @@ func TestMCPInProcess(t *testing.T) {
 	if msg := call("answer_escalation", map[string]any{"run_id": "r-parked", "action": "retry", "guidance": "try harder"}, &answered); msg != "" || answered.Result != "retry queued" {
 		t.Errorf("answer_escalation: %q %+v", msg, answered)
 	}
-	if msg := call("resume_run", map[string]any{"run_id": "r-parked"}, nil); !strings.Contains(msg, "not supported by this server yet") {
-		t.Errorf("resume_run: %q", msg)
+	if msg := call("resume_run", map[string]any{"run_id": "r-parked"}, nil); !strings.Contains(msg, "409") || !strings.Contains(msg, "not paused") {
+		t.Errorf("resume_run of a parked run: %q", msg)
+	}
+	if msg := call("pause_run", map[string]any{"run_id": "r-parked", "now": true}, nil); !strings.Contains(msg, "409") || !strings.Contains(msg, "neither queued nor working") {
+		t.Errorf("pause_run of a parked run: %q", msg)
 	}
 	if msg := call("run_status", map[string]any{"run_id": ""}, nil); !strings.Contains(msg, "run_id is required") {
 		t.Errorf("run_status without a run: %q", msg)

@@ -107,8 +107,8 @@ func TestMCPStartsAndFollowsARun(t *testing.T) {
 	if len(list.Runs) != 1 || list.Runs[0].ID != started.ID {
 		t.Errorf("list_runs: %+v", list.Runs)
 	}
-	if msg := callTool(t, cs, "pause_run", map[string]any{"run_id": started.ID}, nil); !strings.Contains(msg, "not supported by this server yet") {
-		t.Errorf("pause_run: %q", msg)
+	if msg := callTool(t, cs, "pause_run", map[string]any{"run_id": started.ID}, nil); !strings.Contains(msg, "409") || !strings.Contains(msg, "neither queued nor working") {
+		t.Errorf("pause_run of a finished run: %q", msg)
 	}
 	if msg := callTool(t, cs, "answer_escalation", map[string]any{"run_id": started.ID, "action": "approve"}, nil); !strings.Contains(msg, "409") {
 		t.Errorf("answer_escalation on a finished run: %q", msg)
