@@ -135,6 +135,21 @@ func (e *engine) runParallel(ctx context.Context) (aborted bool, err error) {
 			e.yielded = true
 			return false, nil
 		}
+		if n, per := e.affordable(len(wave)); n == 0 {
+			// Not even one more: the next task parks on the budget before it starts.
+			over := fmt.Sprintf("$%.2f is left, less than the $%.2f a task has cost so far", e.costLeft(), per)
+			if err := e.budgetReached(ctx, wave[0], 0, over); err != nil {
+				if errors.Is(err, errAborted) {
+					return true, nil
+				}
+				return aborted, err
+			}
+			continue
+		} else if n < len(wave) {
+			e.o.Logger.Info("runner: fewer tasks at once: the remaining budget covers no more", "wave", len(wave), "started", n,
+				"cost_left", e.costLeft())
+			wave = wave[:n]
+		}
 		type result struct {
 			task *roadmap.Task
 			out  Outcome
@@ -230,6 +245,29 @@ func (s *serialReporter) forAll() Reporter {
 }
 
 // spent is what the run has used so far, for its workers' budget checks.
+// affordable is how many of n tasks may start at once within the remaining cost budget, judging
+// each by the average cost per of the tasks done so far: tasks running at once are not stopped when
+// the budget is reached, so a wave larger than the budget covers would overrun it by its extra tasks.
+// With no budget, or no task done yet to judge by, all n start.
+func (e *engine) affordable(n int) (int, float64) {
+	if e.o.Budget.CostUSD <= 0 {
+		return n, 0
+	}
+	var done int
+	var cost float64
+	for _, r := range e.results {
+		if r.Status == TaskDone && r.Usage.CostUSD > 0 {
+			done++
+			cost += r.Usage.CostUSD
+		}
+	}
+	if done == 0 {
+		return n, 0
+	}
+	per := cost / float64(done)
+	return min(n, int(e.costLeft()/per)), per
+}
+
 func (e *engine) spent() Spent {
 	s := e.o.Spent
 	for _, r := range e.results {
