@@ -330,11 +330,16 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	var worker *asynq.Server
 	var sched *asynq.Scheduler
 	reapCtx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
+	// reaperDone is waited for only once the reaper runs: a worker that fails to start (a cache
+	// directory it cannot make, a bad judge) returns before it, and must not wait forever.
 	reaperDone := make(chan struct{})
-	defer func() { stopReaper(); <-reaperDone }()
-	if !roles.worker {
-		close(reaperDone)
-	}
+	reaperStarted := false
+	defer func() {
+		stopReaper()
+		if reaperStarted {
+			<-reaperDone
+		}
+	}()
 	if roles.worker {
 		var cache *workspace.Cache
 		if env.CacheDir != "" {
@@ -376,6 +381,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		log.Info("workers started", "concurrency", env.Concurrency, "workdir", env.WorkDir, "agents", strings.Join(op.AgentNames(), ","))
 		// Runs whose worker died are continued within a lock TTL and a sweep, not at asynq's lease
 		// recovery a minute or more later (see jobs/run_reaper.go).
+		reaperStarted = true
 		go func() { defer close(reaperDone); h.RunReaper(reapCtx, 0) }()
 		// Every worker's scheduler queues the sweep; the task is unique per interval, so one runs.
 		sched = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: jobs.AsynqLogger(log), LogLevel: asynq.WarnLevel})
