@@ -309,3 +309,39 @@ func TestBudgetRaiseContinuesARunParkedForItsBudget(t *testing.T) {
 		t.Errorf("run after the raise = %s parked %+v", run.Status, run.Parked)
 	}
 }
+
+// TestRollbackRefusesARunThatIsNotFinished: a run that works, waits for a decision or was aborted has
+// nothing to roll back yet (or any more); the reply says which, and the branch is not touched.
+func TestRollbackRefusesARunThatIsNotFinished(t *testing.T) {
+	for _, tc := range []struct {
+		status RunStatus
+		want   string // the way forward the reply names
+	}{
+		{StatusQueued, "`/akira stop` first"},
+		{StatusRunning, "`/akira stop` first"},
+		{StatusParked, "waits for a decision"},
+		{StatusAborted, "start a new one with `/akira run`"},
+	} {
+		status := tc.status
+		t.Run(string(status), func(t *testing.T) {
+			jh := newJobsHarness(t)
+			controlRun(t, jh.store, "r-"+string(status), status)
+			p := RollbackPayload{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Number: 9, CommentID: 5, TaskID: "1.1", Sender: "alice"}
+			if err := jh.rollbackJob(p); err != nil {
+				t.Fatal(err)
+			}
+			got := jh.gh.commentsOn(9)
+			if len(got) != 1 || !strings.Contains(got[0], "r-"+string(status)) || !strings.Contains(got[0], tc.want) {
+				t.Fatalf("replies = %q, want one refusal naming the run and %q", got, tc.want)
+			}
+			for _, e := range jh.gh.Effects() {
+				if !strings.HasPrefix(e, "comment #9: ") {
+					t.Errorf("effect %q besides the reply", e)
+				}
+			}
+			if r, _ := jh.store.Get(context.Background(), "r-"+string(status)); r.Status != status {
+				t.Errorf("run status %s after a refused rollback, want %s", r.Status, status)
+			}
+		})
+	}
+}
