@@ -101,7 +101,7 @@ func TestPlanJobSaysWhyThereIsNoPlan(t *testing.T) {
 		name, config, answer, want string
 	}{
 		{"the answer holds no tasks", "", "I would rather not.", "no task checkboxes"},
-		{"an agent the operator does not offer", "agent: gpt-9\n", "- [ ] 1.1 x", `agent "gpt-9" is not one of the profiles the operator defined (sh)`},
+		{"an agent the operator does not define (a configuration error)", "agent: gpt-9\n", "- [ ] 1.1 x", `agent "gpt-9" is not one of the profiles the operator defined (sh)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := map[string]string{"README.md": "hi\n"}
