@@ -42,6 +42,8 @@ type fakeGitHub struct {
 	// calls counts calls per operation.
 	calls map[string]int
 	ci    fakeCI
+	// reviewComments are the comments of a review, by review id.
+	reviewComments map[int64][]ReviewComment
 }
 
 type fakeComment struct {
@@ -243,22 +245,34 @@ func (f *fakeGitHub) CommentBody(_ context.Context, _, _ string, id int64) (stri
 	return "", fmt.Errorf("comment %d: %w", id, ErrGitHubNotFound)
 }
 
-func (f *fakeGitHub) ReviewComments(context.Context, string, string, int, int64) ([]ReviewComment, error) {
+func (f *fakeGitHub) ReviewComments(_ context.Context, _, _ string, _ int, reviewID int64) ([]ReviewComment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return nil, f.call("ReviewComments")
+	if err := f.call("ReviewComments"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.reviewComments[reviewID]), nil
 }
 
-func (f *fakeGitHub) ReplyToReviewComment(context.Context, string, string, int, int64, string) error {
+func (f *fakeGitHub) ReplyToReviewComment(_ context.Context, _, _ string, number int, commentID int64, body string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.call("ReplyToReviewComment")
+	if err := f.call("ReplyToReviewComment"); err != nil {
+		return err
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(body), "\n")
+	f.effect("reply on #%d to review comment %d: %s", number, commentID, first)
+	return nil
 }
 
-func (f *fakeGitHub) RequestReview(context.Context, string, string, int, []string) error {
+func (f *fakeGitHub) RequestReview(_ context.Context, _, _ string, number int, reviewers []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.call("RequestReview")
+	if err := f.call("RequestReview"); err != nil {
+		return err
+	}
+	f.effect("request review on #%d from %s", number, strings.Join(reviewers, ","))
+	return nil
 }
 
 func (f *fakeGitHub) AddReaction(_ context.Context, _, _ string, commentID int64, content string) error {

@@ -1,0 +1,287 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/runner"
+)
+
+func TestTokensCreateFindRevoke(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	s := NewStore(rdb, prefix)
+	ctx := context.Background()
+
+	secret, err := s.CreateToken(ctx, "ops-1", ScopeControl)
+	if err != nil || !strings.HasPrefix(secret, "akira_") {
+		t.Fatalf("CreateToken = %q, %v", secret, err)
+	}
+	if _, err := s.CreateToken(ctx, "reader", ScopeRead); err != nil {
+		t.Fatal(err)
+	}
+	// Redis keeps the hash only: the secret itself is nowhere under the prefix.
+	keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+	for _, k := range keys {
+		if vals, _ := rdb.HGetAll(ctx, k).Result(); strings.Contains(strings.Join(mapValues(vals), " ")+strings.Join(mapKeys(vals), " "), secret) {
+			t.Errorf("key %s holds the token's secret", k)
+		}
+	}
+
+	got, err := s.TokenFor(ctx, secret)
+	if err != nil || got.Name != "ops-1" || !got.CanControl() || got.Created.IsZero() {
+		t.Fatalf("TokenFor = %+v, %v", got, err)
+	}
+	if got, err := s.TokenByHash(ctx, TokenHash(secret)); err != nil || got.Name != "ops-1" {
+		t.Fatalf("TokenByHash = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "nope", "akira_" + strings.Repeat("0", 64)} {
+		if _, err := s.TokenFor(ctx, bad); !errors.Is(err, ErrBadToken) {
+			t.Errorf("TokenFor(%q) = %v, want ErrBadToken", bad, err)
+		}
+	}
+
+	list, err := s.Tokens(ctx)
+	if err != nil || len(list) != 2 || list[0].Name != "ops-1" || list[1].Name != "reader" || list[1].CanControl() {
+		t.Fatalf("Tokens = %+v, %v; want ops-1 (control) then reader (read)", list, err)
+	}
+
+	for _, tc := range []struct{ name, scope, want string }{
+		{"ops-1", ScopeRead, `a token named "ops-1" exists`},
+		{"bad name", ScopeRead, `token name "bad name"`},
+		{"", ScopeRead, `token name ""`},
+		{"x", "admin", `token scope "admin": want read or control`},
+	} {
+		if _, err := s.CreateToken(ctx, tc.name, tc.scope); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CreateToken(%q, %q) = %v, want an error with %q", tc.name, tc.scope, err, tc.want)
+		}
+	}
+
+	if ok, err := s.RevokeToken(ctx, "ops-1"); err != nil || !ok {
+		t.Fatalf("RevokeToken = %v, %v", ok, err)
+	}
+	if _, err := s.TokenFor(ctx, secret); !errors.Is(err, ErrBadToken) {
+		t.Errorf("revoked token still found: %v", err)
+	}
+	if ok, err := s.RevokeToken(ctx, "ops-1"); err != nil || ok {
+		t.Errorf("second RevokeToken = %v, %v; want false", ok, err)
+	}
+	// The name is free again once revoked.
+	if _, err := s.CreateToken(ctx, "ops-1", ScopeRead); err != nil {
+		t.Errorf("CreateToken after revoke: %v", err)
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func mapKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestAuditLogNewestFirst(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	s := NewStore(rdb, prefix)
+	ctx := context.Background()
+	for _, a := range []string{"stop", "retry", "abort"} {
+		if err := s.Audit(ctx, AuditEntry{Token: "ops", Action: a, RunID: "r1", Result: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.AuditLog(ctx, 2)
+	if err != nil || len(got) != 2 || got[0].Action != "abort" || got[1].Action != "retry" {
+		t.Fatalf("AuditLog(2) = %+v, %v; want abort then retry", got, err)
+	}
+}
+
+func TestRunsFilter(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	s := NewStore(rdb, prefix)
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, tc := range []struct {
+		id, owner, repo string
+		status          RunStatus
+	}{
+		{"a", "Octo", "Hello", StatusRunning},
+		{"b", "octo", "hello", StatusSucceeded},
+		{"c", "other", "repo", StatusRunning},
+	} {
+		now := base.Add(time.Duration(i) * time.Hour)
+		s.Now = func() time.Time { return now }
+		r := newRun(tc.id, "akira/"+tc.id)
+		r.Owner, r.Repo = tc.owner, tc.repo
+		if _, _, err := s.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Update(ctx, tc.id, func(r *Run) error { r.Status = tc.status; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(rs []*Run) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name string
+		f    RunFilter
+		want string
+	}{
+		{"all, newest first", RunFilter{}, "c,b,a"},
+		{"repository in any case", RunFilter{Repo: "OCTO/hello"}, "b,a"},
+		{"status", RunFilter{Status: []RunStatus{StatusRunning}}, "c,a"},
+		{"both", RunFilter{Repo: "octo/hello", Status: []RunStatus{StatusSucceeded}}, "b"},
+		{"limit", RunFilter{Limit: 1}, "c"},
+		{"nothing", RunFilter{Repo: "no/such"}, ""},
+	} {
+		got, err := s.Runs(ctx, tc.f)
+		if err != nil || ids(got) != tc.want {
+			t.Errorf("%s: Runs = %q, %v; want %q", tc.name, ids(got), err, tc.want)
+		}
+	}
+}
+
+func TestSessionKeyIsSharedAndStable(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	ctx := context.Background()
+	a, err := NewStore(rdb, prefix).SessionKey(ctx)
+	if err != nil || len(a) != 32 {
+		t.Fatalf("SessionKey = %x, %v", a, err)
+	}
+	// A second web process gets the same key.
+	b, err := NewStore(rdb, prefix).SessionKey(ctx)
+	if err != nil || string(a) != string(b) {
+		t.Fatalf("second SessionKey = %x, %v; want %x", b, err, a)
+	}
+}
+
+// controlRun stores a run of o/r on pull request 9 in the given state.
+func controlRun(t *testing.T, s *Store, id string, status RunStatus, parked ...Parked) {
+	t.Helper()
+	r := newRun(id, "akira/"+id)
+	r.Owner, r.Repo, r.InstallationID, r.PR = "o", "r", 7, 9
+	if _, _, err := s.Create(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(context.Background(), id, func(r *Run) error { r.Status, r.Parked = status, parked; return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestControlActions(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	c := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
+	controlRun(t, jh.store, "working", StatusRunning)
+	controlRun(t, jh.store, "parked", StatusParked, Parked{TaskID: "1.2"})
+	controlRun(t, jh.store, "parked-none", StatusParked)
+	controlRun(t, jh.store, "done", StatusSucceeded)
+	controlRun(t, jh.store, "queued", StatusQueued)
+	ops := Token{Name: "ops", Scope: ScopeControl}
+
+	for _, tc := range []struct {
+		name            string
+		req             ControlRequest
+		want, wantError string
+	}{
+		{"stop a working run", ControlRequest{RunID: "working", Action: ActionStop}, "stop requested", ""},
+		{"stop a finished run", ControlRequest{RunID: "done", Action: ActionStop}, "", "run done is succeeded, not working"},
+		{"retry a working run", ControlRequest{RunID: "working", Action: ActionRetry}, "", "not waiting for a decision"},
+		{"retry a finished run", ControlRequest{RunID: "done", Action: ActionRetry}, "", "run done is succeeded"},
+		{"approve with nothing parked", ControlRequest{RunID: "parked-none", Action: ActionApprove}, "", "has no task waiting"},
+		{"skip a task that is not parked", ControlRequest{RunID: "parked", Action: ActionSkip, TaskID: "1.1"}, "", "task 1.1 of run parked is not waiting"},
+		{"unknown action", ControlRequest{RunID: "parked", Action: "explode"}, "", `unknown action "explode"`},
+		{"retry the parked task", ControlRequest{RunID: "parked", Action: ActionRetry, Guidance: "use the v2 API", RequestID: "q1"}, "retry queued", ""},
+		{"abort a queued run", ControlRequest{RunID: "queued", Action: ActionAbort, RequestID: "q2"}, "abort requested", ""},
+	} {
+		tc.req.Token, tc.req.Via = ops, "api"
+		got, err := c.Control(ctx, tc.req)
+		if tc.wantError != "" {
+			if !errors.Is(err, ErrNotNow) || !strings.Contains(err.Error(), tc.wantError) {
+				t.Errorf("%s: Control = %q, %v; want ErrNotNow with %q", tc.name, got, err, tc.wantError)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: Control = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := c.Control(ctx, ControlRequest{RunID: "nope", Action: ActionStop, Token: ops}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Control of an unknown run = %v, want ErrNotFound", err)
+	}
+
+	// The stop is written into the run's record for its job to find, naming who asked.
+	if r, _ := jh.store.Get(ctx, "working"); r.Stop == nil || r.Stop.By != "ops (api)" || r.Stop.Abort {
+		t.Errorf("working run's stop = %+v, want a stop by ops (api)", r.Stop)
+	}
+	if r, _ := jh.store.Get(ctx, "queued"); r.Stop == nil || !r.Stop.Abort {
+		t.Errorf("queued run's stop = %+v, want an abort", r.Stop)
+	}
+	// The retry goes through the resume job with the parked task and the guidance.
+	resumes := queued[ResumePayload](jh, TypeResume)
+	if len(resumes) != 1 || resumes[0].RunID != "parked" || resumes[0].TaskID != "1.2" || resumes[0].Decision != runner.DecisionKind(ActionRetry) ||
+		resumes[0].Guidance != "use the v2 API" || resumes[0].Sender != "ops (api)" || resumes[0].Number != 9 || !resumes[0].ByButton {
+		t.Errorf("resume jobs = %+v, want one retry of task 1.2 of run parked", resumes)
+	}
+	// Every action is audited, the refused ones with the reason.
+	log, err := jh.store.AuditLog(ctx, 100)
+	if err != nil || len(log) != 9 {
+		t.Fatalf("audit = %d entries, %v; want 9", len(log), err)
+	}
+	if e := log[len(log)-1]; e.Action != ActionStop || e.RunID != "working" || e.Result != "stop requested" || e.Repo != "o/r" || e.Via != "api" {
+		t.Errorf("first audit entry = %+v", e)
+	}
+	if e := log[len(log)-2]; !strings.HasPrefix(e.Result, "refused: ") {
+		t.Errorf("refused action audited as %q", e.Result)
+	}
+	// The actions that happened are mirrored on the pull request by a job each.
+	lines := queued[AuditLinePayload](jh, TypeAuditLine)
+	if len(lines) != 3 {
+		t.Fatalf("audit lines = %+v, want 3 (stop, retry, abort)", lines)
+	}
+	for _, l := range lines {
+		if l.Number != 9 || l.Owner != "o" || l.Body == "" || !strings.Contains(l.Body, "ops") {
+			t.Errorf("audit line %+v, want a line on o/r#9 naming ops", l)
+		}
+	}
+}
+
+func TestHandleAuditLinePostsAndRetries(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	p := AuditLinePayload{Version: PayloadVersion, ID: "q1-stop", InstallationID: 7, Owner: "o", Repo: "r", Number: 9, Body: "stop through the api by ops."}
+	task, err := TaskOptions{}.withDefaults().newTask(TypeAuditLine, p, resumeTimeout, intakeMaxRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jh.gh.failOnce("CreateComment", errors.New("502 bad gateway"))
+	if err := jh.h.HandleAuditLine(ctx, task); err == nil || !strings.Contains(err.Error(), "o/r#9") {
+		t.Fatalf("HandleAuditLine with GitHub down = %v, want an error naming o/r#9", err)
+	}
+	if err := jh.h.HandleAuditLine(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if got := jh.gh.commentsOn(9); len(got) != 1 || got[0] != p.Body {
+		t.Errorf("comments on #9 = %q, want the line once", got)
+	}
+	if p.JobID() != "audit-line:q1-stop" {
+		t.Errorf("JobID = %q", p.JobID())
+	}
+	if err := (AuditLinePayload{Version: PayloadVersion}).Validate(); err == nil || !strings.Contains(err.Error(), "required") {
+		t.Errorf("Validate of an empty payload = %v", err)
+	}
+}
