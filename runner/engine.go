@@ -256,6 +256,9 @@ func (e *engine) prepare(ctx context.Context) error {
 			}
 		}
 	}
+	if e.hasPending() {
+		return e.prepareEnv(ctx, repoCfg.Setup)
+	}
 	return nil
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -203,6 +204,15 @@ type Options struct {
 	// checkpoints, shared by the workers of a parallel run, lets one checkpoint at a time be made
 	// and pushed: a worker whose branch moved combines once, instead of racing the others again.
 	checkpoints *sync.Mutex
+	// AllowRedBase lets the run start although the base branch fails its repository-wide
+	// verification (the plan's first task fixes the build).
+	AllowRedBase bool
+	// BaseMemory remembers the base-branch health check per base commit; nil remembers it for this
+	// run only.
+	BaseMemory env.BaseMemory
+	// AutoSetup runs the install command detected from the repository's files when it has no
+	// `setup:` (the operator's choice; off by default).
+	AutoSetup bool
 	// Output, when set, receives the output of verification commands live.
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().

@@ -226,6 +226,8 @@ type Repo struct {
 	CI CI `yaml:"ci"`
 	// Network asks for more destinations for the sandbox's allowlist, within the operator's ceiling.
 	Network RepoNetwork `yaml:"network"`
+	// Setup runs once per run before the first task (see Setup).
+	Setup Setup `yaml:"setup"`
 }
 
 // RepoNetwork is a repository's network: allow lists presets, hosts or addresses its runs need
@@ -358,6 +360,9 @@ func ParseRepo(data []byte) (Repo, error) {
 		if strings.TrimSpace(v) == "" {
 			errs = append(errs, errors.New("verify: empty command"))
 		}
+	}
+	if err := r.Setup.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Repo{}, fmt.Errorf(".github/akira.yml: %w", err)
