@@ -107,6 +107,8 @@ type Summary struct {
 	CI *CI
 	// Blocked are the destinations the egress proxy refused the run's tasks.
 	Blocked BlockedSection
+	// Environment is the run's setup and base-branch health check; nil when it had neither.
+	Environment *EnvSummary
 }
 
 // Count is how many tasks have the status.
