@@ -43,6 +43,9 @@ type RunPayload struct {
 	TrustPlan bool `json:"trust_plan,omitempty"`
 	// BudgetUSD is `/akira run --budget <usd>`: the run's cost limit, up to the operator's ceiling.
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// AllowRedBase is `/akira run --allow-red-base`: the run starts although its base branch fails
+	// its repository-wide verification.
+	AllowRedBase bool `json:"allow_red_base,omitempty"`
 	// Sender is the login that triggered the run.
 	Sender string `json:"sender,omitempty"`
 	// CommentID is the `/akira run` comment.
@@ -500,6 +503,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		StartCommit: run.PR == 0,
 		Sandbox:     h.d.Sandbox, AgentNetwork: profile.AgentNetwork(),
 	}
+	envOptions(&opts, run, h.d.Store, h.d.Operator.AutoSetup)
 	if profile.AgentNetwork() == sandbox.NetAllow || h.d.Sandbox.VerifyNetwork == sandbox.NetAllow {
 		log.Warn("run job: " + sandbox.AllowWarning)
 	}

@@ -48,6 +48,9 @@ type Command struct {
 	TrustPlan bool
 	// BudgetUSD is --budget <usd> (run only): the run's cost limit.
 	BudgetUSD float64
+	// AllowRedBase is --allow-red-base (run only): start although the base branch fails its
+	// repository-wide verification (the plan's first task fixes the build).
+	AllowRedBase bool
 	// Guidance is the text after /akira retry or /akira plan, up to the end of the comment (optional),
 	// cut at MaxUserText.
 	Guidance string
@@ -201,6 +204,8 @@ func parseRun(args []string) ParseResult {
 		switch {
 		case strings.EqualFold(a, "--trust-plan"):
 			cmd.TrustPlan = true
+		case strings.EqualFold(a, "--allow-red-base"):
+			cmd.AllowRedBase = true
 		case strings.EqualFold(a, "--budget") || strings.HasPrefix(strings.ToLower(a), "--budget="):
 			v, ok := strings.CutPrefix(strings.ToLower(a), "--budget=")
 			if !ok {

@@ -108,6 +108,10 @@ type Operator struct {
 	MaxParallel int `yaml:"max_parallel"`
 	// VerifyTimeout bounds each verification command.
 	VerifyTimeout Duration `yaml:"verify_timeout"`
+	// AutoSetup runs the install command Akira detects from a repository's files (go.mod,
+	// package.json and its lock file, ...) when the repository has no setup: of its own. Off by
+	// default: the command is only proposed (akira init, the run's log).
+	AutoSetup bool `yaml:"auto_setup"`
 	// StallTimeout ends an attempt whose agent showed no output and changed no file for this long
 	// (default 10m).
 	StallTimeout Duration `yaml:"stall_timeout"`
