@@ -630,7 +630,9 @@ func (h *Handler) retryOrFail(ctx, lctx context.Context, gh GitHub, run *Run, er
 		log.Warn("run job: cancelled; another try continues", "err", err)
 		return ResultRetry, fmt.Errorf("jobs: run %s interrupted: %w", run.ID, err)
 	}
-	permanent := errors.Is(err, runner.ErrInvalidPlan) || errors.Is(err, runner.ErrUsage) || errors.Is(err, asynq.SkipRetry)
+	// A red base or a failed setup would fail the same way again: a person starts the run anew.
+	permanent := errors.Is(err, runner.ErrInvalidPlan) || errors.Is(err, runner.ErrUsage) || errors.Is(err, asynq.SkipRetry) ||
+		errors.Is(err, runner.ErrRedBase) || errors.Is(err, runner.ErrSetupFailed)
 	if !permanent && !lastTry(ctx) {
 		log.Warn("run job: failed, will retry", "err", err)
 		return ResultRetry, err

@@ -23,6 +23,15 @@ var (
 	ErrRedBase = errors.New("the base branch is red")
 )
 
+// envError is a run stopped by its environment: its message is for the repository's people as it is.
+type envError struct {
+	kind error
+	msg  string
+}
+
+func (e envError) Error() string        { return e.msg }
+func (e envError) Is(target error) bool { return target == e.kind }
+
 // prepareEnv runs the repository's setup and the base-branch health check, in that order, before the
 // first task. Either failing ends the run before any agent call.
 func (e *engine) prepareEnv(ctx context.Context, setup config.Setup) error {
@@ -80,7 +89,7 @@ func (e *engine) setup(ctx context.Context, setup config.Setup) error {
 		return err
 	}
 	if f := res.Failed(); f != nil {
-		return fmt.Errorf("runner: %w: %s", ErrSetupFailed, setupMessage(res))
+		return envError{ErrSetupFailed, "setup failed: " + setupMessage(res)}
 	}
 	return nil
 }
@@ -161,7 +170,7 @@ func (e *engine) checkBase(ctx context.Context) error {
 		return err
 	}
 	if !res.Passed && !e.o.AllowRedBase {
-		return fmt.Errorf("runner: %w: %s", ErrRedBase, msg)
+		return envError{ErrRedBase, msg}
 	}
 	return nil
 }

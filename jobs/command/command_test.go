@@ -17,6 +17,7 @@ func TestParseCommands(t *testing.T) {
 		{"run a path, trusting it", "/akira run --trust-plan docs/plan.md", Command{Name: CmdRun, Path: "docs/plan.md", TrustPlan: true}},
 		{"run with path", "/akira run docs/ROADMAP.md", Command{Name: CmdRun, Path: "docs/ROADMAP.md"}},
 		{"run with budget", "/akira run --budget 20", Command{Name: CmdRun, BudgetUSD: 20}},
+		{"run on a red base", "/akira run --allow-red-base", Command{Name: CmdRun, AllowRedBase: true}},
 		{"run with budget in dollars and a path", "/akira run --budget=$7.5 plan.md", Command{Name: CmdRun, BudgetUSD: 7.5, Path: "plan.md"}},
 		{"stop", "/akira stop", Command{Name: CmdStop}},
 		{"rollback", "/akira rollback 1.2", Command{Name: CmdRollback, TaskID: "1.2"}},
