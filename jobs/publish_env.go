@@ -67,9 +67,7 @@ func (r *Reporter) baseChecked(ctx context.Context, ev runner.Event) error {
 	}
 	data := templates.EnvCheckRun{Kind: "base", Passed: b.Passed, Commit: ev.Commit, AllowRedBase: ev.AllowRedBase,
 		Failed: b.Command, Tail: r.masker.Mask(b.Tail)}
-	if !b.Passed {
-		data.ExitCode = 1
-	}
+	data.ExitCode = b.ExitCode
 	title, detail := "The base branch is green", "green at `"+shortCommit(ev.Commit)+"`"
 	if !b.Passed {
 		title, detail = "The base branch fails "+clipText(b.Command, 80), "fails `"+clipText(b.Command, 80)+"` at `"+shortCommit(ev.Commit)+"`"

@@ -150,7 +150,7 @@ func (e *engine) checkBase(ctx context.Context) error {
 		res = env.BaseResult{Passed: verify.Passed(results)}
 		for _, r := range results {
 			if !r.Passed() {
-				res.Command, res.Tail = r.Command, r.Output
+				res.Command, res.ExitCode, res.Tail = r.Command, r.ExitCode, r.Output
 				break
 			}
 		}
@@ -187,6 +187,9 @@ func RedBaseMessage(r env.BaseResult) string {
 	}
 	if len(last) > 200 {
 		last = last[:200] + "…"
+	}
+	if last == "" {
+		last = fmt.Sprintf("exit code %d and no output", r.ExitCode)
 	}
 	return fmt.Sprintf("the base branch fails `%s` before any change: %s", r.Command, last)
 }

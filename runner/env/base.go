@@ -9,8 +9,9 @@ import (
 type BaseResult struct {
 	Passed bool `json:"passed"`
 	// Command is the first repository-wide verify command that failed; Tail the end of its output.
-	Command string `json:"command,omitempty"`
-	Tail    string `json:"tail,omitempty"`
+	Command  string `json:"command,omitempty"`
+	ExitCode int    `json:"exit_code,omitempty"`
+	Tail     string `json:"tail,omitempty"`
 }
 
 // BaseMemory remembers the health check's result per repository and base commit, so that the check

@@ -1,8 +1,13 @@
 package env
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/akira-bot/akira/runner/verify"
 )
 
 // Proposal is the install command proposed for a repository without `setup:`, and the file it was
@@ -52,4 +57,34 @@ func Detect(dir string) Proposal {
 		}
 	}
 	return Proposal{}
+}
+
+// StartingConfig is a first .github/akira.yml for the project in dir (akira init): the install
+// command Detect proposes as setup and the test command verify.Detect proposes as verify, each with
+// the file it was chosen from, or commented examples when nothing was found.
+func StartingConfig(dir string) string {
+	var b strings.Builder
+	b.WriteString("# Akira's configuration of this repository; see \"Repository environments\" in Akira's README.\n\n")
+	b.WriteString("# setup runs once per run, in the sandbox, after the clone and before the first task.\n")
+	if p := Detect(dir); p.Install != "" {
+		fmt.Fprintf(&b, "# Detected from %s.\nsetup:\n  commands:\n    - %s\n  timeout: 15m\n", p.Reason, yamlString(p.Install))
+	} else {
+		b.WriteString("# setup:\n#   commands:\n#     - make deps\n#   timeout: 15m\n")
+	}
+	b.WriteString("\n# verify runs after each task without verify lines of its own, and on the base branch before\n" +
+		"# the first task of a run (a red base stops the run before any agent call).\n")
+	if cmd, reason := verify.Detect(dir); cmd != "" {
+		fmt.Fprintf(&b, "# Detected from %s.\nverify:\n  - %s\n", reason, yamlString(cmd))
+	} else {
+		b.WriteString("# verify:\n#   - make test\n")
+	}
+	return b.String()
+}
+
+// yamlString quotes s when YAML would read it as something other than the string it is.
+func yamlString(s string) string {
+	if strings.ContainsAny(s, ":#'\"{}[]&*!|>%@`") || strings.TrimSpace(s) != s {
+		return strconv.Quote(s)
+	}
+	return s
 }
