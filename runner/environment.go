@@ -91,6 +91,13 @@ func (e *engine) setup(ctx context.Context, setup config.Setup) error {
 	if f := res.Failed(); f != nil {
 		return envError{ErrSetupFailed, "setup failed: " + setupMessage(res)}
 	}
+	excluded, err := e.ws.ExcludeUntracked(ctx)
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	if len(excluded) > 0 {
+		e.o.Logger.Info("runner: what setup left untracked stays out of checkpoints", "paths", clipList(excluded, 20))
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/runner/env"
+	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 
@@ -34,6 +35,10 @@ func TestSetupRunsBeforeTheFirstTaskAndItsOutputIsVisible(t *testing.T) {
 		t.Errorf("base checks = %+v, want one that passed", bases)
 	}
 	wantCalls(t, f, "T1:1")
+	// What setup installed is the environment, not the task's work: the checkpoint holds T1.txt only.
+	if got := gittest.Git(t, f.repo.Remote, "show", "--name-only", "--format=", out.Branch); got != "ROADMAP.md\nT1.txt" {
+		t.Errorf("the checkpoint changed %q, want the roadmap's tick and T1.txt", got)
+	}
 }
 
 func TestSetupFailureStopsTheRunBeforeAnyAgentCall(t *testing.T) {
