@@ -257,7 +257,7 @@ func (e *engine) prepare(ctx context.Context) error {
 		}
 	}
 	if e.hasPending() {
-		return e.prepareEnv(ctx, repoCfg.Setup)
+		return e.prepareEnv(ctx, repoCfg.Setup, repoCfg.Cache)
 	}
 	return nil
 }

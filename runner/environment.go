@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,8 +35,8 @@ func (e envError) Is(target error) bool { return target == e.kind }
 
 // prepareEnv runs the repository's setup and the base-branch health check, in that order, before the
 // first task. Either failing ends the run before any agent call.
-func (e *engine) prepareEnv(ctx context.Context, setup config.Setup) error {
-	if err := e.setup(ctx, setup); err != nil {
+func (e *engine) prepareEnv(ctx context.Context, setup config.Setup, cacheMode string) error {
+	if err := e.setup(ctx, setup, cacheMode); err != nil {
 		return err
 	}
 	return e.checkBase(ctx)
@@ -55,7 +56,7 @@ func setupNetwork(asked string, verifyNet sandbox.Network) sandbox.Network {
 	return verifyNet
 }
 
-func (e *engine) setup(ctx context.Context, setup config.Setup) error {
+func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string) error {
 	cmds, detected := setup.Commands, ""
 	if len(cmds) == 0 && e.o.AutoSetup {
 		if p := env.Detect(e.ws.Dir); p.Install != "" {
@@ -73,11 +74,20 @@ func (e *engine) setup(ctx context.Context, setup config.Setup) error {
 	if timeout <= 0 {
 		timeout = e.o.VerifyTimeout
 	}
+	cache, err := e.openCache(cacheMode)
+	if err != nil {
+		return err
+	}
 	box, sess, err := egressPolicy(e.o.Sandbox, setupNetwork(setup.Network, e.o.Sandbox.VerifyNetwork), e.ws.Dir, e.ws.GitDir(), home, nil, 0)
 	if err != nil {
 		return err
 	}
-	res, err := env.Setup(ctx, e.ws.Dir, cmds, env.Options{Env: e.verifyEnv, Timeout: timeout, Sandbox: box, Stream: e.o.Output})
+	setupEnv := e.verifyEnv
+	if cache != nil {
+		box.ReadWrite = append(box.ReadWrite, cache.Dir)
+		setupEnv = withEnv(e.verifyEnv, cache.Env(true))
+	}
+	res, err := env.Setup(ctx, e.ws.Dir, cmds, env.Options{Env: setupEnv, Timeout: timeout, Sandbox: box, Stream: e.o.Output})
 	if sess != nil {
 		sess.Close()
 	}
@@ -90,6 +100,22 @@ func (e *engine) setup(ctx context.Context, setup config.Setup) error {
 	}
 	if f := res.Failed(); f != nil {
 		return envError{ErrSetupFailed, "setup failed: " + setupMessage(res)}
+	}
+	if cache != nil {
+		// The agent and verification see the cache setup filled: read-only unless the repository
+		// said otherwise, so that an attempt cannot poison what later runs install from.
+		write := cacheMode == "read-write"
+		if write {
+			e.o.Sandbox.ReadWrite = append(slices.Clip(e.o.Sandbox.ReadWrite), cache.Dir)
+		} else {
+			e.o.Sandbox.ReadOnly = append(slices.Clip(e.o.Sandbox.ReadOnly), cache.Dir)
+		}
+		e.verifyEnv = withEnv(e.verifyEnv, cache.Env(write))
+		if removed, err := e.o.DepCaches.Prune(0, cache.Key); err != nil {
+			e.o.Logger.Warn("runner: dependency caches not pruned", "err", err)
+		} else if len(removed) > 0 {
+			e.o.Logger.Info("runner: least recently used dependency caches removed", "count", len(removed))
+		}
 	}
 	excluded, err := e.ws.ExcludeUntracked(ctx)
 	if err != nil {
@@ -199,4 +225,37 @@ func RedBaseMessage(r env.BaseResult) string {
 		last = fmt.Sprintf("exit code %d and no output", r.ExitCode)
 	}
 	return fmt.Sprintf("the base branch fails `%s` before any change: %s", r.Command, last)
+}
+
+// openCache opens the run's dependency cache, or nil when there is none to keep (no cache root, no
+// lock file, or cache: off).
+func (e *engine) openCache(mode string) (*env.Cache, error) {
+	if e.o.DepCaches == nil || mode == "off" {
+		return nil, nil
+	}
+	scope := e.o.CacheScope
+	if scope == "" {
+		scope = env.ScopeName("local", e.o.Repo)
+	}
+	c, err := e.o.DepCaches.Open(scope, e.ws.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	return c, nil
+}
+
+// withEnv returns env with the variables of set in place of the same names.
+func withEnv(env, set []string) []string {
+	names := map[string]bool{}
+	for _, kv := range set {
+		name, _, _ := strings.Cut(kv, "=")
+		names[name] = true
+	}
+	var out []string
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !names[name] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, set...)
 }

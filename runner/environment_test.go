@@ -3,9 +3,11 @@ package runner
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/internal/sandboxtest"
 	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -180,4 +182,80 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// A second run with the same lock file finds what the first run's setup put in the cache; another
+// lock file is another cache; verification is pointed at it.
+func TestDependencyCacheIsKeptAcrossRunsByLockFile(t *testing.T) {
+	files := map[string]string{
+		"ROADMAP.md": oneTask, "package-lock.json": `{"v":1}`,
+		".github/akira.yml": "setup:\n  - \"if [ -f \\\"$npm_config_cache/pkg\\\" ]; then echo HIT; else echo MISS; echo pkg > \\\"$npm_config_cache/pkg\\\"; fi\"\n" +
+			"verify:\n  - test -f \"$npm_config_cache/pkg\"\n",
+	}
+	caches := &env.Caches{Root: t.TempDir()}
+	setupLog := func(f *fixture, branch string) string {
+		t.Helper()
+		_, rec, err := f.run(t, Options{Branch: branch, DepCaches: caches, CacheScope: "inst-1--o--r", Agent: f.agent(`touch T1.txt`)})
+		if err != nil {
+			t.Fatalf("run on %s: %v", branch, err)
+		}
+		ev := rec.of(EventSetupFinished, "")
+		if len(ev) != 1 {
+			t.Fatalf("setup events = %d", len(ev))
+		}
+		return ev[0].Setup.Log
+	}
+	f := newFixture(t, files)
+	if log := setupLog(f, "akira/one"); !strings.Contains(log, "MISS") {
+		t.Fatalf("first run's setup = %q, want a cold cache", log)
+	}
+	if log := setupLog(f, "akira/two"); !strings.Contains(log, "HIT") {
+		t.Fatalf("second run's setup = %q, want the cache the first one filled", log)
+	}
+	files["package-lock.json"] = `{"v":2}`
+	g := newFixture(t, files)
+	if log := setupLog(g, "akira/three"); !strings.Contains(log, "MISS") {
+		t.Fatalf("setup with another lock file = %q, want a cache of its own", log)
+	}
+	entries, err := caches.List()
+	if err != nil || len(entries) != 2 || entries[0].Scope != "inst-1--o--r" {
+		t.Fatalf("caches = %+v, %v; want two keys in the one scope", entries, err)
+	}
+}
+
+// Under bubblewrap a run sees its own installation's cache only, and its verification cannot change it.
+func TestDependencyCacheIsolation(t *testing.T) {
+	sandboxtest.Require(t)
+	caches := &env.Caches{Root: t.TempDir()}
+	box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetNone}
+	files := map[string]string{"ROADMAP.md": oneTask, "go.sum": "x\n",
+		".github/akira.yml": "setup:\n  - \"echo secret-of-a > \\\"$GOMODCACHE/secret\\\"\"\n"}
+	a := newFixture(t, files)
+	if _, _, err := a.run(t, Options{DepCaches: caches, CacheScope: "inst-1--o--a", Sandbox: box, AgentNetwork: sandbox.NetNone,
+		Agent: a.agent(`touch T1.txt`)}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := caches.List()
+	if len(entries) != 1 {
+		t.Fatalf("caches = %+v", entries)
+	}
+	secret := filepath.Join(caches.Root, entries[0].Scope, entries[0].Key, "go/mod/secret")
+	if _, err := os.Stat(secret); err != nil {
+		t.Fatalf("setup did not write its cache: %v", err)
+	}
+	files[".github/akira.yml"] = "setup:\n  - \"cat " + secret + " || echo unreadable\"\n" +
+		// Passes only when the cache is there and cannot be written.
+		"verify:\n  - \"test -d \\\"$GOMODCACHE\\\" && ! touch \\\"$GOMODCACHE/mine\\\"\"\n"
+	b := newFixture(t, files)
+	_, rec, err := b.run(t, Options{DepCaches: caches, CacheScope: "inst-2--o--b", Sandbox: box, AgentNetwork: sandbox.NetNone,
+		Agent: b.agent(`touch T1.txt`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := rec.of(EventSetupFinished, "")[0].Setup.Log; strings.Contains(log, "secret-of-a") || !strings.Contains(log, "unreadable") {
+		t.Errorf("another installation's setup read the cache: %q", log)
+	}
+	if v := rec.of(EventBaseChecked, ""); len(v) != 1 || !v[0].BaseCheck.Passed {
+		t.Fatalf("base check = %+v, want verification to find its cache read-only", v)
+	}
 }

@@ -210,6 +210,10 @@ type Options struct {
 	// BaseMemory remembers the base-branch health check per base commit; nil remembers it for this
 	// run only.
 	BaseMemory env.BaseMemory
+	// DepCaches, when set, keeps dependency caches across runs, keyed by the lock files, under
+	// CacheScope (env.ScopeName of the installation and repository; empty: of Repo).
+	DepCaches  *env.Caches
+	CacheScope string
 	// AutoSetup runs the install command detected from the repository's files when it has no
 	// `setup:` (the operator's choice; off by default).
 	AutoSetup bool

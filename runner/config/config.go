@@ -232,6 +232,9 @@ type Repo struct {
 	Network RepoNetwork `yaml:"network"`
 	// Setup runs once per run before the first task (see Setup).
 	Setup Setup `yaml:"setup"`
+	// Cache is how the agent and verification see the dependency cache that setup fills:
+	// "read-only" (default), "read-write", or "off" (no cache).
+	Cache string `yaml:"cache"`
 }
 
 // RepoNetwork is a repository's network: allow lists presets, hosts or addresses its runs need
@@ -367,6 +370,11 @@ func ParseRepo(data []byte) (Repo, error) {
 	}
 	if err := r.Setup.check(); err != nil {
 		errs = append(errs, err)
+	}
+	switch r.Cache {
+	case "", "read-only", "read-write", "off":
+	default:
+		errs = append(errs, fmt.Errorf("cache: %q: want read-only, read-write or off", r.Cache))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Repo{}, fmt.Errorf(".github/akira.yml: %w", err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDetect(t *testing.T) {
@@ -61,5 +62,50 @@ func TestSetupLogKeepsBothEndsOfALongOutput(t *testing.T) {
 	}
 	if len(res.Log) > MaxLogBytes+100 || !strings.Contains(res.Log, "FIRST") || !strings.Contains(res.Log, "LAST") || !strings.Contains(res.Log, "bytes not kept") {
 		t.Errorf("log of %d bytes: want at most %d with both ends and a note of what was cut", len(res.Log), MaxLogBytes)
+	}
+}
+
+func TestScopeNameKeepsScopesApart(t *testing.T) {
+	a, b := ScopeName("inst", "1", "o", "r"), ScopeName("inst", "1", "o", "r/../../x")
+	if a == b || strings.ContainsAny(b, "/\\") || strings.HasPrefix(b, ".") {
+		t.Errorf("ScopeName = %q and %q, want two plain, different directory names", a, b)
+	}
+	if ScopeName("inst", "1", "O", "R") == ScopeName("inst", "2", "o", "r") {
+		t.Error("two installations share a scope")
+	}
+}
+
+func TestPruneRemovesTheLeastRecentlyUsedFirst(t *testing.T) {
+	c := &Caches{Root: t.TempDir()}
+	var keys []string
+	for i, lock := range []string{"a", "b", "c"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "go.sum"), []byte(lock), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cache, err := c.Open("s", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cache.Dir, "go/mod/blob"), make([]byte, 1000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Oldest first: a, then b, then c.
+		old := time.Now().Add(time.Duration(i-3) * time.Hour)
+		if err := os.Chtimes(cache.Dir, old, old); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, cache.Key)
+	}
+	removed, err := c.Prune(2000, keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].Key != keys[1] {
+		t.Fatalf("removed %+v, want only b (a is kept as in use, c is the newest)", removed)
+	}
+	left, _ := c.List()
+	if len(left) != 2 || left[0].Key != keys[2] || left[1].Key != keys[0] {
+		t.Errorf("left %+v, want c then a", left)
 	}
 }
