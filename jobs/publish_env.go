@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -153,9 +155,14 @@ func envSummary(run *Run) *templates.EnvSummary {
 }
 
 // envOptions are the engine's options about the environment of a run's job.
-func envOptions(opts *runner.Options, run *Run, store *Store, autoSetup bool) {
+func envOptions(opts *runner.Options, run *Run, store *Store, autoSetup bool, caches *env.Caches) {
 	opts.AllowRedBase = run.AllowRedBase
 	opts.AutoSetup = autoSetup
+	if caches != nil {
+		// Never shared between installations: the scope names the installation and the repository.
+		opts.DepCaches = caches
+		opts.CacheScope = env.ScopeName("inst", strconv.FormatInt(run.InstallationID, 10), run.Owner, run.Repo)
+	}
 	if store != nil {
 		opts.BaseMemory = store.BaseMemory(run.InstallationID, run.Owner, run.Repo)
 	}

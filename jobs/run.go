@@ -503,7 +503,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		StartCommit: run.PR == 0,
 		Sandbox:     h.d.Sandbox, AgentNetwork: profile.AgentNetwork(),
 	}
-	envOptions(&opts, run, h.d.Store, h.d.Operator.AutoSetup)
+	envOptions(&opts, run, h.d.Store, h.d.Operator.AutoSetup, h.d.DepCaches)
 	if profile.AgentNetwork() == sandbox.NetAllow || h.d.Sandbox.VerifyNetwork == sandbox.NetAllow {
 		log.Warn("run job: " + sandbox.AllowWarning)
 	}

@@ -205,7 +205,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
 		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic, MinConfidence: op.MinConfidence(),
 		Convention: f.format, IncludeOptional: f.includeOptional,
-		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup,
+		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup, DepCaches: localDepCaches(),
 	}
 	if judge != nil {
 		opts.Judge = judge // a nil *llm.Judge must not become a non-nil interface
