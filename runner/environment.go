@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -111,7 +112,7 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 			e.o.Sandbox.ReadOnly = append(slices.Clip(e.o.Sandbox.ReadOnly), cache.Dir)
 		}
 		e.verifyEnv = withEnv(e.verifyEnv, cache.Env(write))
-		if removed, err := e.o.DepCaches.Prune(0, cache.Key); err != nil {
+		if removed, err := e.o.DepCaches.PruneScope(filepath.Base(cache.Scope), 0, cache.Key); err != nil {
 			e.o.Logger.Warn("runner: dependency caches not pruned", "err", err)
 		} else if len(removed) > 0 {
 			e.o.Logger.Info("runner: least recently used dependency caches removed", "count", len(removed))

@@ -171,6 +171,18 @@ func (c *Caches) List() ([]Entry, error) {
 // else DefaultCacheMax), never the keep key; a negative max removes every key but keep. It returns
 // what it removed.
 func (c *Caches) Prune(max int64, keep string) ([]Entry, error) {
+	return c.prune("", max, keep)
+}
+
+// PruneScope is Prune for one scope only (a run trims its own repository's caches, never another's).
+func (c *Caches) PruneScope(scope string, max int64, keep string) ([]Entry, error) {
+	if scope == "" {
+		return nil, errors.New("env: cache prune: no scope")
+	}
+	return c.prune(scope, max, keep)
+}
+
+func (c *Caches) prune(scope string, max int64, keep string) ([]Entry, error) {
 	if max == 0 {
 		max = c.Max
 	}
@@ -188,7 +200,7 @@ func (c *Caches) Prune(max int64, keep string) ([]Entry, error) {
 	var removed []Entry
 	for i := len(all) - 1; i >= 0; i-- { // oldest first
 		e := all[i]
-		if e.Key == keep || (max > 0 && size[e.Scope] <= max) {
+		if (scope != "" && e.Scope != scope) || e.Key == keep || (max > 0 && size[e.Scope] <= max) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(c.Root, e.Scope, e.Key)); err != nil {

@@ -109,3 +109,30 @@ func TestPruneRemovesTheLeastRecentlyUsedFirst(t *testing.T) {
 		t.Errorf("left %+v, want c then a", left)
 	}
 }
+
+func TestPruneScopeLeavesOtherScopesAlone(t *testing.T) {
+	c := &Caches{Root: t.TempDir()}
+	for _, scope := range []string{"a", "b"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "Cargo.lock"), []byte(scope), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cache, err := c.Open(scope, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cache.Dir, "cargo", "blob"), make([]byte, 100), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := c.PruneScope("a", -1, "")
+	if err != nil || len(removed) != 1 || removed[0].Scope != "a" {
+		t.Fatalf("removed %+v, %v; want a's one key", removed, err)
+	}
+	if left, _ := c.List(); len(left) != 1 || left[0].Scope != "b" {
+		t.Errorf("left %+v, want b's key untouched", left)
+	}
+	if _, err := c.Open("../b", t.TempDir()); err == nil {
+		t.Error("a scope that climbs out of the root was accepted")
+	}
+}
