@@ -38,6 +38,11 @@ func (r *Reporter) setupFinished(ctx context.Context, ev runner.Event) error {
 	if res == nil {
 		return nil
 	}
+	if res.Proposed != "" {
+		// Nothing ran: a line in the summary with the next edit, no check run.
+		check := &lifecycle.EnvCheck{Passed: true, Proposed: true, Detail: ev.Message}
+		return r.envCheckRun(ctx, SetupCheckRunName, "", templates.EnvCheckRun{Kind: "setup"}, check, false, func(run *Run) **lifecycle.EnvCheck { return &run.Setup })
+	}
 	text := r.masker.Mask(res.Log)
 	if err := r.pub.store.SaveLog(ctx, r.runID, SetupLogTask, 1, text, r.logRetention); err != nil {
 		r.pub.log.Warn("setup log not kept", "err", err)
@@ -149,7 +154,7 @@ func envSummary(run *Run) *templates.EnvSummary {
 			return nil
 		}
 		return &templates.EnvLine{Passed: c.Passed, Detail: c.Detail, Duration: c.Duration, CheckRunURL: c.CheckRunURL,
-			LogURL: c.LogURL, Allowed: c.Allowed}
+			LogURL: c.LogURL, Allowed: c.Allowed, Proposed: c.Proposed}
 	}
 	return &templates.EnvSummary{Setup: line(run.Setup), Base: line(run.BaseCheck)}
 }

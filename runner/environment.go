@@ -59,13 +59,17 @@ func setupNetwork(asked string, verifyNet sandbox.Network) sandbox.Network {
 
 func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string) error {
 	cmds, detected := setup.Commands, ""
-	if len(cmds) == 0 && e.o.AutoSetup {
-		if p := env.Detect(e.ws.Dir); p.Install != "" {
-			cmds, detected = []string{p.Install}, p.Reason
-		}
-	}
 	if len(cmds) == 0 {
-		return nil
+		p := env.Detect(e.ws.Dir)
+		if p.Install == "" {
+			return nil
+		}
+		if !e.o.AutoSetup {
+			// Only proposed: the summary says what would run, and how to have it.
+			res := env.Result{Detected: p.Reason, Proposed: p.Install}
+			return e.emit(ctx, Event{Type: EventSetupFinished, Setup: &res, Message: setupMessage(res)})
+		}
+		cmds, detected = []string{p.Install}, p.Reason
 	}
 	home, err := e.ws.Scratch("home-setup")
 	if err != nil {
@@ -130,6 +134,9 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 
 // setupMessage is one line about a setup's outcome.
 func setupMessage(r env.Result) string {
+	if r.Proposed != "" {
+		return fmt.Sprintf("none: `%s` detected from %s would run with the operator's auto_setup (or setup: in .github/akira.yml)", r.Proposed, r.Detected)
+	}
 	f := r.Failed()
 	if f == nil {
 		return fmt.Sprintf("setup passed (%d commands)", len(r.Steps))

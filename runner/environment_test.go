@@ -164,8 +164,8 @@ func TestAutoSetupRunsTheDetectedInstallOnlyWhenAllowed(t *testing.T) {
 		}
 		ev := rec.of(EventSetupFinished, "")
 		if !auto {
-			if len(ev) != 0 {
-				t.Errorf("auto-setup off: setup ran: %+v", ev)
+			if len(ev) != 1 || len(ev[0].Setup.Steps) != 0 || ev[0].Setup.Proposed != "make" || !strings.Contains(ev[0].Message, "auto_setup") {
+				t.Errorf("auto-setup off: setup events = %+v, want only the proposal of make", ev)
 			}
 			continue
 		}

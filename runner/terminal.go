@@ -491,6 +491,8 @@ func (t *Terminal) blocked(ev Event, who string) {
 // envLine prints the setup's or the base check's outcome, with the tail of what failed.
 func (t *Terminal) envLine(ev Event) {
 	switch {
+	case ev.Setup != nil && ev.Setup.Proposed != "":
+		t.printf("%s\n", t.c(dim, "setup: "+ev.Message))
 	case ev.Setup != nil:
 		if f := ev.Setup.Failed(); f != nil {
 			t.printf("%s setup: %s\n%s\n", t.c(red, "✗"), ev.Message, t.c(dim, strings.TrimRight(f.Tail, "\n")))

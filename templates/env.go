@@ -47,4 +47,6 @@ type EnvLine struct {
 	LogURL      string
 	// Allowed says a red base did not stop the run (--allow-red-base).
 	Allowed bool
+	// Proposed says nothing ran (a detected install command without auto-setup).
+	Proposed bool
 }

@@ -28,6 +28,8 @@ func init() {
 				CheckRunURL: "https://github.com/o/r/runs/9", LogURL: "https://akira.example/log"},
 			Base: &EnvLine{Passed: false, Allowed: true, Detail: "red at `3f2a9c1`, allowed", CheckRunURL: "https://github.com/o/r/runs/10"}}},
 		{"env_summary_base_only", "env_summary", EnvSummary{Base: &EnvLine{Passed: true, Detail: "green at `3f2a9c1`"}}},
+		{"env_summary_proposed", "env_summary", EnvSummary{Setup: &EnvLine{Passed: true, Proposed: true,
+			Detail: "none: `npm ci` detected from package.json + package-lock.json would run with the operator's auto_setup (or setup: in .github/akira.yml)"}}},
 		{"summary_environment", "summary", Summary{RunID: "r10", State: RunFailed,
 			Error:       "setup failed: `npm ci` failed (exit code 1)",
 			Tasks:       []Task{{ID: "1", Title: "Add login", Status: StatusPending}},

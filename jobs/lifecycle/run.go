@@ -208,6 +208,8 @@ type EnvCheck struct {
 	Head        string `json:"head,omitempty"`
 	LogURL      string `json:"log_url,omitempty"`
 	Allowed     bool   `json:"allowed,omitempty"`
+	// Proposed says nothing ran: Detail names the install command that would have.
+	Proposed bool `json:"proposed,omitempty"`
 }
 
 // TaskState is one task of a run.

@@ -40,8 +40,11 @@ type Result struct {
 	Duration time.Duration `json:"duration_ns"`
 	// Log is the whole output of every command, each after a "$ command" line (capped).
 	Log string `json:"-"`
-	// Detected says the commands were proposed by Detect (auto-setup), not configured.
+	// Detected says the commands were proposed by Detect (auto-setup), not configured: the file they
+	// were chosen from.
 	Detected string `json:"detected,omitempty"`
+	// Proposed is the install command Detect proposed but nothing ran (no auto-setup): Steps is empty.
+	Proposed string `json:"proposed,omitempty"`
 }
 
 // Failed is the step that stopped the setup, or nil when it passed.
