@@ -15,6 +15,7 @@ import (
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/runner/workspace"
@@ -64,6 +65,8 @@ type Deps struct {
 	WorkDir string
 	// Cache, when set, keeps a mirror per repository that workspaces are made from.
 	Cache *workspace.Cache
+	// DepCaches, when set, keeps the dependency caches of runs, a scope per installation's repository.
+	DepCaches *env.Caches
 	// Author of checkpoint commits (runner.DefaultAuthor when empty).
 	Author  runner.Identity
 	Metrics *Metrics

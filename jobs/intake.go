@@ -538,7 +538,7 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd co
 	run := RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
 		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
-		TrustPlan: cmd.TrustPlan, BudgetUSD: cmd.BudgetUSD, Confirm: cmd.Confirm,
+		TrustPlan: cmd.TrustPlan, BudgetUSD: cmd.BudgetUSD, Confirm: cmd.Confirm, AllowRedBase: cmd.AllowRedBase,
 		Sender: c.Author,
 	}
 	if plan, line, ok := roadmap.InlinePlan(c.Body, "/akira run"); ok && !c.OnPullRequest && cmd.Path == "" {

@@ -52,7 +52,7 @@ func TestTokensCreateFindRevoke(t *testing.T) {
 		{"ops-1", ScopeRead, `a token named "ops-1" exists`},
 		{"bad name", ScopeRead, `token name "bad name"`},
 		{"", ScopeRead, `token name ""`},
-		{"x", "admin", `token scope "admin": want read or control`},
+		{"x", "admin", `token scope "admin": want read, start or control`},
 	} {
 		if _, err := s.CreateToken(ctx, tc.name, tc.scope); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("CreateToken(%q, %q) = %v, want an error with %q", tc.name, tc.scope, err, tc.want)

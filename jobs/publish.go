@@ -143,6 +143,7 @@ func summaryData(r *Run) templates.Summary {
 			s.CI.Checks = append(s.CI.Checks, templates.CICheck{Name: c.Name, Conclusion: c.Conclusion, URL: c.URL, Required: c.Required})
 		}
 	}
+	s.Environment = envSummary(r)
 	if r.Status == StatusParked && len(r.Parked) > 0 {
 		s.ParkedTask = r.Parked[0].TaskID
 		if t := r.Task(s.ParkedTask); t != nil {

@@ -118,6 +118,10 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 		err = r.taskSkipped(ctx, ev)
 	case runner.EventTaskBlocked:
 		err = r.record(ctx, func(run *Run) error { return recordBlocked(run, ev) })
+	case runner.EventSetupFinished:
+		err = r.setupFinished(ctx, ev)
+	case runner.EventBaseChecked:
+		err = r.baseChecked(ctx, ev)
 	case runner.EventRunFinished:
 		if ev.Outcome != nil && ev.Outcome.Head != "" {
 			r.head = ev.Outcome.Head

@@ -47,6 +47,9 @@ type RunPayload struct {
 	Confirm bool `json:"confirm,omitempty"`
 	// BudgetUSD is `/akira run --budget <usd>`: the run's cost limit, up to the operator's ceiling.
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// AllowRedBase is `/akira run --allow-red-base`: the run starts although its base branch fails
+	// its repository-wide verification.
+	AllowRedBase bool `json:"allow_red_base,omitempty"`
 	// Sender is the login that triggered the run.
 	Sender string `json:"sender,omitempty"`
 	// CommentID is the `/akira run` comment.
@@ -533,6 +536,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		StartCommit: run.PR == 0,
 		Sandbox:     h.d.Sandbox, AgentNetwork: profile.AgentNetwork(),
 	}
+	envOptions(&opts, run, h.d.Store, h.d.Operator.AutoSetup, h.d.DepCaches)
 	if profile.AgentNetwork() == sandbox.NetAllow || h.d.Sandbox.VerifyNetwork == sandbox.NetAllow {
 		log.Warn("run job: " + sandbox.AllowWarning)
 	}
@@ -678,7 +682,9 @@ func (h *Handler) retryOrFail(ctx, lctx context.Context, gh GitHub, run *Run, er
 		log.Warn("run job: cancelled; another try continues", "err", err)
 		return ResultRetry, fmt.Errorf("jobs: run %s interrupted: %w", run.ID, err)
 	}
-	permanent := errors.Is(err, runner.ErrInvalidPlan) || errors.Is(err, runner.ErrUsage) || errors.Is(err, asynq.SkipRetry)
+	// A red base or a failed setup would fail the same way again: a person starts the run anew.
+	permanent := errors.Is(err, runner.ErrInvalidPlan) || errors.Is(err, runner.ErrUsage) || errors.Is(err, asynq.SkipRetry) ||
+		errors.Is(err, runner.ErrRedBase) || errors.Is(err, runner.ErrSetupFailed)
 	if !permanent && !lastTry(ctx) {
 		log.Warn("run job: failed, will retry", "err", err)
 		return ResultRetry, err

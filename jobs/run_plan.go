@@ -133,6 +133,7 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 	if p.BudgetUSD > 0 {
 		run.Budget.CostUSD, _ = op.RaiseCost(p.BudgetUSD)
 	}
+	run.AllowRedBase = p.AllowRedBase
 	run.Roadmap = rc.Roadmap
 	if p.Path != "" {
 		run.Roadmap = p.Path

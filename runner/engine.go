@@ -264,6 +264,9 @@ func (e *engine) prepare(ctx context.Context) error {
 			}
 		}
 	}
+	if e.hasPending() {
+		return e.prepareEnv(ctx, repoCfg.Setup, repoCfg.Cache)
+	}
 	return nil
 }
 

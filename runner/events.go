@@ -10,6 +10,7 @@ import (
 
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/egress"
+	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/verify"
 )
@@ -50,6 +51,12 @@ const (
 	EventTaskSkipped EventType = "task_skipped"
 	// EventTaskBlocked: a dependency is not done (parked, skipped or blocked itself); Message says which.
 	EventTaskBlocked EventType = "task_blocked"
+	// EventSetupFinished: the repository's setup ran before the first task; Setup holds its steps
+	// and log. A failed setup ends the run next (run_finished, status failed).
+	EventSetupFinished EventType = "setup_finished"
+	// EventBaseChecked: the base-branch health check's result (BaseCheck) for the base Commit; a red base
+	// ends the run next unless AllowRedBase.
+	EventBaseChecked EventType = "base_checked"
 	// EventRunFinished: Outcome is the result of the run.
 	EventRunFinished EventType = "run_finished"
 )
@@ -101,6 +108,12 @@ type Event struct {
 	// Blocked are the destinations the egress proxy refused the agent (agent_finished) or the
 	// verification commands (verify_finished) of the attempt.
 	Blocked []egress.Blocked `json:"blocked,omitempty"`
+
+	// Setup is the setup's outcome (setup_finished); Base the health check's (base_checked), with
+	// AllowRedBase saying a red base does not stop the run.
+	Setup        *env.Result     `json:"setup,omitempty"`
+	BaseCheck    *env.BaseResult `json:"base_check,omitempty"`
+	AllowRedBase bool            `json:"allow_red_base,omitempty"`
 
 	Decision   *Decision   `json:"decision,omitempty"`
 	Escalation *Escalation `json:"escalation,omitempty"`

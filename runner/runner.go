@@ -25,6 +25,7 @@ import (
 
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -207,6 +208,19 @@ type Options struct {
 	// run in parallel): true ends the run there, with StatusYielded, leaving that task and the rest
 	// pending. The App yields to wait for the pull request's CI after each checkpoint (ci.watch: each).
 	Yield func(ctx context.Context) bool
+	// AllowRedBase lets the run start although the base branch fails its repository-wide
+	// verification (the plan's first task fixes the build).
+	AllowRedBase bool
+	// BaseMemory remembers the base-branch health check per base commit; nil remembers it for this
+	// run only.
+	BaseMemory env.BaseMemory
+	// DepCaches, when set, keeps dependency caches across runs, keyed by the lock files, under
+	// CacheScope (env.ScopeName of the installation and repository; empty: of Repo).
+	DepCaches  *env.Caches
+	CacheScope string
+	// AutoSetup runs the install command detected from the repository's files when it has no
+	// `setup:` (the operator's choice; off by default).
+	AutoSetup bool
 	// Output, when set, receives the output of verification commands live.
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().

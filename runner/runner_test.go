@@ -490,7 +490,8 @@ func TestRepoConfigChoosesRoadmapAndVerify(t *testing.T) {
 				name:           "roadmap: docs/Plan.md\nverify: [\"test -f x.txt\"]\nmax_attempts: 1\n",
 				"docs/Plan.md": "# Plan\n\n- [ ] X1: Make x\n",
 			})
-			out, _, err := f.run(t, Options{Agent: f.agent(`touch x.txt`)})
+			// The repository-wide verify fails on the base (x.txt is the task's to make): allowed here.
+			out, _, err := f.run(t, Options{Agent: f.agent(`touch x.txt`), AllowRedBase: true})
 			if err != nil {
 				t.Fatal(err)
 			}

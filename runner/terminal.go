@@ -167,6 +167,8 @@ func (t *Terminal) print(ev Event) {
 				t.printf("%s %s %s %s\n", t.c(green, "✓"), r.ID, r.Title, t.c(dim, "("+r.Note+")"))
 			}
 		}
+	case EventSetupFinished, EventBaseChecked:
+		t.envLine(ev)
 	case EventTaskStarted:
 		t.done(ev.TaskID)
 		t.running = append(t.running, &liveTask{id: ev.TaskID, title: ev.TaskTitle, max: ev.MaxAttempts, start: ev.Time})
@@ -483,5 +485,29 @@ func (t *Terminal) blocked(ev Event, who string) {
 	for _, b := range ev.Blocked {
 		t.printf("%s  %s %s:%d ×%d: %s %s\n", t.indent(ev.TaskID), t.c(dim, "│"), b.Host, b.Port, b.Count, b.Reason,
 			t.c(dim, "(allow it: "+AllowLine(b)+")"))
+	}
+}
+
+// envLine prints the setup's or the base check's outcome, with the tail of what failed.
+func (t *Terminal) envLine(ev Event) {
+	switch {
+	case ev.Setup != nil && ev.Setup.Proposed != "":
+		t.printf("%s\n", t.c(dim, "setup: "+ev.Message))
+	case ev.Setup != nil:
+		if f := ev.Setup.Failed(); f != nil {
+			t.printf("%s setup: %s\n%s\n", t.c(red, "✗"), ev.Message, t.c(dim, strings.TrimRight(f.Tail, "\n")))
+			return
+		}
+		what := "setup"
+		if ev.Setup.Detected != "" {
+			what = "setup (detected from " + ev.Setup.Detected + ")"
+		}
+		t.printf("%s %s: %s %s\n", t.c(green, "✓"), what, ev.Message, t.c(dim, "("+ev.Setup.Duration.Round(100*time.Millisecond).String()+")"))
+	case ev.BaseCheck != nil:
+		if ev.BaseCheck.Passed {
+			t.printf("%s %s\n", t.c(green, "✓"), ev.Message)
+			return
+		}
+		t.printf("%s %s\n%s\n", t.c(red, "✗"), ev.Message, t.c(dim, strings.TrimRight(ev.BaseCheck.Tail, "\n")))
 	}
 }

@@ -113,6 +113,8 @@ type Summary struct {
 	CI *CI
 	// Blocked are the destinations the egress proxy refused the run's tasks.
 	Blocked BlockedSection
+	// Environment is the run's setup and base-branch health check; nil when it had neither.
+	Environment *EnvSummary
 }
 
 // Count is how many tasks have the status.
@@ -238,7 +240,7 @@ type HelpCommand struct {
 
 // Commands is the list the help reply shows by default.
 var Commands = []HelpCommand{
-	{"/akira run [--trust-plan] [--confirm] [--budget <usd>] [path]", "Run the tasks of this issue's checklist, or of Akira's plan for an issue written in prose (the first /akira run asks for one), or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access. --confirm: run the plan Akira proposed for a checklist it could not read. --budget: the run's cost limit (up to the operator's ceiling); on a run waiting because its budget is spent, raise it and go on."},
+	{"/akira run [--trust-plan] [--confirm] [--allow-red-base] [--budget <usd>] [path]", "Run the tasks of this issue's checklist, or of Akira's plan for an issue written in prose (the first /akira run asks for one), or of the roadmap (or the file at path). --trust-plan: run the verify commands of a plan written by someone without write access. --confirm: run the plan Akira proposed for a checklist it could not read. --allow-red-base: start although the base branch fails its verification. --budget: the run's cost limit (up to the operator's ceiling); on a run waiting because its budget is spent, raise it and go on."},
 	{"/akira plan [guidance]", "Ask for a (new) plan of this issue: a checklist of small tasks, posted for you to read before /akira run."},
 	{"/akira fix [guidance]", "In a review comment on a pull request Akira works on: address the review's comments with one more commit (a review that requests changes does the same)."},
 	{"/akira status", "Show how far the current run is."},

@@ -31,6 +31,7 @@ func init() { subcommands = append(subcommands, newRunCmd) }
 
 // runFlags are the flags of `akira run`.
 type runFlags struct {
+	allowRedBase                              bool
 	repo, roadmap, branch, base               string
 	agentCmd, agentName, model                string
 	sandbox                                   string
@@ -99,6 +100,7 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.StringArrayVar(&f.approve, "approve", nil, "task id whose parked work to accept as its checkpoint (repeatable)")
 	fl.StringVar(&f.format, "format", "", "read the markdown plan as "+strings.Join(roadmap.Conventions, ", ")+" (default: detected)")
 	fl.BoolVar(&f.includeOptional, "include-optional", false, "also run the tasks the plan marks optional (Kiro's \"- [ ]* …\")")
+	fl.BoolVar(&f.allowRedBase, "allow-red-base", false, "start although the base branch fails its repository-wide verify (the first task fixes the build)")
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable passed to the agent and verification, e.g. ANTHROPIC_API_KEY (repeatable)")
 	fl.BoolVar(&f.nonInteractive, "non-interactive", false, "never ask: park a failing task, finish independent tasks, exit 3")
 	fl.BoolVar(&f.json, "json", false, "print one JSON event per line instead of the live view")
@@ -203,6 +205,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
 		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic, MinConfidence: op.MinConfidence(),
 		Convention: f.format, IncludeOptional: f.includeOptional,
+		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup, DepCaches: localDepCaches(),
 	}
 	if judge != nil {
 		opts.Judge = judge // a nil *llm.Judge must not become a non-nil interface

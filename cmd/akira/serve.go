@@ -364,7 +364,8 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
 			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir, Cache: cache,
-			Semantic: semantic, Sinks: sinks, Metrics: metrics, Logger: log, Deliveries: ghApp,
+			DepCaches: depCachesBeside(env.CacheDir),
+			Semantic:  semantic, Sinks: sinks, Metrics: metrics, Logger: log, Deliveries: ghApp,
 			Masker: masker, LogRetention: env.LogRetention, PublicURL: env.PublicURL, Repositories: ghApp,
 		}
 		if judge != nil {

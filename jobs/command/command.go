@@ -53,6 +53,9 @@ type Command struct {
 	// Confirm is --confirm (run only): run the plan Akira proposed from an issue checklist it could
 	// not read with confidence.
 	Confirm bool
+	// AllowRedBase is --allow-red-base (run only): start although the base branch fails its
+	// repository-wide verification (the plan's first task fixes the build).
+	AllowRedBase bool
 	// Guidance is the text after /akira retry or /akira plan, up to the end of the comment (optional),
 	// cut at MaxUserText.
 	Guidance string
@@ -203,7 +206,7 @@ func parseCommand(line, rest string) ParseResult {
 	return Command{Name: name}
 }
 
-// parseRun reads `/akira run [--trust-plan] [--confirm] [--budget <usd>] [path]`. Nothing a user writes is ever passed to git as
+// parseRun reads `/akira run [--trust-plan] [--confirm] [--allow-red-base] [--budget <usd>] [path]`. Nothing a user writes is ever passed to git as
 // an option: a word that starts with "-" and is not one of those flags is refused, never taken as a path.
 func parseRun(args []string) ParseResult {
 	cmd := Command{Name: CmdRun}
@@ -214,6 +217,8 @@ func parseRun(args []string) ParseResult {
 			cmd.TrustPlan = true
 		case strings.EqualFold(a, "--confirm"):
 			cmd.Confirm = true
+		case strings.EqualFold(a, "--allow-red-base"):
+			cmd.AllowRedBase = true
 		case strings.EqualFold(a, "--budget") || strings.HasPrefix(strings.ToLower(a), "--budget="):
 			v, ok := strings.CutPrefix(strings.ToLower(a), "--budget=")
 			if !ok {

@@ -205,6 +205,29 @@ type Run struct {
 	// as the transition, and removed one by one as the publisher performs them, so that a worker that
 	// dies in between leaves them for the next one (see Effect).
 	Outbox []Effect `json:"outbox,omitempty"`
+	// AllowRedBase is `/akira run --allow-red-base`: the run starts although its base branch fails
+	// its repository-wide verification. Setup and BaseCheck are what the run's last job found of its
+	// environment, for the summary and the check runs.
+	AllowRedBase bool      `json:"allow_red_base,omitempty"`
+	Setup        *EnvCheck `json:"setup,omitempty"`
+	BaseCheck    *EnvCheck `json:"base_check,omitempty"`
+}
+
+// EnvCheck is one step of a run's environment (its setup, or the base-branch health check) as the
+// summary shows it: not a status of the run's lifecycle, a note with its check run.
+type EnvCheck struct {
+	Passed   bool          `json:"passed"`
+	Detail   string        `json:"detail,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	Commit   string        `json:"commit,omitempty"`
+	// CheckRunID is the step's check run, on the branch's Head when it was posted.
+	CheckRunID  int64  `json:"check_run_id,omitempty"`
+	CheckRunURL string `json:"check_run_url,omitempty"`
+	Head        string `json:"head,omitempty"`
+	LogURL      string `json:"log_url,omitempty"`
+	Allowed     bool   `json:"allowed,omitempty"`
+	// Proposed says nothing ran: Detail names the install command that would have.
+	Proposed bool `json:"proposed,omitempty"`
 }
 
 // TaskState is one task of a run.

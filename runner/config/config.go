@@ -108,6 +108,10 @@ type Operator struct {
 	MaxParallel int `yaml:"max_parallel"`
 	// VerifyTimeout bounds each verification command.
 	VerifyTimeout Duration `yaml:"verify_timeout"`
+	// AutoSetup runs the install command Akira detects from a repository's files (go.mod,
+	// package.json and its lock file, ...) when the repository has no setup: of its own. Off by
+	// default: the command is only proposed (akira init, the run's log).
+	AutoSetup bool `yaml:"auto_setup"`
 	// StallTimeout ends an attempt whose agent showed no output and changed no file for this long
 	// (default 10m).
 	StallTimeout Duration `yaml:"stall_timeout"`
@@ -226,6 +230,11 @@ type Repo struct {
 	CI CI `yaml:"ci"`
 	// Network asks for more destinations for the sandbox's allowlist, within the operator's ceiling.
 	Network RepoNetwork `yaml:"network"`
+	// Setup runs once per run before the first task (see Setup).
+	Setup Setup `yaml:"setup"`
+	// Cache is how the agent and verification see the dependency cache that setup fills:
+	// "read-only" (default), "read-write", or "off" (no cache).
+	Cache string `yaml:"cache"`
 }
 
 // RepoNetwork is a repository's network: allow lists presets, hosts or addresses its runs need
@@ -358,6 +367,14 @@ func ParseRepo(data []byte) (Repo, error) {
 		if strings.TrimSpace(v) == "" {
 			errs = append(errs, errors.New("verify: empty command"))
 		}
+	}
+	if err := r.Setup.check(); err != nil {
+		errs = append(errs, err)
+	}
+	switch r.Cache {
+	case "", "read-only", "read-write", "off":
+	default:
+		errs = append(errs, fmt.Errorf("cache: %q: want read-only, read-write or off", r.Cache))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Repo{}, fmt.Errorf(".github/akira.yml: %w", err)

@@ -121,7 +121,10 @@ type Policy struct {
 	// ReadOnly are more paths visible read-only at the same place: toolchains outside the system
 	// directories, an attempt's prompt file.
 	ReadOnly []string
-	Limits   Limits
+	// ReadWrite are paths visible read-write at the same place (the dependency cache of a setup); a
+	// path in both lists is read-write.
+	ReadWrite []string
+	Limits    Limits
 	// Bwrap is the bubblewrap binary; empty means "bwrap" on PATH.
 	Bwrap string
 	// Egress is the route out under NetAllowlist (and the model route under NetAllow and mode none);
@@ -212,6 +215,13 @@ func (p Policy) Command(argv []string, env []string) ([]string, []string, error)
 			return nil, nil, fmt.Errorf("sandbox: read-only path %q is not absolute", d)
 		}
 		args = append(args, "--ro-bind-try", d, d)
+		visible = append(visible, d)
+	}
+	for _, d := range p.ReadWrite {
+		if !filepath.IsAbs(d) {
+			return nil, nil, fmt.Errorf("sandbox: read-write path %q is not absolute", d)
+		}
+		args = append(args, "--bind", d, d)
 		visible = append(visible, d)
 	}
 	if p.Home != "" {
@@ -382,7 +392,10 @@ type Config struct {
 	// VerifyNetwork is what verification commands may reach.
 	VerifyNetwork Network
 	ReadOnly      []string
-	Limits        Limits
+	// ReadWrite are paths every command of the run may change (a dependency cache the repository
+	// asked to keep writable).
+	ReadWrite []string
+	Limits    Limits
 	// Disk caps the work tree's size after an attempt; 0 means no cap.
 	Disk int64
 	// Egress is the worker's egress proxy, the route out of commands under network allowlist (and
@@ -407,7 +420,7 @@ func (c Config) Shows(path string, extra ...string) bool {
 // empty one each time).
 func (c Config) Policy(net Network, workTree, gitDir, home string) *Policy {
 	return &Policy{Mode: c.Mode, Network: net, WorkTree: workTree, GitDir: gitDir, Home: home,
-		ReadOnly: append([]string(nil), c.ReadOnly...), Limits: c.Limits}
+		ReadOnly: append([]string(nil), c.ReadOnly...), ReadWrite: append([]string(nil), c.ReadWrite...), Limits: c.Limits}
 }
 
 // Shows reports whether a path of the host is visible at the same place to a command run under p:
@@ -417,6 +430,6 @@ func (p Policy) Shows(path string) bool {
 	if p.Mode != Bubblewrap {
 		return true
 	}
-	dirs := append(append(append([]string{p.WorkTree}, DefaultSystemPaths...), systemFiles...), p.ReadOnly...)
+	dirs := append(append(append(append([]string{p.WorkTree}, DefaultSystemPaths...), systemFiles...), p.ReadOnly...), p.ReadWrite...)
 	return under(path, dirs)
 }

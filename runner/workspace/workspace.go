@@ -106,6 +106,9 @@ type Workspace struct {
 	pushed string
 	parked map[string]string // sanitized task id -> sha of refs/akira/parked/<branch>/<id>
 	cached bool              // made from Options.Cache's mirror
+	// excludes is a file of Akira's, outside the work tree, of paths no checkpoint takes (what the
+	// repository's setup left untracked: node_modules, .venv); "" for none.
+	excludes string
 }
 
 // Clone makes a fresh temporary directory and clones the remote into it, without checking out a
@@ -815,6 +818,9 @@ func (w *Workspace) exec(ctx context.Context, dir string, auth bool, stdin *stri
 		extra = append(extra, "GIT_DIR="+w.gitDir, "GIT_WORK_TREE="+w.Dir)
 	}
 	settings := hardening
+	if w.excludes != "" {
+		settings = append(settings[:len(settings):len(settings)], [2]string{"core.excludesFile", w.excludes})
+	}
 	secret := ""
 	if auth && w.opts.Auth != nil {
 		header, err := w.opts.Auth(ctx)

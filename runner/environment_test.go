@@ -1,0 +1,261 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/akira-bot/akira/internal/sandboxtest"
+	"github.com/akira-bot/akira/runner/env"
+	"github.com/akira-bot/akira/runner/gittest"
+	"github.com/akira-bot/akira/runner/sandbox"
+)
+
+const oneTask = "# Roadmap\n\n- [ ] T1: Create one\n  - verify: `test -f T1.txt`\n"
+
+func TestSetupRunsBeforeTheFirstTaskAndItsOutputIsVisible(t *testing.T) {
+	f := newFixture(t, map[string]string{
+		"ROADMAP.md": oneTask,
+		".github/akira.yml": "setup:\n  - echo installing\n  - mkdir -p deps && echo ok > deps/ready\n" +
+			"verify:\n  - test -f deps/ready\n",
+	})
+	out, rec, err := f.run(t, Options{Agent: f.agent(logCall + `test -f deps/ready && touch T1.txt`)})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	wantStatuses(t, out, map[string]TaskStatus{"T1": TaskDone})
+	setups := rec.of(EventSetupFinished, "")
+	if len(setups) != 1 || setups[0].Setup == nil || len(setups[0].Setup.Steps) != 2 {
+		t.Fatalf("setup events = %+v, want one with two steps", setups)
+	}
+	if log := setups[0].Setup.Log; !strings.Contains(log, "$ echo installing\ninstalling\n") {
+		t.Errorf("setup log = %q, want each command and its output", log)
+	}
+	if bases := rec.of(EventBaseChecked, ""); len(bases) != 1 || !bases[0].BaseCheck.Passed {
+		t.Errorf("base checks = %+v, want one that passed", bases)
+	}
+	wantCalls(t, f, "T1:1")
+	// What setup installed is the environment, not the task's work: the checkpoint holds T1.txt only.
+	if got := gittest.Git(t, f.repo.Remote, "show", "--name-only", "--format=", out.Branch); got != "ROADMAP.md\nT1.txt" {
+		t.Errorf("the checkpoint changed %q, want the roadmap's tick and T1.txt", got)
+	}
+}
+
+func TestSetupFailureStopsTheRunBeforeAnyAgentCall(t *testing.T) {
+	tests := []struct {
+		name, config, wantCmd, wantLimit, wantTail string
+	}{
+		{"exit code", "setup:\n  - echo first\n  - echo 'npm ERR! no such package' >&2; exit 3\n  - echo never\n",
+			"echo 'npm ERR! no such package' >&2; exit 3", "", "npm ERR! no such package"},
+		{"timeout", "setup:\n  commands: [\"echo slow; sleep 30\"]\n  timeout: 1s\n",
+			"echo slow; sleep 30", "timeout of 1s", "slow"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, map[string]string{"ROADMAP.md": oneTask, ".github/akira.yml": tt.config})
+			out, rec, err := f.run(t, Options{Agent: f.agent(logCall + `touch T1.txt`)})
+			if !errors.Is(err, ErrSetupFailed) {
+				t.Fatalf("err = %v, want ErrSetupFailed", err)
+			}
+			if out.Status != StatusFailed {
+				t.Errorf("status = %s, want failed", out.Status)
+			}
+			wantCalls(t, f)
+			ev := rec.of(EventSetupFinished, "")
+			if len(ev) != 1 {
+				t.Fatalf("setup events = %d, want 1", len(ev))
+			}
+			failed := ev[0].Setup.Failed()
+			if failed == nil || failed.Command != tt.wantCmd || failed.Limit != tt.wantLimit || !strings.Contains(failed.Tail, tt.wantTail) {
+				t.Fatalf("failed step = %+v, want command %q, limit %q, tail with %q", failed, tt.wantCmd, tt.wantLimit, tt.wantTail)
+			}
+			if strings.Contains(ev[0].Setup.Log, "never") {
+				t.Errorf("a command after the failing one ran: %q", ev[0].Setup.Log)
+			}
+		})
+	}
+}
+
+func TestRedBaseStopsTheRunBeforeAnyAgentCall(t *testing.T) {
+	files := map[string]string{
+		"ROADMAP.md":        oneTask,
+		"check.sh":          "echo 'FAIL: TestSum (want 3, got 4)'; exit 1\n",
+		".github/akira.yml": "verify:\n  - sh check.sh\n",
+	}
+	t.Run("stops", func(t *testing.T) {
+		f := newFixture(t, files)
+		out, rec, err := f.run(t, Options{Agent: f.agent(logCall + `touch T1.txt`)})
+		if !errors.Is(err, ErrRedBase) {
+			t.Fatalf("err = %v, want ErrRedBase", err)
+		}
+		want := "the base branch fails `sh check.sh` before any change: FAIL: TestSum (want 3, got 4)"
+		if !strings.Contains(out.Error, want) {
+			t.Errorf("error = %q, want it to say %q", out.Error, want)
+		}
+		wantCalls(t, f)
+		if ev := rec.of(EventBaseChecked, ""); len(ev) != 1 || ev[0].BaseCheck.Passed || ev[0].Commit == "" {
+			t.Errorf("base checks = %+v, want one red with the base commit", ev)
+		}
+	})
+	t.Run("allowed", func(t *testing.T) {
+		f := newFixture(t, files)
+		// The first task fixes the build.
+		out, _, err := f.run(t, Options{AllowRedBase: true, Agent: f.agent(logCall + `echo 'exit 0' > check.sh; touch T1.txt`)})
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		wantStatuses(t, out, map[string]TaskStatus{"T1": TaskDone})
+		wantCalls(t, f, "T1:1")
+	})
+}
+
+func TestBaseCheckRunsOncePerBaseCommit(t *testing.T) {
+	f := newFixture(t, map[string]string{
+		"ROADMAP.md":        oneTask,
+		".github/akira.yml": "verify:\n  - echo checked >> \"$BASELOG\"\n",
+	})
+	mem := &env.MemoryBase{}
+	t.Setenv("BASELOG", f.logs+"/base")
+	for i, branch := range []string{"akira/one", "akira/two"} {
+		_, rec, err := f.run(t, Options{Branch: branch, BaseMemory: mem, Env: []string{"BASELOG"},
+			Agent: f.agent(logCall + `touch T1.txt`)})
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if ev := rec.of(EventBaseChecked, ""); len(ev) != 1 || !ev[0].BaseCheck.Passed {
+			t.Errorf("run %d: base checks = %+v, want one green", i, ev)
+		}
+	}
+	// The base check ran once for both runs (the task has verify lines of its own).
+	wantCalls(t, f, "T1:1", "T1:1")
+	if got := strings.Count(readFile(t, f.logs+"/base"), "checked"); got != 1 {
+		t.Errorf("the base check ran %d times, want once for one base commit", got)
+	}
+}
+
+func TestSetupNetworkIsNeverMoreThanVerification(t *testing.T) {
+	tests := []struct {
+		asked  string
+		verify sandbox.Network
+		want   sandbox.Network
+	}{
+		{"", sandbox.NetAllowlist, sandbox.NetAllowlist},
+		{"none", sandbox.NetAllowlist, sandbox.NetNone},
+		{"allow", sandbox.NetAllowlist, sandbox.NetAllowlist},
+		{"allow", sandbox.NetNone, sandbox.NetNone},
+		{"allowlist", sandbox.NetAllow, sandbox.NetAllowlist},
+	}
+	for _, tt := range tests {
+		if got := setupNetwork(tt.asked, tt.verify); got != tt.want {
+			t.Errorf("setupNetwork(%q, %s) = %s, want %s", tt.asked, tt.verify, got, tt.want)
+		}
+	}
+}
+
+func TestAutoSetupRunsTheDetectedInstallOnlyWhenAllowed(t *testing.T) {
+	files := map[string]string{"ROADMAP.md": oneTask, "Makefile": "all:\n\techo built > built.txt\n"}
+	for _, auto := range []bool{false, true} {
+		f := newFixture(t, files)
+		_, rec, err := f.run(t, Options{AutoSetup: auto, Agent: f.agent(logCall + `touch T1.txt`)})
+		if err != nil {
+			t.Fatalf("auto %v: %v", auto, err)
+		}
+		ev := rec.of(EventSetupFinished, "")
+		if !auto {
+			if len(ev) != 1 || len(ev[0].Setup.Steps) != 0 || ev[0].Setup.Proposed != "make" || !strings.Contains(ev[0].Message, "auto_setup") {
+				t.Errorf("auto-setup off: setup events = %+v, want only the proposal of make", ev)
+			}
+			continue
+		}
+		if len(ev) != 1 || ev[0].Setup.Detected != "Makefile" || ev[0].Setup.Steps[0].Command != "make" {
+			t.Errorf("auto-setup on: setup events = %+v, want make detected from Makefile", ev)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// A second run with the same lock file finds what the first run's setup put in the cache; another
+// lock file is another cache; verification is pointed at it.
+func TestDependencyCacheIsKeptAcrossRunsByLockFile(t *testing.T) {
+	files := map[string]string{
+		"ROADMAP.md": oneTask, "package-lock.json": `{"v":1}`,
+		".github/akira.yml": "setup:\n  - \"if [ -f \\\"$npm_config_cache/pkg\\\" ]; then echo HIT; else echo MISS; echo pkg > \\\"$npm_config_cache/pkg\\\"; fi\"\n" +
+			"verify:\n  - test -f \"$npm_config_cache/pkg\"\n",
+	}
+	caches := &env.Caches{Root: t.TempDir()}
+	setupLog := func(f *fixture, branch string) string {
+		t.Helper()
+		_, rec, err := f.run(t, Options{Branch: branch, DepCaches: caches, CacheScope: "inst-1--o--r", Agent: f.agent(`touch T1.txt`)})
+		if err != nil {
+			t.Fatalf("run on %s: %v", branch, err)
+		}
+		ev := rec.of(EventSetupFinished, "")
+		if len(ev) != 1 {
+			t.Fatalf("setup events = %d", len(ev))
+		}
+		return ev[0].Setup.Log
+	}
+	f := newFixture(t, files)
+	if log := setupLog(f, "akira/one"); !strings.Contains(log, "MISS") {
+		t.Fatalf("first run's setup = %q, want a cold cache", log)
+	}
+	if log := setupLog(f, "akira/two"); !strings.Contains(log, "HIT") {
+		t.Fatalf("second run's setup = %q, want the cache the first one filled", log)
+	}
+	files["package-lock.json"] = `{"v":2}`
+	g := newFixture(t, files)
+	if log := setupLog(g, "akira/three"); !strings.Contains(log, "MISS") {
+		t.Fatalf("setup with another lock file = %q, want a cache of its own", log)
+	}
+	entries, err := caches.List()
+	if err != nil || len(entries) != 2 || entries[0].Scope != "inst-1--o--r" {
+		t.Fatalf("caches = %+v, %v; want two keys in the one scope", entries, err)
+	}
+}
+
+// Under bubblewrap a run sees its own installation's cache only, and its verification cannot change it.
+func TestDependencyCacheIsolation(t *testing.T) {
+	sandboxtest.Require(t)
+	caches := &env.Caches{Root: t.TempDir()}
+	box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetNone}
+	files := map[string]string{"ROADMAP.md": oneTask, "go.sum": "x\n",
+		".github/akira.yml": "setup:\n  - \"echo secret-of-a > \\\"$GOMODCACHE/secret\\\"\"\n"}
+	a := newFixture(t, files)
+	if _, _, err := a.run(t, Options{DepCaches: caches, CacheScope: "inst-1--o--a", Sandbox: box, AgentNetwork: sandbox.NetNone,
+		Agent: a.agent(`touch T1.txt`)}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := caches.List()
+	if len(entries) != 1 {
+		t.Fatalf("caches = %+v", entries)
+	}
+	secret := filepath.Join(caches.Root, entries[0].Scope, entries[0].Key, "go/mod/secret")
+	if _, err := os.Stat(secret); err != nil {
+		t.Fatalf("setup did not write its cache: %v", err)
+	}
+	files[".github/akira.yml"] = "setup:\n  - \"cat " + secret + " || echo unreadable\"\n" +
+		// Passes only when the cache is there and cannot be written.
+		"verify:\n  - \"test -d \\\"$GOMODCACHE\\\" && ! touch \\\"$GOMODCACHE/mine\\\"\"\n"
+	b := newFixture(t, files)
+	_, rec, err := b.run(t, Options{DepCaches: caches, CacheScope: "inst-2--o--b", Sandbox: box, AgentNetwork: sandbox.NetNone,
+		Agent: b.agent(`touch T1.txt`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := rec.of(EventSetupFinished, "")[0].Setup.Log; strings.Contains(log, "secret-of-a") || !strings.Contains(log, "unreadable") {
+		t.Errorf("another installation's setup read the cache: %q", log)
+	}
+	if v := rec.of(EventBaseChecked, ""); len(v) != 1 || !v[0].BaseCheck.Passed {
+		t.Fatalf("base check = %+v, want verification to find its cache read-only", v)
+	}
+}
