@@ -189,14 +189,22 @@ func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks
 		Reference: req.Reference, Created: time.Now().UTC(), Tasks: tasks}
 	data, _ := json.Marshal(h)
 	rdb, st := c.Store.rdb, c.Store
+	// The record is written before the key is claimed: a concurrent repeat that loses the claim then
+	// always finds the winner's record.
+	if err := rdb.Set(ctx, st.handoffKey(id), data, HandoffTTL).Err(); err != nil {
+		return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
+	}
 	var idem string
 	if req.Key != "" {
 		idem = st.idempotencyKey(req.Token.Name, req.Key)
 		ok, err := rdb.SetNX(ctx, idem, id, HandoffTTL).Result()
 		if err != nil {
-			return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
+			return Handoff{}, false, errors.Join(fmt.Errorf("jobs: handoff: %w", err), st.forget(ctx, st.handoffKey(id)))
 		}
 		if !ok {
+			if err := st.forget(ctx, st.handoffKey(id)); err != nil {
+				return Handoff{}, false, err
+			}
 			first, err := rdb.Get(ctx, idem).Result()
 			if err != nil {
 				return Handoff{}, false, fmt.Errorf("jobs: handoff: the first request of this key: %w", err)
@@ -207,9 +215,6 @@ func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks
 			}
 			return prev, false, nil
 		}
-	}
-	if err := rdb.Set(ctx, st.handoffKey(id), data, HandoffTTL).Err(); err != nil {
-		return Handoff{}, false, errors.Join(fmt.Errorf("jobs: handoff: %w", err), st.forget(ctx, idem))
 	}
 	p := HandoffPayload{Version: PayloadVersion, DeliveryID: delivery, Owner: req.Owner, Repo: req.Repo, Base: req.Base,
 		Plan: req.Plan, PlanPath: req.PlanPath, Agent: req.Agent, BudgetUSD: req.BudgetUSD, Reference: req.Reference,
