@@ -116,6 +116,24 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		return ResultRetry, err
 	}
 	log = log.With("run", run.ID)
+	if p.Decision == runner.DecisionAbort && run.Status == lifecycle.StatusPaused {
+		// A paused run may have no branch yet (paused in the queue): it ends here, no job needed.
+		paused, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+			if r.Status != lifecycle.StatusPaused {
+				return nil, nil
+			}
+			return lifecycle.PauseAborted{By: p.Sender}, nil
+		})
+		if err != nil {
+			return ResultRetry, err
+		}
+		if paused.Status == StatusAborted {
+			if _, err := h.publish(ctx, gh, paused, log); err != nil {
+				return ResultRetry, err
+			}
+			return ResultAborted, nil
+		}
+	}
 	head, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
 	if errors.Is(err, ErrGitHubNotFound) {
 		return h.decisionIgnored(ctx, gh, p, run, fmt.Sprintf("the branch `%s` of run `%s` no longer exists", run.Branch, run.ID), log)
