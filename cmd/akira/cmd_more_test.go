@@ -237,7 +237,7 @@ func TestTokenCommandErrors(t *testing.T) {
 	if _, stderr, code := runCmd(t, "token", "revoke", "nobody"); code != 1 || !strings.Contains(stderr, "no token nobody") {
 		t.Errorf("revoke of an unknown token: exit %d, %q", code, stderr)
 	}
-	if out, _, code := runCmd(t, "token", "list"); code != 0 || strings.TrimSpace(out) != "NAME  SCOPE  CREATED" {
+	if out, _, code := runCmd(t, "token", "list"); code != 0 || strings.TrimSpace(out) != "NAME  SCOPE  CREATED  REPOSITORIES" {
 		t.Errorf("list of none: exit %d, %q; want only the header", code, out)
 	}
 }
