@@ -194,16 +194,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// ListenAndServe listens on addr and serves h until ctx is done; see Serve.
-func ListenAndServe(ctx context.Context, addr string, h http.Handler, grace time.Duration) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("app: listen: %w", err)
-	}
-	return Serve(ctx, ln, h, grace)
-}
-
 // Serve serves h on ln until ctx is done, then shuts down, giving requests in flight up to grace to finish
 // (a webhook half answered is a delivery GitHub marks failed).
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration) error {

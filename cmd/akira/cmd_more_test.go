@@ -127,6 +127,18 @@ func TestRedisClientURLs(t *testing.T) {
 	if c, ok := rdb.(*redis.Client); !ok || !strings.Contains(c.String(), "FailoverClient") || c.Options().Password != "from-secret" {
 		t.Errorf("sentinel client %T %v; want a failover client with the master's password from REDIS_PASSWORD", rdb, rdb)
 	}
+	// Without REDIS_PASSWORD the URL's password is the master's too, and its /db is kept.
+	withDB, err := redisClient("redis-sentinel://:in-url@127.0.0.1:26390/3?master=main", "")
+	if err != nil {
+		t.Fatalf("sentinel URL with a database: %v", err)
+	}
+	defer withDB.Close()
+	if c, ok := withDB.(*redis.Client); !ok || c.Options().DB != 3 || c.Options().Password != "in-url" {
+		t.Errorf("sentinel client %T: want database 3 and the URL's password", withDB)
+	}
+	if _, err := redisClient("redis-sentinel://127.0.0.1:26390/x?master=main", ""); err == nil || !strings.Contains(err.Error(), "REDIS_URL: database") {
+		t.Errorf("a sentinel URL with a bad database: %v", err)
+	}
 
 	for _, bad := range []string{"mysql://db.example/0", "redis://127.0.0.1:6390/notanumber"} {
 		if _, err := redisClient(bad, ""); err == nil || !strings.HasPrefix(err.Error(), "REDIS_URL: ") {

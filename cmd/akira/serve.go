@@ -141,6 +141,23 @@ func redisClient(raw, password string) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
+	if o, ok := opt.(asynq.RedisFailoverClientOpt); ok {
+		// asynq reads a sentinel URL's password as the sentinels' only and drops its /db: the URL's
+		// password is the master's too (as the README documents), and its database is the one asked for.
+		if o.Password == "" {
+			o.Password = o.SentinelPassword
+		}
+		if u, err := url.Parse(raw); err == nil {
+			if db := strings.Trim(u.Path, "/"); db != "" {
+				n, err := strconv.Atoi(db)
+				if err != nil || n < 0 {
+					return nil, fmt.Errorf("REDIS_URL: database %q is not a number", db)
+				}
+				o.DB = n
+			}
+		}
+		opt = o
+	}
 	if password != "" {
 		switch o := opt.(type) {
 		case asynq.RedisClientOpt:
@@ -414,7 +431,11 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			}
 		}()
 	}
-	err = app.ListenAndServe(ctx, appCfg.Addr, mux, 30*time.Second)
+	if ln, lerr := net.Listen("tcp", appCfg.Addr); lerr != nil {
+		err = withExit(2, fmt.Errorf("AKIRA_ADDR: %w", lerr))
+	} else {
+		err = app.Serve(ctx, ln, mux, 30*time.Second)
+	}
 	if worker != nil {
 		// Stop taking jobs; running ones get AKIRA_SHUTDOWN_TIMEOUT to reach a safe point, after which
 		// their context ends and asynq puts them back: a retried run resumes from its last checkpoint.

@@ -152,7 +152,7 @@ func TestServeInProcessConfigurationErrors(t *testing.T) {
 		{name: "GitHub unreachable for the bot login", args: []string{"--web-only"}, change: map[string]string{"GITHUB_API_URL": "http://" + freeAddr(t) + "/", "AKIRA_ADMIN_ADDR": "off"},
 			code: 1, want: []string{"ask GitHub for the app's bot login (or set AKIRA_BOT_LOGIN)"}},
 		{name: "webhook address taken", args: []string{"--web-only"}, change: map[string]string{"AKIRA_ADDR": busy.Addr().String(), "AKIRA_BOT_LOGIN": "akira[bot]", "AKIRA_ADMIN_ADDR": "off"},
-			code: 1, want: []string{"listen", busy.Addr().String()}},
+			code: 2, want: []string{"AKIRA_ADDR:", busy.Addr().String()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
