@@ -35,8 +35,10 @@ type engine struct {
 	results     map[string]*TaskResult
 	out         Outcome
 	verifyEnv   []string
-	start       time.Time
-	taskStart   time.Time // when the current task started, for durations reported before it ends
+	// agentEnv are the variables the agent's commands get besides its profile's (the dependency cache's).
+	agentEnv  []string
+	start     time.Time
+	taskStart time.Time // when the current task started, for durations reported before it ends
 	// halted says why no further task starts (the budget is reached); "" while the run goes on.
 	halted string
 	// yielded: Options.Yield asked for no further task; what is left stays pending.
@@ -676,7 +678,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	res, aerr := e.o.Agent.Run(actx, agent.Request{
 		Workspace: e.ws.Dir, TaskID: t.ID, TaskTitle: t.Title, Attempt: n, Prompt: prompt, Feedback: feedback,
 		ProtectedPaths: e.o.ProtectedPaths, Sandbox: agentBox,
-		Activity: dog.alive,
+		Activity: dog.alive, Env: e.agentEnv,
 	})
 	timedOut := tctx.Err() == context.DeadlineExceeded
 	stalled := errors.Is(context.Cause(actx), errStalled)

@@ -116,6 +116,8 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 			e.o.Sandbox.ReadOnly = append(slices.Clip(e.o.Sandbox.ReadOnly), cache.Dir)
 		}
 		e.verifyEnv = withEnv(e.verifyEnv, cache.Env(write))
+		// The agent's own installs and builds find the same cache (and cannot write it, read-only).
+		e.agentEnv = cache.Env(write)
 		if removed, err := e.o.DepCaches.PruneScope(filepath.Base(cache.Scope), 0, cache.Key); err != nil {
 			e.o.Logger.Warn("runner: dependency caches not pruned", "err", err)
 		} else if len(removed) > 0 {

@@ -195,7 +195,8 @@ func TestDependencyCacheIsKeptAcrossRunsByLockFile(t *testing.T) {
 	caches := &env.Caches{Root: t.TempDir()}
 	setupLog := func(f *fixture, branch string) string {
 		t.Helper()
-		_, rec, err := f.run(t, Options{Branch: branch, DepCaches: caches, CacheScope: "inst-1--o--r", Agent: f.agent(`touch T1.txt`)})
+		_, rec, err := f.run(t, Options{Branch: branch, DepCaches: caches, CacheScope: "inst-1--o--r",
+			Agent: f.agent(`touch T1.txt; echo "$npm_config_cache" > "$LOG/agent-cache"`)})
 		if err != nil {
 			t.Fatalf("run on %s: %v", branch, err)
 		}
@@ -208,6 +209,10 @@ func TestDependencyCacheIsKeptAcrossRunsByLockFile(t *testing.T) {
 	f := newFixture(t, files)
 	if log := setupLog(f, "akira/one"); !strings.Contains(log, "MISS") {
 		t.Fatalf("first run's setup = %q, want a cold cache", log)
+	}
+	// The agent's commands are pointed at the same cache as setup's and verification's.
+	if got, err := os.ReadFile(filepath.Join(f.logs, "agent-cache")); err != nil || !strings.HasPrefix(strings.TrimSpace(string(got)), caches.Root) {
+		t.Errorf("the agent's npm_config_cache = %q (%v), want a directory under %s", got, err, caches.Root)
 	}
 	if log := setupLog(f, "akira/two"); !strings.Contains(log, "HIT") {
 		t.Fatalf("second run's setup = %q, want the cache the first one filled", log)

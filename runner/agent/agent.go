@@ -30,6 +30,9 @@ type Request struct {
 	// Activity, when set, is called whenever the agent shows a sign of life (output, a model turn):
 	// the engine's stall watchdog listens to it. It must be cheap and safe from any goroutine.
 	Activity func()
+	// Env are KEY=VALUE variables the engine sets for the attempt's commands (the dependency cache's
+	// toolchain variables); the operator's own Env of an exec agent wins over them.
+	Env []string
 }
 
 // Usage is what an attempt consumed, when the backend knows.

@@ -95,8 +95,9 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 	if timeout <= 0 {
 		timeout = DefaultExecTimeout
 	}
-	// Operator-configured values first, so the attempt's own AKIRA_* variables always win.
-	extra := append(append([]string{}, e.Env...), vars...)
+	// The engine's variables, then the operator's (which win over them), then the attempt's own
+	// AKIRA_* variables, which always win.
+	extra := append(append(append([]string{}, req.Env...), e.Env...), vars...)
 	var box *sandbox.Policy
 	if req.Sandbox != nil {
 		// The prompt and feedback files are the only thing outside the work tree the agent sees.
