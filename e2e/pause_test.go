@@ -63,17 +63,19 @@ func TestPauseRestartResume(t *testing.T) {
 			want := map[string]int{"1.1": 1, "1.2": 1}
 			if now {
 				want = map[string]int{"1.1": 1}
-				if cr := e.latestCheckRuns()["akira: 1.2 Add a slow thing"]; cr.Conclusion != "cancelled" {
-					t.Errorf("check run of the task paused now: %+v", cr)
-				}
+				// The state changes first; its effects on GitHub follow.
+				e.eventually("the check run of the task paused now to be cancelled", func() bool {
+					return e.latestCheckRuns()["akira: 1.2 Add a slow thing"].Conclusion == "cancelled"
+				})
 			}
 			if got := e.taskCommits(run.Branch); len(got) != len(want) || got["1.1"] != 1 || got["1.2"] != want["1.2"] {
 				t.Fatalf("checkpoints when paused = %v, want %v", got, want)
 			}
 			pr := e.onlyPR(run.Branch)
-			if sum := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID)); len(sum) != 1 || !strings.Contains(sum[0].Body, "The run was paused by ") {
-				t.Errorf("summary: %+v", sum)
-			}
+			e.eventually("the summary to say the run is paused", func() bool {
+				sum := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID))
+				return len(sum) == 1 && strings.Contains(sum[0].Body, "The run was paused by ")
+			})
 
 			// Every worker goes away; the paused run needs none. A new one starts, then the resume.
 			must(t, first.Process.Signal(syscall.SIGTERM))
