@@ -90,6 +90,10 @@ type CheckRun struct {
 	Annotations []Annotation
 	// Buttons: nil leaves them as they are (a conclusion other than action_required removes them).
 	Buttons []Button
+	// MayExist says an earlier try of this create may have reached GitHub (a job died before the id
+	// was stored): the App's check run with this ExternalID, name and head is looked for and updated
+	// instead of created. Without it, create is one request.
+	MayExist bool
 }
 
 // CheckRunExternalID is the external_id of a task's check run, "<run id>/<task id>": a button pressed

@@ -123,6 +123,8 @@ func (r *Reporter) envCheckRun(ctx context.Context, name, title string, data tem
 		}
 		check.CheckRunID, check.CheckRunURL = prev.CheckRunID, prev.CheckRunURL
 	default:
+		// Posted at most once or twice a run: the lookup that saves a duplicate after a crash is cheap here.
+		cr.MayExist = true
 		id, u, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, cr)
 		if err != nil {
 			return fmt.Errorf("create %s check run: %w", name, err)

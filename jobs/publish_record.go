@@ -30,10 +30,20 @@ func recordBlocked(run *Run, ev runner.Event) error {
 }
 
 // recordCheckRunOpened stores a task's new check run at once, so a crash cannot make a second one.
-func recordCheckRunOpened(taskID string, id int64, url string) func(*Run) error {
+func recordCheckRunOpened(taskID string, id int64, url, head string) func(*Run) error {
 	return func(run *Run) error {
 		if t := run.Task(taskID); t != nil {
-			t.CheckRunID, t.CheckRunURL, t.CheckRunDone = id, url, false
+			t.CheckRunID, t.CheckRunURL, t.CheckRunDone, t.CheckRunAsked, t.CheckRunHead = id, url, false, false, head
+		}
+		return nil
+	}
+}
+
+// recordCheckRunAsked marks a task whose check run is about to be asked of GitHub (see openCheckRun).
+func recordCheckRunAsked(taskID string) func(*Run) error {
+	return func(run *Run) error {
+		if t := run.Task(taskID); t != nil {
+			t.CheckRunAsked = true
 		}
 		return nil
 	}

@@ -263,15 +263,31 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 	if err != nil {
 		return err
 	}
-	id, url, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, CheckRun{
+	cr := CheckRun{
 		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: CheckInProgress,
 		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: cmp.Or(TaskPageURL(r.publicURL, r.runID, t.ID), r.run.PRURL), Title: "Running", Summary: sum,
 		Buttons: RunningButtons(),
-	})
+	}
+	if t.CheckRunID != 0 && !t.CheckRunDone && t.CheckRunHead == r.head {
+		// A job that died left the task's check run open on this very commit: the task goes on there.
+		if err := r.gh.UpdateCheckRun(ctx, r.run.Owner, r.run.Repo, t.CheckRunID, cr); err != nil {
+			return fmt.Errorf("update check run: %w", err)
+		}
+		return nil
+	}
+	// Asked first, stored with the id after: only a create that may have reached GitHub before (the
+	// mark left by a job that died, or an open check run whose commit is unknown) costs a lookup.
+	cr.MayExist = t.CheckRunAsked || (t.CheckRunID != 0 && !t.CheckRunDone && t.CheckRunHead == "")
+	if !t.CheckRunAsked {
+		if err := r.record(ctx, recordCheckRunAsked(taskID)); err != nil {
+			return err
+		}
+	}
+	id, url, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, cr)
 	if err != nil {
 		return fmt.Errorf("create check run: %w", err)
 	}
-	return r.record(ctx, recordCheckRunOpened(taskID, id, url))
+	return r.record(ctx, recordCheckRunOpened(taskID, id, url, r.head))
 }
 
 func (r *Reporter) lastAttempt(taskID string) *templates.Attempt {

@@ -87,15 +87,15 @@ type checkRunResponse struct {
 // Annotations beyond the first 50 are sent by further updates, 50 at a time, as GitHub's API requires.
 // Summary and Text are cut to GitHub's limit with a note; Title defaults to Name.
 //
-// A check run in progress with the same external_id, name and head commit that this App created
-// already (a job died after GitHub created it, before its id was stored) is updated and returned
-// instead: a task never gets a second check run with the first left in progress. Completed ones are
-// not reused: a new round of a task after a decision gets a new check run.
+// With cr.MayExist, a check run in progress with the same external_id, name and head commit that this
+// App created already (a job died after GitHub created it, before its id was stored) is updated and
+// returned instead: a task never gets a second check run with the first left in progress. Completed
+// ones are not reused: a new round of a task after a decision gets a new check run.
 func (c *Client) CreateCheckRun(ctx context.Context, owner, repo string, cr jobs.CheckRun) (int64, string, error) {
 	if cr.Name == "" || cr.HeadSHA == "" {
 		return 0, "", errors.New("gh: create check run: name and head sha are required")
 	}
-	if cr.ExternalID != "" {
+	if cr.ExternalID != "" && cr.MayExist {
 		id, htmlURL, err := c.findCheckRun(ctx, owner, repo, cr)
 		if err != nil {
 			return 0, "", err

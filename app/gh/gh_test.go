@@ -370,18 +370,29 @@ func annotations(n int) []jobs.Annotation {
 	return out
 }
 
-// TestCreateCheckRunOnce: a create whose answer was lost (the job died) and is sent again finds the
-// check run GitHub made and updates it; a completed one is not reused.
+// TestCreateCheckRunOnce: a create is one request; a create whose answer was lost (the job died)
+// and is sent again as MayExist finds the check run GitHub made and updates it; a completed one is
+// not reused.
 func TestCreateCheckRunOnce(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
 	sha := e.srv.Branch(owner, repo, "main")
 	cr := jobs.CheckRun{Name: "akira: 1.1 First", HeadSHA: sha, Status: gh.StatusInProgress, ExternalID: "run-1/1.1", Title: "Running", Summary: "attempt 1"}
+	e.srv.ResetRequests()
 	first, _, err := e.c.CreateCheckRun(ctx, owner, repo, cr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr.Summary = "attempt 1, again"
+	var checks []string
+	for _, r := range e.srv.Requests() {
+		if strings.Contains(r.Path, "/check-runs") || strings.Contains(r.Path, "/check-suites") {
+			checks = append(checks, r.Method+" "+r.Path)
+		}
+	}
+	if len(checks) != 1 || !strings.HasPrefix(checks[0], http.MethodPost) {
+		t.Errorf("a first create asked GitHub %v, want the one POST", checks)
+	}
+	cr.Summary, cr.MayExist = "attempt 1, again", true
 	again, _, err := e.c.CreateCheckRun(ctx, owner, repo, cr)
 	if err != nil || again != first {
 		t.Fatalf("second create = %d, %v; want the first check run %d", again, err, first)

@@ -244,6 +244,11 @@ type TaskState struct {
 	CheckRunID   int64  `json:"check_run_id,omitempty"`
 	CheckRunURL  string `json:"check_run_url,omitempty"`
 	CheckRunDone bool   `json:"check_run_done,omitempty"`
+	// CheckRunAsked says a check run was asked of GitHub and its id not stored yet: a job that died in
+	// between may have left one, so the next create looks for it first (and only then). CheckRunHead
+	// is the commit the open check run is on.
+	CheckRunAsked bool   `json:"check_run_asked,omitempty"`
+	CheckRunHead  string `json:"check_run_head,omitempty"`
 	// Checkpoint is the commit that finished the task.
 	Checkpoint string `json:"checkpoint,omitempty"`
 	Note       string `json:"note,omitempty"`

@@ -1,0 +1,59 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/akira-bot/akira/templates"
+)
+
+// TestCheckRunLookupOnlyAfterACrash: a task's check run is created with one request (no lookup);
+// the mark written before the create stays when the job dies before the id is stored, and the next
+// create then asks GitHub to look for the check run a dead job may have made.
+func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	run, _, err := jh.store.Create(ctx, &Run{ID: "r-checks", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
+		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}, {ID: "1.2", Title: "Two", Status: templates.StatusRunning}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep.head = "abc1234"
+	if err := rep.openCheckRun(ctx, "1.1", 1); err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := jh.store.Get(ctx, run.ID)
+	first := stored.Task("1.1")
+	if first.CheckRunID == 0 || first.CheckRunAsked || first.CheckRunHead != "abc1234" || jh.gh.checkRuns[first.CheckRunID].MayExist {
+		t.Fatalf("first open: %+v (may exist %v); want an id, no mark left, no lookup", first, jh.gh.checkRuns[first.CheckRunID].MayExist)
+	}
+
+	// A job died between the create and the storing of its id: the mark is there.
+	jh.gh.failOnce("CreateCheckRun", errors.New("github: 502 Bad Gateway"))
+	if err := rep.openCheckRun(ctx, "1.2", 1); err == nil {
+		t.Fatal("the create failed, the open must fail")
+	}
+	if marked, _ := jh.store.Get(ctx, run.ID); !marked.Task("1.2").CheckRunAsked {
+		t.Fatal("no mark left by a create that did not finish")
+	}
+	again := NewReporter(jh.gh, jh.store, nil, nil, mustGet(t, jh.store, run.ID))
+	again.head = "abc1234"
+	if err := again.openCheckRun(ctx, "1.2", 1); err != nil {
+		t.Fatal(err)
+	}
+	done, _ := jh.store.Get(ctx, run.ID)
+	if cr := jh.gh.checkRuns[done.Task("1.2").CheckRunID]; cr == nil || !cr.MayExist || done.Task("1.2").CheckRunAsked {
+		t.Fatalf("after a crash: check run %+v, task %+v; want a create that looks first, and the mark gone", cr, done.Task("1.2"))
+	}
+}
+
+func mustGet(t *testing.T, s *Store, id string) *Run {
+	t.Helper()
+	r, err := s.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
