@@ -47,6 +47,21 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	if cr := jh.gh.checkRuns[done.Task("1.2").CheckRunID]; cr == nil || !cr.MayExist || done.Task("1.2").CheckRunAsked {
 		t.Fatalf("after a crash: check run %+v, task %+v; want a create that looks first, and the mark gone", cr, done.Task("1.2"))
 	}
+
+	// A run rebuilt from its branch lost its marks with Redis: its creates look first.
+	rebuilt, _, err := jh.store.Create(ctx, &Run{ID: "r-rebuilt", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
+		Status: StatusRunning, Rebuilt: "d-rebuild", Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep = NewReporter(jh.gh, jh.store, nil, nil, rebuilt)
+	rep.head = "def5678"
+	if err := rep.openCheckRun(ctx, "1.1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustGet(t, jh.store, rebuilt.ID); !jh.gh.checkRuns[r.Task("1.1").CheckRunID].MayExist {
+		t.Error("a rebuilt run's create did not look for the check run its lost record knew")
+	}
 }
 
 func mustGet(t *testing.T, s *Store, id string) *Run {

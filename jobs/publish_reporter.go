@@ -276,8 +276,9 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 		return nil
 	}
 	// Asked first, stored with the id after: only a create that may have reached GitHub before (the
-	// mark left by a job that died, or an open check run whose commit is unknown) costs a lookup.
-	cr.MayExist = t.CheckRunAsked || (t.CheckRunID != 0 && !t.CheckRunDone && t.CheckRunHead == "")
+	// mark left by a job that died, an open check run whose commit is unknown, or a run rebuilt from
+	// its branch after Redis lost its record, marks and all) costs a lookup.
+	cr.MayExist = t.CheckRunAsked || (t.CheckRunID != 0 && !t.CheckRunDone && t.CheckRunHead == "") || r.run.Rebuilt != ""
 	if !t.CheckRunAsked {
 		if err := r.record(ctx, recordCheckRunAsked(taskID)); err != nil {
 			return err
