@@ -14,6 +14,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/egress"
+	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -36,7 +37,9 @@ type engine struct {
 	out         Outcome
 	verifyEnv   []string
 	// agentEnv are the variables the agent's commands get besides its profile's (the dependency cache's).
-	agentEnv  []string
+	agentEnv []string
+	// services are the repository's services, running from setup to the end of the run.
+	services  *env.Services
 	start     time.Time
 	taskStart time.Time // when the current task started, for durations reported before it ends
 	// halted says why no further task starts (the budget is reached); "" while the run goes on.
@@ -53,6 +56,7 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 	e.start = time.Now()
 	e.out = Outcome{RunID: e.o.RunID, Repo: e.o.Repo, Branch: e.o.Branch, Base: e.o.Base, Status: StatusFailed}
 	defer func() {
+		e.services.Stop()
 		if e.ws != nil {
 			if cerr := e.ws.Close(); cerr != nil {
 				e.o.Logger.Warn("runner: workspace not removed", "dir", e.ws.Dir, "err", cerr)
@@ -267,7 +271,7 @@ func (e *engine) prepare(ctx context.Context) error {
 		}
 	}
 	if e.hasPending() {
-		return e.prepareEnv(ctx, repoCfg.Setup, repoCfg.Cache)
+		return e.prepareEnv(ctx, repoCfg)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,10 +35,10 @@ type envError struct {
 func (e envError) Error() string        { return e.msg }
 func (e envError) Is(target error) bool { return target == e.kind }
 
-// prepareEnv runs the repository's setup and the base-branch health check, in that order, before the
-// first task. Either failing ends the run before any agent call.
-func (e *engine) prepareEnv(ctx context.Context, setup config.Setup, cacheMode string) error {
-	if err := e.setup(ctx, setup, cacheMode); err != nil {
+// prepareEnv runs the repository's setup, starts its services and runs the base-branch health check,
+// in that order, before the first task. Any of them failing ends the run before any agent call.
+func (e *engine) prepareEnv(ctx context.Context, repo config.Repo) error {
+	if err := e.setup(ctx, repo.Setup, repo.Cache, repo.Services); err != nil {
 		return err
 	}
 	return e.checkBase(ctx)
@@ -57,48 +58,65 @@ func setupNetwork(asked string, verifyNet sandbox.Network) sandbox.Network {
 	return verifyNet
 }
 
-func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string) error {
-	cmds, detected := setup.Commands, ""
+func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string, services config.Services) error {
+	cmds, detected, proposed := setup.Commands, "", env.Proposal{}
 	if len(cmds) == 0 {
 		p := env.Detect(e.ws.Dir)
-		if p.Install == "" {
+		if p.Install != "" && e.o.AutoSetup {
+			cmds, detected = []string{p.Install}, p.Reason
+		} else {
+			// Only proposed: the summary says what would run, and how to have it.
+			proposed = p
+		}
+	}
+	var res env.Result
+	var cache *env.Cache
+	if len(cmds) > 0 {
+		home, err := e.ws.Scratch("home-setup")
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+		timeout := time.Duration(setup.Timeout)
+		if timeout <= 0 {
+			timeout = e.o.VerifyTimeout
+		}
+		if cache, err = e.openCache(cacheMode); err != nil {
+			return err
+		}
+		box, sess, err := egressPolicy(e.o.Sandbox, setupNetwork(setup.Network, e.o.Sandbox.VerifyNetwork), e.ws.Dir, e.ws.GitDir(), home, nil, 0)
+		if err != nil {
+			return err
+		}
+		setupEnv := e.verifyEnv
+		if cache != nil {
+			box.ReadWrite = append(box.ReadWrite, cache.Dir)
+			setupEnv = withEnv(e.verifyEnv, cache.Env(true))
+		}
+		res, err = env.Setup(ctx, e.ws.Dir, cmds, env.Options{Env: setupEnv, Timeout: timeout, Sandbox: box, Stream: e.o.Output})
+		if sess != nil {
+			sess.Close()
+		}
+		res.Detected = detected
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+	}
+	if res.Failed() == nil && len(services) > 0 {
+		steps, err := e.startServices(ctx, services)
+		res.Steps = append(res.Steps, steps...)
+		for _, st := range steps {
+			res.Duration += st.Duration
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(res.Steps) == 0 {
+		if proposed.Install == "" {
 			return nil
 		}
-		if !e.o.AutoSetup {
-			// Only proposed: the summary says what would run, and how to have it.
-			res := env.Result{Detected: p.Reason, Proposed: p.Install}
-			return e.emit(ctx, Event{Type: EventSetupFinished, Setup: &res, Message: setupMessage(res)})
-		}
-		cmds, detected = []string{p.Install}, p.Reason
-	}
-	home, err := e.ws.Scratch("home-setup")
-	if err != nil {
-		return fmt.Errorf("runner: %w", err)
-	}
-	timeout := time.Duration(setup.Timeout)
-	if timeout <= 0 {
-		timeout = e.o.VerifyTimeout
-	}
-	cache, err := e.openCache(cacheMode)
-	if err != nil {
-		return err
-	}
-	box, sess, err := egressPolicy(e.o.Sandbox, setupNetwork(setup.Network, e.o.Sandbox.VerifyNetwork), e.ws.Dir, e.ws.GitDir(), home, nil, 0)
-	if err != nil {
-		return err
-	}
-	setupEnv := e.verifyEnv
-	if cache != nil {
-		box.ReadWrite = append(box.ReadWrite, cache.Dir)
-		setupEnv = withEnv(e.verifyEnv, cache.Env(true))
-	}
-	res, err := env.Setup(ctx, e.ws.Dir, cmds, env.Options{Env: setupEnv, Timeout: timeout, Sandbox: box, Stream: e.o.Output})
-	if sess != nil {
-		sess.Close()
-	}
-	res.Detected = detected
-	if err != nil {
-		return fmt.Errorf("runner: %w", err)
+		res = env.Result{Detected: proposed.Reason, Proposed: proposed.Install}
+		return e.emit(ctx, Event{Type: EventSetupFinished, Setup: &res, Message: setupMessage(res)})
 	}
 	if err := e.emit(ctx, Event{Type: EventSetupFinished, Setup: &res, Duration: res.Duration, Message: setupMessage(res)}); err != nil {
 		return err
@@ -117,21 +135,77 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 		}
 		e.verifyEnv = withEnv(e.verifyEnv, cache.Env(write))
 		// The agent's own installs and builds find the same cache (and cannot write it, read-only).
-		e.agentEnv = cache.Env(write)
+		e.agentEnv = withEnv(e.agentEnv, cache.Env(write))
 		if removed, err := e.o.DepCaches.PruneScope(filepath.Base(cache.Scope), 0, cache.Key); err != nil {
 			e.o.Logger.Warn("runner: dependency caches not pruned", "err", err)
 		} else if len(removed) > 0 {
 			e.o.Logger.Info("runner: least recently used dependency caches removed", "count", len(removed))
 		}
 	}
-	excluded, err := e.ws.ExcludeUntracked(ctx)
-	if err != nil {
-		return fmt.Errorf("runner: %w", err)
-	}
-	if len(excluded) > 0 {
-		e.o.Logger.Info("runner: what setup left untracked stays out of checkpoints", "paths", clipList(excluded, 20))
+	if len(cmds) > 0 {
+		excluded, err := e.ws.ExcludeUntracked(ctx)
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+		if len(excluded) > 0 {
+			e.o.Logger.Info("runner: what setup left untracked stays out of checkpoints", "paths", clipList(excluded, 20))
+		}
 	}
 	return nil
+}
+
+// startServices starts the repository's services for the run, each in a sandbox of its own under
+// the verification's limits, and gives verification and the agent their addresses; engine.run stops
+// them at the end.
+func (e *engine) startServices(ctx context.Context, services config.Services) ([]env.Step, error) {
+	if e.o.services != nil {
+		// A task of a parallel wave: the run's services are up, its sandbox config already names them.
+		e.verifyEnv = withEnv(e.verifyEnv, e.o.services.Env)
+		e.agentEnv = withEnv(e.agentEnv, e.o.services.Env)
+		return nil, nil
+	}
+	specs := make([]env.ServiceSpec, 0, len(services))
+	for _, s := range services {
+		timeout := time.Duration(s.Timeout)
+		if timeout <= 0 {
+			timeout = config.DefaultServiceTimeout
+		}
+		specs = append(specs, env.ServiceSpec{Name: s.Name, Command: s.Command, Init: s.Init, Timeout: timeout})
+	}
+	cfg := e.o.Sandbox
+	if cfg.Mode == sandbox.Bubblewrap && cfg.Bridge == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("runner: services: the bridge: %w", err)
+		}
+		// This executable links runner/egress, which makes it the services' bridge too.
+		cfg.Bridge = exe
+		e.o.Sandbox.Bridge = exe
+	}
+	svcEnv := withEnv(e.verifyEnv, []string{"AKIRA_WORK_TREE=" + e.ws.Dir})
+	running, steps, err := env.StartServices(ctx, specs, env.ServiceOptions{
+		Env: svcEnv,
+		Policy: func(dir string) *sandbox.Policy {
+			// The work tree is readable (an init script may load a schema from it), never writable.
+			p := cfg.Policy(sandbox.NetNone, dir, "", dir)
+			p.ReadOnly = append(p.ReadOnly, e.ws.Dir)
+			return p
+		},
+		DataDir:      func(name string) (string, error) { return e.ws.Scratch("service-" + name) },
+		HostLoopback: e.o.AgentNetwork == sandbox.NetAllow || cfg.VerifyNetwork == sandbox.NetAllow,
+		Stream:       e.o.Output,
+	})
+	if err != nil {
+		return steps, fmt.Errorf("runner: %w", err)
+	}
+	if running == nil {
+		return steps, nil
+	}
+	e.services = running
+	e.o.Sandbox.Services = append(slices.Clip(e.o.Sandbox.Services), running.Sandbox...)
+	e.verifyEnv = withEnv(e.verifyEnv, running.Env)
+	e.agentEnv = withEnv(e.agentEnv, running.Env)
+	return steps, nil
 }
 
 // setupMessage is one line about a setup's outcome.
@@ -141,7 +215,20 @@ func setupMessage(r env.Result) string {
 	}
 	f := r.Failed()
 	if f == nil {
-		return fmt.Sprintf("setup passed (%d commands)", len(r.Steps))
+		services := 0
+		for _, st := range r.Steps {
+			if strings.HasPrefix(st.Command, "service ") {
+				services++
+			}
+		}
+		switch cmds := len(r.Steps) - services; {
+		case services == 0:
+			return fmt.Sprintf("setup passed (%d commands)", cmds)
+		case cmds == 0:
+			return fmt.Sprintf("services started (%d)", services)
+		default:
+			return fmt.Sprintf("setup passed (%d commands) and services started (%d)", cmds, services)
+		}
 	}
 	why := fmt.Sprintf("exit code %d", f.ExitCode)
 	if f.Limit != "" {

@@ -2,12 +2,16 @@ package runner
 
 import (
 	"errors"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/akira-bot/akira/internal/sandboxtest"
+	"github.com/akira-bot/akira/internal/testnotes"
 	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -262,5 +266,130 @@ func TestDependencyCacheIsolation(t *testing.T) {
 	}
 	if v := rec.of(EventBaseChecked, ""); len(v) != 1 || !v[0].BaseCheck.Passed {
 		t.Fatalf("base check = %+v, want verification to find its cache read-only", v)
+	}
+}
+
+// The shipped Redis example, with the real server: started once for the run, reached by the agent and
+// by verification at $REDIS_HOST:$REDIS_PORT, in a sandbox or without one, and stopped at the end.
+func TestServicesServeTheRun(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testnotes.Skip(t, "service examples (redis-server)", "apt install redis-server")
+	}
+	example, err := os.ReadFile("../examples/services/redis.akira.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(example), "  - go test ./...   # your tests read REDIS_HOST and REDIS_PORT\n",
+		"  - redis-cli -h \"$REDIS_HOST\" -p \"$REDIS_PORT\" ping | grep PONG\n", 1)
+	if cfg == string(example) {
+		t.Fatal("the example's verify line changed: update this test")
+	}
+	for _, mode := range []sandbox.Mode{sandbox.None, sandbox.Bubblewrap} {
+		t.Run(string(mode), func(t *testing.T) {
+			if mode == sandbox.Bubblewrap {
+				sandboxtest.Require(t)
+			}
+			// The agent's write must reach the service for its task's check to pass.
+			roadmap := "# Roadmap\n\n- [ ] T1: Create one\n  - verify: `redis-cli -h \"$REDIS_HOST\" -p \"$REDIS_PORT\" get made-by | grep -x agent`\n"
+			f := newFixture(t, map[string]string{"ROADMAP.md": roadmap, ".github/akira.yml": cfg})
+			box := sandbox.Config{Mode: mode, VerifyNetwork: sandbox.NetNone, ReadWrite: []string{f.logs}}
+			out, rec, err := f.run(t, Options{Sandbox: box, AgentNetwork: sandbox.NetNone,
+				Agent: f.agent(`echo "$REDIS_PORT" > "$LOG/port"; redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" set made-by agent && touch T1.txt`)})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			wantStatuses(t, out, map[string]TaskStatus{"T1": TaskDone})
+			setups := rec.of(EventSetupFinished, "")
+			if len(setups) != 1 || len(setups[0].Setup.Steps) != 1 || !strings.HasPrefix(setups[0].Setup.Steps[0].Command, "service redis: ") {
+				t.Fatalf("setup events = %+v, want one with the service's step", setups)
+			}
+			port := strings.TrimSpace(readFile(t, filepath.Join(f.logs, "port")))
+			if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
+				c.Close()
+				t.Errorf("the service still answers on port %s after the run", port)
+			}
+		})
+	}
+}
+
+func TestServiceFailureStopsTheRunBeforeAnyAgentCall(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": oneTask,
+		".github/akira.yml": "services:\n  db:\n    command: \"echo 'FATAL: data directory missing'; exit 1\"\n"})
+	out, rec, err := f.run(t, Options{Agent: f.agent(logCall + `touch T1.txt`)})
+	if !errors.Is(err, ErrSetupFailed) || out.Status != StatusFailed {
+		t.Fatalf("err = %v, status %s, want ErrSetupFailed", err, out.Status)
+	}
+	wantCalls(t, f)
+	ev := rec.of(EventSetupFinished, "")
+	if len(ev) != 1 {
+		t.Fatalf("setup events = %d, want 1", len(ev))
+	}
+	if failed := ev[0].Setup.Failed(); failed == nil || failed.Command != "service db: echo 'FATAL: data directory missing'; exit 1" ||
+		failed.ExitCode != 1 || !strings.Contains(failed.Tail, "FATAL: data directory missing") {
+		t.Fatalf("failed step = %+v", failed)
+	}
+	if !strings.Contains(err.Error(), "`service db: echo 'FATAL: data directory missing'; exit 1` failed (exit code 1)") {
+		t.Errorf("err = %v, want the service and its exit code named", err)
+	}
+}
+
+// A hostile repository's service lasts the whole run beside the agent's attempts: it may read the work
+// tree but must never change what verification judges.
+func TestServiceCannotChangeTheWorkTree(t *testing.T) {
+	sandboxtest.Require(t)
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testnotes.Skip(t, "service examples (redis-server)", "apt install redis-server")
+	}
+	f := newFixture(t, map[string]string{"ROADMAP.md": oneTask, ".github/akira.yml": "services:\n" +
+		"  sneaky:\n    command: (echo forged > \"$AKIRA_WORK_TREE/T1.txt\") 2>/dev/null; cat \"$AKIRA_WORK_TREE/ROADMAP.md\" >/dev/null && exec redis-server --bind 127.0.0.1 --port \"$PORT\" --save '' --appendonly no --dir \"$AKIRA_SERVICE_DIR\"\n"})
+	box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetNone}
+	out, _, err := f.run(t, Options{Sandbox: box, AgentNetwork: sandbox.NetNone, Agent: f.agent(`test ! -e T1.txt && echo honest > T1.txt`)})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	wantStatuses(t, out, map[string]TaskStatus{"T1": TaskDone})
+	if got := gittest.Git(t, f.repo.Remote, "show", out.Branch+":T1.txt"); got != "honest" {
+		t.Errorf("T1.txt on the branch = %q, want the agent's", got)
+	}
+}
+
+// The tasks of a parallel wave work in clones of their own but share the run's services: one Redis
+// for the run, not one per clone.
+func TestParallelTasksShareTheRunsServices(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testnotes.Skip(t, "service examples (redis-server)", "apt install redis-server")
+	}
+	cli := `redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT"`
+	f := newFixture(t, map[string]string{
+		"ROADMAP.md": "# Roadmap\n\n- [ ] T1 [P] First\n- [ ] T2 [P] Second\n",
+		".github/akira.yml": "services:\n  redis: redis-server --bind 127.0.0.1 --port \"$PORT\" --save '' --appendonly no --dir \"$AKIRA_SERVICE_DIR\"\n" +
+			"verify:\n  - " + cli + " ping | grep -q PONG\n",
+	})
+	out, rec, err := f.run(t, Options{MaxParallel: 2,
+		Agent: f.agent(cli + ` incr tasks > /dev/null && ` + cli + ` rpush ports "$REDIS_PORT" > /dev/null && touch "$AKIRA_TASK_ID.txt" && ` +
+			cli + ` lrange ports 0 -1 > "$LOG/ports-$AKIRA_TASK_ID"`)})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	wantStatuses(t, out, map[string]TaskStatus{"T1": TaskDone, "T2": TaskDone})
+	var steps int
+	for _, ev := range rec.of(EventSetupFinished, "") {
+		for _, st := range ev.Setup.Steps {
+			if strings.HasPrefix(st.Command, "service ") {
+				steps++
+			}
+		}
+	}
+	if steps != 1 {
+		t.Errorf("services started %d times, want once for the run", steps)
+	}
+	// Whichever task wrote last saw both writes, on the one port.
+	a, b := readFile(t, filepath.Join(f.logs, "ports-T1")), readFile(t, filepath.Join(f.logs, "ports-T2"))
+	last := a
+	if len(b) > len(a) {
+		last = b
+	}
+	if lines := strings.Fields(last); len(lines) != 2 || lines[0] != lines[1] {
+		t.Errorf("ports seen by the tasks = %q, want one service seen by both", lines)
 	}
 }

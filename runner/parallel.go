@@ -166,6 +166,7 @@ func (e *engine) runParallel(ctx context.Context) (aborted bool, err error) {
 			o.checkpoints = &checkpoints
 			o.Branch, o.Base = e.ws.Branch, e.ws.Base
 			o.StartCommit, o.MaxParallel = false, 0
+			o.services = e.services
 			o.Spent = spent
 			if esc := e.o.Escalate; esc != nil {
 				// One question to a person at a time (a terminal prompt, say).

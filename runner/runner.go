@@ -204,6 +204,9 @@ type Options struct {
 	// checkpoints, shared by the workers of a parallel run, lets one checkpoint at a time be made
 	// and pushed: a worker whose branch moved combines once, instead of racing the others again.
 	checkpoints *sync.Mutex
+	// services, set for the engine of one task of a parallel wave, are the run's, already started:
+	// the wave's clones use them rather than start their own.
+	services *env.Services
 	// Yield, when set, is asked before each task the engine would start (before each wave when tasks
 	// run in parallel): true ends the run there, with StatusYielded, leaving that task and the rest
 	// pending. The App yields to wait for the pull request's CI after each checkpoint (ci.watch: each).

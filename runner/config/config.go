@@ -235,6 +235,8 @@ type Repo struct {
 	// Cache is how the agent and verification see the dependency cache that setup fills:
 	// "read-only" (default), "read-write", or "off" (no cache).
 	Cache string `yaml:"cache"`
+	// Services start once per run after setup, for verification and the agent (see Service).
+	Services Services `yaml:"services"`
 }
 
 // RepoNetwork is a repository's network: allow lists presets, hosts or addresses its runs need
@@ -369,6 +371,9 @@ func ParseRepo(data []byte) (Repo, error) {
 		}
 	}
 	if err := r.Setup.check(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.Services.check(); err != nil {
 		errs = append(errs, err)
 	}
 	switch r.Cache {

@@ -130,7 +130,31 @@ type Policy struct {
 	// Egress is the route out under NetAllowlist (and the model route under NetAllow and mode none);
 	// nil leaves an allowlist command without network.
 	Egress *Egress
+	// Services are the run's services the command reaches on its own loopback, each at
+	// 127.0.0.1:Port as it is in the service's sandbox. A command that shares the host's network
+	// reaches them on the host's loopback instead (see Service).
+	Services []Service
+	// Serve, set for a service's own command, is the service it runs: the bridge that makes its port
+	// reachable through its socket.
+	Serve *Service
+	// Bridge is the host path of the binary that runs the bridges of Services and Serve (akira
+	// itself, see egress.BridgeArgv).
+	Bridge string
 }
+
+// Service is one of a run's services as its sandboxes see it: it listens on 127.0.0.1:Port in a
+// network namespace of its own, and a bridge in that namespace passes the connections of the Unix
+// socket Socket (a host path) to it; the commands that use it get a bridge of their own from the
+// same port on their loopback to that socket. Without bubblewrap the service listens on the host's
+// loopback and there is no socket.
+type Service struct {
+	Name   string
+	Port   int
+	Socket string
+}
+
+// serviceDir is where services' sockets are seen inside a sandbox.
+const serviceDir = "/run/akira/svc"
 
 // ParseMode reads a mode from configuration.
 func ParseMode(s string) (Mode, error) {
@@ -194,13 +218,43 @@ func (p Policy) Command(argv []string, env []string) ([]string, []string, error)
 	if p.Network == NetAllow {
 		args = append(args, "--share-net")
 	}
-	forward := p.Network == NetAllowlist && p.Egress != nil && p.Egress.Socket != ""
-	if forward {
+	var links []egress.Link
+	bridge := ""
+	if p.Network == NetAllowlist && p.Egress != nil && p.Egress.Socket != "" {
 		if !filepath.IsAbs(p.Egress.Forwarder) || !filepath.IsAbs(p.Egress.Socket) {
 			return nil, nil, fmt.Errorf("sandbox: the egress forwarder %q and socket %q must be absolute paths", p.Egress.Forwarder, p.Egress.Socket)
 		}
-		args = append(args, "--dir", "/run/akira", "--ro-bind", p.Egress.Forwarder, forwarderPath,
-			"--bind", p.Egress.Socket, egress.SandboxSocket)
+		bridge = p.Egress.Forwarder
+		args = append(args, "--bind", p.Egress.Socket, egress.SandboxSocket)
+		links = append(links, egress.Link{Socket: egress.SandboxSocket, Addr: egress.SandboxAddr})
+	}
+	if p.Network != NetAllow {
+		// A command with the host's network reaches the services on the host's loopback.
+		for _, svc := range p.Services {
+			if !filepath.IsAbs(svc.Socket) {
+				return nil, nil, fmt.Errorf("sandbox: service %s: socket %q is not an absolute path", svc.Name, svc.Socket)
+			}
+			inside := filepath.Join(serviceDir, svc.Name+".sock")
+			args = append(args, "--bind", svc.Socket, inside)
+			links = append(links, egress.Link{Socket: inside, Addr: serviceAddr(svc.Port)})
+		}
+	}
+	if p.Serve != nil {
+		if !filepath.IsAbs(p.Serve.Socket) {
+			return nil, nil, fmt.Errorf("sandbox: service %s: socket %q is not an absolute path", p.Serve.Name, p.Serve.Socket)
+		}
+		// The directory, not the socket: the bridge creates the socket once the service answers.
+		args = append(args, "--bind", filepath.Dir(p.Serve.Socket), serviceDir)
+	}
+	if (len(links) > 0 || p.Serve != nil) && bridge == "" {
+		bridge = p.Bridge
+	}
+	if bridge != "" {
+		args = append(args, "--dir", "/run/akira")
+		if !filepath.IsAbs(bridge) {
+			return nil, nil, fmt.Errorf("sandbox: the bridge binary %q must be an absolute path", bridge)
+		}
+		args = append(args, "--ro-bind", bridge, forwarderPath)
 	}
 	for _, d := range DefaultSystemPaths {
 		args = append(args, "--ro-bind-try", d, d)
@@ -246,11 +300,19 @@ func (p Policy) Command(argv []string, env []string) ([]string, []string, error)
 		kept = append(kept, kv)
 	}
 	args = append(args, "--")
-	if forward {
-		limited = egress.ForwarderArgv(forwarderPath, limited)
+	if (len(links) > 0 || p.Serve != nil) && bridge == "" {
+		return nil, nil, errors.New("sandbox: services need the bridge binary (Policy.Bridge)")
+	}
+	if len(links) > 0 {
+		limited = egress.BridgeArgv(forwarderPath, links, limited)
+	}
+	if p.Serve != nil {
+		limited = egress.ServeArgv(forwarderPath, filepath.Join(serviceDir, filepath.Base(p.Serve.Socket)), serviceAddr(p.Serve.Port), limited)
 	}
 	return append(args, limited...), kept, nil
 }
+
+func serviceAddr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // forwarderPath is where the forwarder binary is seen inside the sandbox.
 const forwarderPath = "/run/akira/egress-forward"
@@ -404,6 +466,9 @@ type Config struct {
 	// Allow is what the proxy lets through for every run (the operator's allowlist); Ceiling is the
 	// most a repository's network.allow may add to it.
 	Allow, Ceiling egress.Allowlist
+	// Services and Bridge are what Policy gives every command of the run (see Policy.Services).
+	Services []Service
+	Bridge   string
 }
 
 // Shows reports whether a sandboxed command could read path: it lies under the system directories,
@@ -420,7 +485,8 @@ func (c Config) Shows(path string, extra ...string) bool {
 // empty one each time).
 func (c Config) Policy(net Network, workTree, gitDir, home string) *Policy {
 	return &Policy{Mode: c.Mode, Network: net, WorkTree: workTree, GitDir: gitDir, Home: home,
-		ReadOnly: append([]string(nil), c.ReadOnly...), ReadWrite: append([]string(nil), c.ReadWrite...), Limits: c.Limits}
+		ReadOnly: append([]string(nil), c.ReadOnly...), ReadWrite: append([]string(nil), c.ReadWrite...), Limits: c.Limits,
+		Services: c.Services, Bridge: c.Bridge}
 }
 
 // Shows reports whether a path of the host is visible at the same place to a command run under p:
