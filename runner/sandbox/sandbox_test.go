@@ -148,3 +148,62 @@ func TestParse(t *testing.T) {
 		t.Error("ParseNetwork(some) accepted")
 	}
 }
+
+func TestCommandBridgesServices(t *testing.T) {
+	svc := []sandbox.Service{{Name: "redis", Port: 40001, Socket: "/s/redis.sock"}, {Name: "pg", Port: 40002, Socket: "/s/pg.sock"}}
+	egressRoute := &sandbox.Egress{Socket: "/e/egress.sock", Forwarder: "/bin/akira"}
+	tests := []struct {
+		name     string
+		policy   sandbox.Policy
+		want     []string
+		wantNot  []string
+		wantErrs string
+	}{
+		{"own network: one bridge for the egress route and each service",
+			sandbox.Policy{Network: sandbox.NetAllowlist, Egress: egressRoute, Services: svc, Bridge: "/bin/akira"},
+			[]string{"--ro-bind /bin/akira /run/akira/egress-forward", "--bind /s/redis.sock /run/akira/svc/redis.sock",
+				"-- /run/akira/egress-forward __akira-egress-forward /run/akira/egress.sock 127.0.0.1:3128 /run/akira/svc/redis.sock 127.0.0.1:40001 /run/akira/svc/pg.sock 127.0.0.1:40002 -- sh -c x"},
+			nil, ""},
+		{"network none: the services only",
+			sandbox.Policy{Network: sandbox.NetNone, Services: svc[:1], Bridge: "/bin/akira"},
+			[]string{"-- /run/akira/egress-forward __akira-egress-forward /run/akira/svc/redis.sock 127.0.0.1:40001 -- sh -c x"},
+			[]string{"egress.sock"}, ""},
+		{"host network: reached on the host's loopback, no bridge",
+			sandbox.Policy{Network: sandbox.NetAllow, Services: svc, Bridge: "/bin/akira"},
+			[]string{"--share-net", "-- sh -c x"}, []string{"__akira-egress-forward", "redis.sock"}, ""},
+		{"the service's own command",
+			sandbox.Policy{Network: sandbox.NetNone, Serve: &svc[0], Bridge: "/bin/akira"},
+			[]string{"--bind /s /run/akira/svc", "-- /run/akira/egress-forward __akira-service-serve /run/akira/svc/redis.sock 127.0.0.1:40001 -- sh -c x"},
+			nil, ""},
+		{"no bridge binary", sandbox.Policy{Network: sandbox.NetNone, Services: svc}, nil, nil, "bridge binary"},
+		{"relative socket", sandbox.Policy{Network: sandbox.NetNone, Services: []sandbox.Service{{Name: "x", Port: 1, Socket: "x.sock"}}, Bridge: "/bin/akira"},
+			nil, nil, "not an absolute path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.policy
+			p.Mode, p.WorkTree = sandbox.Bubblewrap, "/w/repo"
+			argv, _, err := p.Command([]string{"sh", "-c", "x"}, nil)
+			if tt.wantErrs != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrs) {
+					t.Fatalf("err = %v, want one saying %q", err, tt.wantErrs)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := strings.Join(argv, " ")
+			for _, s := range tt.want {
+				if !strings.Contains(line, s) {
+					t.Errorf("command lacks %q:\n%s", s, line)
+				}
+			}
+			for _, s := range tt.wantNot {
+				if strings.Contains(line, s) {
+					t.Errorf("command has %q:\n%s", s, line)
+				}
+			}
+		})
+	}
+}
