@@ -15,8 +15,10 @@ import (
 	"time"
 )
 
-// LockFiles are the files whose content keys a repository's dependency cache.
-var LockFiles = []string{"go.sum", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "poetry.lock", "uv.lock", "Cargo.lock"}
+// LockFiles are the files whose content keys a repository's dependency cache. requirements.txt is
+// pip's lock file when it pins versions (and hashes); unpinned, it still keys a cache that only
+// serves downloads pip checks again.
+var LockFiles = []string{"go.sum", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "poetry.lock", "uv.lock", "requirements.txt", "Cargo.lock"}
 
 // DefaultCacheMax caps one scope's (repository's) dependency caches when Caches.Max is zero.
 const DefaultCacheMax = 10 << 30

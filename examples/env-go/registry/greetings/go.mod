@@ -1,0 +1,3 @@
+module example.com/greetings
+
+go 1.21
