@@ -94,4 +94,12 @@ func TestGitHubCallsPerTask(t *testing.T) {
 	git := float64(eleven.git-one.git) / 10
 	t.Logf("akira-bench: github.rest_per_task %.1f", rest)
 	t.Logf("akira-bench: github.git_per_task %.1f", git)
+	// Counts, not times: a task is a check run created and concluded, a push (info/refs and
+	// receive-pack), and a share of the summary's edits (one per minSummaryInterval at most).
+	if rest > 3 {
+		t.Errorf("%.1f REST calls per task, want at most 3", rest)
+	}
+	if git > 2 {
+		t.Errorf("%.1f git requests per task, want at most 2 (one push)", git)
+	}
 }
