@@ -77,13 +77,15 @@ type workerSpec struct {
 	WorkDir      string
 	LockTTL      time.Duration
 	Concurrency  int
+	// Clock judges installation tokens' expiry (nil: time.Now); an in-process worker's only.
+	Clock func() time.Time `json:"-"`
 }
 
 // runWorker is the worker side of `akira serve`, wired the way cmd/akira wires it.
 func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	rdb := redis.NewClient(&redis.Options{Addr: ws.RedisAddr})
 	defer rdb.Close()
-	ghApp, err := gh.NewApp(gh.AppConfig{AppID: ws.AppID, PrivateKeyPEM: ws.KeyPEM, BaseURL: ws.APIURL, Logger: log})
+	ghApp, err := gh.NewApp(gh.AppConfig{AppID: ws.AppID, PrivateKeyPEM: ws.KeyPEM, BaseURL: ws.APIURL, Logger: log, Clock: ws.Clock})
 	if err != nil {
 		return err
 	}
@@ -223,10 +225,11 @@ func newEnvOn(t *testing.T, external bool, addr string) *env {
 	return newEnvWith(t, external, addr, "")
 }
 
-// newEnvWith is newEnvOn with more of the operator's configuration (YAML appended to the file).
-func newEnvWith(t *testing.T, external bool, addr, operatorYAML string) *env {
+// newEnvWith is newEnvOn with more of the operator's configuration (YAML appended to the file) and
+// of the fake GitHub's.
+func newEnvWith(t *testing.T, external bool, addr, operatorYAML string, ghOpts ...githubtest.Option) *env {
 	t.Helper()
-	e := &env{t: t, gh: githubtest.New(t), owner: "octo", repo: "demo", logDir: t.TempDir()}
+	e := &env{t: t, gh: githubtest.New(t, ghOpts...), owner: "octo", repo: "demo", logDir: t.TempDir()}
 	e.rdb = redis.NewClient(&redis.Options{Addr: addr})
 	if err := e.rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("redis at %s: %v", addr, err)

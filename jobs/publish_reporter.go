@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
@@ -54,6 +55,22 @@ type Reporter struct {
 	now    func() time.Time
 	// lastSummary is when this job last edited the summary (progress edits are rate-limited).
 	lastSummary time.Time
+	// summaryEvery is the least time between two edits of the summary for progress or a task's end
+	// (minSummaryInterval).
+	summaryEvery time.Duration
+
+	// mu serialises the engine's events with the held-back summary edit (flushSummary).
+	mu sync.Mutex
+	// summaryDue says a task's end is not on the summary yet: the edit was held back because the
+	// summary was edited less than minSummaryInterval ago, and flushTimer makes it when the interval
+	// is over, unless an edit of the job's comes first. A job that ends before (a crash included)
+	// leaves it to the run's next summary: the end of the job's transition, or the next job's plan.
+	summaryDue bool
+	flushTimer *time.Timer
+	closed     bool
+	// announced is, per task, the attempt its check run was opened for: the start of that attempt
+	// changes nothing on it.
+	announced map[string]int
 }
 
 // NewReporter returns the reporter of one job of the run.
@@ -66,6 +83,7 @@ func NewReporter(gh ReporterGitHub, store *Store, metrics *Metrics, log *slog.Lo
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
 		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, now: time.Now,
+		announced: map[string]int{}, summaryEvery: minSummaryInterval,
 	}
 }
 
@@ -75,6 +93,8 @@ func (r *Reporter) Run() *Run { return r.run }
 // Report handles one engine event. An error stops the run; the job is retried and carries on from the
 // branch and the state, which is why every step here is safe to repeat.
 func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var err error
 	switch ev.Type {
 	case runner.EventRunStarted:
@@ -169,13 +189,66 @@ func (r *Reporter) progress(ctx context.Context, activity string) error {
 // progressSummary edits the summary for progress alone, unless it was edited less than
 // minSummaryInterval ago.
 func (r *Reporter) progressSummary(ctx context.Context) error {
-	if !r.lastSummary.IsZero() && r.now().Sub(r.lastSummary) < minSummaryInterval {
+	if !r.lastSummary.IsZero() && r.now().Sub(r.lastSummary) < r.summaryEvery {
 		return nil
 	}
 	return r.summary(ctx)
 }
 
+// taskSummary shows a task's end on the summary: at once when the summary was last edited
+// minSummaryInterval ago or more, else when that interval is over (a run of fast tasks edits its
+// summary once per interval, not once per task).
+func (r *Reporter) taskSummary(ctx context.Context) error {
+	wait := r.summaryEvery - r.now().Sub(r.lastSummary)
+	if r.lastSummary.IsZero() || wait <= 0 {
+		return r.summary(ctx)
+	}
+	r.summaryDue = true
+	if r.flushTimer == nil {
+		// The engine's context ends with the job, and Close stops the timer first.
+		fctx := context.WithoutCancel(ctx)
+		r.flushTimer = time.AfterFunc(wait, func() { r.flushSummary(fctx) })
+	}
+	return nil
+}
+
+// flushSummary makes the summary edit taskSummary held back, from the job's latest state, unless an
+// edit since made it or the job is over.
+func (r *Reporter) flushSummary(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushTimer = nil
+	if r.closed || !r.summaryDue {
+		return
+	}
+	if wait := r.summaryEvery - r.now().Sub(r.lastSummary); wait > 0 {
+		// Edited meanwhile by progress, and a task ended since: wait for the interval again.
+		r.flushTimer = time.AfterFunc(wait, func() { r.flushSummary(ctx) })
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := r.summary(ctx); err != nil {
+		// The next edit, the job's end or the next job's shows the state: a summary is never final
+		// before then.
+		r.pub.log.Warn("held-back summary edit failed; the next one shows the state", "err", err)
+	}
+}
+
+// Close ends the job's use of the reporter: an edit held back is not made after it (the job's end
+// publishes the run's state itself).
+func (r *Reporter) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.flushTimer != nil {
+		r.flushTimer.Stop()
+		r.flushTimer = nil
+	}
+}
+
 func (r *Reporter) summary(ctx context.Context) error {
+	r.summaryDue = false
 	r.lastSummary = r.now()
 	run, err := r.pub.publishSummary(ctx, r.run)
 	if run != nil {
@@ -256,16 +329,25 @@ func (r *Reporter) taskStarted(ctx context.Context, ev runner.Event) error {
 	return r.perform(ctx, effects, ev)
 }
 
-// openCheckRun creates a new in-progress check run for the task and stores its id at once.
+// openCheckRun creates a new in-progress check run for the task and stores its id at once. It says
+// which attempt runs (the next one when attempt is 0, as at the task's start), so that the start of
+// that attempt need not update it.
 func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int) error {
 	t := r.run.Task(taskID)
+	if attempt == 0 {
+		attempt = t.Attempts + 1
+	}
 	sum, err := templates.Render("checkrun_summary", r.checkRunData(t, templates.StatusRunning, attempt, ""))
 	if err != nil {
 		return err
 	}
+	title := fmt.Sprintf("Attempt %d", attempt)
+	if r.maxAttempts > 0 {
+		title += fmt.Sprintf(" of %d", r.maxAttempts)
+	}
 	cr := CheckRun{
 		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: CheckInProgress,
-		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: cmp.Or(TaskPageURL(r.publicURL, r.runID, t.ID), r.run.PRURL), Title: "Running", Summary: sum,
+		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: cmp.Or(TaskPageURL(r.publicURL, r.runID, t.ID), r.run.PRURL), Title: title, Summary: sum,
 		Buttons: RunningButtons(),
 	}
 	if t.CheckRunID != 0 && !t.CheckRunDone && t.CheckRunHead == r.head {
@@ -273,6 +355,7 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 		if err := r.gh.UpdateCheckRun(ctx, r.run.Owner, r.run.Repo, t.CheckRunID, cr); err != nil {
 			return fmt.Errorf("update check run: %w", err)
 		}
+		r.announced[taskID] = attempt
 		return nil
 	}
 	// Asked first, stored with the id after: only a create that may have reached GitHub before (the
@@ -288,7 +371,11 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 	if err != nil {
 		return fmt.Errorf("create check run: %w", err)
 	}
-	return r.record(ctx, recordCheckRunOpened(taskID, id, url, r.head))
+	if err := r.record(ctx, recordCheckRunOpened(taskID, id, url, r.head)); err != nil {
+		return err
+	}
+	r.announced[taskID] = attempt
+	return nil
 }
 
 func (r *Reporter) lastAttempt(taskID string) *templates.Attempt {
@@ -510,6 +597,8 @@ func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev r
 				err = r.progressSummary(ctx)
 			case runner.EventAttemptStarted:
 				err = r.progress(ctx, fmt.Sprintf("the agent is working on attempt %d", ev.Attempt))
+			case runner.EventTaskCheckpointed, runner.EventTaskSkipped:
+				err = r.taskSummary(ctx)
 			default:
 				err = r.summary(ctx)
 			}
@@ -532,6 +621,11 @@ func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string
 		if t.CheckRunID == 0 || t.CheckRunDone {
 			// A new round after a retry decision gets a new check run: a completed one cannot be reopened.
 			return r.openCheckRun(ctx, t.ID, ev.Attempt)
+		}
+		announced, ok := r.announced[t.ID]
+		delete(r.announced, t.ID)
+		if ok && announced == ev.Attempt {
+			return nil // opened for this very attempt a moment ago: one update per change of state
 		}
 		return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", CheckRun{
 			Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttempts)})

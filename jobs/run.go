@@ -589,6 +589,9 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	stopped := errors.Is(context.Cause(sctx), errStopRequested)
 	pausedNow := errors.Is(context.Cause(sctx), errPauseNow)
 	cancelStop(nil)
+	// No held-back summary edit after this: what follows publishes the run's state (or leaves it to
+	// the next job, which does).
+	rep.Close()
 	run = rep.Run()
 	if stopped {
 		return h.stopRun(ctx, gh, run, log)

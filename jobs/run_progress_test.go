@@ -48,8 +48,8 @@ func TestEstimate(t *testing.T) {
 	}
 }
 
-// TestSummaryEditsForProgressAreRateLimited: progress alone edits the summary at most every
-// minSummaryInterval; a state change (a checkpoint) edits it at once.
+// TestSummaryEditsForProgressAreRateLimited: progress and a task's end edit the summary at most every
+// minSummaryInterval.
 func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
@@ -83,13 +83,24 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 	if got := edits() - first; got != 1 {
 		t.Errorf("%d summary edits after %v, want 1", got, minSummaryInterval)
 	}
+	verifyingAt := now
+	// A task's end right after an edit is held back (see TestHeldBackSummaryEdit)...
+	defer rep.Close()
 	if err := rep.Report(ctx, runner.Event{Type: runner.EventTaskSkipped, TaskID: "1.1", Message: "skipped"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := edits() - first; got != 2 {
-		t.Errorf("%d summary edits after a state change, want 2 (at once)", got)
+	if got := edits() - first; got != 1 {
+		t.Errorf("%d summary edits after a task's end right after an edit, want 1 (held back)", got)
 	}
-	if stored, _ := jh.store.Get(ctx, run.ID); stored.Activity != "verifying" || !stored.ActivityAt.Equal(now) {
+	// ... and shown at once when the last edit is minSummaryInterval old.
+	now = now.Add(minSummaryInterval)
+	if err := rep.Report(ctx, runner.Event{Type: runner.EventTaskSkipped, TaskID: "1.2", Message: "skipped"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := edits() - first; got != 2 {
+		t.Errorf("%d summary edits after a task's end %v after the last edit, want 2 (at once)", got, minSummaryInterval)
+	}
+	if stored, _ := jh.store.Get(ctx, run.ID); stored.Activity != "verifying" || !stored.ActivityAt.Equal(verifyingAt) {
 		t.Errorf("stored activity %q at %v", stored.Activity, stored.ActivityAt)
 	}
 }

@@ -356,8 +356,9 @@ func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "x\n"})
 	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	jh.gh.mu.Lock()
-	// Call 1 turns 1.1's check run to "attempt 1"; call 2, its completion after the push, fails.
-	jh.gh.okCalls["UpdateCheckRun"], jh.gh.fail["UpdateCheckRun"], jh.gh.failTimes["UpdateCheckRun"] = 1, errors.New("connection reset"), 1
+	// 1.1's check run is opened for attempt 1 (no update when the attempt starts); call 1, its
+	// completion after the push, fails.
+	jh.gh.fail["UpdateCheckRun"], jh.gh.failTimes["UpdateCheckRun"] = errors.New("connection reset"), 1
 	jh.gh.mu.Unlock()
 	if err := jh.runJob(issueRun(4)); err == nil {
 		t.Fatal("first job: want the error that ends it")

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,9 @@ type AppConfig struct {
 	Logger     *slog.Logger
 	// Retry tunes the retry transport; zero fields take the defaults.
 	Retry RetryPolicy
+	// Clock is what installation tokens' expiry is judged by; nil means time.Now. Tests of long runs
+	// share one with the fake GitHub to live through hours of token lifetimes in seconds.
+	Clock func() time.Time
 }
 
 // App is a GitHub App: it mints installation tokens and hands out one Client per installation.
@@ -53,6 +57,9 @@ type App struct {
 	log     *slog.Logger
 
 	appClient *github.Client // authenticated as the app (JWT)
+
+	// reads holds the last answers of the installations' GETs, for conditional requests.
+	reads *readCache
 
 	mu       sync.Mutex
 	clients  map[int64]*Client
@@ -95,7 +102,7 @@ func NewApp(cfg AppConfig) (*App, error) {
 	upload, _ := url.Parse(uploadURL(base))
 	a := &App{
 		cfg: cfg, base: base, graphql: GraphQLURL(cfg.BaseURL), upload: upload, atr: atr,
-		log: log, clients: map[int64]*Client{},
+		log: log, clients: map[int64]*Client{}, reads: newReadCache(),
 	}
 	a.appClient = a.newGitHub(&retryTransport{next: atr, policy: cfg.Retry.withDefaults(), sem: make(chan struct{}, 1), log: log})
 	return a, nil
@@ -178,7 +185,11 @@ func (a *App) Installation(id int64) (*Client, error) {
 		a.touch(id)
 		return c, nil
 	}
-	tokens := &tokenSource{atr: a.atr, id: id, baseURL: a.atr.BaseURL, log: a.log}
+	now := a.cfg.Clock
+	if now == nil {
+		now = time.Now
+	}
+	tokens := &tokenSource{atr: a.atr, id: id, baseURL: a.atr.BaseURL, log: a.log, now: now}
 	tokens.reset()
 	rt := &retryTransport{
 		next:   tokens,
@@ -187,7 +198,8 @@ func (a *App) Installation(id int64) (*Client, error) {
 		log:    a.log.With("installation", id),
 		reset:  tokens.reset,
 	}
-	c := &Client{id: id, app: a, gh: a.newGitHub(rt), tokens: tokens, graphql: a.graphql, log: a.log.With("installation", id)}
+	cond := &conditionalTransport{next: rt, cache: a.reads, scope: strconv.FormatInt(id, 10)}
+	c := &Client{id: id, app: a, gh: a.newGitHub(cond), tokens: tokens, graphql: a.graphql, log: a.log.With("installation", id)}
 	a.clients[id] = c
 	a.touch(id)
 	for len(a.recent) > maxCachedInstallations {
@@ -229,11 +241,13 @@ type Client struct {
 // InstallationID is the installation this client acts as.
 func (c *Client) InstallationID() int64 { return c.id }
 
-// Token mints a fresh installation token, for git. A new token is minted on every call instead of reusing
-// the cached one, so a push never starts with a token that is about to expire or that GitHub has already
-// revoked; the API calls that follow use the new token too.
+// Token returns an installation token for git: the one the API calls use while it has at least
+// gitTokenMargin left, else a newly minted one. A run asks before every clone, fetch and push, so a run
+// longer than a token's life (one hour) goes on pushing with a valid token, and a run of many short
+// tasks costs one token per hour, not one per push. A token GitHub revoked early is replaced at the
+// next API call that meets its 401 (see retryTransport).
 func (c *Client) Token(ctx context.Context) (string, error) {
-	tok, err := c.tokens.fresh(ctx)
+	tok, err := c.tokens.token(ctx, gitTokenMargin)
 	if err != nil {
 		return "", fmt.Errorf("gh: installation %d token: %w", c.id, err)
 	}
@@ -241,7 +255,7 @@ func (c *Client) Token(ctx context.Context) (string, error) {
 }
 
 // GitAuthHeader returns a complete header line, "Authorization: Basic <base64(x-access-token:<token>)>",
-// with a freshly minted token: the value for git's http.extraheader.
+// with a token valid for a while yet (see Token): the value for git's http.extraheader.
 func (c *Client) GitAuthHeader(ctx context.Context) (string, error) {
 	tok, err := c.Token(ctx)
 	if err != nil {
@@ -250,48 +264,97 @@ func (c *Client) GitAuthHeader(ctx context.Context) (string, error) {
 	return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok)), nil
 }
 
-// tokenSource is the installation's authenticating transport. It wraps a ghinstallation.Transport that can
-// be replaced, which is how a token is forced to refresh: ghinstallation itself only refreshes a token a
-// minute before the expiry it was told, and cannot know that GitHub revoked it earlier.
+// Token margins: how much life a token must have left to be used. GitHub checks a token when each
+// request starts; one git command is a few requests over seconds (the transfer streams on), and one
+// API call is one request, retries aside. A margin is at most a quarter of the token's whole life, so
+// that short-lived tokens are still reused for a while.
+const (
+	gitTokenMargin  = 5 * time.Minute
+	restTokenMargin = time.Minute
+)
+
+// tokenSource is the installation's authenticating transport. It wraps a ghinstallation.Transport that
+// it replaces when the token runs short by its own clock (ghinstallation only knows time.Now) and when
+// GitHub answers 401 (reset): ghinstallation cannot know that GitHub revoked a token early.
 type tokenSource struct {
 	atr     *ghinstallation.AppsTransport
 	id      int64
 	baseURL string
 	log     *slog.Logger
+	now     func() time.Time
 
 	mu  sync.Mutex
 	cur *ghinstallation.Transport
+	// life is the whole lifetime of the tokens GitHub hands out, learnt from the last one minted
+	// (0 until then).
+	life time.Duration
+	// minted is when cur's token was first seen, zero while it has none.
+	minted time.Time
 }
 
 func (t *tokenSource) reset() {
-	tr := ghinstallation.NewFromAppsTransport(t.atr, t.id)
-	tr.BaseURL = t.baseURL
 	t.mu.Lock()
-	t.cur = tr
+	t.resetLocked()
 	t.mu.Unlock()
 }
 
-func (t *tokenSource) current() *ghinstallation.Transport {
+func (t *tokenSource) resetLocked() {
+	tr := ghinstallation.NewFromAppsTransport(t.atr, t.id)
+	tr.BaseURL = t.baseURL
+	t.cur, t.minted = tr, time.Time{}
+}
+
+// transport returns the transport to use: the current one while its token has more than margin (at
+// most a quarter of a token's life) left, else a new one that mints a token on first use.
+func (t *tokenSource) transport(margin time.Duration) *ghinstallation.Transport {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	exp, ok := t.observeLocked()
+	if !ok {
+		return t.cur // no token yet: the first use mints one
+	}
+	if t.life > 0 {
+		margin = min(margin, t.life/4)
+	}
+	if exp.Sub(t.now()) <= margin {
+		t.resetLocked()
+	}
 	return t.cur
 }
 
-func (t *tokenSource) fresh(ctx context.Context) (string, error) {
-	t.reset()
-	cur := t.current()
+// observeLocked returns the expiry of the current token, recording the life of one not seen before;
+// ok is false while there is no token.
+func (t *tokenSource) observeLocked() (exp time.Time, ok bool) {
+	exp, _, err := t.cur.Expiry()
+	if err != nil {
+		return time.Time{}, false
+	}
+	if t.minted.IsZero() {
+		t.minted = t.now()
+		if life := exp.Sub(t.minted); life > 0 {
+			t.life = life
+		}
+		t.log.Debug("gh: minted installation token", "installation", t.id, "expires_at", exp.Format(time.RFC3339))
+	}
+	return exp, true
+}
+
+func (t *tokenSource) token(ctx context.Context, margin time.Duration) (string, error) {
+	cur := t.transport(margin)
 	tok, err := cur.Token(ctx)
 	if err != nil {
 		return "", err
 	}
-	if exp, _, err := cur.Expiry(); err == nil {
-		t.log.Debug("gh: minted installation token", "installation", t.id, "expires_at", exp.Format(time.RFC3339))
+	t.mu.Lock()
+	if t.cur == cur {
+		t.observeLocked()
 	}
+	t.mu.Unlock()
 	return tok, nil
 }
 
 func (t *tokenSource) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.current().RoundTrip(req)
+	return t.transport(restTokenMargin).RoundTrip(req)
 }
 
 // ListDeliveries implements jobs.Deliveries: one page of the App's webhook deliveries, newest first

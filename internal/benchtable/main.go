@@ -46,6 +46,7 @@ func main() {
 		{"workspaces", "./runner/workspace/", "^$", "^BenchmarkWorkspace$", "1x", true},
 		{"recovery after SIGKILL", "./e2e/", "^TestWorkerKilledMidRun$", "", "", false},
 		{"idle RSS", "./cmd/akira/", "^TestIdleRSS$", "", "", true},
+		{"GitHub calls per task", "./e2e/", "^TestGitHubCallsPerTask$", "", "", true},
 		{"egress proxy per model call", "./runner/egress/", "^$", "^BenchmarkProxyOverhead$", modelCalls, true},
 		// Minutes, most of them Go compiling its standard library in the sandbox with no build cache.
 		{"setup with a cold and a warm dependency cache", "./cmd/akira/", "^TestEnvExamples$", "", "", false},
@@ -132,6 +133,11 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 	}
 	rss := get("serve.idle_rss.mib")
 	rows = append(rows, row{"idle RSS of `akira serve` (web + workers)", fmt.Sprintf("%.1f MiB", rss), "—", "—", "≤ 40 MiB", verdict(rss <= 40)})
+	restPerTask := get("github.rest_per_task")
+	rows = append(rows, row{"GitHub REST calls per task (marginal, 1 vs 11 tasks through the fake GitHub; 304s not counted)",
+		fmt.Sprintf("%.1f", restPerTask), "—", "—", "≤ 3", verdict(restPerTask <= 3)})
+	rows = append(rows, row{"git requests per task (marginal, 1 vs 11 tasks; one push is 2)",
+		fmt.Sprintf("%.1f", get("github.git_per_task")), "—", "—", "—", ""})
 	n := get("tasks.count")
 	rows = append(rows, ratioRow(fmt.Sprintf("per-task time, last 20 of %.0f tasks vs first 20 (medians)", n), "ms",
 		get("tasks.last.ms"), get("tasks.first.ms"), "first 20 tasks", 1.1))

@@ -143,7 +143,7 @@ func (s *Server) tokenFor(r *http.Request) *token {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.tokens[v]
-	if t == nil || !time.Now().Before(t.expiresAt) {
+	if t == nil || !s.clock().Before(t.expiresAt) {
 		return nil
 	}
 	if _, ok := s.installations[t.installationID]; !ok {
@@ -162,7 +162,7 @@ func (s *Server) mintToken(installationID int64, repos map[string]bool) *token {
 		value:          "ghs_" + hex.EncodeToString(b),
 		installationID: installationID,
 		repos:          repos,
-		expiresAt:      time.Now().Add(s.tokenTTL).Truncate(time.Second),
+		expiresAt:      s.clock().Add(s.tokenTTL).Truncate(time.Second),
 	}
 	s.tokens[t.value] = t
 	return t
@@ -188,7 +188,7 @@ func (s *Server) InstallationToken(installationID int64) string {
 func (s *Server) ExpireTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	past := time.Now().Add(-time.Second)
+	past := s.clock().Add(-time.Second)
 	for _, t := range s.tokens {
 		t.expiresAt = past
 	}

@@ -24,6 +24,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,6 +56,8 @@ type Server struct {
 	key      *rsa.PrivateKey
 	keyPEM   []byte
 	tokenTTL time.Duration
+	clock    func() time.Time
+	hook     func(Request)
 
 	mu             sync.Mutex
 	closed         bool
@@ -86,6 +90,8 @@ type config struct {
 	appSlug  string
 	keyPEM   []byte
 	tokenTTL time.Duration
+	clock    func() time.Time
+	hook     func(Request)
 	root     string
 }
 
@@ -101,6 +107,15 @@ func WithPrivateKey(pemBytes []byte) Option { return func(c *config) { c.keyPEM 
 // WithTokenTTL sets the lifetime of issued installation tokens (default one hour). ghinstallation refreshes a
 // token one minute before it expires, so a TTL under a minute makes every call mint a fresh token.
 func WithTokenTTL(d time.Duration) Option { return func(c *config) { c.tokenTTL = d } }
+
+// WithClock makes the server issue and check installation tokens by clock instead of time.Now, so that a
+// test can live through many token lifetimes in seconds (give Akira the same clock). App JWTs are still
+// checked by the real time: ghinstallation signs them with it.
+func WithClock(clock func() time.Time) Option { return func(c *config) { c.clock = clock } }
+
+// WithRequestHook calls hook with each request once it is answered and recorded, outside the server's
+// lock (a test may call the server's methods, or move its clock).
+func WithRequestHook(hook func(Request)) Option { return func(c *config) { c.hook = hook } }
 
 // WithRoot stores the bare repositories under dir instead of a fresh temporary directory.
 func WithRoot(dir string) Option { return func(c *config) { c.root = dir } }
@@ -121,9 +136,12 @@ func New(t testing.TB, opts ...Option) *Server {
 
 // NewServer starts a fake GitHub outside of a test. The caller must call Close. Setup helpers panic on failure.
 func NewServer(opts ...Option) (*Server, error) {
-	c := config{appID: 4242, appSlug: "akira-test", tokenTTL: time.Hour}
+	c := config{appID: 4242, appSlug: "akira-test", tokenTTL: time.Hour, clock: time.Now}
 	for _, o := range opts {
 		o(&c)
+	}
+	if c.clock == nil {
+		c.clock = time.Now
 	}
 	gitBin, err := findGit()
 	if err != nil {
@@ -140,6 +158,8 @@ func NewServer(opts ...Option) (*Server, error) {
 		key:            key,
 		keyPEM:         keyPEM,
 		tokenTTL:       c.tokenTTL,
+		clock:          c.clock,
+		hook:           c.hook,
 		root:           c.root,
 		ids:            map[string]int64{},
 		users:          map[string]*user{},
@@ -404,6 +424,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests = append(s.requests, rec)
 		s.mu.Unlock()
+		if s.hook != nil {
+			s.hook(rec)
+		}
 	}()
 
 	if f := s.takeFault(r.Method, r.URL.Path); f != nil {
@@ -424,9 +447,74 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveGit(sw, r)
 	case r.URL.Path == "/graphql" || r.URL.Path == "/api/graphql":
 		s.serveGraphQL(sw, r)
+	case r.Method == http.MethodGet:
+		serveConditional(sw, r, s.mux)
 	default:
 		s.mux.ServeHTTP(sw, r)
 	}
+}
+
+// serveConditional serves a REST read as GitHub does: a 200 carries an ETag (a hash of the body), and
+// a request whose If-None-Match names the current one is answered 304 Not Modified with no body, which
+// GitHub does not count against the rate limit.
+func serveConditional(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	buf := &bufferedWriter{header: http.Header{}}
+	h.ServeHTTP(buf, r)
+	for k, vs := range buf.header {
+		w.Header()[k] = vs
+	}
+	if buf.status == 0 {
+		buf.status = http.StatusOK
+	}
+	if buf.status != http.StatusOK {
+		w.WriteHeader(buf.status)
+		_, _ = w.Write(buf.body.Bytes())
+		return
+	}
+	sum := sha256.Sum256(buf.body.Bytes())
+	etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+	w.Header().Set("ETag", etag)
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.Header().Del("Content-Type")
+		w.Header().Del("Content-Length")
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.body.Bytes())
+}
+
+// etagMatches is If-None-Match's weak comparison: a list of tags, or "*".
+func etagMatches(header, etag string) bool {
+	for _, tag := range strings.Split(header, ",") {
+		tag = strings.TrimSpace(tag)
+		if tag == "*" || strings.TrimPrefix(tag, "W/") == strings.TrimPrefix(etag, "W/") {
+			return true
+		}
+	}
+	return false
+}
+
+// bufferedWriter holds a handler's answer until its ETag is known.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+
+func (b *bufferedWriter) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
 }
 
 const docREST = "https://docs.github.com/rest"
