@@ -54,7 +54,9 @@ type App struct {
 	graphql string
 	upload  *url.URL
 	atr     *ghinstallation.AppsTransport
-	log     *slog.Logger
+	// appsRoundTripper is what App-authenticated transports send through.
+	appsRoundTripper http.RoundTripper
+	log              *slog.Logger
 
 	appClient *github.Client // authenticated as the app (JWT)
 
@@ -101,11 +103,22 @@ func NewApp(cfg AppConfig) (*App, error) {
 	}
 	upload, _ := url.Parse(uploadURL(base))
 	a := &App{
-		cfg: cfg, base: base, graphql: GraphQLURL(cfg.BaseURL), upload: upload, atr: atr,
+		cfg: cfg, base: base, graphql: GraphQLURL(cfg.BaseURL), upload: upload, atr: atr, appsRoundTripper: tr,
 		log: log, clients: map[int64]*Client{}, reads: newReadCache(),
 	}
 	a.appClient = a.newGitHub(&retryTransport{next: atr, policy: cfg.Retry.withDefaults(), sem: make(chan struct{}, 1), log: log})
 	return a, nil
+}
+
+// newAppsTransport is an App-authenticated transport of its own (see tokenSource.apps). The key was
+// parsed once already by NewApp, so this cannot fail.
+func (a *App) newAppsTransport() *ghinstallation.AppsTransport {
+	atr, err := ghinstallation.NewAppsTransport(a.appsRoundTripper, a.cfg.AppID, a.cfg.PrivateKeyPEM)
+	if err != nil {
+		panic("gh: the app key parsed once and not again: " + err.Error())
+	}
+	atr.BaseURL = a.atr.BaseURL
+	return atr
 }
 
 func (a *App) newGitHub(rt http.RoundTripper) *github.Client {
@@ -189,7 +202,7 @@ func (a *App) Installation(id int64) (*Client, error) {
 	if now == nil {
 		now = time.Now
 	}
-	tokens := &tokenSource{atr: a.atr, id: id, baseURL: a.atr.BaseURL, log: a.log, now: now}
+	tokens := &tokenSource{apps: a.newAppsTransport, base: a.appsRoundTripper, id: id, baseURL: a.atr.BaseURL, log: a.log, now: now}
 	tokens.reset()
 	rt := &retryTransport{
 		next:   tokens,
@@ -277,7 +290,13 @@ const (
 // it replaces when the token runs short by its own clock (ghinstallation only knows time.Now) and when
 // GitHub answers 401 (reset): ghinstallation cannot know that GitHub revoked a token early.
 type tokenSource struct {
-	atr     *ghinstallation.AppsTransport
+	// apps makes the App-authenticated transport a new installation transport mints its token with.
+	// Each gets its own: ghinstallation writes the fields of the AppsTransport it was made from on
+	// every refresh, a data race when transports of several installations (or an old and a new one
+	// of the same) share it.
+	apps func() *ghinstallation.AppsTransport
+	// base sends the requests RoundTrip has given a token.
+	base    http.RoundTripper
 	id      int64
 	baseURL string
 	log     *slog.Logger
@@ -299,27 +318,33 @@ func (t *tokenSource) reset() {
 }
 
 func (t *tokenSource) resetLocked() {
-	tr := ghinstallation.NewFromAppsTransport(t.atr, t.id)
+	tr := ghinstallation.NewFromAppsTransport(t.apps(), t.id)
 	tr.BaseURL = t.baseURL
 	t.cur, t.minted = tr, time.Time{}
 }
 
-// transport returns the transport to use: the current one while its token has more than margin (at
-// most a quarter of a token's life) left, else a new one that mints a token on first use.
-func (t *tokenSource) transport(margin time.Duration) *ghinstallation.Transport {
+// token returns the installation's token, minting a new one when the current one has no more than
+// margin (at most a quarter of a token's life) left. Every use of the ghinstallation transport happens
+// here, under mu: its Expiry reads the token its refresh writes without a lock of its own, so API
+// calls and git asking at once would race. Callers that find a mint under way wait for it rather than
+// mint one more.
+func (t *tokenSource) token(ctx context.Context, margin time.Duration) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	exp, ok := t.observeLocked()
-	if !ok {
-		return t.cur // no token yet: the first use mints one
+	if exp, ok := t.observeLocked(); ok {
+		if t.life > 0 {
+			margin = min(margin, t.life/4)
+		}
+		if exp.Sub(t.now()) <= margin {
+			t.resetLocked()
+		}
 	}
-	if t.life > 0 {
-		margin = min(margin, t.life/4)
+	tok, err := t.cur.Token(ctx)
+	if err != nil {
+		return "", err
 	}
-	if exp.Sub(t.now()) <= margin {
-		t.resetLocked()
-	}
-	return t.cur
+	t.observeLocked()
+	return tok, nil
 }
 
 // observeLocked returns the expiry of the current token, recording the life of one not seen before;
@@ -339,22 +364,22 @@ func (t *tokenSource) observeLocked() (exp time.Time, ok bool) {
 	return exp, true
 }
 
-func (t *tokenSource) token(ctx context.Context, margin time.Duration) (string, error) {
-	cur := t.transport(margin)
-	tok, err := cur.Token(ctx)
-	if err != nil {
-		return "", err
-	}
-	t.mu.Lock()
-	if t.cur == cur {
-		t.observeLocked()
-	}
-	t.mu.Unlock()
-	return tok, nil
-}
-
+// RoundTrip sends req with the installation's token, as ghinstallation's transport would, but with the
+// token taken through token (see there).
 func (t *tokenSource) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.transport(restTokenMargin).RoundTrip(req)
+	tok, err := t.token(req.Context(), restTokenMargin)
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	creq := req.Clone(req.Context())
+	creq.Header.Set("Authorization", "token "+tok)
+	if creq.Header.Get("Accept") == "" {
+		creq.Header.Set("Accept", "application/vnd.github.v3+json")
+	}
+	return t.base.RoundTrip(creq)
 }
 
 // ListDeliveries implements jobs.Deliveries: one page of the App's webhook deliveries, newest first

@@ -167,3 +167,38 @@ func TestConditionalReads(t *testing.T) {
 		t.Fatalf("statuses %v, want a 200 for the changed file", got)
 	}
 }
+
+// TestTokensOfSeveralInstallationsAtOnce: installations mint and refresh their tokens at the same time
+// (a worker runs several runs) without sharing anything ghinstallation writes (the race detector
+// found the shared App transport in CI); each gets a token for itself.
+func TestTokensOfSeveralInstallationsAtOnce(t *testing.T) {
+	e, clock := newClockEnv(t, 2*time.Minute)
+	e.srv.CreateRepo("other", "repo", map[string]string{"README.md": "# other\n"})
+	other, err := e.app.Installation(e.srv.InstallationID("other", "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		c := e.c
+		if i%2 == 1 {
+			c = other
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%10 == 0 {
+				clock.Advance(time.Minute) // tokens run short while others are minted
+			}
+			if _, err := c.Token(context.Background()); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
