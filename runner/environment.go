@@ -269,7 +269,7 @@ func (e *engine) checkBase(ctx context.Context) error {
 		if !untouched {
 			return nil
 		}
-		home, err := e.ws.Scratch("home-base")
+		home, err := e.ws.Scratch("home-verify")
 		if err != nil {
 			return fmt.Errorf("runner: %w", err)
 		}

@@ -1,7 +1,8 @@
 #!/bin/sh
 # THIS IS NOT A REAL CODING AGENT: the scripted stand-in of the env-go example's test. It does task 1.1
-# of repo/ROADMAP.md and runs the project's tests itself, as an agent would, with no network (its
-# profile says network: none): they pass only with what setup installed.
+# of repo/ROADMAP.md and resolves the project's packages and their dependencies itself, as an agent
+# would, with no network (its profile says network: none): that works only with what setup installed.
+# (It does not compile them: its own build cache starts empty, and verification compiles anyway.)
 set -eu
 echo "env-go agent: task $AKIRA_TASK_ID: $AKIRA_TASK_TITLE"
 case "$AKIRA_TASK_ID" in
@@ -51,7 +52,7 @@ func TestGreet(t *testing.T) {
 	}
 }
 GO
-  go test ./...
+  go list -deps -test ./... > /dev/null
   ;;
 *)
   echo "env-go agent: no scripted answer for task $AKIRA_TASK_ID" >&2
