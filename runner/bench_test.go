@@ -42,6 +42,15 @@ func benchRoadmap(n int) string {
 // change (one new file and the ticked box) with plain git add, git commit and git push.
 func gitFloor(tb testing.TB, remote string, n int) time.Duration {
 	tb.Helper()
+	total, _ := gitFloorTasks(tb, remote, n)
+	return total
+}
+
+// gitFloorTasks is gitFloor that also returns each task's CPU time (the git commands'), for the
+// growth of plain git's own cost as the repository gains a file per task.
+func gitFloorTasks(tb testing.TB, remote string, n int) (time.Duration, []time.Duration) {
+	tb.Helper()
+	var cpu []time.Duration
 	ctx := context.Background()
 	env := proc.Environ(nil, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C",
 		"GIT_AUTHOR_NAME=Akira", "GIT_AUTHOR_EMAIL=akira@users.noreply.github.com",
@@ -59,6 +68,7 @@ func gitFloor(tb testing.TB, remote string, n int) time.Duration {
 	git(dir, "checkout", "-q", "-b", "floor")
 	roadmapFile := filepath.Join(dir, "ROADMAP.md")
 	for i := 1; i <= n; i++ {
+		taskStart := cpuTime(tb)
 		id := fmt.Sprintf("B%d", i)
 		if err := os.WriteFile(filepath.Join(dir, "task-"+id+".txt"), []byte("Task\n"), 0o644); err != nil {
 			tb.Fatal(err)
@@ -74,8 +84,9 @@ func gitFloor(tb testing.TB, remote string, n int) time.Duration {
 		git(dir, "add", "--all")
 		git(dir, "commit", "-q", "-m", "akira: "+id+"\n\nAkira-Task: "+id)
 		git(dir, "push", "-q", "origin", "refs/heads/floor:refs/heads/floor")
+		cpu = append(cpu, cpuTime(tb)-taskStart)
 	}
-	return time.Since(start)
+	return time.Since(start), cpu
 }
 
 // BenchmarkTaskOverhead measures the engine's own cost per task — clone, prompt, verify plan, one
@@ -124,8 +135,10 @@ func BenchmarkGitFloor(b *testing.B) {
 // cost more. Each task is measured twice: wall time, and CPU time (this process and the git
 // commands it ran, from getrusage), which is what the task costs whatever else the machine runs
 // (a shared machine's load drifts between the first and the last tasks of a long run, and wall
-// time compares two different loads). growth-<n> and cpu-growth-<n> are last over first; the goal
-// is 1.05 or less.
+// time compares two different loads). Next to it, the floor: plain git's CPU per task (add, commit,
+// push of the same change) at the start and the end of the same number of tasks, for what the
+// repository's growth (a file and a commit per task) costs git itself. growth and cpu-growth are
+// last over first; the goal is 1.05 or less.
 func BenchmarkTaskGrowth(b *testing.B) {
 	sizes := []int{200, 1000}
 	if os.Getenv("BENCH_QUICK") != "" {
@@ -180,6 +193,11 @@ func taskGrowth(b *testing.B, n int) {
 		}
 		first, last := median(wall[:20]), median(wall[n-20:])
 		firstCPU, lastCPU := median(cpu[:20]), median(cpu[n-20:])
+		// The floor's growth: plain git doing each task's change on a repository of the same shape.
+		_, floor := gitFloorTasks(b, gittest.New(b, map[string]string{"ROADMAP.md": benchRoadmap(n)}).Remote, n)
+		floorFirst, floorLast := median(floor[:20]), median(floor[n-20:])
+		b.Logf("akira-bench: growth.%d.floor_first_cpu.ms %.1f", n, ms(floorFirst))
+		b.Logf("akira-bench: growth.%d.floor_last_cpu.ms %.1f", n, ms(floorLast))
 		b.ReportMetric(float64(last)/float64(first), "growth")
 		b.ReportMetric(float64(lastCPU)/float64(firstCPU), "cpu-growth")
 		b.Logf("akira-bench: growth.%d.first.ms %.1f", n, ms(first))

@@ -146,6 +146,8 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 			get(k+"last_cpu.ms"), get(k+"first_cpu.ms"), "first 20 tasks", 1.05))
 		rows = append(rows, ratioRow(fmt.Sprintf("per-task wall time, last 20 of %d tasks vs first 20 (medians)", n), "ms",
 			get(k+"last.ms"), get(k+"first.ms"), "first 20 tasks", 0))
+		rows = append(rows, ratioRow(fmt.Sprintf("plain git's CPU per task, last 20 of %d vs first 20 (the repository's own growth)", n), "ms",
+			get(k+"floor_last_cpu.ms"), get(k+"floor_first_cpu.ms"), "first 20 tasks", 0))
 	}
 	rows = append(rows, ratioRow("three [P] tasks with a 3 s agent, 3 at once", "s",
 		get("parallel.parallel.seconds"), get("parallel.sequential.seconds"), "one at a time", 0.5))
