@@ -106,7 +106,7 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 		r := value / floor
 		g, v := "—", ""
 		if goal > 0 {
-			g, v = fmt.Sprintf("≤ %.2g×", goal), verdict(r <= goal)
+			g, v = fmt.Sprintf("≤ %.3g×", goal), verdict(r <= goal)
 		}
 		return row{figure, fmt.Sprintf("%.2f %s", value, unit), fmt.Sprintf("%.2f %s (%s)", floor, unit, floorName), fmt.Sprintf("%.2f×", r), g, v}
 	}
