@@ -11,6 +11,56 @@ import (
 	"github.com/akira-bot/akira/jobs/command"
 )
 
+// decodeEvent reads a payload once, into the struct of its event (which holds the envelope too): a
+// GitHub payload is tens of kilobytes, and a second pass over it (the envelope first, the event after)
+// was most of the webhook's own time. Events Akira does not act on get the envelope only, for the log
+// line. A body that is not JSON at all, and one whose fields have the wrong types, are told apart.
+func decodeEvent(event string, payload []byte) (envelope, any, error) {
+	var (
+		ev  any
+		env *envelope
+	)
+	switch event {
+	case jobs.EventIssueComment:
+		e := &issueCommentEvent{}
+		ev, env = e, &e.envelope
+	case jobs.EventPush:
+		e := &pushEvent{}
+		ev, env = e, &e.envelope
+	case jobs.EventPullRequest:
+		e := &pullRequestEvent{}
+		ev, env = e, &e.envelope
+	case jobs.EventReview:
+		e := &pullRequestReviewEvent{}
+		ev, env = e, &e.envelope
+	case jobs.EventReviewComment:
+		e := &pullRequestReviewCommentEvent{}
+		ev, env = e, &e.envelope
+	case jobs.EventCheckRun:
+		e := &checkRunEvent{}
+		ev, env = e, &e.envelope
+	case jobs.EventIssues:
+		e := &issuesEvent{}
+		ev, env = e, &e.envelope
+	case jobs.EventCheckSuite, jobs.EventWorkflowRun, jobs.EventStatus:
+		e := &ciEvent{}
+		ev, env = e, &e.envelope
+	default:
+		var e envelope
+		if err := json.Unmarshal(payload, &e); err != nil {
+			return envelope{}, nil, errors.New("body is not a JSON webhook payload")
+		}
+		return e, nil, nil
+	}
+	if err := json.Unmarshal(payload, ev); err != nil {
+		if _, wrongType := errors.AsType[*json.UnmarshalTypeError](err); wrongType {
+			return envelope{}, nil, errors.New("malformed " + event + " payload")
+		}
+		return envelope{}, nil, errors.New("body is not a JSON webhook payload")
+	}
+	return *env, ev, nil
+}
+
 // maxPushCommits is how many commits GitHub lists in a push payload; a longer push is cut there.
 const maxPushCommits = 20
 
@@ -21,64 +71,34 @@ func (s *server) route(ctx context.Context, d *delivery) answer {
 		p   jobs.IntakePayload
 		why string
 	)
-	switch d.event {
-	case "ping":
-		return answer{status: http.StatusOK, result: resultAcknowledged, reason: "pong"}
-	case "installation", "installation_repositories":
-		return answer{status: http.StatusOK, result: resultAcknowledged, reason: d.event + " " + d.env.Action}
-	case jobs.EventIssueComment:
-		var ev issueCommentEvent
-		if err := json.Unmarshal(d.payload, &ev); err != nil {
-			return rejected(http.StatusBadRequest, "malformed issue_comment payload")
+	switch ev := d.ev.(type) {
+	case nil:
+		switch d.event {
+		case "ping":
+			return answer{status: http.StatusOK, result: resultAcknowledged, reason: "pong"}
+		case "installation", "installation_repositories":
+			return answer{status: http.StatusOK, result: resultAcknowledged, reason: d.event + " " + d.env.Action}
 		}
-		p, why = s.onIssueComment(&ev)
-	case jobs.EventPush:
-		var ev pushEvent
-		if err := json.Unmarshal(d.payload, &ev); err != nil {
-			return rejected(http.StatusBadRequest, "malformed push payload")
-		}
-		p, why = s.onPush(&ev)
-	case jobs.EventPullRequest:
-		var ev pullRequestEvent
-		if err := json.Unmarshal(d.payload, &ev); err != nil {
-			return rejected(http.StatusBadRequest, "malformed pull_request payload")
-		}
-		p, why = s.onPullRequest(&ev)
-	case jobs.EventReview:
-		var ev pullRequestReviewEvent
-		if err := json.Unmarshal(d.payload, &ev); err != nil {
-			return rejected(http.StatusBadRequest, "malformed pull_request_review payload")
-		}
-		p, why = s.onReview(&ev)
-	case jobs.EventReviewComment:
-		var ev pullRequestReviewCommentEvent
-		if err := json.Unmarshal(d.payload, &ev); err != nil {
-			return rejected(http.StatusBadRequest, "malformed pull_request_review_comment payload")
-		}
-		p, why = s.onReviewComment(&ev)
-	case jobs.EventCheckRun:
-		var ev checkRunEvent
-		if err := json.Unmarshal(d.payload, &ev); err != nil {
-			return rejected(http.StatusBadRequest, "malformed check_run payload")
-		}
+		return ignored("event " + d.event + " is not handled")
+	case *issueCommentEvent:
+		p, why = s.onIssueComment(ev)
+	case *pushEvent:
+		p, why = s.onPush(ev)
+	case *pullRequestEvent:
+		p, why = s.onPullRequest(ev)
+	case *pullRequestReviewEvent:
+		p, why = s.onReview(ev)
+	case *pullRequestReviewCommentEvent:
+		p, why = s.onReviewComment(ev)
+	case *checkRunEvent:
 		if ev.Action == "requested_action" && ev.RequestedAction == nil {
 			return rejected(http.StatusBadRequest, "requested_action without requested_action")
 		}
-		p, why = s.onCheckRun(&ev)
-	case jobs.EventIssues:
-		var ev issuesEvent
-		if err := json.Unmarshal(d.payload, &ev); err != nil {
-			return rejected(http.StatusBadRequest, "malformed issues payload")
-		}
-		p, why = s.onIssues(&ev)
-	case jobs.EventCheckSuite, jobs.EventWorkflowRun, jobs.EventStatus:
-		var ev ciEvent
-		if err := json.Unmarshal(d.payload, &ev); err != nil {
-			return rejected(http.StatusBadRequest, "malformed "+d.event+" payload")
-		}
-		p, why = s.onCI(d.event, &ev)
-	default:
-		return ignored("event " + d.event + " is not handled")
+		p, why = s.onCheckRun(ev)
+	case *issuesEvent:
+		p, why = s.onIssues(ev)
+	case *ciEvent:
+		p, why = s.onCI(d.event, ev)
 	}
 	if why != "" {
 		return ignored(why)

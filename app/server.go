@@ -116,12 +116,12 @@ func (s *server) recoverJSON(c *gin.Context) {
 		if rec == http.ErrAbortHandler {
 			panic(rec)
 		}
-		log := s.deliveryLogger(c.GetHeader("X-GitHub-Delivery"), c.GetHeader("X-GitHub-Event"), 0, "")
+		attrs := deliveryAttrs(c.GetHeader("X-GitHub-Delivery"), c.GetHeader("X-GitHub-Event"), 0, "")
 		if v, ok := c.Get(deliveryKey); ok {
-			log = v.(*delivery).log
+			attrs = v.(*delivery).attrs()
 		}
-		log.ErrorContext(c.Request.Context(), "panic in handler",
-			"path", c.Request.URL.Path, "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
+		s.log.ErrorContext(c.Request.Context(), "panic in handler",
+			append(attrs, "path", c.Request.URL.Path, "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))...)
 		c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "internal error"})
 	}()
 	c.Next()

@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -52,22 +51,26 @@ const deliveryKey = "akira.delivery"
 
 // delivery is one webhook being handled.
 type delivery struct {
-	id      string
-	event   string
-	payload []byte
-	env     envelope
-	log     *slog.Logger
+	id    string
+	event string
+	env   envelope
+	ev    any // the decoded payload (*issueCommentEvent, ...), nil for events Akira does not act on
 }
 
-// deliveryLogger carries the four fields every intake log line has, empty until they are known.
-func (s *server) deliveryLogger(id, event string, installation int64, repo string) *slog.Logger {
-	return s.log.With("delivery", id, "event", event, "installation", installation, "repo", repo)
+// deliveryAttrs are the four fields every intake log line has, empty until they are known. They are
+// put on the one line a delivery logs rather than on a logger made for it (slog.With copies them
+// for every delivery, logged or not).
+func deliveryAttrs(id, event string, installation int64, repo string) []any {
+	return []any{"delivery", id, "event", event, "installation", installation, "repo", repo}
+}
+
+func (d *delivery) attrs() []any {
+	return deliveryAttrs(d.id, d.event, d.env.installationID(), d.env.repoFullName())
 }
 
 func (s *server) webhook(c *gin.Context) {
 	r := c.Request
 	d := &delivery{id: r.Header.Get("X-GitHub-Delivery"), event: r.Header.Get("X-GitHub-Event")}
-	d.log = s.deliveryLogger(d.id, d.event, 0, "")
 	c.Set(deliveryKey, d)
 	ans := s.intake(r, c.Writer, d)
 	if r.ContentLength > largeBody {
@@ -119,11 +122,9 @@ func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) ans
 	if err != nil {
 		return rejected(http.StatusBadRequest, err.Error())
 	}
-	if err := json.Unmarshal(payload, &d.env); err != nil {
-		return rejected(http.StatusBadRequest, "body is not a JSON webhook payload")
+	if d.env, d.ev, err = decodeEvent(d.event, payload); err != nil {
+		return rejected(http.StatusBadRequest, err.Error())
 	}
-	d.payload = payload
-	d.log = s.deliveryLogger(d.id, d.event, d.env.installationID(), d.env.repoFullName())
 
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.EnqueueTimeout)
 	defer cancel()
@@ -200,14 +201,19 @@ func (s *server) respond(c *gin.Context, d *delivery, out answer) {
 	case out.status >= 400:
 		level = slog.LevelWarn
 	}
-	attrs := []any{"status", out.status, "result", out.result, "reason", out.reason, "action", d.env.Action}
-	if out.err != nil {
-		attrs = append(attrs, "err", out.err.Error())
+	if s.log.Enabled(c.Request.Context(), level) {
+		attrs := append(d.attrs(), "status", out.status, "result", out.result, "reason", out.reason, "action", d.env.Action)
+		if out.err != nil {
+			attrs = append(attrs, "err", out.err.Error())
+		}
+		s.log.Log(c.Request.Context(), level, "webhook handled", attrs...)
 	}
-	d.log.Log(c.Request.Context(), level, "webhook handled", attrs...)
-	body := gin.H{"result": out.result}
-	if out.reason != "" {
-		body["reason"] = out.reason
-	}
-	c.JSON(out.status, body)
+	c.JSON(out.status, ackBody{Result: out.result, Reason: out.reason})
+}
+
+// ackBody is the JSON answer to a delivery: a struct, not a map, so that encoding it neither sorts
+// keys nor reflects over a map for each delivery.
+type ackBody struct {
+	Result string `json:"result"`
+	Reason string `json:"reason,omitempty"`
 }

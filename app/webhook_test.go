@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -336,5 +337,43 @@ func TestWebhookObserve(t *testing.T) {
 	want := []string{"ping acknowledged", "ping rejected", "other rejected", "other ignored"}
 	if strings.Join(h.observed, ",") != strings.Join(want, ",") {
 		t.Fatalf("observed %q, want %q", h.observed, want)
+	}
+}
+
+// TestDecodeEvent pins the one decode of a payload: the envelope comes out of the event's own struct,
+// and the reason of a refusal tells a body that is not JSON from a field of the wrong type.
+func TestDecodeEvent(t *testing.T) {
+	tests := []struct {
+		name, event, body string
+		wantErr           string
+		wantRepo          string
+		wantType          string
+	}{
+		{"comment", "issue_comment", `{"action":"created","installation":{"id":5},"repository":{"full_name":"o/r"},"comment":{"id":1}}`, "", "o/r", "*app.issueCommentEvent"},
+		{"push", "push", `{"ref":"refs/heads/main","repository":{"full_name":"o/p"}}`, "", "o/p", "*app.pushEvent"},
+		{"status", "status", `{"sha":"abc","repository":{"full_name":"o/s"}}`, "", "o/s", "*app.ciEvent"},
+		{"unhandled event keeps the envelope", "ping", `{"repository":{"full_name":"o/q"}}`, "", "o/q", "<nil>"},
+		{"not JSON", "push", `nope`, "body is not a JSON webhook payload", "", ""},
+		{"truncated", "issue_comment", `{"action":"created"`, "body is not a JSON webhook payload", "", ""},
+		{"wrong field type", "issue_comment", `{"comment":{"id":"seven"}}`, "malformed issue_comment payload", "", ""},
+		{"wrong type in the envelope", "pull_request", `{"installation":{"id":"x"}}`, "malformed pull_request payload", "", ""},
+		{"unhandled event, wrong envelope", "ping", `{"installation":{"id":"x"}}`, "body is not a JSON webhook payload", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, ev, err := decodeEvent(tt.event, []byte(tt.body))
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env.repoFullName() != tt.wantRepo || fmt.Sprintf("%T", ev) != tt.wantType {
+				t.Fatalf("decoded %q as %T, want %q as %s", env.repoFullName(), ev, tt.wantRepo, tt.wantType)
+			}
+		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -196,59 +195,6 @@ func (s *Store) AuditLog(ctx context.Context, n int) ([]AuditEntry, error) {
 		if json.Unmarshal([]byte(r), &e) == nil {
 			out = append(out, e)
 		}
-	}
-	return out, nil
-}
-
-// RunFilter selects runs: by repository ("owner/name", any case) and by status; empty matches all.
-type RunFilter struct {
-	Repo   string
-	Status []RunStatus
-	Limit  int // 0: 100
-}
-
-// Runs lists the runs Redis holds that match f, newest first. It scans the run keys: an operator's
-// view, not a hot path.
-func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	var keys []string
-	iter := s.rdb.Scan(ctx, 0, s.prefix+"run:*", 500).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		return nil, fmt.Errorf("jobs: list runs: %w", err)
-	}
-	var out []*Run
-	for start := 0; start < len(keys); start += 200 {
-		vals, err := s.rdb.MGet(ctx, keys[start:min(start+200, len(keys))]...).Result()
-		if err != nil {
-			return nil, fmt.Errorf("jobs: list runs: %w", err)
-		}
-		for _, v := range vals {
-			str, ok := v.(string)
-			if !ok {
-				continue // expired between SCAN and MGET
-			}
-			var r Run
-			if json.Unmarshal([]byte(str), &r) != nil {
-				continue
-			}
-			if f.Repo != "" && !strings.EqualFold(r.Owner+"/"+r.Repo, f.Repo) {
-				continue
-			}
-			if len(f.Status) > 0 && !slices.Contains(f.Status, r.Status) {
-				continue
-			}
-			out = append(out, &r)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
-	if len(out) > limit {
-		out = out[:limit]
 	}
 	return out, nil
 }

@@ -219,6 +219,7 @@ func (s *Store) Create(ctx context.Context, r *Run) (run *Run, created bool, err
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, key, data, 0)
 			p.Set(ctx, bkey, nr.ID, 0)
+			s.indexRun(ctx, p, &nr)
 			for _, n := range nr.Numbers() {
 				p.Set(ctx, s.indexKey(nr.Owner, nr.Repo, n), nr.ID, 0)
 			}
@@ -315,6 +316,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 				ttl = s.retention()
 			}
 			p.Set(ctx, key, data, ttl)
+			s.indexRun(ctx, p, r)
 			for _, n := range r.Numbers() {
 				ik := s.indexKey(r.Owner, r.Repo, n)
 				if r.Status.Terminal() {

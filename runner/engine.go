@@ -50,6 +50,11 @@ type engine struct {
 	checkpointing bool
 	// lastChanged are the paths of the last checkpoint.
 	lastChanged []string
+
+	// byID and ids index rm once: choosing the next task must not cost a scan of the plan per
+	// candidate (roadmap.Task is a linear search), which made each choice cost O(tasks²).
+	byID map[string]*roadmap.Task
+	ids  []string
 }
 
 func (e *engine) run(ctx context.Context) (out Outcome, err error) {
@@ -211,6 +216,7 @@ func (e *engine) prepare(ctx context.Context) error {
 		return fmt.Errorf("runner: %w: %w", ErrInvalidPlan, err)
 	}
 	e.rm = rm
+	e.indexTasks()
 	for _, w := range rm.Warnings {
 		e.o.Logger.Warn("runner: plan read with a warning", "warning", w.Error())
 	}
@@ -236,7 +242,7 @@ func (e *engine) prepare(ctx context.Context) error {
 		return fmt.Errorf("runner: %w", err)
 	}
 	for _, id := range e.order() {
-		t := rm.Task(id)
+		t := e.task(id)
 		r := &TaskResult{ID: t.ID, Title: t.Title, Phase: t.Phase, Status: TaskPending}
 		switch sha := doneBy[e.key(t.ID)]; {
 		case sha != "":
@@ -265,7 +271,7 @@ func (e *engine) prepare(ctx context.Context) error {
 	}
 	for _, id := range e.order() {
 		if r := e.results[id]; r.Status == TaskSkipped {
-			if err := e.emit(ctx, e.taskEvent(EventTaskSkipped, rm.Task(id), Event{Message: r.Note})); err != nil {
+			if err := e.emit(ctx, e.taskEvent(EventTaskSkipped, e.task(id), Event{Message: r.Note})); err != nil {
 				return err
 			}
 		}
@@ -320,11 +326,32 @@ func (e *engine) order() []string {
 	if len(e.rm.Order) > 0 {
 		return e.rm.Order
 	}
+	if e.ids != nil && len(e.ids) == len(e.rm.Tasks) {
+		return e.ids
+	}
 	ids := make([]string, len(e.rm.Tasks))
 	for i, t := range e.rm.Tasks {
 		ids[i] = t.ID
 	}
 	return ids
+}
+
+// indexTasks builds byID and ids from rm.
+func (e *engine) indexTasks() {
+	e.byID = make(map[string]*roadmap.Task, len(e.rm.Tasks))
+	e.ids = make([]string, len(e.rm.Tasks))
+	for i, t := range e.rm.Tasks {
+		e.byID[t.ID] = t
+		e.ids[i] = t.ID
+	}
+}
+
+// task is rm.Task(id) through the index when there is one.
+func (e *engine) task(id string) *roadmap.Task {
+	if t, ok := e.byID[id]; ok {
+		return t
+	}
+	return e.rm.Task(id)
 }
 
 // next is the pending task whose dependencies are all done with the highest priority, the first in
@@ -335,7 +362,7 @@ func (e *engine) next() *roadmap.Task {
 		if e.results[id].Status != TaskPending || (e.o.only != nil && !e.o.only[id]) {
 			continue
 		}
-		t := e.rm.Task(id)
+		t := e.task(id)
 		ready := true
 		for _, d := range t.Depends {
 			if r := e.results[d]; r == nil || r.Status != TaskDone {
@@ -357,7 +384,7 @@ func (e *engine) blockRest(ctx context.Context) error {
 		if r.Status != TaskPending || (e.o.only != nil && !e.o.only[id]) {
 			continue
 		}
-		t := e.rm.Task(id)
+		t := e.task(id)
 		var why []string
 		for _, d := range t.Depends {
 			if dr := e.results[d]; dr != nil && dr.Status != TaskDone {
@@ -434,6 +461,9 @@ func (e *engine) runTask(ctx context.Context, t *roadmap.Task) error {
 // overBudget says which limit of the budget this run has reached, or "".
 func (e *engine) overBudget() string {
 	b := e.o.Budget
+	if b.CostUSD <= 0 && b.Tokens <= 0 && b.WallTime <= 0 {
+		return "" // no limit: no sum over every task's usage before each attempt
+	}
 	used := e.o.Spent.Usage
 	for _, r := range e.results {
 		used = used.Add(r.Usage)

@@ -57,7 +57,7 @@ func (e *engine) wave() []*roadmap.Task {
 		if len(wave) >= e.o.MaxParallel {
 			break
 		}
-		t := e.rm.Task(id)
+		t := e.task(id)
 		if t == first || e.results[id].Status != TaskPending || !mayRunBeside(t) || !e.ready(t) {
 			continue
 		}

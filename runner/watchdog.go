@@ -39,14 +39,22 @@ func (d *stallWatchdog) watch(ctx context.Context, cancel context.CancelCauseFun
 	tick := min(max(d.timeout/10, 50*time.Millisecond), 30*time.Second)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	sig := treeSignature(d.dir)
+	// The first signature is taken at the first tick, not as the agent starts: a walk of the whole
+	// work tree per attempt cost every task in proportion to the files the repository (and the run)
+	// had, and an agent done within a tick never needed it. Until then the start counts as the
+	// last sign of life, which the timeout (several ticks) measures from anyway.
+	var sig [3]int64
+	first := true
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if s := treeSignature(d.dir); s != sig {
+		s := treeSignature(d.dir)
+		if first {
+			sig, first = s, false
+		} else if s != sig {
 			sig = s
 			d.alive()
 			continue

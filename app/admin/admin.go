@@ -36,6 +36,7 @@ var OpenAPI []byte
 // Store is what the API and the dashboard read.
 type Store interface {
 	Runs(ctx context.Context, f jobs.RunFilter) ([]*jobs.Run, error)
+	RunsPage(ctx context.Context, f jobs.RunFilter) (jobs.RunPage, error)
 	Get(ctx context.Context, id string) (*jobs.Run, error)
 	Log(ctx context.Context, runID, taskID string, attempt int) (string, error)
 	TokenFor(ctx context.Context, secret string) (jobs.Token, error)
@@ -305,9 +306,9 @@ func logPath(runID, taskID string, n int) string {
 var runStatuses = []jobs.RunStatus{jobs.StatusQueued, jobs.StatusRunning, lifecycle.StatusWaitingCI, jobs.StatusParked, lifecycle.StatusPaused, jobs.StatusStopped,
 	jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusAborted}
 
-// filterOf reads ?repo=owner/name&state=a,b&limit=n.
+// filterOf reads ?repo=owner/name&state=a,b&limit=n&cursor=c.
 func filterOf(c *gin.Context) (jobs.RunFilter, error) {
-	f := jobs.RunFilter{Repo: strings.TrimSpace(c.Query("repo"))}
+	f := jobs.RunFilter{Repo: strings.TrimSpace(c.Query("repo")), Cursor: c.Query("cursor")}
 	for _, st := range strings.Split(c.Query("state"), ",") {
 		st = strings.TrimSpace(st)
 		if st == "" {
@@ -339,7 +340,12 @@ func (s *server) apiRuns(c *gin.Context) {
 		abortJSON(c, http.StatusBadRequest, "%v", err)
 		return
 	}
-	runs, err := s.d.Store.Runs(c, f)
+	f.Allow = tokenOf(c).Allows
+	page, err := s.d.Store.RunsPage(c, f)
+	if errors.Is(err, jobs.ErrBadCursor) {
+		abortJSON(c, http.StatusBadRequest, "cursor %q is not one a page of runs returned; start again without it", f.Cursor)
+		return
+	}
 	if err != nil {
 		s.log.Error("admin: list runs", "err", err)
 		abortJSON(c, http.StatusServiceUnavailable, "runs cannot be read now")
@@ -347,12 +353,9 @@ func (s *server) apiRuns(c *gin.Context) {
 	}
 	out := struct {
 		Runs []RunSummary `json:"runs"`
-	}{Runs: []RunSummary{}}
-	tok := tokenOf(c)
-	for _, r := range runs {
-		if !tok.Allows(r.Owner + "/" + r.Repo) {
-			continue
-		}
+		Next string       `json:"next,omitempty"`
+	}{Runs: []RunSummary{}, Next: page.Next}
+	for _, r := range page.Runs {
 		out.Runs = append(out.Runs, summaryOf(r))
 	}
 	c.JSON(http.StatusOK, out)

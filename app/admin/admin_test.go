@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -203,6 +205,34 @@ func TestAPIAgainstOpenAPI(t *testing.T) {
 		t.Errorf("filtered runs: %s", body)
 	}
 	call("GET", "/api/v1/runs?state=sleeping", f.read, "", http.StatusBadRequest)
+	// Pages: two more runs, one per page, each page's next leading to the following one.
+	for _, id := range []string{"r-admin-2", "r-admin-3"} {
+		if _, _, err := f.store.Create(context.Background(), &jobs.Run{ID: id, Owner: "octo", Repo: "demo", Branch: "akira/" + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []string
+	for path, pages := "/api/v1/runs?limit=1", 0; path != ""; pages++ {
+		if pages > 3 {
+			t.Fatalf("pages never end: %v", seen)
+		}
+		var page struct {
+			Runs []RunSummary `json:"runs"`
+			Next string       `json:"next"`
+		}
+		if err := json.Unmarshal(call("GET", path, f.read, "", http.StatusOK), &page); err != nil || len(page.Runs) != 1 {
+			t.Fatalf("page %s: %+v, %v", path, page, err)
+		}
+		seen = append(seen, page.Runs[0].ID)
+		path = ""
+		if page.Next != "" {
+			path = "/api/v1/runs?limit=1&cursor=" + url.QueryEscape(page.Next)
+		}
+	}
+	if strings.Join(seen, ",") != "r-admin-3,r-admin-2,r-admin-1" {
+		t.Errorf("pages gave %v", seen)
+	}
+	call("GET", "/api/v1/runs?cursor=nonsense", f.read, "", http.StatusBadRequest)
 	body := call("GET", run, f.read, "", http.StatusOK)
 	for _, want := range []string{`"tasks_done":1`, `"judge":{"confidence":0.93,"accepted":true}`, `"url":"/api/v1/runs/r-admin-1/tasks/1.1/attempts/2/log"`} {
 		if !strings.Contains(string(body), want) {

@@ -241,17 +241,44 @@ func (s *server) runsPage(c *gin.Context) {
 		s.render(c, http.StatusBadRequest, "error", page{Title: "Runs", Error: err.Error()})
 		return
 	}
-	runs, err := s.d.Store.Runs(c, f)
+	if f.Limit == 0 {
+		f.Limit = runsPerPage
+	}
+	pg, err := s.d.Store.RunsPage(c, f)
+	if errors.Is(err, jobs.ErrBadCursor) {
+		s.render(c, http.StatusBadRequest, "error", page{Title: "Runs", Error: "That page of runs is not one Akira listed; start again from the first page."})
+		return
+	}
 	if err != nil {
 		s.render(c, http.StatusServiceUnavailable, "error", page{Title: "Runs", Error: "Runs cannot be read now."})
 		return
 	}
-	var rows []RunSummary
-	for _, r := range runs {
-		rows = append(rows, summaryOf(r))
+	v := runsView{}
+	for _, r := range pg.Runs {
+		v.Runs = append(v.Runs, summaryOf(r))
 	}
-	s.render(c, http.StatusOK, "runs", page{Title: "Runs", Data: rows,
+	if pg.Next != "" {
+		q := c.Request.URL.Query()
+		q.Set("cursor", pg.Next)
+		v.Older = "/ui/?" + q.Encode()
+	}
+	if f.Cursor != "" {
+		q := c.Request.URL.Query()
+		q.Del("cursor")
+		v.Newest = "/ui/?" + q.Encode()
+	}
+	s.render(c, http.StatusOK, "runs", page{Title: "Runs", Data: v,
 		Filter: map[string]string{"repo": c.Query("repo"), "state": c.Query("state")}})
+}
+
+// runsPerPage is how many runs a page of the dashboard's list shows.
+const runsPerPage = 50
+
+// runsView is the runs page's data: a page of runs and the links to the next (older) one and back
+// to the first.
+type runsView struct {
+	Runs          []RunSummary
+	Older, Newest string
 }
 
 // runView is the run page's data.

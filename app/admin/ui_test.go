@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -243,6 +244,22 @@ func TestDashboardPages(t *testing.T) {
 	}
 	wantPage(t, "a bad state filter", b.get("/ui/?state=sleeping"), http.StatusBadRequest, "state &#34;sleeping&#34; is not one of")
 	wantPage(t, "a bad limit", b.get("/ui/?limit=0"), http.StatusBadRequest, "limit &#34;0&#34; is not a number from 1 to 1000")
+	// A page of one run links the older runs and, from there, the newest again.
+	if _, _, err := f.store.Create(context.Background(), &jobs.Run{ID: "r-admin-newer", Owner: "octo", Repo: "demo", Branch: "akira/newer"}); err != nil {
+		t.Fatal(err)
+	}
+	first := b.get("/ui/?limit=1")
+	wantPage(t, "first page", first, http.StatusOK, "r-admin-newer", "Older runs")
+	m := regexp.MustCompile(`href="(/ui/\?[^"]*)" rel="next"`).FindStringSubmatch(first.body)
+	if m == nil || strings.Contains(first.body, f.runID) {
+		t.Fatalf("first page of one run:\n%s", first.body)
+	}
+	second := b.get(html.UnescapeString(m[1]))
+	wantPage(t, "second page", second, http.StatusOK, f.runID, "Newest runs")
+	if strings.Contains(second.body, "r-admin-newer") || strings.Contains(second.body, "Older runs") {
+		t.Errorf("second (last) page:\n%s", second.body)
+	}
+	wantPage(t, "a bad cursor", b.get("/ui/?cursor=nonsense"), http.StatusBadRequest, "start again from the first page")
 
 	a := b.get(run)
 	wantPage(t, "run", a, http.StatusOK, "Add &lt;b&gt;bold&lt;/b&gt; parser", "Waiting for a decision: 1.2", "verification failed",

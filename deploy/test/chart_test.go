@@ -449,3 +449,70 @@ func TestChartIngressAndMonitoring(t *testing.T) {
 		}
 	}
 }
+
+// TestChartCacheVolume: by default the repository mirrors share the workspaces' emptyDir under a cap
+// below its size limit; with worker.cache.persistence each worker replica keeps them on a volume of
+// its own (a StatefulSet's claim of the given size and class), which KEDA scales and the disruption
+// budget covers like the Deployment it replaces.
+func TestChartCacheVolume(t *testing.T) {
+	r := mustRender(t, nil)
+	worker := r.deployments["prod-akira-worker"].Spec.Template.Spec.Containers[0]
+	if v := env(worker, "AKIRA_CACHE_MAX"); v == nil || v.Value != "10GiB" {
+		t.Errorf("default AKIRA_CACHE_MAX = %+v; want 10GiB, below the 20Gi emptyDir", v)
+	}
+	if v := env(worker, "AKIRA_CACHE_DIR"); v != nil {
+		t.Errorf("default AKIRA_CACHE_DIR = %q; want the default, in the workspaces' emptyDir", v.Value)
+	}
+	if _, ok := r.statefulSets["prod-akira-worker"]; ok {
+		t.Error("a worker StatefulSet without persistence")
+	}
+
+	r = mustRender(t, map[string]any{"worker": map[string]any{
+		"autoscaling": map[string]any{"enabled": true},
+		"cache":       map[string]any{"maxSize": "80GiB", "persistence": map[string]any{"enabled": true, "size": "100Gi", "storageClass": "fast-ssd"}}}})
+	if _, ok := r.deployments["prod-akira-worker"]; ok {
+		t.Fatal("the worker is still a Deployment with a persistent cache")
+	}
+	ss := r.statefulSets["prod-akira-worker"]
+	if ss == nil {
+		t.Fatalf("no worker StatefulSet: %v", r.kinds())
+	}
+	if ss.Spec.ServiceName == "" || r.services[ss.Spec.ServiceName] == nil {
+		t.Errorf("StatefulSet serviceName %q is not a Service of the chart", ss.Spec.ServiceName)
+	}
+	if !selects(t, ss.Spec.Selector, ss.Spec.Template.Labels) {
+		t.Error("the StatefulSet's selector does not select its own pods")
+	}
+	if pdb := r.pdbs["prod-akira-worker"]; pdb == nil || !selects(t, pdb.Spec.Selector, ss.Spec.Template.Labels) {
+		t.Error("the worker disruption budget does not cover the StatefulSet's pods")
+	}
+	if len(ss.Spec.VolumeClaimTemplates) != 1 {
+		t.Fatalf("claim templates = %+v", ss.Spec.VolumeClaimTemplates)
+	}
+	claim := ss.Spec.VolumeClaimTemplates[0]
+	if size := claim.Spec.Resources.Requests.Storage(); claim.Name != "cache" || size.String() != "100Gi" ||
+		claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName != "fast-ssd" {
+		t.Errorf("claim %s of %v, class %v; want cache of 100Gi on fast-ssd", claim.Name, size, claim.Spec.StorageClassName)
+	}
+	c := ss.Spec.Template.Spec.Containers[0]
+	var mount string
+	for _, m := range c.VolumeMounts {
+		if m.Name == "cache" {
+			mount = m.MountPath
+		}
+	}
+	dir, capEnv := env(c, "AKIRA_CACHE_DIR"), env(c, "AKIRA_CACHE_MAX")
+	if mount == "" || dir == nil || !strings.HasPrefix(dir.Value, mount+"/") {
+		t.Errorf("AKIRA_CACHE_DIR %+v is not on the cache volume (mounted at %q)", dir, mount)
+	}
+	if capEnv == nil || capEnv.Value != "80GiB" {
+		t.Errorf("AKIRA_CACHE_MAX = %+v; want 80GiB", capEnv)
+	}
+	if w := env(c, "AKIRA_WORKDIR"); w == nil || strings.HasPrefix(w.Value, mount) {
+		t.Errorf("workspaces %+v on the cache volume; they belong on the emptyDir", w)
+	}
+	so := r.scaled["prod-akira-worker"]
+	if so == nil || so.Spec.ScaleTargetRef == nil || so.Spec.ScaleTargetRef.Kind != "StatefulSet" || so.Spec.ScaleTargetRef.Name != ss.Name {
+		t.Errorf("ScaledObject target = %+v; want the worker StatefulSet", so)
+	}
+}
