@@ -124,6 +124,20 @@ func (h *Handler) HandleRun(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.job(TypeRun, ResultInvalid)
 		return err
 	}
+	// The fair gate first: a run whose installation must wait ends here, before it costs a GitHub
+	// call or holds a worker (see fair.go).
+	if err := h.d.Fair.Acquire(ctx, p); err != nil {
+		if w, ok := errors.AsType[*SlotWaitError](err); ok {
+			h.log.Debug("run job: waits for a slot", "delivery", p.DeliveryID, "installation", p.InstallationID,
+				"reason", w.Reason, "retry_in", w.Delay)
+			h.d.Metrics.job(TypeRun, ResultQueued)
+			return err
+		}
+		h.d.Metrics.job(TypeRun, ResultRetry)
+		return err
+	}
+	release := h.d.Fair.Hold(ctx, p)
+	defer release()
 	result, err := h.runJob(ctx, p)
 	h.d.Metrics.job(TypeRun, result)
 	return err
