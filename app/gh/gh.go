@@ -41,6 +41,10 @@ type AppConfig struct {
 	Logger     *slog.Logger
 	// Retry tunes the retry transport; zero fields take the defaults.
 	Retry RetryPolicy
+	// OnRateLimit, when set, hears of every rate limit (429, 403 with Retry-After or an exhausted
+	// primary limit, a secondary limit) an installation's calls meet, with the wait GitHub asked
+	// for: the fair gate pauses that installation's new runs (jobs.Fair.Pause), and only its.
+	OnRateLimit func(installationID int64, wait time.Duration)
 }
 
 // App is a GitHub App: it mints installation tokens and hands out one Client per installation.
@@ -186,6 +190,9 @@ func (a *App) Installation(id int64) (*Client, error) {
 		sem:    make(chan struct{}, 1),
 		log:    a.log.With("installation", id),
 		reset:  tokens.reset,
+	}
+	if on := a.cfg.OnRateLimit; on != nil {
+		rt.limited = func(wait time.Duration) { on(id, wait) }
 	}
 	c := &Client{id: id, app: a, gh: a.newGitHub(rt), tokens: tokens, graphql: a.graphql, log: a.log.With("installation", id)}
 	a.clients[id] = c
