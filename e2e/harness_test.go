@@ -83,7 +83,9 @@ type workerSpec struct {
 func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	rdb := redis.NewClient(&redis.Options{Addr: ws.RedisAddr})
 	defer rdb.Close()
-	ghApp, err := gh.NewApp(gh.AppConfig{AppID: ws.AppID, PrivateKeyPEM: ws.KeyPEM, BaseURL: ws.APIURL, Logger: log})
+	var fair *jobs.Fair // made once the operator's file is read, before any job runs
+	ghApp, err := gh.NewApp(gh.AppConfig{AppID: ws.AppID, PrivateKeyPEM: ws.KeyPEM, BaseURL: ws.APIURL, Logger: log,
+		OnRateLimit: func(id int64, wait time.Duration) { _ = fair.Pause(context.Background(), id, time.Now().Add(wait)) }})
 	if err != nil {
 		return err
 	}
@@ -109,9 +111,13 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The fair gate, as serve wires it: this worker's slots count, and its rate limits pause only
+	// the installation that met them.
+	fair = jobs.NewFair(rdb, ws.Prefix, op.Fair, ws.Concurrency)
+	go fair.Heartbeat(ctx)
 	deps := jobs.Deps{
-		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker,
-		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}),
+		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fair,
+		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fair),
 		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
 	}
@@ -201,6 +207,10 @@ case "$AKIRA_TASK_TITLE" in
 		echo "I cannot do this without the magic word" >&2
 		exit 3
 	fi ;;
+*paced*)
+	# a task whose agent takes E2E_PACE seconds, as a model would take some (the fair-share bench)
+	sleep "${E2E_PACE:-1}"
+	echo "$AKIRA_TASK_TITLE" > "out-$AKIRA_TASK_ID.txt" ;;
 *slow*)
 	echo $$ > "$log/pid-$AKIRA_TASK_ID"
 	touch "$log/started-$AKIRA_TASK_ID"
