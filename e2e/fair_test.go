@@ -70,13 +70,14 @@ func (e *env) fairCalls() []fairCall {
 }
 
 // queueRuns starts runs on e's repository: one issue per run, each with tasks tasks titled
-// "Add <tag> piece <j>" (tag is prefix and the issue number), each started by `/akira run`.
+// "Add <tag> piece <j>, paced" (tag is prefix and the issue number; the agent takes a second on a
+// paced task), each started by `/akira run`.
 func (e *env) queueRuns(prefix string, runs, tasks int) {
 	e.t.Helper()
 	for k := 1; k <= runs; k++ {
 		var body strings.Builder
 		for j := 1; j <= tasks; j++ {
-			fmt.Fprintf(&body, "- [ ] Add %s%02d piece %d\n", prefix, k, j)
+			fmt.Fprintf(&body, "- [ ] Add %s%02d piece %d, paced\n", prefix, k, j)
 		}
 		e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: k, Title: fmt.Sprintf("%s%02d", prefix, k), User: "alice", Body: body.String()})
 		e.comment(k, "alice", "/akira run", false, 202)
@@ -106,6 +107,10 @@ func (e *env) waitQueued(n int) {
 // installation B queues a run of one task. With two workers and the default cap (half of them), B's
 // agent call comes before A's third run starts: B does not wait behind A's backlog. Without the
 // gate, asynq's one FIFO queue gives the worker A's first run frees to A's third.
+//
+// It also reports, for `make bench`, the time from B's `/akira run` to its agent call next to one
+// task's time in the same run (the median time between two agent calls of A's first run, an agent
+// call taking a second), without asserting anything on them.
 func TestFairShareAcrossInstallations(t *testing.T) {
 	e := newEnv(t, false)
 	a, b := e, e.onAccount("acme", "web")
@@ -116,6 +121,7 @@ func TestFairShareAcrossInstallations(t *testing.T) {
 	}
 	a.queueRuns("A", 10, 10)
 	a.waitQueued(10)
+	bQueued := time.Now()
 	b.queueRuns("B", 1, 1)
 	b.waitStatus(1, jobs.StatusSucceeded)
 
@@ -140,4 +146,23 @@ func TestFairShareAcrossInstallations(t *testing.T) {
 	if len(before) >= 3 {
 		t.Fatalf("A's runs %v had started before B's first agent call; want B's call before A's third run starts", before)
 	}
+
+	// The figures: one task's time from A's first run, once it has done a few.
+	var first []time.Time
+	e.eventually("five agent calls of A's first run", func() bool {
+		first = first[:0]
+		for _, c := range e.fairCalls() {
+			if c.run == before[0] {
+				first = append(first, c.at)
+			}
+		}
+		return len(first) >= 5
+	})
+	var gaps []float64
+	for i := 1; i < len(first); i++ {
+		gaps = append(gaps, first[i].Sub(first[i-1]).Seconds())
+	}
+	sort.Float64s(gaps)
+	t.Logf("akira-bench: fair.first_call.seconds %.3f", calls[bAt].at.Sub(bQueued).Seconds())
+	t.Logf("akira-bench: fair.task.seconds %.3f", gaps[len(gaps)/2])
 }

@@ -47,6 +47,7 @@ func main() {
 		{"recovery after SIGKILL", "./e2e/", "^TestWorkerKilledMidRun$", "", "", false},
 		{"idle RSS", "./cmd/akira/", "^TestIdleRSS$", "", "", true},
 		{"egress proxy per model call", "./runner/egress/", "^$", "^BenchmarkProxyOverhead$", modelCalls, true},
+		{"fair shares across installations", "./e2e/", "^TestFairShareAcrossInstallations$", "", "", true},
 	}
 	start := time.Now()
 	figures := map[string]float64{}
@@ -139,6 +140,8 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 		get("proxy.p50.ms"), get("proxy.floor_p50.ms"), "direct call", 1.1))
 	rows = append(rows, ratioRow("proxy overhead per model call p99 (streamed, through the sandbox's forwarder, metered)", "ms",
 		get("proxy.p99.ms"), get("proxy.floor_p99.ms"), "direct call", 1.1))
+	rows = append(rows, ratioRow("time to first agent call, 1-task run of installation B behind 100 queued tasks of A (2 workers, agent 1 s per task)", "s",
+		get("fair.first_call.seconds"), get("fair.task.seconds"), "one task of A's run", 2))
 	if len(missing) > 0 {
 		return fmt.Errorf("figures missing from the benchmarks' output: %s", strings.Join(missing, ", "))
 	}
