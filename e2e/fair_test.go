@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -165,4 +166,45 @@ func TestFairShareAcrossInstallations(t *testing.T) {
 	sort.Float64s(gaps)
 	t.Logf("akira-bench: fair.first_call.seconds %.3f", calls[bAt].at.Sub(bQueued).Seconds())
 	t.Logf("akira-bench: fair.task.seconds %.3f", gaps[len(gaps)/2])
+}
+
+// TestRateLimitSlowsOnlyItsInstallation: GitHub rate-limits installation A (403 with Retry-After
+// on its permission checks). The intake that met the limit waits it out; A's next delivery is held
+// back in the queue without calling GitHub (its installation is paused) instead of taking the
+// second worker, which serves installation B's run meanwhile. When the limit is over, A's runs go on.
+func TestRateLimitSlowsOnlyItsInstallation(t *testing.T) {
+	e := newEnv(t, false)
+	a, b := e, e.onAccount("acme", "web")
+	a.createRepo(map[string]string{"README.md": "# demo\n"})
+	b.createRepo(map[string]string{"README.md": "# web\n"})
+	permPath := "/repos/octo/demo/collaborators/alice/permission"
+	e.gh.InjectFault(githubtest.Fault{Method: "GET", PathPattern: permPath, Status: 403, Header: http.Header{"Retry-After": {"30"}}})
+	limitedCalls := func() int {
+		n := 0
+		for _, r := range e.gh.Requests() {
+			if r.Path == permPath {
+				n++
+			}
+		}
+		return n
+	}
+	a.gh.AddIssue(a.owner, a.repo, githubtest.Issue{Number: 1, Title: "A01", User: "alice", Body: "- [ ] Add A01 piece 1\n"})
+	a.comment(1, "alice", "/akira run", false, 202)
+	e.eventually("A's first permission check to meet the rate limit", func() bool { return limitedCalls() >= 1 })
+	a.gh.AddIssue(a.owner, a.repo, githubtest.Issue{Number: 2, Title: "A02", User: "alice", Body: "- [ ] Add A02 piece 1\n"})
+	a.comment(2, "alice", "/akira run", false, 202)
+	b.queueRuns("B", 1, 1)
+	b.waitStatus(1, jobs.StatusSucceeded)
+	// The worker A's second delivery reached did not ask GitHub: it left the slot to B.
+	if n := limitedCalls(); n != 1 {
+		t.Fatalf("A's rate-limited permission check was called %d times while B ran, want 1 (A's other delivery must wait out the limit in the queue)", n)
+	}
+	for _, c := range e.fairCalls() {
+		if strings.HasPrefix(c.run, "A") {
+			t.Fatalf("A's agent was called while GitHub rate-limited A: %+v", c)
+		}
+	}
+	e.gh.ClearFaults()
+	a.waitStatus(1, jobs.StatusSucceeded)
+	a.waitStatus(2, jobs.StatusSucceeded)
 }

@@ -114,6 +114,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	// The fair gate, as serve wires it: this worker's slots count, and its rate limits pause only
 	// the installation that met them.
 	fair = jobs.NewFair(rdb, ws.Prefix, op.Fair, ws.Concurrency)
+	fair.TaskQueue = ws.Queue
 	go fair.Heartbeat(ctx)
 	deps := jobs.Deps{
 		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fair,

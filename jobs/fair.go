@@ -36,6 +36,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -43,6 +44,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/runner/config"
@@ -83,7 +85,11 @@ type Fair struct {
 	Concurrency int
 	// Now is the clock (time.Now when nil); tests move it.
 	Now func() time.Time
-	id  string
+	// TaskQueue is the asynq queue run tasks are on (Queue when empty): Heartbeat drops the listing
+	// of a run whose task is no longer there (deleted by hand), which would otherwise keep a place
+	// in line until fairWaitTTL.
+	TaskQueue string
+	id        string
 }
 
 // NewFair returns the gate whose keys start with prefix (DefaultPrefix when empty).
@@ -456,6 +462,26 @@ func (f *Fair) Pause(ctx context.Context, installationID int64, until time.Time)
 	return nil
 }
 
+// Paused returns a *SlotWaitError while GitHub rate-limits the installation, nil otherwise: jobs
+// other than runs (intake, plan) check it first, so that a rate-limited installation's webhooks wait
+// out the limit in asynq rather than on a worker every installation shares.
+func (f *Fair) Paused(ctx context.Context, installationID int64) error {
+	if f == nil || installationID <= 0 {
+		return nil
+	}
+	v, err := f.rdb.HGet(ctx, f.keys()[7], strconv.FormatInt(installationID, 10)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jobs: fair: is installation %d paused: %w", installationID, err)
+	}
+	if d := time.UnixMilli(v).Sub(f.now()); d > 0 {
+		return &SlotWaitError{Installation: installationID, Reason: "installation rate-limited by GitHub", Delay: d}
+	}
+	return nil
+}
+
 // Heartbeat registers this worker process's concurrency until ctx ends: the sum over live worker
 // processes is the total the caps are halves of.
 func (f *Fair) Heartbeat(ctx context.Context) {
@@ -468,7 +494,8 @@ func (f *Fair) Heartbeat(ctx context.Context) {
 	beat()
 	t := time.NewTicker(fairWorkerTTL / 4)
 	defer t.Stop()
-	for {
+	insp := asynq.NewInspectorFromRedisClient(f.rdb)
+	for i := 1; ; i++ {
 		select {
 		case <-ctx.Done():
 			_ = f.rdb.ZRem(context.WithoutCancel(ctx), f.keys()[0], f.id).Err()
@@ -476,8 +503,42 @@ func (f *Fair) Heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 			beat()
+			if i%12 == 0 { // every minute
+				_ = f.Forget(ctx, insp)
+			}
 		}
 	}
+}
+
+// fairForgetScript drops a listing unless its run got a slot meanwhile. ARGV: now, halflife, task.
+var fairForgetScript = redis.NewScript(fairLib + `
+redis.call("ZREM", K_WAITING, ARGV[3])
+return redis.call("HDEL", K_WAITINFO, ARGV[3])
+`)
+
+// Forget drops the listings of runs whose asynq task is gone (deleted by hand, its queue removed):
+// only a task that exists can ever come to the gate and take its turn.
+func (f *Fair) Forget(ctx context.Context, insp *asynq.Inspector) error {
+	if f == nil {
+		return nil
+	}
+	queue := f.TaskQueue
+	if queue == "" {
+		queue = Queue
+	}
+	tasks, err := f.rdb.HKeys(ctx, f.keys()[5]).Result()
+	if err != nil {
+		return fmt.Errorf("jobs: fair: read the line: %w", err)
+	}
+	for _, id := range tasks {
+		_, err := insp.GetTaskInfo(queue, id)
+		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+			if _, err := f.run(ctx, fairForgetScript, id); err != nil {
+				return fmt.Errorf("jobs: fair: forget %s: %w", id, err)
+			}
+		}
+	}
+	return nil
 }
 
 // FairQueue is the fair gate's view: the workers, and per installation its cap, its running and its

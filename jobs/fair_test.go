@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -170,7 +172,17 @@ func TestFairRateLimitedInstallationOnly(t *testing.T) {
 		t.Fatalf("a rate-limited run retries after %s, want when the limit ends (90s)", w.Delay)
 	}
 	mustGrant(t, f, fairRun(2, "b/y", "b1"))
+	// Intake and plan jobs of the installation wait out the limit too; the other's do not.
+	if w, ok := errors.AsType[*SlotWaitError](f.Paused(ctx, 1)); !ok || w.Delay > 90*time.Second || IsFailure(w) {
+		t.Fatalf("installation 1 paused: %v", f.Paused(ctx, 1))
+	}
+	if err := f.Paused(ctx, 2); err != nil {
+		t.Fatalf("installation 2 paused: %v", err)
+	}
 	clock.advance(91 * time.Second)
+	if err := f.Paused(ctx, 1); err != nil {
+		t.Fatalf("installation 1 after its limit: %v", err)
+	}
 	mustGrant(t, f, fairRun(1, "a/x", "a1"))
 }
 
@@ -299,5 +311,36 @@ func TestFairConfig(t *testing.T) {
 		case tc.err == "" && (op.Fair.MaxRunsPerInstallation != 2 || op.Fair.Installations[42] != 4 || time.Duration(op.Fair.UsageHalfLife) != time.Hour):
 			t.Errorf("%q parsed as %+v", tc.yaml, op.Fair)
 		}
+	}
+}
+
+// TestFairForgetsVanishedTasks: a listed run whose asynq task is gone (deleted by hand) leaves the
+// line; one whose task is there stays.
+func TestFairForgetsVanishedTasks(t *testing.T) {
+	ctx := context.Background()
+	f, _ := newTestFair(t, config.Fair{}, 2)
+	f.TaskQueue = "akira-fair-test-" + randomHex(t, 4)
+	client := asynq.NewClientFromRedisClient(f.rdb)
+	insp := asynq.NewInspectorFromRedisClient(f.rdb)
+	t.Cleanup(func() { _ = insp.DeleteQueue(f.TaskQueue, true) })
+	enq := NewEnqueuer(client, TaskOptions{Queue: f.TaskQueue}).WithFair(f)
+	kept, gone := fairRun(1, "a/x", "kept"), fairRun(1, "a/x", "gone")
+	for _, p := range []RunPayload{kept, gone} {
+		if err := enq.EnqueueRun(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := insp.DeleteTask(f.TaskQueue, gone.JobID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Forget(ctx, insp); err != nil {
+		t.Fatal(err)
+	}
+	q, err := f.Queue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Installations) != 1 || len(q.Installations[0].Waiting) != 1 || q.Installations[0].Waiting[0].Task != kept.JobID() {
+		t.Fatalf("the line after forgetting: %+v", q.Installations)
 	}
 }
