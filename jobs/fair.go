@@ -516,8 +516,20 @@ redis.call("ZREM", K_WAITING, ARGV[3])
 return redis.call("HDEL", K_WAITINFO, ARGV[3])
 `)
 
-// Forget drops the listings of runs whose asynq task is gone (deleted by hand, its queue removed):
-// only a task that exists can ever come to the gate and take its turn.
+// Unlist drops the listing of a run whose job ended without taking its turn (nothing to do, a
+// reply); a run that holds a slot keeps it.
+func (f *Fair) Unlist(ctx context.Context, p RunPayload) error {
+	if f == nil {
+		return nil
+	}
+	if _, err := f.run(ctx, fairForgetScript, p.JobID()); err != nil {
+		return fmt.Errorf("jobs: fair: unlist %s: %w", p.JobID(), err)
+	}
+	return nil
+}
+
+// Forget drops the listings of runs whose asynq task will never come to the gate: gone (deleted by
+// hand, its queue removed), archived, or completed without taking its turn.
 func (f *Fair) Forget(ctx context.Context, insp *asynq.Inspector) error {
 	if f == nil {
 		return nil
@@ -531,8 +543,9 @@ func (f *Fair) Forget(ctx context.Context, insp *asynq.Inspector) error {
 		return fmt.Errorf("jobs: fair: read the line: %w", err)
 	}
 	for _, id := range tasks {
-		_, err := insp.GetTaskInfo(queue, id)
-		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+		info, err := insp.GetTaskInfo(queue, id)
+		over := err == nil && (info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted)
+		if over || errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
 			if _, err := f.run(ctx, fairForgetScript, id); err != nil {
 				return fmt.Errorf("jobs: fair: forget %s: %w", id, err)
 			}
