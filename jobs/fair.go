@@ -418,9 +418,8 @@ func waitDelay(pause time.Duration, rank int64) time.Duration {
 	return min(time.Second+time.Duration(rank)*250*time.Millisecond, 15*time.Second)
 }
 
-// Hold keeps the slot of p's job until ctx ends, renewing its lease; then it frees the slot and
-// charges the time to the installation and the repository. It returns when ctx is done and the
-// slot is freed.
+// Hold renews the lease of the slot p's job was granted until the func it returns is called; that
+// call frees the slot and charges the time held to the installation and the repository.
 func (f *Fair) Hold(ctx context.Context, p RunPayload) func() {
 	if f == nil {
 		return func() {}
@@ -665,8 +664,9 @@ func (f *Fair) Queue(ctx context.Context) (FairQueue, error) {
 		}
 		return known
 	}
-	// slots: when each worker is expected to be free
+	// slots: when each worker is expected to be free; ends: per installation, when its runs end
 	var slots []time.Time
+	ends := map[string][]time.Time{}
 	runningOf := map[string]int{}
 	for task, raw := range running.Val() {
 		var e fairEntry
@@ -684,6 +684,7 @@ func (f *Fair) Queue(ctx context.Context) (FairQueue, error) {
 			end = now
 		}
 		slots = append(slots, end)
+		ends[e.Inst] = append(ends[e.Inst], end)
 	}
 	for len(slots) < out.Workers {
 		slots = append(slots, now)
@@ -714,20 +715,8 @@ func (f *Fair) Queue(ctx context.Context) (FairQueue, error) {
 	}
 	// Replay: the next start goes to the installation that used least, among those that can start.
 	usage := map[string]float64{}
-	ends := map[string][]time.Time{} // per installation, when its running runs end
 	for id, q := range insts {
 		usage[id] = q.UsedSeconds
-	}
-	for task, raw := range running.Val() {
-		var e fairEntry
-		if json.Unmarshal([]byte(raw), &e) == nil {
-			_ = task
-			end := time.UnixMilli(e.Start).Add(avgOr(e.Inst))
-			if end.Before(now) {
-				end = now
-			}
-			ends[e.Inst] = append(ends[e.Inst], end)
-		}
 	}
 	next := map[string]int{}
 	for {
