@@ -200,15 +200,20 @@ end
 `
 
 // acquireScript grants task a slot or lists it as waiting. ARGV: now, halflife, task, inst, repo,
-// lease ms, default cap, caps JSON, fallback total, wait TTL ms, info JSON (for a new listing).
+// lease ms, default cap, caps JSON, fallback total, wait TTL ms, info JSON (for a new listing),
+// slot (the run's id: one slot per run, whichever of its jobs holds it).
 // Returns {1} or {0, reason, retry ms, rank}.
 var acquireScript = redis.NewScript(fairLib + `
 local task, inst, repo = ARGV[3], ARGV[4], ARGV[5]
 local lease, defcap, caps = tonumber(ARGV[6]), tonumber(ARGV[7]), cjson.decode(ARGV[8])
-local fallback, waitttl = tonumber(ARGV[9]), tonumber(ARGV[10])
+local fallback, waitttl, slot = tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[12]
 tidy()
-if redis.call("HEXISTS", K_RUNNING, task) == 1 then
-	redis.call("ZADD", K_LEASES, now + lease, task)
+-- A slot is the run's: a job of a run that holds one (a retry, the job continuing a dead
+-- worker's run) takes it over at once.
+if redis.call("HEXISTS", K_RUNNING, slot) == 1 then
+	redis.call("ZADD", K_LEASES, now + lease, slot)
+	redis.call("ZREM", K_WAITING, task)
+	redis.call("HDEL", K_WAITINFO, task)
 	return {1}
 end
 local total = totalWorkers(fallback)
@@ -297,14 +302,14 @@ if aheadMine >= mycap - (perInst[inst] or 0) then
 end
 redis.call("ZREM", K_WAITING, task)
 redis.call("HDEL", K_WAITINFO, task)
-redis.call("HSET", K_RUNNING, task, cjson.encode({inst = inst, repo = repo, start = now, run = me.run, number = me.number}))
-redis.call("ZADD", K_LEASES, now + lease, task)
+redis.call("HSET", K_RUNNING, slot, cjson.encode({inst = inst, repo = repo, start = now, run = me.run, number = me.number, task = task}))
+redis.call("ZADD", K_LEASES, now + lease, slot)
 return {1}
 `)
 
 // renewScript keeps a slot: its lease moves on, and a slot lost meanwhile (Redis flushed, a pause
 // longer than the lease) is taken again, since the job is working whatever the books say.
-// ARGV: now, halflife, task, lease ms, entry JSON.
+// ARGV: now, halflife, slot, lease ms, entry JSON.
 var fairRenewScript = redis.NewScript(fairLib + `
 if redis.call("HEXISTS", K_RUNNING, ARGV[3]) == 0 then
 	local e = cjson.decode(ARGV[5])
@@ -315,13 +320,13 @@ redis.call("ZADD", K_LEASES, now + tonumber(ARGV[4]), ARGV[3])
 return 1
 `)
 
-// fairReleaseScript frees a slot and charges its time. ARGV: now, halflife, task.
+// fairReleaseScript frees a slot and charges its time. ARGV: now, halflife, slot.
 var fairReleaseScript = redis.NewScript(fairLib + `return release(ARGV[3])`)
 
-// fairListScript lists a run as waiting, once (a run enqueued is in line before any worker sees it).
-// ARGV: now, halflife, task, wait TTL ms, info JSON.
+// fairListScript lists a run's task as waiting, once (a run enqueued is in line before any worker
+// sees it). ARGV: now, halflife, task, wait TTL ms, info JSON.
 var fairListScript = redis.NewScript(fairLib + `
-if redis.call("HEXISTS", K_RUNNING, ARGV[3]) == 1 or redis.call("HEXISTS", K_WAITINFO, ARGV[3]) == 1 then
+if redis.call("HEXISTS", K_WAITINFO, ARGV[3]) == 1 then
 	return 0
 end
 local me = cjson.decode(ARGV[5])
@@ -355,6 +360,8 @@ type fairEntry struct {
 	Seq    int64  `json:"seq,omitempty"`
 	Queued int64  `json:"queued,omitempty"`
 	Start  int64  `json:"start,omitempty"`
+	// Task is the job holding a slot (running entries are keyed by run).
+	Task string `json:"task,omitempty"`
 }
 
 func entryOf(p RunPayload) fairEntry {
@@ -392,7 +399,7 @@ func (f *Fair) Acquire(ctx context.Context, p RunPayload) error {
 	info, _ := json.Marshal(entryOf(p))
 	res, err := f.run(ctx, acquireScript, p.JobID(), strconv.FormatInt(p.InstallationID, 10), p.Owner+"/"+p.Repo,
 		FairLeaseTTL.Milliseconds(), f.cfg.MaxRunsPerInstallation, f.capsJSON(), f.Concurrency,
-		fairWaitTTL.Milliseconds(), string(info))
+		fairWaitTTL.Milliseconds(), string(info), entryOf(p).Run)
 	if err != nil {
 		return fmt.Errorf("jobs: fair: acquire %s: %w", p.JobID(), err)
 	}
@@ -437,14 +444,14 @@ func (f *Fair) Hold(ctx context.Context, p RunPayload) func() {
 				return
 			case <-t.C:
 				// A renewal that fails is tried again on the next tick; the lease outlives two.
-				_, _ = f.run(hctx, fairRenewScript, p.JobID(), FairLeaseTTL.Milliseconds(), string(info))
+				_, _ = f.run(hctx, fairRenewScript, entryOf(p).Run, FairLeaseTTL.Milliseconds(), string(info))
 			}
 		}
 	}()
 	return func() {
 		cancel()
 		<-done
-		_, _ = f.run(context.WithoutCancel(ctx), fairReleaseScript, p.JobID())
+		_, _ = f.run(context.WithoutCancel(ctx), fairReleaseScript, entryOf(p).Run)
 	}
 }
 
@@ -668,11 +675,12 @@ func (f *Fair) Queue(ctx context.Context) (FairQueue, error) {
 	var slots []time.Time
 	ends := map[string][]time.Time{}
 	runningOf := map[string]int{}
-	for task, raw := range running.Val() {
+	for _, raw := range running.Val() {
 		var e fairEntry
 		if json.Unmarshal([]byte(raw), &e) != nil {
 			continue
 		}
+		task := e.Task
 		q := inst(e.Inst)
 		q.UsedSeconds += float64(max(0, nowMs-e.Start)) / 1000
 		started := time.UnixMilli(e.Start)

@@ -60,7 +60,7 @@ func mustGrant(t *testing.T, f *Fair, p RunPayload) {
 
 func release(t *testing.T, f *Fair, p RunPayload) {
 	t.Helper()
-	if _, err := f.run(context.Background(), fairReleaseScript, p.JobID()); err != nil {
+	if _, err := f.run(context.Background(), fairReleaseScript, entryOf(p).Run); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -68,7 +68,7 @@ func release(t *testing.T, f *Fair, p RunPayload) {
 // renew is what Hold does on its ticker, for tests that move the clock past a lease.
 func renew(t *testing.T, f *Fair, p RunPayload) {
 	t.Helper()
-	if _, err := f.run(context.Background(), fairRenewScript, p.JobID(), FairLeaseTTL.Milliseconds(), "{}"); err != nil {
+	if _, err := f.run(context.Background(), fairRenewScript, entryOf(p).Run, FairLeaseTTL.Milliseconds(), "{}"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -184,6 +184,18 @@ func TestFairRateLimitedInstallationOnly(t *testing.T) {
 		t.Fatalf("installation 1 after its limit: %v", err)
 	}
 	mustGrant(t, f, fairRun(1, "a/x", "a1"))
+}
+
+// TestFairRunKeepsItsSlot: the job that continues a run whose worker died (the reaper's, with a
+// task id of its own) takes over the run's slot at once, without waiting for the dead job's lease.
+func TestFairRunKeepsItsSlot(t *testing.T) {
+	f, _ := newTestFair(t, config.Fair{MaxRunsPerInstallation: 1}, 2)
+	first := fairRun(1, "a/x", "a1")
+	mustGrant(t, f, first)
+	reaped := RunPayload{Version: PayloadVersion, DeliveryID: "reap:x", Trigger: TriggerContinue, RunID: entryOf(first).Run,
+		InstallationID: 1, Owner: "a", Repo: "x"}
+	mustGrant(t, f, reaped)
+	mustWait(t, f, fairRun(1, "a/x", "a2"), "cap of 1")
 }
 
 func TestFairDeadWorkersSlotFrees(t *testing.T) {
