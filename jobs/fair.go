@@ -3,9 +3,11 @@ package jobs
 // Fair shares across installations: a gate in front of every run job.
 //
 // All run tasks stay on the one asynq queue (it survives restarts, retries and dedupes by task id,
-// and nothing new has to move runs between queues). The first thing a run job does is ask the gate
-// for a slot, in one Lua script, so that deciding and taking a slot is atomic across every worker
-// process. The gate grants a slot when
+// and nothing new has to move runs between queues). Once a run job has resolved its run (created
+// it, or found it again by id on a retry: Redis only) and before it takes the branch and a
+// workspace, it asks the gate for a slot, in one Lua script, so that deciding and taking a slot is
+// atomic across every worker process. A job of a rate-limited installation stops even before that
+// (Fair.Paused), as do its intake and plan jobs. The gate grants a slot when
 //
 //   - the installation is not paused by a GitHub rate limit (Fair.Pause),
 //   - the installation holds fewer slots than its cap (the operator's fair.max_runs_per_installation
