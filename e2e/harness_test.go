@@ -85,7 +85,9 @@ type workerSpec struct {
 func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	rdb := redis.NewClient(&redis.Options{Addr: ws.RedisAddr})
 	defer rdb.Close()
-	ghApp, err := gh.NewApp(gh.AppConfig{AppID: ws.AppID, PrivateKeyPEM: ws.KeyPEM, BaseURL: ws.APIURL, Logger: log, Clock: ws.Clock})
+	var fair *jobs.Fair // made once the operator's file is read, before any job runs
+	ghApp, err := gh.NewApp(gh.AppConfig{AppID: ws.AppID, PrivateKeyPEM: ws.KeyPEM, BaseURL: ws.APIURL, Logger: log, Clock: ws.Clock,
+		OnRateLimit: func(id int64, wait time.Duration) { _ = fair.Pause(context.Background(), id, time.Now().Add(wait)) }})
 	if err != nil {
 		return err
 	}
@@ -111,9 +113,14 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The fair gate, as serve wires it: this worker's slots count, and its rate limits pause only
+	// the installation that met them.
+	fair = jobs.NewFair(rdb, ws.Prefix, op.Fair, ws.Concurrency)
+	fair.TaskQueue = ws.Queue
+	go fair.Heartbeat(ctx)
 	deps := jobs.Deps{
-		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker,
-		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}),
+		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fair,
+		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fair),
 		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
 	}
@@ -203,6 +210,10 @@ case "$AKIRA_TASK_TITLE" in
 		echo "I cannot do this without the magic word" >&2
 		exit 3
 	fi ;;
+*paced*)
+	# an agent that takes a second, as a model call takes some (the fair-share test and its figures)
+	sleep 1
+	echo "$AKIRA_TASK_TITLE" > "out-$AKIRA_TASK_ID.txt" ;;
 *slow*)
 	echo $$ > "$log/pid-$AKIRA_TASK_ID"
 	touch "$log/started-$AKIRA_TASK_ID"

@@ -29,14 +29,21 @@ var ErrBusy = errors.New("jobs: another worker is writing to the branch; retryin
 // errNothingToDo ends a job that finds its work already done (a duplicate, a finished run).
 var errNothingToDo = errors.New("jobs: nothing to do")
 
-// IsFailure is the asynq.Config.IsFailure of a worker: waiting for a busy branch is not a failure.
-func IsFailure(err error) bool { return !errors.Is(err, ErrBusy) }
+// IsFailure is the asynq.Config.IsFailure of a worker: waiting for a busy branch, or for a slot of
+// the fair gate, is not a failure.
+func IsFailure(err error) bool {
+	_, waits := errors.AsType[*SlotWaitError](err)
+	return !errors.Is(err, ErrBusy) && !waits
+}
 
 // RetryDelay is the asynq.Config.RetryDelayFunc of a worker: a busy branch is tried again soon, a
 // failure after an exponential backoff (10s, 20s, 40s, ... at most 10 minutes).
 func RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	if errors.Is(err, ErrBusy) {
 		return 5 * time.Second
+	}
+	if w, ok := errors.AsType[*SlotWaitError](err); ok {
+		return w.Delay
 	}
 	return time.Duration(math.Min(float64(10*time.Second)*math.Pow(2, float64(n)), float64(10*time.Minute)))
 }
@@ -86,6 +93,9 @@ type Deps struct {
 	Deliveries Deliveries
 	// Repositories, when set, finds a repository's installation for runs handed off through the API.
 	Repositories RepoInstallations
+	// Fair, when set, is the gate every run job passes first: per-installation caps and the least
+	// recently served installation first (fair.go). Nil lets every run in.
+	Fair *Fair
 }
 
 // ExecAgent is the AgentFactory for exec profiles: the profile's command, with only the variables it

@@ -224,6 +224,10 @@ func (h *Handler) HandleIntake(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.job(TypeIntake, ResultInvalid)
 		return err
 	}
+	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
+		h.d.Metrics.job(TypeIntake, ResultQueued)
+		return err
+	}
 	result, err := h.intake(ctx, p)
 	h.d.Metrics.job(TypeIntake, result)
 	return err

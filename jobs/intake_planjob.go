@@ -84,6 +84,10 @@ func (h *Handler) HandlePlan(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.job(TypePlan, ResultInvalid)
 		return err
 	}
+	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
+		h.d.Metrics.job(TypePlan, ResultQueued)
+		return err
+	}
 	result, err := h.plan(ctx, p)
 	h.d.Metrics.job(TypePlan, result)
 	return err

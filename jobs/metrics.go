@@ -38,6 +38,7 @@ const (
 	ResultWaiting   = "waiting_ci" // the tasks are done; the run waits for the pull request's CI
 	ResultPaused    = "paused"     // a person paused the run; it waits to be resumed
 	ResultInvalid   = "invalid"    // a payload that can never be processed
+	ResultQueued    = "queued"     // the fair gate had no slot for the run's installation yet; it waits its turn
 )
 
 // QueueInspector is the part of *asynq.Inspector the queue-size gauge reads.

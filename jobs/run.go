@@ -124,9 +124,35 @@ func (h *Handler) HandleRun(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.job(TypeRun, ResultInvalid)
 		return err
 	}
+	// A rate-limited installation's run waits out the limit in the queue, before any GitHub call.
+	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
+		h.d.Metrics.job(TypeRun, ResultQueued)
+		return err
+	}
 	result, err := h.runJob(ctx, p)
 	h.d.Metrics.job(TypeRun, result)
+	if result != ResultQueued && (err == nil || errors.Is(err, asynq.SkipRetry)) {
+		// The job ended without taking its turn (nothing to do, a reply, a plan first) and will not
+		// be tried again: its place in line goes. A slot it took was freed by work's caller.
+		_ = h.d.Fair.Unlist(context.WithoutCancel(ctx), p)
+	}
 	return err
+}
+
+// workFair is h.work behind the fair gate (fair.go): the run's turn and a slot of its installation
+// first, so that resolving it (cheap on a retry: the run is found by its id) is all a waiting run
+// costs, and an answer that needs no worker (a run already active on the branch) is not held back.
+func (h *Handler) workFair(ctx context.Context, gh GitHub, p RunPayload, run *Run, log *slog.Logger) (string, error) {
+	if err := h.d.Fair.Acquire(ctx, p); err != nil {
+		if w, ok := errors.AsType[*SlotWaitError](err); ok {
+			log.Debug("run job: waits for a slot", "reason", w.Reason, "retry_in", w.Delay)
+			return ResultQueued, err
+		}
+		return ResultRetry, err
+	}
+	release := h.d.Fair.Hold(ctx, p)
+	defer release()
+	return h.work(ctx, gh, run, log)
 }
 
 func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
@@ -167,7 +193,7 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 		return resultOf(err), h.refuseConfig(ctx, gh, p, err)
 	}
 	log = log.With("run", run.ID, "branch", run.Branch)
-	return h.work(ctx, gh, run, log)
+	return h.workFair(ctx, gh, p, run, log)
 }
 
 func resultOf(err error) string {

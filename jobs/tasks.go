@@ -240,6 +240,13 @@ type taskEnqueuer interface {
 type Enqueuer struct {
 	client taskEnqueuer
 	opts   TaskOptions
+	fair   *Fair
+}
+
+// WithFair makes e list every run it enqueues in the fair gate's line (see Fair.List) and returns e.
+func (e *Enqueuer) WithFair(f *Fair) *Enqueuer {
+	e.fair = f
+	return e
 }
 
 // NewEnqueuer wraps an asynq client (or anything with its EnqueueContext method).
@@ -262,7 +269,13 @@ func (e *Enqueuer) EnqueueRun(ctx context.Context, p RunPayload) error {
 	if err != nil {
 		return err
 	}
-	return e.enqueue(ctx, t)
+	if err := e.enqueue(ctx, t); err != nil {
+		return err
+	}
+	// The task is safe in asynq; a listing that fails now is made by the gate at the job's first
+	// try, so the run keeps its turn either way, only shown a moment later.
+	_ = e.fair.List(ctx, p)
+	return nil
 }
 
 // EnqueueResume enqueues a TypeResume task. It returns ErrDuplicate when a task with the same id exists.

@@ -46,8 +46,11 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig) *asynq.Server {
 		IsFailure:       IsFailure,
 		RetryDelayFunc:  delay,
 		ShutdownTimeout: cfg.ShutdownTimeout,
-		Logger:          slogAsynq{log.With("component", "asynq")},
-		LogLevel:        asynq.WarnLevel,
+		// Runs the fair gate refused come back as retries: moving them to pending every second (not
+		// asynq's 5 s) is what lets a slot that frees go to the run whose turn it is at once.
+		DelayedTaskCheckInterval: time.Second,
+		Logger:                   slogAsynq{log.With("component", "asynq")},
+		LogLevel:                 asynq.WarnLevel,
 	})
 }
 

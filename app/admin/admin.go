@@ -57,6 +57,11 @@ type Queue interface {
 	Servers() ([]*asynq.ServerInfo, error)
 }
 
+// FairQueue reads the fair gate's line per installation (jobs.Fair).
+type FairQueue interface {
+	Queue(ctx context.Context) (jobs.FairQueue, error)
+}
+
 // Deps are the admin server's collaborators. Metrics, when set, is served at /metrics.
 type Deps struct {
 	Store      Store
@@ -64,6 +69,9 @@ type Deps struct {
 	// Starter starts runs handed off through POST /api/v1/runs; the Controller when it can.
 	Starter Starter
 	Queue   Queue
+	// Fair, when set, adds each installation's runs, running and waiting with their position and
+	// estimated start, to the queue views.
+	Fair    FairQueue
 	Metrics http.Handler
 	Logger  *slog.Logger
 	// SecureCookies marks the session cookie Secure; set it when people reach the dashboard over
@@ -414,6 +422,9 @@ type QueueState struct {
 	Queues  []QueueInfo  `json:"queues"`
 	Workers int          `json:"workers"`
 	Servers []ServerInfo `json:"servers"`
+	// Installations is the fair gate's line: per installation its cap, its running runs and its
+	// waiting ones in the order they will start, with an estimated start.
+	Installations []jobs.InstallationQueue `json:"installations"`
 }
 
 // QueueInfo is one queue's depth.
@@ -440,8 +451,15 @@ type ServerInfo struct {
 	Status        string    `json:"status"`
 }
 
-func (s *server) queueState() (QueueState, error) {
-	st := QueueState{Queues: []QueueInfo{}, Servers: []ServerInfo{}}
+func (s *server) queueState(ctx context.Context, allows func(repo string) bool) (QueueState, error) {
+	st := QueueState{Queues: []QueueInfo{}, Servers: []ServerInfo{}, Installations: []jobs.InstallationQueue{}}
+	if s.d.Fair != nil {
+		fq, err := s.d.Fair.Queue(ctx)
+		if err != nil {
+			return st, err
+		}
+		st.Installations = fairFor(fq.Installations, allows)
+	}
 	names, err := s.d.Queue.Queues()
 	if err != nil {
 		return st, err
@@ -466,8 +484,37 @@ func (s *server) queueState() (QueueState, error) {
 	return st, nil
 }
 
+// fairFor keeps the runs of the repositories a caller may see (a token limited to repositories sees
+// only theirs; their position stays the one in the installation's whole line).
+func fairFor(insts []jobs.InstallationQueue, allows func(repo string) bool) []jobs.InstallationQueue {
+	if allows == nil {
+		return insts
+	}
+	keep := func(runs []jobs.QueuedRun) []jobs.QueuedRun {
+		out := []jobs.QueuedRun{}
+		for _, r := range runs {
+			if allows(r.Repository) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	out := []jobs.InstallationQueue{}
+	for _, q := range insts {
+		q.Running, q.Waiting = keep(q.Running), keep(q.Waiting)
+		if len(q.Running)+len(q.Waiting) > 0 {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
 func (s *server) apiQueue(c *gin.Context) {
-	st, err := s.queueState()
+	var allows func(string) bool
+	if tok := tokenOf(c); len(tok.Repos) > 0 {
+		allows = tok.Allows
+	}
+	st, err := s.queueState(c, allows)
 	if err != nil {
 		s.log.Error("admin: queue", "err", err)
 		abortJSON(c, http.StatusServiceUnavailable, "the queue cannot be read now")

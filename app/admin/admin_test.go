@@ -96,7 +96,8 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	ctl := &recordingController{}
-	h, err := NewServer(Deps{Store: store, Controller: ctl, Queue: asynq.NewInspectorFromRedisClient(rdb), Metrics: http.NotFoundHandler()})
+	fair := fairLine(t, rdb, prefix)
+	h, err := NewServer(Deps{Store: store, Controller: ctl, Queue: asynq.NewInspectorFromRedisClient(rdb), Fair: fair, Metrics: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}

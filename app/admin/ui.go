@@ -37,6 +37,23 @@ var uiFuncs = template.FuncMap{
 		}
 		return time.Since(t).Round(time.Second).String()
 	},
+	// since and eta read the fair queue's times: how long a run has been running, when a waiting
+	// one is expected to start.
+	"since": func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return time.Since(*t).Round(time.Second).String()
+	},
+	"eta": func(t *time.Time) string {
+		if t == nil {
+			return "not known yet"
+		}
+		if d := time.Until(*t); d > time.Second {
+			return "in " + d.Round(time.Second).String()
+		}
+		return "next"
+	},
 	"dur":  func(d time.Duration) string { return d.Round(time.Second).String() },
 	"usd":  func(f float64) string { return fmt.Sprintf("$%.2f", f) },
 	"pct":  func(f float64) string { return fmt.Sprintf("%.2f", f) },
@@ -338,7 +355,7 @@ func (s *server) logPage(c *gin.Context) {
 }
 
 func (s *server) queuePage(c *gin.Context) {
-	st, err := s.queueState()
+	st, err := s.queueState(c, nil)
 	if err != nil {
 		s.render(c, http.StatusServiceUnavailable, "error", page{Title: "Queue", Error: "The queue cannot be read now."})
 		return

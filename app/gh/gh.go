@@ -45,6 +45,10 @@ type AppConfig struct {
 	// Clock is what installation tokens' expiry is judged by; nil means time.Now. Tests of long runs
 	// share one with the fake GitHub to live through hours of token lifetimes in seconds.
 	Clock func() time.Time
+	// OnRateLimit, when set, hears of every rate limit (429, 403 with Retry-After or an exhausted
+	// primary limit, a secondary limit) an installation's calls meet, with the wait GitHub asked
+	// for: the fair gate pauses that installation's new runs (jobs.Fair.Pause), and only its.
+	OnRateLimit func(installationID int64, wait time.Duration)
 }
 
 // App is a GitHub App: it mints installation tokens and hands out one Client per installation.
@@ -210,6 +214,9 @@ func (a *App) Installation(id int64) (*Client, error) {
 		sem:    make(chan struct{}, 1),
 		log:    a.log.With("installation", id),
 		reset:  tokens.reset,
+	}
+	if on := a.cfg.OnRateLimit; on != nil {
+		rt.limited = func(wait time.Duration) { on(id, wait) }
 	}
 	cond := &conditionalTransport{next: rt, cache: a.reads, scope: strconv.FormatInt(id, 10)}
 	c := &Client{id: id, app: a, gh: a.newGitHub(cond), tokens: tokens, graphql: a.graphql, log: a.log.With("installation", id)}

@@ -64,6 +64,8 @@ type retryTransport struct {
 	// reset forces a new installation token; called once per request on 401 Bad credentials, which is
 	// how a token that GitHub revoked or expired early shows itself.
 	reset func()
+	// limited, when set, is told of each rate limit met and the wait it asks for.
+	limited func(wait time.Duration)
 }
 
 func mutating(method string) bool {
@@ -107,11 +109,14 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			continue
 		}
 		wait, why := t.classify(req, resp, err)
-		if why == "" || attempt >= t.policy.MaxRetries || !replayable {
-			return resp, err
-		}
 		if wait < 0 {
 			wait = backoff.Exponential(t.policy.BaseDelay, t.policy.MaxDelay, attempt)
+		}
+		if t.limited != nil && rateLimited(why) {
+			t.limited(wait)
+		}
+		if why == "" || attempt >= t.policy.MaxRetries || !replayable {
+			return resp, err
 		}
 		if wait > t.policy.MaxDelay {
 			t.log.Warn("gh: GitHub asks for a longer wait than allowed, giving up", "method", req.Method,
@@ -145,6 +150,11 @@ func (t *retryTransport) attemptRequest(req *http.Request, sent int) (*http.Requ
 		r.Body = body
 	}
 	return r, nil
+}
+
+// rateLimited tells the reasons of classify that are GitHub's rate limits from other retries.
+func rateLimited(why string) bool {
+	return strings.Contains(why, "rate limit") || why == "status 429"
 }
 
 // classify returns why a response should be retried ("" when it should not) and how long to wait (-1 for

@@ -286,7 +286,17 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		return withExit(2, err)
 	}
 	defer rdb.Close()
-	ghApp, err := gh.NewApp(gh.AppConfig{AppID: appCfg.AppID, PrivateKeyPEM: appCfg.PrivateKeyPEM, BaseURL: appCfg.APIURL, Logger: log})
+	// The fair gate: caps and turns of installations for run jobs, paused by GitHub's rate limits.
+	fair := jobs.NewFair(rdb, "", op.Fair, env.Concurrency)
+	onRateLimit := func(id int64, wait time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := fair.Pause(ctx, id, time.Now().Add(wait)); err != nil {
+			log.Warn("serve: pause a rate-limited installation", "installation", id, "err", err)
+		}
+	}
+	ghApp, err := gh.NewApp(gh.AppConfig{AppID: appCfg.AppID, PrivateKeyPEM: appCfg.PrivateKeyPEM, BaseURL: appCfg.APIURL, Logger: log,
+		OnRateLimit: onRateLimit})
 	if err != nil {
 		return withExit(2, err)
 	}
@@ -304,7 +314,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	asynqClient := asynq.NewClientFromRedisClient(rdb)
 	defer asynqClient.Close()
 	store := jobs.NewStore(rdb, "")
-	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{})
+	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{}).WithFair(fair)
 
 	ready := []app.ReadinessCheck{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}
 	health, err := app.NewHealth(ready, 0, log)
@@ -384,6 +394,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			DepCaches: depCachesBeside(env.CacheDir),
 			Semantic:  semantic, Sinks: sinks, Metrics: metrics, Logger: log, Deliveries: ghApp,
 			Masker: masker, LogRetention: env.LogRetention, PublicURL: env.PublicURL, Repositories: ghApp,
+			Fair: fair,
 		}
 		if judge != nil {
 			deps.Judge = judge // a nil *llm.Judge must not become a non-nil interface
@@ -401,6 +412,8 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		// recovery a minute or more later (see jobs/run_reaper.go).
 		reaperStarted = true
 		go func() { defer close(reaperDone); h.RunReaper(reapCtx, 0) }()
+		// This process's workers count in the total the fair gate's caps are shares of.
+		go fair.Heartbeat(reapCtx)
 		// Every worker's scheduler queues the sweep; the task is unique per interval, so one runs.
 		sched = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: jobs.AsynqLogger(log), LogLevel: asynq.WarnLevel})
 		if _, err := sched.Register(fmt.Sprintf("@every %s", jobs.SweepInterval), jobs.NewSweepTask("")); err != nil {
@@ -414,7 +427,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	log.Info("akira serving", "addr", appCfg.Addr, "admin_addr", env.AdminAddr, "web", roles.web, "worker", roles.worker, "version", version)
 	if env.AdminAddr != "" {
 		adminHandler, err := admin.NewServer(admin.Deps{
-			Store: store, Queue: inspector, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
+			Store: store, Queue: inspector, Fair: fair, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
 			Controller:    &jobs.Controller{Store: store, Enqueuer: enq, Logger: log},
 			SecureCookies: strings.HasPrefix(env.PublicURL, "https://"),
 		})

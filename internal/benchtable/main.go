@@ -48,8 +48,9 @@ func main() {
 		{"idle RSS", "./cmd/akira/", "^TestIdleRSS$", "", "", true},
 		{"GitHub calls per task", "./e2e/", "^TestGitHubCallsPerTask$", "", "", true},
 		{"egress proxy per model call", "./runner/egress/", "^$", "^BenchmarkProxyOverhead$", modelCalls, true},
-		// Minutes, most of them Go compiling its standard library in the sandbox with no build cache.
+		// Minutes, most of them Go compiling its standard library in the sandbox.
 		{"setup with a cold and a warm dependency cache", "./cmd/akira/", "^TestEnvExamples$", "", "", false},
+		{"fair shares across installations", "./e2e/", "^TestFairShareAcrossInstallations$", "", "", true},
 	}
 	start := time.Now()
 	figures := map[string]float64{}
@@ -181,6 +182,8 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 		rows = append(rows, row{figure, fmt.Sprintf("%.2f s", warm), fmt.Sprintf("%.2f s (first run, cold cache)", cold),
 			fmt.Sprintf("%.1f× faster", speedup), "≥ 5× faster", verdict(speedup >= 5)})
 	}
+	rows = append(rows, ratioRow("time to first agent call, 1-task run of installation B behind 100 queued tasks of A (2 workers, agent 1 s per task)", "s",
+		get("fair.first_call.seconds"), get("fair.task.seconds"), "one task of A's run", 2))
 	if len(missing) > 0 {
 		return fmt.Errorf("figures missing from the benchmarks' output: %s", strings.Join(missing, ", "))
 	}

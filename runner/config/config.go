@@ -135,6 +135,8 @@ type Operator struct {
 	Notify Notify `yaml:"notify"`
 	// CI is how runs watch their pull request's own CI (the App only; see CIFor).
 	CI CI `yaml:"ci"`
+	// Fair shares the workers between installations (the App only).
+	Fair Fair `yaml:"fair"`
 }
 
 // NotifyEvents are the events a notification is sent for.
@@ -449,6 +451,7 @@ func ParseOperator(data []byte) (Operator, error) {
 	if err := op.CI.check("ci"); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, op.Fair.check("fair")...)
 	if j := op.Judge; j != nil {
 		if err := j.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("judge: %w", err))
