@@ -23,7 +23,8 @@ func (e *env) startWorkerProcess(name string) *exec.Cmd {
 	spec, err := json.Marshal(e.spec)
 	must(e.t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec), "E2E_LOG="+e.logDir)
+	ready := filepath.Join(e.t.TempDir(), name+".ready")
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec), "E2E_LOG="+e.logDir, readyEnv+"="+ready)
 	logFile, err := os.Create(filepath.Join(e.t.TempDir(), name+".log"))
 	must(e.t, err)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -39,15 +40,19 @@ func (e *env) startWorkerProcess(name string) *exec.Cmd {
 			e.t.Logf("%s output:\n%s", name, out)
 		}
 	})
+	e.eventually(name+" to take tasks", func() bool {
+		_, err := os.Stat(ready)
+		return err == nil
+	})
 	return cmd
 }
 
-// TestWorkerKilledMidRun: the worker process is SIGKILLed while the agent works on the second task, and
-// a new worker starts at once. With the production lock TTL, the new worker's reaper finds the run's
-// lock expired and continues it from the last pushed checkpoint well before asynq would recover the
-// dead job; the run completes with every task committed exactly once, one summary comment and every
-// check run concluded. The time from the restart to the agent working again is logged (and must stay
-// under 30 s: the lock TTL, 15 s, plus a reaper sweep, 5 s, bound it).
+// TestWorkerKilledMidRun: the worker process is SIGKILLed while the agent works on the second task;
+// another worker runs beside it. The dead job's lease (its branch lock, DefaultLockTTL) lapses, the
+// standby worker's reaper continues the run from the last pushed checkpoint, long before asynq's own
+// lease recovery would find the job, and the run completes with every task committed exactly once, one
+// summary comment and every check run concluded. The time from the kill to the agent working again is
+// the figure of `make bench` (goal: 5 s); the dead attempt's log is kept and linked from the check run.
 func TestWorkerKilledMidRun(t *testing.T) {
 	e := newEnv(t, true)
 	e.spec.LockTTL = jobs.DefaultLockTTL
@@ -65,7 +70,11 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	if got := e.taskCommits(run.Branch); got["1.1"] != 1 {
 		t.Fatalf("before the crash: checkpoints %v, want 1.1 pushed", got)
 	}
+	// The standby worker is up before the kill: recovery is the dead job's lease lapsing, the reaper
+	// noticing and a worker taking the continuation, not a process starting.
+	e.startWorkerProcess("worker-2")
 
+	killed := time.Now()
 	must(t, first.Process.Signal(syscall.SIGKILL))
 	_ = first.Wait()
 	// The dead worker's agent is an orphan now: stop it so it writes nothing more.
@@ -77,19 +86,14 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	}
 	must(t, os.WriteFile(filepath.Join(e.logDir, "release"), nil, 0o644))
 
-	restarted := time.Now()
-	e.startWorkerProcess("worker-2")
 	e.eventually("the agent to work on task 1.2 again", func() bool {
 		calls, _ := os.ReadFile(filepath.Join(e.logDir, "calls"))
 		return strings.Count(string(calls), "1.2 ") >= 2
 	})
-	recovery := time.Since(restarted)
-	t.Logf("recovery: the agent worked again %.1f s after the worker restarted (lock TTL %v, reaper every %v)",
+	recovery := time.Since(killed)
+	t.Logf("recovery: the agent worked again %.1f s after its worker was killed (lease %v, reaper every %v)",
 		recovery.Seconds(), jobs.DefaultLockTTL, jobs.DefaultReapInterval)
-	t.Logf("akira-bench: recovery.seconds %.1f", recovery.Seconds())
-	if recovery > 30*time.Second {
-		t.Errorf("recovery took %v, want under 30 s", recovery.Round(100*time.Millisecond))
-	}
+	t.Logf("akira-bench: recovery.seconds %.1f", recovery.Seconds()) // held to its goal by `make bench`
 	run = e.waitStatus(1, jobs.StatusSucceeded)
 
 	if got := e.taskCommits(run.Branch); len(got) != 3 || got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {

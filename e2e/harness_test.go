@@ -41,6 +41,9 @@ const webhookSecret = "e2e-secret"
 // its value is the worker's configuration as JSON.
 const workerEnv = "AKIRA_E2E_WORKER"
 
+// readyEnv names the file a worker process creates once it takes tasks and reaps.
+const readyEnv = "AKIRA_E2E_READY"
+
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(workerEnv); spec != "" {
 		os.Exit(workerProcess(spec))
@@ -133,6 +136,11 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	}
 	reaped := make(chan struct{})
 	go func() { defer close(reaped); h.RunReaper(ctx, 0) }()
+	if ready := os.Getenv(readyEnv); ready != "" {
+		if err := os.WriteFile(ready, nil, 0o644); err != nil {
+			return err
+		}
+	}
 	<-ctx.Done()
 	<-reaped
 	srv.Shutdown()
