@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,6 +59,7 @@ func (e *env) startWorkerProcess(name string) *exec.Cmd {
 func TestWorkerKilledMidRun(t *testing.T) {
 	e := newEnv(t, true)
 	e.spec.LockTTL = jobs.DefaultLockTTL
+	e.spec.PublicURL = "https://akira.example"
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Crash me", User: "alice",
 		Body: "- [ ] Add one\n- [ ] Add a slow thing\n- [ ] Add three\n"})
@@ -127,5 +131,40 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	must(t, err)
 	if n := strings.Count(string(calls), "1.1 "); n != 1 {
 		t.Errorf("the agent ran task 1.1 %d times; its checkpoint was pushed before the crash:\n%s", n, calls)
+	}
+	e.checkInterrupted(run, "1.2", 1)
+}
+
+// checkInterrupted: the attempt of task whose worker was killed is kept: the task counts it (the
+// next attempt is numbered after it), its log holds what it wrote before the kill and says how it
+// ended, and the task's check run names it with a link to that log.
+func (e *env) checkInterrupted(run *jobs.Run, task string, attempt int) {
+	e.t.Helper()
+	ctx := context.Background()
+	ts := run.Task(task)
+	if ts == nil || !slices.Contains(ts.Interrupted, attempt) || ts.Attempts <= attempt {
+		e.t.Errorf("task %s: %+v, want attempt %d interrupted and a later one", task, ts, attempt)
+		return
+	}
+	ended := fmt.Sprintf("attempt %d of task %s ended when its worker stopped", attempt, task)
+	log, err := e.store.Log(ctx, run.ID, task, attempt)
+	switch {
+	case err != nil:
+		e.t.Errorf("the log of the killed attempt %d of %s: %v", attempt, task, err)
+	case !strings.Contains(log, fmt.Sprintf("task %s (", task)) || !strings.Contains(log, strings.ToUpper(ended[:1])+ended[1:]):
+		e.t.Errorf("the killed attempt's log does not hold its start and how it ended:\n%s", log)
+	}
+	if next, err := e.store.Log(ctx, run.ID, task, ts.Attempts); err != nil || strings.Contains(next, "ended when its worker stopped") {
+		e.t.Errorf("the log of the attempt after the kill (%d): %v\n%s", ts.Attempts, err, next)
+	}
+	link := jobs.LogURL(e.spec.PublicURL, run.ID, task, attempt)
+	found := false
+	for _, cr := range e.gh.CheckRuns(e.owner, e.repo) {
+		if strings.Contains(cr.ExternalID, task) && strings.Contains(cr.Text, ended) && strings.Contains(cr.Text, link) {
+			found = true
+		}
+	}
+	if !found {
+		e.t.Errorf("no check run of %s says %q with a link to %s", task, ended, link)
 	}
 }

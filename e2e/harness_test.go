@@ -80,6 +80,8 @@ type workerSpec struct {
 	WorkDir      string
 	LockTTL      time.Duration
 	Concurrency  int
+	// PublicURL is the dashboard's address the worker links to (AKIRA_PUBLIC_URL); none when empty.
+	PublicURL string
 }
 
 // runWorker is the worker side of `akira serve`, wired the way cmd/akira wires it.
@@ -117,6 +119,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}),
 		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
+		PublicURL: ws.PublicURL,
 	}
 	if judge, err := profiles.NewJudge(op.Judge, profiles.Options{Logger: log}); err != nil {
 		return err

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,6 +171,9 @@ func (e PlanRead) apply(r *Run, _ time.Time) ([]Effect, error) {
 			if t.Status == templates.StatusRunning {
 				if err := setTask(&t, templates.StatusPending); err != nil {
 					return nil, err
+				}
+				if t.Attempts > 0 && !slices.Contains(t.Interrupted, t.Attempts) {
+					t.Interrupted = append(t.Interrupted, t.Attempts)
 				}
 			}
 		}

@@ -446,6 +446,29 @@ func TestOutcomes(t *testing.T) {
 			t.Fatalf("tasks = %v, want %v", ids, want)
 		}
 	})
+	t.Run("a task a dead job left running keeps its attempt as interrupted, once", func(t *testing.T) {
+		run := &Run{ID: "r4", Status: StatusRunning, Tasks: []TaskState{
+			{ID: "1", Status: templates.StatusPassed, Attempts: 1},
+			{ID: "2", Status: templates.StatusRunning, Attempts: 2},
+			{ID: "3", Status: templates.StatusRunning}, // the job died before its first attempt
+		}}
+		read := PlanRead{Engine: runner.Event{Tasks: []runner.TaskResult{{ID: "1", Status: runner.TaskDone},
+			{ID: "2", Status: runner.TaskPending}, {ID: "3", Status: runner.TaskPending}}}}
+		for range 2 { // the second read (a later plan, a retried job) finds nothing running
+			if _, err := Apply(run, read, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := run.Task("2"); got.Status != templates.StatusPending || !slices.Equal(got.Interrupted, []int{2}) {
+			t.Errorf("task 2 = %s %v, want pending with attempt 2 interrupted", got.Status, got.Interrupted)
+		}
+		if got := run.Task("3"); got.Interrupted != nil {
+			t.Errorf("task 3 interrupted %v, want none (no attempt started)", got.Interrupted)
+		}
+		if got := run.Task("1"); got.Interrupted != nil {
+			t.Errorf("task 1 interrupted %v, want none", got.Interrupted)
+		}
+	})
 }
 
 // TestOutbox: effects of one write get distinct ids, Done removes one once, and a refused event leaves
