@@ -168,3 +168,104 @@ func (e *env) checkInterrupted(run *jobs.Run, task string, attempt int) {
 		e.t.Errorf("no check run of %s says %q with a link to %s", task, ended, link)
 	}
 }
+
+// TestWorkerKilledAtEachStep: the worker is SIGKILLed at each step of task 1.2 (the agent working, its
+// verification running, its checkpoint committed but its push not landed, its push landing after the
+// worker died, its check run's conclusion in flight), with a standby worker beside it. Each time the run
+// is continued on the standby worker and ends with every task committed exactly once, the tasks before
+// and after done once by the agent, task 1.2 done again only when its work had not reached the branch,
+// one summary comment, one concluded check run per task, and the killed attempt's log kept when the
+// kill cut an attempt short.
+func TestWorkerKilledAtEachStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills five worker processes")
+	}
+	tests := []struct {
+		step string
+		// fault, when set, holds the request of the step; the worker is killed as it arrives.
+		fault *githubtest.Fault
+		// redone says the agent works on 1.2 again: its work had not reached the branch.
+		redone bool
+	}{
+		{step: "agent", redone: true},
+		{step: "verify", redone: true},
+		{step: "commit", redone: true, fault: &githubtest.Fault{Method: http.MethodPost, PathPattern: "git-receive-pack",
+			Delay: 5 * time.Second, Status: http.StatusBadGateway, Times: 1}},
+		// The push reaches GitHub a second after its sender died: nobody heard it landed.
+		{step: "push", fault: &githubtest.Fault{Method: http.MethodPost, PathPattern: "git-receive-pack",
+			Delay: time.Second, Times: 1}},
+		{step: "check run update", fault: &githubtest.Fault{Method: http.MethodPatch, PathPattern: "/check-runs/",
+			Delay: 5 * time.Second, Status: http.StatusBadGateway, Times: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.step, func(t *testing.T) {
+			e := newEnv(t, true)
+			e.spec.LockTTL = jobs.DefaultLockTTL
+			e.createRepo(map[string]string{"README.md": "# demo\n"})
+			// Task 1.2's agent waits for "release", its verification for "verified".
+			verify := fmt.Sprintf("test -f out-1.2.txt && touch %[1]s/verifying && until test -f %[1]s/verified; do sleep 0.1; done", e.logDir)
+			e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Kill me at " + tt.step, User: "alice",
+				Body: "- [ ] Add one\n- [ ] Add a slow thing\n  - verify: " + verify + "\n- [ ] Add three\n"})
+			if tt.step != "verify" {
+				e.touch("verified")
+			}
+
+			first := e.startWorkerProcess("worker-1")
+			e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+			e.waitFile("started-1.2")
+			e.startWorkerProcess("worker-2")
+
+			kill := func() {
+				_ = first.Process.Signal(syscall.SIGKILL)
+			}
+			switch {
+			case tt.step == "agent":
+				kill()
+			case tt.step == "verify":
+				e.touch("release")
+				e.waitFile("verifying")
+				kill()
+			default:
+				f := *tt.fault
+				f.Matched = func(string, string) { kill() }
+				e.gh.InjectFault(f)
+				e.touch("release")
+			}
+			_ = first.Wait()
+			e.touch("release")
+			e.touch("verified")
+
+			run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusFailed)
+			if run.Status != jobs.StatusSucceeded {
+				t.Fatalf("run %s: %s", run.Status, run.Error)
+			}
+			if run.Jobs < 2 {
+				t.Errorf("the run was worked on by %d job(s); the kill should have made it 2 or more", run.Jobs)
+			}
+			e.checkOneOfEach(run, "1.1", "1.2", "1.3")
+			names := map[string]int{}
+			for _, cr := range e.gh.CheckRuns(e.owner, e.repo) {
+				names[cr.Name]++
+			}
+			for name, n := range names {
+				if n != 1 {
+					t.Errorf("%d check runs named %q, want 1", n, name)
+				}
+			}
+			want12 := 1
+			if tt.redone {
+				want12 = 2
+			}
+			for task, want := range map[string]int{"1.1": 1, "1.2": want12, "1.3": 1} {
+				if n := e.agentCalls(task); n != want {
+					t.Errorf("the agent worked on %s %d times, want %d", task, n, want)
+				}
+			}
+			if tt.redone {
+				e.checkInterrupted(run, "1.2", 1)
+			} else if ts := run.Task("1.2"); ts == nil || len(ts.Interrupted) != 0 {
+				t.Errorf("task 1.2 = %+v, want no interrupted attempt: its work reached the branch", ts)
+			}
+		})
+	}
+}
