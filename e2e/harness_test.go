@@ -182,6 +182,7 @@ func randomHex(t testing.TB, n int) string {
 //   - a task titled "... flaky ..." fails unless the prompt holds the word MAGIC-WORD (human guidance);
 //   - a task titled "... slow ..." signals that it started and waits for the file "release" (the crash test
 //     kills its worker meanwhile);
+//   - a task titled "... patient ..." needs MAGIC-WORD like a flaky one, then behaves like a slow one;
 //   - any other task writes one file named after the task.
 const agentScript = `#!/bin/sh
 set -e
@@ -205,6 +206,12 @@ case "$AKIRA_TASK_TITLE" in
 *costly*) printf '{"cost_usd": 0.6, "input_tokens": 1000}' > "$AKIRA_USAGE_FILE" ;;
 esac
 case "$AKIRA_TASK_TITLE" in
+*patient*)
+	grep -q MAGIC-WORD "$AKIRA_PROMPT_FILE" || { echo "I cannot do this without the magic word" >&2; exit 3; }
+	echo $$ > "$log/pid-$AKIRA_TASK_ID"
+	touch "$log/started-$AKIRA_TASK_ID"
+	while [ ! -f "$log/release" ]; do sleep 0.1; done
+	echo "patient" > "out-$AKIRA_TASK_ID.txt" ;;
 *flaky*)
 	if grep -q MAGIC-WORD "$AKIRA_PROMPT_FILE"; then
 		echo "fixed" > "out-$AKIRA_TASK_ID.txt"

@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -183,5 +185,59 @@ func TestRedisLostParkedRun(t *testing.T) {
 	}
 	if len(e.commentsWith(pr.Number, "did nothing")) != 0 {
 		t.Error("the retry was refused")
+	}
+}
+
+// TestRedisFlushedMidRun: a person answers an escalation (`/akira retry` with the magic word the task
+// needs), and while the agent works on that retry Redis loses everything (FLUSHALL on a Redis of the
+// test's own): the run's record, its decision, the queue and the lock. The job that held the lock
+// notices, stops, and puts back the record it held (decision included) with a job to continue it;
+// then the worker is restarted. The run continues on the new worker with no task repeated and the
+// answer not lost: the retried task gets the magic word again and is not escalated a second time.
+func TestRedisFlushedMidRun(t *testing.T) {
+	srv := redistest.StartServer(t, false)
+	e := newEnvOn(t, true, srv.Addr)
+	e.spec.LockTTL = jobs.DefaultLockTTL
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flushed", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a patient thing\n- [ ] Add three\n"})
+	first := e.startWorkerProcess("worker-1")
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	before := e.waitStatus(1, jobs.StatusParked)
+	pr := e.onlyPR(before.Branch)
+	e.comment(pr.Number, "alice", "/akira retry say MAGIC-WORD", true, http.StatusAccepted)
+	e.waitFile("started-1.2")
+	callsBefore := e.agentCalls("1.2")
+
+	must(t, e.rdb.FlushAll(context.Background()).Err())
+	if e.runOf(1) != nil {
+		t.Fatal("the run's record survived FLUSHALL; the test proves nothing")
+	}
+	e.eventually("the job to put the run's record back", func() bool { return e.runOf(1) != nil })
+	must(t, first.Process.Signal(syscall.SIGTERM))
+	_ = first.Wait()
+	e.startWorkerProcess("worker-2")
+
+	e.eventually("the agent to work on the retried task again", func() bool { return e.agentCalls("1.2") > callsBefore })
+	e.touch("release")
+	run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusParked, jobs.StatusFailed)
+	if run.Status != jobs.StatusSucceeded {
+		t.Fatalf("run %s after the flush (%s); the answer was lost", run.Status, run.Error)
+	}
+	if run.ID != before.ID {
+		t.Errorf("the run is %s after the flush, was %s", run.ID, before.ID)
+	}
+	e.checkOneOfEach(run, "1.1", "1.2", "1.3")
+	for task, want := range map[string]int{"1.1": 1, "1.3": 1} {
+		if n := e.agentCalls(task); n != want {
+			t.Errorf("the agent worked on %s %d times, want %d: its checkpoint was on the branch", task, n, want)
+		}
+	}
+	if ts := run.Task("1.2"); ts == nil || ts.Escalations != 1 {
+		t.Errorf("task 1.2 = %+v, want escalated once: the retry's answer must survive the flush", ts)
+	}
+	if n := len(e.commentsWith(pr.Number, "did nothing")); n != 0 {
+		t.Errorf("%d decisions refused", n)
 	}
 }

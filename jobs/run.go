@@ -387,6 +387,37 @@ func (h *Handler) refuseConfig(ctx context.Context, c Comments, p RunPayload, er
 	return fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry)
 }
 
+// restoreLostRun writes back the record of a run Redis lost while this job worked on it, as the job
+// last wrote it, queued, and queues the job that continues it (the queue went with the record): the
+// run goes on from its branch with its decisions, attempts and check runs, and no person has to
+// notice. A record someone rebuilt meanwhile (a `/akira run` that found the branch) is left alone.
+func (h *Handler) restoreLostRun(ctx context.Context, run *Run, worked time.Duration, log *slog.Logger) {
+	r := *run
+	r.WorkTime += worked
+	if lifecycle.Allowed(r.Status, lifecycle.EventJobRequeued) {
+		if _, err := lifecycle.Apply(&r, lifecycle.JobRequeued{}, time.Now()); err != nil {
+			log.Warn("run job: the lost record not restored", "err", err)
+			return
+		}
+	}
+	restored, created, err := h.d.Store.Create(ctx, &r)
+	if err != nil {
+		log.Warn("run job: Redis lost the run's record; not restored", "err", err)
+		return
+	}
+	if !created {
+		return
+	}
+	log.Warn("run job: Redis lost the run's record while the job worked; restored it from the job's copy", "status", restored.Status)
+	if restored.Status != StatusQueued {
+		return // parked, finished: nothing runs until people act, as before the loss
+	}
+	err = h.d.Enqueuer.EnqueueRun(ctx, continuation(restored, "restored:"+restored.ID+":"+strconv.Itoa(restored.Jobs), restored.Sender))
+	if err != nil && !errors.Is(err, ErrDuplicate) {
+		log.Warn("run job: restored run not queued; the reaper or the next command continues it", "err", err)
+	}
+}
+
 // branchBusy answers a trigger for a branch another run owns. People get a reply at once; a push or
 // a pull request update waits behind a working run (and is dropped, with a note, behind a parked one,
 // because a parked run may wait for days).
@@ -449,7 +480,11 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 				return err
 			}
 			return nil
-		}); uerr != nil {
+		}); errors.Is(uerr, ErrNotFound) {
+			// Redis lost the run's record while this job worked (FLUSHALL, a restart without
+			// persistence): this job holds the freshest copy of it, decisions and all.
+			h.restoreLostRun(context.WithoutCancel(ctx), run, time.Since(jobStart), log)
+		} else if uerr != nil {
 			log.Warn("run job: record the time worked and the status for a retry", "err", uerr)
 		}
 		if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
