@@ -241,3 +241,53 @@ func TestRedisFlushedMidRun(t *testing.T) {
 		t.Errorf("%d decisions refused", n)
 	}
 }
+
+// TestRedisFlushedAroundRollback: Redis loses everything after a run finished; a writer's `/akira
+// rollback 1.2` still acts (the run is rebuilt from its branch, at rest, under its id) and reverts the
+// task. Redis loses everything again; `/akira run` rebuilds the run from the branch, where the revert's
+// trailer says 1.2 is to do again: the agent does 1.2 once more and nothing else twice.
+func TestRedisFlushedAroundRollback(t *testing.T) {
+	srv := redistest.StartServer(t, false)
+	e := newEnvOn(t, false, srv.Addr)
+	ctx := context.Background()
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Three", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add two\n- [ ] Add three\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	pr := e.onlyPR(run.Branch)
+
+	must(t, e.rdb.FlushAll(ctx).Err())
+	e.comment(pr.Number, "alice", "/akira rollback 1.2", true, http.StatusAccepted)
+	e.eventually("the rollback's reply", func() bool {
+		return len(e.commentsWith(pr.Number, "rolled back on"))+len(e.commentsWith(pr.Number, "no Akira run")) > 0
+	})
+	if n := len(e.commentsWith(pr.Number, "rolled back on")); n != 1 {
+		t.Fatalf("the rollback after the flush did not act; replies: %+v", e.gh.Comments(e.owner, e.repo, pr.Number))
+	}
+	if last := e.gh.Log(e.owner, e.repo, run.Branch)[0]; last.Trailers["Akira-Revert"] != "1.2" {
+		t.Errorf("the newest commit is not the revert of 1.2: %q %v", last.Subject, last.Trailers)
+	}
+	stopped := e.waitStatus(1, jobs.StatusStopped)
+	if stopped.ID != run.ID || stopped.Rebuilt == "" {
+		t.Errorf("the rolled-back run is %s (rebuilt %q), want %s rebuilt", stopped.ID, stopped.Rebuilt, run.ID)
+	}
+
+	must(t, e.rdb.FlushAll(ctx).Err())
+	e.comment(pr.Number, "alice", "/akira run", true, http.StatusAccepted)
+	again := e.waitStatus(1, jobs.StatusSucceeded)
+	if again.ID != run.ID {
+		t.Errorf("/akira run after the flush made run %s beside %s", again.ID, run.ID)
+	}
+	if got := e.taskCommits(run.Branch); got["1.2"] != 2 || got["1.1"] != 1 || got["1.3"] != 1 || len(got) != 3 {
+		t.Errorf("checkpoints = %v; want 1.2 twice (before and after the rollback), the others once", got)
+	}
+	for task, want := range map[string]int{"1.1": 1, "1.2": 2, "1.3": 1} {
+		if n := e.agentCalls(task); n != want {
+			t.Errorf("the agent worked on %s %d times, want %d", task, n, want)
+		}
+	}
+	if n := len(e.commentsWith(pr.Number, templates.SummaryMarker(run.ID))); n != 1 {
+		t.Errorf("%d summary comments, want 1", n)
+	}
+}

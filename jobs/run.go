@@ -226,7 +226,20 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	if err != nil {
 		return nil, err
 	}
+	var ownPR *PullRequest
+	if n, ok := issueOfBranch(p.Branch, in.Config.BranchPrefix); ok && p.Trigger == TriggerPullRequest && p.CommentID != 0 && in.PR != nil {
+		// `/akira run` on the pull request of an issue's run that Redis has no record of (it would have
+		// been revived above): the run is the issue's, its plan the issue's checklist, not a plan file.
+		ownPR = in.PR
+		p.Trigger, p.Number, p.Branch, p.HeadSHA = TriggerIssue, n, "", ""
+		if in, err = h.gatherRunInputs(ctx, gh, p); err != nil {
+			return nil, err
+		}
+	}
 	run, err := planRun(p, id, in, h.d.Operator)
+	if err == nil && ownPR != nil && run.PR == 0 {
+		run.PR, run.PRURL, run.PRNodeID, run.OpenedPR = ownPR.Number, ownPR.URL, ownPR.NodeID, true
+	}
 	if errors.Is(err, errNeedsConfirm) {
 		return nil, &ConfirmNeededError{URL: in.PostedPlanURL}
 	}
@@ -480,9 +493,10 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 				return err
 			}
 			return nil
-		}); errors.Is(uerr, ErrNotFound) {
+		}); errors.Is(uerr, ErrNotFound) && result == ResultRetry {
 			// Redis lost the run's record while this job worked (FLUSHALL, a restart without
-			// persistence): this job holds the freshest copy of it, decisions and all.
+			// persistence), which cut the job short: it holds the freshest copy of the record,
+			// decisions and all. (A job that ended its work holds a copy older than its last write.)
 			h.restoreLostRun(context.WithoutCancel(ctx), run, time.Since(jobStart), log)
 		} else if uerr != nil {
 			log.Warn("run job: record the time worked and the status for a retry", "err", uerr)

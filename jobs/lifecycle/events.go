@@ -77,6 +77,10 @@ type RebuiltTask struct {
 type Rebuilt struct {
 	Tasks []RebuiltTask
 	Head  string
+	// Settled rebuilds a run for a command on a run at rest (`/akira rollback`): with no task parked it
+	// is succeeded when every task is done, else stopped (a later `/akira run` continues it). Without
+	// it a run with nothing parked is refused: a decision needs something waiting for it.
+	Settled bool
 }
 
 func (Rebuilt) Kind() EventKind { return EventRebuilt }
@@ -97,10 +101,16 @@ func (e Rebuilt) apply(r *Run, now time.Time) ([]Effect, error) {
 		}
 		r.Tasks = append(r.Tasks, ts)
 	}
-	if len(r.Parked) == 0 {
+	switch {
+	case len(r.Parked) > 0:
+		r.Status = StatusParked
+	case !e.Settled:
 		return nil, fmt.Errorf("no task of run %s is parked", r.ID)
+	case !slices.ContainsFunc(r.Tasks, func(t TaskState) bool { return t.Status != templates.StatusPassed }):
+		r.Status, r.FinishedAt = StatusSucceeded, now
+	default:
+		r.Status = StatusStopped
 	}
-	r.Status = StatusParked
 	return nil, nil
 }
 

@@ -423,6 +423,21 @@ func TestOutcomes(t *testing.T) {
 			t.Fatalf("err %v, status %q", err, run.Status)
 		}
 	})
+	t.Run("a settled rebuild with nothing parked is at rest", func(t *testing.T) {
+		for _, tt := range []struct {
+			tasks []RebuiltTask
+			want  RunStatus
+		}{
+			{[]RebuiltTask{{ID: "1.1", Done: true}, {ID: "1.2", Done: true}}, StatusSucceeded},
+			{[]RebuiltTask{{ID: "1.1", Done: true}, {ID: "1.2"}}, StatusStopped},
+			{[]RebuiltTask{{ID: "1.1", Done: true}, {ID: "1.2", Parked: true}}, StatusParked},
+		} {
+			run := &Run{ID: "r5", Status: StatusQueued}
+			if _, err := Apply(run, Rebuilt{Tasks: tt.tasks, Settled: true}, now); err != nil || run.Status != tt.want {
+				t.Errorf("%+v: status %q, err %v; want %q", tt.tasks, run.Status, err, tt.want)
+			}
+		}
+	})
 	t.Run("a stored run is not rebuilt", func(t *testing.T) {
 		run := fixture(StatusQueued)
 		if _, err := Apply(run, sample(EventRebuilt), now); err == nil || !strings.Contains(err.Error(), "stored") {
