@@ -366,7 +366,7 @@ func (r *Reporter) keepPartialLog(ctx context.Context, taskID string, attempt in
 // says so when nothing was left (Redis lost it, or the job died before writing).
 func (r *Reporter) endInterruptedLog(ctx context.Context, taskID string, attempt int) {
 	end := "\n==> " + strings.ToUpper(interruptedText(taskID, attempt)[:1]) + interruptedText(taskID, attempt)[1:] +
-		"; the run went on from its last pushed checkpoint (" + shortSHA(r.head) + ").\n"
+		"; the run went on from its last pushed checkpoint (" + short(r.head) + ").\n"
 	text, err := r.pub.store.Log(ctx, r.runID, taskID, attempt)
 	switch {
 	case errors.Is(err, ErrNoLog):
@@ -381,13 +381,6 @@ func (r *Reporter) endInterruptedLog(ctx context.Context, taskID string, attempt
 	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
 		r.pub.log.Warn("interrupted attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
 	}
-}
-
-func shortSHA(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }
 
 func (r *Reporter) logVerify(ev runner.Event) {
