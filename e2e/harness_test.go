@@ -41,6 +41,9 @@ const webhookSecret = "e2e-secret"
 // its value is the worker's configuration as JSON.
 const workerEnv = "AKIRA_E2E_WORKER"
 
+// readyEnv names the file a worker process creates once it takes tasks and reaps.
+const readyEnv = "AKIRA_E2E_READY"
+
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(workerEnv); spec != "" {
 		os.Exit(workerProcess(spec))
@@ -79,6 +82,8 @@ type workerSpec struct {
 	Concurrency  int
 	// Clock judges installation tokens' expiry (nil: time.Now); an in-process worker's only.
 	Clock func() time.Time `json:"-"`
+	// PublicURL is the dashboard's address the worker links to (AKIRA_PUBLIC_URL); none when empty.
+	PublicURL string
 }
 
 // runWorker is the worker side of `akira serve`, wired the way cmd/akira wires it.
@@ -123,6 +128,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fair),
 		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
+		PublicURL: ws.PublicURL,
 	}
 	if judge, err := profiles.NewJudge(op.Judge, profiles.Options{Logger: log}); err != nil {
 		return err
@@ -142,6 +148,11 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	}
 	reaped := make(chan struct{})
 	go func() { defer close(reaped); h.RunReaper(ctx, 0) }()
+	if ready := os.Getenv(readyEnv); ready != "" {
+		if err := os.WriteFile(ready, nil, 0o644); err != nil {
+			return err
+		}
+	}
 	<-ctx.Done()
 	<-reaped
 	srv.Shutdown()
@@ -180,6 +191,7 @@ func randomHex(t testing.TB, n int) string {
 //   - a task titled "... flaky ..." fails unless the prompt holds the word MAGIC-WORD (human guidance);
 //   - a task titled "... slow ..." signals that it started and waits for the file "release" (the crash test
 //     kills its worker meanwhile);
+//   - a task titled "... patient ..." needs MAGIC-WORD like a flaky one, then behaves like a slow one;
 //   - any other task writes one file named after the task.
 const agentScript = `#!/bin/sh
 set -e
@@ -203,6 +215,12 @@ case "$AKIRA_TASK_TITLE" in
 *costly*) printf '{"cost_usd": 0.6, "input_tokens": 1000}' > "$AKIRA_USAGE_FILE" ;;
 esac
 case "$AKIRA_TASK_TITLE" in
+*patient*)
+	grep -q MAGIC-WORD "$AKIRA_PROMPT_FILE" || { echo "I cannot do this without the magic word" >&2; exit 3; }
+	echo $$ > "$log/pid-$AKIRA_TASK_ID"
+	touch "$log/started-$AKIRA_TASK_ID"
+	while [ ! -f "$log/release" ]; do sleep 0.1; done
+	echo "patient" > "out-$AKIRA_TASK_ID.txt" ;;
 *flaky*)
 	if grep -q MAGIC-WORD "$AKIRA_PROMPT_FILE"; then
 		echo "fixed" > "out-$AKIRA_TASK_ID.txt"

@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,9 +106,10 @@ func TestRedisOutageWithAOF(t *testing.T) {
 }
 
 // TestRedisLostRunningRun: Redis restarts without persistence while the agent works on task 1.2, so
-// the run's record, its queue and its lock are gone. The worker notices its lock is gone and stops;
-// nothing resumes the run until a person replies `/akira run` again, which rebuilds the run from its
-// branch under the same id: no second pull request, no second summary, task 1.1 not done twice.
+// the run's record, its queue and its lock are gone. The worker notices its lock is gone, stops the
+// agent and writes back the record it held with a job that continues the run: nobody has to reply for
+// the run to go on, under the same id, with no second pull request or summary and task 1.1 not done
+// twice.
 func TestRedisLostRunningRun(t *testing.T) {
 	srv := redistest.StartServer(t, false)
 	e := newEnvOn(t, false, srv.Addr)
@@ -122,32 +125,18 @@ func TestRedisLostRunningRun(t *testing.T) {
 	if e.runOf(1) != nil {
 		t.Fatal("the run's record survived a restart without persistence; the test proves nothing")
 	}
-	// The worker finds its branch lock gone within a third of the lock's TTL and kills the agent; the
-	// agent would otherwise finish on its own once released.
-	e.eventually("the agent to be stopped", func() bool {
-		pid, err := os.ReadFile(filepath.Join(e.logDir, "pid-1.2"))
-		if err != nil {
-			return false
-		}
-		_, err = os.Stat("/proc/" + strings.TrimSpace(string(pid)))
-		return os.IsNotExist(err)
-	})
+	// The worker finds its branch lock gone within a third of the lock's TTL, stops the agent, puts
+	// the record back and continues: the agent starts on 1.2 again by itself.
+	e.eventually("the agent to work on 1.2 again", func() bool { return e.agentCalls("1.2") >= 2 })
 	e.touch("release")
 
-	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
 	run := e.waitStatus(1, jobs.StatusSucceeded)
 	if run.ID != before.ID {
-		t.Errorf("the second /akira run made run %s beside %s; the branch's run should have been rebuilt", run.ID, before.ID)
+		t.Errorf("the run is %s after the restart, was %s", run.ID, before.ID)
 	}
-	if run.Rebuilt == "" {
-		t.Error("the run is not marked rebuilt")
-	}
-	pr := e.checkOneOfEach(run, "1.1", "1.2", "1.3")
+	e.checkOneOfEach(run, "1.1", "1.2", "1.3")
 	if n := e.agentCalls("1.1"); n != 1 {
 		t.Errorf("the agent ran task 1.1 %d times; its checkpoint was on the branch", n)
-	}
-	if sum := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID)); len(sum) == 1 && !strings.Contains(sum[0].Body, "rebuilt it from the branch") {
-		t.Errorf("the summary does not say the run was rebuilt:\n%s", sum[0].Body)
 	}
 }
 
@@ -183,5 +172,114 @@ func TestRedisLostParkedRun(t *testing.T) {
 	}
 	if len(e.commentsWith(pr.Number, "did nothing")) != 0 {
 		t.Error("the retry was refused")
+	}
+}
+
+// TestRedisFlushedMidRun: a person answers an escalation (`/akira retry` with the magic word the task
+// needs), and while the agent works on that retry Redis loses everything (FLUSHALL on a Redis of the
+// test's own): the run's record, its decision, the queue and the lock. The job that held the lock
+// notices, stops, and puts back the record it held (decision included) with a job to continue it;
+// then the worker is restarted. The run continues on the new worker with no task repeated and the
+// answer not lost: the retried task gets the magic word again and is not escalated a second time.
+func TestRedisFlushedMidRun(t *testing.T) {
+	srv := redistest.StartServer(t, false)
+	e := newEnvOn(t, true, srv.Addr)
+	e.spec.LockTTL = jobs.DefaultLockTTL
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flushed", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a patient thing\n- [ ] Add three\n"})
+	first := e.startWorkerProcess("worker-1")
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	before := e.waitStatus(1, jobs.StatusParked)
+	pr := e.onlyPR(before.Branch)
+	e.comment(pr.Number, "alice", "/akira retry say MAGIC-WORD", true, http.StatusAccepted)
+	e.waitFile("started-1.2")
+	callsBefore := e.agentCalls("1.2")
+
+	must(t, e.rdb.FlushAll(context.Background()).Err())
+	if e.runOf(1) != nil {
+		t.Fatal("the run's record survived FLUSHALL; the test proves nothing")
+	}
+	e.eventually("the job to put the run's record back", func() bool { return e.runOf(1) != nil })
+	must(t, first.Process.Signal(syscall.SIGTERM))
+	_ = first.Wait()
+	e.startWorkerProcess("worker-2")
+
+	e.eventually("the agent to work on the retried task again", func() bool { return e.agentCalls("1.2") > callsBefore })
+	e.touch("release")
+	run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusParked, jobs.StatusFailed)
+	if run.Status != jobs.StatusSucceeded {
+		t.Fatalf("run %s after the flush (%s); the answer was lost", run.Status, run.Error)
+	}
+	if run.ID != before.ID {
+		t.Errorf("the run is %s after the flush, was %s", run.ID, before.ID)
+	}
+	e.checkOneOfEach(run, "1.1", "1.2", "1.3")
+	for task, want := range map[string]int{"1.1": 1, "1.3": 1} {
+		if n := e.agentCalls(task); n != want {
+			t.Errorf("the agent worked on %s %d times, want %d: its checkpoint was on the branch", task, n, want)
+		}
+	}
+	if ts := run.Task("1.2"); ts == nil || ts.Escalations != 1 {
+		t.Errorf("task 1.2 = %+v, want escalated once: the retry's answer must survive the flush", ts)
+	}
+	if n := len(e.commentsWith(pr.Number, "did nothing")); n != 0 {
+		t.Errorf("%d decisions refused", n)
+	}
+}
+
+// TestRedisFlushedAroundRollback: Redis loses everything after a run finished; a writer's `/akira
+// rollback 1.2` still acts (the run is rebuilt from its branch, at rest, under its id) and reverts the
+// task. Redis loses everything again; `/akira run` rebuilds the run from the branch, where the revert's
+// trailer says 1.2 is to do again: the agent does 1.2 once more and nothing else twice.
+func TestRedisFlushedAroundRollback(t *testing.T) {
+	srv := redistest.StartServer(t, false)
+	e := newEnvOn(t, false, srv.Addr)
+	ctx := context.Background()
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Three", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add two\n- [ ] Add three\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	pr := e.onlyPR(run.Branch)
+
+	must(t, e.rdb.FlushAll(ctx).Err())
+	e.comment(pr.Number, "alice", "/akira rollback 1.2", true, http.StatusAccepted)
+	e.eventually("the rollback's reply", func() bool {
+		return len(e.commentsWith(pr.Number, "rolled back on"))+len(e.commentsWith(pr.Number, "no Akira run")) > 0
+	})
+	if n := len(e.commentsWith(pr.Number, "rolled back on")); n != 1 {
+		t.Fatalf("the rollback after the flush did not act; replies: %+v", e.gh.Comments(e.owner, e.repo, pr.Number))
+	}
+	if last := e.gh.Log(e.owner, e.repo, run.Branch)[0]; last.Trailers["Akira-Revert"] != "1.2" {
+		t.Errorf("the newest commit is not the revert of 1.2: %q %v", last.Subject, last.Trailers)
+	}
+	stopped := e.waitStatus(1, jobs.StatusStopped)
+	if stopped.ID != run.ID || stopped.Rebuilt == "" {
+		t.Errorf("the rolled-back run is %s (rebuilt %q), want %s rebuilt", stopped.ID, stopped.Rebuilt, run.ID)
+	}
+
+	must(t, e.rdb.FlushAll(ctx).Err())
+	e.comment(pr.Number, "alice", "/akira run", true, http.StatusAccepted)
+	again := e.waitStatus(1, jobs.StatusSucceeded)
+	if again.ID != run.ID {
+		t.Errorf("/akira run after the flush made run %s beside %s", again.ID, run.ID)
+	}
+	if got := e.taskCommits(run.Branch); got["1.2"] != 2 || got["1.1"] != 1 || got["1.3"] != 1 || len(got) != 3 {
+		t.Errorf("checkpoints = %v; want 1.2 twice (before and after the rollback), the others once", got)
+	}
+	for task, want := range map[string]int{"1.1": 1, "1.2": 2, "1.3": 1} {
+		if n := e.agentCalls(task); n != want {
+			t.Errorf("the agent worked on %s %d times, want %d", task, n, want)
+		}
+	}
+	if again.Rebuilt == "" {
+		t.Error("the run is not marked rebuilt")
+	}
+	if sum := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID)); len(sum) != 1 {
+		t.Errorf("%d summary comments, want 1", len(sum))
+	} else if !strings.Contains(sum[0].Body, "rebuilt it from the branch") {
+		t.Errorf("the summary does not say the run was rebuilt:\n%s", sum[0].Body)
 	}
 }

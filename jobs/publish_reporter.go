@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,8 +45,12 @@ type Reporter struct {
 	verdicts map[string]*templates.Verdict
 	// judging says the run has an acceptance judge (the check runs say who reads the criteria).
 	judging bool
-	// logs is each task's current attempt's log, kept (masked) when the attempt ends.
-	logs         map[string]*strings.Builder
+	// logs is each task's current attempt's log, kept (masked) as it grows and when the attempt ends,
+	// so that a worker that dies mid-attempt leaves the log as far as it went.
+	logs map[string]*strings.Builder
+	// attemptBase is, per task, the attempts made by jobs that died on it: the engine counts this
+	// job's attempts from 1, and they are numbered after those (the dead attempts' logs are kept).
+	attemptBase  map[string]int
 	masker       *Masker
 	logRetention time.Duration
 	// publicURL is the dashboard's address: a check run's details link to the task's page there.
@@ -82,7 +87,7 @@ func NewReporter(gh ReporterGitHub, store *Store, metrics *Metrics, log *slog.Lo
 		gh: gh, pub: publisher{gh: gh, store: store, log: log}, metrics: metrics,
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
-		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, now: time.Now,
+		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, attemptBase: map[string]int{}, now: time.Now,
 		announced: map[string]int{}, summaryEvery: minSummaryInterval,
 	}
 }
@@ -95,6 +100,9 @@ func (r *Reporter) Run() *Run { return r.run }
 func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if base := r.attemptBase[ev.TaskID]; base > 0 {
+		ev = shiftAttempts(ev, base)
+	}
 	var err error
 	switch ev.Type {
 	case runner.EventRunStarted:
@@ -122,6 +130,7 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 			break
 		}
 		r.logVerify(ev)
+		r.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
 		r.verify[ev.TaskID] = ev.Verify
 		if a := r.lastAttempt(ev.TaskID); a != nil {
 			a.Verify = commands(ev.Verify)
@@ -264,9 +273,22 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	if ev.MaxAttempts > 0 {
 		r.maxAttempts = ev.MaxAttempts
 	}
+	running := map[string]bool{}
+	for _, t := range r.run.Tasks {
+		if t.Status == templates.StatusRunning && t.Attempts > 0 {
+			running[t.ID] = true
+		}
+	}
 	effects, err := r.transition(ctx, lifecycle.PlanRead{Engine: ev, Past: r.pastDurations(ctx)})
 	if err != nil {
 		return err
+	}
+	// A task a dead job left running is pending again: its attempt ended with that job's worker.
+	for _, t := range r.run.Tasks {
+		if running[t.ID] && t.Status == templates.StatusPending {
+			r.attemptBase[t.ID] = t.Attempts
+			r.endInterruptedLog(ctx, t.ID, t.Attempts)
+		}
 	}
 	// A job that died after a task's checkpoint was pushed left its check run in progress; the task
 	// is found done from its trailers now, and its check run gets the conclusion it missed.
@@ -396,6 +418,58 @@ func (r *Reporter) logf(taskID, format string, a ...any) {
 	fmt.Fprintf(b, format, a...)
 }
 
+// shiftAttempts numbers an event's attempt after the base attempts dead jobs made on its task.
+func shiftAttempts(ev runner.Event, base int) runner.Event {
+	if ev.Attempt > 0 {
+		ev.Attempt += base
+	}
+	if ev.Escalation != nil && ev.Escalation.Attempts > 0 {
+		esc := *ev.Escalation
+		esc.Attempts += base
+		ev.Escalation = &esc
+	}
+	return ev
+}
+
+// interruptedText is what an attempt's log and check run say of an attempt whose worker stopped.
+func interruptedText(taskID string, attempt int) string {
+	return fmt.Sprintf("attempt %d of task %s ended when its worker stopped", attempt, taskID)
+}
+
+// keepPartialLog stores the attempt's log as far as it went, the attempt still running: a worker
+// killed now leaves it to be read. A few writes per attempt, at its steps.
+func (r *Reporter) keepPartialLog(ctx context.Context, taskID string, attempt int) {
+	b := r.logs[taskID]
+	if b == nil || attempt == 0 {
+		return
+	}
+	text := r.masker.Mask(b.String() + "\n==> (the attempt is still running)\n")
+	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+		r.pub.log.Warn("partial attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
+	}
+}
+
+// endInterruptedLog ends the log a dead job left of its attempt with why it ended, or writes one that
+// says so when nothing was left (Redis lost it, or the job died before writing).
+func (r *Reporter) endInterruptedLog(ctx context.Context, taskID string, attempt int) {
+	end := "\n==> " + strings.ToUpper(interruptedText(taskID, attempt)[:1]) + interruptedText(taskID, attempt)[1:] +
+		"; the run went on from its last pushed checkpoint (" + short(r.head) + ").\n"
+	text, err := r.pub.store.Log(ctx, r.runID, taskID, attempt)
+	switch {
+	case errors.Is(err, ErrNoLog):
+		text = fmt.Sprintf("==> Run %s, task %s, attempt %d: nothing of its log was kept\n", r.runID, taskID, attempt)
+	case err != nil:
+		r.pub.log.Warn("interrupted attempt log not read", "task", taskID, "attempt", attempt, "err", err)
+		return
+	case strings.Contains(text, end):
+		return // ended by an earlier try of this job
+	}
+	text = strings.TrimSuffix(text, "\n==> (the attempt is still running)\n") + end
+	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+		r.pub.log.Warn("interrupted attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
+	}
+}
+
 func (r *Reporter) logVerify(ev runner.Event) {
 	r.logf(ev.TaskID, "\n==> Verification\n")
 	for _, v := range ev.Verify {
@@ -432,6 +506,7 @@ func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
 	}
 	r.attempts[ev.TaskID] = append(r.attempts[ev.TaskID], templates.Attempt{Number: ev.Attempt, Guidance: r.guidance[ev.TaskID], Lessons: ev.Lessons})
 	delete(r.guidance, ev.TaskID)
+	r.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
 	effects, err := r.transition(ctx, lifecycle.AttemptStarted{Engine: ev})
 	if err != nil {
 		return err
@@ -445,6 +520,7 @@ func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
 		failed = ": " + ev.Message
 	}
 	r.logf(ev.TaskID, "\n==> Agent (%s)%s\n%s\n", ev.Duration.Round(time.Millisecond), failed, strings.TrimRight(ev.Output, "\n"))
+	r.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
 	if a := r.lastAttempt(ev.TaskID); a != nil {
 		a.Duration = ev.Duration
 		if ev.Message != "" {
@@ -628,7 +704,7 @@ func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string
 			return nil // opened for this very attempt a moment ago: one update per change of state
 		}
 		return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", CheckRun{
-			Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttempts)})
+			Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttemptsOf(t.ID))})
 	case lifecycle.PhasePassed:
 		title := "Verified"
 		switch {
@@ -685,10 +761,10 @@ func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason
 		attempt = t.Attempts
 	}
 	d := templates.CheckRun{
-		RunID: r.runID, TaskID: t.ID, TaskTitle: t.Title, Status: status, Attempt: attempt, MaxAttempts: r.maxAttempts,
+		RunID: r.runID, TaskID: t.ID, TaskTitle: t.Title, Status: status, Attempt: attempt, MaxAttempts: r.maxAttemptsOf(t.ID),
 		Reason: reason, Verify: commands(r.verify[t.ID]), Agent: r.run.Agent, Duration: t.Duration,
 		Usage:    templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
-		Attempts: r.attempts[t.ID], Accept: t.Accept, Unverified: t.Unverified,
+		Attempts: r.interruptedAttempts(t), Accept: t.Accept, Unverified: t.Unverified,
 		Judging: r.judging, Verdict: r.verdicts[t.ID],
 	}
 	if status == templates.StatusPassed {
@@ -698,6 +774,29 @@ func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason
 		}
 	}
 	return d
+}
+
+// maxAttemptsOf is the task's last allowed attempt in this job: the engine's limit after those of
+// dead jobs.
+func (r *Reporter) maxAttemptsOf(taskID string) int {
+	if r.maxAttempts == 0 {
+		return 0
+	}
+	return r.maxAttempts + r.attemptBase[taskID]
+}
+
+// interruptedAttempts is this job's attempts of the task for its check run, after the attempts dead
+// jobs left of it, each with a link to its kept log.
+func (r *Reporter) interruptedAttempts(t *TaskState) []templates.Attempt {
+	mine := r.attempts[t.ID]
+	var out []templates.Attempt
+	for _, n := range t.Interrupted {
+		if slices.ContainsFunc(mine, func(a templates.Attempt) bool { return a.Number == n }) {
+			continue
+		}
+		out = append(out, templates.Attempt{Number: n, Error: interruptedText(t.ID, n), LogURL: LogURL(r.publicURL, r.runID, t.ID, n)})
+	}
+	return append(out, mine...)
 }
 
 // updateCheckRun sends cr with the output rendered from the task's state.

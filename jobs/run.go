@@ -252,7 +252,20 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	if err != nil {
 		return nil, err
 	}
+	var ownPR *PullRequest
+	if n, ok := issueOfBranch(p.Branch, in.Config.BranchPrefix); ok && p.Trigger == TriggerPullRequest && p.CommentID != 0 && in.PR != nil {
+		// `/akira run` on the pull request of an issue's run that Redis has no record of (it would have
+		// been revived above): the run is the issue's, its plan the issue's checklist, not a plan file.
+		ownPR = in.PR
+		p.Trigger, p.Number, p.Branch, p.HeadSHA = TriggerIssue, n, "", ""
+		if in, err = h.gatherRunInputs(ctx, gh, p); err != nil {
+			return nil, err
+		}
+	}
 	run, err := planRun(p, id, in, h.d.Operator)
+	if err == nil && ownPR != nil && run.PR == 0 {
+		run.PR, run.PRURL, run.PRNodeID, run.OpenedPR = ownPR.Number, ownPR.URL, ownPR.NodeID, true
+	}
 	if errors.Is(err, errNeedsConfirm) {
 		return nil, &ConfirmNeededError{URL: in.PostedPlanURL}
 	}
@@ -413,6 +426,37 @@ func (h *Handler) refuseConfig(ctx context.Context, c Comments, p RunPayload, er
 	return fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry)
 }
 
+// restoreLostRun writes back the record of a run Redis lost while this job worked on it, as the job
+// last wrote it, queued, and queues the job that continues it (the queue went with the record): the
+// run goes on from its branch with its decisions, attempts and check runs, and no person has to
+// notice. A record someone rebuilt meanwhile (a `/akira run` that found the branch) is left alone.
+func (h *Handler) restoreLostRun(ctx context.Context, run *Run, worked time.Duration, log *slog.Logger) {
+	r := *run
+	r.WorkTime += worked
+	if lifecycle.Allowed(r.Status, lifecycle.EventJobRequeued) {
+		if _, err := lifecycle.Apply(&r, lifecycle.JobRequeued{}, time.Now()); err != nil {
+			log.Warn("run job: the lost record not restored", "err", err)
+			return
+		}
+	}
+	restored, created, err := h.d.Store.Create(ctx, &r)
+	if err != nil {
+		log.Warn("run job: Redis lost the run's record; not restored", "err", err)
+		return
+	}
+	if !created {
+		return
+	}
+	log.Warn("run job: Redis lost the run's record while the job worked; restored it from the job's copy", "status", restored.Status)
+	if restored.Status != StatusQueued {
+		return // parked, finished: nothing runs until people act, as before the loss
+	}
+	err = h.d.Enqueuer.EnqueueRun(ctx, continuation(restored, "restored:"+restored.ID+":"+strconv.Itoa(restored.Jobs), restored.Sender))
+	if err != nil && !errors.Is(err, ErrDuplicate) {
+		log.Warn("run job: restored run not queued; the reaper or the next command continues it", "err", err)
+	}
+}
+
 // branchBusy answers a trigger for a branch another run owns. People get a reply at once; a push or
 // a pull request update waits behind a working run (and is dropped, with a note, behind a parked one,
 // because a parked run may wait for days).
@@ -475,7 +519,12 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 				return err
 			}
 			return nil
-		}); uerr != nil {
+		}); errors.Is(uerr, ErrNotFound) && result == ResultRetry {
+			// Redis lost the run's record while this job worked (FLUSHALL, a restart without
+			// persistence), which cut the job short: it holds the freshest copy of the record,
+			// decisions and all. (A job that ended its work holds a copy older than its last write.)
+			h.restoreLostRun(context.WithoutCancel(ctx), run, time.Since(jobStart), log)
+		} else if uerr != nil {
 			log.Warn("run job: record the time worked and the status for a retry", "err", uerr)
 		}
 		if err := lk.Release(context.WithoutCancel(ctx)); err != nil {

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // TestReaper: a running run whose branch lock nobody holds lost its worker and gets one continuation,
@@ -48,5 +49,38 @@ func TestReaper(t *testing.T) {
 	ids, _ := jh.store.Running(ctx)
 	if len(ids) != 1 || ids[0] != "alive" {
 		t.Fatalf("running = %v, want [alive]", ids)
+	}
+}
+
+// TestReaperWakesWhenALeaseLapses: a running run whose job's lease is held but no longer renewed (its
+// worker died a moment ago) is continued when the lease lapses, not at the next round: the loop runs
+// with an hour between rounds, and the continuation comes all the same.
+func TestReaperWakesWhenALeaseLapses(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	if _, _, err := jh.store.Create(ctx, &Run{ID: "dying", Owner: "o", Repo: "r", Branch: "akira/dying", InstallationID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jh.store.Update(ctx, "dying", func(r *Run) error { r.Status, r.Jobs = StatusRunning, 1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// The dead worker's lease, as its last renewal left it: nobody renews it again.
+	key := jh.h.d.Locker.prefix + "lock:" + BranchLockName("o", "r", "akira/dying")
+	if err := jh.h.d.Locker.rdb.Set(ctx, key, "dead-token", 500*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	loop, cancel := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() { jh.h.RunReaper(loop, time.Hour); close(ended) }()
+	defer func() { cancel(); <-ended }()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(queued[RunPayload](jh, TypeRun)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lapsed lease was not noticed before the next round; log:\n%s", jh.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if conts := queued[RunPayload](jh, TypeRun); len(conts) != 1 || conts[0].RunID != "dying" {
+		t.Errorf("continuations = %+v, want one of the dying run", conts)
 	}
 }

@@ -80,10 +80,28 @@ var errNoLostRun = errors.New("jobs: no lost run to rebuild")
 // and its parked tasks from their parked refs. The rebuilt run is stored parked so that the decision
 // applies to it as to any parked run. errNoLostRun when there is nothing to rebuild or nothing waits.
 func (h *Handler) rebuildParkedRun(ctx context.Context, gh GitHub, p ResumePayload) (*Run, error) {
+	return h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
+		Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender})
+}
+
+// lostRunRequest is a command on an issue or pull request whose run Redis may have lost: Key names the
+// command (the rebuilt run is marked with it), Settled asks for a run at rest (see lifecycle.Rebuilt).
+type lostRunRequest struct {
+	Key            string
+	InstallationID int64
+	Owner, Repo    string
+	Number         int
+	Sender         string
+	Settled        bool
+}
+
+// rebuildLostRun is rebuildParkedRun for any command: with Settled, a lost run with nothing parked is
+// rebuilt too (succeeded when every task is done on its branch, else stopped).
+func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunRequest) (*Run, error) {
 	if p.Number <= 0 {
 		return nil, errNoLostRun
 	}
-	rp := RunPayload{DeliveryID: p.JobID(), InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo,
+	rp := RunPayload{DeliveryID: p.Key, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo,
 		Trigger: TriggerIssue, Number: p.Number, Sender: p.Sender}
 	pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 	switch {
@@ -125,12 +143,12 @@ func (h *Handler) rebuildParkedRun(ctx context.Context, gh GitHub, p ResumePaylo
 	switch {
 	case err != nil:
 		return nil, err
-	case known != nil && known.Rebuilt == p.JobID():
+	case known != nil && known.Rebuilt == p.Key:
 		return known, nil // rebuilt by an earlier try of this job
 	case known != nil, id == "":
 		return nil, errNoLostRun
 	}
-	run.ID, run.Rebuilt, run.Head = id, p.JobID(), head
+	run.ID, run.Rebuilt, run.Head = id, p.Key, head
 	plan := []byte(run.Plan)
 	if run.Plan == "" {
 		if plan, err = gh.GetFile(ctx, run.Owner, run.Repo, run.Branch, run.Roadmap); err != nil {
@@ -142,7 +160,7 @@ func (h *Handler) rebuildParkedRun(ctx context.Context, gh GitHub, p ResumePaylo
 		return nil, fmt.Errorf("%w: the plan no longer parses: %v", errNoLostRun, err)
 	}
 	done := checkpointsOf(commits)
-	rebuilt := lifecycle.Rebuilt{Head: head}
+	rebuilt := lifecycle.Rebuilt{Head: head, Settled: p.Settled}
 	anyParked := false
 	for _, t := range rm.Tasks {
 		rt := lifecycle.RebuiltTask{ID: t.ID, Title: t.Title, Checkpoint: done[t.ID], Done: done[t.ID] != "" || t.Done}
@@ -156,7 +174,7 @@ func (h *Handler) rebuildParkedRun(ctx context.Context, gh GitHub, p ResumePaylo
 		}
 		rebuilt.Tasks = append(rebuilt.Tasks, rt)
 	}
-	if !anyParked {
+	if !anyParked && !p.Settled {
 		return nil, fmt.Errorf("%w: no task of run %s has parked work on %s", errNoLostRun, id, run.Branch)
 	}
 	if _, err := lifecycle.Apply(run, rebuilt, time.Now()); err != nil {

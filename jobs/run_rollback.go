@@ -127,7 +127,16 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 	}
 	run, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	if errors.Is(err, ErrNotFound) {
-		return reply(templates.RollbackReply{Refusal: templates.RollbackNoRun}, ResultReplied)
+		// Redis may have lost the run's record: its branch still says which tasks are done.
+		run, err = h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
+			Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender, Settled: true})
+		if errors.Is(err, errNoLostRun) || errors.Is(err, ErrGitHubNotFound) || isRepoConfigError(err) {
+			log.Info("rollback job: no run, and no lost run to rebuild", "why", err)
+			return reply(templates.RollbackReply{Refusal: templates.RollbackNoRun}, ResultReplied)
+		}
+		if err == nil {
+			log.Warn("rollback job: rebuilt a lost run from its branch", "run", run.ID, "branch", run.Branch, "status", run.Status)
+		}
 	}
 	if err != nil {
 		return ResultRetry, err

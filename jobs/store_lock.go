@@ -24,9 +24,13 @@ var (
 
 // Defaults of the Locker.
 const (
-	// DefaultLockTTL is short because it bounds recovery: a dead worker's branch is free again, and
-	// its run picked up by the reaper, at most this long after its last renewal (every TTL/3).
-	DefaultLockTTL = 15 * time.Second
+	// DefaultLockTTL is the lease of the job working on a branch: the job renews it every TTL/3, so
+	// a worker that dies is noticed when its lease lapses, at most this long after its last renewal,
+	// and the reaper (every ReapInterval) continues its run on another worker. It bounds recovery
+	// (issue 35: ≤ 5 s from the kill to the next attempt), so it is a few renewals long, not a
+	// timeout: a live worker that cannot renew for a whole TTL (Redis unreachable) stops writing, and
+	// its run goes on from the last pushed checkpoint.
+	DefaultLockTTL = 3 * time.Second
 )
 
 // renewScript extends the lock's TTL only while it still holds our token.
@@ -81,6 +85,22 @@ func (l *Locker) Held(ctx context.Context, name string) (bool, error) {
 		return false, fmt.Errorf("jobs: lock %s: %w", name, err)
 	}
 	return n == 1, nil
+}
+
+// Lapse is how long the named lock has left before it lapses unless renewed: 0 when nobody holds it.
+func (l *Locker) Lapse(ctx context.Context, name string) (time.Duration, error) {
+	d, err := l.rdb.PTTL(ctx, l.prefix+"lock:"+name).Result()
+	if err != nil {
+		return 0, fmt.Errorf("jobs: lock %s: %w", name, err)
+	}
+	// go-redis gives PTTL's -2 (no such key) and -1 (no expiry, never set by Acquire) as they are.
+	switch {
+	case d == -2:
+		return 0, nil
+	case d < 0:
+		return l.ttl(), nil
+	}
+	return d, nil
 }
 
 // BranchLockName is the lock name of a repository's branch.

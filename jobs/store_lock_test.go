@@ -155,3 +155,28 @@ func TestLockReleaseByNonOwner(t *testing.T) {
 		t.Fatal("the owner's release did not delete the lock")
 	}
 }
+
+// TestLockLapse: the reaper reads how long a lease has left: nothing for a free branch, at most the
+// TTL for a held one, nothing again once it is released.
+func TestLockLapse(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	l := NewLocker(rdb, prefix)
+	l.TTL = 2 * time.Second
+	ctx := context.Background()
+	if d, err := l.Lapse(ctx, "b"); err != nil || d != 0 {
+		t.Fatalf("free lock: lapse %v, %v; want 0", d, err)
+	}
+	lk, err := l.Acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Lapse(ctx, "b"); err != nil || d <= 0 || d > l.TTL {
+		t.Fatalf("held lock: lapse %v, %v; want in (0, %v]", d, err, l.TTL)
+	}
+	if err := lk.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Lapse(ctx, "b"); err != nil || d != 0 {
+		t.Fatalf("released lock: lapse %v, %v; want 0", d, err)
+	}
+}

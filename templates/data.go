@@ -594,6 +594,8 @@ type Attempt struct {
 	Guidance string
 	Output   string
 	Duration time.Duration
+	// LogURL is the attempt's kept log (an attempt whose worker stopped: its log as far as it went).
+	LogURL string
 }
 
 // PRTask is one line of the pull request's task list.

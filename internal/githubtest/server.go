@@ -294,6 +294,9 @@ type Fault struct {
 	Times       int           // 0 or less means until ClearFaults
 	Message     string        // error message in the JSON body; a default is chosen from Status
 	Header      http.Header
+	// Matched, when set, is called as the fault takes a request, before its Delay: a test learns that
+	// the request is in flight (to kill the process that sent it, say).
+	Matched func(method, path string)
 }
 
 type faultState struct {
@@ -430,6 +433,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	if f := s.takeFault(r.Method, r.URL.Path); f != nil {
+		if f.Matched != nil {
+			f.Matched(r.Method, r.URL.Path)
+		}
 		if f.Delay > 0 {
 			select {
 			case <-time.After(f.Delay):

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,10 @@ type RebuiltTask struct {
 type Rebuilt struct {
 	Tasks []RebuiltTask
 	Head  string
+	// Settled rebuilds a run for a command on a run at rest (`/akira rollback`): with no task parked it
+	// is succeeded when every task is done, else stopped (a later `/akira run` continues it). Without
+	// it a run with nothing parked is refused: a decision needs something waiting for it.
+	Settled bool
 }
 
 func (Rebuilt) Kind() EventKind { return EventRebuilt }
@@ -96,10 +101,16 @@ func (e Rebuilt) apply(r *Run, now time.Time) ([]Effect, error) {
 		}
 		r.Tasks = append(r.Tasks, ts)
 	}
-	if len(r.Parked) == 0 {
+	switch {
+	case len(r.Parked) > 0:
+		r.Status = StatusParked
+	case !e.Settled:
 		return nil, fmt.Errorf("no task of run %s is parked", r.ID)
+	case !slices.ContainsFunc(r.Tasks, func(t TaskState) bool { return t.Status != templates.StatusPassed }):
+		r.Status, r.FinishedAt = StatusSucceeded, now
+	default:
+		r.Status = StatusStopped
 	}
-	r.Status = StatusParked
 	return nil, nil
 }
 
@@ -170,6 +181,9 @@ func (e PlanRead) apply(r *Run, _ time.Time) ([]Effect, error) {
 			if t.Status == templates.StatusRunning {
 				if err := setTask(&t, templates.StatusPending); err != nil {
 					return nil, err
+				}
+				if t.Attempts > 0 && !slices.Contains(t.Interrupted, t.Attempts) {
+					t.Interrupted = append(t.Interrupted, t.Attempts)
 				}
 			}
 		}

@@ -249,6 +249,9 @@ type TaskState struct {
 	// is the commit the open check run is on.
 	CheckRunAsked bool   `json:"check_run_asked,omitempty"`
 	CheckRunHead  string `json:"check_run_head,omitempty"`
+	// Interrupted are the task's attempts that ended when their worker stopped (killed, lost its
+	// lease): the next job found the task still running. Their logs are kept as far as they went.
+	Interrupted []int `json:"interrupted,omitempty"`
 	// Checkpoint is the commit that finished the task.
 	Checkpoint string `json:"checkpoint,omitempty"`
 	Note       string `json:"note,omitempty"`

@@ -69,8 +69,9 @@ var progress = []EffectKind{EffectCheckRun, EffectSummary}
 // Table is the run's transition table: every status change of a run is one of its rows.
 var Table = []Rule{
 	{Event: EventCreated, Moves: moves(one(StatusNew), StatusQueued)},
-	// A run planned for a decision (created, not stored) whose branch belongs to a lost run that waits.
-	{Event: EventRebuilt, Moves: moves(one(StatusQueued), StatusParked)},
+	// A run planned for a decision (created, not stored) whose branch belongs to a lost run that waits,
+	// or (settled) for a rollback of a lost run at rest.
+	{Event: EventRebuilt, Moves: moves(one(StatusQueued), StatusParked, StatusSucceeded, StatusStopped)},
 	{Event: EventJobStarted, Moves: moves([]RunStatus{StatusQueued, StatusRunning}, StatusRunning)},
 	{Event: EventJobRequeued, Moves: moves(one(StatusRunning), StatusQueued)},
 	{Event: EventPlanRead, Moves: stay(StatusRunning), Effects: []EffectKind{EffectSummary}},

@@ -423,6 +423,21 @@ func TestOutcomes(t *testing.T) {
 			t.Fatalf("err %v, status %q", err, run.Status)
 		}
 	})
+	t.Run("a settled rebuild with nothing parked is at rest", func(t *testing.T) {
+		for _, tt := range []struct {
+			tasks []RebuiltTask
+			want  RunStatus
+		}{
+			{[]RebuiltTask{{ID: "1.1", Done: true}, {ID: "1.2", Done: true}}, StatusSucceeded},
+			{[]RebuiltTask{{ID: "1.1", Done: true}, {ID: "1.2"}}, StatusStopped},
+			{[]RebuiltTask{{ID: "1.1", Done: true}, {ID: "1.2", Parked: true}}, StatusParked},
+		} {
+			run := &Run{ID: "r5", Status: StatusQueued}
+			if _, err := Apply(run, Rebuilt{Tasks: tt.tasks, Settled: true}, now); err != nil || run.Status != tt.want {
+				t.Errorf("%+v: status %q, err %v; want %q", tt.tasks, run.Status, err, tt.want)
+			}
+		}
+	})
 	t.Run("a stored run is not rebuilt", func(t *testing.T) {
 		run := fixture(StatusQueued)
 		if _, err := Apply(run, sample(EventRebuilt), now); err == nil || !strings.Contains(err.Error(), "stored") {
@@ -444,6 +459,29 @@ func TestOutcomes(t *testing.T) {
 		}
 		if want := []string{"a.md#1=passed", "b.md#1=pending", "b.md#2=skipped", "c.md#1=pending"}; !slices.Equal(ids, want) || len(run.PastDurations) != 1 {
 			t.Fatalf("tasks = %v, want %v", ids, want)
+		}
+	})
+	t.Run("a task a dead job left running keeps its attempt as interrupted, once", func(t *testing.T) {
+		run := &Run{ID: "r4", Status: StatusRunning, Tasks: []TaskState{
+			{ID: "1", Status: templates.StatusPassed, Attempts: 1},
+			{ID: "2", Status: templates.StatusRunning, Attempts: 2},
+			{ID: "3", Status: templates.StatusRunning}, // the job died before its first attempt
+		}}
+		read := PlanRead{Engine: runner.Event{Tasks: []runner.TaskResult{{ID: "1", Status: runner.TaskDone},
+			{ID: "2", Status: runner.TaskPending}, {ID: "3", Status: runner.TaskPending}}}}
+		for range 2 { // the second read (a later plan, a retried job) finds nothing running
+			if _, err := Apply(run, read, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := run.Task("2"); got.Status != templates.StatusPending || !slices.Equal(got.Interrupted, []int{2}) {
+			t.Errorf("task 2 = %s %v, want pending with attempt 2 interrupted", got.Status, got.Interrupted)
+		}
+		if got := run.Task("3"); got.Interrupted != nil {
+			t.Errorf("task 3 interrupted %v, want none (no attempt started)", got.Interrupted)
+		}
+		if got := run.Task("1"); got.Interrupted != nil {
+			t.Errorf("task 1 interrupted %v, want none", got.Interrupted)
 		}
 	})
 }
