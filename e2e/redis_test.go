@@ -176,7 +176,7 @@ func TestRedisLostParkedRun(t *testing.T) {
 }
 
 // TestRedisFlushedMidRun: a person answers an escalation (`/akira retry` with the magic word the task
-// needs), and while the agent works on that retry Redis loses everything (FLUSHALL on a Redis of the
+// needs), and while the agent works on that retry Redis loses everything (a wipe of a Redis of the
 // test's own): the run's record, its decision, the queue and the lock. The job that held the lock
 // notices, stops, and puts back the record it held (decision included) with a job to continue it;
 // then the worker is restarted. The run continues on the new worker with no task repeated and the
@@ -197,9 +197,9 @@ func TestRedisFlushedMidRun(t *testing.T) {
 	e.waitFile("started-1.2")
 	callsBefore := e.agentCalls("1.2")
 
-	must(t, e.rdb.FlushAll(context.Background()).Err())
+	must(t, srv.Wipe(context.Background()))
 	if e.runOf(1) != nil {
-		t.Fatal("the run's record survived FLUSHALL; the test proves nothing")
+		t.Fatal("the run's record survived the wipe; the test proves nothing")
 	}
 	e.eventually("the job to put the run's record back", func() bool { return e.runOf(1) != nil })
 	must(t, first.Process.Signal(syscall.SIGTERM))
@@ -244,7 +244,7 @@ func TestRedisFlushedAroundRollback(t *testing.T) {
 	run := e.waitStatus(1, jobs.StatusSucceeded)
 	pr := e.onlyPR(run.Branch)
 
-	must(t, e.rdb.FlushAll(ctx).Err())
+	must(t, srv.Wipe(ctx))
 	e.comment(pr.Number, "alice", "/akira rollback 1.2", true, http.StatusAccepted)
 	e.eventually("the rollback's reply", func() bool {
 		return len(e.commentsWith(pr.Number, "rolled back on"))+len(e.commentsWith(pr.Number, "no Akira run")) > 0
@@ -260,7 +260,7 @@ func TestRedisFlushedAroundRollback(t *testing.T) {
 		t.Errorf("the rolled-back run is %s (rebuilt %q), want %s rebuilt", stopped.ID, stopped.Rebuilt, run.ID)
 	}
 
-	must(t, e.rdb.FlushAll(ctx).Err())
+	must(t, srv.Wipe(ctx))
 	e.comment(pr.Number, "alice", "/akira run", true, http.StatusAccepted)
 	again := e.waitStatus(1, jobs.StatusSucceeded)
 	if again.ID != run.ID {

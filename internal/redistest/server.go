@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/testnotes"
+	"github.com/redis/go-redis/v9"
 )
 
 // Server is a redis-server process of a test's own, for tests that stop and restart Redis under a
@@ -93,4 +95,15 @@ func (s *Server) Start() {
 		s.tb.Fatal(fmt.Errorf("redistest: %w", err))
 	}
 	s.start(bin)
+}
+
+// Wipe empties this server (FLUSHALL), as a Redis that lost its data would be. Only a server of the
+// test's own may be wiped, which is why this is a method of Server and the only flush tests may use.
+func (s *Server) Wipe(ctx context.Context) error {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer rdb.Close()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		return fmt.Errorf("redistest: wipe %s: %w", s.Addr, err)
+	}
+	return nil
 }
