@@ -419,7 +419,7 @@ func (e *env) runOf(number int) *jobs.Run {
 	return r
 }
 
-// waitStatus waits until the run of number has one of the statuses and returns it.
+// waitStatus waits until the run of issue number has one of the statuses want and GitHub shows it.
 func (e *env) waitStatus(number int, want ...jobs.RunStatus) *jobs.Run {
 	e.t.Helper()
 	var run *jobs.Run
@@ -428,9 +428,11 @@ func (e *env) waitStatus(number int, want ...jobs.RunStatus) *jobs.Run {
 		if run == nil {
 			return false
 		}
+		// The state changes first and its effects on GitHub (check runs, the summary) follow, from the
+		// run's outbox: a test reads GitHub once they are performed.
 		for _, w := range want {
 			if run.Status == w {
-				return true
+				return len(run.Outbox) == 0
 			}
 		}
 		return false
