@@ -9,9 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/signal"
@@ -128,7 +126,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fair),
 		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
-		PublicURL: ws.PublicURL,
+		PublicURL: ws.PublicURL, Deliveries: ghApp,
 	}
 	if judge, err := profiles.NewJudge(op.Judge, profiles.Options{Logger: log}); err != nil {
 		return err
@@ -298,6 +296,8 @@ func newEnvWith(t *testing.T, external bool, addr, operatorYAML string, ghOpts .
 	must(t, err)
 	e.web = httptest.NewServer(handler)
 	t.Cleanup(e.web.Close)
+	// The fake GitHub delivers the tests' webhooks and keeps them, so the app may ask for them again.
+	e.gh.SetWebhook(e.web.URL+"/webhook", webhookSecret)
 
 	if !external {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -350,13 +350,10 @@ func (e *env) createRepo(files map[string]string) {
 // deliver posts a signed webhook and checks the answer's status.
 func (e *env) deliver(event, delivery string, payload any, wantStatus int) string {
 	e.t.Helper()
-	req := e.gh.SignedWebhook(e.web.URL+"/webhook", webhookSecret, event, delivery, payload)
-	resp, err := http.DefaultClient.Do(req)
+	status, body, err := e.gh.Deliver(event, delivery, payload)
 	must(e.t, err)
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != wantStatus {
-		e.t.Fatalf("%s delivery %s: status %d, want %d: %s", event, delivery, resp.StatusCode, wantStatus, body)
+	if status != wantStatus {
+		e.t.Fatalf("%s delivery %s: status %d, want %d: %s", event, delivery, status, wantStatus, body)
 	}
 	return string(body)
 }

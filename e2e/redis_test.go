@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
@@ -281,5 +284,83 @@ func TestRedisFlushedAroundRollback(t *testing.T) {
 		t.Errorf("%d summary comments, want 1", len(sum))
 	} else if !strings.Contains(sum[0].Body, "rebuilt it from the branch") {
 		t.Errorf("the summary does not say the run was rebuilt:\n%s", sum[0].Body)
+	}
+}
+
+// TestRedisFlushedBeforeTheAnswerActs: a run is parked on an escalation; its worker is stopped; a
+// person answers (`/akira retry` with the word the task needs) and the webhook acknowledges the
+// answer into the queue; then Redis loses everything before any job has acted on it. The answer is
+// now only on GitHub. A new worker finds Redis without its epoch, asks GitHub to deliver the recent
+// comments again, and the answer, still the first after the run's escalation, acts: the run is rebuilt
+// from its branch and continues with the retry's guidance. The `/akira run` replayed with it starts
+// nothing, and nothing is said twice. Redis is then wiped again after the run succeeded: the same
+// answer, replayed once more, is older than nothing it could still answer, and does nothing.
+func TestRedisFlushedBeforeTheAnswerActs(t *testing.T) {
+	srv := redistest.StartServer(t, false)
+	e := newEnvOn(t, true, srv.Addr)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Answered", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a flaky thing\n- [ ] Add three\n"})
+	first := e.startWorkerProcess("worker-1")
+
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	before := e.waitStatus(1, jobs.StatusParked)
+	pr := e.onlyPR(before.Branch)
+	must(t, first.Process.Signal(syscall.SIGTERM))
+	_ = first.Wait()
+
+	answer := e.comment(pr.Number, "alice", "/akira retry say MAGIC-WORD", true, http.StatusAccepted)
+	must(t, srv.Wipe(context.Background()))
+	if e.runOf(1) != nil {
+		t.Fatal("the run's record survived the wipe; the test proves nothing")
+	}
+	redelivered := len(e.gh.Redeliveries())
+	e.startWorkerProcess("worker-2")
+
+	run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusFailed)
+	if run.Status != jobs.StatusSucceeded {
+		t.Fatalf("run %s after the flush (%s); the answer was lost", run.Status, run.Error)
+	}
+	if len(e.gh.Redeliveries()) <= redelivered {
+		t.Error("the run went on without GitHub delivering the answer again: the test proves nothing")
+	}
+	if run.ID != before.ID || run.Rebuilt == "" {
+		t.Errorf("the run is %s (rebuilt %q), want %s rebuilt from its branch", run.ID, run.Rebuilt, before.ID)
+	}
+	if p := e.promptOf("1.2"); !strings.Contains(p, "MAGIC-WORD") {
+		t.Errorf("the retried task's prompt lacks the answer's guidance:\n%s", p)
+	}
+	e.checkOneOfEach(run, "1.1", "1.2", "1.3")
+	for task, want := range map[string]int{"1.1": 1, "1.3": 1} {
+		if n := e.agentCalls(task); n != want {
+			t.Errorf("the agent worked on %s %d times, want %d", task, n, want)
+		}
+	}
+	if n := len(e.gh.PullRequests(e.owner, e.repo)); n != 1 {
+		t.Errorf("%d pull requests: the replayed /akira run started another run", n)
+	}
+	if n := len(e.commentsWith(pr.Number, "did nothing")) + len(e.commentsWith(1, "did nothing")); n != 0 {
+		t.Errorf("%d replies that a decision did nothing", n)
+	}
+	calls12 := e.agentCalls("1.2")
+
+	// Wiped again: the answer is replayed again, and finds nothing left to answer.
+	must(t, srv.Wipe(context.Background()))
+	insp := asynq.NewInspectorFromRedisClient(e.rdb)
+	// asynq's clients publish a queue's name once per process: after the wipe the inspector would not
+	// know the queue the webhook server keeps enqueueing into.
+	must(t, e.rdb.SAdd(context.Background(), "asynq:queues", e.spec.Queue).Err())
+	e.eventually("the replayed answer's resume job to end", func() bool {
+		ti, err := insp.GetTaskInfo(e.spec.Queue, fmt.Sprintf("resume:comment:%d", answer.ID))
+		return err == nil && (ti.State == asynq.TaskStateCompleted || ti.State == asynq.TaskStateArchived)
+	})
+	if n := e.agentCalls("1.2"); n != calls12 {
+		t.Errorf("the replayed answer made the agent work on 1.2 again (%d calls, was %d)", n, calls12)
+	}
+	if r := e.runOf(1); r != nil && r.Status != jobs.StatusSucceeded {
+		t.Errorf("the replayed answer left the run %s", r.Status)
+	}
+	if n := len(e.commentsWith(pr.Number, "did nothing")) + len(e.commentsWith(pr.Number, "no Akira run")); n != 0 {
+		t.Errorf("%d replies to the replayed answer; a replay says nothing", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // fakeGitHub is a recording fake of the GitHub ports, in the style of Prow's fake client: it keeps
@@ -50,6 +51,35 @@ type fakeComment struct {
 	ID     int64
 	Number int
 	Body   string
+	// Author is the person who wrote it; "" is the app itself.
+	Author string
+}
+
+// createdAt orders the fake's comments as GitHub's creation times do: ids grow with time.
+func (c *fakeComment) createdAt() time.Time { return time.Unix(1_700_000_000+c.ID, 0).UTC() }
+
+// addPersonComment posts a comment as a person (the app's own go through CreateComment).
+func (f *fakeGitHub) addPersonComment(number int, author, body string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	f.comments = append(f.comments, &fakeComment{ID: f.nextID, Number: number, Body: body, Author: author})
+	return f.nextID
+}
+
+func (f *fakeGitHub) Thread(_ context.Context, _, _ string, number int) ([]ThreadComment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("Thread"); err != nil {
+		return nil, err
+	}
+	var out []ThreadComment
+	for _, c := range f.comments {
+		if c.Number == number {
+			out = append(out, ThreadComment{ID: c.ID, Author: c.Author, ByApp: c.Author == "", Body: c.Body, CreatedAt: c.createdAt()})
+		}
+	}
+	return out, nil
 }
 
 func newFakeGitHub() *fakeGitHub {

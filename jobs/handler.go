@@ -148,6 +148,7 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux.HandleFunc(TypePlan, h.HandlePlan)
 	mux.HandleFunc(TypeRollback, h.HandleRollback)
 	mux.HandleFunc(TypeSweep, h.HandleSweep)
+	mux.HandleFunc(TypeRecover, h.HandleRecover)
 	mux.HandleFunc(TypeNotify, h.HandleNotify)
 	mux.HandleFunc(TypeAuditLine, h.HandleAuditLine)
 	mux.HandleFunc(TypePublish, h.HandlePublish)

@@ -213,6 +213,9 @@ type intake struct {
 	log   *slog.Logger
 	// retried says an earlier try of this job may have posted replies already.
 	retried bool
+	// recovered says a recovery asked GitHub for this delivery again after Redis lost its data: only
+	// an answer to an escalation is acted on, and nothing is said (see intake_recover.go).
+	recovered bool
 }
 
 // HandleIntake acts on one delivery. Nothing is written to GitHub or queued before the permission check
@@ -246,6 +249,15 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	}
 	n, _ := asynq.GetRetryCount(ctx)
 	in := &intake{p: p, store: h.d.Store, gh: gh, log: log, retried: n > 0}
+	if in.recovered, err = h.d.Store.recovered(ctx, p.DeliveryID); err != nil {
+		return ResultRetry, err
+	}
+	if in.recovered {
+		in.log = log.With("recovered", true)
+		if p.Comment == nil {
+			return ResultNoop, nil
+		}
+	}
 	var result string
 	switch {
 	case p.Comment != nil:
@@ -335,9 +347,20 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 	if _, ok := res.(command.Ignore); ok {
 		return ResultNoop, nil
 	}
+	if in.recovered {
+		// Replayed after Redis lost its data: only an answer can have been lost unacted.
+		if cmd, ok := res.(command.Command); !ok {
+			return ResultNoop, nil
+		} else if _, ok := cmd.Decision(); !ok {
+			return ResultNoop, nil
+		}
+	}
 	acc, err := h.authorize(ctx, in, c.Author)
 	if err != nil {
 		return "", err
+	}
+	if !acc.allowed && in.recovered {
+		return ResultRefused, nil // refused when it first came
 	}
 	if !acc.allowed {
 		if err := in.reply(ctx, c.Number, refusalText(c.Author, commandText(res), acc.level)); err != nil {
@@ -515,12 +538,14 @@ func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.Deci
 	c := in.p.Comment
 	err := h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
 		DeliveryID: in.p.DeliveryID, CommentID: c.ID, InstallationID: in.p.InstallationID, Owner: in.p.Owner,
-		Repo: in.p.Repo, Number: c.Number, Decision: d, Guidance: guidance, Sender: c.Author,
+		Repo: in.p.Repo, Number: c.Number, Decision: d, Guidance: guidance, Sender: c.Author, Recovered: in.recovered,
 	})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
-	in.react(ctx, c.ID)
+	if !in.recovered {
+		in.react(ctx, c.ID)
+	}
 	return ResultAccepted, nil
 }
 

@@ -33,6 +33,7 @@ type Delivery struct {
 	StatusCode  int // Akira's answer; 0 when GitHub got none (timeout, connection refused)
 	Redelivery  bool
 	Event       string
+	Action      string // the payload's action ("created"), "" for events without one
 	DeliveredAt time.Time
 }
 
@@ -70,38 +71,26 @@ func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *Metrics
 		attempts int
 		ok, bad  bool // an attempt succeeded; an attempt was refused with a 4xx
 	}
+	window, err := deliveriesSince(ctx, deliveries, now.Add(-SweepWindow))
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("jobs: sweep: %w", err)
+	}
 	byGUID := map[string]*history{}
 	var order []string
-	cursor := ""
-	for page := 0; page < 100; page++ {
-		ds, next, err := deliveries.ListDeliveries(ctx, cursor)
-		if err != nil {
-			return SweepResult{}, fmt.Errorf("jobs: sweep: %w", err)
+	for _, d := range window {
+		hs := byGUID[d.GUID]
+		if hs == nil {
+			hs = &history{latest: d}
+			byGUID[d.GUID] = hs
+			order = append(order, d.GUID)
 		}
-		old := false
-		for _, d := range ds {
-			if now.Sub(d.DeliveredAt) > SweepWindow {
-				old = true
-				continue
-			}
-			hs := byGUID[d.GUID]
-			if hs == nil {
-				hs = &history{latest: d}
-				byGUID[d.GUID] = hs
-				order = append(order, d.GUID)
-			}
-			hs.attempts++
-			switch {
-			case d.StatusCode >= 200 && d.StatusCode < 300:
-				hs.ok = true
-			case d.StatusCode >= 400 && d.StatusCode < 500:
-				hs.bad = true
-			}
+		hs.attempts++
+		switch {
+		case d.StatusCode >= 200 && d.StatusCode < 300:
+			hs.ok = true
+		case d.StatusCode >= 400 && d.StatusCode < 500:
+			hs.bad = true
 		}
-		if next == "" || old {
-			break
-		}
-		cursor = next
 	}
 	res := SweepResult{Seen: len(order)}
 	for _, guid := range order {
@@ -123,6 +112,31 @@ func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *Metrics
 			"attempts", hs.attempts, "last_status", hs.latest.StatusCode)
 	}
 	return res, nil
+}
+
+// deliveriesSince lists the deliveries GitHub made since cutoff, newest first (at most 100 pages).
+func deliveriesSince(ctx context.Context, deliveries Deliveries, cutoff time.Time) ([]Delivery, error) {
+	var out []Delivery
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		ds, next, err := deliveries.ListDeliveries(ctx, cursor)
+		if err != nil {
+			return nil, err
+		}
+		old := false
+		for _, d := range ds {
+			if d.DeliveredAt.Before(cutoff) {
+				old = true
+				continue
+			}
+			out = append(out, d)
+		}
+		if next == "" || old {
+			break
+		}
+		cursor = next
+	}
+	return out, nil
 }
 
 // HandleSweep runs one sweep.

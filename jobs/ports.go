@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/akira-bot/akira/runner"
 )
@@ -115,6 +116,23 @@ type Comments interface {
 	FindComment(ctx context.Context, owner, repo string, number int, marker string) (id int64, url string, err error)
 	// CommentBody returns a comment's text, or an error wrapping ErrGitHubNotFound.
 	CommentBody(ctx context.Context, owner, repo string, id int64) (string, error)
+}
+
+// ThreadComment is one comment of an issue's or pull request's conversation.
+type ThreadComment struct {
+	ID     int64
+	Author string
+	// ByApp says Akira itself wrote it (its bot user): only such comments carry markers it trusts.
+	ByApp     bool
+	Body      string
+	CreatedAt time.Time
+}
+
+// Threads reads a conversation back: after Redis lost a parked run, which answer came after its
+// escalation is on GitHub only.
+type Threads interface {
+	// Thread returns every comment of the issue or pull request, oldest first.
+	Thread(ctx context.Context, owner, repo string, number int) ([]ThreadComment, error)
 }
 
 // Reactions acknowledges a comment with a reaction; content is GitHub's name for it, e.g. "eyes".
@@ -251,6 +269,7 @@ type GitAuth interface {
 type GitHub interface {
 	Checks
 	Comments
+	Threads
 	Reactions
 	Permissions
 	Pulls

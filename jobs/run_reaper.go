@@ -89,9 +89,9 @@ func (h *Handler) reapOne(ctx context.Context, id string) (bool, time.Duration, 
 }
 
 // RunReaper reaps every interval (DefaultReapInterval when zero) until ctx ends, starting at once so
-// that a restarted worker picks up its own dead runs as soon as their leases lapse. The relay of left
-// effects and the CI poll run at the first round and then every sweepInterval (or every interval,
-// when that is longer).
+// that a restarted worker picks up its own dead runs as soon as their leases lapse. The epoch check
+// (see checkEpoch), the relay of left effects and the CI poll run at the first round and then every
+// sweepInterval (or every interval, when that is longer).
 func (h *Handler) RunReaper(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultReapInterval
@@ -106,6 +106,9 @@ func (h *Handler) RunReaper(ctx context.Context, interval time.Duration) {
 		}
 		if time.Since(swept) >= sweepInterval-interval/2 {
 			swept = time.Now()
+			if _, err := h.checkEpoch(ctx, swept); err != nil && ctx.Err() == nil {
+				h.log.Warn("recover: epoch check failed", "err", err)
+			}
 			if _, err := h.Relay(ctx, RelayAge); err != nil && ctx.Err() == nil {
 				h.log.Warn("relay: sweep failed", "err", err)
 			}

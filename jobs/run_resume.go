@@ -35,6 +35,9 @@ type ResumePayload struct {
 	ByButton bool   `json:"by_button,omitempty"`
 	RunID    string `json:"run_id,omitempty"`
 	TaskID   string `json:"task_id,omitempty"`
+	// Recovered says the reply was delivered again after Redis lost its data: it acts only if it is
+	// still the answer the run waits for (pendingAnswer), and says nothing when it is not.
+	Recovered bool `json:"recovered,omitempty"`
 }
 
 // JobID is the asynq task id of the payload: the comment id when there is one (GitHub sends an edited
@@ -116,6 +119,17 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		return ResultRetry, err
 	}
 	log = log.With("run", run.ID)
+	if p.Recovered {
+		pending, why, err := h.pendingAnswer(ctx, gh, run, p)
+		if err != nil {
+			return ResultRetry, err
+		}
+		if !pending {
+			log.Info("resume job: a replayed answer that was acted on before Redis lost it, or never the answer; nothing to do", "why", why)
+			return ResultNoop, nil
+		}
+		log.Warn("resume job: an answer Redis lost before any job acted on it; acting on it now")
+	}
 	if p.Decision == runner.DecisionAbort && run.Status == lifecycle.StatusPaused {
 		// A paused run may have no branch yet (paused in the queue): it ends here, no job needed.
 		paused, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
@@ -196,6 +210,9 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 // decisionIgnored answers a decision that did nothing, on the issue or pull request it came from.
 func (h *Handler) decisionIgnored(ctx context.Context, c Comments, p ResumePayload, run *Run, why string, log *slog.Logger) (string, error) {
 	log.Info("resume job: nothing happened", "why", why)
+	if p.Recovered {
+		return ResultNoop, nil // said when it first came, or never needed saying
+	}
 	number := p.Number
 	if number == 0 && run != nil {
 		number = summaryNumber(run)

@@ -399,7 +399,7 @@ func (a *App) ListDeliveries(ctx context.Context, cursor string) ([]jobs.Deliver
 	out := make([]jobs.Delivery, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, jobs.Delivery{ID: d.GetID(), GUID: d.GetGUID(), StatusCode: d.GetStatusCode(),
-			Redelivery: d.GetRedelivery(), Event: d.GetEvent(), DeliveredAt: d.GetDeliveredAt().Time})
+			Redelivery: d.GetRedelivery(), Event: d.GetEvent(), Action: d.GetAction(), DeliveredAt: d.GetDeliveredAt().Time})
 	}
 	return out, resp.Cursor, nil
 }

@@ -128,6 +128,25 @@ func (c *Client) ListComments(ctx context.Context, owner, repo string, number in
 	}
 }
 
+// Thread implements jobs.Threads: the conversation of an issue or pull request, oldest first, with
+// the comments of the app's own bot user told apart.
+func (c *Client) Thread(ctx context.Context, owner, repo string, number int) ([]jobs.ThreadComment, error) {
+	bot, err := c.app.BotLogin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gh: thread: %w", err)
+	}
+	all, err := c.ListComments(ctx, owner, repo, number)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]jobs.ThreadComment, 0, len(all))
+	for _, cm := range all {
+		out = append(out, jobs.ThreadComment{ID: cm.ID, Author: cm.User, ByApp: strings.EqualFold(cm.User, bot),
+			Body: cm.Body, CreatedAt: cm.CreatedAt})
+	}
+	return out, nil
+}
+
 // FindComment implements jobs.Comments: the oldest comment of the app's bot user that contains marker
 // (a hidden line such as the run summary's), or an error wrapping jobs.ErrGitHubNotFound. Comments by
 // anyone else are ignored, so a person who quotes the marker cannot take the summary's place.

@@ -388,11 +388,17 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, _ *call) {
 	if !ok {
 		return
 	}
-	if !slices.ContainsFunc(s.deliveries, func(d Delivery) bool { return d.ID == id }) {
+	i := slices.IndexFunc(s.deliveries, func(d Delivery) bool { return d.ID == id })
+	if i < 0 {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
 	s.redeliveries = append(s.redeliveries, id)
+	if d := s.deliveries[i]; d.Payload != nil && s.hookURL != "" {
+		// GitHub sends it again a moment after accepting the request, with the same GUID.
+		target, secret := s.hookURL, s.hookSecret
+		go func() { _, _, _ = s.deliver(target, secret, d.Event, d.GUID, d.Payload, true) }()
+	}
 	writeJSON(w, http.StatusAccepted, obj{})
 }
 

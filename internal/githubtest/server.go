@@ -76,10 +76,12 @@ type Server struct {
 	manifests      []PostedManifest
 	nodes          map[string]nodeRef // GraphQL node id → pull request
 	deliveries     []Delivery
-	redeliveries   []int64
-	faults         []*faultState
-	requests       []Request
-	commitClock    int64
+	// hookURL and hookSecret are the app's webhook (SetWebhook): where Deliver and redeliveries POST.
+	hookURL, hookSecret string
+	redeliveries        []int64
+	faults              []*faultState
+	requests            []Request
+	commitClock         int64
 }
 
 // Option configures a Server.

@@ -505,6 +505,8 @@ type Delivery struct {
 	InstallationID int64
 	RepositoryID   int64
 	DeliveredAt    time.Time
+	// Payload is the body sent, kept by Deliver so that a redelivery sends it again.
+	Payload []byte
 }
 
 // AddDelivery records a webhook delivery for the deliveries API and returns it with its id.

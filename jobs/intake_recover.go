@@ -1,0 +1,308 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/templates"
+)
+
+// Redis keeps the queue, and so the answers to escalations that were acknowledged to GitHub but not yet
+// acted on. When Redis loses its data (a restart without persistence, a FLUSHALL, a failover to an
+// empty replica), such an answer is in one place only: the comment on GitHub. Every worker checks,
+// a few times a minute, that Redis still holds the deployment's epoch key; the first to find it gone
+// writes a new one and queues one recover job. That job asks GitHub to deliver again the comments of
+// the recent window, marked as recovered: their intake acts only on answers (approve, retry, skip,
+// abort), silently, and the resume job applies one only if it is still the answer the run waits for:
+// the first answer after the run's latest escalation, read from the pull request's conversation. An
+// answer the run acted on before the loss is older than the escalation that followed it, or its task
+// is done on the branch, so it never acts twice.
+
+// TypeRecover is the job that replays the answers Redis may have lost.
+const TypeRecover = "akira:recover"
+
+const (
+	// RecoverWindow is how far back a recovery looks: as far as the sweep, since an answer may wait
+	// in a long queue before a job acts on it.
+	RecoverWindow = SweepWindow
+	// MaxRecoverDeliveries caps the comments one recovery asks GitHub to deliver again.
+	MaxRecoverDeliveries = 500
+	// recoverMarkTTL is how long a delivery stays marked recovered: GitHub redelivers within seconds.
+	recoverMarkTTL = time.Hour
+	// epochCheckInterval is how often the reaper loop checks Redis for the epoch key.
+	epochCheckInterval = 5 * time.Second
+)
+
+// RecoverPayload is the payload of TypeRecover.
+type RecoverPayload struct {
+	Version int `json:"v"`
+	// Epoch is the epoch key's new value; Since when it was written: deliveries after it reached the
+	// new Redis and need no replay.
+	Epoch string    `json:"epoch"`
+	Since time.Time `json:"since"`
+}
+
+// JobID makes one recovery per lost epoch, however many workers noticed.
+func (p RecoverPayload) JobID() string { return "recover:" + p.Epoch }
+
+// Validate reports what is missing from a recover payload.
+func (p RecoverPayload) Validate() error {
+	errs := []error{checkVersion(p.Version)}
+	if p.Epoch == "" {
+		errs = append(errs, errors.New("no epoch"))
+	}
+	if p.Since.IsZero() {
+		errs = append(errs, errors.New("no time"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("recover payload: %w", err)
+	}
+	return nil
+}
+
+// NewRecoverTask builds a TypeRecover task.
+func (o TaskOptions) NewRecoverTask(p RecoverPayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypeRecover, p, 10*time.Minute, o.MaxRetry)
+}
+
+// EnqueueRecover enqueues a TypeRecover task; ErrDuplicate when that epoch's recovery is queued.
+func (e *Enqueuer) EnqueueRecover(ctx context.Context, p RecoverPayload) error {
+	t, err := e.opts.NewRecoverTask(p)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
+}
+
+// DecodeRecoverPayload reads a TypeRecover payload; see decode.
+func DecodeRecoverPayload(t *asynq.Task) (RecoverPayload, error) {
+	var p RecoverPayload
+	return p, decode(t, TypeRecover, &p)
+}
+
+func (s *Store) epochKey() string { return s.prefix + "epoch" }
+
+func (s *Store) recoverKey(guid string) string { return s.prefix + "recovered:" + guid }
+
+// NewEpoch writes the epoch key unless it exists: true means Redis did not have it, so whatever it
+// held before is gone (or this is the deployment's first start), and the caller now owns the epoch.
+func (s *Store) NewEpoch(ctx context.Context, epoch string) (bool, error) {
+	ok, err := s.rdb.SetNX(ctx, s.epochKey(), epoch, 0).Result()
+	if err != nil {
+		return false, fmt.Errorf("jobs: epoch: %w", err)
+	}
+	return ok, nil
+}
+
+// dropEpoch removes the epoch key if it is still epoch, so that the next check tries again.
+func (s *Store) dropEpoch(ctx context.Context, epoch string) {
+	if v, err := s.rdb.Get(ctx, s.epochKey()).Result(); err == nil && v == epoch {
+		s.rdb.Del(ctx, s.epochKey())
+	}
+}
+
+// markRecovered marks a delivery as one a recovery asked for, before GitHub sends it again.
+func (s *Store) markRecovered(ctx context.Context, guid string) error {
+	if err := s.rdb.Set(ctx, s.recoverKey(guid), "1", recoverMarkTTL).Err(); err != nil {
+		return fmt.Errorf("jobs: mark recovered %s: %w", guid, err)
+	}
+	return nil
+}
+
+// recovered reports whether a delivery is one a recovery asked for.
+func (s *Store) recovered(ctx context.Context, guid string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.recoverKey(guid)).Result()
+	if err != nil {
+		return false, fmt.Errorf("jobs: recovered %s: %w", guid, err)
+	}
+	return n == 1, nil
+}
+
+// checkEpoch queues a recovery when Redis has lost the epoch key. It reports whether it queued one.
+func (h *Handler) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
+	epoch := now.UTC().Format(time.RFC3339Nano)
+	fresh, err := h.d.Store.NewEpoch(ctx, epoch)
+	if err != nil || !fresh {
+		return false, err
+	}
+	err = h.d.Enqueuer.EnqueueRecover(ctx, RecoverPayload{Epoch: epoch, Since: now})
+	if err != nil && !errors.Is(err, ErrDuplicate) {
+		// Without its job the epoch would hide the loss: the next check tries again.
+		h.d.Store.dropEpoch(ctx, epoch)
+		return false, err
+	}
+	h.log.Warn("recover: Redis holds no epoch (it lost its data, or this deployment is new); replaying recent answers from GitHub",
+		"epoch", epoch)
+	return true, nil
+}
+
+// RecoverResult counts what a recovery did.
+type RecoverResult struct {
+	Seen        int // comment deliveries of the window
+	Kept        int // their intake task still in Redis: not lost
+	Redelivered int
+	Capped      int // left out by MaxRecoverDeliveries
+}
+
+// Recover asks GitHub to deliver again every comment delivery that Akira acknowledged in the window
+// before since and whose intake task Redis no longer has (lost reports that), each marked recovered
+// first. A delivery whose task is still queued, or done and kept, was not lost: marking it would
+// make its own intake act as a replay.
+func Recover(ctx context.Context, deliveries Deliveries, store *Store, since time.Time, lost func(ctx context.Context, guid string) (bool, error)) (RecoverResult, error) {
+	window, err := deliveriesSince(ctx, deliveries, since.Add(-RecoverWindow))
+	if err != nil {
+		return RecoverResult{}, fmt.Errorf("jobs: recover: %w", err)
+	}
+	latest := map[string]Delivery{}
+	acked := map[string]bool{}
+	var order []string
+	for _, d := range window {
+		if d.Event != "issue_comment" || (d.Action != "created" && d.Action != "edited") || d.DeliveredAt.After(since) {
+			continue
+		}
+		if _, ok := latest[d.GUID]; !ok {
+			latest[d.GUID] = d
+			order = append(order, d.GUID)
+		}
+		acked[d.GUID] = acked[d.GUID] || d.StatusCode/100 == 2
+	}
+	var res RecoverResult
+	// Oldest first, so that answers arrive again in the order people gave them.
+	for i := len(order) - 1; i >= 0; i-- {
+		guid := order[i]
+		if !acked[guid] {
+			continue // never reached Redis: the sweep redelivers what failed
+		}
+		res.Seen++
+		if gone, err := lost(ctx, guid); err != nil {
+			return res, fmt.Errorf("jobs: recover: %w", err)
+		} else if !gone {
+			res.Kept++
+			continue
+		}
+		if res.Redelivered >= MaxRecoverDeliveries {
+			res.Capped++
+			continue
+		}
+		if err := store.markRecovered(ctx, guid); err != nil {
+			return res, err
+		}
+		if err := deliveries.Redeliver(ctx, latest[guid].ID); err != nil {
+			return res, fmt.Errorf("jobs: recover: redeliver %s: %w", guid, err)
+		}
+		res.Redelivered++
+	}
+	return res, nil
+}
+
+// HandleRecover runs one recovery.
+func (h *Handler) HandleRecover(ctx context.Context, t *asynq.Task) error {
+	p, err := DecodeRecoverPayload(t)
+	if err != nil {
+		h.d.Metrics.job(TypeRecover, ResultInvalid)
+		return err
+	}
+	if h.d.Deliveries == nil {
+		h.log.Warn("recover: no access to the App's deliveries; answers Redis lost are not replayed", "epoch", p.Epoch)
+		h.d.Metrics.job(TypeRecover, ResultNoop)
+		return nil
+	}
+	res, err := Recover(ctx, h.d.Deliveries, h.d.Store, p.Since, h.intakeLost)
+	if err != nil {
+		h.d.Metrics.job(TypeRecover, ResultRetry)
+		return err
+	}
+	h.d.Metrics.job(TypeRecover, ResultSucceeded)
+	h.log.Info("recover: done", "epoch", p.Epoch, "comments", res.Seen, "kept", res.Kept, "redelivered", res.Redelivered, "capped", res.Capped)
+	return nil
+}
+
+// intakeLost reports whether Redis no longer has the intake task of a delivery (the webhook enqueues
+// it, with the delivery's GUID in its id, before it answers GitHub).
+func (h *Handler) intakeLost(ctx context.Context, guid string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	insp := asynq.NewInspectorFromRedisClient(h.d.Store.rdb) // shares the store's pool; not closed
+	_, err := insp.GetTaskInfo(h.d.Enqueuer.opts.withDefaults().Queue, IntakePayload{DeliveryID: guid}.JobID())
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("intake task of %s: %w", guid, err)
+	}
+	return false, nil
+}
+
+// pendingAnswer reports whether the comment of a recovered decision is still the answer run waits
+// for: the first answer by someone who may give it after the run's latest escalation. The escalation
+// counts only when Akira wrote it (a person quoting its marker cannot hide an answer), and the
+// answer may be on the pull request or on the issue the run came from.
+func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p ResumePayload) (bool, string, error) {
+	numbers := []int{}
+	if pr := summaryNumber(run); pr != 0 {
+		numbers = append(numbers, pr)
+	}
+	if p.Number != 0 && (len(numbers) == 0 || numbers[0] != p.Number) {
+		numbers = append(numbers, p.Number)
+	}
+	var escalated time.Time
+	var comments []ThreadComment
+	marker := strings.TrimSuffix(templates.EscalationMarker(run.ID, ""), " -->")
+	for _, n := range numbers {
+		thread, err := gh.Thread(ctx, run.Owner, run.Repo, n)
+		if err != nil {
+			return false, "", fmt.Errorf("jobs: conversation of #%d: %w", n, err)
+		}
+		for _, c := range thread {
+			if c.ByApp && strings.Contains(c.Body, marker) && c.CreatedAt.After(escalated) {
+				escalated = c.CreatedAt
+			}
+		}
+		comments = append(comments, thread...)
+	}
+	if escalated.IsZero() {
+		return false, "no escalation of run " + run.ID + " on GitHub", nil
+	}
+	var first *ThreadComment
+	for i := range comments {
+		c := &comments[i]
+		if c.ByApp || c.CreatedAt.Before(escalated) || (first != nil && !c.CreatedAt.Before(first.CreatedAt)) {
+			continue
+		}
+		if cmd, ok := command.ParseComment(c.Body).(command.Command); !ok {
+			continue
+		} else if _, ok := cmd.Decision(); !ok {
+			continue
+		}
+		if c.ID != p.CommentID {
+			// An earlier answer counts only if its author could give it.
+			level, err := gh.Permission(ctx, run.Owner, run.Repo, c.Author)
+			if err != nil {
+				return false, "", fmt.Errorf("jobs: permission of %s: %w", c.Author, err)
+			}
+			if !slices.Contains(writeLevels, strings.ToLower(level)) {
+				continue
+			}
+		}
+		first = c
+	}
+	switch {
+	case first == nil:
+		return false, "the answer is older than the latest escalation", nil
+	case first.ID != p.CommentID:
+		return false, fmt.Sprintf("comment %d answered first", first.ID), nil
+	}
+	return true, "", nil
+}

@@ -1,0 +1,183 @@
+package jobs
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/templates"
+)
+
+// TestRecoverReplaysAcknowledgedComments: a recovery asks GitHub again, oldest first, for the comment
+// deliveries Akira acknowledged before Redis lost its data, each marked recovered before the ask;
+// nothing else (pushes, deleted comments, what failed and is the sweep's, what came after the loss,
+// what is older than the window).
+func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	since := time.Now()
+	at := func(ago time.Duration) time.Time { return since.Add(-ago) }
+	f := &fakeDeliveries{list: []Delivery{ // newest first, as GitHub lists them
+		{ID: 9, GUID: "after", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: since.Add(time.Second)},
+		{ID: 8, GUID: "edited", Event: "issue_comment", Action: "edited", StatusCode: 202, DeliveredAt: at(time.Minute)},
+		{ID: 7, GUID: "push", Event: "push", StatusCode: 202, DeliveredAt: at(2 * time.Minute)},
+		{ID: 6, GUID: "failed", Event: "issue_comment", Action: "created", StatusCode: 502, DeliveredAt: at(3 * time.Minute)},
+		{ID: 5, GUID: "answer", Event: "issue_comment", Action: "created", StatusCode: 202, Redelivery: true, DeliveredAt: at(4 * time.Minute)},
+		{ID: 4, GUID: "deleted", Event: "issue_comment", Action: "deleted", StatusCode: 202, DeliveredAt: at(5 * time.Minute)},
+		{ID: 3, GUID: "answer", Event: "issue_comment", Action: "created", StatusCode: 0, DeliveredAt: at(6 * time.Minute)},
+		{ID: 2, GUID: "ancient", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(RecoverWindow + time.Hour)},
+	}}
+	// "kept" reached the worker and its intake task is still in Redis: it was not lost.
+	f.list = append(f.list[:1], append([]Delivery{{ID: 10, GUID: "kept", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(30 * time.Second)}}, f.list[1:]...)...)
+	if err := jh.h.d.Enqueuer.EnqueueIntake(ctx, withDefaults(IntakePayload{DeliveryID: "kept", Event: "issue_comment",
+		Comment: &CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Recover(ctx, f, jh.store, since, jh.h.intakeLost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res != (RecoverResult{Seen: 3, Kept: 1, Redelivered: 2}) || !slices.Equal(f.redelivered, []int64{5, 8}) {
+		t.Errorf("recover = %+v, redelivered %v; want the answer (its newest attempt, 5) then the edit (8)", res, f.redelivered)
+	}
+	for guid, want := range map[string]bool{"answer": true, "edited": true, "kept": false, "push": false, "failed": false, "after": false, "ancient": false} {
+		if got, err := jh.store.recovered(ctx, guid); err != nil || got != want {
+			t.Errorf("delivery %s marked recovered = %v (%v), want %v", guid, got, err, want)
+		}
+	}
+}
+
+// TestCheckEpochQueuesOneRecoveryPerLoss: the first check writes the epoch and queues a recovery;
+// later checks find it and do nothing; when Redis loses the key, the next check queues another.
+func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	now := time.Now()
+	for i, want := range []bool{true, false, false} {
+		got, err := jh.h.checkEpoch(ctx, now.Add(time.Duration(i)*time.Millisecond))
+		if err != nil || got != want {
+			t.Fatalf("check %d = %v, %v; want %v", i, got, err, want)
+		}
+	}
+	if err := jh.store.rdb.Del(ctx, jh.store.epochKey()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := jh.h.checkEpoch(ctx, now.Add(time.Second)); err != nil || !got {
+		t.Fatalf("check after the loss = %v, %v; want a recovery", got, err)
+	}
+	if got := queued[RecoverPayload](jh, TypeRecover); len(got) != 2 || got[0].Epoch == got[1].Epoch {
+		t.Errorf("recoveries queued = %+v, want two of different epochs", got)
+	}
+}
+
+// TestRecoveredIntakeActsOnlyOnAnswers: a delivery a recovery asked for acts only when it is an
+// answer by someone who may give it, and says nothing either way (no reply, no reaction): what it
+// had to say it said when it first came.
+func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	jh.gh.permissions["alice"], jh.gh.permissions["mallory"] = PermWrite, "read"
+	cases := []struct {
+		author, body string
+		queued       bool
+	}{
+		{"alice", "/akira run", false},
+		{"alice", "/akira status", false},
+		{"mallory", "/akira retry try harder", false},
+		{"alice", "/akira helpme", false},
+		{"alice", "/akira retry say MAGIC-WORD", true},
+	}
+	for i, c := range cases {
+		guid := "recovered-" + randomHex(t, 3)
+		if err := jh.store.markRecovered(ctx, guid); err != nil {
+			t.Fatal(err)
+		}
+		err := jh.intake(IntakePayload{DeliveryID: guid, Event: "issue_comment",
+			Comment: &CommentIntake{ID: int64(500 + i), Number: 5, OnPullRequest: true, Author: c.author, Body: c.body}})
+		if err != nil {
+			t.Fatalf("%q by %s: %v", c.body, c.author, err)
+		}
+		resumes := queued[ResumePayload](jh, TypeResume)
+		got := slices.ContainsFunc(resumes, func(p ResumePayload) bool { return p.CommentID == int64(500+i) })
+		if got != c.queued {
+			t.Errorf("%q by %s: resume queued = %v, want %v", c.body, c.author, got, c.queued)
+		}
+		if got && !resumes[len(resumes)-1].Recovered {
+			t.Errorf("%q: the resume is not marked recovered", c.body)
+		}
+	}
+	if len(jh.gh.reactions) != 0 || len(jh.gh.comments) != 0 {
+		t.Errorf("a recovered delivery spoke: reactions %v, comments %d", jh.gh.reactions, len(jh.gh.comments))
+	}
+	if got := queued[RunPayload](jh, TypeRun); len(got) != 0 {
+		t.Errorf("a recovered /akira run started %d runs", len(got))
+	}
+}
+
+// TestPendingAnswer: a recovered answer acts only when it is the first answer, by someone who may
+// give it, after the run's latest escalation, which only Akira itself can have written.
+func TestPendingAnswer(t *testing.T) {
+	ctx := context.Background()
+	escalation := func(f *fakeGitHub, round int) {
+		_, _, _ = f.CreateComment(ctx, "o", "r", 5, "Task 1.2 failed.\n"+templates.EscalationMarker("r1", "1.2")+
+			escalationRoundMarker("r1", "1.2", round))
+	}
+	type step func(f *fakeGitHub) int64 // returns the id of the answer under test when it posts it
+	person := func(number int, author, body string) step {
+		return func(f *fakeGitHub) int64 { f.addPersonComment(number, author, body); return 0 }
+	}
+	answer := func(number int) step {
+		return func(f *fakeGitHub) int64 { return f.addPersonComment(number, "alice", "/akira retry say MAGIC-WORD") }
+	}
+	esc := func(round int) step { return func(f *fakeGitHub) int64 { escalation(f, round); return 0 } }
+	cases := []struct {
+		name  string
+		steps []step
+		want  bool
+	}{
+		{"the answer after the escalation", []step{esc(1), answer(5)}, true},
+		{"an answer on the issue the run came from", []step{esc(1), answer(3)}, true},
+		{"acted on, then the task escalated again", []step{esc(1), answer(5), esc(2)}, false},
+		{"a writer answered first", []step{esc(1), person(5, "bob", "/akira skip"), answer(5)}, false},
+		{"a reader's earlier answer does not count", []step{esc(1), person(5, "mallory", "/akira skip"), answer(5)}, true},
+		{"talk is not an answer", []step{esc(1), person(5, "bob", "looks hard"), answer(5)}, true},
+		{"a person quoting the marker is no escalation", []step{esc(1), answer(5),
+			person(5, "mallory", "ha "+templates.EscalationMarker("r1", "1.2"))}, true},
+		{"no escalation at all", []step{answer(5)}, false},
+		{"an older escalation, then the answer", []step{esc(1), esc(2), answer(5)}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeGitHub()
+			f.permissions["alice"], f.permissions["bob"], f.permissions["mallory"] = PermWrite, PermMaintain, "read"
+			var id int64
+			number := 0
+			for _, s := range c.steps {
+				if got := s(f); got != 0 {
+					id = got
+					for _, cm := range f.comments {
+						if cm.ID == got {
+							number = cm.Number
+						}
+					}
+				}
+			}
+			h := &Handler{}
+			run := &Run{ID: "r1", Owner: "o", Repo: "r", PR: 5, Issue: 3}
+			p := ResumePayload{CommentID: id, Number: number, Decision: runner.DecisionRetry, Recovered: true}
+			got, why, err := h.pendingAnswer(ctx, f, run, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("pending = %v (%s), want %v", got, why, c.want)
+			}
+			if !got && strings.TrimSpace(why) == "" {
+				t.Error("no reason given for a replayed answer left alone")
+			}
+		})
+	}
+}
