@@ -321,6 +321,14 @@ func TestComments(t *testing.T) {
 	if pages := len(e.requests("GET", "/comments")); pages != 2 {
 		t.Fatalf("listing 105 comments took %d requests, want 2 pages", pages)
 	}
+	thread, err := e.c.Thread(ctx, owner, repo, is.Number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(thread) != 105 || !thread[0].ByApp || thread[0].ID != id || thread[1].ByApp || thread[1].Author != "someone" ||
+		thread[0].CreatedAt.IsZero() || thread[104].CreatedAt.Before(thread[0].CreatedAt) {
+		t.Fatalf("Thread: %d comments, first %+v, second %+v", len(thread), thread[0], thread[1])
+	}
 
 	if err := e.c.EditComment(ctx, owner, repo, 987654, "x"); !errors.Is(err, jobs.ErrGitHubNotFound) {
 		t.Fatalf("edit of a missing comment: %v, want ErrNotFound", err)

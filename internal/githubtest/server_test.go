@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -381,6 +383,62 @@ func TestWebhookDeliveries(t *testing.T) {
 	}
 	if got := s.Redeliveries(); len(got) != 1 || got[0] != d.ID {
 		t.Errorf("redeliveries = %v", got)
+	}
+}
+
+// TestDeliverAndRedeliver: Deliver sends a signed webhook to the app's URL and keeps it; asked to
+// redeliver it, the fake sends the same body under the same GUID again, and lists the new attempt.
+func TestDeliverAndRedeliver(t *testing.T) {
+	s, repo := newRepoServer(t)
+	ctx := context.Background()
+	type got struct {
+		guid, event, sig string
+		body             []byte
+	}
+	seen := make(chan got, 2)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		seen <- got{r.Header.Get("X-GitHub-Delivery"), r.Header.Get("X-GitHub-Event"), r.Header.Get("X-Hub-Signature-256"), body}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(hook.Close)
+	if _, _, err := s.Deliver("ping", "g-0", obj{}); err == nil {
+		t.Error("Deliver without a webhook URL did not fail")
+	}
+	s.SetWebhook(hook.URL, "sekrit")
+	payload := obj{"action": "created", "installation": obj{"id": repo.InstallationID}, "repository": obj{"id": repo.ID}}
+	status, _, err := s.Deliver("issue_comment", "g-1", payload)
+	if err != nil || status != http.StatusAccepted {
+		t.Fatalf("deliver = %d, %v", status, err)
+	}
+	first := <-seen
+	if first.guid != "g-1" || first.event != "issue_comment" || first.sig != SignPayload("sekrit", first.body) {
+		t.Fatalf("delivered %+v", first)
+	}
+	list, _, err := appClient(t, s).Apps.ListHookDeliveries(ctx, nil)
+	if err != nil || len(list) != 1 || list[0].GetAction() != "created" || list[0].GetInstallationID() != repo.InstallationID || list[0].GetStatusCode() != 202 {
+		t.Fatalf("deliveries after Deliver: %v %+v", err, list)
+	}
+	if _, _, err := appClient(t, s).Apps.RedeliverHookDelivery(ctx, list[0].GetID()); err != nil && !errors.As(err, new(*github.AcceptedError)) {
+		t.Fatal(err)
+	}
+	select {
+	case again := <-seen:
+		if again.guid != "g-1" || !bytes.Equal(again.body, first.body) {
+			t.Errorf("redelivered %+v, want the same GUID and body", again)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the redelivery never came")
+	}
+	// The fake records the attempt once the app answered it, a moment after the app saw it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		list, _, err = appClient(t, s).Apps.ListHookDeliveries(ctx, nil)
+		if err == nil && len(list) == 2 && list[0].GetRedelivery() && list[0].GetGUID() == "g-1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries after the redelivery: %v %+v", err, list)
+		}
 	}
 }
 
