@@ -154,6 +154,9 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 	return nil
 }
 
+// serviceUID is the user a service runs as inside its sandbox: never root, which PostgreSQL refuses.
+const serviceUID = 1000
+
 // startServices starts the repository's services for the run, each in a sandbox of its own under
 // the verification's limits, and gives verification and the agent their addresses; engine.run stops
 // them at the end.
@@ -189,6 +192,7 @@ func (e *engine) startServices(ctx context.Context, services config.Services) ([
 			// The work tree is readable (an init script may load a schema from it), never writable.
 			p := cfg.Policy(sandbox.NetNone, dir, "", dir)
 			p.ReadOnly = append(p.ReadOnly, e.ws.Dir)
+			p.UID = serviceUID
 			return p
 		},
 		DataDir:      func(name string) (string, error) { return e.ws.Scratch("service-" + name) },

@@ -312,6 +312,50 @@ func TestServicesServeTheRun(t *testing.T) {
 	}
 }
 
+// TestPostgresExampleServesTheRun: the shipped PostgreSQL example, as it is, serves a run in the
+// sandbox: initdb and postgres run as an unprivileged user inside the service's sandbox (PostgreSQL
+// refuses root, and the tests' worker is root), the agent creates a table and the task's check reads it.
+func TestPostgresExampleServesTheRun(t *testing.T) {
+	sandboxtest.Require(t)
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if p, err := exec.LookPath("initdb"); err == nil {
+		bins = append(bins, p)
+	}
+	if len(bins) == 0 {
+		testnotes.Skip(t, "the PostgreSQL service example (initdb)", "apt install postgresql")
+	}
+	if _, err := exec.LookPath("psql"); err != nil {
+		testnotes.Skip(t, "the PostgreSQL service example (psql)", "apt install postgresql-client")
+	}
+	t.Setenv("PATH", filepath.Dir(bins[len(bins)-1])+string(os.PathListSeparator)+os.Getenv("PATH"))
+	example, err := os.ReadFile("../examples/services/postgres.akira.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const psql = `psql -h "$POSTGRES_HOST" -p "$POSTGRES_PORT" -U postgres -v ON_ERROR_STOP=1 -tA`
+	cfg := strings.Replace(string(example), "  - go test ./...   # your tests read POSTGRES_HOST and POSTGRES_PORT\n",
+		"  - "+psql+" -c 'select 6*7' | grep -x 42\n", 1)
+	if cfg == string(example) {
+		t.Fatal("the example's verify line changed: update this test")
+	}
+	roadmap := "# Roadmap\n\n- [ ] T1: Create one\n  - verify: `" + psql + " -c 'select who from made' | grep -x agent`\n"
+	f := newFixture(t, map[string]string{"ROADMAP.md": roadmap, ".github/akira.yml": cfg})
+	box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetNone, ReadWrite: []string{f.logs}}
+	out, rec, err := f.run(t, Options{Sandbox: box, AgentNetwork: sandbox.NetNone,
+		Agent: f.agent(psql + ` -c "create table made(who text); insert into made values ('agent')" && touch T1.txt`)})
+	if err != nil {
+		for _, ev := range rec.of(EventSetupFinished, "") {
+			t.Logf("setup: %+v", ev.Setup)
+		}
+		t.Fatalf("run: %v", err)
+	}
+	wantStatuses(t, out, map[string]TaskStatus{"T1": TaskDone})
+	if setups := rec.of(EventSetupFinished, ""); len(setups) != 1 || len(setups[0].Setup.Steps) != 1 ||
+		!strings.HasPrefix(setups[0].Setup.Steps[0].Command, "service postgres: ") {
+		t.Fatalf("setup events = %+v, want one with the service's step", setups)
+	}
+}
+
 func TestServiceFailureStopsTheRunBeforeAnyAgentCall(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": oneTask,
 		".github/akira.yml": "services:\n  db:\n    command: \"echo 'FATAL: data directory missing'; exit 1\"\n"})

@@ -140,6 +140,10 @@ type Policy struct {
 	// Bridge is the host path of the binary that runs the bridges of Services and Serve (akira
 	// itself, see egress.BridgeArgv).
 	Bridge string
+	// UID, when not zero, is the user (and group) id the command has inside its user namespace, mapped
+	// to the worker's own outside: what the worker's user owns looks owned by UID. A service runs so,
+	// since some (PostgreSQL) refuse to run as root, and a worker may well be root in a container.
+	UID int
 }
 
 // Service is one of a run's services as its sandboxes see it: it listens on 127.0.0.1:Port in a
@@ -214,6 +218,9 @@ func (p Policy) Command(argv []string, env []string) ([]string, []string, error)
 		"--unshare-all", "--die-with-parent", "--new-session",
 		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/home", "--dir", Home,
 		"--tmpfs", "/run", "--tmpfs", "/var",
+	}
+	if p.UID > 0 {
+		args = append(args, "--unshare-user", "--uid", strconv.Itoa(p.UID), "--gid", strconv.Itoa(p.UID))
 	}
 	if p.Network == NetAllow {
 		args = append(args, "--share-net")

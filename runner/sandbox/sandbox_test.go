@@ -134,6 +134,25 @@ func TestCommand(t *testing.T) {
 	}
 }
 
+// TestUID: a policy with a UID runs its command as that user inside, and what the worker's user
+// owns (the work tree) is that user's there, writable.
+func TestUID(t *testing.T) {
+	sandboxtest.Require(t)
+	dir := t.TempDir()
+	p := &sandbox.Policy{Mode: sandbox.Bubblewrap, Network: sandbox.NetNone, WorkTree: dir, UID: 1000}
+	res := run(t, p, `test "$(id -u):$(id -g)" = 1000:1000 && test "$(stat -c %u .)" = 1000 && echo ok > made`)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d: %s", res.ExitCode, res.Output)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "made")); err != nil {
+		t.Error(err)
+	}
+	p.UID = 0
+	if res := run(t, p, `test "$(id -u)" = 1000`); res.ExitCode == 0 && os.Getuid() != 1000 {
+		t.Error("without a UID the command still ran as 1000")
+	}
+}
+
 func TestParse(t *testing.T) {
 	if m, err := sandbox.ParseMode("bubblewrap"); err != nil || m != sandbox.Bubblewrap {
 		t.Errorf("ParseMode(bubblewrap) = %q, %v", m, err)
