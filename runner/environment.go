@@ -90,6 +90,9 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 		restored := false
 		if snap != nil && snap.found != nil {
 			res, restored = e.restoreSnapshot(ctx, snap)
+			if restored {
+				res.Log = fmt.Sprintf("[akira: %s, in place of: %s]\n", setupMessage(res), strings.Join(cmds, " && "))
+			}
 		}
 		if !restored {
 			box, sess, err := egressPolicy(e.o.Sandbox, network, e.ws.Dir, e.ws.GitDir(), home, nil, 0)

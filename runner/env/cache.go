@@ -186,8 +186,8 @@ func (c *Caches) List() ([]Entry, error) {
 
 // Prune removes the least recently used keys and setup snapshots of each scope until the scope is
 // under max (0: Max, else DefaultCacheMax), never the keep keys; a negative max removes every key but
-// keep. A snapshot goes with the dependency cache it was made with: it skips the setup that would
-// fill it again. It returns what it removed.
+// keep. A snapshot goes with the dependency cache it was made with, kept or not: it skips the setup
+// that would fill the cache again. It returns what it removed.
 func (c *Caches) Prune(max int64, keep ...string) ([]Entry, error) {
 	return c.prune("", max, keep)
 }
@@ -246,7 +246,7 @@ func (c *Caches) prune(scope string, max int64, keep []string) ([]Entry, error) 
 			continue
 		}
 		for _, s := range all {
-			if s.Scope == e.Scope && s.Kind == KindSnapshot && !slices.Contains(keep, s.Key) &&
+			if s.Scope == e.Scope && s.Kind == KindSnapshot &&
 				c.snapshotLockKey(s.Scope, s.Key) == e.Key {
 				if err := remove(s); err != nil {
 					return removed, err
