@@ -83,7 +83,10 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 		}
 		network := setupNetwork(setup.Network, e.o.Sandbox.VerifyNetwork)
 		// Looked up before the cache is opened: a snapshot is only good with the cache it was made with.
+		// The snapshot's own work (key, lookup, restore or save) counts in setup's time.
+		snapStart := time.Now()
 		snap := e.planSnapshot(setup, cacheMode, cmds, network)
+		planned := time.Since(snapStart)
 		if cache, err = e.openCache(cacheMode); err != nil {
 			return err
 		}
@@ -91,6 +94,7 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 		if snap != nil && snap.found != nil {
 			res, restored = e.restoreSnapshot(ctx, snap)
 			if restored {
+				res.Duration = time.Since(snapStart)
 				res.Log = fmt.Sprintf("[akira: %s, in place of: %s]\n", setupMessage(res), strings.Join(cmds, " && "))
 			}
 		}
@@ -114,7 +118,9 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 			if snap != nil {
 				// Written now, from what setup's sandbox left and before any agent call: nothing an
 				// agent or a verification does can reach a snapshot.
+				saveStart := time.Now()
 				res.Snapshot = e.saveSnapshot(ctx, snap, res)
+				res.Duration += planned + time.Since(saveStart)
 			}
 		}
 		res.Detected = detected

@@ -45,7 +45,6 @@ func (e *engine) planSnapshot(setup config.Setup, cacheMode string, cmds []strin
 // restoreSnapshot puts the snapshot's files in the work tree in place of running setup. A snapshot
 // that cannot be restored is logged and undone, and setup runs: a bad snapshot never fails a run.
 func (e *engine) restoreSnapshot(ctx context.Context, s *setupSnapshot) (env.Result, bool) {
-	start := time.Now()
 	info, err := s.found.Restore(ctx, e.ws.Dir)
 	if err != nil {
 		e.o.Logger.Warn("runner: setup snapshot not restored, setup runs instead", "snapshot", s.key, "err", err)
@@ -59,7 +58,7 @@ func (e *engine) restoreSnapshot(ctx context.Context, s *setupSnapshot) (env.Res
 		return env.Result{}, false
 	}
 	e.o.Logger.Info("runner: setup restored from its snapshot", "snapshot", s.key, "files", info.Files, "bytes", info.Bytes)
-	return env.Result{Snapshot: &info, Duration: time.Since(start)}, true
+	return env.Result{Snapshot: &info}, true
 }
 
 // saveSnapshot keeps what the setup that just ran added to the work tree, when it passed and changed
