@@ -482,7 +482,7 @@ func (s *Snapshot) Restore(ctx context.Context, dir string) (info SnapshotInfo, 
 		return info, fmt.Errorf("env: snapshot restore: %w", err)
 	}
 	defer f.Close()
-	r := &restorer{ctx: ctx, root: root, old: s.meta.WorkTree, new: dir, rewrite: map[string]bool{}, sum: sha256.New()}
+	r := &restorer{ctx: ctx, root: root, old: s.meta.WorkTree, new: dir, rewrite: map[string]bool{}, sum: sha256.New(), isDir: map[string]bool{}}
 	for _, p := range s.meta.Rewrite {
 		r.rewrite[p] = true
 	}
@@ -529,6 +529,9 @@ type restorer struct {
 	sum      hash.Hash
 	files    int
 	dirs     []restoredDir
+	// isDir are the directories seen to be real directories (made by the restore, or checked): the
+	// restore only ever makes new paths, so none of them can turn into a symlink under it.
+	isDir map[string]bool
 	// made are the paths the restore created whose parent existed before: removing them undoes it.
 	made []string
 }
@@ -577,6 +580,7 @@ func (r *restorer) entry(hdr *tar.Header, body io.Reader) error {
 			return unsafe("exists or cannot be made: " + err.Error())
 		}
 		r.note(name)
+		r.isDir[name] = true
 		r.dirs = append(r.dirs, restoredDir{name, mode, hdr.ModTime})
 	case tar.TypeSymlink:
 		target := hdr.Linkname
@@ -603,14 +607,14 @@ func (r *restorer) entry(hdr *tar.Header, body io.Reader) error {
 		} else {
 			_, err = io.CopyN(f, body, hdr.Size)
 		}
+		if err == nil {
+			err = f.Chmod(mode) // on the open file: no second walk of the path
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return fmt.Errorf("env: snapshot restore: %s: %w", slash, err)
-		}
-		if err := r.root.Chmod(name, mode); err != nil {
-			return fmt.Errorf("env: snapshot restore: %w", err)
 		}
 		if err := r.root.Chtimes(name, hdr.ModTime, hdr.ModTime); err != nil {
 			return fmt.Errorf("env: snapshot restore: %w", err)
@@ -627,8 +631,14 @@ func (r *restorer) parents(name string) error {
 	if dir == "." {
 		return nil
 	}
+	if r.isDir[dir] {
+		return nil
+	}
 	var missing []string
 	for d := dir; d != "."; d = filepath.Dir(d) {
+		if r.isDir[d] {
+			break
+		}
 		fi, err := r.root.Lstat(d)
 		if errors.Is(err, fs.ErrNotExist) {
 			missing = append(missing, d)
@@ -640,6 +650,7 @@ func (r *restorer) parents(name string) error {
 		if !fi.IsDir() {
 			return fmt.Errorf("goes through %s, which is not a directory (a symlink?)", filepath.ToSlash(d))
 		}
+		r.isDir[d] = true
 		break
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
@@ -647,6 +658,7 @@ func (r *restorer) parents(name string) error {
 			return err
 		}
 		r.note(missing[i])
+		r.isDir[missing[i]] = true
 	}
 	return nil
 }
