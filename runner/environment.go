@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -163,7 +162,11 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 		e.verifyEnv = withEnv(e.verifyEnv, cache.Env(write))
 		// The agent's own installs and builds find the same cache (and cannot write it, read-only).
 		e.agentEnv = withEnv(e.agentEnv, cache.Env(write))
-		if removed, err := e.o.DepCaches.PruneScope(filepath.Base(cache.Scope), 0, append(keep, cache.Key)...); err != nil {
+		keep = append(keep, cache.Key)
+	}
+	if len(keep) > 0 {
+		// A repository without a lock file has no dependency cache but may have a snapshot.
+		if removed, err := e.o.DepCaches.PruneScope(e.cacheScope(), 0, keep...); err != nil {
 			e.o.Logger.Warn("runner: dependency caches not pruned", "err", err)
 		} else if len(removed) > 0 {
 			e.o.Logger.Info("runner: least recently used dependency caches removed", "count", len(removed))
