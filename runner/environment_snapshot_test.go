@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/internal/sandboxtest"
 	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/runner/gittest"
+	"github.com/akira-bot/akira/runner/sandbox"
 )
 
 // snapshotRepo is a repository whose setup makes a venv-like directory holding the work tree's path,
@@ -220,6 +222,39 @@ func TestSetupSnapshotTamperedFallsBackToSetup(t *testing.T) {
 			}
 			if got := gittest.Git(t, f.repo.Remote, "show", "--name-only", "--format=", "akira/two"); got != "ROADMAP.md\nT1.txt" {
 				t.Errorf("the checkpoint changed %q: the good entry of the refused snapshot was left", got)
+			}
+		})
+	}
+}
+
+// Under bubblewrap the agent and verification see the dependency cache's key directory only: the
+// snapshot beside it in the scope is neither readable nor writable for them, even with cache:
+// read-write.
+func TestSetupSnapshotOutOfTheAgentsReach(t *testing.T) {
+	sandboxtest.Require(t)
+	for _, mode := range []string{"read-only", "read-write"} {
+		t.Run(mode, func(t *testing.T) {
+			probe := `ls "$npm_config_cache/../.." > "$LOG/seen-` + mode + `" 2>&1; for d in "$npm_config_cache"/../../setup-*; do test -e "$d" && echo VISIBLE >> "$LOG/seen-` + mode + `"; done; `
+			f := newFixture(t, map[string]string{
+				"ROADMAP.md": oneTask, "package-lock.json": `{"v":1}`,
+				".github/akira.yml": "cache: " + mode + "\nsetup:\n  - mkdir -p node_modules/pad && echo 1 > node_modules/pad/index.js\n" +
+					"verify:\n  - \"" + strings.ReplaceAll(probe, `"`, `\"`) + "test -f node_modules/pad/index.js\"\n",
+			})
+			caches := &env.Caches{Root: t.TempDir()}
+			box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetNone, ReadWrite: []string{f.logs}}
+			t.Setenv("LOG", f.logs) // verification's $LOG, passed by name
+			_, rec, err := f.run(t, Options{DepCaches: caches, CacheScope: "inst-1--o--r", Sandbox: box, AgentNetwork: sandbox.NetNone,
+				Env: []string{"LOG"}, Agent: f.agent(probe + `touch T1.txt`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := setupEvent(t, rec).Setup.Snapshot; s == nil || s.Files == 0 {
+				t.Fatalf("snapshot = %+v, want one saved before the agent ran", s)
+			}
+			seen := readFile(t, filepath.Join(f.logs, "seen-"+mode))
+			t.Logf("the scope as the sandbox shows it: %q", seen)
+			if strings.TrimSpace(seen) == "" || strings.Contains(seen, "VISIBLE") || strings.Contains(seen, "setup-") {
+				t.Errorf("the agent or verification saw the snapshot: %q", seen)
 			}
 		})
 	}
