@@ -159,8 +159,10 @@ func TestSetupSnapshotKeyAndScope(t *testing.T) {
 // A snapshot tampered with in the cache (an entry climbing out of the tree, an absolute one) is
 // refused: setup runs instead, the run passes, nothing is written outside the work tree.
 func TestSetupSnapshotTamperedFallsBackToSetup(t *testing.T) {
-	for _, bad := range []string{"../escape", "/tmp/akira-snapshot-escape"} {
-		t.Run(bad, func(t *testing.T) {
+	outside := t.TempDir()
+	abs := filepath.Join(outside, "abs-escape")
+	for _, bad := range []string{"../escape", abs} {
+		t.Run(filepath.Base(bad), func(t *testing.T) {
 			logs := t.TempDir()
 			f := newFixture(t, snapshotRepo(logs, nil))
 			caches := &env.Caches{Root: t.TempDir()}
@@ -214,7 +216,7 @@ func TestSetupSnapshotTamperedFallsBackToSetup(t *testing.T) {
 			if n := setupRuns(t, logs); n != 2 {
 				t.Errorf("setup ran %d times, want 2", n)
 			}
-			for _, p := range []string{filepath.Join(f.workDir, "escape"), "/tmp/akira-snapshot-escape"} {
+			for _, p := range []string{filepath.Join(f.workDir, "escape"), abs} {
 				if _, err := os.Lstat(p); err == nil {
 					_ = os.Remove(p)
 					t.Errorf("the tampered snapshot wrote %s", p)

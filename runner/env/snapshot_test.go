@@ -234,7 +234,7 @@ func TestSnapshotRestoreRefusesTamperedTars(t *testing.T) {
 	}{
 		{"dot dot", []tarEntry{{name: "ok.txt", body: "ok"}, {name: "../escape", body: "x"}}},
 		{"dot dot inside", []tarEntry{{name: "ok.txt", body: "ok"}, {name: "a/../../escape", body: "x"}}},
-		{"absolute", []tarEntry{{name: "ok.txt", body: "ok"}, {name: "/tmp/akira-escape", body: "x"}}},
+		{"absolute", []tarEntry{{name: "ok.txt", body: "ok"}, {name: "OUTSIDE/abs-escape", body: "x"}}},
 		{"through a symlink", []tarEntry{{name: "ok.txt", body: "ok"}, {name: "link", typ: tar.TypeSymlink, link: "OUTSIDE"}, {name: "link/escape", body: "x"}}},
 		{"symlink then file", []tarEntry{{name: "ok.txt", body: "ok"}, {name: "ln", typ: tar.TypeSymlink, link: "README.md"}, {name: "ln", body: "over"}}},
 		{"tracked file", []tarEntry{{name: "ok.txt", body: "ok"}, {name: "README.md", body: "over"}}},
@@ -254,6 +254,7 @@ func TestSnapshotRestoreRefusesTamperedTars(t *testing.T) {
 			}
 			for i := range tt.entries {
 				tt.entries[i].link = strings.ReplaceAll(tt.entries[i].link, "OUTSIDE", outside)
+				tt.entries[i].name = strings.ReplaceAll(tt.entries[i].name, "OUTSIDE", outside) // absolute
 			}
 			plantSnapshot(t, caches, testScope, key, dir, tt.entries)
 			s, _, err := caches.LookupSnapshot(testScope, key, 0)
@@ -264,7 +265,7 @@ func TestSnapshotRestoreRefusesTamperedTars(t *testing.T) {
 			if !errors.Is(err, ErrSnapshotUnsafe) {
 				t.Fatalf("restore = %v, want ErrSnapshotUnsafe", err)
 			}
-			for _, p := range []string{filepath.Join(parent, "escape"), filepath.Join(outside, "escape"), "/tmp/akira-escape"} {
+			for _, p := range []string{filepath.Join(parent, "escape"), filepath.Join(outside, "escape"), filepath.Join(outside, "abs-escape")} {
 				if _, err := os.Lstat(p); err == nil {
 					t.Errorf("%s was written", p)
 				}
