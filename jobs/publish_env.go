@@ -51,12 +51,18 @@ func (r *Reporter) setupFinished(ctx context.Context, ev runner.Event) error {
 	for _, s := range res.Steps {
 		data.Steps = append(data.Steps, templates.EnvStep{Command: s.Command, ExitCode: s.ExitCode, Limit: s.Limit, Duration: s.Duration})
 	}
+	if s := res.Snapshot; s != nil {
+		data.Snapshot = &templates.EnvSnapshot{Restored: s.Restored, Taken: s.Taken, Files: s.Files}
+	}
 	failed := res.Failed()
 	data.Passed = failed == nil
 	if failed != nil {
 		data.Failed, data.Limit, data.ExitCode, data.Tail = failed.Command, failed.Limit, failed.ExitCode, r.masker.Mask(failed.Tail)
 	}
 	title := "Setup passed"
+	if s := res.Snapshot; s != nil && s.Restored {
+		title = "Setup restored from its snapshot"
+	}
 	if failed != nil {
 		title = "Setup failed: " + clipText(failed.Command, 80)
 		if failed.Limit != "" {

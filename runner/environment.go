@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -71,6 +70,7 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 	}
 	var res env.Result
 	var cache *env.Cache
+	var keep []string // what this run's prune must not remove
 	if len(cmds) > 0 {
 		home, err := e.ws.Scratch("home-setup")
 		if err != nil {
@@ -80,25 +80,51 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 		if timeout <= 0 {
 			timeout = e.o.VerifyTimeout
 		}
+		network := setupNetwork(setup.Network, e.o.Sandbox.VerifyNetwork)
+		// Looked up before the cache is opened: a snapshot is only good with the cache it was made with.
+		// The snapshot's own work (key, lookup, restore or save) counts in setup's time.
+		snapStart := time.Now()
+		snap := e.planSnapshot(setup, cacheMode, cmds, network)
+		planned := time.Since(snapStart)
 		if cache, err = e.openCache(cacheMode); err != nil {
 			return err
 		}
-		box, sess, err := egressPolicy(e.o.Sandbox, setupNetwork(setup.Network, e.o.Sandbox.VerifyNetwork), e.ws.Dir, e.ws.GitDir(), home, nil, 0)
-		if err != nil {
-			return err
+		restored := false
+		if snap != nil && snap.found != nil {
+			res, restored = e.restoreSnapshot(ctx, snap)
+			if restored {
+				res.Duration = time.Since(snapStart)
+				res.Log = fmt.Sprintf("[akira: %s, in place of: %s]\n", setupMessage(res), strings.Join(cmds, " && "))
+			}
 		}
-		setupEnv := e.verifyEnv
-		if cache != nil {
-			box.ReadWrite = append(box.ReadWrite, cache.Dir)
-			setupEnv = withEnv(e.verifyEnv, cache.Env(true))
-		}
-		res, err = env.Setup(ctx, e.ws.Dir, cmds, env.Options{Env: setupEnv, Timeout: timeout, Sandbox: box, Stream: e.o.Output})
-		if sess != nil {
-			sess.Close()
+		if !restored {
+			box, sess, err := egressPolicy(e.o.Sandbox, network, e.ws.Dir, e.ws.GitDir(), home, nil, 0)
+			if err != nil {
+				return err
+			}
+			setupEnv := e.verifyEnv
+			if cache != nil {
+				box.ReadWrite = append(box.ReadWrite, cache.Dir)
+				setupEnv = withEnv(e.verifyEnv, cache.Env(true))
+			}
+			res, err = env.Setup(ctx, e.ws.Dir, cmds, env.Options{Env: setupEnv, Timeout: timeout, Sandbox: box, Stream: e.o.Output})
+			if sess != nil {
+				sess.Close()
+			}
+			if err != nil {
+				return fmt.Errorf("runner: %w", err)
+			}
+			if snap != nil {
+				// Written now, from what setup's sandbox left and before any agent call: nothing an
+				// agent or a verification does can reach a snapshot.
+				saveStart := time.Now()
+				res.Snapshot = e.saveSnapshot(ctx, snap, res)
+				res.Duration += planned + time.Since(saveStart)
+			}
 		}
 		res.Detected = detected
-		if err != nil {
-			return fmt.Errorf("runner: %w", err)
+		if snap != nil {
+			keep = append(keep, env.SnapshotPrefix+snap.key)
 		}
 	}
 	if res.Failed() == nil && len(services) > 0 {
@@ -111,7 +137,7 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 			return err
 		}
 	}
-	if len(res.Steps) == 0 {
+	if len(res.Steps) == 0 && res.Snapshot == nil {
 		if proposed.Install == "" {
 			return nil
 		}
@@ -136,7 +162,11 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 		e.verifyEnv = withEnv(e.verifyEnv, cache.Env(write))
 		// The agent's own installs and builds find the same cache (and cannot write it, read-only).
 		e.agentEnv = withEnv(e.agentEnv, cache.Env(write))
-		if removed, err := e.o.DepCaches.PruneScope(filepath.Base(cache.Scope), 0, cache.Key); err != nil {
+		keep = append(keep, cache.Key)
+	}
+	if len(keep) > 0 {
+		// A repository without a lock file has no dependency cache but may have a snapshot.
+		if removed, err := e.o.DepCaches.PruneScope(e.cacheScope(), 0, keep...); err != nil {
 			e.o.Logger.Warn("runner: dependency caches not pruned", "err", err)
 		} else if len(removed) > 0 {
 			e.o.Logger.Info("runner: least recently used dependency caches removed", "count", len(removed))
@@ -225,13 +255,24 @@ func setupMessage(r env.Result) string {
 				services++
 			}
 		}
+		if s := r.Snapshot; s != nil && s.Restored {
+			msg := fmt.Sprintf("setup restored from the snapshot of %s (%d files)", s.Taken.UTC().Format("2006-01-02 15:04 UTC"), s.Files)
+			if services > 0 {
+				msg += fmt.Sprintf(" and services started (%d)", services)
+			}
+			return msg
+		}
+		saved := ""
+		if s := r.Snapshot; s != nil {
+			saved = fmt.Sprintf("; its snapshot is kept for the next runs (%d files)", s.Files)
+		}
 		switch cmds := len(r.Steps) - services; {
 		case services == 0:
-			return fmt.Sprintf("setup passed (%d commands)", cmds)
+			return fmt.Sprintf("setup passed (%d commands)", cmds) + saved
 		case cmds == 0:
 			return fmt.Sprintf("services started (%d)", services)
 		default:
-			return fmt.Sprintf("setup passed (%d commands) and services started (%d)", cmds, services)
+			return fmt.Sprintf("setup passed (%d commands) and services started (%d)", cmds, services) + saved
 		}
 	}
 	why := fmt.Sprintf("exit code %d", f.ExitCode)
@@ -334,15 +375,19 @@ func (e *engine) openCache(mode string) (*env.Cache, error) {
 	if e.o.DepCaches == nil || mode == "off" {
 		return nil, nil
 	}
-	scope := e.o.CacheScope
-	if scope == "" {
-		scope = env.ScopeName("local", e.o.Repo)
-	}
-	c, err := e.o.DepCaches.Open(scope, e.ws.Dir)
+	c, err := e.o.DepCaches.Open(e.cacheScope(), e.ws.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
 	return c, nil
+}
+
+// cacheScope is the run's scope of the dependency caches and setup snapshots.
+func (e *engine) cacheScope() string {
+	if e.o.CacheScope != "" {
+		return e.o.CacheScope
+	}
+	return env.ScopeName("local", e.o.Repo)
 }
 
 // withEnv returns env with the variables of set in place of the same names.

@@ -21,6 +21,15 @@ type EnvCheckRun struct {
 	Commit       string
 	AllowRedBase bool
 	LogURL       string
+	// Snapshot is the setup snapshot restored in place of the commands, or saved after them.
+	Snapshot *EnvSnapshot
+}
+
+// EnvSnapshot is a setup snapshot: what a setup added to the work tree, kept for the next runs.
+type EnvSnapshot struct {
+	Restored bool
+	Taken    time.Time
+	Files    int
 }
 
 // EnvStep is one command of a setup.

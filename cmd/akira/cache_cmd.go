@@ -18,11 +18,13 @@ func newCacheCmd() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "cache ls | prune [--max SIZE | --all]",
-		Short: "Show and trim the dependency caches kept across runs",
+		Short: "Show and trim the dependency caches and setup snapshots kept across runs",
 		Long: `The dependency caches (Go modules and build cache, npm, pip, cargo) are kept per repository and
-keyed by the content of its lock files. ls lists them, most recently used first; prune removes the
-least recently used keys of each repository until it is under --max (default: the configured cap),
-or every key with --all. --dir names the caches of a worker (AKIRA_CACHE_DIR with "-deps").`,
+keyed by the content of its lock files; beside them, the setup snapshots (what a repository's setup
+added to the work tree, restored instead of running setup again) are keyed by setup's inputs. ls
+lists them, most recently used first; prune removes the least recently used of each repository until
+it is under --max (default: the configured cap), or all of them with --all; a snapshot goes with the
+dependency cache it was made with. --dir names the caches of a worker (AKIRA_CACHE_DIR with "-deps").`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "the caches' directory (default: AKIRA_DEPS_CACHE_DIR, else akira/deps in the user's cache directory)")
 	caches := func() (*env.Caches, error) {
@@ -55,11 +57,11 @@ or every key with --all. --dir names the caches of a worker (AKIRA_CACHE_DIR wit
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "REPOSITORY\tKEY\tSIZE\tLAST USED")
+			fmt.Fprintln(tw, "REPOSITORY\tKEY\tKIND\tSIZE\tLAST USED")
 			var total int64
 			for _, e := range entries {
 				total += e.Size
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Scope, e.Key, humanSize(e.Size), e.LastUsed.UTC().Format(time.RFC3339))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Scope, e.Key, e.Kind, humanSize(e.Size), e.LastUsed.UTC().Format(time.RFC3339))
 			}
 			_ = tw.Flush()
 			fmt.Fprintf(out, "%d caches, %s in %s\n", len(entries), humanSize(total), c.Root)

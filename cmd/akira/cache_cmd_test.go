@@ -26,8 +26,24 @@ func TestCacheLsAndPrune(t *testing.T) {
 		}
 	}
 	out, errOut, code := runCmd(t, "cache", "ls", "--dir", root)
-	if code != 0 || !strings.Contains(out, "inst--1--o--r-") || !strings.Contains(out, "2 caches, 4.0 KiB") {
+	if code != 0 || !strings.Contains(out, "inst--1--o--r-") || !strings.Contains(out, "2 caches, 4.0 KiB") || !strings.Contains(out, " dependencies ") {
 		t.Fatalf("akira cache ls: exit %d, %q %q", code, out, errOut)
+	}
+	// A setup snapshot shows as one.
+	repo := t.TempDir()
+	key, _, err := env.SnapshotKey(repo, env.SnapshotInputs{Commands: []string{"make"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapScope := env.ScopeName("inst", "2", "o", "r")
+	if _, err := c.SaveSnapshot(t.Context(), snapScope, key, repo, nil, env.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runCmd(t, "cache", "ls", "--dir", root); code != 0 || !strings.Contains(out, "setup-"+key+"  setup snapshot") {
+		t.Fatalf("akira cache ls with a snapshot: exit %d, %q %q", code, out, errOut)
+	}
+	if err := os.RemoveAll(filepath.Join(root, snapScope)); err != nil {
+		t.Fatal(err)
 	}
 	out, errOut, code = runCmd(t, "cache", "prune", "--dir", root, "--max", "3000")
 	if code != 0 || !strings.Contains(out, "1 caches removed, 2.0 KiB freed") {

@@ -74,9 +74,11 @@ var envExamples = []envExample{
 //   - the first run (cold dependency cache) installs through the repository's setup, from the server;
 //     the base check and the task's verification pass, and the scripted agent, whose profile has no
 //     network at all, runs the project's tests itself;
-//   - the server is then stopped, and a second run on a new branch (a new clone, a new home) still
-//     sets up, checks the base, lets the agent test and verifies: everything it installed came from
-//     the dependency cache the first run filled, and nothing in it needed the network.
+//   - the server is then stopped, and a second run on a new branch (a new clone, a new home) restores
+//     the setup snapshot the first run saved (what setup added to the work tree) instead of running
+//     setup, checks the base, lets the agent test and verifies: nothing in it needed the network;
+//   - the snapshot is then removed, and a third run runs setup again on the warm dependency cache
+//     alone: everything it installs comes from the cache the first run filled.
 //
 // Each run's setup time goes to `make bench` (akira-bench lines): the servers answer as fast as this
 // machine does, with no latency added, so the cold figure is the package manager's own work.
@@ -101,7 +103,7 @@ func TestEnvExamples(t *testing.T) {
 				"\n    network: none\n"+
 				"sandbox:\n  mode: bubblewrap\n  network: allowlist\n  egress:\n    allow: [\""+reg.addr+"\"]\n  read_only: ["+dir+"]\n")
 
-			run := func(branch string) envRun {
+			run := func(branch string, restored bool) envRun {
 				t.Helper()
 				// --verbose streams the commands' output to stderr, shown when the run fails.
 				args := []string{"run", "--config", op, "--json", "--verbose", "--non-interactive", "--work-dir", workDir, "--branch", branch}
@@ -127,14 +129,14 @@ func TestEnvExamples(t *testing.T) {
 				if code := cmd.ProcessState.ExitCode(); code != 0 {
 					t.Fatalf("akira run (branch %s): exit %d\nsetup log:\n%s\nstderr:\n%s", branch, code, r.setupTail(), stderr.String())
 				}
-				r.check(t, branch)
+				r.check(t, branch, restored)
 				if got := gittest.Git(t, repo.Work, "log", "--format=%(trailers:key=Akira-Task,valueonly)", "main.."+branch); strings.TrimSpace(got) != "1.1" {
 					t.Fatalf("branch %s has checkpoints for %q, want one for task 1.1", branch, got)
 				}
 				return r
 			}
 
-			cold := run("akira/cold")
+			cold := run("akira/cold", false)
 			var fetched bool
 			for _, req := range reg.Requests() {
 				fetched = fetched || ex.fetched.MatchString(req)
@@ -143,28 +145,55 @@ func TestEnvExamples(t *testing.T) {
 				t.Fatalf("the first run's setup did not fetch the package from the local server; it served %q", reg.Requests())
 			}
 			caches := &env.Caches{Root: cacheRoot}
-			entries, err := caches.List()
-			if err != nil || len(entries) != 1 || entries[0].Size == 0 {
-				t.Fatalf("dependency caches after the first run = %+v (%v), want one, filled", entries, err)
+			entries, snapshots := cacheEntries(t, caches)
+			if len(entries) != 1 || entries[0].Size == 0 || len(snapshots) != 1 {
+				t.Fatalf("caches after the first run = %+v and snapshots %+v, want one filled dependency cache and one setup snapshot", entries, snapshots)
 			}
 
-			// Nothing can be fetched any more: the second run lives on the cache.
+			// Nothing can be fetched any more: the second run lives on the snapshot and the cache.
 			reg.Close()
 			served := len(reg.Requests())
-			warm := run("akira/warm")
+			warm := run("akira/warm", true)
 			if len(reg.Requests()) != served {
 				t.Fatalf("the stopped server answered: %q", reg.Requests()[served:])
 			}
-			after, err := caches.List()
-			if err != nil || len(after) != 1 || after[0].Key != entries[0].Key {
-				t.Fatalf("dependency caches after the second run = %+v (%v), want the first run's %s only", after, err, entries[0].Key)
+			after, afterSnaps := cacheEntries(t, caches)
+			if len(after) != 1 || after[0].Key != entries[0].Key || len(afterSnaps) != 1 || afterSnaps[0].Key != snapshots[0].Key {
+				t.Fatalf("caches after the second run = %+v and %+v, want the first run's %s and %s only", after, afterSnaps, entries[0].Key, snapshots[0].Key)
 			}
-			t.Logf("setup %s: cold %s, warm %s (%.1f×)", ex.name, cold.setup.Duration, warm.setup.Duration,
-				cold.setup.Duration.Seconds()/warm.setup.Duration.Seconds())
+			// Without the snapshot, setup runs again on the warm dependency cache alone.
+			if err := os.RemoveAll(filepath.Join(cacheRoot, snapshots[0].Scope, snapshots[0].Key)); err != nil {
+				t.Fatal(err)
+			}
+			cached := run("akira/cached", false)
+			if len(reg.Requests()) != served {
+				t.Fatalf("the stopped server answered: %q", reg.Requests()[served:])
+			}
+			t.Logf("setup %s: cold %s, snapshot restored %s (%.1f×), warm dependency cache alone %s (%.1f×)", ex.name,
+				cold.setup.Duration, warm.setup.Duration, cold.setup.Duration.Seconds()/warm.setup.Duration.Seconds(),
+				cached.setup.Duration, cold.setup.Duration.Seconds()/cached.setup.Duration.Seconds())
 			t.Logf("akira-bench: env.%s.cold.seconds %.3f", ex.name, cold.setup.Duration.Seconds())
 			t.Logf("akira-bench: env.%s.warm.seconds %.3f", ex.name, warm.setup.Duration.Seconds())
+			t.Logf("akira-bench: env.%s.cache.seconds %.3f", ex.name, cached.setup.Duration.Seconds())
 		})
 	}
+}
+
+// cacheEntries are the dependency caches and the setup snapshots under caches.
+func cacheEntries(t *testing.T, caches *env.Caches) (deps, snapshots []env.Entry) {
+	t.Helper()
+	all, err := caches.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range all {
+		if e.Kind == env.KindSnapshot {
+			snapshots = append(snapshots, e)
+		} else {
+			deps = append(deps, e)
+		}
+	}
+	return deps, snapshots
 }
 
 // envRun is what a run's JSON events say about its environment.
@@ -204,12 +233,16 @@ func (r envRun) setupTail() string {
 	return "(setup passed)"
 }
 
-// check asserts that setup ran every command and passed, and that the base branch passed its
-// verification.
-func (r envRun) check(t *testing.T, branch string) {
+// check asserts that setup ran every command and passed, and saved its snapshot, or that it was
+// restored from the snapshot (restored), and that the base branch passed its verification.
+func (r envRun) check(t *testing.T, branch string, restored bool) {
 	t.Helper()
-	if len(r.setup.Steps) == 0 || r.setup.Failed() != nil || r.setup.Duration <= 0 {
-		t.Fatalf("run on %s: setup = %+v, want every command run and passed", branch, r.setup)
+	snap := r.setup.Snapshot
+	switch {
+	case restored && (snap == nil || !snap.Restored || len(r.setup.Steps) != 0 || r.setup.Duration <= 0):
+		t.Fatalf("run on %s: setup = %+v, want it restored from the first run's snapshot", branch, r.setup)
+	case !restored && (len(r.setup.Steps) == 0 || r.setup.Failed() != nil || r.setup.Duration <= 0 || snap == nil || snap.Restored):
+		t.Fatalf("run on %s: setup = %+v, want every command run and passed, and its snapshot saved", branch, r.setup)
 	}
 	if r.base == nil || !r.base.Passed {
 		t.Fatalf("run on %s: base check = %+v, want the base branch's verification to pass", branch, r.base)

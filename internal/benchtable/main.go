@@ -171,16 +171,23 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 		{"node", "Node (`npm ci --prefer-offline`, npm registry)"},
 		{"python", "Python (venv + pip from a wheelhouse, PEP 503 index)"},
 	} {
-		figure := "setup of examples/env-" + ex.key + ", second run (warm dependency cache) vs first (cold): " + ex.what +
+		figure := "setup of examples/env-" + ex.key + ", second run (setup snapshot restored, warm dependency cache) vs first (cold cache: setup run, its snapshot saved): " + ex.what +
 			" on this machine, no latency added"
 		if quick {
 			rows = append(rows, row{figure, "not run (BENCH_QUICK)", "—", "—", "≥ 5× faster", ""})
 			continue
 		}
-		warm, cold := get("env."+ex.key+".warm.seconds"), get("env."+ex.key+".cold.seconds")
+		warm, cold, cached := get("env."+ex.key+".warm.seconds"), get("env."+ex.key+".cold.seconds"), get("env."+ex.key+".cache.seconds")
+		// What the dependency cache alone gives, setup run again without the snapshot, stays in view.
+		figure += fmt.Sprintf("; setup run again on the warm dependency cache alone: %.2f s (%.1f×)", cached, cold/cached)
 		speedup := cold / warm
-		rows = append(rows, row{figure, fmt.Sprintf("%.2f s", warm), fmt.Sprintf("%.2f s (first run, cold cache)", cold),
-			fmt.Sprintf("%.1f× faster", speedup), "≥ 5× faster", verdict(speedup >= 5)})
+		value := fmt.Sprintf("%.2f s", warm)
+		if warm < 0.1 {
+			// A restore takes milliseconds: seconds with two decimals would read 0.00.
+			value = fmt.Sprintf("%.0f ms", warm*1000)
+		}
+		rows = append(rows, row{figure, value, fmt.Sprintf("%.2f s (first run, cold cache)", cold),
+			fmt.Sprintf("%.0f× faster", speedup), "≥ 5× faster", verdict(speedup >= 5)})
 	}
 	rows = append(rows, ratioRow("time to first agent call, 1-task run of installation B behind 100 queued tasks of A (2 workers, agent 1 s per task)", "s",
 		get("fair.first_call.seconds"), get("fair.task.seconds"), "one task of A's run", 2))

@@ -3,6 +3,7 @@ package env
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -131,13 +133,21 @@ func (c *Cache) Env(write bool) []string {
 	return env
 }
 
-// Entry is one key's cache in a scope.
+// Entry is one key's cache in a scope, or one setup snapshot (Key "setup-<key>").
 type Entry struct {
-	Scope    string    `json:"scope"`
-	Key      string    `json:"key"`
+	Scope string `json:"scope"`
+	Key   string `json:"key"`
+	// Kind is KindDependencies or KindSnapshot.
+	Kind     string    `json:"kind"`
 	Size     int64     `json:"size"`
 	LastUsed time.Time `json:"last_used"`
 }
+
+// The kinds of Entry.
+const (
+	KindDependencies = "dependencies"
+	KindSnapshot     = "setup snapshot"
+)
 
 // List returns the caches under Root, most recently used first.
 func (c *Caches) List() ([]Entry, error) {
@@ -159,32 +169,43 @@ func (c *Caches) List() ([]Entry, error) {
 		}
 		for _, k := range keys {
 			info, err := k.Info()
-			if err != nil || !k.IsDir() {
+			// A name with a dot is a snapshot being written (or left by a crash): not one yet.
+			if err != nil || !k.IsDir() || strings.HasPrefix(k.Name(), ".") {
 				continue
 			}
-			out = append(out, Entry{Scope: s.Name(), Key: k.Name(), Size: dirSize(filepath.Join(c.Root, s.Name(), k.Name())), LastUsed: info.ModTime()})
+			kind := KindDependencies
+			if strings.HasPrefix(k.Name(), SnapshotPrefix) {
+				kind = KindSnapshot
+			}
+			out = append(out, Entry{Scope: s.Name(), Key: k.Name(), Kind: kind, Size: dirSize(filepath.Join(c.Root, s.Name(), k.Name())), LastUsed: info.ModTime()})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LastUsed.After(out[j].LastUsed) })
 	return out, nil
 }
 
-// Prune removes the least recently used keys of each scope until the scope is under max (0: Max,
-// else DefaultCacheMax), never the keep key; a negative max removes every key but keep. It returns
-// what it removed.
-func (c *Caches) Prune(max int64, keep string) ([]Entry, error) {
+// Prune removes the least recently used keys and setup snapshots of each scope until the scope is
+// under max (0: Max, else DefaultCacheMax), never the keep keys; a negative max removes every key but
+// keep. A snapshot goes with the dependency cache it was made with, kept or not: it skips the setup
+// that would fill the cache again. It returns what it removed.
+func (c *Caches) Prune(max int64, keep ...string) ([]Entry, error) {
 	return c.prune("", max, keep)
 }
 
 // PruneScope is Prune for one scope only (a run trims its own repository's caches, never another's).
-func (c *Caches) PruneScope(scope string, max int64, keep string) ([]Entry, error) {
+func (c *Caches) PruneScope(scope string, max int64, keep ...string) ([]Entry, error) {
 	if scope == "" {
 		return nil, errors.New("env: cache prune: no scope")
 	}
 	return c.prune(scope, max, keep)
 }
 
-func (c *Caches) prune(scope string, max int64, keep string) ([]Entry, error) {
+// staleTemp is the age past which a dot directory of a scope (a snapshot being written) is one a
+// crash left.
+const staleTemp = time.Hour
+
+func (c *Caches) prune(scope string, max int64, keep []string) ([]Entry, error) {
+	c.removeStaleTemps(scope)
 	if max == 0 {
 		max = c.Max
 	}
@@ -200,18 +221,73 @@ func (c *Caches) prune(scope string, max int64, keep string) ([]Entry, error) {
 		size[e.Scope] += e.Size
 	}
 	var removed []Entry
-	for i := len(all) - 1; i >= 0; i-- { // oldest first
-		e := all[i]
-		if (scope != "" && e.Scope != scope) || e.Key == keep || (max > 0 && size[e.Scope] <= max) {
-			continue
+	gone := map[string]bool{} // scope/key removed
+	remove := func(e Entry) error {
+		if gone[e.Scope+"/"+e.Key] {
+			return nil
 		}
-		if err := os.RemoveAll(filepath.Join(c.Root, e.Scope, e.Key)); err != nil {
-			return removed, fmt.Errorf("env: cache prune: %w", err)
+		if err := removeAllWritable(filepath.Join(c.Root, e.Scope, e.Key)); err != nil {
+			return fmt.Errorf("env: cache prune: %w", err)
 		}
+		gone[e.Scope+"/"+e.Key] = true
 		size[e.Scope] -= e.Size
 		removed = append(removed, e)
+		return nil
+	}
+	for i := len(all) - 1; i >= 0; i-- { // oldest first
+		e := all[i]
+		if (scope != "" && e.Scope != scope) || slices.Contains(keep, e.Key) || (max > 0 && size[e.Scope] <= max) {
+			continue
+		}
+		if err := remove(e); err != nil {
+			return removed, err
+		}
+		if e.Kind != KindDependencies {
+			continue
+		}
+		for _, s := range all {
+			if s.Scope == e.Scope && s.Kind == KindSnapshot &&
+				c.snapshotLockKey(s.Scope, s.Key) == e.Key {
+				if err := remove(s); err != nil {
+					return removed, err
+				}
+			}
+		}
 	}
 	return removed, nil
+}
+
+// snapshotLockKey is the dependency cache key a snapshot was made with.
+func (c *Caches) snapshotLockKey(scope, name string) string {
+	data, err := os.ReadFile(filepath.Join(c.Root, scope, name, snapshotManifest))
+	if err != nil {
+		return ""
+	}
+	var m snapshotMeta
+	if json.Unmarshal(data, &m) != nil {
+		return ""
+	}
+	return m.LockKey
+}
+
+// removeStaleTemps removes the dot directories a crash left in the scopes (all scopes for "").
+func (c *Caches) removeStaleTemps(scope string) {
+	scopes := []string{scope}
+	if scope == "" {
+		entries, _ := os.ReadDir(c.Root)
+		scopes = scopes[:0]
+		for _, e := range entries {
+			scopes = append(scopes, e.Name())
+		}
+	}
+	for _, s := range scopes {
+		entries, _ := os.ReadDir(filepath.Join(c.Root, s))
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && e.IsDir() && strings.HasPrefix(e.Name(), ".") && time.Since(info.ModTime()) > staleTemp {
+				_ = removeAllWritable(filepath.Join(c.Root, s, e.Name()))
+			}
+		}
+	}
 }
 
 func dirSize(dir string) int64 {

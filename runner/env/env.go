@@ -45,6 +45,9 @@ type Result struct {
 	Detected string `json:"detected,omitempty"`
 	// Proposed is the install command Detect proposed but nothing ran (no auto-setup): Steps is empty.
 	Proposed string `json:"proposed,omitempty"`
+	// Snapshot is the setup snapshot restored in place of the commands (Steps then holds the services
+	// only), or saved after they passed; nil for neither.
+	Snapshot *SnapshotInfo `json:"snapshot,omitempty"`
 }
 
 // Failed is the step that stopped the setup, or nil when it passed.
