@@ -106,6 +106,7 @@ func recordRefused(taskID string, attempt int, who string, refused []egress.Bloc
 		if t == nil {
 			return nil
 		}
+		t.Blocked = slices.Clone(t.Blocked) // a task's slices are replaced, not changed in place
 		for _, b := range refused {
 			i := slices.IndexFunc(t.Blocked, func(x templates.Blocked) bool {
 				return x.Attempt == attempt && x.Who == who && x.Host == b.Host && x.Port == b.Port

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -61,6 +60,8 @@ type Store struct {
 	Now func() time.Time
 	// OnRefused, when set, hears of every event the lifecycle's table refused (for the metrics).
 	OnRefused func(*lifecycle.TransitionError)
+	// tasks are the tasks of the runs this store changed last (see store_tasks.go).
+	tasks taskCache
 }
 
 // NewStore returns a store whose keys start with prefix (DefaultPrefix when empty).
@@ -212,12 +213,18 @@ func (s *Store) Create(ctx context.Context, r *Run) (run *Run, created bool, err
 				return err
 			}
 		}
-		data, err := json.Marshal(&nr)
+		data, err := encodeRecord(&nr)
+		if err != nil {
+			return fmt.Errorf("jobs: create run: %w", err)
+		}
+		writes, err := diffTasks(nil, nil, nr.Tasks, true)
 		if err != nil {
 			return fmt.Errorf("jobs: create run: %w", err)
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, key, data, 0)
+			p.Del(ctx, s.tasksKey(nr.ID)) // left by a run of the same id that expired
+			s.queueTaskWrites(ctx, p, nr.ID, writes, 0)
 			p.Set(ctx, bkey, nr.ID, 0)
 			s.indexRun(ctx, p, &nr)
 			for _, n := range nr.Numbers() {
@@ -226,9 +233,12 @@ func (s *Store) Create(ctx context.Context, r *Run) (run *Run, created bool, err
 			return nil
 		})
 		run, created = &nr, true
+		if err == nil {
+			s.tasks.put(nr.ID, cachedTasks{rev: nr.Rev, tasks: nr.Tasks, sums: writes.sums}, !nr.Status.Terminal())
+		}
 		return err
 	}
-	if err := s.watch(ctx, txf, key, bkey); err != nil {
+	if err := s.watch(ctx, txf, key, bkey, s.tasksKey(r.ID)); err != nil {
 		return nil, false, err
 	}
 	return run, created, nil
@@ -240,18 +250,18 @@ func (s *Store) Get(ctx context.Context, id string) (*Run, error) {
 }
 
 func (s *Store) get(ctx context.Context, c redis.Cmdable, id string) (*Run, error) {
-	data, err := c.Get(ctx, s.runKey(id)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	rec, err := s.readRecord(ctx, c, id)
+	if err != nil || rec.inline {
+		return rec.run, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("jobs: get run %s: %w", id, err)
+	if cached, ok := s.tasks.get(id, rec.run.Rev); ok {
+		rec.run.Tasks = slices.Clone(cached.tasks)
+		return rec.run, nil
 	}
-	var r Run
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("jobs: run %s: %w", id, err)
+	if rec.run.Tasks, err = s.readTasks(ctx, c, id); err != nil {
+		return nil, err
 	}
-	return &r, nil
+	return rec.run, nil
 }
 
 // ByNumber returns the latest run started from, or pushing to, the issue or pull request.
@@ -293,11 +303,25 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 	key := s.runKey(id)
 	var out *Run
 	txf := func(tx *redis.Tx) error {
-		r, err := s.get(ctx, tx, id)
+		rec, err := s.readRecord(ctx, tx, id)
 		if err != nil {
 			return err
 		}
+		r := rec.run
+		base, cached := s.tasks.get(id, r.Rev)
+		if !cached {
+			base.tasks = r.Tasks // inline, in a record from before the split
+			if !rec.inline {
+				if base.tasks, err = s.readTasks(ctx, tx, id); err != nil {
+					return err
+				}
+			}
+			base.sums = taskSums(base.tasks)
+		}
+		// fn changes a copy of the list; base is what the tasks key holds.
+		r.Tasks = slices.Clone(base.tasks)
 		if err := fn(r); err != nil {
+			s.tasks.drop(id)
 			return err
 		}
 		r.ID = id
@@ -306,7 +330,11 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 		if r.Status.Terminal() && r.FinishedAt.IsZero() {
 			r.FinishedAt = r.UpdatedAt
 		}
-		data, err := json.Marshal(r)
+		data, err := encodeRecord(r)
+		if err != nil {
+			return fmt.Errorf("jobs: update run %s: %w", id, err)
+		}
+		writes, err := diffTasks(base.tasks, base.sums, r.Tasks, rec.inline)
 		if err != nil {
 			return fmt.Errorf("jobs: update run %s: %w", id, err)
 		}
@@ -316,6 +344,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 				ttl = s.retention()
 			}
 			p.Set(ctx, key, data, ttl)
+			s.queueTaskWrites(ctx, p, id, writes, ttl)
 			s.indexRun(ctx, p, r)
 			for _, n := range r.Numbers() {
 				ik := s.indexKey(r.Owner, r.Repo, n)
@@ -347,10 +376,15 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 			}
 			return nil
 		})
+		if err != nil {
+			s.tasks.drop(id)
+			return err
+		}
+		s.tasks.put(id, cachedTasks{rev: r.Rev, tasks: r.Tasks, sums: writes.sums}, !r.Status.Terminal())
 		out = r
-		return err
+		return nil
 	}
-	if err := s.watch(ctx, txf, key); err != nil {
+	if err := s.watch(ctx, txf, key, s.tasksKey(id)); err != nil {
 		return nil, err
 	}
 	return out, nil

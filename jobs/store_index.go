@@ -83,6 +83,34 @@ func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
 // RunsPage lists one page of the runs that match f, newest first, from f.Cursor on. It reads the
 // index in batches, so a page costs what the runs it passes over cost, whatever the database holds.
 func (s *Store) RunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
+	page, err := s.runsPage(ctx, f)
+	if err != nil {
+		return page, err
+	}
+	// The records came without their tasks: one round trip reads the tasks of the whole page.
+	cmds := make([]*redis.MapStringStringCmd, len(page.Runs))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range page.Runs {
+			if r.Tasks == nil {
+				cmds[i] = p.HGetAll(ctx, s.tasksKey(r.ID))
+			}
+		}
+		return nil
+	}); err != nil {
+		return RunPage{}, fmt.Errorf("jobs: list runs: %w", err)
+	}
+	for i, c := range cmds {
+		if c == nil {
+			continue
+		}
+		if page.Runs[i].Tasks, err = decodeTasks(page.Runs[i].ID, c.Val()); err != nil {
+			return RunPage{}, err
+		}
+	}
+	return page, nil
+}
+
+func (s *Store) runsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100

@@ -41,6 +41,7 @@ func main() {
 	steps := []step{
 		{"engine overhead per task", "./runner/", "^$", "^BenchmarkTaskOverhead$", overheadTasks, true},
 		{"per-task overhead as tasks accumulate", "./runner/", "^$", "^BenchmarkTaskGrowth$", "1x", true},
+		{"the run record's cost per event as tasks accumulate", "./jobs/", "^$", "^BenchmarkStoreUpdate$", "300x", true},
 		{"parallel tasks", "./runner/", "^$", "^BenchmarkParallel$", "1x", true},
 		{"webhook acknowledgement", "./e2e/", "^$", "^BenchmarkWebhookAck$", ackRounds, true},
 		{"workspaces", "./runner/workspace/", "^$", "^BenchmarkWorkspace$", "1x", true},
@@ -157,6 +158,10 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 			get(k+"last.ms"), get(k+"first.ms"), "first 20 tasks", 0))
 		rows = append(rows, ratioRow(fmt.Sprintf("plain git's CPU per task, last 20 of %d vs first 20 (the repository's own growth)", n), "ms",
 			get(k+"floor_last_cpu.ms"), get(k+"floor_first_cpu.ms"), "first 20 tasks", 0))
+	}
+	for _, n := range []int{200, 1000} {
+		rows = append(rows, ratioRow(fmt.Sprintf("the run record's change per event (Redis, one task changed), run of %d tasks vs 20", n), "µs",
+			get(fmt.Sprintf("store.update.%d.us", n)), get("store.update.20.us"), "run of 20 tasks", 0))
 	}
 	rows = append(rows, ratioRow("three [P] tasks with a 3 s agent, 3 at once", "s",
 		get("parallel.parallel.seconds"), get("parallel.sequential.seconds"), "one at a time", 0.5))
