@@ -2,10 +2,10 @@ package jobs
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"slices"
