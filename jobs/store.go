@@ -234,7 +234,7 @@ func (s *Store) Create(ctx context.Context, r *Run) (run *Run, created bool, err
 		})
 		run, created = &nr, true
 		if err == nil {
-			s.tasks.put(nr.ID, cachedTasks{rev: nr.Rev, tasks: nr.Tasks, sums: writes.sums}, !nr.Status.Terminal())
+			s.tasks.put(&nr, writes.sums)
 		}
 		return err
 	}
@@ -254,7 +254,7 @@ func (s *Store) get(ctx context.Context, c redis.Cmdable, id string) (*Run, erro
 	if err != nil || rec.inline {
 		return rec.run, err
 	}
-	if cached, ok := s.tasks.get(id, rec.run.Rev); ok {
+	if cached, ok := s.tasks.get(rec.run); ok {
 		rec.run.Tasks = slices.Clone(cached.tasks)
 		return rec.run, nil
 	}
@@ -308,7 +308,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 			return err
 		}
 		r := rec.run
-		base, cached := s.tasks.get(id, r.Rev)
+		base, cached := s.tasks.get(r)
 		if !cached {
 			base.tasks = r.Tasks // inline, in a record from before the split
 			if !rec.inline {
@@ -380,7 +380,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 			s.tasks.drop(id)
 			return err
 		}
-		s.tasks.put(id, cachedTasks{rev: r.Rev, tasks: r.Tasks, sums: writes.sums}, !r.Status.Terminal())
+		s.tasks.put(r, writes.sums)
 		out = r
 		return nil
 	}

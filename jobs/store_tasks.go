@@ -36,9 +36,12 @@ func (s *Store) tasksKey(id string) string { return s.prefix + "runtasks:" + id 
 // cachedTasks are a run's tasks as of a revision of its record, with the digest of each (taskSum)
 // taken when they were stored.
 type cachedTasks struct {
-	rev   int64
-	tasks []TaskState
-	sums  []uint64
+	// rev and created name the revision: a run rebuilt under the same id after Redis lost it starts
+	// its revisions again, at another time.
+	rev     int64
+	created time.Time
+	tasks   []TaskState
+	sums    []uint64
 }
 
 // taskCache is the store's tasks of the runs it changed last.
@@ -51,18 +54,22 @@ type taskCache struct {
 
 // get returns the run's tasks at rev and their digests, or false. The tasks are shared: the caller
 // copies the slice before changing it.
-func (c *taskCache) get(id string, rev int64) (cachedTasks, bool) {
+func (c *taskCache) get(r *Run) (cachedTasks, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.runs[id]
-	if !ok || e.rev != rev {
+	e, ok := c.runs[r.ID]
+	if !ok || e.rev != r.Rev || !e.created.Equal(r.CreatedAt) {
 		return cachedTasks{}, false
 	}
 	return e, true
 }
 
-// put keeps the run's tasks at rev; a finished run's are dropped instead.
-func (c *taskCache) put(id string, e cachedTasks, keep bool) {
+// put keeps the tasks of run r (tasks and their digests sums); a finished run's are dropped instead.
+func (c *taskCache) put(r *Run, sums []uint64) {
+	c.keep(r.ID, cachedTasks{rev: r.Rev, created: r.CreatedAt, tasks: r.Tasks, sums: sums}, !r.Status.Terminal())
+}
+
+func (c *taskCache) keep(id string, e cachedTasks, keep bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.runs == nil {
@@ -83,7 +90,7 @@ func (c *taskCache) put(id string, e cachedTasks, keep bool) {
 }
 
 // drop forgets a run's tasks: a change that failed may have changed them in place.
-func (c *taskCache) drop(id string) { c.put(id, cachedTasks{}, false) }
+func (c *taskCache) drop(id string) { c.keep(id, cachedTasks{}, false) }
 
 // A change gets a copy of the task list whose tasks share what they hold behind references (slices,
 // the judgement) with the stored ones: copying all of that for every event would cost as much as the

@@ -251,3 +251,25 @@ func BenchmarkStoreUpdate(b *testing.B) {
 		b.Logf("akira-bench: store.update.%d.us %.1f", n, us)
 	}
 }
+
+// TestRunRebuiltUnderItsIDIsReadAgain: Redis loses a run another worker's store still keeps the tasks
+// of; the run is rebuilt under the same id, at the same revision number: that store reads the
+// rebuilt run's tasks, not its own.
+func TestRunRebuiltUnderItsIDIsReadAgain(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	a, b := NewStore(rdb, prefix), NewStore(rdb, prefix)
+	ctx := context.Background()
+	storeWithTasks(t, a, "r5", 2)
+	if err := rdb.Del(ctx, a.runKey("r5"), a.tasksKey("r5"), a.branchKey("o", "r", "b-r5")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond) // another creation time
+	storeWithTasks(t, b, "r5", 3)
+	got, err := a.Get(ctx, "r5")
+	if err != nil || len(got.Tasks) != 3 {
+		t.Fatalf("the rebuilt run read by the other store: %d tasks (%v), want 3", len(got.Tasks), err)
+	}
+	if got, err := a.Update(ctx, "r5", func(r *Run) error { r.Task("1.3").Attempts = 1; return nil }); err != nil || len(got.Tasks) != 3 {
+		t.Fatalf("update through the other store: %+v, %v", got, err)
+	}
+}
