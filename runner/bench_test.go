@@ -51,43 +51,63 @@ func gitFloor(tb testing.TB, remote string, n int) time.Duration {
 // growth of plain git's own cost as the repository gains a file per task.
 func gitFloorTasks(tb testing.TB, remote string, n int) (time.Duration, []time.Duration) {
 	tb.Helper()
-	var cpu []time.Duration
+	start := time.Now()
+	f := newGitFloor(tb, remote)
+	cpu := make([]time.Duration, 0, n)
+	for i := 1; i <= n; i++ {
+		cpu = append(cpu, f.step(i))
+	}
+	return time.Since(start), cpu
+}
+
+// gitFloor is plain git doing a task's change (write its file, tick the roadmap, add, commit, push)
+// in a clone of its own.
+type gitFloorRepo struct {
+	tb  testing.TB
+	dir string
+	git func(dir string, args ...string)
+}
+
+func newGitFloor(tb testing.TB, remote string) *gitFloorRepo {
+	tb.Helper()
 	ctx := context.Background()
 	env := proc.Environ(nil, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C",
 		"GIT_AUTHOR_NAME=Akira", "GIT_AUTHOR_EMAIL=akira@users.noreply.github.com",
 		"GIT_COMMITTER_NAME=Akira", "GIT_COMMITTER_EMAIL=akira@users.noreply.github.com")
 	root := tb.TempDir()
-	dir := filepath.Join(root, "clone")
-	git := func(dir string, args ...string) {
+	f := &gitFloorRepo{tb: tb, dir: filepath.Join(root, "clone")}
+	f.git = func(dir string, args ...string) {
 		res, err := proc.Run(ctx, proc.Cmd{Args: append([]string{"git"}, args...), Dir: dir, Env: env})
 		if err != nil || res.ExitCode != 0 {
 			tb.Fatalf("git %v: %v %s", args, err, res.Output)
 		}
 	}
-	start := time.Now()
-	git(root, "clone", "-q", remote, dir)
-	git(dir, "checkout", "-q", "-b", "floor")
-	roadmapFile := filepath.Join(dir, "ROADMAP.md")
-	for i := 1; i <= n; i++ {
-		taskStart := cpuTime(tb)
-		id := fmt.Sprintf("B%d", i)
-		if err := os.WriteFile(filepath.Join(dir, "task-"+id+".txt"), []byte("Task\n"), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-		data, err := os.ReadFile(roadmapFile)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		data = bytes.Replace(data, []byte("- [ ] "+id+":"), []byte("- [x] "+id+":"), 1)
-		if err := os.WriteFile(roadmapFile, data, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-		git(dir, "add", "--all")
-		git(dir, "commit", "-q", "-m", "akira: "+id+"\n\nAkira-Task: "+id)
-		git(dir, "push", "-q", "origin", "refs/heads/floor:refs/heads/floor")
-		cpu = append(cpu, cpuTime(tb)-taskStart)
+	f.git(root, "clone", "-q", remote, f.dir)
+	f.git(f.dir, "checkout", "-q", "-b", "floor")
+	return f
+}
+
+// step does task i's change and returns the CPU time it took.
+func (f *gitFloorRepo) step(i int) time.Duration {
+	tb := f.tb
+	taskStart := cpuTime(tb)
+	id := fmt.Sprintf("B%d", i)
+	if err := os.WriteFile(filepath.Join(f.dir, "task-"+id+".txt"), []byte("Task\n"), 0o644); err != nil {
+		tb.Fatal(err)
 	}
-	return time.Since(start), cpu
+	roadmapFile := filepath.Join(f.dir, "ROADMAP.md")
+	data, err := os.ReadFile(roadmapFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte("- [ ] "+id+":"), []byte("- [x] "+id+":"), 1)
+	if err := os.WriteFile(roadmapFile, data, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	f.git(f.dir, "add", "--all")
+	f.git(f.dir, "commit", "-q", "-m", "akira: "+id+"\n\nAkira-Task: "+id)
+	f.git(f.dir, "push", "-q", "origin", "refs/heads/floor:refs/heads/floor")
+	return cpuTime(tb) - taskStart
 }
 
 // BenchmarkTaskOverhead measures the engine's own cost per task — clone, prompt, verify plan, one
@@ -169,8 +189,8 @@ func cpuTimes(tb testing.TB) (self, children time.Duration) {
 	return time.Duration(s.Utime.Nano() + s.Stime.Nano()), time.Duration(c.Utime.Nano() + c.Stime.Nano())
 }
 
-// growthReps is how many times taskGrowth runs each size: the run whose ratio is the median is the
-// one reported, since one run's ratio moves with what the machine does meanwhile.
+// growthReps is how many times taskGrowth runs each size: the run whose stepped growth is the median
+// is the one reported.
 func growthReps() int {
 	if os.Getenv("BENCH_QUICK") != "" {
 		return 1
@@ -182,6 +202,10 @@ func growthReps() int {
 // task, first and last twenty tasks, and plain git's CPU per task on a repository of the same shape.
 type growth struct {
 	first, last, firstCPU, lastCPU, firstSelf, lastSelf, floorFirst, floorLast time.Duration
+	// stepped is the growth of the task's CPU over plain git's, measured task by task in step: each
+	// task's CPU divided by git's for the same change done right after it, last 20 over first 20
+	// (medians). Whatever the machine does meanwhile weighs on both alike.
+	stepped float64
 }
 
 func (g growth) ratio() float64 { return float64(g.lastCPU) / float64(g.firstCPU) }
@@ -197,9 +221,12 @@ func taskGrowth(b *testing.B, n int) {
 		var runs []growth
 		for range growthReps() {
 			repo := gittest.New(b, map[string]string{"ROADMAP.md": benchRoadmap(n)})
+			// Plain git on a repository of the same shape, one task's change after each task of the engine.
+			floorRepo := newGitFloor(b, gittest.New(b, map[string]string{"ROADMAP.md": benchRoadmap(n)}).Remote)
 			started := map[string]time.Time{}
 			startedCPU, startedSelf := map[string]time.Duration{}, map[string]time.Duration{}
-			var wall, cpu, self []time.Duration
+			var wall, cpu, self, floor []time.Duration
+			var per []float64
 			rep := ReporterFunc(func(_ context.Context, ev Event) error {
 				switch ev.Type {
 				case EventTaskStarted:
@@ -210,6 +237,9 @@ func taskGrowth(b *testing.B, n int) {
 					wall = append(wall, time.Since(started[ev.TaskID]))
 					cpu = append(cpu, s+c-startedCPU[ev.TaskID])
 					self = append(self, s-startedSelf[ev.TaskID])
+					// Outside the task's window: the next task starts after this returns.
+					floor = append(floor, floorRepo.step(len(floor)+1))
+					per = append(per, float64(cpu[len(cpu)-1])/float64(floor[len(floor)-1]))
 				}
 				return nil
 			})
@@ -220,13 +250,16 @@ func taskGrowth(b *testing.B, n int) {
 			if err != nil || out.Status != StatusSucceeded || len(wall) != n {
 				b.Fatalf("Run: %v (%s), %d checkpoints of %d", err, out.Status, len(wall), n)
 			}
-			// The floor's growth: plain git doing each task's change on a repository of the same shape.
-			_, floor := gitFloorTasks(b, gittest.New(b, map[string]string{"ROADMAP.md": benchRoadmap(n)}).Remote, n)
-			runs = append(runs, growth{first: median(wall[:20]), last: median(wall[n-20:]),
+			mid := func(fs []float64) float64 {
+				s := slices.Clone(fs)
+				slices.Sort(s)
+				return s[len(s)/2]
+			}
+			runs = append(runs, growth{stepped: mid(per[n-20:]) / mid(per[:20]),first: median(wall[:20]), last: median(wall[n-20:]),
 				firstCPU: median(cpu[:20]), lastCPU: median(cpu[n-20:]), firstSelf: median(self[:20]), lastSelf: median(self[n-20:]),
 				floorFirst: median(floor[:20]), floorLast: median(floor[n-20:])})
 		}
-		slices.SortFunc(runs, func(a, b growth) int { return cmp.Compare(a.ratio(), b.ratio()) })
+		slices.SortFunc(runs, func(a, b growth) int { return cmp.Compare(a.stepped, b.stepped) })
 		g := runs[len(runs)/2]
 		b.Logf("akira-bench: growth.%d.floor_first_cpu.ms %.1f", n, ms(g.floorFirst))
 		b.Logf("akira-bench: growth.%d.floor_last_cpu.ms %.1f", n, ms(g.floorLast))
@@ -238,6 +271,7 @@ func taskGrowth(b *testing.B, n int) {
 		b.Logf("akira-bench: growth.%d.last_cpu.ms %.1f", n, ms(g.lastCPU))
 		b.Logf("akira-bench: growth.%d.first_self_cpu.ms %.1f", n, ms(g.firstSelf))
 		b.Logf("akira-bench: growth.%d.last_self_cpu.ms %.1f", n, ms(g.lastSelf))
+		b.Logf("akira-bench: growth.%d.stepped %.3f", n, g.stepped)
 	}
 }
 
