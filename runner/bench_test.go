@@ -255,7 +255,7 @@ func taskGrowth(b *testing.B, n int) {
 				slices.Sort(s)
 				return s[len(s)/2]
 			}
-			runs = append(runs, growth{stepped: mid(per[n-20:]) / mid(per[:20]),first: median(wall[:20]), last: median(wall[n-20:]),
+			runs = append(runs, growth{stepped: mid(per[n-20:]) / mid(per[:20]), first: median(wall[:20]), last: median(wall[n-20:]),
 				firstCPU: median(cpu[:20]), lastCPU: median(cpu[n-20:]), firstSelf: median(self[:20]), lastSelf: median(self[n-20:]),
 				floorFirst: median(floor[:20]), floorLast: median(floor[n-20:])})
 		}
