@@ -36,6 +36,9 @@ const (
 	MaxRecoverDeliveries = 500
 	// recoverMarkTTL is how long a delivery stays marked recovered: GitHub redelivers within seconds.
 	recoverMarkTTL = time.Hour
+	// recoverClockSkew is how far after the loss (by Akira's clock) a delivery's time (by GitHub's) may
+	// be and still be looked at: what reached the new Redis is told apart by its intake task anyway.
+	recoverClockSkew = 2 * time.Minute
 	// epochCheckInterval is how often the reaper loop checks Redis for the epoch key.
 	epochCheckInterval = 5 * time.Second
 )
@@ -168,7 +171,7 @@ func Recover(ctx context.Context, deliveries Deliveries, store *Store, since tim
 	acked := map[string]bool{}
 	var order []string
 	for _, d := range window {
-		if d.Event != "issue_comment" || (d.Action != "created" && d.Action != "edited") || d.DeliveredAt.After(since) {
+		if d.Event != "issue_comment" || (d.Action != "created" && d.Action != "edited") || d.DeliveredAt.After(since.Add(recoverClockSkew)) {
 			continue
 		}
 		if _, ok := latest[d.GUID]; !ok {
