@@ -364,3 +364,44 @@ func TestRedisFlushedBeforeTheAnswerActs(t *testing.T) {
 		t.Errorf("%d replies to the replayed answer; a replay says nothing", n)
 	}
 }
+
+// TestRedisFlushedBeforeTheButtonActs: as TestRedisFlushedBeforeTheAnswerActs, with the answer given
+// by the check run's Approve button: GitHub's conversation does not hold it, but its delivery does, and
+// the recovery places it at the time GitHub first delivered it, after the escalation.
+func TestRedisFlushedBeforeTheButtonActs(t *testing.T) {
+	srv := redistest.StartServer(t, false)
+	e := newEnvOn(t, true, srv.Addr)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Pressed", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a flaky thing\n- [ ] Add three\n"})
+	first := e.startWorkerProcess("worker-1")
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	before := e.waitStatus(1, jobs.StatusParked)
+	pr := e.onlyPR(before.Branch)
+	must(t, first.Process.Signal(syscall.SIGTERM))
+	_ = first.Wait()
+
+	cr := e.latestCheckRuns()["akira: 1.2 Add a flaky thing"]
+	e.deliver("check_run", "button-"+randomHex(t, 4), map[string]any{
+		"action": "requested_action", "installation": e.installation(), "repository": e.repository(), "sender": user("alice"),
+		"check_run": map[string]any{"id": cr.ID, "external_id": cr.ExternalID, "head_sha": cr.HeadSHA,
+			"app": map[string]any{"id": e.gh.AppID()}, "pull_requests": []map[string]any{{"number": pr.Number}}},
+		"requested_action": map[string]any{"identifier": "approve"},
+	}, http.StatusAccepted)
+	must(t, srv.Wipe(context.Background()))
+	e.startWorkerProcess("worker-2")
+
+	run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusFailed)
+	if run.Status != jobs.StatusSucceeded || run.ID != before.ID {
+		t.Fatalf("run %s %s after the flush (%s); the button's answer was lost", run.ID, run.Status, run.Error)
+	}
+	if got := e.taskCommits(run.Branch); got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {
+		t.Errorf("checkpoints after the approval = %v, want one per task", got)
+	}
+	if n := e.agentCalls("1.1"); n != 1 {
+		t.Errorf("the agent worked on 1.1 %d times, want once", n)
+	}
+	if n := len(e.commentsWith(pr.Number, "did nothing")); n != 0 {
+		t.Errorf("%d replies that a decision did nothing", n)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -214,8 +215,10 @@ type intake struct {
 	// retried says an earlier try of this job may have posted replies already.
 	retried bool
 	// recovered says a recovery asked GitHub for this delivery again after Redis lost its data: only
-	// an answer to an escalation is acted on, and nothing is said (see intake_recover.go).
-	recovered bool
+	// an answer to an escalation is acted on, and nothing is said (see intake_recover.go). answeredAt
+	// is when GitHub first delivered it.
+	recovered  bool
+	answeredAt time.Time
 }
 
 // HandleIntake acts on one delivery. Nothing is written to GitHub or queued before the permission check
@@ -249,13 +252,13 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	}
 	n, _ := asynq.GetRetryCount(ctx)
 	in := &intake{p: p, store: h.d.Store, gh: gh, log: log, retried: n > 0}
-	if in.recovered, err = h.d.Store.recovered(ctx, p.DeliveryID); err != nil {
+	if in.answeredAt, in.recovered, err = h.d.Store.recovered(ctx, p.DeliveryID); err != nil {
 		return ResultRetry, err
 	}
 	if in.recovered {
 		in.log = log.With("recovered", true)
-		if p.Comment == nil {
-			return ResultNoop, nil
+		if p.Comment == nil && (p.CheckRun == nil || p.CheckRun.Decision == StopDecision) {
+			return ResultNoop, nil // only an answer can have been lost unacted
 		}
 	}
 	var result string
@@ -538,7 +541,8 @@ func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.Deci
 	c := in.p.Comment
 	err := h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
 		DeliveryID: in.p.DeliveryID, CommentID: c.ID, InstallationID: in.p.InstallationID, Owner: in.p.Owner,
-		Repo: in.p.Repo, Number: c.Number, Decision: d, Guidance: guidance, Sender: c.Author, Recovered: in.recovered,
+		Repo: in.p.Repo, Number: c.Number, Decision: d, Guidance: guidance, Sender: c.Author,
+		Recovered: in.recovered, AnsweredAt: in.answeredAt,
 	})
 	if err := enqueued(err); err != nil {
 		return "", err
@@ -696,6 +700,9 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if !acc.allowed && in.recovered {
+		return ResultRefused, nil // refused when it first came
+	}
 	if !acc.allowed {
 		if cr.Number != 0 {
 			if err := in.reply(ctx, cr.Number, refusalText(in.p.Sender, string(cr.Decision), acc.level)); err != nil {
@@ -718,7 +725,7 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 	err = h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
 		Number: cr.Number, Decision: cr.Decision, Sender: in.p.Sender, RunID: cr.RunID, TaskID: cr.TaskID,
-		ByButton: true,
+		ByButton: true, Recovered: in.recovered, AnsweredAt: in.answeredAt,
 	})
 	if err := enqueued(err); err != nil {
 		return "", err

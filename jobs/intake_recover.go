@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/templates"
@@ -115,21 +116,26 @@ func (s *Store) dropEpoch(ctx context.Context, epoch string) {
 	}
 }
 
-// markRecovered marks a delivery as one a recovery asked for, before GitHub sends it again.
-func (s *Store) markRecovered(ctx context.Context, guid string) error {
-	if err := s.rdb.Set(ctx, s.recoverKey(guid), "1", recoverMarkTTL).Err(); err != nil {
+// markRecovered marks a delivery as one a recovery asked for, before GitHub sends it again, with
+// when GitHub first delivered it.
+func (s *Store) markRecovered(ctx context.Context, guid string, at time.Time) error {
+	if err := s.rdb.Set(ctx, s.recoverKey(guid), at.UTC().Format(time.RFC3339Nano), recoverMarkTTL).Err(); err != nil {
 		return fmt.Errorf("jobs: mark recovered %s: %w", guid, err)
 	}
 	return nil
 }
 
-// recovered reports whether a delivery is one a recovery asked for.
-func (s *Store) recovered(ctx context.Context, guid string) (bool, error) {
-	n, err := s.rdb.Exists(ctx, s.recoverKey(guid)).Result()
-	if err != nil {
-		return false, fmt.Errorf("jobs: recovered %s: %w", guid, err)
+// recovered reports whether a delivery is one a recovery asked for, and when GitHub first delivered it.
+func (s *Store) recovered(ctx context.Context, guid string) (time.Time, bool, error) {
+	v, err := s.rdb.Get(ctx, s.recoverKey(guid)).Result()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, false, nil
 	}
-	return n == 1, nil
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("jobs: recovered %s: %w", guid, err)
+	}
+	at, _ := time.Parse(time.RFC3339Nano, v) // zero when unreadable: no button answer acts then
+	return at, true, nil
 }
 
 // checkEpoch queues a recovery when Redis has lost the epoch key. It reports whether it queued one.
@@ -150,6 +156,18 @@ func (h *Handler) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
 	return true, nil
 }
 
+// mayAnswer reports whether a delivery can carry an answer to an escalation: a comment written or
+// edited, or a check run's button (Re-run included).
+func mayAnswer(d Delivery) bool {
+	switch d.Event {
+	case "issue_comment":
+		return d.Action == "created" || d.Action == "edited"
+	case "check_run":
+		return d.Action == "requested_action" || d.Action == "rerequested"
+	}
+	return false
+}
+
 // RecoverResult counts what a recovery did.
 type RecoverResult struct {
 	Seen        int // comment deliveries of the window
@@ -168,16 +186,18 @@ func Recover(ctx context.Context, deliveries Deliveries, store *Store, since tim
 		return RecoverResult{}, fmt.Errorf("jobs: recover: %w", err)
 	}
 	latest := map[string]Delivery{}
+	first := map[string]time.Time{}
 	acked := map[string]bool{}
 	var order []string
 	for _, d := range window {
-		if d.Event != "issue_comment" || (d.Action != "created" && d.Action != "edited") || d.DeliveredAt.After(since.Add(recoverClockSkew)) {
+		if !mayAnswer(d) || d.DeliveredAt.After(since.Add(recoverClockSkew)) {
 			continue
 		}
 		if _, ok := latest[d.GUID]; !ok {
 			latest[d.GUID] = d
 			order = append(order, d.GUID)
 		}
+		first[d.GUID] = d.DeliveredAt // newest first: the last seen is the first attempt
 		acked[d.GUID] = acked[d.GUID] || d.StatusCode/100 == 2
 	}
 	var res RecoverResult
@@ -198,7 +218,8 @@ func Recover(ctx context.Context, deliveries Deliveries, store *Store, since tim
 			res.Capped++
 			continue
 		}
-		if err := store.markRecovered(ctx, guid); err != nil {
+		// The first attempt's time is when the answer was given (a button has no comment to tell it).
+		if err := store.markRecovered(ctx, guid, first[guid]); err != nil {
 			return res, err
 		}
 		if err := deliveries.Redeliver(ctx, latest[guid].ID); err != nil {
@@ -248,10 +269,11 @@ func (h *Handler) intakeLost(ctx context.Context, guid string) (bool, error) {
 	return false, nil
 }
 
-// pendingAnswer reports whether the comment of a recovered decision is still the answer run waits
-// for: the first answer by someone who may give it after the run's latest escalation. The escalation
-// counts only when Akira wrote it (a person quoting its marker cannot hide an answer), and the
-// answer may be on the pull request or on the issue the run came from.
+// pendingAnswer reports whether a recovered decision is still the answer run waits for: the first
+// answer, by someone who may give it, after the run's latest escalation. The escalation counts only
+// when Akira wrote it (a person quoting its marker cannot hide an answer); a reply may be on the pull
+// request or on the issue the run came from. A reply is placed by its comment's time, a button by
+// the time GitHub delivered it (p.AnsweredAt), which the recovery kept.
 func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p ResumePayload) (bool, string, error) {
 	numbers := []int{}
 	if pr := summaryNumber(run); pr != 0 {
@@ -278,10 +300,21 @@ func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p Resu
 	if escalated.IsZero() {
 		return false, "no escalation of run " + run.ID + " on GitHub", nil
 	}
-	var first *ThreadComment
+	// When this answer was given.
+	at := p.AnsweredAt
+	if p.CommentID != 0 {
+		i := slices.IndexFunc(comments, func(c ThreadComment) bool { return c.ID == p.CommentID })
+		if i < 0 {
+			return false, fmt.Sprintf("comment %d is no longer there", p.CommentID), nil
+		}
+		at = comments[i].CreatedAt
+	}
+	if at.IsZero() || at.Before(escalated) {
+		return false, "the answer is older than the latest escalation", nil
+	}
 	for i := range comments {
 		c := &comments[i]
-		if c.ByApp || c.CreatedAt.Before(escalated) || (first != nil && !c.CreatedAt.Before(first.CreatedAt)) {
+		if c.ByApp || c.ID == p.CommentID || c.CreatedAt.Before(escalated) || !c.CreatedAt.Before(at) {
 			continue
 		}
 		if cmd, ok := command.ParseComment(c.Body).(command.Command); !ok {
@@ -289,23 +322,14 @@ func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p Resu
 		} else if _, ok := cmd.Decision(); !ok {
 			continue
 		}
-		if c.ID != p.CommentID {
-			// An earlier answer counts only if its author could give it.
-			level, err := gh.Permission(ctx, run.Owner, run.Repo, c.Author)
-			if err != nil {
-				return false, "", fmt.Errorf("jobs: permission of %s: %w", c.Author, err)
-			}
-			if !slices.Contains(writeLevels, strings.ToLower(level)) {
-				continue
-			}
+		// An earlier answer counts only if its author could give it.
+		level, err := gh.Permission(ctx, run.Owner, run.Repo, c.Author)
+		if err != nil {
+			return false, "", fmt.Errorf("jobs: permission of %s: %w", c.Author, err)
 		}
-		first = c
-	}
-	switch {
-	case first == nil:
-		return false, "the answer is older than the latest escalation", nil
-	case first.ID != p.CommentID:
-		return false, fmt.Sprintf("comment %d answered first", first.ID), nil
+		if slices.Contains(writeLevels, strings.ToLower(level)) {
+			return false, fmt.Sprintf("comment %d answered first", c.ID), nil
+		}
 	}
 	return true, "", nil
 }

@@ -32,6 +32,11 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 		{ID: 3, GUID: "answer", Event: "issue_comment", Action: "created", StatusCode: 0, DeliveredAt: at(6 * time.Minute)},
 		{ID: 2, GUID: "ancient", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(RecoverWindow + time.Hour)},
 	}}
+	// A button pressed on a check run is an answer too; a check run completing is not.
+	f.list = append(f.list[:3], append([]Delivery{
+		{ID: 12, GUID: "button", Event: "check_run", Action: "requested_action", StatusCode: 202, DeliveredAt: at(150 * time.Second)},
+		{ID: 13, GUID: "completed", Event: "check_run", Action: "completed", StatusCode: 202, DeliveredAt: at(160 * time.Second)},
+	}, f.list[3:]...)...)
 	// "kept" reached the worker and its intake task is still in Redis: it was not lost.
 	f.list = append(f.list[:1], append([]Delivery{{ID: 10, GUID: "kept", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(30 * time.Second)}}, f.list[1:]...)...)
 	if err := jh.h.d.Enqueuer.EnqueueIntake(ctx, withDefaults(IntakePayload{DeliveryID: "kept", Event: "issue_comment",
@@ -42,13 +47,17 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res != (RecoverResult{Seen: 4, Kept: 1, Redelivered: 3}) || !slices.Equal(f.redelivered, []int64{5, 8, 11}) {
-		t.Errorf("recover = %+v, redelivered %v; want the answer (its newest attempt, 5), the edit (8), the skewed one (11)", res, f.redelivered)
+	if res != (RecoverResult{Seen: 5, Kept: 1, Redelivered: 4}) || !slices.Equal(f.redelivered, []int64{5, 12, 8, 11}) {
+		t.Errorf("recover = %+v, redelivered %v; want the answer (its newest attempt, 5), the button (12), the edit (8), the skewed one (11)", res, f.redelivered)
 	}
-	for guid, want := range map[string]bool{"answer": true, "edited": true, "skewed": true, "kept": false, "push": false, "failed": false, "after": false, "ancient": false} {
-		if got, err := jh.store.recovered(ctx, guid); err != nil || got != want {
+	for guid, want := range map[string]bool{"answer": true, "button": true, "completed": false, "edited": true, "skewed": true, "kept": false, "push": false, "failed": false, "after": false, "ancient": false} {
+		if _, got, err := jh.store.recovered(ctx, guid); err != nil || got != want {
 			t.Errorf("delivery %s marked recovered = %v (%v), want %v", guid, got, err, want)
 		}
+	}
+	// An answer is placed by its first attempt: GitHub's first delivery of it.
+	if got, _, _ := jh.store.recovered(ctx, "answer"); !got.Equal(at(6 * time.Minute)) {
+		t.Errorf("the answer is marked as given at %s, want its first attempt's %s", got, at(6*time.Minute))
 	}
 }
 
@@ -94,7 +103,7 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 	}
 	for i, c := range cases {
 		guid := "recovered-" + randomHex(t, 3)
-		if err := jh.store.markRecovered(ctx, guid); err != nil {
+		if err := jh.store.markRecovered(ctx, guid, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		err := jh.intake(IntakePayload{DeliveryID: guid, Event: "issue_comment",
@@ -109,6 +118,28 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 		}
 		if got && !resumes[len(resumes)-1].Recovered {
 			t.Errorf("%q: the resume is not marked recovered", c.body)
+		}
+	}
+	// Buttons: Stop is no answer; Approve by a writer is, placed at the time the recovery kept.
+	at := time.Now().Add(-time.Minute).UTC()
+	for _, c := range []struct {
+		decision runner.DecisionKind
+		queued   bool
+	}{{StopDecision, false}, {runner.DecisionApprove, true}} {
+		guid := "button-" + randomHex(t, 3)
+		if err := jh.store.markRecovered(ctx, guid, at); err != nil {
+			t.Fatal(err)
+		}
+		if err := jh.intake(IntakePayload{DeliveryID: guid, Event: "check_run", Sender: "alice",
+			CheckRun: &CheckRunIntake{ID: 77, RunID: "r1", TaskID: "1.2", Decision: c.decision, Number: 5}}); err != nil {
+			t.Fatal(err)
+		}
+		resumes := queued[ResumePayload](jh, TypeResume)
+		got := slices.ContainsFunc(resumes, func(p ResumePayload) bool {
+			return p.ByButton && p.Decision == c.decision && p.Recovered && p.AnsweredAt.Equal(at)
+		})
+		if got != c.queued {
+			t.Errorf("button %s: recovered resume queued = %v, want %v (%+v)", c.decision, got, c.queued, resumes)
 		}
 	}
 	if len(jh.gh.reactions) != 0 || len(jh.gh.comments) != 0 {
@@ -128,6 +159,8 @@ func TestPendingAnswer(t *testing.T) {
 			escalationRoundMarker("r1", "1.2", round))
 	}
 	type step func(f *fakeGitHub) int64 // returns the id of the answer under test when it posts it
+	// press is a button pressed now: -1 marks it, the answer's time is the fake's clock then.
+	press := func(f *fakeGitHub) int64 { return -1 }
 	person := func(number int, author, body string) step {
 		return func(f *fakeGitHub) int64 { f.addPersonComment(number, author, body); return 0 }
 	}
@@ -150,15 +183,30 @@ func TestPendingAnswer(t *testing.T) {
 			person(5, "mallory", "ha "+templates.EscalationMarker("r1", "1.2"))}, true},
 		{"no escalation at all", []step{answer(5)}, false},
 		{"an older escalation, then the answer", []step{esc(1), esc(2), answer(5)}, true},
+		{"a button after the escalation", []step{esc(1), press}, true},
+		{"a button, then the task escalated again", []step{esc(1), press, esc(2)}, false},
+		{"a writer's reply before the button", []step{esc(1), person(5, "bob", "/akira skip"), press}, false},
+		{"a reply after the button", []step{esc(1), press, person(5, "bob", "/akira skip")}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeGitHub()
 			f.permissions["alice"], f.permissions["bob"], f.permissions["mallory"] = PermWrite, PermMaintain, "read"
 			var id int64
+			var pressed time.Time
 			number := 0
 			for _, s := range c.steps {
-				if got := s(f); got != 0 {
+				got := s(f)
+				if got == -1 {
+					// The next comment id's time, as the fake gives comments times by id.
+					f.mu.Lock()
+					f.nextID++
+					pressed = (&fakeComment{ID: f.nextID}).createdAt()
+					f.mu.Unlock()
+					number = 5
+					continue
+				}
+				if got != 0 {
 					id = got
 					for _, cm := range f.comments {
 						if cm.ID == got {
@@ -170,6 +218,9 @@ func TestPendingAnswer(t *testing.T) {
 			h := &Handler{}
 			run := &Run{ID: "r1", Owner: "o", Repo: "r", PR: 5, Issue: 3}
 			p := ResumePayload{CommentID: id, Number: number, Decision: runner.DecisionRetry, Recovered: true}
+			if !pressed.IsZero() {
+				p.ByButton, p.AnsweredAt, p.RunID, p.TaskID = true, pressed, "r1", "1.2"
+			}
 			got, why, err := h.pendingAnswer(ctx, f, run, p)
 			if err != nil {
 				t.Fatal(err)

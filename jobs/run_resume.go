@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -38,6 +39,9 @@ type ResumePayload struct {
 	// Recovered says the reply was delivered again after Redis lost its data: it acts only if it is
 	// still the answer the run waits for (pendingAnswer), and says nothing when it is not.
 	Recovered bool `json:"recovered,omitempty"`
+	// AnsweredAt is when GitHub first delivered a recovered answer: how a button's answer is placed
+	// among the replies (see pendingAnswer).
+	AnsweredAt time.Time `json:"answered_at,omitzero"`
 }
 
 // JobID is the asynq task id of the payload: the comment id when there is one (GitHub sends an edited
