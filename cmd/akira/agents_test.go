@@ -121,8 +121,15 @@ func TestRealAgents(t *testing.T) {
 						calls++
 					}
 				}
-				if calls == 0 || usage.in != calls*fake.Usage.Input || usage.out != calls*fake.Usage.Output {
+				// Every call is metered for its input. A call the CLI gives up mid-stream (a side request
+				// cut short as it exits; seen once in CI: 161 of 240 output tokens) is metered as far as its
+				// stream went, the output its first event announced: the meter cannot count what never
+				// came. At most one such call.
+				full := calls * fake.Usage.Output
+				if calls == 0 || usage.in != calls*fake.Usage.Input || usage.out > full || usage.out < full-(fake.Usage.Output-1) {
 					t.Errorf("usage = %+v for %d model calls of %+v each", usage, calls, fake.Usage)
+				} else if usage.out < full {
+					t.Logf("one call was cut short: output %d of %d", usage.out, full)
 				}
 				if cost <= 0 {
 					t.Errorf("no cost recorded (usage %+v, requests %+v)", usage, fake.Requests())
