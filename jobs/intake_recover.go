@@ -145,7 +145,12 @@ func (h *Handler) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
 	if err != nil || !fresh {
 		return false, err
 	}
-	err = h.d.Enqueuer.EnqueueRecover(ctx, RecoverPayload{Epoch: epoch, Since: now})
+	// Through a client of its own: an asynq client names its queue in Redis once per process, so
+	// after the loss the inspector (the queue metrics, the dashboard) would not know the queue until
+	// a restart; a new client names it again.
+	client := asynq.NewClientFromRedisClient(h.d.Store.rdb)
+	defer client.Close() // leaves the store's connection pool open
+	err = NewEnqueuer(client, h.d.Enqueuer.opts).EnqueueRecover(ctx, RecoverPayload{Epoch: epoch, Since: now})
 	if err != nil && !errors.Is(err, ErrDuplicate) {
 		// Without its job the epoch would hide the loss: the next check tries again.
 		h.d.Store.dropEpoch(ctx, epoch)

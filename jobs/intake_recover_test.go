@@ -73,7 +73,8 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 			t.Fatalf("check %d = %v, %v; want %v", i, got, err, want)
 		}
 	}
-	if err := jh.store.rdb.Del(ctx, jh.store.epochKey()).Err(); err != nil {
+	// Redis loses the epoch, and asynq's list of queues with it.
+	if err := jh.store.rdb.Del(ctx, jh.store.epochKey(), "asynq:queues").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := jh.h.checkEpoch(ctx, now.Add(time.Second)); err != nil || !got {
@@ -81,6 +82,9 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 	}
 	if got := queued[RecoverPayload](jh, TypeRecover); len(got) != 2 || got[0].Epoch == got[1].Epoch {
 		t.Errorf("recoveries queued = %+v, want two of different epochs", got)
+	}
+	if qs, err := jh.insp.Queues(); err != nil || !slices.Contains(qs, jh.queue) {
+		t.Errorf("after the loss the inspector knows the queues %v (%v), not %s", qs, err, jh.queue)
 	}
 }
 
