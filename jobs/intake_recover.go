@@ -17,14 +17,15 @@ import (
 
 // Redis keeps the queue, and so the answers to escalations that were acknowledged to GitHub but not yet
 // acted on. When Redis loses its data (a restart without persistence, a FLUSHALL, a failover to an
-// empty replica), such an answer is in one place only: the comment on GitHub. Every worker checks,
-// a few times a minute, that Redis still holds the deployment's epoch key; the first to find it gone
-// writes a new one and queues one recover job. That job asks GitHub to deliver again the comments of
-// the recent window, marked as recovered: their intake acts only on answers (approve, retry, skip,
-// abort), silently, and the resume job applies one only if it is still the answer the run waits for:
-// the first answer after the run's latest escalation, read from the pull request's conversation. An
-// answer the run acted on before the loss is older than the escalation that followed it, or its task
-// is done on the branch, so it never acts twice.
+// empty replica), such an answer is in one place only: on GitHub, as a comment or as the delivery of a
+// check run's button. Every worker checks, every few seconds (the reaper's sweep), that Redis still
+// holds the deployment's epoch key; the first to find it gone writes a new one and queues one recover
+// job. That job asks GitHub to deliver again the comments and button presses of the recent window whose
+// intake Redis no longer has, marked as recovered: their intake acts only on answers (approve, retry,
+// skip, abort), silently, and the resume job applies one only if it is still the answer the run waits
+// for: the first answer after the run's latest escalation, read from the pull request's conversation.
+// An answer the run acted on before the loss is older than the escalation that followed it, or its
+// task is done on the branch, so it never acts twice.
 
 // TypeRecover is the job that replays the answers Redis may have lost.
 const TypeRecover = "akira:recover"
@@ -40,8 +41,6 @@ const (
 	// recoverClockSkew is how far after the loss (by Akira's clock) a delivery's time (by GitHub's) may
 	// be and still be looked at: what reached the new Redis is told apart by its intake task anyway.
 	recoverClockSkew = 2 * time.Minute
-	// epochCheckInterval is how often the reaper loop checks Redis for the epoch key.
-	epochCheckInterval = 5 * time.Second
 )
 
 // RecoverPayload is the payload of TypeRecover.
