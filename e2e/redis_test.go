@@ -287,6 +287,24 @@ func TestRedisFlushedAroundRollback(t *testing.T) {
 	}
 }
 
+// parkedWithNoWorker starts a run on a Redis of the test's own whose second task escalates, waits
+// for it to park, and stops its worker: what is delivered next waits in the queue.
+func parkedWithNoWorker(t *testing.T) (*redistest.Server, *env, *jobs.Run, githubtest.PullRequest) {
+	t.Helper()
+	srv := redistest.StartServer(t, false)
+	e := newEnvOn(t, true, srv.Addr)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Parked", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a flaky thing\n- [ ] Add three\n"})
+	first := e.startWorkerProcess("worker-1")
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	before := e.waitStatus(1, jobs.StatusParked)
+	pr := e.onlyPR(before.Branch)
+	must(t, first.Process.Signal(syscall.SIGTERM))
+	_ = first.Wait()
+	return srv, e, before, pr
+}
+
 // TestRedisFlushedBeforeTheAnswerActs: a run is parked on an escalation; its worker is stopped; a
 // person answers (`/akira retry` with the word the task needs) and the webhook acknowledges the
 // answer into the queue; then Redis loses everything before any job has acted on it. The answer is
@@ -296,18 +314,7 @@ func TestRedisFlushedAroundRollback(t *testing.T) {
 // nothing, and nothing is said twice. Redis is then wiped again after the run succeeded: the same
 // answer, replayed once more, is older than nothing it could still answer, and does nothing.
 func TestRedisFlushedBeforeTheAnswerActs(t *testing.T) {
-	srv := redistest.StartServer(t, false)
-	e := newEnvOn(t, true, srv.Addr)
-	e.createRepo(map[string]string{"README.md": "# demo\n"})
-	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Answered", User: "alice",
-		Body: "- [ ] Add one\n- [ ] Add a flaky thing\n- [ ] Add three\n"})
-	first := e.startWorkerProcess("worker-1")
-
-	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	before := e.waitStatus(1, jobs.StatusParked)
-	pr := e.onlyPR(before.Branch)
-	must(t, first.Process.Signal(syscall.SIGTERM))
-	_ = first.Wait()
+	srv, e, before, pr := parkedWithNoWorker(t)
 
 	answer := e.comment(pr.Number, "alice", "/akira retry say MAGIC-WORD", true, http.StatusAccepted)
 	must(t, srv.Wipe(context.Background()))
@@ -367,17 +374,7 @@ func TestRedisFlushedBeforeTheAnswerActs(t *testing.T) {
 // by the check run's Approve button: GitHub's conversation does not hold it, but its delivery does, and
 // the recovery places it at the time GitHub first delivered it, after the escalation.
 func TestRedisFlushedBeforeTheButtonActs(t *testing.T) {
-	srv := redistest.StartServer(t, false)
-	e := newEnvOn(t, true, srv.Addr)
-	e.createRepo(map[string]string{"README.md": "# demo\n"})
-	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Pressed", User: "alice",
-		Body: "- [ ] Add one\n- [ ] Add a flaky thing\n- [ ] Add three\n"})
-	first := e.startWorkerProcess("worker-1")
-	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	before := e.waitStatus(1, jobs.StatusParked)
-	pr := e.onlyPR(before.Branch)
-	must(t, first.Process.Signal(syscall.SIGTERM))
-	_ = first.Wait()
+	srv, e, before, pr := parkedWithNoWorker(t)
 
 	cr := e.latestCheckRuns()["akira: 1.2 Add a flaky thing"]
 	e.deliver("check_run", "button-"+randomHex(t, 4), map[string]any{

@@ -246,7 +246,7 @@ func (h *Handler) HandleRecover(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.job(TypeRecover, ResultNoop)
 		return nil
 	}
-	res, err := Recover(ctx, h.d.Deliveries, h.d.Store, p.Since, h.intakeLost)
+	res, err := Recover(ctx, h.d.Deliveries, h.d.Store, p.Since, h.intakeLost())
 	if err != nil {
 		h.d.Metrics.job(TypeRecover, ResultRetry)
 		return err
@@ -256,21 +256,24 @@ func (h *Handler) HandleRecover(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-// intakeLost reports whether Redis no longer has the intake task of a delivery (the webhook enqueues
-// it, with the delivery's GUID in its id, before it answers GitHub).
-func (h *Handler) intakeLost(ctx context.Context, guid string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
+// intakeLost returns a check of whether Redis no longer has the intake task of a delivery (the webhook
+// enqueues it, with the delivery's GUID in its id, before it answers GitHub).
+func (h *Handler) intakeLost() func(ctx context.Context, guid string) (bool, error) {
 	insp := asynq.NewInspectorFromRedisClient(h.d.Store.rdb) // shares the store's pool; not closed
-	_, err := insp.GetTaskInfo(h.d.Enqueuer.opts.withDefaults().Queue, IntakePayload{DeliveryID: guid}.JobID())
-	switch {
-	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
-		return true, nil
-	case err != nil:
-		return false, fmt.Errorf("intake task of %s: %w", guid, err)
+	queue := h.d.Enqueuer.opts.withDefaults().Queue
+	return func(ctx context.Context, guid string) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		_, err := insp.GetTaskInfo(queue, IntakePayload{DeliveryID: guid}.JobID())
+		switch {
+		case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+			return true, nil
+		case err != nil:
+			return false, fmt.Errorf("intake task of %s: %w", guid, err)
+		}
+		return false, nil
 	}
-	return false, nil
 }
 
 // pendingAnswer reports whether a recovered decision is still the answer run waits for: the first

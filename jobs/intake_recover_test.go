@@ -43,7 +43,7 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 		Comment: &CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Recover(ctx, f, jh.store, since, jh.h.intakeLost)
+	res, err := Recover(ctx, f, jh.store, since, jh.h.intakeLost())
 	if err != nil {
 		t.Fatal(err)
 	}

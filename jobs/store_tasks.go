@@ -69,14 +69,14 @@ func (c *taskCache) put(r *Run, sums []uint64) {
 	c.keep(r.ID, cachedTasks{rev: r.Rev, created: r.CreatedAt, tasks: r.Tasks, sums: sums}, !r.Status.Terminal())
 }
 
-func (c *taskCache) keep(id string, e cachedTasks, keep bool) {
+func (c *taskCache) keep(id string, e cachedTasks, live bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.runs == nil {
 		c.runs = map[string]cachedTasks{}
 	}
 	c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
-	if !keep {
+	if !live {
 		delete(c.runs, id)
 		return
 	}

@@ -210,12 +210,14 @@ type growth struct {
 
 func (g growth) ratio() float64 { return float64(g.lastCPU) / float64(g.firstCPU) }
 
+// median is the middle of xs (the upper one of an even count).
+func median[T cmp.Ordered](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
 func taskGrowth(b *testing.B, n int) {
-	median := func(ds []time.Duration) time.Duration {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	for range b.N {
 		var runs []growth
@@ -250,12 +252,7 @@ func taskGrowth(b *testing.B, n int) {
 			if err != nil || out.Status != StatusSucceeded || len(wall) != n {
 				b.Fatalf("Run: %v (%s), %d checkpoints of %d", err, out.Status, len(wall), n)
 			}
-			mid := func(fs []float64) float64 {
-				s := slices.Clone(fs)
-				slices.Sort(s)
-				return s[len(s)/2]
-			}
-			runs = append(runs, growth{stepped: mid(per[n-20:]) / mid(per[:20]), first: median(wall[:20]), last: median(wall[n-20:]),
+			runs = append(runs, growth{stepped: median(per[n-20:]) / median(per[:20]), first: median(wall[:20]), last: median(wall[n-20:]),
 				firstCPU: median(cpu[:20]), lastCPU: median(cpu[n-20:]), firstSelf: median(self[:20]), lastSelf: median(self[n-20:]),
 				floorFirst: median(floor[:20]), floorLast: median(floor[n-20:])})
 		}
