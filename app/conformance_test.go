@@ -2,6 +2,8 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,12 +14,21 @@ import (
 	"github.com/akira-bot/akira/jobs"
 )
 
-// fixturesDir finds the shared GitHub fixtures: the "shared" folder beside the repository root.
+// fixturesDir finds the shared GitHub fixtures: the "shared" folder beside the repository root. The
+// test is skipped without them.
 func fixturesDir(t *testing.T) string {
 	t.Helper()
+	fx, err := findFixtures()
+	if err != nil {
+		t.Skip(err)
+	}
+	return fx
+}
+
+func findFixtures() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -25,15 +36,15 @@ func fixturesDir(t *testing.T) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skip("no go.mod above the test's directory")
+			return "", errors.New("no go.mod above the test's directory")
 		}
 		dir = parent
 	}
 	fx := filepath.Join(dir, "..", "shared", "fixtures", "github")
 	if _, err := os.Stat(filepath.Join(fx, "webhooks")); err != nil {
-		t.Skipf("no shared GitHub fixtures beside the repository (%v)", err)
+		return "", fmt.Errorf("no shared GitHub fixtures beside the repository (%w)", err)
 	}
-	return fx
+	return fx, nil
 }
 
 // fixtureOutcomes is what the webhook server answers to each of GitHub's example payloads. It acts on

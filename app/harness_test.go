@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
@@ -70,7 +71,8 @@ type harness struct {
 	nextID atomic.Int64
 
 	obsMu    sync.Mutex
-	observed []string // "event result" of every delivery, as Deps.Observe saw them
+	observed []string        // "event result" of every delivery, as Deps.Observe saw them
+	took     []time.Duration // how long each of them was held, in the same order
 }
 
 type harnessOption func(*harnessSetup)
@@ -106,10 +108,11 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	h := &harness{t: t, gh: fake, enq: &recordingEnqueuer{}, logs: &syncBuffer{}, cfg: cfg}
 	logger := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	handler, err := NewServer(cfg, Deps{Enqueuer: h.enq, Readiness: setup.readiness, Logger: logger,
-		Observe: func(event, result string) {
+		Observe: func(event, result string, took time.Duration) {
 			h.obsMu.Lock()
 			defer h.obsMu.Unlock()
 			h.observed = append(h.observed, event+" "+result)
+			h.took = append(h.took, took)
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -53,9 +53,10 @@ type Deps struct {
 	// Logger receives every log line; nil means slog.Default().
 	Logger *slog.Logger
 	// Observe, when set, is told the event and the result (accepted, ignored, refused, rejected, ...) of
-	// every delivery, for metrics. Event names outside the ones Akira handles are reported as "other", so
-	// that unauthenticated requests cannot blow up a metric's label set.
-	Observe func(event, result string)
+	// every delivery, and how long the server held it (from the handler's start, the request's headers
+	// read, to its answer written), for metrics. Event names outside the ones Akira handles are
+	// reported as "other", so that unauthenticated requests cannot blow up a metric's label set.
+	Observe func(event, result string, took time.Duration)
 }
 
 type server struct {
@@ -63,7 +64,7 @@ type server struct {
 	enq    Enqueuer
 	health *Health
 	log    *slog.Logger
-	obs    func(event, result string)
+	obs    func(event, result string, took time.Duration)
 }
 
 var setGinMode sync.Once

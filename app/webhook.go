@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 )
@@ -69,6 +70,7 @@ func (d *delivery) attrs() []any {
 }
 
 func (s *server) webhook(c *gin.Context) {
+	start := time.Now()
 	r := c.Request
 	d := &delivery{id: r.Header.Get("X-GitHub-Delivery"), event: r.Header.Get("X-GitHub-Event")}
 	c.Set(deliveryKey, d)
@@ -81,7 +83,7 @@ func (s *server) webhook(c *gin.Context) {
 	}
 	s.respond(c, d, ans)
 	if s.obs != nil {
-		s.obs(metricEvent(d.event), ans.result)
+		s.obs(metricEvent(d.event), ans.result, time.Since(start))
 	}
 }
 

@@ -323,7 +323,7 @@ func TestServeShutsDownWithContext(t *testing.T) {
 }
 
 // Deps.Observe sees every delivery's event and result, with event names outside the known set folded into
-// "other" so that unsigned requests cannot invent metric labels.
+// "other" so that unsigned requests cannot invent metric labels, and how long each was held.
 func TestWebhookObserve(t *testing.T) {
 	h := newHarness(t)
 	h.send("ping", pingPayload())
@@ -337,6 +337,11 @@ func TestWebhookObserve(t *testing.T) {
 	want := []string{"ping acknowledged", "ping rejected", "other rejected", "other ignored"}
 	if strings.Join(h.observed, ",") != strings.Join(want, ",") {
 		t.Fatalf("observed %q, want %q", h.observed, want)
+	}
+	for i, took := range h.took {
+		if took <= 0 || took > time.Minute {
+			t.Errorf("delivery %d (%s) held for %v", i, h.observed[i], took)
+		}
 	}
 }
 

@@ -254,6 +254,7 @@ func TestServeEndToEnd(t *testing.T) {
 	_, metrics := httpGet(t, adminBase(t, base)+"/metrics")
 	for _, want := range []string{
 		`akira_webhooks_total{event="issue_comment",result="accepted"} 2`,
+		`akira_webhook_ack_seconds_count{event="issue_comment",result="accepted"} 2`,
 		`akira_jobs_total{result="succeeded",type="akira:run"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// stdDecodeEvent is decodeEvent with encoding/json alone: the reference the faster decoder must agree
+// with.
+func stdDecodeEvent(event string, payload []byte) (envelope, any, error) {
+	ev, env := newEvent(event)
+	if ev == nil {
+		var e envelope
+		if err := json.Unmarshal(payload, &e); err != nil {
+			return envelope{}, nil, errors.New("body is not a JSON webhook payload")
+		}
+		return e, nil, nil
+	}
+	if err := json.Unmarshal(payload, ev); err != nil {
+		if _, wrongType := errors.AsType[*json.UnmarshalTypeError](err); wrongType {
+			return envelope{}, nil, errors.New("malformed " + event + " payload")
+		}
+		return envelope{}, nil, errors.New("body is not a JSON webhook payload")
+	}
+	return *env, ev, nil
+}
+
+// decodeEvents are the events decodeEvent has a struct for, and one it has not.
+var decodeEvents = []string{"issue_comment", "push", "pull_request", "pull_request_review",
+	"pull_request_review_comment", "check_run", "issues", "check_suite", "workflow_run", "status", "ping"}
+
+// checkDecodeAgrees fails when decodeEvent and encoding/json read a payload differently: another
+// value, or a refusal on one side only (the faster decoder must refuse nothing the standard library
+// reads, and accept nothing it refuses).
+func checkDecodeAgrees(t *testing.T, event string, payload []byte) {
+	t.Helper()
+	gotEnv, gotEv, gotErr := decodeEvent(event, payload)
+	wantEnv, wantEv, wantErr := stdDecodeEvent(event, payload)
+	if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
+		t.Fatalf("%s %q: error %v, encoding/json says %v", event, payload, gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(gotEnv, wantEnv) || !reflect.DeepEqual(gotEv, wantEv) {
+		t.Fatalf("%s %q: decoded %+v %+v, encoding/json %+v %+v", event, payload, gotEnv, gotEv, wantEnv, wantEv)
+	}
+}
+
+// TestDecodeAgreesOnGitHubExamples reads every example payload GitHub documents (when the shared
+// fixtures are beside the repository) as its own event and as every other: the same values as
+// encoding/json, field for field.
+func TestDecodeAgreesOnGitHubExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(fixturesDir(t), "webhooks", "*", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, event := range append([]string{filepath.Base(filepath.Dir(file))}, decodeEvents...) {
+			checkDecodeAgrees(t, event, body)
+		}
+	}
+}
+
+// FuzzDecodeAgrees mutates payloads of every kind Akira reads, wrong types, odd numbers, escapes,
+// duplicate keys, invalid UTF-8 and all, and requires the same reading as encoding/json's.
+func FuzzDecodeAgrees(f *testing.F) {
+	for _, seed := range []string{
+		`{"action":"created","installation":{"id":5},"repository":{"id":1,"full_name":"o/r","name":"r","owner":{"login":"o"},"default_branch":"main"},"sender":{"login":"alice","id":7,"type":"User"},"issue":{"number":3,"pull_request":{"url":"u"},"user":{"login":"bob"}},"comment":{"id":9,"body":"/akira run\n","user":{"login":"alice"}}}`,
+		`{"ref":"refs/heads/main","before":"0000","after":"abcd","commits":[{"id":"abcd","added":["ROADMAP.md"],"modified":[],"removed":[]}],"head_commit":null,"repository":{"full_name":"o/p"}}`,
+		`{"action":"requested_action","check_run":{"id":4,"external_id":"run-1","head_sha":"ab","app":{"id":3}},"requested_action":{"identifier":"approve"}}`,
+		`{"action":"opened","pull_request":{"number":2,"head":{"ref":"akira/x","sha":"cd","repo":{"full_name":"o/r"}},"base":{"ref":"main"},"user":{"login":"u"}}}`,
+		`{"comment":{"id":"seven"}}`,
+		`{"installation":{"id":1e3}}`,
+		`{"action":"\u0063reated","ACTION":"x","action":"edited"}`,
+		"{\"sender\":{\"login\":\"\xff\xfe\"}}",
+		`{"repository":{"full_name":"o/r"}} trailing`,
+		`[1,2,3]`,
+		`null`,
+		`{"":{{}}}`,
+		`{"a":01,"action":"created"}`,
+		"{\"\":\"\\,8\",\"ACTI\\",
+	} {
+		for _, event := range decodeEvents {
+			f.Add(event, []byte(seed))
+		}
+	}
+	if dir, err := findFixtures(); err == nil {
+		files, _ := filepath.Glob(filepath.Join(dir, "webhooks", "*", "*.json"))
+		for _, file := range files {
+			if body, err := os.ReadFile(file); err == nil {
+				f.Add(filepath.Base(filepath.Dir(file)), body)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, event string, payload []byte) {
+		if !strings.Contains(strings.Join(decodeEvents, " "), event) {
+			event = "issue_comment"
+		}
+		checkDecodeAgrees(t, event, payload)
+	})
+}
