@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -86,6 +87,8 @@ func FuzzDecodeAgrees(f *testing.F) {
 		`{"":{{}}}`,
 		`{"a":01,"action":"created"}`,
 		"{\"\":\"\\,8\",\"ACTI\\",
+		strings.Repeat("[", 20000),
+		`{"a":` + strings.Repeat(`{"b":`, 12000) + "1" + strings.Repeat("}", 12000) + "}",
 	} {
 		for _, event := range decodeEvents {
 			f.Add(event, []byte(seed))
@@ -105,4 +108,49 @@ func FuzzDecodeAgrees(f *testing.F) {
 		}
 		checkDecodeAgrees(t, event, payload)
 	})
+}
+
+// TestDecodeDeepNesting sends bodies that nest far deeper than any payload: the answer is a refusal
+// (or, for the one that nests where Akira reads nothing, a reading), never a crash of the process.
+// segmentio's decoder has no depth limit and overflows the stack on these.
+func TestDecodeDeepNesting(t *testing.T) {
+	for _, open := range []string{"[", `{"a":`, `{"repository":[`, `{"action":{"x":`} {
+		for _, depth := range []int{maxNesting - 1, maxNesting + 1, 4 << 20 / len(open)} {
+			body := append(bytes.Repeat([]byte(open), depth), '1')
+			for _, event := range []string{"issue_comment", "ping"} {
+				if _, _, err := decodeEvent(event, body); err == nil {
+					t.Errorf("%s, %q × %d: read, want a refusal", event, open, depth)
+				}
+			}
+		}
+	}
+	// Deep but within encoding/json's limit, and closed: read, by both decoders alike.
+	deep := `{"action":"created","x":` + strings.Repeat("[", 500) + strings.Repeat("]", 500) + `}`
+	checkDecodeAgrees(t, "issue_comment", []byte(deep))
+}
+
+// BenchmarkDecodeEvent reads GitHub's own issue_comment example (16 kB, when the shared fixtures are
+// beside the repository) with encoding/json alone and with decodeEvent.
+func BenchmarkDecodeEvent(b *testing.B) {
+	dir, err := findFixtures()
+	if err != nil {
+		b.Skip(err)
+	}
+	body, err := os.ReadFile(filepath.Join(dir, "webhooks", "issue_comment", "created.with-installation.payload.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		decode func(string, []byte) (envelope, any, error)
+	}{{"encoding-json", stdDecodeEvent}, {"decodeEvent", decodeEvent}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, _, err := c.decode("issue_comment", body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -73,6 +73,14 @@ func main() {
 			fmt.Fprintf(os.Stderr, "bench: %s failed: %v\n", s.what, err)
 			os.Exit(1)
 		}
+		// A benchmark that skips (a tool missing on this machine) gives no figures: say why now, so
+		// that the table's "missing" at the end is not the first word of it.
+		lines := strings.Split(out.String(), "\n")
+		for i, line := range lines {
+			if strings.Contains(line, "--- SKIP:") && i > 0 {
+				fmt.Fprintf(os.Stderr, "bench: %s skipped: %s\n", strings.TrimSpace(strings.TrimPrefix(line, "--- SKIP:")), strings.TrimSpace(lines[i-1]))
+			}
+		}
 		for _, m := range figureRE.FindAllStringSubmatch(out.String(), -1) {
 			v, err := strconv.ParseFloat(m[2], 64)
 			if err == nil {
