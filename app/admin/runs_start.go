@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -66,9 +67,21 @@ const (
 	maxPlanBytes = 60 << 10
 )
 
-// referenceRE keeps a caller's reference plain text wherever it is shown (a pull request's title
-// and summary are markdown).
-var referenceRE = regexp.MustCompile(`^[\p{L}\p{N} ._:/#@+=-]{1,200}$`)
+// plainReference keeps a caller's reference plain text wherever it is shown (a pull request's title
+// and summary are markdown): 1 to 200 letters, digits, spaces and . _ : / # @ + = -. A loop, not a
+// regexp: `[\p{L}\p{N}…]{1,200}` compiles to 200 copies of the Unicode letter table, 7.7 MB
+// allocated at every start and about 2 MiB kept for the life of the process.
+func plainReference(s string) bool {
+	if s == "" || utf8.RuneCountInString(s) > 200 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsNumber(r) && !strings.ContainsRune(" ._:/#@+=-", r) {
+			return false
+		}
+	}
+	return true
+}
 
 var branchNameBad = []string{" ", "~", "^", ":", "?", "*", "[", "\\", "..", "@{"}
 
@@ -108,7 +121,7 @@ func checkStart(b StartBody) (status int, msg string) {
 		return http.StatusBadRequest, "base " + strconv.Quote(b.Base) + " is not a branch name"
 	case b.Budget < 0:
 		return http.StatusBadRequest, "budget must be a positive number of US dollars"
-	case b.Reference != "" && !referenceRE.MatchString(b.Reference):
+	case b.Reference != "" && !plainReference(b.Reference):
 		return http.StatusBadRequest, "reference must be at most 200 letters, digits, spaces and . _ : / # @ + = - (a ticket id or a link)"
 	case b.Agent != "" && !validBranch(b.Agent):
 		return http.StatusBadRequest, "agent " + strconv.Quote(b.Agent) + " is not a profile name"

@@ -232,3 +232,30 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestPlainReference pins what a caller's reference may hold: what the former regexp
+// `^[\p{L}\p{N} ._:/#@+=-]{1,200}$` allowed, letters and digits of any script included.
+func TestPlainReference(t *testing.T) {
+	tests := []struct {
+		ref  string
+		want bool
+	}{
+		{"chat-42", true},
+		{"JIRA-1234 https://tracker.example/browse/JIRA-1234", true},
+		{"チケット 七", true},
+		{"x²", true},
+		{strings.Repeat("é", 200), true},
+		{strings.Repeat("é", 201), false},
+		{"", false},
+		{"[win](https://evil.example)", false},
+		{"a\nb", false},
+		{"<script>", false},
+		{"tab\there", false},
+		{"bad \xff utf-8", false},
+	}
+	for _, tt := range tests {
+		if got := plainReference(tt.ref); got != tt.want {
+			t.Errorf("plainReference(%q) = %v, want %v", tt.ref, got, tt.want)
+		}
+	}
+}
