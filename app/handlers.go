@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -88,6 +89,8 @@ func unmarshal(payload []byte, v any) error {
 		if err := segjson.Unmarshal(payload, v); err == nil {
 			return nil
 		}
+		// What it filled before it stopped is not the standard library's to build on.
+		reflect.ValueOf(v).Elem().SetZero()
 	}
 	return json.Unmarshal(payload, v)
 }
