@@ -21,15 +21,21 @@ import (
 // was most of the webhook's own time. Events Akira does not act on get the envelope only, for the log
 // line. A body that is not JSON at all, and one whose fields have the wrong types, are told apart.
 func decodeEvent(event string, payload []byte) (envelope, any, error) {
+	return decodeEventWith(unmarshal, event, payload)
+}
+
+// decodeEventWith is decodeEvent reading with the given decoder (encoding/json's in the test that
+// holds unmarshal to it).
+func decodeEventWith(read func([]byte, any) error, event string, payload []byte) (envelope, any, error) {
 	ev, env := newEvent(event)
 	if ev == nil {
 		var e envelope
-		if err := unmarshal(payload, &e); err != nil {
+		if err := read(payload, &e); err != nil {
 			return envelope{}, nil, errors.New("body is not a JSON webhook payload")
 		}
 		return e, nil, nil
 	}
-	if err := unmarshal(payload, ev); err != nil {
+	if err := read(payload, ev); err != nil {
 		if _, wrongType := errors.AsType[*json.UnmarshalTypeError](err); wrongType {
 			return envelope{}, nil, errors.New("malformed " + event + " payload")
 		}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -212,21 +211,12 @@ func githubSizedComment(installation int64, owner, repo, author, body string) ma
 		u := map[string]any{"login": login, "id": id, "node_id": "MDQ6VXNlcjIxMDMxMDY3", "gravatar_id": "",
 			"avatar_url": fmt.Sprintf("https://avatars.githubusercontent.com/u/%d?v=4", id),
 			"html_url":   web + "/" + login, "type": "User", "site_admin": false, "user_view_type": "public"}
-		for _, k := range []string{"", "followers", "following{/other_user}", "gists{/gist_id}", "starred{/owner}{/repo}",
-			"subscriptions", "orgs", "repos", "events{/privacy}", "received_events"} {
-			name := strings.TrimSuffix(strings.SplitN(k, "{", 2)[0], "s") + "s_url"
-			switch k {
-			case "":
-				u["url"] = api + "/users/" + login
-				continue
-			case "orgs":
-				name = "organizations_url"
-			case "following{/other_user}":
-				name = "following_url"
-			case "subscriptions":
-				name = "subscriptions_url"
-			}
-			u[name] = api + "/users/" + login + "/" + k
+		u["url"] = api + "/users/" + login
+		for field, path := range map[string]string{"followers_url": "followers", "following_url": "following{/other_user}",
+			"gists_url": "gists{/gist_id}", "starred_url": "starred{/owner}{/repo}", "subscriptions_url": "subscriptions",
+			"organizations_url": "orgs", "repos_url": "repos", "events_url": "events{/privacy}",
+			"received_events_url": "received_events"} {
+			u[field] = api + "/users/" + login + "/" + path
 		}
 		return u
 	}
@@ -245,18 +235,20 @@ func githubSizedComment(installation int64, owner, repo, author, body string) ma
 		"license": nil, "allow_forking": true, "is_template": false, "web_commit_signoff_required": false,
 		"topics": []string{}, "visibility": "public", "forks": 0, "open_issues": 2, "watchers": 0,
 		"default_branch": "main", "custom_properties": map[string]any{}}
-	for _, k := range []string{"forks", "keys{/key_id}", "collaborators{/collaborator}", "teams", "hooks",
-		"issues/events{/number}", "events", "assignees{/user}", "branches{/branch}", "tags", "git/blobs{/sha}",
-		"git/tags{/sha}", "git/refs{/sha}", "git/trees{/sha}", "statuses/{sha}", "languages", "stargazers",
-		"contributors", "subscribers", "subscription", "commits{/sha}", "git/commits{/sha}", "comments{/number}",
-		"issues/comments{/number}", "contents/{+path}", "compare/{base}...{head}", "merges", "{archive_format}{/ref}",
-		"downloads", "issues{/number}", "pulls{/number}", "milestones{/number}", "notifications{?since,all,participating}",
-		"labels{/name}", "releases{/id}", "deployments"} {
-		name := strings.NewReplacer("/", "_", "{", "", "}", "").Replace(strings.SplitN(k, "{", 2)[0])
-		if name == "" {
-			name = "archive"
-		}
-		r[strings.TrimSuffix(name, "_")+"_url"] = api + "/repos/" + full + "/" + k
+	for field, path := range map[string]string{"forks_url": "forks", "keys_url": "keys{/key_id}",
+		"collaborators_url": "collaborators{/collaborator}", "teams_url": "teams", "hooks_url": "hooks",
+		"issue_events_url": "issues/events{/number}", "events_url": "events", "assignees_url": "assignees{/user}",
+		"branches_url": "branches{/branch}", "tags_url": "tags", "blobs_url": "git/blobs{/sha}",
+		"git_tags_url": "git/tags{/sha}", "git_refs_url": "git/refs{/sha}", "trees_url": "git/trees{/sha}",
+		"statuses_url": "statuses/{sha}", "languages_url": "languages", "stargazers_url": "stargazers",
+		"contributors_url": "contributors", "subscribers_url": "subscribers", "subscription_url": "subscription",
+		"commits_url": "commits{/sha}", "git_commits_url": "git/commits{/sha}", "comments_url": "comments{/number}",
+		"issue_comment_url": "issues/comments{/number}", "contents_url": "contents/{+path}",
+		"compare_url": "compare/{base}...{head}", "merges_url": "merges", "archive_url": "{archive_format}{/ref}",
+		"downloads_url": "downloads", "issues_url": "issues{/number}", "pulls_url": "pulls{/number}",
+		"milestones_url": "milestones{/number}", "notifications_url": "notifications{?since,all,participating}",
+		"labels_url": "labels{/name}", "releases_url": "releases{/id}", "deployments_url": "deployments"} {
+		r[field] = api + "/repos/" + full + "/" + path
 	}
 	issueURL := api + "/repos/" + full + "/issues/1"
 	issue := map[string]any{"url": issueURL, "repository_url": api + "/repos/" + full,
