@@ -487,7 +487,7 @@ func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd command.Com
 	if cmd.Name == command.CmdRemember {
 		// The id comes from the comment: a retried or redelivered command keeps one lesson.
 		sum := sha256.Sum256([]byte("remember:" + strconv.FormatInt(c.ID, 10)))
-		l, err := mem.Add(ctx, lessons.Lesson{ID: "L" + hex.EncodeToString(sum[:4]), Text: cmd.Guidance, Source: "note by @" + c.Author, Author: c.Author})
+		l, err := mem.Add(ctx, lessons.Lesson{ID: "L" + hex.EncodeToString(sum[:4]), Text: cmd.Guidance, Origin: lessons.OriginPerson, Source: "note by @" + c.Author, Author: c.Author})
 		if err != nil {
 			return "", err
 		}

@@ -122,7 +122,7 @@ func reviewLessons(run *Run, comments []ReviewComment) []lessons.Lesson {
 	var out []lessons.Lesson
 	if body := strings.TrimSpace(rv.Body); body != "" {
 		out = append(out, lessons.Lesson{ID: lessons.IDFor(fmt.Sprintf("%s/review-%d", run.Repo, rv.ID)), Text: clipText(body, maxReviewLesson),
-			Source: source, Author: rv.By, Link: run.SourceURL})
+			Origin: lessons.OriginPerson, Source: source, Author: rv.By, Link: run.SourceURL})
 	}
 	for _, c := range comments {
 		body := c.Body
@@ -134,7 +134,7 @@ func reviewLessons(run *Run, comments []ReviewComment) []lessons.Lesson {
 		}
 		l := lessons.Lesson{ID: lessons.IDFor(fmt.Sprintf("%s/review-comment-%d", run.Repo, c.ID)),
 			Text:   fmt.Sprintf("On %s: %s", c.Path, clipText(body, maxReviewLesson)),
-			Source: source, Author: cmp.Or(c.User, rv.By)}
+			Origin: lessons.OriginPerson, Source: source, Author: cmp.Or(c.User, rv.By)}
 		if run.PRURL != "" {
 			l.Link = fmt.Sprintf("%s#discussion_r%d", run.PRURL, c.ID)
 		}

@@ -683,11 +683,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		lessons: learnt, files: e.contextFor(t)})
 	var used []string
 	for _, l := range learnt {
-		line := l.ID + ": " + oneLine(l.Text)
-		if l.Link != "" {
-			line += " ([source](" + l.Link + "))"
-		}
-		used = append(used, line)
+		used = append(used, lessonLine(l))
 	}
 	if err := e.emit(ctx, e.taskEvent(EventAttemptStarted, t, Event{Attempt: n, MaxAttempts: e.o.MaxAttempts, Feedback: feedback, Lessons: used})); err != nil {
 		return nil, err

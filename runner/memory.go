@@ -23,11 +23,14 @@ func (e *engine) lessonsFor(ctx context.Context, t *roadmap.Task) []lessons.Less
 	if e.o.Lessons == nil {
 		return nil
 	}
-	all, err := e.o.Lessons.List(ctx)
+	kept, err := e.o.Lessons.List(ctx)
 	if err != nil {
 		e.o.Logger.Warn("runner: lessons unavailable", "err", err)
 		return nil
 	}
+	// The automatic lessons of earlier versions quote command output an agent may have written:
+	// they take no place in a prompt.
+	all := slices.DeleteFunc(kept, func(l lessons.Lesson) bool { return !l.Shown() })
 	query := strings.Join(append([]string{t.Title, t.Phase, t.Notes, t.Description}, t.Accept...), " ")
 	if e.o.Semantic != nil {
 		found, err := e.o.Semantic.Rank(ctx, all, query, maxPromptLessons, promptLessonBudget)
@@ -46,7 +49,7 @@ func (e *engine) learn(ctx context.Context, t *roadmap.Task, guide Decision) {
 	if e.o.Lessons == nil || guidance == "" || e.o.DryRun {
 		return
 	}
-	l := lessons.Lesson{Text: guidance, Source: fmt.Sprintf("retry guidance for %s %s", t.ID, oneLine(t.Title)),
+	l := lessons.Lesson{Text: guidance, Origin: lessons.OriginPerson, Source: fmt.Sprintf("retry guidance for %s %s", t.ID, oneLine(t.Title)),
 		Author: guide.By, Link: guide.Link, Run: e.out.RunID}
 	if _, err := e.o.Lessons.Add(ctx, l); err != nil {
 		e.o.Logger.Warn("runner: lesson not kept", "task", t.ID, "err", err)
@@ -73,8 +76,9 @@ func (e *engine) teach(ctx context.Context) {
 }
 
 // learnFix keeps what a task's own attempts found out: a verification command failed, and a later
-// attempt made it pass by changing these files. The output digest is the repository's own (its
-// commands' output), kept short; it only ever reaches prompts of the same repository.
+// attempt made it pass by changing these files. It keeps the command and the file names only: the
+// output is written by whatever the agent made the command run, so none of it is kept, and prompts
+// quote the lesson as data (see buildPrompt).
 func (e *engine) learnFix(ctx context.Context, t *roadmap.Task, f *failure) {
 	if e.o.Lessons == nil || e.o.DryRun {
 		return
@@ -89,21 +93,28 @@ func (e *engine) learnFix(ctx context.Context, t *roadmap.Task, f *failure) {
 	if failed.Command == "" {
 		return
 	}
-	digest := strings.Join(keyLines(failed.Output, 2), " / ")
-	if r := []rune(digest); len(r) > 200 {
-		digest = string(r[:200]) + "…"
-	}
 	// The plan file changed only by Akira's tick: not part of the fix.
 	files := slices.DeleteFunc(slices.Clone(e.lastChanged), func(p string) bool { return p == e.roadmapPath })
 	if len(files) == 0 {
 		return
 	}
-	if n := len(files); n > 8 {
-		files = append(files[:8:8], fmt.Sprintf("%d more", n-8))
-	}
-	text := fmt.Sprintf("`%s` failed (%s); what made it pass was a change to %s.", oneLine(failed.Command), oneLine(digest), strings.Join(files, ", "))
-	l := lessons.Lesson{Text: text, Source: fmt.Sprintf("a failure fixed in %s %s", t.ID, oneLine(t.Title)), Run: e.out.RunID}
+	l := lessons.Recording(failed.Command, files, fmt.Sprintf("a failure fixed in %s %s", t.ID, oneLine(t.Title)))
+	l.Run = e.out.RunID
 	if _, err := e.o.Lessons.Add(ctx, l); err != nil {
 		e.o.Logger.Warn("runner: lesson not kept", "task", t.ID, "err", err)
 	}
+}
+
+// lessonLine names a lesson given to an attempt, for its event and the check run (markdown). An
+// automatic lesson's text holds file names an agent chose: it is shown as code, so it can neither
+// link, mention nor format anything, and says who wrote it.
+func lessonLine(l lessons.Lesson) string {
+	if l.Recorded() {
+		return l.ID + ": recorded by Akira (data, not a rule): " + codeSpan(oneLine(l.Text))
+	}
+	line := l.ID + ": " + oneLine(l.Text)
+	if l.Link != "" {
+		line += " ([source](" + l.Link + "))"
+	}
+	return line
 }

@@ -112,9 +112,9 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 					return nil
 				}
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tDATE\tSOURCE\tLESSON")
+				fmt.Fprintln(tw, "ID\tDATE\tBY\tSOURCE\tLESSON")
 				for _, l := range ls {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.ID, l.Created.Format("2006-01-02"), truncateText(l.Source, 40), truncateText(l.Text, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.ID, l.Created.Format("2006-01-02"), lessonBy(l), truncateText(l.Source, 40), truncateText(oneLineText(l.Text), 60))
 				}
 				return tw.Flush()
 			case args[0] == "show" && len(args) == 2:
@@ -124,7 +124,7 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 				}
 				for _, l := range ls {
 					if l.ID == args[1] {
-						fmt.Fprintf(out, "%s · %s · %s", l.ID, l.Created.Format("2006-01-02"), l.Source)
+						fmt.Fprintf(out, "%s · %s · %s · %s", l.ID, l.Created.Format("2006-01-02"), lessonBy(l), l.Source)
 						if l.Author != "" {
 							fmt.Fprintf(out, " · by %s", l.Author)
 						}
@@ -154,7 +154,7 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 				if app != "" {
 					source = "operator note"
 				}
-				l, err := store.Add(ctx, lessons.Lesson{Text: strings.Join(args[1:], " "), Source: source, Author: os.Getenv("USER")})
+				l, err := store.Add(ctx, lessons.Lesson{Text: strings.Join(args[1:], " "), Origin: lessons.OriginPerson, Source: source, Author: os.Getenv("USER")})
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -169,6 +169,21 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 	cmd.Flags().Int64Var(&installation, "installation", 0, "with --app: the installation id (needed only before the repository has any lesson, or when several installations do)")
 	return cmd
 }
+
+// lessonBy says who a lesson comes from, which is how prompts show it: a person's is guidance, one
+// Akira recorded is quoted as data, and an automatic lesson of an earlier version (it quotes command
+// output) is not shown at all.
+func lessonBy(l lessons.Lesson) string {
+	switch {
+	case l.Taught():
+		return "person"
+	case l.Recorded():
+		return "akira (data)"
+	}
+	return "old automatic (hidden)"
+}
+
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func truncateText(s string, n int) string {
 	if r := []rune(s); len(r) > n {

@@ -1,7 +1,12 @@
 // Package lessons is a repository's memory: what people taught Akira in earlier runs (the guidance
-// of a retry that then succeeded, notes written with /akira remember), ranked against a task so the
-// relevant ones reach its prompt. Ranking is BM25 over words, in process; a store keeps the lessons
-// of one repository only.
+// of a retry that then succeeded, notes written with /akira remember, addressed reviews) and what
+// Akira recorded itself (a verification command that failed and the files whose change made it
+// pass), ranked against a task so the relevant ones reach its prompt. Ranking is BM25 over words, in
+// process; a store keeps the lessons of one repository only.
+//
+// Only people's lessons are guidance. What Akira records comes from agent work (file names, and
+// before, command output), which a hostile agent writes: it keeps a command and file names, never
+// output, and prompts quote it as data.
 package lessons
 
 import (
@@ -9,17 +14,50 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 	"unicode"
 )
 
+// Origin says who a lesson comes from, which decides how a prompt shows it.
+type Origin string
+
+const (
+	// OriginPerson is a lesson a person taught: /akira remember, an operator's note, the guidance of
+	// a retry, an addressed review. Prompts present these as guidance to follow.
+	OriginPerson Origin = "person"
+	// OriginAkira is a lesson Akira recorded from its own attempts: Command and Files, no output.
+	// Prompts quote these as data, never as instructions.
+	OriginAkira Origin = "akira"
+)
+
+// legacyFixSource starts the Source of the automatic lessons written before lessons had an Origin:
+// their Text carries two lines of the failing command's output, which agent code writes.
+const legacyFixSource = "a failure fixed in "
+
+// Caps of what an automatic lesson keeps.
+const (
+	MaxCommand  = 200 // runes of the command
+	MaxFiles    = 8   // file names
+	MaxFileName = 200 // runes of one file name
+)
+
 // Lesson is one thing learnt, with where it came from.
 type Lesson struct {
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Text is the lesson as people read it in listings, and what ranking matches against. For a
+	// lesson Akira recorded it is made from Command and Files.
 	Text string `json:"text"`
+	// Origin is who the lesson comes from; empty in lessons kept before it existed (see Taught).
+	Origin Origin `json:"origin,omitempty"`
+	// Command and Files are all an automatic lesson keeps: the verification command that failed
+	// and the files whose change then made it pass.
+	Command string   `json:"command,omitempty"`
+	Files   []string `json:"files,omitempty"`
 	// Source says where it came from ("retry guidance for 1.2 Add the parser", "note").
 	Source string `json:"source"`
 	Author string `json:"author,omitempty"`
@@ -56,7 +94,52 @@ func IDFor(key string) string {
 	return "L" + hex.EncodeToString(sum[:4])
 }
 
-// Normalize fills in an id and a date, and caps the text.
+// Taught reports whether people taught the lesson: only those read as rules. A lesson kept before
+// lessons had an Origin was a person's unless it is one of the automatic lessons of that time,
+// whose text carries command output; an origin this version does not know is nobody's.
+func (l Lesson) Taught() bool {
+	switch l.Origin {
+	case OriginPerson:
+		return true
+	case "":
+		return !strings.HasPrefix(l.Source, legacyFixSource)
+	}
+	return false
+}
+
+// Recorded reports whether Akira recorded the lesson itself, in the form that keeps no output.
+func (l Lesson) Recorded() bool { return l.Origin == OriginAkira }
+
+// Shown reports whether the lesson may reach a prompt at all: people's lessons, and Akira's own in
+// the form that keeps no output. The automatic lessons of earlier versions, which quote output an
+// agent may have written, never do; they stay in the store, listed, until forgotten or pushed out.
+func (l Lesson) Shown() bool { return l.Taught() || l.Recorded() }
+
+// Recording is the lesson Akira keeps when a verification command failed and a change to files
+// then made it pass: the command and the file names, capped, and a text made of them.
+func Recording(command string, files []string, source string) Lesson {
+	command = clip(strings.Join(strings.Fields(command), " "), MaxCommand)
+	var kept []string
+	for _, f := range files {
+		if f = clip(f, MaxFileName); f != "" && len(kept) < MaxFiles {
+			kept = append(kept, f)
+		}
+	}
+	text := fmt.Sprintf("`%s` failed; a change to %s made it pass.", command, strings.Join(kept, ", "))
+	if n := len(files) - len(kept); n > 0 {
+		text = fmt.Sprintf("`%s` failed; a change to %s and %d more made it pass.", command, strings.Join(kept, ", "), n)
+	}
+	return Lesson{Origin: OriginAkira, Command: command, Files: kept, Text: text, Source: source}
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// Normalize fills in an id and a date, and caps the text (and an automatic lesson's parts).
 func Normalize(l Lesson, now time.Time) Lesson {
 	if l.ID == "" {
 		l.ID = NewID()
@@ -64,9 +147,13 @@ func Normalize(l Lesson, now time.Time) Lesson {
 	if l.Created.IsZero() {
 		l.Created = now.UTC()
 	}
-	l.Text = strings.TrimSpace(l.Text)
-	if r := []rune(l.Text); len(r) > MaxText {
-		l.Text = string(r[:MaxText]) + "…"
+	l.Text = clip(strings.TrimSpace(l.Text), MaxText)
+	if l.Recorded() {
+		l.Command = clip(l.Command, MaxCommand)
+		l.Files = slices.Clone(l.Files[:min(len(l.Files), MaxFiles)])
+		for i, f := range l.Files {
+			l.Files[i] = clip(f, MaxFileName)
+		}
 	}
 	return l
 }
