@@ -196,12 +196,16 @@ func (s *Server) commentJSON(c *comment) obj {
 }
 
 func (s *Server) branchJSON(rs *repoState, ref, sha string) obj {
+	var repo any = s.repoJSON(rs)
+	if rs.deleted.Load() {
+		repo = nil // GitHub's answer once a pull request's head repository is deleted
+	}
 	return obj{
 		"label": rs.owner + ":" + ref,
 		"ref":   ref,
 		"sha":   sha,
 		"user":  s.userJSON(rs.owner),
-		"repo":  s.repoJSON(rs),
+		"repo":  repo,
 	}
 }
 

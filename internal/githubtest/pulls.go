@@ -19,6 +19,9 @@ func (s *Server) pullHead(ctx context.Context, rs, headRepo *repoState, head str
 	if number == 0 {
 		ref = "refs/githubtest/candidate"
 	}
+	if headRepo.deleted.Load() {
+		return s.resolve(ctx, rs.dir, ref) // what GitHub kept of it
+	}
 	if _, err := s.git(ctx, rs.dir, nil, nil, "fetch", "--quiet", "--no-tags", headRepo.dir,
 		"+refs/heads/"+head+":"+ref); err != nil {
 		return "", err

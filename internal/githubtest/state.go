@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,6 +65,7 @@ type repoState struct {
 	statuses       []Status            // commit statuses, oldest first
 	required       map[string][]string // branch → the checks its protection requires
 	ruleChecks     map[string][]string // branch → the checks an active ruleset requires
+	deleted        atomic.Bool         // see DeleteRepo
 }
 
 func (rs *repoState) fullName() string { return rs.owner + "/" + rs.name }
