@@ -224,7 +224,9 @@ func (f *failure) text(attempt int) string {
 	switch {
 	case f.agentErr != "":
 		if out := strings.TrimSpace(f.agentOutput); out != "" {
-			b.WriteString("\nThe end of the agent's output:\n\n```\n" + verify.Tail(out, FeedbackTailBytes) + "\n```\n")
+			tail := verify.Tail(out, FeedbackTailBytes)
+			fence := codeFence(tail)
+			b.WriteString("\nThe end of the agent's output:\n\n" + fence + "\n" + tail + "\n" + fence + "\n")
 		}
 	case f.verdict != nil:
 		b.WriteString("\nVerification passed, but the judge read the diff against the acceptance criteria:\n\n")
@@ -250,7 +252,11 @@ func (f *failure) text(attempt int) string {
 			if r.TimedOut {
 				b.WriteString(" (killed: timeout)")
 			}
-			b.WriteString("\n```\n" + strings.TrimRight(verify.Tail(r.Output, FeedbackTailBytes), "\n") + "\n```\n")
+			// The output is whatever the command printed (the repository's code, the agent's work):
+			// a fence it cannot close keeps it one block.
+			tail := strings.TrimRight(verify.Tail(r.Output, FeedbackTailBytes), "\n")
+			fence := codeFence(tail)
+			b.WriteString("\n" + fence + "\n" + tail + "\n" + fence + "\n")
 		}
 	}
 	return b.String()
