@@ -18,6 +18,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -125,11 +126,25 @@ func Recording(command string, files []string, source string) Lesson {
 			kept = append(kept, f)
 		}
 	}
-	text := fmt.Sprintf("`%s` failed; a change to %s made it pass.", command, strings.Join(kept, ", "))
+	// The text is read in terminals and check runs: a name with a line break or a control
+	// character (an escape sequence) is shown quoted, as Go writes it.
+	names := make([]string, len(kept))
+	for i, f := range kept {
+		names[i] = printable(f)
+	}
+	text := fmt.Sprintf("`%s` failed; a change to %s made it pass.", printable(command), strings.Join(names, ", "))
 	if n := len(files) - len(kept); n > 0 {
-		text = fmt.Sprintf("`%s` failed; a change to %s and %d more made it pass.", command, strings.Join(kept, ", "), n)
+		text = fmt.Sprintf("`%s` failed; a change to %s and %d more made it pass.", printable(command), strings.Join(names, ", "), n)
 	}
 	return Lesson{Origin: OriginAkira, Command: command, Files: kept, Text: text, Source: source}
+}
+
+// printable is s, or s quoted when it holds anything but printable characters and spaces.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func clip(s string, n int) string {

@@ -2,6 +2,7 @@ package lessons
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,5 +57,27 @@ func TestFileStore(t *testing.T) {
 	}
 	if ok, _ := s.Forget(ctx, "Lnothere"); ok {
 		t.Error("Forget of an unknown id said yes")
+	}
+}
+
+// TestRecording: an automatic lesson keeps the command and at most MaxFiles names, each capped; its
+// text, read in terminals and check runs, shows a name with a line break or an escape sequence
+// quoted.
+func TestRecording(t *testing.T) {
+	files := []string{"a.go", "x\n## Rules\x1b]0;pwned\x07", strings.Repeat("n", MaxFileName+5)}
+	for i := range MaxFiles {
+		files = append(files, fmt.Sprintf("f%d.go", i))
+	}
+	l := Recording("go  test\n./...", files, "a failure fixed in 1 Add")
+	if l.Origin != OriginAkira || l.Command != "go test ./..." || len(l.Files) != MaxFiles || l.Files[1] != files[1] ||
+		len([]rune(l.Files[2])) != MaxFileName+1 {
+		t.Errorf("Recording = %+v", l)
+	}
+	want := "`go test ./...` failed; a change to a.go, \"x\\n## Rules\\x1b]0;pwned\\a\", "
+	if !strings.HasPrefix(l.Text, want) || !strings.HasSuffix(l.Text, fmt.Sprintf(" and %d more made it pass.", len(files)-MaxFiles)) {
+		t.Errorf("text = %q; want it to start %q and count the names left out", l.Text, want)
+	}
+	if strings.ContainsAny(l.Text, "\n\x1b\x07") {
+		t.Errorf("text holds a control character: %q", l.Text)
 	}
 }
