@@ -131,6 +131,7 @@ func spiedWorkflow(t *testing.T) (*gittest.Spy, []gittest.GitCall, *gittest.Auth
 // TestGitCallsAkiraMakes watches every git process of the workflow above.
 func TestGitCallsAkiraMakes(t *testing.T) {
 	spy, calls, srv, gitDir := spiedWorkflow(t)
+	t.Logf("%d git processes watched", len(calls))
 	t.Run("no hook runs", func(t *testing.T) { everyGitCallRunsNoHook(t, spy, calls, gitDir) })
 	t.Run("token never on the command line", func(t *testing.T) { tokenNeverOnGitsCommandLine(t, calls, srv) })
 }
@@ -199,6 +200,7 @@ func tokenNeverOnGitsCommandLine(t *testing.T, calls []gittest.GitCall, srv *git
 			remote++
 		}
 	}
+	t.Logf("%d of them talked to the remote, which served %d requests", remote, srv.Served.Load())
 	if remote < 5 || srv.Served.Load() == 0 || srv.Refused.Load() != 0 {
 		t.Errorf("%d git commands talked to the remote; it served %d requests and refused %d", remote, srv.Served.Load(), srv.Refused.Load())
 	}
