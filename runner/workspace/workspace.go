@@ -799,6 +799,24 @@ var hardening = [][2]string{
 	{"maintenance.auto", "false"},
 }
 
+// HardenedGitEnv is the environment for a git command Akira runs outside a Workspace on a tree the
+// agent wrote (the built-in agent listing files): no system or global configuration, and the
+// hardening settings through GIT_CONFIG_*, so nothing a repository's configuration names (an
+// fsmonitor, a hook) is executed by Akira's own process.
+func HardenedGitEnv() []string {
+	env := []string{
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"LC_ALL=C",
+		fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(hardening)),
+	}
+	for i, kv := range hardening {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
+	}
+	return env
+}
+
 func (w *Workspace) exec(ctx context.Context, dir string, auth bool, stdin *strings.Reader, args ...string) ([]byte, error) {
 	if err := w.restoreGitDir(); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner/proc"
+	gitws "github.com/akira-bot/akira/runner/workspace"
 )
 
 // workspace confines every path the model names to one directory. The checks are the agent's first
@@ -130,7 +131,7 @@ func (w *workspace) files(ctx context.Context) ([]string, error) {
 	res, err := proc.Run(ctx, proc.Cmd{
 		Args:      []string{"git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"},
 		Dir:       w.root,
-		Env:       proc.Environ(nil),
+		Env:       proc.Environ(nil, gitws.HardenedGitEnv()...),
 		Timeout:   time.Minute,
 		OutputCap: 64 << 20,
 	})
