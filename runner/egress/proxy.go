@@ -257,7 +257,12 @@ func (p *Proxy) Open(cfg SessionConfig) (*Session, error) {
 		if dir == "" {
 			dir = os.TempDir()
 		}
-		s.socket = filepath.Join(dir, "akira-egress-"+hex.EncodeToString(b[:6])+".sock")
+		// The name is random on its own: whoever can list the directory learns nothing of the key.
+		var name [8]byte
+		if _, err := rand.Read(name[:]); err != nil {
+			return nil, fmt.Errorf("egress: %w", err)
+		}
+		s.socket = filepath.Join(dir, "akira-egress-"+hex.EncodeToString(name[:])+".sock")
 		ln, err := net.Listen("unix", s.socket)
 		if err != nil {
 			return nil, fmt.Errorf("egress: %w", err)
