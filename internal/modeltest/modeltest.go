@@ -32,6 +32,8 @@ type Request struct {
 	Stream bool
 	// Tools are the names of the tools the request offered.
 	Tools []string
+	// Header is every header the request carried, to check which credentials reached the server.
+	Header http.Header
 }
 
 // Server is a scripted model.
@@ -99,7 +101,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	model, _ := req["model"].(string)
 	stream, _ := req["stream"].(bool)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Key: key, Model: model, Stream: stream, Tools: toolNames(req)})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Key: key, Model: model, Stream: stream, Tools: toolNames(req), Header: r.Header.Clone()})
 	s.mu.Unlock()
 	if key != s.key {
 		w.Header().Set("Content-Type", "application/json")

@@ -644,6 +644,12 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			pr.SetURL(s.upstream)
 			pr.Out.Header.Del("X-Api-Key")
 			pr.Out.Header.Del("Authorization")
+			// Nor may the placeholder leave in a header of a client's own (Azure's api-key, say).
+			for k, vs := range pr.Out.Header {
+				if slices.ContainsFunc(vs, func(v string) bool { return strings.Contains(v, s.placeholder) }) {
+					delete(pr.Out.Header, k)
+				}
+			}
 			// The transport asks for gzip itself and unpacks it, so the meter reads plain text.
 			pr.Out.Header.Del("Accept-Encoding")
 			if m.Key != "" {
