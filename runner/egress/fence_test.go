@@ -1,12 +1,16 @@
 package egress_test
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/akira-bot/akira/runner/egress"
 )
@@ -50,8 +54,10 @@ func TestSpecialPurposeAddressesRefused(t *testing.T) {
 		names[name] = tt.addr
 		allow = append(allow, name)
 	}
-	// Were a range let through, the proxy would dial it: a short dial keeps that failure quick.
-	p := egress.New(egress.Config{Resolver: names, DialTimeout: 2 * time.Second})
+	// Were a range let through, the proxy would dial it: the test's dialer records the attempt and
+	// fails it, so that no packet leaves for an address of someone else's.
+	dials := &refusingDialer{}
+	p := egress.New(egress.Config{Resolver: names, Dialer: dials})
 	s, err := p.Open(egress.SessionConfig{TCP: true, Allow: egress.MustAllowlist(allow...)})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +77,9 @@ func TestSpecialPurposeAddressesRefused(t *testing.T) {
 			}
 		})
 	}
+	if got := dials.Seen(); len(got) > 0 {
+		t.Errorf("the proxy dialed %v", got)
+	}
 	reasons := map[string]string{}
 	for _, b := range s.Report().Blocked {
 		reasons[b.Host] = b.Reason
@@ -81,6 +90,25 @@ func TestSpecialPurposeAddressesRefused(t *testing.T) {
 			t.Errorf("%s (%s): reason %q, want %q…", name, tt.addr, reasons[name], want)
 		}
 	}
+}
+
+// refusingDialer records the addresses the proxy tried to connect to and connects to none.
+type refusingDialer struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (d *refusingDialer) DialContext(_ context.Context, _, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seen = append(d.seen, addr)
+	return nil, errors.New("the test dials nothing")
+}
+
+func (d *refusingDialer) Seen() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.seen)
 }
 
 // The session's socket sits in a directory other processes may list: its name must tell nothing of

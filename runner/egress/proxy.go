@@ -64,6 +64,11 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
+// Dialer connects to addresses; *net.Dialer is one.
+type Dialer interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
 // Config is the proxy's.
 type Config struct {
 	// Dir holds the sessions' Unix sockets; empty means os.TempDir(). Keep it short: a socket's
@@ -73,6 +78,9 @@ type Config struct {
 	Resolver Resolver
 	// DialTimeout bounds each connection to a destination (default 30s).
 	DialTimeout time.Duration
+	// Dialer connects to the address a session decided on; nil means a net.Dialer with
+	// DialTimeout. It only ever sees addresses, never names.
+	Dialer Dialer
 	// ModelTransport carries model calls to their real endpoints; nil means a clone of
 	// http.DefaultTransport. Model endpoints are the operator's, so they are not held to the
 	// address rules.
@@ -84,7 +92,7 @@ type Config struct {
 // the metrics, what every session allowed and refused.
 type Proxy struct {
 	cfg     Config
-	dialer  net.Dialer
+	dialer  Dialer
 	forward *http.Transport
 	model   http.RoundTripper
 	log     *slog.Logger
@@ -102,8 +110,10 @@ func New(cfg Config) *Proxy {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 30 * time.Second
 	}
-	p := &Proxy{cfg: cfg, dialer: net.Dialer{Timeout: cfg.DialTimeout}, log: cfg.Logger,
-		allowed: map[string]int64{}, refused: map[string]int64{}}
+	p := &Proxy{cfg: cfg, dialer: cfg.Dialer, log: cfg.Logger, allowed: map[string]int64{}, refused: map[string]int64{}}
+	if p.dialer == nil {
+		p.dialer = &net.Dialer{Timeout: cfg.DialTimeout}
+	}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
