@@ -190,7 +190,7 @@ func TestModelRoute(t *testing.T) {
 				}
 			}
 			rep := s.Report()
-			if rep.Calls != 1 || rep.Unmetered != 0 || rep.Tokens.Input != fake.Usage.Input || rep.Tokens.Output != fake.Usage.Output || rep.Tokens.CacheRead != fake.Usage.CacheRead {
+			if rep.Calls != 1 || rep.Estimated || rep.EstimatedCalls != 0 || rep.Tokens.Input != fake.Usage.Input || rep.Tokens.Output != fake.Usage.Output || rep.Tokens.CacheRead != fake.Usage.CacheRead {
 				t.Fatalf("report = %+v, want the usage %+v", rep, fake.Usage)
 			}
 			if want := 1200.0/1e6 + 80*10/1e6; rep.CostUSD < want*0.999 || rep.CostUSD > want*1.001 {

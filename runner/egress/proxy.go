@@ -18,6 +18,7 @@
 package egress
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -37,6 +38,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -81,6 +83,11 @@ type Config struct {
 	// Dialer connects to the address a session decided on; nil means a net.Dialer with
 	// DialTimeout. It only ever sees addresses, never names.
 	Dialer Dialer
+	// DrainTimeout bounds how long a model call goes on once its client has gone, to read the
+	// answer to its end for the meter (default 2 minutes); DrainBytes bounds how much of it is
+	// read then (default 64 MiB). Past either the call is cut and its usage estimated.
+	DrainTimeout time.Duration
+	DrainBytes   int64
 	// ModelTransport carries model calls to their real endpoints; nil means a clone of
 	// http.DefaultTransport. Model endpoints are the operator's, so they are not held to the
 	// address rules.
@@ -109,6 +116,12 @@ func New(cfg Config) *Proxy {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 30 * time.Second
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 2 * time.Minute
+	}
+	if cfg.DrainBytes <= 0 {
+		cfg.DrainBytes = 64 << 20
 	}
 	p := &Proxy{cfg: cfg, dialer: cfg.Dialer, log: cfg.Logger, allowed: map[string]int64{}, refused: map[string]int64{}}
 	if p.dialer == nil {
@@ -204,13 +217,17 @@ type Blocked struct {
 type Report struct {
 	Blocked []Blocked        `json:"blocked,omitempty"`
 	Allowed map[string]int64 `json:"allowed,omitempty"`
-	// Calls are the model calls that answered 2xx; Unmetered those among them whose usage could
-	// not be read.
-	Calls     int      `json:"calls,omitempty"`
-	Unmetered int      `json:"unmetered,omitempty"`
-	Tokens    Tokens   `json:"tokens"`
-	CostUSD   float64  `json:"cost_usd,omitempty"`
-	Models    []string `json:"models,omitempty"`
+	// Calls are the model calls that answered 2xx (or that their client left before an answer
+	// came). EstimatedCalls are those among them whose answer did not state the whole call's usage
+	// (a stream without its usage, an answer cut short): their tokens are estimated from the bytes
+	// of the request and of the answer, and Estimated says the report's tokens and cost hold such
+	// an estimate.
+	Calls          int      `json:"calls,omitempty"`
+	EstimatedCalls int      `json:"estimated_calls,omitempty"`
+	Estimated      bool     `json:"estimated,omitempty"`
+	Tokens         Tokens   `json:"tokens"`
+	CostUSD        float64  `json:"cost_usd,omitempty"`
+	Models         []string `json:"models,omitempty"`
 	// Unpriced are the models called that have no price: their cost is not counted.
 	Unpriced []string `json:"unpriced,omitempty"`
 }
@@ -225,22 +242,28 @@ type Session struct {
 	placeholder string
 	upstream    *url.URL
 
-	mu       sync.Mutex
-	closed   bool
-	tunnels  map[net.Conn]struct{} // hijacked connections, which srv.Close does not end
-	blocked  map[string]*Blocked
-	allowed  map[string]int64
-	calls    int
-	unmeter  int
-	tokens   Tokens
-	cost     float64
-	models   []string
-	unpriced []string
+	// closing ends when Close starts; inflight are the model calls still being metered.
+	closing  context.Context
+	stop     context.CancelFunc
+	inflight sync.WaitGroup
+
+	mu        sync.Mutex
+	closed    bool
+	tunnels   map[net.Conn]struct{} // hijacked connections, which srv.Close does not end
+	blocked   map[string]*Blocked
+	allowed   map[string]int64
+	calls     int
+	estimated int
+	tokens    Tokens
+	cost      float64
+	models    []string
+	unpriced  []string
 }
 
 // Open starts a session.
 func (p *Proxy) Open(cfg SessionConfig) (*Session, error) {
 	s := &Session{p: p, cfg: cfg, blocked: map[string]*Blocked{}, allowed: map[string]int64{}, tunnels: map[net.Conn]struct{}{}}
+	s.closing, s.stop = context.WithCancel(context.Background())
 	if m := cfg.Model; m != nil {
 		u, err := url.Parse(m.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -320,12 +343,16 @@ func (s *Session) Env() []string {
 	return env
 }
 
-// Close stops the session, ends its tunnels (a process the attempt left behind keeps none), and
-// returns its report.
+// Close stops the session, ends its tunnels (a process the attempt left behind keeps none), waits
+// for the model calls in flight to be metered (each within the proxy's DrainTimeout), and returns
+// its report.
 func (s *Session) Close() Report {
-	_ = s.srv.Close()
 	s.mu.Lock()
 	s.closed = true
+	s.mu.Unlock()
+	_ = s.srv.Close()
+	s.stop()
+	s.mu.Lock()
 	for c := range s.tunnels {
 		c.Close()
 	}
@@ -333,6 +360,7 @@ func (s *Session) Close() Report {
 	if s.socket != "" {
 		_ = os.Remove(s.socket)
 	}
+	s.inflight.Wait()
 	return s.Report()
 }
 
@@ -340,8 +368,8 @@ func (s *Session) Close() Report {
 func (s *Session) Report() Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := Report{Allowed: clone(s.allowed), Calls: s.calls, Unmetered: s.unmeter, Tokens: s.tokens, CostUSD: s.cost,
-		Models: slices.Clone(s.models), Unpriced: slices.Clone(s.unpriced)}
+	r := Report{Allowed: clone(s.allowed), Calls: s.calls, EstimatedCalls: s.estimated, Estimated: s.estimated > 0,
+		Tokens: s.tokens, CostUSD: s.cost, Models: slices.Clone(s.models), Unpriced: slices.Clone(s.unpriced)}
 	for _, b := range s.blocked {
 		r.Blocked = append(r.Blocked, *b)
 	}
@@ -616,7 +644,10 @@ func (s *Session) forwardHTTP(w http.ResponseWriter, r *http.Request) {
 	rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decidedKey{}, ap)))
 }
 
-// modelCall forwards a model API call to the real endpoint with the real key, and meters it.
+// modelCall forwards a model API call to the real endpoint with the real key, and meters it. The
+// call outlives its client: when the agent hangs up (or is stopped) before the answer ends, the
+// proxy reads the answer on to its end, within Config.DrainTimeout and Config.DrainBytes, since the
+// provider bills for the whole of it.
 func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	m := s.cfg.Model
 	if m == nil {
@@ -636,17 +667,46 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		modelError(w, m.Protocol, http.StatusNotImplemented, "api_error", "akira egress proxy: the model route speaks HTTP only, not WebSockets")
 		return
 	}
-	if max := s.cfg.MaxCostUSD; max > 0 {
-		s.mu.Lock()
-		spent := s.cost
-		s.mu.Unlock()
-		if spent >= max {
-			modelError(w, m.Protocol, http.StatusForbidden, "permission_error",
-				fmt.Sprintf("akira egress proxy: the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))
-			return
-		}
+	s.mu.Lock()
+	spent, closed := s.cost, s.closed
+	if !closed {
+		s.inflight.Add(1)
+	}
+	s.mu.Unlock()
+	if closed {
+		modelError(w, m.Protocol, http.StatusServiceUnavailable, "api_error", "akira egress proxy: this sandbox's session is over")
+		return
+	}
+	defer s.inflight.Done()
+	if max := s.cfg.MaxCostUSD; max > 0 && spent >= max {
+		modelError(w, m.Protocol, http.StatusForbidden, "permission_error",
+			fmt.Sprintf("akira egress proxy: the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))
+		return
 	}
 	s.passed(m.Host(), m.Host())
+
+	meter := &callMeter{protocol: m.Protocol}
+	dropUsage, err := s.prepareBody(r, meter)
+	if err != nil {
+		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
+		return
+	}
+	// The call's own context: the client's going does not end it, DrainTimeout after that does.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	var leaving sync.Once
+	var answered atomic.Bool
+	left := make(chan struct{})
+	leave := func() {
+		leaving.Do(func() {
+			close(left)
+			deadline := time.AfterFunc(s.p.cfg.DrainTimeout, cancel)
+			context.AfterFunc(ctx, func() { deadline.Stop() })
+		})
+	}
+	defer context.AfterFunc(r.Context(), leave)()
+	defer context.AfterFunc(s.closing, leave)()
+
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Path = strings.TrimPrefix(pr.Out.URL.Path, ModelPath)
@@ -676,20 +736,79 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			if resp.StatusCode/100 != 2 {
 				return nil
 			}
+			answered.Store(true)
 			sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-			resp.Body = &meteredBody{body: resp.Body, sse: sse, meter: &callMeter{protocol: m.Protocol}, done: s.metered}
+			resp.Body = &meteredBody{body: resp.Body, sse: sse, meter: meter, dropUsage: sse && dropUsage,
+				drainBytes: s.p.cfg.DrainBytes, draining: leave, done: s.metered}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			s.p.log.Warn("egress: model call failed", "host", m.Host(), "err", err)
+			select {
+			case <-left:
+				if errors.Is(err, context.Canceled) && !answered.Load() {
+					// The client went and the answer did not come within the drain's time: the provider
+					// may still bill for the input it read, so the call counts, estimated.
+					s.metered(meter, false)
+				}
+				s.p.log.Warn("egress: a model call its client left did not end in time", "host", m.Host(), "err", err)
+			default:
+				s.p.log.Warn("egress: model call failed", "host", m.Host(), "err", err)
+			}
 			modelError(w, m.Protocol, http.StatusBadGateway, "api_error", "akira egress proxy: the model endpoint did not answer")
 		},
 	}
-	rp.ServeHTTP(w, r)
+	rp.ServeHTTP(w, r.WithContext(ctx))
 }
 
-func (s *Session) metered(c *callMeter) {
+// maxReadRequest bounds the request body the proxy reads whole before forwarding it: to count it,
+// to ask for the usage, and so that the request has been read to its end before the answer starts
+// (the server then has nothing left to discard while the transport still sends it). A larger one
+// is passed on as it comes, counted.
+const maxReadRequest = 32 << 20
+
+// prepareBody reads the request body, counts its bytes and, for a streamed Chat Completions
+// request, asks for the usage (see askForUsage); it reports whether the usage chunk is the proxy's.
+func (s *Session) prepareBody(r *http.Request, meter *callMeter) (bool, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return false, nil
+	}
+	read, err := io.ReadAll(io.LimitReader(r.Body, maxReadRequest+1))
+	if err != nil {
+		return false, fmt.Errorf("reading the request: %w", err)
+	}
+	if len(read) > maxReadRequest {
+		r.Body = &countedBody{r: io.MultiReader(bytes.NewReader(read), r.Body), c: r.Body, n: &meter.request}
+		return false, nil
+	}
+	dropUsage := false
+	if s.cfg.Model.Protocol == ProtocolOpenAI && strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/chat/completions") &&
+		r.Header.Get("Content-Encoding") == "" {
+		read, dropUsage = askForUsage(read)
+	}
+	meter.request.Store(int64(len(read)))
+	r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(bytes.NewReader(read)), int64(len(read)), nil
+	return dropUsage, nil
+}
+
+// countedBody counts what is read of a request body.
+type countedBody struct {
+	r io.Reader
+	c io.Closer
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+func (b *countedBody) Close() error { return b.c.Close() }
+
+// metered adds a call's usage to the session's: what the response stated, or an estimate.
+func (s *Session) metered(c *callMeter, sse bool) {
 	m := s.cfg.Model
+	tokens, estimated := c.usage(sse)
 	model := c.model
 	if model == "" {
 		model = m.Model
@@ -697,16 +816,15 @@ func (s *Session) metered(c *callMeter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	if !c.seen {
-		s.unmeter++
-		return
+	if estimated {
+		s.estimated++
 	}
-	s.tokens = s.tokens.Add(c.tokens)
+	s.tokens = s.tokens.Add(tokens)
 	if model != "" && !slices.Contains(s.models, model) {
 		s.models = append(s.models, model)
 	}
 	if m.Price != nil {
-		if usd, ok := m.Price(model, c.tokens); ok {
+		if usd, ok := m.Price(model, tokens); ok {
 			s.cost += usd
 			return
 		}
