@@ -100,8 +100,11 @@ func (u *rawUsage) tokens(protocol string) Tokens {
 // counts), so the largest seen of each is the response's.
 type callMeter struct {
 	protocol string
-	model    string
-	tokens   Tokens
+	// generates: the request may make the model generate (a POST other than a token count), so
+	// an answer without its usage is estimated rather than left out.
+	generates bool
+	model     string
+	tokens    Tokens
 	// final: the response stated the usage of the whole call (not only Anthropic's message_start,
 	// which knows the input and one output token).
 	final bool
@@ -150,12 +153,16 @@ func (m *callMeter) observe(doc []byte, sse bool) {
 // usage is the call's usage, and whether it is an estimate: what the response stated when it
 // stated the whole call's, else the larger of what it stated and what its bytes suggest (the
 // request's for the input, the streamed text's, or the whole answer's when not streamed, for the
-// output).
-func (m *callMeter) usage(sse bool) (Tokens, bool) {
+// output). ok is false for a request that generates nothing and states no usage (a model list, a
+// token count): there is nothing to meter.
+func (m *callMeter) usage(sse bool) (t Tokens, estimated, ok bool) {
 	if m.final {
-		return m.tokens, false
+		return m.tokens, false, true
 	}
-	t := m.tokens
+	if !m.generates {
+		return Tokens{}, false, false
+	}
+	t = m.tokens
 	out := m.response
 	if sse {
 		out = m.text
@@ -164,7 +171,7 @@ func (m *callMeter) usage(sse bool) (Tokens, bool) {
 		t.Input = ceilDiv(m.request.Load(), bytesPerToken)
 	}
 	t.Output = max(t.Output, ceilDiv(out, bytesPerToken))
-	return t, true
+	return t, true, true
 }
 
 func ceilDiv(n, d int64) int64 { return (n + d - 1) / d }

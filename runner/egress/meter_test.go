@@ -451,3 +451,33 @@ func closeWithin(t *testing.T, s *egress.Session) egress.Report {
 		return egress.Report{}
 	}
 }
+
+// What generates nothing and states no usage (the model list, a token count) is no call to meter,
+// and so no estimate either.
+func TestFreeEndpointsNotMetered(t *testing.T) {
+	fake := modeltest.NewAnthropic(t, "sk-real")
+	s := openModel(t, egress.Config{}, egress.ProtocolAnthropic, fake.BaseURL())
+	for _, req := range []*http.Request{
+		modelRequest(t, s, egress.ProtocolAnthropic, "/v1/messages/count_tokens", `{"model":"m","messages":[]}`),
+		modelRequest(t, s, egress.ProtocolAnthropic, "/v1/models", ""),
+	} {
+		if req.URL.Path == egress.ModelPath+"/v1/models" {
+			req.Method, req.Body, req.ContentLength = http.MethodGet, http.NoBody, 0
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %d", req.Method, req.URL.Path, resp.StatusCode)
+		}
+	}
+	if rep := s.Close(); rep.Calls != 0 || rep.Estimated || rep.Tokens != (egress.Tokens{}) {
+		t.Errorf("report = %+v, want no call metered", rep)
+	}
+	if n := len(fake.Requests()); n != 2 {
+		t.Errorf("the model server saw %d requests, want 2", n)
+	}
+}

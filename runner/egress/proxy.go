@@ -217,8 +217,9 @@ type Blocked struct {
 type Report struct {
 	Blocked []Blocked        `json:"blocked,omitempty"`
 	Allowed map[string]int64 `json:"allowed,omitempty"`
-	// Calls are the model calls that answered 2xx (or that their client left before an answer
-	// came). EstimatedCalls are those among them whose answer did not state the whole call's usage
+	// Calls are the model calls metered: those that answered 2xx stating a usage, or that may
+	// have made the model generate (every POST but a token count), and those whose client left
+	// before an answer came. EstimatedCalls are those among them whose answer did not state the whole call's usage
 	// (a stream without its usage, an answer cut short): their tokens are estimated from the bytes
 	// of the request and of the answer, and Estimated says the report's tokens and cost hold such
 	// an estimate.
@@ -685,7 +686,8 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	}
 	s.passed(m.Host(), m.Host())
 
-	meter := &callMeter{protocol: m.Protocol}
+	meter := &callMeter{protocol: m.Protocol,
+		generates: r.Method == http.MethodPost && !strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/count_tokens")}
 	dropUsage, err := s.prepareBody(r, meter)
 	if err != nil {
 		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
@@ -732,6 +734,8 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		},
 		Transport:     s.p.model,
 		FlushInterval: -1,
+		// A client that hangs up mid-answer is routine here, not worth more than a debug line.
+		ErrorLog: slog.NewLogLogger(s.p.log.Handler(), slog.LevelDebug),
 		ModifyResponse: func(resp *http.Response) error {
 			if resp.StatusCode/100 != 2 {
 				return nil
@@ -808,7 +812,10 @@ func (b *countedBody) Close() error { return b.c.Close() }
 // metered adds a call's usage to the session's: what the response stated, or an estimate.
 func (s *Session) metered(c *callMeter, sse bool) {
 	m := s.cfg.Model
-	tokens, estimated := c.usage(sse)
+	tokens, estimated, ok := c.usage(sse)
+	if !ok {
+		return
+	}
 	model := c.model
 	if model == "" {
 		model = m.Model
