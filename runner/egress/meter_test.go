@@ -481,3 +481,25 @@ func TestFreeEndpointsNotMetered(t *testing.T) {
 		t.Errorf("the model server saw %d requests, want 2", n)
 	}
 }
+
+// The proxy reads a Chat Completions request whole only up to a bound (an agent could otherwise make
+// the worker hold any amount): a larger one reaches the model as sent, and its answer, which then
+// states no usage, is estimated.
+func TestLargeChatRequestPassesAsIs(t *testing.T) {
+	fake := modeltest.NewOpenAI(t, "sk-real")
+	s := openModel(t, egress.Config{}, egress.ProtocolOpenAI, fake.BaseURL())
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("a", 17<<20) + `"}]}`
+	resp, err := http.DefaultClient.Do(modelRequest(t, s, egress.ProtocolOpenAI, "/chat/completions", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	rep := s.Close()
+	if got := fake.Requests()[0].Body; string(got) != body {
+		t.Errorf("the model got %d bytes, not the %d-byte request as sent", len(got), len(body))
+	}
+	if want := int64(len(body)+3) / 4; rep.Calls != 1 || !rep.Estimated || rep.Tokens.Input != want {
+		t.Errorf("report = %+v, want one call estimated at %d input tokens", rep, want)
+	}
+}

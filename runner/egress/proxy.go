@@ -247,6 +247,8 @@ type Session struct {
 	closing  context.Context
 	stop     context.CancelFunc
 	inflight sync.WaitGroup
+	// rewrites holds a place for each request read whole to be rewritten (see prepareBody).
+	rewrites chan struct{}
 
 	mu        sync.Mutex
 	closed    bool
@@ -263,7 +265,8 @@ type Session struct {
 
 // Open starts a session.
 func (p *Proxy) Open(cfg SessionConfig) (*Session, error) {
-	s := &Session{p: p, cfg: cfg, blocked: map[string]*Blocked{}, allowed: map[string]int64{}, tunnels: map[net.Conn]struct{}{}}
+	s := &Session{p: p, cfg: cfg, blocked: map[string]*Blocked{}, allowed: map[string]int64{}, tunnels: map[net.Conn]struct{}{},
+		rewrites: make(chan struct{}, rewritesInFlight)}
 	s.closing, s.stop = context.WithCancel(context.Background())
 	if m := cfg.Model; m != nil {
 		u, err := url.Parse(m.BaseURL)
@@ -688,7 +691,8 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 
 	meter := &callMeter{protocol: m.Protocol,
 		generates: r.Method == http.MethodPost && !strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/count_tokens")}
-	dropUsage, err := s.prepareBody(r, meter)
+	dropUsage, bodyDone, err := s.prepareBody(r)
+	defer bodyDone()
 	if err != nil {
 		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
 		return
@@ -714,6 +718,10 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			pr.Out.URL.Path = strings.TrimPrefix(pr.Out.URL.Path, ModelPath)
 			pr.Out.URL.RawPath = ""
 			pr.SetURL(s.upstream)
+			if pr.Out.Body != nil {
+				// Counted as it goes out, for an estimate of the input should the answer state none.
+				pr.Out.Body = &countedBody{r: pr.Out.Body, c: pr.Out.Body, n: &meter.request}
+			}
 			pr.Out.Header.Del("X-Api-Key")
 			pr.Out.Header.Del("Authorization")
 			// Nor may the placeholder leave in a header of a client's own (Azure's api-key, say).
@@ -764,34 +772,46 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	rp.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// maxReadRequest bounds the request body the proxy reads whole before forwarding it: to count it,
-// to ask for the usage, and so that the request has been read to its end before the answer starts
-// (the server then has nothing left to discard while the transport still sends it). A larger one
-// is passed on as it comes, counted.
-const maxReadRequest = 32 << 20
+// A streamed Chat Completions request is read whole to ask for its usage, when it is at most
+// maxRewrittenRequest bytes and fewer than rewritesInFlight others of the session are held so:
+// what an agent can make the worker hold stays bounded. A request past either goes as it is (its
+// usage, if the answer then states none, is estimated).
+const (
+	maxRewrittenRequest = 16 << 20
+	rewritesInFlight    = 4
+)
 
-// prepareBody reads the request body, counts its bytes and, for a streamed Chat Completions
-// request, asks for the usage (see askForUsage); it reports whether the usage chunk is the proxy's.
-func (s *Session) prepareBody(r *http.Request, meter *callMeter) (bool, error) {
+// prepareBody asks a streamed Chat Completions request for its usage (see askForUsage). It reports
+// whether the usage chunk is the proxy's, and returns what to call once the call is over.
+func (s *Session) prepareBody(r *http.Request) (dropUsage bool, done func(), err error) {
+	done = func() {}
 	if r.Body == nil || r.Body == http.NoBody {
-		return false, nil
+		return false, done, nil
 	}
-	read, err := io.ReadAll(io.LimitReader(r.Body, maxReadRequest+1))
+	chat := s.cfg.Model.Protocol == ProtocolOpenAI && strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/chat/completions")
+	if !chat || r.Header.Get("Content-Encoding") != "" || r.ContentLength > maxRewrittenRequest {
+		return false, done, nil
+	}
+	select {
+	case s.rewrites <- struct{}{}:
+		done = func() { <-s.rewrites }
+	default:
+		return false, done, nil
+	}
+	read, err := io.ReadAll(io.LimitReader(r.Body, maxRewrittenRequest+1))
 	if err != nil {
-		return false, fmt.Errorf("reading the request: %w", err)
+		return false, done, fmt.Errorf("reading the request: %w", err)
 	}
-	if len(read) > maxReadRequest {
-		r.Body = &countedBody{r: io.MultiReader(bytes.NewReader(read), r.Body), c: r.Body, n: &meter.request}
-		return false, nil
+	if len(read) > maxRewrittenRequest {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(read), r.Body), r.Body}
+		return false, done, nil
 	}
-	dropUsage := false
-	if s.cfg.Model.Protocol == ProtocolOpenAI && strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/chat/completions") &&
-		r.Header.Get("Content-Encoding") == "" {
-		read, dropUsage = askForUsage(read)
-	}
-	meter.request.Store(int64(len(read)))
+	read, dropUsage = askForUsage(read)
 	r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(bytes.NewReader(read)), int64(len(read)), nil
-	return dropUsage, nil
+	return dropUsage, done, nil
 }
 
 // countedBody counts what is read of a request body.
