@@ -488,7 +488,7 @@ func TestFreeEndpointsNotMetered(t *testing.T) {
 func TestLargeChatRequestPassesAsIs(t *testing.T) {
 	fake := modeltest.NewOpenAI(t, "sk-real")
 	s := openModel(t, egress.Config{}, egress.ProtocolOpenAI, fake.BaseURL())
-	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("a", 17<<20) + `"}]}`
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("a", 9<<20) + `"}]}`
 	resp, err := http.DefaultClient.Do(modelRequest(t, s, egress.ProtocolOpenAI, "/chat/completions", body))
 	if err != nil {
 		t.Fatal(err)

@@ -773,11 +773,11 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 }
 
 // A streamed Chat Completions request is read whole to ask for its usage, when it is at most
-// maxRewrittenRequest bytes and fewer than rewritesInFlight others of the session are held so:
-// what an agent can make the worker hold stays bounded. A request past either goes as it is (its
-// usage, if the answer then states none, is estimated).
+// maxRewrittenRequest bytes and fewer than rewritesInFlight others of the session are held so
+// (until they are sent): what an agent can make the worker hold stays bounded. A request past
+// either goes as it is (its usage, if the answer then states none, is estimated).
 const (
-	maxRewrittenRequest = 16 << 20
+	maxRewrittenRequest = 8 << 20
 	rewritesInFlight    = 4
 )
 
@@ -794,7 +794,8 @@ func (s *Session) prepareBody(r *http.Request) (dropUsage bool, done func(), err
 	}
 	select {
 	case s.rewrites <- struct{}{}:
-		done = func() { <-s.rewrites }
+		var once sync.Once
+		done = func() { once.Do(func() { <-s.rewrites }) }
 	default:
 		return false, done, nil
 	}
@@ -810,9 +811,29 @@ func (s *Session) prepareBody(r *http.Request) (dropUsage bool, done func(), err
 		return false, done, nil
 	}
 	read, dropUsage = askForUsage(read)
-	r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(bytes.NewReader(read)), int64(len(read)), nil
+	r.Body, r.ContentLength, r.TransferEncoding = &sentOnce{b: read, sent: done}, int64(len(read)), nil
 	return dropUsage, done, nil
 }
+
+// sentOnce is a request body read once: it lets go of its bytes, and calls sent, once they are
+// all read, not when the call (which may stream for minutes) ends.
+type sentOnce struct {
+	b    []byte
+	sent func()
+}
+
+func (o *sentOnce) Read(p []byte) (int, error) {
+	if len(o.b) == 0 {
+		o.b = nil
+		o.sent()
+		return 0, io.EOF
+	}
+	n := copy(p, o.b)
+	o.b = o.b[n:]
+	return n, nil
+}
+
+func (o *sentOnce) Close() error { return nil }
 
 // countedBody counts what is read of a request body.
 type countedBody struct {
