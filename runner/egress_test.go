@@ -166,9 +166,9 @@ func TestAttemptMeteringThroughTheSandbox(t *testing.T) {
 		check                        func(t *testing.T, u agent.Usage, output, printed string)
 	}{
 		{"anthropic stream hung up on before message_delta", egress.ProtocolAnthropic, anthropic.URL,
-			`curl -sN -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: application/json' -d '{"model":"claude-x","stream":true}' "$ANTHROPIC_BASE_URL/v1/messages" > /tmp/stream &
+			`curl -sN -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: application/json' -d '{"model":"claude-x","stream":true}' "$ANTHROPIC_BASE_URL/v1/messages" > "$HOME/stream" &
 c=$!
-until grep -q message_start /tmp/stream; do sleep 0.05; done
+until grep -q message_start "$HOME/stream"; do sleep 0.05; done
 kill $c; wait $c
 curl -sf -H "x-api-key: $ANTHROPIC_API_KEY" "$ANTHROPIC_BASE_URL/v1/models" > /dev/null`,
 			func(t *testing.T, u agent.Usage, _, _ string) {
