@@ -125,7 +125,7 @@ func summaryData(r *Run) templates.Summary {
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
 			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL, Unverified: t.Unverified && t.Status == templates.StatusPassed,
-			Usage:     templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
+			Usage:     templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD, Estimated: t.UsageEstimated},
 			Judgement: t.Judgement}
 		tt.LogURL = TaskPageURL(r.Dashboard, r.ID, t.ID)
 		if t.Checkpoint != "" && r.RepoURL != "" {
@@ -136,6 +136,7 @@ func summaryData(r *Run) templates.Summary {
 		s.Usage.InputTokens += t.InputTokens
 		s.Usage.OutputTokens += t.OutputTokens
 		s.Usage.CostUSD += t.CostUSD
+		s.Usage.Estimated = s.Usage.Estimated || t.UsageEstimated
 	}
 	if w := r.CI; w != nil {
 		s.CI = &templates.CI{None: w.None, Round: w.Round, MaxRounds: w.MaxRounds, Reran: w.Reran, More: w.More}

@@ -18,6 +18,7 @@ func recordUsage(run *Run, ev runner.Event) error {
 		t.InputTokens += ev.Usage.InputTokens
 		t.OutputTokens += ev.Usage.OutputTokens
 		t.CostUSD += ev.Usage.CostUSD
+		t.UsageEstimated = t.UsageEstimated || ev.Usage.Estimated
 	}
 	return nil
 }

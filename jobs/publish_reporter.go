@@ -763,7 +763,7 @@ func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason
 	d := templates.CheckRun{
 		RunID: r.runID, TaskID: t.ID, TaskTitle: t.Title, Status: status, Attempt: attempt, MaxAttempts: r.maxAttemptsOf(t.ID),
 		Reason: reason, Verify: commands(r.verify[t.ID]), Agent: r.run.Agent, Duration: t.Duration,
-		Usage:    templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD},
+		Usage:    templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD, Estimated: t.UsageEstimated},
 		Attempts: r.interruptedAttempts(t), Accept: t.Accept, Unverified: t.Unverified,
 		Judging: r.judging, Verdict: r.verdicts[t.ID],
 	}

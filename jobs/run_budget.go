@@ -14,7 +14,7 @@ import (
 func spentUsage(run *Run) agent.Usage {
 	var u agent.Usage
 	for _, t := range run.Tasks {
-		u = u.Add(agent.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD})
+		u = u.Add(agent.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD, Estimated: t.UsageEstimated})
 	}
 	return u
 }

@@ -481,6 +481,31 @@ func TestRetryPolicy(t *testing.T) {
 	}
 }
 
+// An estimate of the egress proxy's stays marked as one in the run's record, whatever exact usage
+// is added to it, and shows as such in the summary.
+func TestRecordUsageKeepsEstimates(t *testing.T) {
+	run := &Run{Tasks: []TaskState{{ID: "1.1"}, {ID: "1.2"}}}
+	for _, u := range []agent.Usage{{InputTokens: 10, OutputTokens: 2, CostUSD: 0.5, Estimated: true}, {InputTokens: 5, OutputTokens: 1, CostUSD: 0.25}} {
+		if err := recordUsage(run, runner.Event{TaskID: "1.1", Usage: &u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = recordUsage(run, runner.Event{TaskID: "1.2", Usage: &agent.Usage{InputTokens: 1, OutputTokens: 1, CostUSD: 0.1}})
+	if t1 := run.Task("1.1"); !t1.UsageEstimated || t1.InputTokens != 15 || t1.CostUSD != 0.75 {
+		t.Errorf("task 1.1 = %+v, want the sum, marked as an estimate", t1)
+	}
+	if run.Task("1.2").UsageEstimated {
+		t.Error("task 1.2's exact usage is marked as an estimate")
+	}
+	if u := spentUsage(run); !u.Estimated {
+		t.Errorf("the run's spent usage %+v is not marked as holding an estimate", u)
+	}
+	s := summaryData(run)
+	if !s.Usage.Estimated || !s.Tasks[0].Usage.Estimated || s.Tasks[1].Usage.Estimated {
+		t.Errorf("summary usage = %+v, tasks %+v / %+v", s.Usage, s.Tasks[0].Usage, s.Tasks[1].Usage)
+	}
+}
+
 func TestRecordUsageAndBlocked(t *testing.T) {
 	run := &Run{Tasks: []TaskState{{ID: "1.1"}, {ID: "1.2"}}}
 	for range 2 {

@@ -158,7 +158,7 @@ func sameTask(a *TaskState, aSum uint64, b *TaskState) bool {
 		a.Checkpoint == b.Checkpoint && a.Note == b.Note && a.Unverified == b.Unverified &&
 		a.Escalations == b.Escalations && a.EscalationCommentID == b.EscalationCommentID &&
 		a.EscalationURL == b.EscalationURL && a.InputTokens == b.InputTokens && a.OutputTokens == b.OutputTokens &&
-		a.CostUSD == b.CostUSD && aSum == taskSum(b)
+		a.CostUSD == b.CostUSD && a.UsageEstimated == b.UsageEstimated && aSum == taskSum(b)
 }
 
 // taskSums digests each task.

@@ -91,7 +91,7 @@ func meteredUsage(said agent.Usage, r egress.Report) agent.Usage {
 	if r.Calls == 0 {
 		return said
 	}
-	u := agent.Usage{InputTokens: r.Tokens.Input, OutputTokens: r.Tokens.Output, CostUSD: r.CostUSD}
+	u := agent.Usage{InputTokens: r.Tokens.Input, OutputTokens: r.Tokens.Output, CostUSD: r.CostUSD, Estimated: r.Estimated}
 	if len(r.Unpriced) > 0 && said.CostUSD > u.CostUSD {
 		u.CostUSD = said.CostUSD // a model without a price: the CLI's own figure is better than none
 	}

@@ -3,13 +3,20 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/akira-bot/akira/internal/modeltest"
 	"github.com/akira-bot/akira/internal/sandboxtest"
+	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
@@ -95,5 +102,127 @@ func TestAttemptThroughTheProxy(t *testing.T) {
 		if r.Key != "sk-real" {
 			t.Errorf("the model server got %q", r.Key)
 		}
+	}
+}
+
+// The proxy meters what the provider bills, whatever the agent in the sandbox does with the answer:
+// an Anthropic stream the agent hangs up on before message_delta is read on and metered whole
+// (the issue's $0.00 that should have been $15.00); a Chat Completions stream the agent did not ask
+// usage for is metered, and the agent's stream has no chunk it did not ask for; a server that never
+// states usage is estimated, and the estimate is marked on the attempt's usage, the task's and what
+// akira run prints.
+func TestAttemptMeteringThroughTheSandbox(t *testing.T) {
+	sandboxtest.Require(t)
+	for _, tool := range []string{"curl", "grep"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+	price := func(_ string, tk egress.Tokens) (float64, bool) {
+		return float64(tk.Input)*3/1e6 + float64(tk.Output)*15/1e6, true
+	}
+	// The Anthropic server holds its answer after message_start until the agent, having hung up on
+	// it, asks for the model list; then the bulk of the answer follows, and the usage last.
+	goOn := make(chan struct{})
+	var once sync.Once
+	anthropic := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodGet {
+			once.Do(func() { close(goOn) })
+			fmt.Fprint(w, `{"data":[]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\",\"usage\":{\"input_tokens\":1000,\"output_tokens\":1}}}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-goOn:
+		case <-r.Context().Done():
+			return
+		}
+		text := strings.Repeat("x", 4096)
+		for range 256 {
+			fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%q}}\n\n", text)
+		}
+		fmt.Fprint(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1000000}}\n\n")
+		fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}))
+	defer anthropic.Close()
+	openai := modeltest.NewOpenAI(t, "sk-real")
+	// An OpenAI-compatible server that never states usage, asked or not.
+	const said = "no usage from this server, however it is asked"
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":%q}}]}\n\n", said)
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer silent.Close()
+
+	const chatBody = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	chat := `curl -sfN -H "Authorization: Bearer $OPENAI_API_KEY" -H 'content-type: application/json' -d '` + chatBody + `' "$OPENAI_BASE_URL/chat/completions"`
+	tests := []struct {
+		name, protocol, base, script string
+		check                        func(t *testing.T, u agent.Usage, output, printed string)
+	}{
+		{"anthropic stream hung up on before message_delta", egress.ProtocolAnthropic, anthropic.URL,
+			`curl -sN -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: application/json' -d '{"model":"claude-x","stream":true}' "$ANTHROPIC_BASE_URL/v1/messages" > "$HOME/stream" &
+c=$!
+until grep -q message_start "$HOME/stream"; do sleep 0.05; done
+kill $c; wait $c
+curl -sf -H "x-api-key: $ANTHROPIC_API_KEY" "$ANTHROPIC_BASE_URL/v1/models" > /dev/null`,
+			func(t *testing.T, u agent.Usage, _, _ string) {
+				if u.InputTokens != 1000 || u.OutputTokens != 1_000_000 || u.Estimated || math.Abs(u.CostUSD-15.003) > 1e-9 {
+					t.Errorf("usage = %+v, want 1,000 in and 1,000,000 out as the answer stated: $15.003", u)
+				}
+			}},
+		{"chat completions stream without include_usage", egress.ProtocolOpenAI, openai.BaseURL(), chat,
+			func(t *testing.T, u agent.Usage, output, _ string) {
+				if u.InputTokens != openai.Usage.Input || u.OutputTokens != openai.Usage.Output || u.Estimated {
+					t.Errorf("usage = %+v, want the model's %+v", u, openai.Usage)
+				}
+				if !strings.Contains(output, "data: [DONE]") || strings.Contains(output, `"choices":[]`) {
+					t.Errorf("the agent's stream should end with [DONE] and hold no chunk without choices:\n%s", output)
+				}
+			}},
+		{"a server that states no usage", egress.ProtocolOpenAI, silent.URL, chat,
+			func(t *testing.T, u agent.Usage, output, printed string) {
+				asked := len(chatBody) + len(`,"stream_options":{"include_usage":true}`)
+				if want := (int64(len(said)) + 3) / 4; !u.Estimated || u.OutputTokens != want || u.InputTokens != int64(asked+3)/4 {
+					t.Errorf("usage = %+v, want an estimate of %d in and %d out", u, (asked+3)/4, want)
+				}
+				if !strings.Contains(output, said) {
+					t.Errorf("the agent did not get the answer:\n%s", output)
+				}
+				if !strings.Contains(printed, "(estimated") || !strings.Contains(printed, "~ an estimate") {
+					t.Errorf("akira run's output does not say the usage is estimated:\n%s", printed)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keyVar, baseVar := "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
+			if tt.protocol == egress.ProtocolOpenAI {
+				keyVar, baseVar = "OPENAI_API_KEY", "OPENAI_BASE_URL"
+			}
+			f := newFixture(t, map[string]string{"ROADMAP.md": "# R\n\n- [ ] 1.1 One\n"})
+			ag := f.agent(tt.script + "\necho done > \"$AKIRA_TASK_ID.txt\"")
+			ag.Model = &egress.Model{Protocol: tt.protocol, BaseURL: tt.base, Key: "sk-real", KeyEnv: "AKIRA_TEST_REAL_KEY",
+				KeyVar: keyVar, BaseURLVar: baseVar, Model: "m", Price: price}
+			box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetNone, Egress: egress.New(egress.Config{})}
+			var printed bytes.Buffer
+			out, rec, err := f.run(t, Options{Agent: ag, Sandbox: box, AgentNetwork: sandbox.NetAllowlist, Reporter: NewTerminal(&printed, false)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fin := rec.of(EventAgentFinished, "1.1")
+			if len(fin) != 1 || fin[0].Usage == nil {
+				t.Fatalf("agent_finished = %+v", fin)
+			}
+			tt.check(t, *fin[0].Usage, fin[0].Output, printed.String())
+			if len(out.Tasks) != 1 || out.Tasks[0].Usage != *fin[0].Usage {
+				t.Errorf("the task's usage %+v is not the attempt's %+v", out.Tasks, *fin[0].Usage)
+			}
+		})
 	}
 }

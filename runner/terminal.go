@@ -322,11 +322,15 @@ func (t *Terminal) summary(o Outcome) {
 			}
 			if usage {
 				cost, tokens := "-", "-"
+				about := ""
+				if r.Usage.Estimated {
+					about = "~"
+				}
 				if r.Usage.CostUSD > 0 {
-					cost = fmt.Sprintf("$%.2f", r.Usage.CostUSD)
+					cost = fmt.Sprintf("%s$%.2f", about, r.Usage.CostUSD)
 				}
 				if n := r.Usage.InputTokens + r.Usage.OutputTokens; n > 0 {
-					tokens = fmt.Sprint(n)
+					tokens = fmt.Sprint(about, n)
 				}
 				fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, cost, tokens, commit, r.Note)
 				continue
@@ -334,6 +338,9 @@ func (t *Terminal) summary(o Outcome) {
 			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, commit, r.Note)
 		}
 		tw.Flush()
+		if total.Estimated {
+			t.printf("~ an estimate: the egress proxy metered a model answer that did not state its whole usage (from its bytes)\n")
+		}
 	}
 	var line string
 	switch o.Status {
@@ -422,6 +429,9 @@ func usageText(ev Event) string {
 	s := fmt.Sprintf(", %d+%d tokens", ev.Usage.InputTokens, ev.Usage.OutputTokens)
 	if ev.Usage.CostUSD > 0 {
 		s += fmt.Sprintf(", $%.4f", ev.Usage.CostUSD)
+	}
+	if ev.Usage.Estimated {
+		s += " (estimated: a model answer did not state its whole usage)"
 	}
 	return s
 }

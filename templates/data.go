@@ -29,11 +29,13 @@ type Task struct {
 	Judgement *Judgement
 }
 
-// Usage is what the agent consumed; zero fields are unknown and left out.
+// Usage is what the agent consumed; zero fields are unknown and left out. Estimated: the figures
+// hold an estimate of the egress proxy's, shown as such.
 type Usage struct {
 	InputTokens  int64
 	OutputTokens int64
 	CostUSD      float64
+	Estimated    bool
 }
 
 // Tokens is input plus output tokens.

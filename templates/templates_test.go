@@ -56,6 +56,16 @@ var cases = []struct {
 		},
 		Usage: Usage{CostUSD: 0.004},
 	}},
+	{"summary_estimated", "summary", Summary{
+		RunID: "r6", Source: "ROADMAP.md", State: RunRunning,
+		Tasks: []Task{
+			{ID: "T1", Title: "Metered", Status: StatusPassed, Attempts: 1, Duration: time.Minute, Checkpoint: sha1,
+				Usage: Usage{InputTokens: 1000, OutputTokens: 200, CostUSD: 0.006}},
+			{ID: "T2", Title: "Estimated", Status: StatusRunning, Attempts: 1,
+				Usage: Usage{InputTokens: 300, OutputTokens: 2500, CostUSD: 0.0384, Estimated: true}},
+		},
+		Usage: Usage{InputTokens: 1300, OutputTokens: 2700, CostUSD: 0.0444, Estimated: true},
+	}},
 	{"summary_done", "summary", Summary{
 		RunID: "r3", Source: "ROADMAP.md", State: RunDone, PRURL: "https://github.com/o/r/pull/7",
 		Tasks: []Task{{ID: "T1", Title: "Only", Status: StatusPassed, Attempts: 1, Duration: 2 * time.Second, Checkpoint: "abc"}},
@@ -249,6 +259,10 @@ var cases = []struct {
 		},
 		Agent: "claude", Usage: Usage{InputTokens: 5000, OutputTokens: 1000, CostUSD: 0.1234}, Duration: 95 * time.Second,
 		Checkpoint: sha1, CheckpointURL: "https://github.com/o/r/commit/" + sha1,
+	}},
+	{"checkrun_summary_estimated", "checkrun_summary", CheckRun{
+		RunID: "r1", TaskID: "T2", TaskTitle: "Estimated", Status: StatusRunning, Attempt: 1, MaxAttempts: 3,
+		Agent: "codex", Usage: Usage{InputTokens: 300, OutputTokens: 2500, CostUSD: 0.0384, Estimated: true}, Duration: 30 * time.Second,
 	}},
 	{"checkrun_summary_failure", "checkrun_summary", CheckRun{
 		TaskID: "T2", TaskTitle: "Serve", Status: StatusEscalated, Attempt: 3, MaxAttempts: 3,

@@ -205,6 +205,8 @@ type RunSummary struct {
 	TasksTotal int       `json:"tasks_total"`
 	TasksDone  int       `json:"tasks_done"`
 	CostUSD    float64   `json:"cost_usd"`
+	// CostEstimated says the cost holds an estimate of the egress proxy's.
+	CostEstimated bool `json:"cost_estimated,omitempty"`
 	// WaitingOn is the task waiting for a decision, when the run is parked.
 	WaitingOn string `json:"waiting_on,omitempty"`
 	// Reference is the caller's reference of a run handed off through the API.
@@ -224,18 +226,21 @@ type RunDetail struct {
 
 // TaskDetail is one task of a run.
 type TaskDetail struct {
-	ID           string               `json:"id"`
-	Title        string               `json:"title"`
-	Status       string               `json:"status"`
-	Attempts     int                  `json:"attempts"`
-	DurationSecs float64              `json:"duration_seconds"`
-	CostUSD      float64              `json:"cost_usd"`
-	InputTokens  int64                `json:"input_tokens"`
-	OutputTokens int64                `json:"output_tokens"`
-	Checkpoint   string               `json:"checkpoint,omitempty"`
-	CheckRunURL  string               `json:"check_run_url,omitempty"`
-	Judge        *templates.Judgement `json:"judge,omitempty"`
-	Logs         []LogLink            `json:"logs"`
+	ID           string  `json:"id"`
+	Title        string  `json:"title"`
+	Status       string  `json:"status"`
+	Attempts     int     `json:"attempts"`
+	DurationSecs float64 `json:"duration_seconds"`
+	CostUSD      float64 `json:"cost_usd"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	// CostEstimated says the tokens and cost hold an estimate of the egress proxy's (a model
+	// answer that did not state its whole usage).
+	CostEstimated bool                 `json:"cost_estimated,omitempty"`
+	Checkpoint    string               `json:"checkpoint,omitempty"`
+	CheckRunURL   string               `json:"check_run_url,omitempty"`
+	Judge         *templates.Judgement `json:"judge,omitempty"`
+	Logs          []LogLink            `json:"logs"`
 	// Blocked are the destinations the egress proxy refused the task.
 	Blocked []BlockedDestination `json:"blocked,omitempty"`
 }
@@ -274,6 +279,7 @@ func summaryOf(r *jobs.Run) RunSummary {
 			s.TasksDone++
 		}
 		s.CostUSD += t.CostUSD
+		s.CostEstimated = s.CostEstimated || t.UsageEstimated
 	}
 	if len(r.Parked) > 0 {
 		s.WaitingOn = r.Parked[0].TaskID
@@ -285,7 +291,7 @@ func detailOf(r *jobs.Run) RunDetail {
 	d := RunDetail{RunSummary: summaryOf(r), Agent: r.Agent, Error: r.Error, Tasks: []TaskDetail{}, Parked: []ParkedTask{}}
 	for _, t := range r.Tasks {
 		td := TaskDetail{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, DurationSecs: t.Duration.Seconds(),
-			CostUSD: t.CostUSD, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, Checkpoint: t.Checkpoint,
+			CostUSD: t.CostUSD, CostEstimated: t.UsageEstimated, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, Checkpoint: t.Checkpoint,
 			CheckRunURL: t.CheckRunURL, Judge: t.Judgement, Logs: []LogLink{}}
 		for _, b := range t.Blocked {
 			td.Blocked = append(td.Blocked, BlockedDestination{Attempt: b.Attempt, Who: b.Who, Host: b.Host, Port: b.Port,

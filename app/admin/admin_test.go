@@ -77,7 +77,7 @@ func newFixture(t *testing.T) *fixture {
 		Source: "issue #1", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: jobs.StatusParked,
 		Tasks: []jobs.TaskState{
 			{ID: "1.1", Title: "Add <b>bold</b> parser", Status: templates.StatusPassed, Attempts: 2, Checkpoint: "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b",
-				CostUSD: 0.12, InputTokens: 1000, OutputTokens: 200, Judgement: &templates.Judgement{Confidence: 0.93, Accepted: true}},
+				CostUSD: 0.12, InputTokens: 1000, OutputTokens: 200, UsageEstimated: true, Judgement: &templates.Judgement{Confidence: 0.93, Accepted: true}},
 			{ID: "1.2", Title: "Write docs", Status: templates.StatusEscalated, Attempts: 3},
 		},
 		Parked: []jobs.Parked{{TaskID: "1.2", Attempt: 3, Reason: "max_attempts", Summary: "verification failed", At: time.Now().Add(-time.Hour)}}})
@@ -235,7 +235,7 @@ func TestAPIAgainstOpenAPI(t *testing.T) {
 	}
 	call("GET", "/api/v1/runs?cursor=nonsense", f.read, "", http.StatusBadRequest)
 	body := call("GET", run, f.read, "", http.StatusOK)
-	for _, want := range []string{`"tasks_done":1`, `"judge":{"confidence":0.93,"accepted":true}`, `"url":"/api/v1/runs/r-admin-1/tasks/1.1/attempts/2/log"`} {
+	for _, want := range []string{`"tasks_done":1`, `"cost_estimated":true`, `"judge":{"confidence":0.93,"accepted":true}`, `"url":"/api/v1/runs/r-admin-1/tasks/1.1/attempts/2/log"`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("run lacks %s: %s", want, body)
 		}

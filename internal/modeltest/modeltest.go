@@ -32,6 +32,10 @@ type Request struct {
 	Stream bool
 	// Tools are the names of the tools the request offered.
 	Tools []string
+	// Header is every header the request carried, to check which credentials reached the server;
+	// Body is the request's body as it arrived.
+	Header http.Header
+	Body   []byte
 }
 
 // Server is a scripted model.
@@ -99,7 +103,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	model, _ := req["model"].(string)
 	stream, _ := req["stream"].(bool)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Key: key, Model: model, Stream: stream, Tools: toolNames(req)})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Key: key, Model: model, Stream: stream, Tools: toolNames(req), Header: r.Header.Clone(), Body: body})
 	s.mu.Unlock()
 	if key != s.key {
 		w.Header().Set("Content-Type", "application/json")
@@ -128,7 +132,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case s.kind == "openai" && strings.HasSuffix(r.URL.Path, "/responses"):
 		s.responses(w, req, model, stream, string(body))
 	case s.kind == "openai" && strings.HasSuffix(r.URL.Path, "/chat/completions"):
-		s.chat(w, model, stream)
+		s.chat(w, req, model, stream)
 	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models"):
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}],"models":[]}`, model)
@@ -289,7 +293,10 @@ func (s *Server) responses(w http.ResponseWriter, req map[string]any, model stri
 	sse(w, "response.completed", map[string]any{"type": "response.completed", "sequence_number": 3, "response": resp})
 }
 
-func (s *Server) chat(w http.ResponseWriter, model string, stream bool) {
+// chat answers as Chat Completions does: streamed, the usage comes only when the request asks for
+// it with stream_options.include_usage, in a last chunk whose choices are empty, and every other
+// chunk then carries "usage": null.
+func (s *Server) chat(w http.ResponseWriter, req map[string]any, model string, stream bool) {
 	usage := map[string]any{"prompt_tokens": s.Usage.Input, "completion_tokens": s.Usage.Output,
 		"prompt_tokens_details": map[string]any{"cached_tokens": s.Usage.CacheRead}, "total_tokens": s.Usage.Input + s.Usage.Output}
 	if !stream {
@@ -299,11 +306,22 @@ func (s *Server) chat(w http.ResponseWriter, model string, stream bool) {
 			"usage":   usage})
 		return
 	}
+	opts, _ := req["stream_options"].(map[string]any)
+	withUsage, _ := opts["include_usage"].(bool)
+	chunk := func(choices []any) map[string]any {
+		c := map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model, "choices": choices}
+		if withUsage {
+			c["usage"] = nil
+		}
+		return c
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	sse(w, "", map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model,
-		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "ok"}, "finish_reason": nil}}})
-	sse(w, "", map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model,
-		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}})
-	sse(w, "", map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": model, "choices": []any{}, "usage": usage})
+	sse(w, "", chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "ok"}, "finish_reason": nil}}))
+	sse(w, "", chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}))
+	if withUsage {
+		last := chunk([]any{})
+		last["usage"] = usage
+		sse(w, "", last)
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }

@@ -272,6 +272,9 @@ type TaskState struct {
 	InputTokens         int64   `json:"input_tokens,omitempty"`
 	OutputTokens        int64   `json:"output_tokens,omitempty"`
 	CostUSD             float64 `json:"cost_usd,omitempty"`
+	// UsageEstimated says the tokens and cost hold an estimate of the egress proxy's (a model answer
+	// that did not state its whole usage).
+	UsageEstimated bool `json:"usage_estimated,omitempty"`
 }
 
 // Parked is an escalated task waiting for a decision.

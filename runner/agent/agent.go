@@ -41,11 +41,15 @@ type Usage struct {
 	OutputTokens int64
 	// CostUSD is zero when the model has no price in the table.
 	CostUSD float64
+	// Estimated says the tokens (and so the cost) hold an estimate: the egress proxy metered a call
+	// whose answer did not state its whole usage (see egress.Report).
+	Estimated bool `json:",omitempty"`
 }
 
-// Add returns the sum of two usages.
+// Add returns the sum of two usages; the sum is an estimate when either is.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens, CostUSD: u.CostUSD + o.CostUSD}
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens, CostUSD: u.CostUSD + o.CostUSD,
+		Estimated: u.Estimated || o.Estimated}
 }
 
 // Result is what an attempt left, besides the files it changed in the workspace.

@@ -271,26 +271,49 @@ func special(ip netip.Addr) string {
 		return "multicast"
 	}
 	for _, r := range reserved {
-		if r.Contains(ip) {
-			return "reserved"
+		if r.prefix.Contains(ip) {
+			return r.kind
 		}
 	}
 	return ""
 }
 
-// reserved are the other ranges that are not the public internet: "this network", carrier-grade
-// NAT, IETF protocol assignments, benchmarking, the old class E, NAT64 and the IPv6 ranges that
-// embed IPv4 addresses (which could hide a private one).
-var reserved = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
-	netip.MustParsePrefix("64:ff9b:1::/48"),
-	netip.MustParsePrefix("2002::/16"),
-	netip.MustParsePrefix("::/96"),
+// reserved are the other blocks of IANA's IPv4 and IPv6 special-purpose address registries (and
+// the deprecated blocks they once held): none is the public internet a registry or a model lives
+// on. The ranges that embed an IPv4 address (6to4, Teredo, NAT64, IPv4-compatible and -translated)
+// are refused whole, since the address inside may be a private or loopback one and the host's
+// routing may well deliver it there.
+var reserved = []struct {
+	prefix netip.Prefix
+	kind   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "this-network"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared (carrier-grade NAT)"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignment"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation (TEST-NET-1)"},
+	{netip.MustParsePrefix("192.31.196.0/24"), "AS112"},
+	{netip.MustParsePrefix("192.52.193.0/24"), "AMT"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "6to4 relay anycast"},
+	{netip.MustParsePrefix("192.175.48.0/24"), "AS112"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation (TEST-NET-2)"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation (TEST-NET-3)"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (class E)"}, // holds 255.255.255.255, broadcast
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64 (local use)"},
+	{netip.MustParsePrefix("100::/64"), "discard-only"},
+	{netip.MustParsePrefix("100:0:0:1::/64"), "dummy prefix"},
+	{netip.MustParsePrefix("2001::/32"), "Teredo"},
+	{netip.MustParsePrefix("2001:20::/28"), "ORCHIDv2"},
+	{netip.MustParsePrefix("2001::/23"), "IETF protocol assignment"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
+	{netip.MustParsePrefix("2002::/16"), "6to4"},
+	{netip.MustParsePrefix("2620:4f:8000::/48"), "AS112"},
+	{netip.MustParsePrefix("3fff::/20"), "documentation"},
+	{netip.MustParsePrefix("5f00::/16"), "SRv6 SID"},
+	{netip.MustParsePrefix("fec0::/10"), "site-local"},
 }
 
 // Allows reports whether a connection to a host name (or address) on port is on the list; a name

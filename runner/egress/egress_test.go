@@ -88,7 +88,7 @@ func TestSessionDecides(t *testing.T) {
 	if code := get("http://ok.example:" + strconv.Itoa(up.port()) + "/"); code != 200 {
 		t.Errorf("allowed name: %d", code)
 	}
-	for _, u := range []string{"http://meta.example/", "http://gone.example/", "http://unlisted.example/", "http://192.0.2.10/", "http://127.0.0.1:1/"} {
+	for _, u := range []string{"http://meta.example/", "http://gone.example/", "http://unlisted.example/", "http://8.8.8.8/", "http://127.0.0.1:1/"} {
 		if code := get(u); code != http.StatusForbidden {
 			t.Errorf("%s: %d, want 403", u, code)
 		}
@@ -105,8 +105,8 @@ func TestSessionDecides(t *testing.T) {
 			t.Errorf("%s: reason %q, want %q", h, reasons[h], r)
 		}
 	}
-	if !strings.HasPrefix(reasons["192.0.2.10"], "address not on the allowlist") {
-		t.Errorf("a public address literal: %q", reasons["192.0.2.10"])
+	if !strings.HasPrefix(reasons["8.8.8.8"], "address not on the allowlist") {
+		t.Errorf("a public address literal: %q", reasons["8.8.8.8"])
 	}
 	if rep.Allowed["ok.example"] != 1 {
 		t.Errorf("allowed = %v", rep.Allowed)
@@ -190,7 +190,7 @@ func TestModelRoute(t *testing.T) {
 				}
 			}
 			rep := s.Report()
-			if rep.Calls != 1 || rep.Unmetered != 0 || rep.Tokens.Input != fake.Usage.Input || rep.Tokens.Output != fake.Usage.Output || rep.Tokens.CacheRead != fake.Usage.CacheRead {
+			if rep.Calls != 1 || rep.Estimated || rep.EstimatedCalls != 0 || rep.Tokens.Input != fake.Usage.Input || rep.Tokens.Output != fake.Usage.Output || rep.Tokens.CacheRead != fake.Usage.CacheRead {
 				t.Fatalf("report = %+v, want the usage %+v", rep, fake.Usage)
 			}
 			if want := 1200.0/1e6 + 80*10/1e6; rep.CostUSD < want*0.999 || rep.CostUSD > want*1.001 {
@@ -267,5 +267,90 @@ func TestCloseEndsTunnels(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(time.Minute)) // a guard against hanging, not a timing assertion
 	if _, err := br.ReadString('\n'); err == nil {
 		t.Error("the tunnel outlived its session")
+	}
+}
+
+// The real key goes out in the one header its provider reads (x-api-key for Anthropic, a bearer
+// token for OpenAI) and the placeholder never leaves the proxy, whichever header the client put it
+// in: a key in the other header would be sent where it does not belong, and a placeholder passed
+// on would tell the provider (or whoever runs the endpoint) what the sandbox holds.
+func TestModelRouteKeyHeaders(t *testing.T) {
+	const real = "sk-real-key-of-the-operator"
+	tests := []struct {
+		name, protocol, path string
+		sent                 func(placeholder string) http.Header
+	}{
+		{"anthropic x-api-key", egress.ProtocolAnthropic, "/v1/messages",
+			func(p string) http.Header { return http.Header{"X-Api-Key": {p}} }},
+		{"anthropic bearer", egress.ProtocolAnthropic, "/v1/messages",
+			func(p string) http.Header { return http.Header{"Authorization": {"Bearer " + p}} }},
+		{"anthropic both", egress.ProtocolAnthropic, "/v1/messages",
+			func(p string) http.Header { return http.Header{"X-Api-Key": {p}, "Authorization": {"Bearer " + p}} }},
+		{"openai bearer", egress.ProtocolOpenAI, "/chat/completions",
+			func(p string) http.Header { return http.Header{"Authorization": {"Bearer " + p}} }},
+		{"openai both", egress.ProtocolOpenAI, "/responses",
+			func(p string) http.Header { return http.Header{"Authorization": {"Bearer " + p}, "X-Api-Key": {p}} }},
+		{"openai azure-style api-key too", egress.ProtocolOpenAI, "/responses",
+			func(p string) http.Header { return http.Header{"Authorization": {"Bearer " + p}, "Api-Key": {p}} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fake *modeltest.Server
+			if tt.protocol == egress.ProtocolAnthropic {
+				fake = modeltest.NewAnthropic(t, real)
+			} else {
+				fake = modeltest.NewOpenAI(t, real)
+			}
+			p := egress.New(egress.Config{})
+			s, err := p.Open(egress.SessionConfig{TCP: true, Model: &egress.Model{Protocol: tt.protocol, BaseURL: fake.BaseURL(), Key: real, KeyVar: "K", BaseURLVar: "B"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			req, _ := http.NewRequest("POST", "http://"+s.Addr()+egress.ModelPath+tt.path, strings.NewReader(`{"model":"m"}`))
+			for k, v := range tt.sent(s.Placeholder()) {
+				req.Header[k] = v
+			}
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			got := fake.Requests()
+			if len(got) != 1 {
+				t.Fatalf("the model server saw %d requests", len(got))
+			}
+			h := got[0].Header
+			if tt.protocol == egress.ProtocolAnthropic {
+				if v := h.Values("X-Api-Key"); len(v) != 1 || v[0] != real {
+					t.Errorf("x-api-key = %q, want the real key alone", v)
+				}
+				if v := h.Values("Authorization"); len(v) != 0 {
+					t.Errorf("authorization = %q: Anthropic reads x-api-key only", v)
+				}
+			} else {
+				if v := h.Values("Authorization"); len(v) != 1 || v[0] != "Bearer "+real {
+					t.Errorf("authorization = %q, want the real key as a bearer token alone", v)
+				}
+				if v := h.Values("X-Api-Key"); len(v) != 0 {
+					t.Errorf("x-api-key = %q: OpenAI reads the bearer token only", v)
+				}
+			}
+			for k, vs := range h {
+				for _, v := range vs {
+					if strings.Contains(v, s.Placeholder()) {
+						t.Errorf("the placeholder left the proxy in %s: %q", k, v)
+					}
+				}
+			}
+			if h.Get("Anthropic-Version") != "2023-06-01" {
+				t.Errorf("the client's other headers were not passed on: %v", h)
+			}
+		})
 	}
 }

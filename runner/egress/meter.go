@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"sync/atomic"
 )
 
 // Tokens are what one or more model calls consumed. Input counts every input token, cached or not;
@@ -20,24 +21,36 @@ func (t Tokens) Add(o Tokens) Tokens {
 	return Tokens{Input: t.Input + o.Input, Output: t.Output + o.Output, CacheRead: t.CacheRead + o.CacheRead, CacheWrite: t.CacheWrite + o.CacheWrite}
 }
 
-// maxMeteredJSON bounds what is kept of a non-streamed response to read its usage; a response
-// beyond it passes through unmetered (and is reported as such).
+// maxMeteredJSON bounds what is kept of a non-streamed response to read its usage, and of one
+// event of a streamed one; past it the call's usage is estimated from its bytes.
 const maxMeteredJSON = 16 << 20
 
+// bytesPerToken is how an estimate turns bytes into tokens: about four characters of English text
+// or code per token for the models' tokenizers (OpenAI's rule of thumb). The request is counted
+// with its JSON around the text, which errs on the side of more tokens, not fewer.
+const bytesPerToken = 4
+
 // usageDoc is the part of a model response (or of one event of a streamed one) that says what was
-// used. The field names are those of the three APIs:
+// used, and the text it adds. The field names are those of the three APIs:
 //   - Anthropic Messages: usage.{input_tokens, output_tokens, cache_creation_input_tokens,
-//     cache_read_input_tokens}; streamed, message_start carries message.usage and each
-//     message_delta the cumulative usage so far;
+//     cache_read_input_tokens}; streamed, message_start carries message.usage (the input, and one
+//     output token) and the final message_delta the call's usage; text comes in
+//     content_block_delta's delta;
 //   - OpenAI Chat Completions: usage.{prompt_tokens, completion_tokens,
-//     prompt_tokens_details.cached_tokens}; streamed, the last chunk (with include_usage);
+//     prompt_tokens_details.cached_tokens}; streamed, a last chunk with empty choices (only with
+//     stream_options.include_usage); text comes in choices[].delta;
 //   - OpenAI Responses: usage.{input_tokens, output_tokens, input_tokens_details.cached_tokens};
-//     streamed, response.completed carries response.usage.
+//     streamed, response.completed (or .incomplete, .failed) carries response.usage; text comes in
+//     the delta of response.*.delta events.
 type usageDoc struct {
-	Model    string     `json:"model"`
-	Usage    *rawUsage  `json:"usage"`
-	Message  *usageDocN `json:"message"`
-	Response *usageDocN `json:"response"`
+	Model    string          `json:"model"`
+	Usage    *rawUsage       `json:"usage"`
+	Message  *usageDocN      `json:"message"`
+	Response *usageDocN      `json:"response"`
+	Delta    json.RawMessage `json:"delta"`
+	Choices  []struct {
+		Delta json.RawMessage `json:"delta"`
+	} `json:"choices"`
 }
 
 type usageDocN struct {
@@ -81,22 +94,38 @@ func (u *rawUsage) tokens(protocol string) Tokens {
 	return t
 }
 
-// callMeter reads one model response as it passes through and keeps the model and the usage it
-// states. Within one response every figure only grows (a stream repeats cumulative counts), so
-// the largest seen of each is the response's.
+// callMeter reads one model call as it passes through: the model and the usage the response states
+// and, for when it states none or not all of it, the bytes of the request and of the text the
+// response streamed. Within one response every figure only grows (a stream repeats cumulative
+// counts), so the largest seen of each is the response's.
 type callMeter struct {
 	protocol string
-	model    string
-	tokens   Tokens
-	seen     bool
+	// generates: the request may make the model generate (a POST other than a token count), so
+	// an answer without its usage is estimated rather than left out.
+	generates bool
+	model     string
+	tokens    Tokens
+	// final: the response stated the usage of the whole call (not only Anthropic's message_start,
+	// which knows the input and one output token).
+	final bool
+	// request counts the request body's bytes as they go out; response the body's as they come in;
+	// text the generated text of a stream's deltas.
+	request        atomic.Int64
+	response, text int64
 }
 
-func (m *callMeter) observe(doc []byte) {
+func (m *callMeter) observe(doc []byte, sse bool) {
 	var d usageDoc
 	if json.Unmarshal(doc, &d) != nil {
 		return
 	}
-	model, u := d.Model, d.Usage
+	if sse {
+		m.text += textBytes(d.Delta)
+		for _, c := range d.Choices {
+			m.text += textBytes(c.Delta)
+		}
+	}
+	model, u, final := d.Model, d.Usage, d.Usage != nil
 	for _, n := range []*usageDocN{d.Message, d.Response} {
 		if n != nil {
 			if n.Model != "" {
@@ -104,6 +133,8 @@ func (m *callMeter) observe(doc []byte) {
 			}
 			if n.Usage != nil {
 				u = n.Usage
+				// Responses' response.usage is the call's; Anthropic's message.usage (message_start) is not.
+				final = final || n == d.Response
 			}
 		}
 	}
@@ -114,38 +145,169 @@ func (m *callMeter) observe(doc []byte) {
 		return
 	}
 	t := u.tokens(m.protocol)
-	m.seen = true
+	m.final = m.final || final
 	m.tokens = Tokens{Input: max(m.tokens.Input, t.Input), Output: max(m.tokens.Output, t.Output),
 		CacheRead: max(m.tokens.CacheRead, t.CacheRead), CacheWrite: max(m.tokens.CacheWrite, t.CacheWrite)}
 }
 
-// meteredBody passes a response body through unchanged while its meter reads it: line by line as
-// server-sent events when streamed, else the whole JSON document at the end. done is called once,
-// at EOF or Close, with what was read.
+// usage is the call's usage, and whether it is an estimate: what the response stated when it
+// stated the whole call's, else the larger of what it stated and what its bytes suggest (the
+// request's for the input, the streamed text's, or the whole answer's when not streamed, for the
+// output). ok is false for a request that generates nothing and states no usage (a model list, a
+// token count): there is nothing to meter.
+func (m *callMeter) usage(sse bool) (t Tokens, estimated, ok bool) {
+	if m.final {
+		return m.tokens, false, true
+	}
+	if !m.generates {
+		return Tokens{}, false, false
+	}
+	t = m.tokens
+	out := m.response
+	if sse {
+		out = m.text
+	}
+	if t.Input == 0 {
+		t.Input = ceilDiv(m.request.Load(), bytesPerToken)
+	}
+	t.Output = max(t.Output, ceilDiv(out, bytesPerToken))
+	return t, true, true
+}
+
+func ceilDiv(n, d int64) int64 { return (n + d - 1) / d }
+
+// textBytes is the length of the text in a delta: a string (Responses), or the strings of an object
+// but for the words that only say what kind it is or why it stopped.
+func textBytes(raw json.RawMessage) int64 {
+	if len(raw) == 0 || raw[0] == 'n' {
+		return 0
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return 0
+	}
+	return stringBytes(v)
+}
+
+func stringBytes(v any) int64 {
+	switch v := v.(type) {
+	case string:
+		return int64(len(v))
+	case []any:
+		var n int64
+		for _, e := range v {
+			n += stringBytes(e)
+		}
+		return n
+	case map[string]any:
+		var n int64
+		for k, e := range v {
+			switch k {
+			case "type", "role", "id", "index", "stop_reason", "stop_sequence", "finish_reason", "signature":
+				continue
+			}
+			n += stringBytes(e)
+		}
+		return n
+	}
+	return 0
+}
+
+// meteredBody passes a response body through while its meter reads it: line by line as server-sent
+// events when streamed, else the whole JSON document at the end. With dropUsage it also holds each
+// event back until it is complete and leaves out the usage-only chunk that the proxy asked for on
+// the client's behalf (see askForUsage). done is called once, at EOF or Close, with what was read.
+//
+// Close before EOF means the client went away: the body is then read on to its end, at most
+// drainBytes more and for as long as the call's context lasts (the proxy bounds that), so that what
+// the provider bills for is what is metered.
 type meteredBody struct {
-	body   io.ReadCloser
-	meter  *callMeter
-	sse    bool
-	buf    bytes.Buffer // a partial SSE line, or the JSON document so far
-	over   bool
-	done   func(*callMeter)
-	called bool
+	body       io.ReadCloser
+	meter      *callMeter
+	sse        bool
+	dropUsage  bool
+	drainBytes int64
+	// draining is called when Close starts reading on for a client that went away.
+	draining func()
+	done     func(*callMeter, bool)
+
+	line  bytes.Buffer // a partial SSE line, or the JSON document so far
+	over  bool         // the JSON document outgrew maxMeteredJSON
+	eof   bool
+	ended bool
+
+	// With dropUsage: the event being assembled, and what is ready for the client.
+	event, out bytes.Buffer
+	passing    bool // the event outgrew maxMeteredJSON: passed on as it comes, unfiltered
+	err        error
+	buf        []byte
 }
 
 func (b *meteredBody) Read(p []byte) (int, error) {
-	n, err := b.body.Read(p)
-	if n > 0 {
-		b.feed(p[:n])
+	if !b.dropUsage {
+		n, err := b.body.Read(p)
+		b.take(p[:n], err)
+		return n, err
+	}
+	for b.out.Len() == 0 && b.err == nil {
+		if b.buf == nil {
+			b.buf = make([]byte, 32<<10)
+		}
+		n, err := b.body.Read(b.buf)
+		b.take(b.buf[:n], err)
+		b.filter(b.buf[:n])
+		if err != nil {
+			b.err = err
+			b.out.Write(b.event.Bytes()) // an unfinished last event goes as it is
+			b.event.Reset()
+		}
+	}
+	if b.out.Len() > 0 {
+		return b.out.Read(p)
+	}
+	return 0, b.err
+}
+
+// take meters bytes read from upstream.
+func (b *meteredBody) take(p []byte, err error) {
+	if len(p) > 0 {
+		b.meter.response += int64(len(p))
+		b.feed(p)
+	}
+	if err == io.EOF {
+		b.eof = true
 	}
 	if err != nil {
 		b.finish()
 	}
-	return n, err
 }
 
 func (b *meteredBody) Close() error {
+	if !b.eof && !b.ended {
+		b.drain()
+	}
 	b.finish()
 	return b.body.Close()
+}
+
+// drain reads what the client left unread, for the meter alone.
+func (b *meteredBody) drain() {
+	if b.draining != nil {
+		b.draining()
+	}
+	buf := make([]byte, 32<<10)
+	for left := b.drainBytes; left > 0; {
+		n, err := b.body.Read(buf[:min(int64(len(buf)), left)])
+		left -= int64(n)
+		if n > 0 {
+			b.meter.response += int64(n)
+			b.feed(buf[:n])
+		}
+		if err != nil {
+			b.eof = err == io.EOF
+			return
+		}
+	}
 }
 
 func (b *meteredBody) feed(p []byte) {
@@ -153,52 +315,135 @@ func (b *meteredBody) feed(p []byte) {
 		return
 	}
 	if !b.sse {
-		if b.buf.Len()+len(p) > maxMeteredJSON {
-			b.over, b.buf = true, bytes.Buffer{}
+		if b.line.Len()+len(p) > maxMeteredJSON {
+			b.over, b.line = true, bytes.Buffer{}
 			return
 		}
-		b.buf.Write(p)
+		b.line.Write(p)
 		return
 	}
-	b.buf.Write(p)
+	b.line.Write(p)
 	for {
-		line, err := b.buf.ReadBytes('\n')
+		line, err := b.line.ReadBytes('\n')
 		if err != nil {
 			// An incomplete line waits for the next read; one longer than any event is dropped.
 			if len(line) > maxMeteredJSON {
 				line = nil
 			}
-			b.buf.Reset()
-			b.buf.Write(line)
+			b.line.Reset()
+			b.line.Write(line)
 			return
 		}
-		b.line(line)
+		b.meterLine(line)
 	}
 }
 
-func (b *meteredBody) line(line []byte) {
+func (b *meteredBody) meterLine(line []byte) {
 	data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
 	if !ok {
 		return
 	}
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '{' {
-		b.meter.observe(data)
+		b.meter.observe(data, true)
 	}
 }
 
+// filter moves complete events from p to what the client reads, but for the usage-only chunk.
+func (b *meteredBody) filter(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			b.event.Write(p)
+			if b.event.Len() > maxMeteredJSON {
+				b.passing = true
+				b.out.Write(b.event.Bytes())
+				b.event.Reset()
+			}
+			return
+		}
+		line := p[:i+1]
+		p = p[i+1:]
+		b.event.Write(line)
+		if len(bytes.TrimRight(line, "\r\n")) > 0 {
+			continue
+		}
+		// A blank line ends the event.
+		if b.passing || !usageOnlyChunk(b.event.Bytes()) {
+			b.out.Write(b.event.Bytes())
+		}
+		b.passing = false
+		b.event.Reset()
+	}
+}
+
+// usageOnlyChunk reports whether an event is the Chat Completions chunk that carries the usage and
+// no choice: what stream_options.include_usage adds before [DONE].
+func usageOnlyChunk(event []byte) bool {
+	if !bytes.Contains(event, []byte(`"usage"`)) {
+		return false
+	}
+	var data []byte
+	for _, line := range bytes.Split(event, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:")); ok {
+			data = append(data, bytes.TrimSpace(d)...)
+		}
+	}
+	var chunk struct {
+		Choices *[]json.RawMessage `json:"choices"`
+		Usage   json.RawMessage    `json:"usage"`
+	}
+	if json.Unmarshal(data, &chunk) != nil {
+		return false
+	}
+	return chunk.Choices != nil && len(*chunk.Choices) == 0 && len(chunk.Usage) > 0 && string(chunk.Usage) != "null"
+}
+
 func (b *meteredBody) finish() {
-	if b.called {
+	if b.ended {
 		return
 	}
-	b.called = true
+	b.ended = true
 	if b.sse {
-		if b.buf.Len() > 0 {
-			b.line(b.buf.Bytes())
+		if b.line.Len() > 0 {
+			b.meterLine(b.line.Bytes())
 		}
 	} else if !b.over {
-		b.meter.observe(b.buf.Bytes())
+		b.meter.observe(b.line.Bytes(), false)
 	}
-	b.buf = bytes.Buffer{}
-	b.done(b.meter)
+	b.line = bytes.Buffer{}
+	b.done(b.meter, b.sse)
+}
+
+// askForUsage makes a streamed Chat Completions request ask for its usage (stream_options.
+// include_usage), which the API leaves out of a stream unless asked. It returns the body to send
+// and whether it added the request: then the usage chunk is the proxy's, and the client, which did
+// not ask for it, does not get it (many clients read choices[0] of every chunk).
+func askForUsage(body []byte) ([]byte, bool) {
+	var req map[string]json.RawMessage
+	if json.Unmarshal(body, &req) != nil {
+		return body, false
+	}
+	var stream bool
+	if json.Unmarshal(req["stream"], &stream) != nil || !stream {
+		return body, false
+	}
+	var opts map[string]json.RawMessage
+	if json.Unmarshal(req["stream_options"], &opts) != nil || opts == nil {
+		opts = map[string]json.RawMessage{} // absent, null or not an object: the API's own default
+	}
+	var asked bool
+	if json.Unmarshal(opts["include_usage"], &asked) == nil && asked {
+		return body, false
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	var err error
+	if req["stream_options"], err = json.Marshal(opts); err != nil {
+		return body, false
+	}
+	out, err := json.Marshal(req)
+	if err != nil {
+		return body, false
+	}
+	return out, true
 }

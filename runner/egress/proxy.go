@@ -18,6 +18,7 @@
 package egress
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -37,6 +38,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,6 +66,11 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
+// Dialer connects to addresses; *net.Dialer is one.
+type Dialer interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
 // Config is the proxy's.
 type Config struct {
 	// Dir holds the sessions' Unix sockets; empty means os.TempDir(). Keep it short: a socket's
@@ -73,6 +80,14 @@ type Config struct {
 	Resolver Resolver
 	// DialTimeout bounds each connection to a destination (default 30s).
 	DialTimeout time.Duration
+	// Dialer connects to the address a session decided on; nil means a net.Dialer with
+	// DialTimeout. It only ever sees addresses, never names.
+	Dialer Dialer
+	// DrainTimeout bounds how long a model call goes on once its client has gone, to read the
+	// answer to its end for the meter (default 2 minutes); DrainBytes bounds how much of it is
+	// read then (default 64 MiB). Past either the call is cut and its usage estimated.
+	DrainTimeout time.Duration
+	DrainBytes   int64
 	// ModelTransport carries model calls to their real endpoints; nil means a clone of
 	// http.DefaultTransport. Model endpoints are the operator's, so they are not held to the
 	// address rules.
@@ -84,7 +99,7 @@ type Config struct {
 // the metrics, what every session allowed and refused.
 type Proxy struct {
 	cfg     Config
-	dialer  net.Dialer
+	dialer  Dialer
 	forward *http.Transport
 	model   http.RoundTripper
 	log     *slog.Logger
@@ -102,8 +117,16 @@ func New(cfg Config) *Proxy {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 30 * time.Second
 	}
-	p := &Proxy{cfg: cfg, dialer: net.Dialer{Timeout: cfg.DialTimeout}, log: cfg.Logger,
-		allowed: map[string]int64{}, refused: map[string]int64{}}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 2 * time.Minute
+	}
+	if cfg.DrainBytes <= 0 {
+		cfg.DrainBytes = 64 << 20
+	}
+	p := &Proxy{cfg: cfg, dialer: cfg.Dialer, log: cfg.Logger, allowed: map[string]int64{}, refused: map[string]int64{}}
+	if p.dialer == nil {
+		p.dialer = &net.Dialer{Timeout: cfg.DialTimeout}
+	}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -194,13 +217,18 @@ type Blocked struct {
 type Report struct {
 	Blocked []Blocked        `json:"blocked,omitempty"`
 	Allowed map[string]int64 `json:"allowed,omitempty"`
-	// Calls are the model calls that answered 2xx; Unmetered those among them whose usage could
-	// not be read.
-	Calls     int      `json:"calls,omitempty"`
-	Unmetered int      `json:"unmetered,omitempty"`
-	Tokens    Tokens   `json:"tokens"`
-	CostUSD   float64  `json:"cost_usd,omitempty"`
-	Models    []string `json:"models,omitempty"`
+	// Calls are the model calls metered: those that answered 2xx stating a usage, or that may
+	// have made the model generate (every POST but a token count), and those whose client left
+	// before an answer came. EstimatedCalls are those among them whose answer did not state the whole call's usage
+	// (a stream without its usage, an answer cut short): their tokens are estimated from the bytes
+	// of the request and of the answer, and Estimated says the report's tokens and cost hold such
+	// an estimate.
+	Calls          int      `json:"calls,omitempty"`
+	EstimatedCalls int      `json:"estimated_calls,omitempty"`
+	Estimated      bool     `json:"estimated,omitempty"`
+	Tokens         Tokens   `json:"tokens"`
+	CostUSD        float64  `json:"cost_usd,omitempty"`
+	Models         []string `json:"models,omitempty"`
 	// Unpriced are the models called that have no price: their cost is not counted.
 	Unpriced []string `json:"unpriced,omitempty"`
 }
@@ -215,22 +243,31 @@ type Session struct {
 	placeholder string
 	upstream    *url.URL
 
-	mu       sync.Mutex
-	closed   bool
-	tunnels  map[net.Conn]struct{} // hijacked connections, which srv.Close does not end
-	blocked  map[string]*Blocked
-	allowed  map[string]int64
-	calls    int
-	unmeter  int
-	tokens   Tokens
-	cost     float64
-	models   []string
-	unpriced []string
+	// closing ends when Close starts; inflight are the model calls still being metered.
+	closing  context.Context
+	stop     context.CancelFunc
+	inflight sync.WaitGroup
+	// rewrites holds a place for each request read whole to be rewritten (see prepareBody).
+	rewrites chan struct{}
+
+	mu        sync.Mutex
+	closed    bool
+	tunnels   map[net.Conn]struct{} // hijacked connections, which srv.Close does not end
+	blocked   map[string]*Blocked
+	allowed   map[string]int64
+	calls     int
+	estimated int
+	tokens    Tokens
+	cost      float64
+	models    []string
+	unpriced  []string
 }
 
 // Open starts a session.
 func (p *Proxy) Open(cfg SessionConfig) (*Session, error) {
-	s := &Session{p: p, cfg: cfg, blocked: map[string]*Blocked{}, allowed: map[string]int64{}, tunnels: map[net.Conn]struct{}{}}
+	s := &Session{p: p, cfg: cfg, blocked: map[string]*Blocked{}, allowed: map[string]int64{}, tunnels: map[net.Conn]struct{}{},
+		rewrites: make(chan struct{}, rewritesInFlight)}
+	s.closing, s.stop = context.WithCancel(context.Background())
 	if m := cfg.Model; m != nil {
 		u, err := url.Parse(m.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -257,7 +294,12 @@ func (p *Proxy) Open(cfg SessionConfig) (*Session, error) {
 		if dir == "" {
 			dir = os.TempDir()
 		}
-		s.socket = filepath.Join(dir, "akira-egress-"+hex.EncodeToString(b[:6])+".sock")
+		// The name is random on its own: whoever can list the directory learns nothing of the key.
+		var name [8]byte
+		if _, err := rand.Read(name[:]); err != nil {
+			return nil, fmt.Errorf("egress: %w", err)
+		}
+		s.socket = filepath.Join(dir, "akira-egress-"+hex.EncodeToString(name[:])+".sock")
 		ln, err := net.Listen("unix", s.socket)
 		if err != nil {
 			return nil, fmt.Errorf("egress: %w", err)
@@ -305,12 +347,16 @@ func (s *Session) Env() []string {
 	return env
 }
 
-// Close stops the session, ends its tunnels (a process the attempt left behind keeps none), and
-// returns its report.
+// Close stops the session, ends its tunnels (a process the attempt left behind keeps none), waits
+// for the model calls in flight to be metered (each within the proxy's DrainTimeout), and returns
+// its report.
 func (s *Session) Close() Report {
-	_ = s.srv.Close()
 	s.mu.Lock()
 	s.closed = true
+	s.mu.Unlock()
+	_ = s.srv.Close()
+	s.stop()
+	s.mu.Lock()
 	for c := range s.tunnels {
 		c.Close()
 	}
@@ -318,6 +364,7 @@ func (s *Session) Close() Report {
 	if s.socket != "" {
 		_ = os.Remove(s.socket)
 	}
+	s.inflight.Wait()
 	return s.Report()
 }
 
@@ -325,8 +372,8 @@ func (s *Session) Close() Report {
 func (s *Session) Report() Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := Report{Allowed: clone(s.allowed), Calls: s.calls, Unmetered: s.unmeter, Tokens: s.tokens, CostUSD: s.cost,
-		Models: slices.Clone(s.models), Unpriced: slices.Clone(s.unpriced)}
+	r := Report{Allowed: clone(s.allowed), Calls: s.calls, EstimatedCalls: s.estimated, Estimated: s.estimated > 0,
+		Tokens: s.tokens, CostUSD: s.cost, Models: slices.Clone(s.models), Unpriced: slices.Clone(s.unpriced)}
 	for _, b := range s.blocked {
 		r.Blocked = append(r.Blocked, *b)
 	}
@@ -587,6 +634,7 @@ func (s *Session) forwardHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.passed(strings.ToLower(host), entry)
+	_ = http.NewResponseController(w).EnableFullDuplex() // see modelCall
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = pr.In.URL
@@ -601,7 +649,10 @@ func (s *Session) forwardHTTP(w http.ResponseWriter, r *http.Request) {
 	rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decidedKey{}, ap)))
 }
 
-// modelCall forwards a model API call to the real endpoint with the real key, and meters it.
+// modelCall forwards a model API call to the real endpoint with the real key, and meters it. The
+// call outlives its client: when the agent hangs up (or is stopped) before the answer ends, the
+// proxy reads the answer on to its end, within Config.DrainTimeout and Config.DrainBytes, since the
+// provider bills for the whole of it.
 func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	m := s.cfg.Model
 	if m == nil {
@@ -621,24 +672,70 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		modelError(w, m.Protocol, http.StatusNotImplemented, "api_error", "akira egress proxy: the model route speaks HTTP only, not WebSockets")
 		return
 	}
-	if max := s.cfg.MaxCostUSD; max > 0 {
-		s.mu.Lock()
-		spent := s.cost
-		s.mu.Unlock()
-		if spent >= max {
-			modelError(w, m.Protocol, http.StatusForbidden, "permission_error",
-				fmt.Sprintf("akira egress proxy: the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))
-			return
-		}
+	s.mu.Lock()
+	spent, closed := s.cost, s.closed
+	if !closed {
+		s.inflight.Add(1)
+	}
+	s.mu.Unlock()
+	if closed {
+		modelError(w, m.Protocol, http.StatusServiceUnavailable, "api_error", "akira egress proxy: this sandbox's session is over")
+		return
+	}
+	defer s.inflight.Done()
+	if max := s.cfg.MaxCostUSD; max > 0 && spent >= max {
+		modelError(w, m.Protocol, http.StatusForbidden, "permission_error",
+			fmt.Sprintf("akira egress proxy: the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))
+		return
 	}
 	s.passed(m.Host(), m.Host())
+	// The server must leave the request body to the transport: by default it closes the body when the
+	// answer starts, and the transport's last read of it (for EOF) then fails and takes the upstream
+	// connection, and the rest of the answer, down with it (TestAttemptMeteringThroughTheSandbox
+	// caught it about once in ten runs under -race).
+	_ = http.NewResponseController(w).EnableFullDuplex() // HTTP/1, as every session serves
+
+	meter := &callMeter{protocol: m.Protocol,
+		generates: r.Method == http.MethodPost && !strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/count_tokens")}
+	dropUsage, bodyDone, err := s.prepareBody(r)
+	defer bodyDone()
+	if err != nil {
+		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
+		return
+	}
+	// The call's own context: the client's going does not end it, DrainTimeout after that does.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	var leaving sync.Once
+	var answered atomic.Bool
+	left := make(chan struct{})
+	leave := func() {
+		leaving.Do(func() {
+			close(left)
+			deadline := time.AfterFunc(s.p.cfg.DrainTimeout, cancel)
+			context.AfterFunc(ctx, func() { deadline.Stop() })
+		})
+	}
+	defer context.AfterFunc(r.Context(), leave)()
+	defer context.AfterFunc(s.closing, leave)()
+
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Path = strings.TrimPrefix(pr.Out.URL.Path, ModelPath)
 			pr.Out.URL.RawPath = ""
 			pr.SetURL(s.upstream)
+			if pr.Out.Body != nil {
+				// Counted as it goes out, for an estimate of the input should the answer state none.
+				pr.Out.Body = &countedBody{r: pr.Out.Body, c: pr.Out.Body, n: &meter.request}
+			}
 			pr.Out.Header.Del("X-Api-Key")
 			pr.Out.Header.Del("Authorization")
+			// Nor may the placeholder leave in a header of a client's own (Azure's api-key, say).
+			for k, vs := range pr.Out.Header {
+				if slices.ContainsFunc(vs, func(v string) bool { return strings.Contains(v, s.placeholder) }) {
+					delete(pr.Out.Header, k)
+				}
+			}
 			// The transport asks for gzip itself and unpacks it, so the meter reads plain text.
 			pr.Out.Header.Del("Accept-Encoding")
 			if m.Key != "" {
@@ -651,24 +748,121 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		},
 		Transport:     s.p.model,
 		FlushInterval: -1,
+		// A client that hangs up mid-answer is routine here, not worth more than a debug line.
+		ErrorLog: slog.NewLogLogger(s.p.log.Handler(), slog.LevelDebug),
 		ModifyResponse: func(resp *http.Response) error {
 			if resp.StatusCode/100 != 2 {
 				return nil
 			}
+			answered.Store(true)
 			sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-			resp.Body = &meteredBody{body: resp.Body, sse: sse, meter: &callMeter{protocol: m.Protocol}, done: s.metered}
+			resp.Body = &meteredBody{body: resp.Body, sse: sse, meter: meter, dropUsage: sse && dropUsage,
+				drainBytes: s.p.cfg.DrainBytes, draining: leave, done: s.metered}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			s.p.log.Warn("egress: model call failed", "host", m.Host(), "err", err)
+			select {
+			case <-left:
+				if errors.Is(err, context.Canceled) && !answered.Load() {
+					// The client went and the answer did not come within the drain's time: the provider
+					// may still bill for the input it read, so the call counts, estimated.
+					s.metered(meter, false)
+				}
+				s.p.log.Warn("egress: a model call its client left did not end in time", "host", m.Host(), "err", err)
+			default:
+				s.p.log.Warn("egress: model call failed", "host", m.Host(), "err", err)
+			}
 			modelError(w, m.Protocol, http.StatusBadGateway, "api_error", "akira egress proxy: the model endpoint did not answer")
 		},
 	}
-	rp.ServeHTTP(w, r)
+	rp.ServeHTTP(w, r.WithContext(ctx))
 }
 
-func (s *Session) metered(c *callMeter) {
+// A streamed Chat Completions request is read whole to ask for its usage, when it is at most
+// maxRewrittenRequest bytes and fewer than rewritesInFlight others of the session are held so
+// (until they are sent): what an agent can make the worker hold stays bounded. A request past
+// either goes as it is (its usage, if the answer then states none, is estimated).
+const (
+	maxRewrittenRequest = 8 << 20
+	rewritesInFlight    = 4
+)
+
+// prepareBody asks a streamed Chat Completions request for its usage (see askForUsage). It reports
+// whether the usage chunk is the proxy's, and returns what to call once the call is over.
+func (s *Session) prepareBody(r *http.Request) (dropUsage bool, done func(), err error) {
+	done = func() {}
+	if r.Body == nil || r.Body == http.NoBody {
+		return false, done, nil
+	}
+	chat := s.cfg.Model.Protocol == ProtocolOpenAI && strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/chat/completions")
+	if !chat || r.Header.Get("Content-Encoding") != "" || r.ContentLength > maxRewrittenRequest {
+		return false, done, nil
+	}
+	select {
+	case s.rewrites <- struct{}{}:
+		var once sync.Once
+		done = func() { once.Do(func() { <-s.rewrites }) }
+	default:
+		return false, done, nil
+	}
+	read, err := io.ReadAll(io.LimitReader(r.Body, maxRewrittenRequest+1))
+	if err != nil {
+		return false, done, fmt.Errorf("reading the request: %w", err)
+	}
+	if len(read) > maxRewrittenRequest {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(read), r.Body), r.Body}
+		return false, done, nil
+	}
+	read, dropUsage = askForUsage(read)
+	r.Body, r.ContentLength, r.TransferEncoding = &sentOnce{b: read, sent: done}, int64(len(read)), nil
+	return dropUsage, done, nil
+}
+
+// sentOnce is a request body read once: it lets go of its bytes, and calls sent, once they are
+// all read, not when the call (which may stream for minutes) ends.
+type sentOnce struct {
+	b    []byte
+	sent func()
+}
+
+func (o *sentOnce) Read(p []byte) (int, error) {
+	if len(o.b) == 0 {
+		o.b = nil
+		o.sent()
+		return 0, io.EOF
+	}
+	n := copy(p, o.b)
+	o.b = o.b[n:]
+	return n, nil
+}
+
+func (o *sentOnce) Close() error { return nil }
+
+// countedBody counts what is read of a request body.
+type countedBody struct {
+	r io.Reader
+	c io.Closer
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+func (b *countedBody) Close() error { return b.c.Close() }
+
+// metered adds a call's usage to the session's: what the response stated, or an estimate.
+func (s *Session) metered(c *callMeter, sse bool) {
 	m := s.cfg.Model
+	tokens, estimated, ok := c.usage(sse)
+	if !ok {
+		return
+	}
 	model := c.model
 	if model == "" {
 		model = m.Model
@@ -676,16 +870,15 @@ func (s *Session) metered(c *callMeter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	if !c.seen {
-		s.unmeter++
-		return
+	if estimated {
+		s.estimated++
 	}
-	s.tokens = s.tokens.Add(c.tokens)
+	s.tokens = s.tokens.Add(tokens)
 	if model != "" && !slices.Contains(s.models, model) {
 		s.models = append(s.models, model)
 	}
 	if m.Price != nil {
-		if usd, ok := m.Price(model, c.tokens); ok {
+		if usd, ok := m.Price(model, tokens); ok {
 			s.cost += usd
 			return
 		}

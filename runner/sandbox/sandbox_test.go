@@ -2,15 +2,18 @@ package sandbox_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/akira-bot/akira/internal/sandboxtest"
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
@@ -222,6 +225,101 @@ func TestCommandBridgesServices(t *testing.T) {
 				if strings.Contains(line, s) {
 					t.Errorf("command has %q:\n%s", s, line)
 				}
+			}
+		})
+	}
+}
+
+// TestNetworkNamespace: under allowlist (with or without the egress route) and none, bubblewrap
+// gives the command a network namespace of its own, so the host's loopback services (Redis, the
+// admin port) are out of reach and the only way out is the proxy's forwarder; only allow shares the
+// host's network, which is what proves the probe would notice.
+func TestNetworkNamespace(t *testing.T) {
+	sandboxtest.Require(t)
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	hostNS, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	reached := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			reached <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := egress.New(egress.Config{Dir: t.TempDir()}).Open(egress.SessionConfig{Allow: egress.MustAllowlist("example.com")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	route := &sandbox.Egress{Socket: sess.Socket(), Forwarder: exe, Env: sess.Env()}
+
+	probe := `readlink /proc/self/ns/net
+if bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + port + `' 2>/dev/null; then echo HOST-REACHED; else echo HOST-UNREACHABLE; fi
+if bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + strconv.Itoa(egress.SandboxPort) + `' 2>/dev/null; then echo PROXY-REACHED; else echo PROXY-UNREACHABLE; fi`
+	tests := []struct {
+		name    string
+		network sandbox.Network
+		egress  *sandbox.Egress
+		ownNS   bool
+		proxy   bool
+	}{
+		{"allowlist with the egress route", sandbox.NetAllowlist, route, true, true},
+		{"allowlist without a proxy", sandbox.NetAllowlist, nil, true, false},
+		{"none", sandbox.NetNone, route, true, false},
+		{"allow shares the host's", sandbox.NetAllow, nil, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for len(reached) > 0 {
+				<-reached
+			}
+			p := &sandbox.Policy{Mode: sandbox.Bubblewrap, Network: tt.network, WorkTree: t.TempDir(), Egress: tt.egress}
+			res := run(t, p, probe)
+			out := string(res.Output)
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", res.ExitCode, out)
+			}
+			ns, _, _ := strings.Cut(out, "\n")
+			if !strings.HasPrefix(ns, "net:[") {
+				t.Fatalf("no network namespace read: %q", out)
+			}
+			if own := ns != hostNS; own != tt.ownNS {
+				t.Errorf("namespace %s, the host's %s: own namespace %v, want %v", ns, hostNS, own, tt.ownNS)
+			}
+			wantHost := "HOST-UNREACHABLE"
+			if !tt.ownNS {
+				wantHost = "HOST-REACHED"
+			}
+			if !strings.Contains(out, wantHost+"\n") {
+				t.Errorf("a service on the host's loopback: want %s, got:\n%s", wantHost, out)
+			}
+			if tt.ownNS && len(reached) > 0 {
+				t.Errorf("the host's loopback service was reached from network %s", tt.network)
+			}
+			if tt.proxy && !strings.Contains(out, "PROXY-REACHED\n") {
+				t.Errorf("the egress forwarder is not on 127.0.0.1:%d:\n%s", egress.SandboxPort, out)
+			}
+			if tt.ownNS && !tt.proxy && strings.Contains(out, "PROXY-REACHED\n") {
+				t.Errorf("network %s without a route out has something on 127.0.0.1:%d:\n%s", tt.network, egress.SandboxPort, out)
 			}
 		})
 	}
