@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/modeltest"
+	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/internal/sandboxtest"
 	"github.com/akira-bot/akira/runner/gittest"
 )
@@ -239,19 +241,64 @@ func TestModelKeyWithoutAPIStopsAtStart(t *testing.T) {
 		}
 	})
 	t.Run("akira serve, env of the profile", func(t *testing.T) {
-		dir := t.TempDir()
-		opFile := filepath.Join(dir, "akira.yaml")
-		mustWrite(t, opFile, "agents:\n  claude:\n    kind: exec\n    command: claude -p\n    env: [ANTHROPIC_API_KEY]\n    network: allow\nsandbox: none\n")
-		cmd := exec.Command(akiraBin, "serve", "--worker-only")
-		cmd.Env = append(os.Environ(), "AKIRA_CONFIG="+opFile, "ANTHROPIC_API_KEY="+keys.anthropic, "GITHUB_APP_ID=1",
-			"GITHUB_PRIVATE_KEY_PATH="+filepath.Join(dir, "missing.pem"), "GITHUB_WEBHOOK_SECRET=s", "AKIRA_ADDR=127.0.0.1:0", "AKIRA_ADMIN_ADDR=off")
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
+		sandboxtest.Require(t)
+		code, out := serveAtStart(t, "agents:\n  claude:\n    kind: exec\n    command: sh agent.sh\n    env: [ANTHROPIC_API_KEY]\n    network: allow\n",
+			"", "ANTHROPIC_API_KEY="+keys.anthropic)
 		want := "agents.claude: env: ANTHROPIC_API_KEY is a model key, which never enters the sandbox: set api: anthropic in the profile"
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), want) {
-			t.Errorf("akira serve: %v\n%s\nwant exit 2 naming %q", err, out, want)
+		if code != 2 || !strings.Contains(out, want) {
+			t.Errorf("akira serve: exit %d\n%s\nwant exit 2 naming %q", code, out, want)
 		}
 	})
+}
+
+// serveAtStart starts `akira serve` (web and worker, bubblewrap) with the operator's file operator,
+// --env-file envFile when not empty, and env, and returns its exit code and output once it stops:
+// it must refuse to start. One that answers /healthz instead fails the test.
+func serveAtStart(t *testing.T, operator, envFile string, env ...string) (int, string) {
+	t.Helper()
+	fake := githubtest.New(t)
+	dir := t.TempDir()
+	keyPath, opFile := filepath.Join(dir, "key.pem"), filepath.Join(dir, "akira.yaml")
+	mustWrite(t, keyPath, string(fake.PrivateKeyPEM()))
+	mustWrite(t, opFile, operator+"sandbox: bubblewrap\n")
+	args := []string{"serve"}
+	if envFile != "" {
+		args = append(args, "--env-file", envFile)
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(akiraBin, args...)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()), "GITHUB_PRIVATE_KEY_PATH="+keyPath,
+		"GITHUB_WEBHOOK_SECRET=serve-secret", "GITHUB_API_URL="+fake.URL(), "AKIRA_ADDR="+addr, "REDIS_URL=redis://"+redistest.Own(t)+"/0",
+		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+t.TempDir(), "AKIRA_ADMIN_ADDR=off")
+	cmd.Env = append(cmd.Env, env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var err error
+	waitFor(t, "akira serve to stop or to answer /healthz", func() bool {
+		select {
+		case err = <-exited:
+			return true
+		default:
+		}
+		resp, herr := http.Get("http://" + addr + "/healthz")
+		if herr != nil {
+			return false
+		}
+		resp.Body.Close()
+		t.Fatalf("akira serve started:\n%s", out.String())
+		return true
+	})
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("akira serve: %v\n%s", err, out.String())
+	}
+	return ee.ExitCode(), out.String()
 }
 
 // branchFiles is every file of ref in the git directory dir, each after a line naming it.
@@ -265,4 +312,21 @@ func branchFiles(t *testing.T, dir, ref string) string {
 		fmt.Fprintf(&b, "=== %s\n%s\n", name, gittest.Git(t, dir, "show", ref+":"+name))
 	}
 	return b.String()
+}
+
+// TestServeRefusesAnEnvFileTheSandboxShows: the settings file of `akira serve --env-file` holds the
+// model keys (the README has the operator append ANTHROPIC_API_KEY to it) and the App's secrets; one
+// under a directory the sandbox shows (here AKIRA_WORKDIR, where every workspace lives) would hand
+// them to any agent that reads it, so the worker refuses to start, naming the file and the fix.
+func TestServeRefusesAnEnvFileTheSandboxShows(t *testing.T) {
+	sandboxtest.Require(t)
+	keys := newModelKeys(t)
+	workDir := t.TempDir()
+	envFile := filepath.Join(workDir, "akira.env")
+	mustWrite(t, envFile, "ANTHROPIC_API_KEY="+keys.anthropic+"\n")
+	code, out := serveAtStart(t, "agents:\n  claude:\n    kind: exec\n    command: sh agent.sh\n    api: anthropic\n", envFile, "AKIRA_WORKDIR="+workDir)
+	want := "--env-file: " + envFile + " is under a directory the sandbox shows to agents"
+	if code != 2 || !strings.Contains(out, want) {
+		t.Errorf("akira serve: exit %d\n%s\nwant exit 2 naming %q", code, out, want)
+	}
 }

@@ -223,7 +223,7 @@ Environment:
 					return vals[k]
 				}
 			}
-			return serve(cmd.Context(), serveRoles{web: !workerOnly, worker: !webOnly}, getenv)
+			return serve(cmd.Context(), serveRoles{web: !workerOnly, worker: !webOnly, envFile: envFile}, getenv)
 		},
 	}
 	cmd.Flags().StringVar(&envFile, "env-file", "", "read settings from this KEY=VALUE file (akira setup writes one); the environment wins")
@@ -232,7 +232,12 @@ Environment:
 	return cmd
 }
 
-type serveRoles struct{ web, worker bool }
+// serveRoles are what a serve process does, and the --env-file its settings (model keys among them)
+// come from.
+type serveRoles struct {
+	web, worker bool
+	envFile     string
+}
 
 func serve(ctx context.Context, roles serveRoles, getenv func(string) string) error {
 	appCfg, appErr := app.LoadConfigFromEnv(getenv)
@@ -254,7 +259,10 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		)
 		box, warning, err = resolveSandbox(op, sandboxChoice{explicitNone: true, available: func() error { return sandbox.Available("") }})
 		if err == nil {
-			err = checkKeyOutOfSandbox(getenv("GITHUB_PRIVATE_KEY_PATH"), box, env.WorkDir)
+			err = checkOutOfSandbox("GITHUB_PRIVATE_KEY_PATH", getenv("GITHUB_PRIVATE_KEY_PATH"), box, env.WorkDir)
+		}
+		if err == nil {
+			err = checkOutOfSandbox("--env-file", roles.envFile, box, env.WorkDir)
 		}
 		if err == nil {
 			// A profile whose program is missing would fail every task that uses it; say so now.
