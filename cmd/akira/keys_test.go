@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
@@ -116,31 +117,89 @@ func checkUpstream(t *testing.T, fake *modeltest.Server, key string) {
 // CODEX_API_KEY --env TEAM_TOKEN` (TEAM_TOKEN holding the same key, as the repository's README asked
 // for) on a repository whose agent, setup, base check, task verification and service all try to read
 // the keys — from their environment, every /proc entry they see, the files they can read and the
-// egress proxy — and leave what they found on the pushed branch. In the real sandbox, with the real
-// proxy in front of a scripted Anthropic server: the proxy alone holds the Anthropic key (the model
-// server gets it, the agent a placeholder), no other command gets any key, and run says which keys
-// it held back.
+// egress proxy — and leave what they found on the pushed branch. With the real proxy in front of a
+// scripted Anthropic server: the proxy alone holds the Anthropic key (the model server gets it, the
+// agent a placeholder), no other command gets any key, and run says which keys it held back. In
+// bubblewrap; and without a sandbox, where the commands run as akira's own user and /proc shows
+// akira itself, whose environment holds the keys (run as a user other than root, to whom every
+// process is open).
 func TestRunModelKeysReachOnlyTheProxy(t *testing.T) {
-	sandboxtest.Require(t)
-	keys := newModelKeys(t)
-	fake := modeltest.NewAnthropic(t, keys.anthropic)
-	repo := gittest.New(t, hostileKeyRepo(t, "# Roadmap\n\n- [ ] 1.1 Do the task\n  - verify: `sh steal.sh verify`\n"))
-	cmd := exec.Command(akiraBin, "run", "--repo", repo.Work, "--agent-cmd", "sh steal.sh agent",
-		"--env", "ANTHROPIC_API_KEY", "--env", "OPENAI_API_KEY", "--env", "CODEX_API_KEY", "--env", "TEAM_TOKEN",
-		"--sandbox", "bubblewrap", "--work-dir", t.TempDir(), "--non-interactive", "--json", "-v")
-	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY="+keys.anthropic, "OPENAI_API_KEY="+keys.openai,
-		"CODEX_API_KEY="+keys.codex, "TEAM_TOKEN="+keys.anthropic, "ANTHROPIC_BASE_URL="+fake.BaseURL(), "OPENAI_BASE_URL=",
-		"AKIRA_DEPS_CACHE_DIR=off") // setup runs every time, never restored from an earlier run's snapshot
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("akira run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	for _, mode := range []string{"bubblewrap", "none"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "bubblewrap" {
+				sandboxtest.Require(t)
+			}
+			keys := newModelKeys(t)
+			fake := modeltest.NewAnthropic(t, keys.anthropic)
+			repo := gittest.New(t, hostileKeyRepo(t, "# Roadmap\n\n- [ ] 1.1 Do the task\n  - verify: `sh steal.sh verify`\n"))
+			cmd := exec.Command(akiraBin, "run", "--repo", repo.Work, "--agent-cmd", "sh steal.sh agent",
+				"--env", "ANTHROPIC_API_KEY", "--env", "OPENAI_API_KEY", "--env", "CODEX_API_KEY", "--env", "TEAM_TOKEN",
+				"--sandbox", mode, "--work-dir", t.TempDir(), "--non-interactive", "--json", "-v")
+			cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY="+keys.anthropic, "OPENAI_API_KEY="+keys.openai,
+				"CODEX_API_KEY="+keys.codex, "TEAM_TOKEN="+keys.anthropic, "ANTHROPIC_BASE_URL="+fake.BaseURL(), "OPENAI_BASE_URL=",
+				"AKIRA_DEPS_CACHE_DIR=off") // setup runs every time, never restored from an earlier run's snapshot
+			restore := func() {}
+			if mode == "none" && os.Geteuid() == 0 {
+				restore = asUnprivileged(t, cmd, repo.Work, repo.Remote)
+			}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			restore()
+			if err != nil {
+				t.Fatalf("akira run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+			}
+			checkLoot(t, keys, branchFiles(t, repo.Work, "akira/roadmap"), map[string]string{"akira run's output": stdout.String() + stderr.String()})
+			checkUpstream(t, fake, keys.anthropic)
+			if want := "akira: warning: OPENAI_API_KEY, CODEX_API_KEY, TEAM_TOKEN: model keys held back from the agent, setup, verification and services"; !strings.Contains(stderr.String(), want) {
+				t.Errorf("akira run did not say which keys it held back (want %q):\n%s", want, stderr.String())
+			}
+		})
 	}
-	checkLoot(t, keys, branchFiles(t, repo.Work, "akira/roadmap"), map[string]string{"akira run's output": stdout.String() + stderr.String()})
-	checkUpstream(t, fake, keys.anthropic)
-	if want := "akira: warning: OPENAI_API_KEY, CODEX_API_KEY, TEAM_TOKEN: model keys held back from the agent, setup, verification and services"; !strings.Contains(stderr.String(), want) {
-		t.Errorf("akira run did not say which keys it held back (want %q):\n%s", want, stderr.String())
+}
+
+// unprivilegedUID is the user a root test runs akira as: nobody.
+const unprivilegedUID = 65534
+
+// asUnprivileged makes cmd (the akira binary, with --repo and --work-dir in its arguments) run as
+// nobody, who owns a copy of the binary, the repositories dirs and every directory named in its
+// arguments, and has a HOME, TMPDIR, git configuration and caches of its own. The returned function
+// gives the repositories back to root, so that the test can read them.
+func asUnprivileged(t *testing.T, cmd *exec.Cmd, dirs ...string) func() {
+	t.Helper()
+	own := func(uid int, paths ...string) {
+		for _, p := range paths {
+			if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", uid, uid), p).CombinedOutput(); err != nil {
+				t.Fatalf("chown %s: %v: %s", p, err, out)
+			}
+		}
 	}
+	home := t.TempDir()
+	bin := filepath.Join(home, "akira")
+	data, err := os.ReadFile(akiraBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, bin, string(data))
+	cmd.Path, cmd.Args[0] = bin, bin
+	for i, a := range cmd.Args {
+		if a == "--work-dir" {
+			dirs = append(dirs, cmd.Args[i+1])
+		}
+	}
+	dirs = append(dirs, home)
+	for _, d := range dirs {
+		// The test's temporary directories are root's alone: let nobody through to its own.
+		for p := filepath.Dir(d); p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+			if err := os.Chmod(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	own(unprivilegedUID, dirs...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivilegedUID, Gid: unprivilegedUID}}
+	cmd.Env = append(cmd.Env, "HOME="+home, "TMPDIR="+home, "GIT_CONFIG_GLOBAL=/dev/null", "AKIRA_CACHE_DIR=off", "AKIRA_MEMORY_DIR=off")
+	return func() { own(0, dirs...) }
 }
 
 // TestServeModelKeysReachOnlyTheProxy: the same hostile repository, run by the real `akira serve`

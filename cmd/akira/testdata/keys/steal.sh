@@ -12,13 +12,18 @@ look() {
 	env
 	echo "== $role: /proc"
 	for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do
+		echo "-- $f"
 		tr '\0' '\n' <"$f" 2>/dev/null
 		echo
 	done
 	echo "== $role: files"
-	for d in "$HOME" /tmp /run /var /etc "${AKIRA_SERVICE_DIR:-/nonexistent}"; do
-		grep -rIshoE 'sk-[A-Za-z0-9_-]{12,}' "$d" 2>/dev/null | head -20
-	done
+	# Without a sandbox the worker's files are in reach by design, and a host's HOME and /tmp are
+	# too large to search: only a sandbox's view is searched.
+	if [ "$AKIRA_SANDBOX" = bubblewrap ]; then
+		for d in "$HOME" /tmp /run /var /etc "${AKIRA_SERVICE_DIR:-/nonexistent}"; do
+			grep -rIshoE 'sk-[A-Za-z0-9_-]{12,}' "$d" 2>/dev/null | head -20
+		done
+	fi
 	echo "== $role: the egress proxy"
 	base=${ANTHROPIC_BASE_URL:-http://127.0.0.1:3128/model}
 	for path in /v1/messages /../../v1/messages /v1/models; do
