@@ -65,7 +65,9 @@ set, and from the second attempt on AKIRA_FEEDBACK_FILE holds what went wrong. I
 is scrubbed: pass what it needs (an API key) with --env NAME. A model key passed so
 (ANTHROPIC_API_KEY, OPENAI_API_KEY, CODEX_API_KEY) never enters the sandbox: Akira's egress
 proxy holds it, the agent gets a placeholder and a base URL (ANTHROPIC_BASE_URL,
-OPENAI_BASE_URL) pointing at the proxy, which adds the key and meters every call.
+OPENAI_BASE_URL) pointing at the proxy, which adds the key and meters every call. The proxy
+holds one; any other model key, under whatever name, reaches no command (agent, setup,
+verification, services).
 
 The agent and verification reach the network only through the egress proxy, to the
 operator's allowlist (default: the package registries); network none and allow are set in
@@ -101,7 +103,7 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.StringVar(&f.format, "format", "", "read the markdown plan as "+strings.Join(roadmap.Conventions, ", ")+" (default: detected)")
 	fl.BoolVar(&f.includeOptional, "include-optional", false, "also run the tasks the plan marks optional (Kiro's \"- [ ]* …\")")
 	fl.BoolVar(&f.allowRedBase, "allow-red-base", false, "start although the base branch fails its repository-wide verify (the first task fixes the build)")
-	fl.StringArrayVar(&f.env, "env", nil, "environment variable passed to the agent and verification, e.g. ANTHROPIC_API_KEY (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "environment variable passed to the agent and verification (repeatable); a model key such as ANTHROPIC_API_KEY stays with the egress proxy, the agent gets a placeholder")
 	fl.BoolVar(&f.nonInteractive, "non-interactive", false, "never ask: park a failing task, finish independent tasks, exit 3")
 	fl.BoolVar(&f.json, "json", false, "print one JSON event per line instead of the live view")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also show the output of the agent and of verification")
