@@ -68,7 +68,6 @@ func AgentKeys(name string, p config.AgentProfile, flagEnv []string, op config.O
 		if !keys.Withholds(g.name, getenv(g.name)) || slices.Contains(withheld, g.name) {
 			continue
 		}
-		key := KeyOf(g.name, op, getenv)
 		switch {
 		case hasAPI && (g.name == m.KeyEnv || g.name == m.AgentKeyEnv):
 			continue // the proxy holds it; the agent gets the placeholder
@@ -77,6 +76,7 @@ func AgentKeys(name string, p config.AgentProfile, flagEnv []string, op config.O
 				continue // the built-in agent's own key, which Akira's process reads
 			}
 		case !hasAPI:
+			key := KeyOf(g.name, op, getenv)
 			what := g.how + " is a model key"
 			if key != g.name {
 				what = fmt.Sprintf("%s holds a model key (the value of $%s)", g.how, key)
