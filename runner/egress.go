@@ -39,6 +39,18 @@ func modelOf(a agent.Agent) *egress.Model {
 	return nil
 }
 
+// withModelKeys is cfg withholding, besides what its caller said, the providers' model keys
+// (config.KnownModelKeyVars) and their values in this process's environment from every command: a
+// caller that did not say which keys it holds still never hands one on.
+func withModelKeys(cfg sandbox.Config) sandbox.Config {
+	known := sandbox.Withheld{Names: config.KnownModelKeyVars}
+	for _, n := range config.KnownModelKeyVars {
+		known.Values = append(known.Values, os.Getenv(n))
+	}
+	cfg.Withhold = cfg.Withhold.Merge(known)
+	return cfg
+}
+
 // egressPolicy is the sandbox policy of commands that may reach net, with the egress session that
 // is their route out (nil when they need none: network none, or no proxy). model, when set, is
 // held by the session; maxCost bounds what its model calls may cost. The caller closes the session.

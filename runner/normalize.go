@@ -69,6 +69,7 @@ func NormalizePlan(ctx context.Context, o NormalizeOptions) (NormalizeResult, er
 	if o.AgentTimeout <= 0 {
 		o.AgentTimeout = DefaultAgentTimeout
 	}
+	o.Sandbox = withModelKeys(o.Sandbox)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

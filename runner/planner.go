@@ -60,6 +60,7 @@ func MakePlan(ctx context.Context, o PlanOptions) (PlanResult, error) {
 	if o.AgentTimeout <= 0 {
 		o.AgentTimeout = DefaultAgentTimeout
 	}
+	o.Sandbox = withModelKeys(o.Sandbox)
 	ws, err := workspace.Clone(ctx, workspace.Options{Remote: o.Repo, Base: o.Base, WorkDir: o.WorkDir, Auth: o.GitAuth, Cache: o.Cache})
 	if err != nil {
 		return PlanResult{}, fmt.Errorf("runner: plan: %w", err)

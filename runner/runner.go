@@ -403,6 +403,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	opts.Sandbox = withModelKeys(opts.Sandbox)
 	e := &engine{o: opts, results: map[string]*TaskResult{}}
 	return e.run(ctx)
 }

@@ -206,12 +206,13 @@ func TestServeNetworkWarnings(t *testing.T) {
 	}
 }
 
-// TestKnownSecrets: the log masker gets the value of every secret the App holds and of every key
-// the operator's file names (agents, judge, embeddings, notification sinks), and nothing for names
-// that are unset.
+// TestKnownSecrets: the log masker gets the value of every secret the App holds, of every model key
+// (the providers' variables, and those the operator's file names: agents, judge, embeddings) and of
+// the notification sinks' variables, and nothing for names that are unset.
 func TestKnownSecrets(t *testing.T) {
 	op := config.Operator{
-		Agents: map[string]config.AgentProfile{"claude": {Kind: "anthropic", APIKeyEnv: "CLAUDE_KEY"}, "script": {Kind: "exec"}},
+		Agents: map[string]config.AgentProfile{"claude": {Kind: "anthropic", APIKeyEnv: "CLAUDE_KEY"}, "script": {Kind: "exec"},
+			"cli": {Kind: "exec", API: "openai", AgentKeyEnv: "CLI_KEY"}},
 		Judge:  &config.JudgeProfile{APIKeyEnv: "JUDGE_KEY"},
 		Memory: config.Memory{Embeddings: &config.EmbeddingsProfile{APIKeyEnv: "EMBED_KEY"}},
 		Notify: config.Notify{Sinks: map[string]config.NotifySink{"team": {Kind: "webhook", URLEnv: "HOOK_URL", SecretEnv: "HOOK_SECRET"}}},
@@ -219,11 +220,12 @@ func TestKnownSecrets(t *testing.T) {
 	env := map[string]string{
 		"GITHUB_WEBHOOK_SECRET": "s-webhook", "REDIS_URL": "redis://:s-redis@r:6379/0", "CLAUDE_KEY": "s-claude",
 		"JUDGE_KEY": "s-judge", "EMBED_KEY": "s-embed", "HOOK_URL": "https://hooks.example/s-hook", "HOOK_SECRET": "s-hook-secret",
-		"OPENAI_API_KEY": "s-openai", "UNRELATED": "not-a-secret",
+		"OPENAI_API_KEY": "s-openai", "CODEX_API_KEY": "s-codex", "CLI_KEY": "s-cli", "UNRELATED": "not-a-secret",
 	}
 	got := knownSecrets(op, func(k string) string { return env[k] })
 	slices.Sort(got)
-	want := []string{"https://hooks.example/s-hook", "redis://:s-redis@r:6379/0", "s-claude", "s-embed", "s-hook-secret", "s-judge", "s-openai", "s-webhook"}
+	want := []string{"https://hooks.example/s-hook", "redis://:s-redis@r:6379/0", "s-claude", "s-cli", "s-codex", "s-embed", "s-hook-secret",
+		"s-judge", "s-openai", "s-webhook"}
 	if !slices.Equal(got, want) {
 		t.Errorf("knownSecrets = %q\nwant %q", got, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -99,7 +100,8 @@ func runNormalize(ctx context.Context, stdout, stderr io.Writer, o planOptions, 
 	if err != nil {
 		return withExit(2, err)
 	}
-	ag, agentNet, err := agentFromFlags(&f, op, nil)
+	keys := profiles.ModelKeys(op, os.Getenv, f.env)
+	ag, agentNet, keyWarnings, err := agentFromFlags(&f, op, keys, nil)
 	if err != nil {
 		return withExit(2, err)
 	}
@@ -107,8 +109,11 @@ func runNormalize(ctx context.Context, stdout, stderr io.Writer, o planOptions, 
 	if err != nil {
 		return withExit(2, err)
 	}
-	if warning != "" {
-		fmt.Fprintln(stderr, "akira: warning: "+warning)
+	box.Withhold = keys
+	for _, w := range append([]string{warning}, keyWarnings...) {
+		if w != "" {
+			fmt.Fprintln(stderr, "akira: warning: "+w)
+		}
 	}
 	fmt.Fprintln(stderr, a.Problem(path))
 	fmt.Fprintf(stderr, "akira: asking the planner agent (%s) to rewrite %s as a checklist …\n", plannerName(f), path)

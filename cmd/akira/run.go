@@ -65,7 +65,9 @@ set, and from the second attempt on AKIRA_FEEDBACK_FILE holds what went wrong. I
 is scrubbed: pass what it needs (an API key) with --env NAME. A model key passed so
 (ANTHROPIC_API_KEY, OPENAI_API_KEY, CODEX_API_KEY) never enters the sandbox: Akira's egress
 proxy holds it, the agent gets a placeholder and a base URL (ANTHROPIC_BASE_URL,
-OPENAI_BASE_URL) pointing at the proxy, which adds the key and meters every call.
+OPENAI_BASE_URL) pointing at the proxy, which adds the key and meters every call. The proxy
+holds one; any other model key, under whatever name, reaches no command (agent, setup,
+verification, services).
 
 The agent and verification reach the network only through the egress proxy, to the
 operator's allowlist (default: the package registries); network none and allow are set in
@@ -101,7 +103,7 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.StringVar(&f.format, "format", "", "read the markdown plan as "+strings.Join(roadmap.Conventions, ", ")+" (default: detected)")
 	fl.BoolVar(&f.includeOptional, "include-optional", false, "also run the tasks the plan marks optional (Kiro's \"- [ ]* …\")")
 	fl.BoolVar(&f.allowRedBase, "allow-red-base", false, "start although the base branch fails its repository-wide verify (the first task fixes the build)")
-	fl.StringArrayVar(&f.env, "env", nil, "environment variable passed to the agent and verification, e.g. ANTHROPIC_API_KEY (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "environment variable passed to the agent and verification (repeatable); a model key such as ANTHROPIC_API_KEY stays with the egress proxy, the agent gets a placeholder")
 	fl.BoolVar(&f.nonInteractive, "non-interactive", false, "never ask: park a failing task, finish independent tasks, exit 3")
 	fl.BoolVar(&f.json, "json", false, "print one JSON event per line instead of the live view")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also show the output of the agent and of verification")
@@ -143,7 +145,8 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return withExit(2, err)
 	}
-	ag, agentNet, err := agentFromFlags(f, op, stream)
+	keys := profiles.ModelKeys(op, os.Getenv, f.env)
+	ag, agentNet, keyWarnings, err := agentFromFlags(f, op, keys, stream)
 	if err != nil {
 		return withExit(2, err)
 	}
@@ -172,7 +175,18 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	for _, w := range networkWarnings(box, agentNet) {
 		fmt.Fprintln(stderr, "akira: warning: "+w)
 	}
+	for _, w := range append(keyWarnings, verifyKeyWarnings(op.Env, keys)...) {
+		fmt.Fprintln(stderr, "akira: warning: "+w)
+	}
 	box.Egress = egress.New(egress.Config{})
+	box.Withhold = keys
+	if len(keys.Values) > 0 {
+		// With sandbox none, a command of this user could read this process's /proc/<pid>/environ,
+		// which keeps the keys it was started with, and its memory, where the proxy holds them.
+		if err := closeProcToSameUser(); err != nil {
+			fmt.Fprintln(stderr, "akira: warning: could not close /proc to processes of the same user: "+err.Error())
+		}
+	}
 	verifyTimeout := f.verifyTimeout
 	if !cmd.Flags().Changed("verify-timeout") && op.VerifyTimeout > 0 {
 		verifyTimeout = time.Duration(op.VerifyTimeout)
@@ -264,43 +278,26 @@ func parkedHelp(out runner.Outcome, dryRun bool) string {
 
 // agentFromFlags builds the agent of a run: --agent-cmd, else the profile --agent names (in --config,
 // or a built-in one), else the configuration's default_agent; with the network its commands may
-// reach.
-func agentFromFlags(f *runFlags, op config.Operator, stream io.Writer) (agent.Agent, sandbox.Network, error) {
+// reach, and what the run says at its start about the model keys the agent is given (keys, see
+// profiles.ModelKeys) that no command gets.
+func agentFromFlags(f *runFlags, op config.Operator, keys sandbox.Withheld, stream io.Writer) (agent.Agent, sandbox.Network, []string, error) {
 	if strings.TrimSpace(f.agentCmd) != "" {
 		if f.agentName != "" {
-			return nil, "", errors.New("--agent-cmd and --agent both choose the agent: give one")
+			return nil, "", nil, errors.New("--agent-cmd and --agent both choose the agent: give one")
 		}
-		// A coding-agent CLI talks to its model API: a key passed with --env stays with the egress
-		// proxy, which the CLI reaches through the base URL it is given.
-		p := config.AgentProfile{Kind: "exec", Command: f.agentCmd, Prices: op.Prices}
-		for _, name := range f.env {
-			switch name {
-			case "ANTHROPIC_API_KEY":
-				p.API, p.AgentKeyEnv, p.BaseURL = egress.ProtocolAnthropic, name, os.Getenv("ANTHROPIC_BASE_URL")
-			case "OPENAI_API_KEY", "CODEX_API_KEY":
-				p.API, p.APIKeyEnv, p.AgentKeyEnv, p.BaseURL = egress.ProtocolOpenAI, name, name, os.Getenv("OPENAI_BASE_URL")
-			default:
-				continue
-			}
-			break
-		}
-		model, err := profiles.ModelRoute("--agent-cmd", p, profiles.Options{Model: f.model})
-		if err != nil {
-			return nil, "", err
-		}
-		passEnv := f.env
-		if model != nil {
-			passEnv = slices.DeleteFunc(slices.Clone(f.env), func(n string) bool { return n == model.KeyEnv || n == model.KeyVar })
-		}
-		return &agent.Exec{Command: f.agentCmd, PassEnv: passEnv, Timeout: f.agentTimeout, Stream: stream, Model: model}, sandbox.NetAllowlist, nil
+		return agentCmdFromFlags(f, op, keys, stream)
 	}
 	if f.agentName == "" && op.DefaultAgent == "" && len(op.Agents) == 0 {
-		return nil, "", errors.New("no agent: give the coding agent's command with --agent-cmd (e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'), " +
+		return nil, "", nil, errors.New("no agent: give the coding agent's command with --agent-cmd (e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'), " +
 			"a built-in agent with --agent openai|anthropic --model NAME, or a profile of --config with --agent NAME")
 	}
 	name, p, err := profiles.Resolve(op, f.agentName)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
+	}
+	withheld, err := profiles.AgentKeys(name, p, f.env, op, keys, os.Getenv)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	if p.Kind == "exec" && time.Duration(p.Timeout) == 0 {
 		p.Timeout = config.Duration(f.agentTimeout)
@@ -309,7 +306,73 @@ func agentFromFlags(f *runFlags, op config.Operator, stream io.Writer) (agent.Ag
 		p.Timeout = config.Duration(f.agentTimeout)
 	}
 	ag, err := profiles.New(name, p, profiles.Options{Model: f.model, PassEnv: f.env, Stream: stream})
-	return ag, p.AgentNetwork(), err
+	return ag, p.AgentNetwork(), withheldWarnings(withheld, ag), err
+}
+
+// agentCmdFromFlags builds the agent of --agent-cmd. A coding-agent CLI talks to its model API: the
+// first key of that API passed with --env stays with the egress proxy, which the CLI reaches
+// through the base URL it is given; every other model key is held back from every command.
+func agentCmdFromFlags(f *runFlags, op config.Operator, keys sandbox.Withheld, stream io.Writer) (agent.Agent, sandbox.Network, []string, error) {
+	p := config.AgentProfile{Kind: "exec", Command: f.agentCmd, Prices: op.Prices}
+	for _, name := range f.env {
+		switch config.KeyAPI(name) {
+		case egress.ProtocolAnthropic:
+			p.API, p.AgentKeyEnv, p.BaseURL = egress.ProtocolAnthropic, name, os.Getenv("ANTHROPIC_BASE_URL")
+		case egress.ProtocolOpenAI:
+			p.API, p.APIKeyEnv, p.AgentKeyEnv, p.BaseURL = egress.ProtocolOpenAI, name, name, os.Getenv("OPENAI_BASE_URL")
+		default:
+			continue
+		}
+		break
+	}
+	var withheld []string
+	for _, name := range f.env {
+		if name == p.AgentKeyEnv || !keys.Withholds(name, os.Getenv(name)) || slices.Contains(withheld, name) {
+			continue
+		}
+		if p.API == "" {
+			return nil, "", nil, agentCmdKeyError(name, profiles.KeyOf(name, op, os.Getenv))
+		}
+		withheld = append(withheld, name)
+	}
+	model, err := profiles.ModelRoute("--agent-cmd", p, profiles.Options{Model: f.model})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	passEnv := f.env
+	if model != nil {
+		passEnv = slices.DeleteFunc(slices.Clone(f.env), func(n string) bool { return n == model.KeyEnv || n == model.KeyVar })
+	}
+	ag := &agent.Exec{Command: f.agentCmd, PassEnv: passEnv, Timeout: f.agentTimeout, Stream: stream, Model: model}
+	return ag, sandbox.NetAllowlist, withheldWarnings(withheld, ag), nil
+}
+
+// agentCmdKeyError is the error of a model key passed with --env that the egress proxy of an
+// --agent-cmd cannot hold: name, which holds the key of the variable key.
+func agentCmdKeyError(name, key string) error {
+	if key != name && config.KeyAPI(key) != "" {
+		return fmt.Errorf("--env %s holds a model key (the value of $%s), which never enters the sandbox: pass --env %s instead, "+
+			"so that the egress proxy holds it and the agent gets a placeholder", name, key, key)
+	}
+	what := "--env " + name + " is a model key"
+	if key != name {
+		what = fmt.Sprintf("--env %s holds a model key (the value of $%s)", name, key)
+	}
+	return fmt.Errorf("%s, which never enters the sandbox, and the egress proxy of an --agent-cmd holds the key of "+
+		"--env ANTHROPIC_API_KEY, OPENAI_API_KEY or CODEX_API_KEY only: use a profile of --config with api: and base_url, or leave out --env %s", what, name)
+}
+
+// withheldWarnings say which model keys given to agent reach no command, and why.
+func withheldWarnings(withheld []string, ag agent.Agent) []string {
+	if len(withheld) == 0 {
+		return nil
+	}
+	why := "its commands never get a model key"
+	if r, ok := ag.(agent.ModelRouter); ok && r.ModelRoute() != nil {
+		m := r.ModelRoute()
+		why = fmt.Sprintf("the egress proxy holds one model key for the agent, $%s, whose placeholder the agent gets in $%s", m.KeyEnv, m.KeyVar)
+	}
+	return []string{fmt.Sprintf("%s: model keys held back from the agent, setup, verification and services: %s", strings.Join(withheld, ", "), why)}
 }
 
 // networkWarnings are what a run says at its start about networks that are not fenced.

@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 	akiraBin = filepath.Join(dir, "akira")
 	// The binary's repository cache stays in the test's directory, never the user's cache.
 	os.Setenv("AKIRA_CACHE_DIR", filepath.Join(dir, "cache"))
+	// So do the dependency caches and setup snapshots of akira run (default: the user's cache directory).
+	os.Setenv("AKIRA_DEPS_CACHE_DIR", filepath.Join(dir, "deps"))
 	// And its memory: lessons live in the test's directory.
 	os.Setenv("AKIRA_MEMORY_DIR", filepath.Join(dir, "lessons"))
 	// A command a test runs without naming its Redis (redistest.Own) must fail, not fall back to

@@ -49,18 +49,19 @@ func resolveSandbox(op config.Operator, c sandboxChoice) (sandbox.Config, string
 	return sandbox.Config{}, "", fmt.Errorf("sandbox: %q is not a sandbox mode (want bubblewrap or none)", choice)
 }
 
-// checkKeyOutOfSandbox refuses a private key file that a sandboxed command could read: one under the
-// system directories the sandbox shows, the operator's read-only paths, or the workspaces.
-func checkKeyOutOfSandbox(keyPath string, cfg sandbox.Config, workDir string) error {
-	if keyPath == "" || cfg.Mode != sandbox.Bubblewrap {
+// checkOutOfSandbox refuses a file of secrets (the App's private key, an --env-file with the model
+// keys), named by setting, that a sandboxed command could read: one under the system directories the
+// sandbox shows, the operator's read-only paths, or the workspaces.
+func checkOutOfSandbox(setting, path string, cfg sandbox.Config, workDir string) error {
+	if path == "" || cfg.Mode != sandbox.Bubblewrap {
 		return nil
 	}
-	abs, err := filepath.Abs(keyPath)
+	abs, err := filepath.Abs(path)
 	if err != nil {
-		return fmt.Errorf("GITHUB_PRIVATE_KEY_PATH: %w", err)
+		return fmt.Errorf("%s: %w", setting, err)
 	}
 	if cfg.Shows(abs, workDir) {
-		return errors.New("GITHUB_PRIVATE_KEY_PATH: " + abs + " is under a directory the sandbox shows to agents (the system's, sandbox.read_only or AKIRA_WORKDIR): move the key elsewhere (e.g. /run/secrets)")
+		return errors.New(setting + ": " + abs + " is under a directory the sandbox shows to agents (the system's, sandbox.read_only or AKIRA_WORKDIR): move it elsewhere (e.g. /run/secrets)")
 	}
 	return nil
 }

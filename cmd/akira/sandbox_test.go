@@ -9,7 +9,7 @@ import (
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 
-func TestCheckKeyOutOfSandbox(t *testing.T) {
+func TestCheckOutOfSandbox(t *testing.T) {
 	box := sandbox.Config{Mode: sandbox.Bubblewrap, ReadOnly: []string{"/srv/tools"}}
 	tests := []struct {
 		key, workDir string
@@ -24,7 +24,7 @@ func TestCheckKeyOutOfSandbox(t *testing.T) {
 		{"", "/var/lib/akira", box, false},
 	}
 	for _, tt := range tests {
-		err := checkKeyOutOfSandbox(tt.key, tt.cfg, tt.workDir)
+		err := checkOutOfSandbox("GITHUB_PRIVATE_KEY_PATH", tt.key, tt.cfg, tt.workDir)
 		if (err != nil) != tt.refused || (err != nil && !strings.Contains(err.Error(), tt.key)) {
 			t.Errorf("key %s in mode %s: %v, want refused %v", tt.key, tt.cfg.Mode, err, tt.refused)
 		}

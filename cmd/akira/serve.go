@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -222,7 +223,7 @@ Environment:
 					return vals[k]
 				}
 			}
-			return serve(cmd.Context(), serveRoles{web: !workerOnly, worker: !webOnly}, getenv)
+			return serve(cmd.Context(), serveRoles{web: !workerOnly, worker: !webOnly, envFile: envFile}, getenv)
 		},
 	}
 	cmd.Flags().StringVar(&envFile, "env-file", "", "read settings from this KEY=VALUE file (akira setup writes one); the environment wins")
@@ -231,7 +232,12 @@ Environment:
 	return cmd
 }
 
-type serveRoles struct{ web, worker bool }
+// serveRoles are what a serve process does, and the --env-file its settings (model keys among them)
+// come from.
+type serveRoles struct {
+	web, worker bool
+	envFile     string
+}
 
 func serve(ctx context.Context, roles serveRoles, getenv func(string) string) error {
 	appCfg, appErr := app.LoadConfigFromEnv(getenv)
@@ -253,7 +259,10 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		)
 		box, warning, err = resolveSandbox(op, sandboxChoice{explicitNone: true, available: func() error { return sandbox.Available("") }})
 		if err == nil {
-			err = checkKeyOutOfSandbox(getenv("GITHUB_PRIVATE_KEY_PATH"), box, env.WorkDir)
+			err = checkOutOfSandbox("GITHUB_PRIVATE_KEY_PATH", getenv("GITHUB_PRIVATE_KEY_PATH"), box, env.WorkDir)
+		}
+		if err == nil {
+			err = checkOutOfSandbox("--env-file", roles.envFile, box, env.WorkDir)
 		}
 		if err == nil {
 			// A profile whose program is missing would fail every task that uses it; say so now.
@@ -261,11 +270,19 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 				err = errors.New("AKIRA_CONFIG: " + strings.Join(missing, "\nAKIRA_CONFIG: "))
 			}
 		}
+		var keyWarnings []string
+		if err == nil {
+			box.Withhold = profiles.ModelKeys(op, getenv, nil)
+			keyWarnings, err = serveKeyCheck(op, box.Withhold, getenv)
+		}
 		if err != nil {
 			return withExit(2, fmt.Errorf("configuration:\n%w", err))
 		}
 		if warning != "" {
 			log.Warn(warning)
+		}
+		for _, w := range keyWarnings {
+			log.Warn(w)
 		}
 		// One egress proxy per worker process: each attempt opens a session of its own on it.
 		box.Egress = egress.New(egress.Config{Logger: log})
@@ -385,11 +402,11 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			}
 			cache.Logger = log
 		}
-		judge, err := profiles.NewJudge(op.Judge, profiles.Options{Logger: log})
+		judge, err := profiles.NewJudge(op.Judge, profiles.Options{Getenv: getenv, Logger: log})
 		if err != nil {
 			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
 		}
-		semantic, err := profiles.NewSemantic(op.Memory, profiles.Options{Logger: log})
+		semantic, err := profiles.NewSemantic(op.Memory, profiles.Options{Getenv: getenv, Logger: log})
 		if err != nil {
 			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
 		}
@@ -400,7 +417,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		deps := jobs.Deps{
 			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
-			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, log), WorkDir: env.WorkDir, Cache: cache,
+			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, getenv, log), WorkDir: env.WorkDir, Cache: cache,
 			DepCaches: depCachesBeside(env.CacheDir),
 			Semantic:  semantic, Sinks: sinks, Metrics: metrics, Logger: log, Deliveries: ghApp,
 			Masker: masker, LogRetention: env.LogRetention, PublicURL: env.PublicURL, Repositories: ghApp,
@@ -474,33 +491,45 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	return nil
 }
 
-// agentFactory builds the agents of the operator's profiles for the workers, the same way akira run does.
-func agentFactory(workDir string, log *slog.Logger) jobs.AgentFactory {
+// agentFactory builds the agents of the operator's profiles for the workers, the same way akira run
+// does; getenv holds their keys (the environment, then --env-file).
+func agentFactory(workDir string, getenv func(string) string, log *slog.Logger) jobs.AgentFactory {
 	return func(name string, p config.AgentProfile) (agent.Agent, error) {
-		return profiles.New(name, p, profiles.Options{TempDir: workDir, Logger: log})
+		return profiles.New(name, p, profiles.Options{TempDir: workDir, Getenv: getenv, Logger: log})
 	}
 }
 
+// serveKeyCheck checks at start what becomes of the model keys (keys) the operator's profiles and
+// env name: an exec profile that would be given one it cannot hold is an error; keys held back
+// from every command are warnings.
+func serveKeyCheck(op config.Operator, keys sandbox.Withheld, getenv func(string) string) ([]string, error) {
+	var warnings []string
+	var errs []error
+	for _, name := range op.AgentNames() {
+		withheld, err := profiles.AgentKeys(name, op.Agents[name], nil, op, keys, getenv)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("AKIRA_CONFIG: %w", err))
+			continue
+		}
+		if len(withheld) > 0 {
+			warnings = append(warnings, fmt.Sprintf("agent %s: env: %s: model keys, held back from the agent, setup, verification and services",
+				name, strings.Join(withheld, ", ")))
+		}
+	}
+	return append(warnings, verifyKeyWarnings(op.Env, keys)...), errors.Join(errs...)
+}
+
 // knownSecrets are the values Akira holds that must never appear in a kept log: the App's own, the
-// model API keys the operator's profiles name, and the notification sinks' URLs, tokens and secrets.
+// model keys (config.Operator.ModelKeyVars: the providers' variables and those the operator's file
+// names), and the notification sinks' URLs, tokens and secrets.
 func knownSecrets(op config.Operator, getenv func(string) string) []string {
-	names := append([]string{}, secretVars...)
-	for _, p := range op.Agents {
-		names = append(names, p.APIKeyEnv)
-	}
-	if op.Judge != nil {
-		names = append(names, op.Judge.APIKeyEnv)
-	}
-	if e := op.Memory.Embeddings; e != nil {
-		names = append(names, e.APIKeyEnv)
-	}
+	names := append(append([]string{}, secretVars...), op.ModelKeyVars()...)
 	for _, s := range op.Notify.Sinks {
 		names = append(names, s.URLEnv, s.TokenEnv, s.SecretEnv)
 	}
-	names = append(names, "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 	var out []string
 	for _, n := range names {
-		if v := getenv(n); n != "" && v != "" {
+		if v := getenv(n); n != "" && v != "" && !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}

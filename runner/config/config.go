@@ -463,15 +463,19 @@ func ParseOperator(data []byte) (Operator, error) {
 			errs = append(errs, fmt.Errorf("memory.embeddings: %w", err))
 		}
 	}
+	keys := op.ModelKeyVars()
 	for _, name := range op.AgentNames() {
-		err := op.Agents[name].validate()
-		if err == nil {
-			err = op.Agents[name].checkModelReach(op.EgressAllow())
+		var profileErrs []error
+		if err := op.Agents[name].validate(); err != nil {
+			profileErrs = []error{err}
+		} else {
+			profileErrs = op.Agents[name].checkModelKeys(keys)
 		}
-		if err != nil {
+		for _, err := range profileErrs {
 			errs = append(errs, fmt.Errorf("agents.%s: %w", name, err))
 		}
 	}
+	errs = append(errs, checkVerifyEnv(op.Env, keys)...)
 	if op.DefaultAgent != "" {
 		if _, ok := op.Agents[op.DefaultAgent]; !ok {
 			errs = append(errs, fmt.Errorf("default_agent: %q is not one of the agents (%s)", op.DefaultAgent, strings.Join(op.AgentNames(), ", ")))

@@ -234,33 +234,3 @@ func (m ModelAPI) Host() string {
 	}
 	return m.BaseURL
 }
-
-// keyHosts are the model hosts a CLI calls when given these keys: a profile that passes one
-// without naming its api would need that host reachable, with the real key in the sandbox.
-var keyHosts = map[string]string{
-	"ANTHROPIC_API_KEY": "api.anthropic.com", "OPENAI_API_KEY": "api.openai.com", "CODEX_API_KEY": "api.openai.com",
-}
-
-// checkModelReach says why an exec profile's agent could not reach its model under its network.
-func (p AgentProfile) checkModelReach(allow egress.Allowlist) error {
-	net := p.AgentNetwork()
-	if m, ok := p.ModelAPI(); ok {
-		if net == sandbox.NetNone {
-			return fmt.Errorf("network: none: the model host %s is unreachable under network none (use allowlist, the default)", m.Host())
-		}
-		return nil
-	}
-	if p.Kind != "exec" || net == sandbox.NetAllow {
-		return nil
-	}
-	for _, name := range p.Env {
-		host, ok := keyHosts[name]
-		if !ok {
-			continue
-		}
-		if net == sandbox.NetNone || !allow.Allows(host, 443) {
-			return fmt.Errorf("the model host %s is unreachable under network %s: set api (anthropic or openai) so that the egress proxy holds %s and forwards the model calls, or network: allow", host, net, name)
-		}
-	}
-	return nil
-}

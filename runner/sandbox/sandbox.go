@@ -144,6 +144,10 @@ type Policy struct {
 	// to the worker's own outside: what the worker's user owns looks owned by UID. A service runs so,
 	// since some (PostgreSQL) refuse to run as root, and a worker may well be root in a container.
 	UID int
+	// Withhold are the secrets (the model keys) the command never gets, whichever list of names
+	// its environment was built from; the egress variables (an agent's placeholder key) are set
+	// after it.
+	Withhold Withheld
 }
 
 // Service is one of a run's services as its sandboxes see it: it listens on 127.0.0.1:Port in a
@@ -199,7 +203,7 @@ func (p Policy) Command(argv []string, env []string) ([]string, []string, error)
 		return nil, nil, errors.New("sandbox: empty command")
 	}
 	limited := append(p.Limits.prlimit(), argv...)
-	env = p.egressEnv(env)
+	env = p.egressEnv(p.Withhold.filter(env))
 	switch p.Mode {
 	case None, "":
 		return limited, env, nil
@@ -476,6 +480,8 @@ type Config struct {
 	// Services and Bridge are what Policy gives every command of the run (see Policy.Services).
 	Services []Service
 	Bridge   string
+	// Withhold are the secrets no command of the run gets: the model keys (see Policy.Withhold).
+	Withhold Withheld
 }
 
 // Shows reports whether a sandboxed command could read path: it lies under the system directories,
@@ -493,7 +499,7 @@ func (c Config) Shows(path string, extra ...string) bool {
 func (c Config) Policy(net Network, workTree, gitDir, home string) *Policy {
 	return &Policy{Mode: c.Mode, Network: net, WorkTree: workTree, GitDir: gitDir, Home: home,
 		ReadOnly: append([]string(nil), c.ReadOnly...), ReadWrite: append([]string(nil), c.ReadWrite...), Limits: c.Limits,
-		Services: c.Services, Bridge: c.Bridge}
+		Services: c.Services, Bridge: c.Bridge, Withhold: c.Withhold}
 }
 
 // Shows reports whether a path of the host is visible at the same place to a command run under p:
