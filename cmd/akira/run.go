@@ -90,7 +90,7 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.StringVar(&f.agentCmd, "agent-cmd", "", "shell command of the coding agent (prompt on stdin and in $AKIRA_PROMPT_FILE)")
 	fl.StringVar(&f.sandbox, "sandbox", "", "confine the agent and verification: bubblewrap or none (default: sandbox of --config, else bubblewrap when it runs here)")
 	fl.StringVar(&f.agentName, "agent", "", "agent profile of --config, or a built-in agent: openai, anthropic (default: default_agent of --config)")
-	fl.StringVar(&f.model, "model", "", "model of the built-in agent, overriding the profile's")
+	fl.StringVar(&f.model, "model", "", "model of the agent, overriding the profile's: the built-in agent's; a CLI's, told in $AKIRA_MODEL (and ANTHROPIC_MODEL…) and pricing its calls")
 	fl.StringVar(&f.configFile, "config", os.Getenv("AKIRA_CONFIG"), "operator configuration file with agent profiles ($AKIRA_CONFIG)")
 	fl.IntVar(&f.parallel, "parallel", 1, "independent tasks ([P], or with declared dependencies) to run at once")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per task before asking a human (default: max_attempts of .github/akira.yml, else 3)")
@@ -147,6 +147,15 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return withExit(2, err)
 	}
+	agentName := "--agent-cmd"
+	if strings.TrimSpace(f.agentCmd) == "" {
+		agentName, _, _ = profiles.Resolve(op, f.agentName)
+	}
+	if warning, err := runModelCheck(agentName, ag, op); err != nil {
+		return withExit(2, err)
+	} else if warning != "" {
+		fmt.Fprintln(stderr, "akira: warning: "+warning)
+	}
 	for _, d := range f.sandboxRO {
 		abs, err := filepath.Abs(d)
 		if err != nil {
@@ -154,7 +163,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		}
 		op.Sandbox.ReadOnly = append(op.Sandbox.ReadOnly, abs)
 	}
-	judge, err := profiles.NewJudge(op.Judge, profiles.Options{})
+	judge, err := profiles.NewJudge(op.JudgeProfile(), profiles.Options{})
 	if err != nil {
 		return withExit(2, err)
 	}
@@ -199,6 +208,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		Repo: repo, Roadmap: f.roadmap, Branch: f.branch, Base: f.base, RunID: f.runID,
 		Agent: ag, MaxAttempts: f.maxAttempts, MaxParallel: f.parallel, Verify: f.verify, Skip: f.skip, Decisions: decisions,
 		Env: append(append([]string{}, op.Env...), f.env...), AgentTimeout: f.agentTimeout, VerifyTimeout: verifyTimeout,
+		Budget:       runner.Budget{CostUSD: op.Budget.CostUSD, Tokens: op.Budget.Tokens, WallTime: time.Duration(op.Budget.WallTime)},
 		StallTimeout: stallTimeout, DryRun: f.dryRun, ProtectedPaths: op.ProtectedPaths, Author: author,
 		WorkDir: f.workDir, Cache: localCache(), Lessons: localLessons(repo), Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
@@ -292,7 +302,7 @@ func agentFromFlags(f *runFlags, op config.Operator, stream io.Writer) (agent.Ag
 		if model != nil {
 			passEnv = slices.DeleteFunc(slices.Clone(f.env), func(n string) bool { return n == model.KeyEnv || n == model.KeyVar })
 		}
-		return &agent.Exec{Command: f.agentCmd, PassEnv: passEnv, Timeout: f.agentTimeout, Stream: stream, Model: model}, sandbox.NetAllowlist, nil
+		return &agent.Exec{Command: f.agentCmd, PassEnv: passEnv, Env: profiles.ModelEnv(p, f.model), Timeout: f.agentTimeout, Stream: stream, Model: model}, sandbox.NetAllowlist, nil
 	}
 	if f.agentName == "" && op.DefaultAgent == "" && len(op.Agents) == 0 {
 		return nil, "", errors.New("no agent: give the coding agent's command with --agent-cmd (e.g. --agent-cmd 'claude -p --permission-mode acceptEdits'), " +

@@ -261,11 +261,19 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 				err = errors.New("AKIRA_CONFIG: " + strings.Join(missing, "\nAKIRA_CONFIG: "))
 			}
 		}
+		var unpriced []string
+		if err == nil {
+			// A profile whose tokens have no price is recorded at $0: a cost budget could not bind it.
+			unpriced, err = serveModelCheck(op)
+		}
 		if err != nil {
 			return withExit(2, fmt.Errorf("configuration:\n%w", err))
 		}
 		if warning != "" {
 			log.Warn(warning)
+		}
+		for _, w := range unpriced {
+			log.Warn("serve: " + w)
 		}
 		// One egress proxy per worker process: each attempt opens a session of its own on it.
 		box.Egress = egress.New(egress.Config{Logger: log})
@@ -385,7 +393,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			}
 			cache.Logger = log
 		}
-		judge, err := profiles.NewJudge(op.Judge, profiles.Options{Logger: log})
+		judge, err := profiles.NewJudge(op.JudgeProfile(), profiles.Options{Logger: log})
 		if err != nil {
 			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
 		}

@@ -621,6 +621,9 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		modelError(w, m.Protocol, http.StatusNotImplemented, "api_error", "akira egress proxy: the model route speaks HTTP only, not WebSockets")
 		return
 	}
+	if !s.admit(w, r) {
+		return
+	}
 	if max := s.cfg.MaxCostUSD; max > 0 {
 		s.mu.Lock()
 		spent := s.cost
