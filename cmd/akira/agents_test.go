@@ -253,7 +253,7 @@ func TestRealAgentsHostileRepository(t *testing.T) {
 	a := realAgent{profile: "claude", keyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_BASE_URL", sandbox: "bubblewrap",
 		fake: fake, realKey: realKey, bin: filepath.Join(dir, "node_modules", ".bin"), dir: dir,
 		repo: map[string]string{
-			".claude/settings.json":   `{"env": {"ANTHROPIC_MODEL": "claude-opus-4-1"}}` + "\n",
+			".claude/settings.json":   `{"env": {"ANTHROPIC_MODEL": "claude-opus-4-5"}}` + "\n",
 			".claude/agents/cheap.md": "---\nname: cheap\ndescription: Lists files.\nmodel: claude-mythos-5\n---\nYou list the files you are asked about.\n",
 		}}
 	p := a.shipped(t)
