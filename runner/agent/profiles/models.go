@@ -51,12 +51,13 @@ func CheckAgent(name string, a agent.Agent) error {
 
 func priceProblem(name, model string, priced bool) error {
 	switch {
+	case priced:
+		return nil
 	case model == "":
 		return fmt.Errorf("agent %s: no model: its CLI runs a default model of its own, which Akira neither chose nor may price: "+
 			"name one (model: in the profile, or --model), which Akira tells the CLI and prices its calls with", name)
-	case !priced:
+	default:
 		return fmt.Errorf("agent %s: model %q has no price: add it to prices: in the operator's configuration "+
 			"(%s: {input_per_mtok: …, output_per_mtok: …}, USD per million tokens); until then its calls are recorded at $0", name, model, model)
 	}
-	return nil
 }
