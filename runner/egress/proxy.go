@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -214,6 +215,9 @@ type Session struct {
 	socket      string
 	placeholder string
 	upstream    *url.URL
+
+	// prefixes are the bytes of model requests held to find their model (see requestedModel).
+	prefixes atomic.Int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -621,7 +625,9 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		modelError(w, m.Protocol, http.StatusNotImplemented, "api_error", "akira egress proxy: the model route speaks HTTP only, not WebSockets")
 		return
 	}
-	if !s.admit(w, r) {
+	release, admitted := s.admit(w, r)
+	defer release()
+	if !admitted {
 		return
 	}
 	if max := s.cfg.MaxCostUSD; max > 0 {
