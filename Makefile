@@ -37,7 +37,8 @@ test-deploy:
 
 # The real coding-agent CLIs, at the versions the deploy image pins (deploy/Dockerfile), installed
 # from npm into a cache and driven through akira run, the sandbox and the egress proxy against
-# scripted model servers (cmd/akira TestRealAgents).
+# scripted model servers (cmd/akira TestRealAgents*), with the profiles of deploy/akira.yaml as they
+# ship: each call must ask for the profile's model and cost the server's tokens at Akira's price.
 AGENTS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/akira/agents
 CLAUDE_CODE_VERSION := $(shell sed -n 's/^ARG CLAUDE_CODE_VERSION=//p' deploy/Dockerfile)
 CODEX_VERSION := $(shell sed -n 's/^ARG CODEX_VERSION=//p' deploy/Dockerfile)

@@ -97,17 +97,15 @@ func egressPolicy(cfg sandbox.Config, net sandbox.Network, workTree, gitDir, hom
 	return p, sess, nil
 }
 
-// meteredUsage is the usage of an attempt whose model calls went through the proxy: what the proxy
-// measured, which wins over what the agent says of itself.
-func meteredUsage(said agent.Usage, r egress.Report) agent.Usage {
-	if r.Calls == 0 {
+// meteredUsage is the usage of an attempt: for an agent whose model calls go through the proxy
+// (routed), only what the proxy measured, priced with Akira's table, however much the agent says
+// of itself. A CLI's own cost figure is its price for the model it chose, and the agent may write
+// anything in its usage file. Other agents have nothing but what they say.
+func meteredUsage(said agent.Usage, r egress.Report, routed bool) agent.Usage {
+	if !routed {
 		return said
 	}
-	u := agent.Usage{InputTokens: r.Tokens.Input, OutputTokens: r.Tokens.Output, CostUSD: r.CostUSD, Estimated: r.Estimated}
-	if len(r.Unpriced) > 0 && said.CostUSD > u.CostUSD {
-		u.CostUSD = said.CostUSD // a model without a price: the CLI's own figure is better than none
-	}
-	return u
+	return agent.Usage{InputTokens: r.Tokens.Input, OutputTokens: r.Tokens.Output, CostUSD: r.CostUSD, Estimated: r.Estimated}
 }
 
 // AllowLine is the configuration that would let a refused destination through: the repository's
@@ -122,4 +120,21 @@ func AllowLine(b egress.Blocked) string {
 		entry = net.JoinHostPort(b.Host, strconv.Itoa(b.Port))
 	}
 	return fmt.Sprintf("network: {allow: [%q]} in .github/akira.yml", entry)
+}
+
+// budgetCanBind says why a cost budget could not bind the agent: its model has no price (its
+// calls would be recorded at $0), or it names no model at all (its CLI runs one of its own).
+func budgetCanBind(a agent.Agent, b Budget) error {
+	p, ok := a.(agent.Priced)
+	if !ok || b.CostUSD <= 0 {
+		return nil
+	}
+	switch model, priced := p.Price(); {
+	case priced:
+		return nil
+	case model == "":
+		return fmt.Errorf("the run has a cost budget ($%.2f) but the agent names no model: set model: in its profile, so that Akira tells the CLI which to run and prices its calls", b.CostUSD)
+	default:
+		return fmt.Errorf("the run has a cost budget ($%.2f) but the agent's model %q has no price, so its calls would be recorded at $0: add it to prices: in the operator's configuration", b.CostUSD, model)
+	}
 }

@@ -70,7 +70,7 @@ func TestAttemptThroughTheProxy(t *testing.T) {
 	fake := modeltest.NewAnthropic(t, "sk-real")
 	f := newFixture(t, map[string]string{"ROADMAP.md": "# R\n\n- [ ] 1.1 One\n  - verify: `curl -sf https://verify-only.example/ || true`\n- [ ] 1.2 Two\n"})
 	model := &egress.Model{Protocol: egress.ProtocolAnthropic, BaseURL: fake.BaseURL(), Key: "sk-real", KeyEnv: "AKIRA_TEST_REAL_KEY",
-		KeyVar: "ANTHROPIC_API_KEY", BaseURLVar: "ANTHROPIC_BASE_URL",
+		KeyVar: "ANTHROPIC_API_KEY", BaseURLVar: "ANTHROPIC_BASE_URL", Model: "m",
 		Price: func(string, egress.Tokens) (float64, bool) { return 1, true }}
 	ag := f.agent(`curl -sf https://not-listed.example/ ; ` +
 		`curl -sf -H "x-api-key: $ANTHROPIC_API_KEY" -d '{"model":"m","stream":true}' "$ANTHROPIC_BASE_URL/v1/messages" > /dev/null && ` +

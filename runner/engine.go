@@ -717,7 +717,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	var blocked []egress.Blocked
 	if agentNet != nil {
 		rep := agentNet.Close()
-		res.Usage, blocked = meteredUsage(res.Usage, rep), rep.Blocked
+		res.Usage, blocked = meteredUsage(res.Usage, rep, modelOf(e.o.Agent) != nil), rep.Blocked
 	}
 	r.Usage = r.Usage.Add(res.Usage)
 	if ctx.Err() != nil {

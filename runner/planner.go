@@ -88,7 +88,7 @@ func MakePlan(ctx context.Context, o PlanOptions) (PlanResult, error) {
 		})
 		cancel()
 		if sess != nil {
-			out.Usage = meteredUsage(out.Usage, sess.Close())
+			out.Usage = meteredUsage(out.Usage, sess.Close(), modelOf(o.Agent) != nil)
 		}
 		res.Usage = res.Usage.Add(out.Usage)
 		if ctx.Err() != nil {

@@ -382,6 +382,9 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 	if opts.Repo == "" {
 		return Outcome{Status: StatusFailed}, fmt.Errorf("runner: %w: no repository", ErrUsage)
 	}
+	if err := budgetCanBind(opts.Agent, opts.Budget); err != nil {
+		return Outcome{Status: StatusFailed}, fmt.Errorf("runner: %w: %w", ErrUsage, err)
+	}
 	if opts.RunID == "" {
 		opts.RunID = NewRunID()
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,9 @@ import (
 	"github.com/akira-bot/akira/internal/modeltest"
 	"github.com/akira-bot/akira/internal/sandboxtest"
 	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/agent/profiles"
+	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/gittest"
 )
 
@@ -39,102 +43,226 @@ func agentsDir(t *testing.T) string {
 	return abs
 }
 
-// The real Claude Code and Codex CLIs, as the deploy image pins them, complete a task through
-// `akira run` against scripted model servers speaking the real protocols: in the default sandbox
-// (network allowlist: the egress proxy holds the key and meters the calls) and with --sandbox none.
-// The CLI creates the file, the task verifies, the checkpoint lands, usage and cost are recorded
-// from the metered calls, and the model server saw only the real key while the agent held a
-// placeholder.
+// shippedConfig is the operator's file of the deploy image, as it ships.
+const shippedConfig = "../../deploy/akira.yaml"
+
+// realAgent is one run of `akira run` with a profile of the shipped configuration, unchanged, and
+// the real CLI it names, against a scripted model server.
+type realAgent struct {
+	profile  string // of deploy/akira.yaml
+	keyEnv   string // where Akira's environment holds the real key (the profile's api_key_env)
+	baseEnv  string // where it names the model endpoint, the scripted server
+	sandbox  string
+	fake     *modeltest.Server
+	repo     map[string]string // files committed to the repository besides the roadmap
+	realKey  string
+	bin, dir string
+}
+
+// realAgentRun is what a run left: its JSON events and the branch's files.
+type realAgentRun struct {
+	f      *runFixture
+	events []runner.Event
+}
+
+func (a realAgent) run(t *testing.T) realAgentRun {
+	t.Helper()
+	roadmap := "# R\n\n## P\n\n- [ ] 1.1 Write hello.txt\n  - verify: `grep -q 'hello from the model' hello.txt`\n"
+	f := newRunFixture(t, roadmap)
+	if len(a.repo) > 0 {
+		gittest.WriteFiles(t, f.repo.Work, a.repo)
+		for name := range a.repo {
+			gittest.Git(t, f.repo.Work, "add", "--", name)
+		}
+		gittest.Git(t, f.repo.Work, "commit", "-q", "-m", "The repository's own agent settings")
+		f.snapshot = gittest.Snapshot(t, f.repo.Work)
+	}
+	// What the CLI's process sees of its environment becomes part of the checkpoint: a shim of the
+	// same name, first on PATH, writes it down and hands over. The profile's command is unchanged.
+	shims := t.TempDir()
+	cli := filepath.Join(a.bin, config.ProgramOf(a.command(t)))
+	mustWrite(t, filepath.Join(shims, filepath.Base(cli)), "#!/bin/sh\nenv > \"$AKIRA_WORKSPACE/seen-env.txt\"\nexec "+cli+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(shims, filepath.Base(cli)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath, err := filepath.Abs(shippedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := f.command("run", "--config", cfgPath, "--agent", a.profile, "--sandbox", a.sandbox, "--sandbox-ro", a.dir, "--sandbox-ro", shims,
+		"--work-dir", f.workDir, "--non-interactive", "--json", "-v", "--agent-timeout", "90s", "--stall-timeout", "60s")
+	cmd.Env = append(cmd.Env, a.keyEnv+"="+a.realKey, a.baseEnv+"="+a.fake.BaseURL(),
+		"PATH="+shims+string(os.PathListSeparator)+a.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("akira run: %v\n%s\n%s\nrequests: %+v", err, out, stderr, a.fake.Requests())
+	}
+	var run realAgentRun
+	run.f = f
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev runner.Event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			run.events = append(run.events, ev)
+		}
+	}
+	return run
+}
+
+// command is the profile's command in the shipped configuration.
+func (a realAgent) command(t *testing.T) string {
+	t.Helper()
+	return a.shipped(t).Command
+}
+
+func (a realAgent) shipped(t *testing.T) config.AgentProfile {
+	t.Helper()
+	op, err := config.LoadOperator(shippedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p, err := op.Agent(a.profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// recorded sums the usage of the run's agent_finished events.
+func (r realAgentRun) recorded() (in, out int64, usd float64) {
+	for _, ev := range r.events {
+		if ev.Type == runner.EventAgentFinished && ev.Usage != nil {
+			in, out, usd = in+ev.Usage.InputTokens, out+ev.Usage.OutputTokens, usd+ev.Usage.CostUSD
+		}
+	}
+	return in, out, usd
+}
+
+// modelCalls are the calls the scripted server answered as a model (not /models, not token counts).
+func modelCalls(fake *modeltest.Server) []modeltest.Request {
+	var calls []modeltest.Request
+	for _, r := range fake.Requests() {
+		if r.Method == "POST" && (strings.HasSuffix(r.Path, "/messages") || strings.HasSuffix(r.Path, "/responses") || strings.HasSuffix(r.Path, "/chat/completions")) {
+			calls = append(calls, r)
+		}
+	}
+	return calls
+}
+
+// checkModelAndCost: every call the model server got asked for the profile's model, with the real
+// key; the run's recorded tokens are the server's, and its cost those tokens at Akira's price for
+// that model.
+func checkModelAndCost(t *testing.T, p config.AgentProfile, fake *modeltest.Server, run realAgentRun, realKey string) {
+	t.Helper()
+	calls := modelCalls(fake)
+	if len(calls) == 0 {
+		t.Fatalf("no model call reached the model server: %+v", fake.Requests())
+	}
+	for _, r := range fake.Requests() {
+		if r.Key != realKey {
+			t.Errorf("the model server got key %q on %s %s, want the real key", r.Key, r.Method, r.Path)
+		}
+	}
+	var wantUSD float64
+	for _, c := range calls {
+		if c.Model != p.Model {
+			t.Errorf("the CLI asked the model server for %q on %s; the profile names %q", c.Model, c.Path, p.Model)
+		}
+		usd, ok := profiles.Pricer(p.Prices)(c.Model, egress.Tokens{Input: fake.Usage.Input, Output: fake.Usage.Output})
+		if !ok {
+			t.Fatalf("Akira has no price for %q", c.Model)
+		}
+		wantUSD += usd
+	}
+	n := int64(len(calls))
+	in, out, usd := run.recorded()
+	if in != n*fake.Usage.Input || out != n*fake.Usage.Output {
+		t.Errorf("recorded tokens = %d in, %d out; the model server answered %d calls of %+v", in, out, n, fake.Usage)
+	}
+	if math.Abs(usd-wantUSD) > 1e-9 {
+		t.Errorf("recorded cost = $%.6f; want $%.6f: %d calls of %+v at Akira's price for %s", usd, wantUSD, n, fake.Usage, p.Model)
+	}
+}
+
+// The real Claude Code and Codex CLIs, as the deploy image pins them, run the profiles of the deploy
+// image's configuration as they ship (deploy/akira.yaml: no --model or other change by the test)
+// through `akira run`, against scripted model servers speaking the real protocols: in the default
+// sandbox (network allowlist: the egress proxy holds the key and meters the calls) and with
+// --sandbox none. The CLI creates the file, the task verifies, the checkpoint lands; every call the
+// model server got asked for the profile's model, with the real key, while the agent held a
+// placeholder; and the recorded cost is the server's tokens at Akira's price for that model.
 func TestRealAgents(t *testing.T) {
 	dir := agentsDir(t)
 	bin := filepath.Join(dir, "node_modules", ".bin")
 	const realKey = "sk-real-key-held-by-the-proxy-0123456789"
 	cases := []struct {
-		name, cli, keyVar, baseVar, command string
-		fake                                func(testing.TB, string) *modeltest.Server
+		profile, keyEnv, agentKeyEnv, baseEnv string
+		fake                                  func(testing.TB, string) *modeltest.Server
 	}{
-		{name: "claude", cli: "claude", keyVar: "ANTHROPIC_API_KEY", baseVar: "ANTHROPIC_BASE_URL",
-			command: "claude -p --permission-mode acceptEdits --output-format json --model claude-sonnet-4-5", fake: modeltest.NewAnthropic},
-		{name: "codex", cli: "codex", keyVar: "CODEX_API_KEY", baseVar: "OPENAI_BASE_URL",
-			command: `codex exec -c openai_base_url="$OPENAI_BASE_URL" -s workspace-write --skip-git-repo-check --json -m gpt-5 -`, fake: modeltest.NewOpenAI},
+		{profile: "claude", keyEnv: "ANTHROPIC_API_KEY", agentKeyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_BASE_URL", fake: modeltest.NewAnthropic},
+		{profile: "codex", keyEnv: "OPENAI_API_KEY", agentKeyEnv: "CODEX_API_KEY", baseEnv: "OPENAI_BASE_URL", fake: modeltest.NewOpenAI},
 	}
 	for _, c := range cases {
 		for _, box := range []string{"bubblewrap", "none"} {
-			t.Run(c.name+"/"+box, func(t *testing.T) {
+			t.Run(c.profile+"/"+box, func(t *testing.T) {
 				if box == "bubblewrap" {
 					sandboxtest.Require(t)
 				}
-				fake := c.fake(t, realKey)
-				roadmap := "# R\n\n## P\n\n- [ ] 1.1 Write hello.txt\n  - verify: `grep -q 'hello from the model' hello.txt`\n"
-				f := newRunFixture(t, roadmap)
-				// What the agent's process sees of its environment becomes part of the checkpoint.
-				command := "env > seen-env.txt; " + c.command
-				cmd := f.command("run", "--agent-cmd", command, "--env", c.keyVar,
-					"--sandbox", box, "--sandbox-ro", dir, "--work-dir", f.workDir, "--non-interactive", "--json", "-v", "--agent-timeout", "90s", "--stall-timeout", "60s")
-				cmd.Env = append(cmd.Env, c.keyVar+"="+realKey, c.baseVar+"="+fake.BaseURL(),
-					"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-				out, err := cmd.Output()
-				if err != nil {
-					stderr := ""
-					if ee, ok := err.(*exec.ExitError); ok {
-						stderr = string(ee.Stderr)
-					}
-					t.Fatalf("akira run: %v\n%s\n%s\nrequests: %+v", err, out, stderr, fake.Requests())
+				a := realAgent{profile: c.profile, keyEnv: c.keyEnv, baseEnv: c.baseEnv, sandbox: box,
+					fake: c.fake(t, realKey), realKey: realKey, bin: bin, dir: dir}
+				p := a.shipped(t)
+				run := a.run(t)
+				if !a.fake.Wrote() {
+					t.Errorf("the model was never offered a tool to write the file: %+v", a.fake.Requests())
 				}
-				if !fake.Wrote() {
-					t.Errorf("the model was never offered a tool to write the file: %+v", fake.Requests())
-				}
-				if got := gittest.Git(t, f.repo.Work, "show", "akira/roadmap:hello.txt"); got != "hello from the model" {
+				if got := gittest.Git(t, run.f.repo.Work, "show", "akira/roadmap:hello.txt"); got != "hello from the model" {
 					t.Errorf("hello.txt on the branch = %q", got)
 				}
-				for _, r := range fake.Requests() {
-					if r.Method != "POST" {
-						t.Errorf("%s %s: a model call outside the metered HTTP route", r.Method, r.Path)
-					}
-					if r.Key != realKey {
-						t.Errorf("the model server got key %q on %s, want the real key", r.Key, r.Path)
-					}
-				}
-				seen := gittest.Git(t, f.repo.Work, "show", "akira/roadmap:seen-env.txt")
+				checkModelAndCost(t, p, a.fake, run, realKey)
+				seen := gittest.Git(t, run.f.repo.Work, "show", "akira/roadmap:seen-env.txt")
 				if strings.Contains(seen, realKey) {
 					t.Error("the agent's environment held the real key")
 				}
-				if !strings.Contains(seen, c.keyVar+"=akira-placeholder-") || !strings.Contains(seen, c.baseVar+"=http://127.0.0.1:") {
-					t.Errorf("the agent was not given a placeholder key and the proxy's base URL:\n%s", seen)
-				}
-				var usage struct{ in, out int64 }
-				var cost float64
-				sc := bufio.NewScanner(strings.NewReader(string(out)))
-				sc.Buffer(nil, 1<<20)
-				for sc.Scan() {
-					var ev runner.Event
-					if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Type != runner.EventAgentFinished || ev.Usage == nil {
-						continue
+				for _, want := range []string{c.agentKeyEnv + "=akira-placeholder-", c.baseEnv + "=http://127.0.0.1:", "AKIRA_MODEL=" + p.Model + "\n"} {
+					if !strings.Contains(seen, want) {
+						t.Errorf("the agent's environment lacks %s:\n%s", want, seen)
 					}
-					usage.in += ev.Usage.InputTokens
-					usage.out += ev.Usage.OutputTokens
-					cost += ev.Usage.CostUSD
-				}
-				calls := int64(0)
-				for _, r := range fake.Requests() {
-					if r.Method == "POST" && (strings.HasSuffix(r.Path, "/messages") || strings.HasSuffix(r.Path, "/responses")) {
-						calls++
-					}
-				}
-				// Every call is metered for its input. A call the CLI gives up mid-stream (a side request
-				// cut short as it exits; seen once in CI: 161 of 240 output tokens) is metered as far as its
-				// stream went, the output its first event announced: the meter cannot count what never
-				// came. At most one such call.
-				full := calls * fake.Usage.Output
-				if calls == 0 || usage.in != calls*fake.Usage.Input || usage.out > full || usage.out < full-(fake.Usage.Output-1) {
-					t.Errorf("usage = %+v for %d model calls of %+v each", usage, calls, fake.Usage)
-				} else if usage.out < full {
-					t.Logf("one call was cut short: output %d of %d", usage.out, full)
-				}
-				if cost <= 0 {
-					t.Errorf("no cost recorded (usage %+v, requests %+v)", usage, fake.Requests())
 				}
 			})
 		}
 	}
+}
+
+// TestRealAgentsHostileRepository: a repository steers Claude Code (the shipped profile, in the
+// sandbox) towards other models, as anyone who can push a file may: its .claude/settings.json sets
+// the main model to a dearer one, and a subagent definition of its own names a model Akira has no
+// price for, which the scripted model then asks for. The profile's --model holds the main loop,
+// and the egress proxy refuses the subagent's unpriced model: the model server only ever sees the
+// profile's model, and the recorded cost is its tokens at Akira's price.
+func TestRealAgentsHostileRepository(t *testing.T) {
+	dir := agentsDir(t)
+	sandboxtest.Require(t)
+	const realKey = "sk-real-key-held-by-the-proxy-0123456789"
+	fake := modeltest.NewAnthropic(t, realKey)
+	fake.Subagent = "cheap"
+	a := realAgent{profile: "claude", keyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_BASE_URL", sandbox: "bubblewrap",
+		fake: fake, realKey: realKey, bin: filepath.Join(dir, "node_modules", ".bin"), dir: dir,
+		repo: map[string]string{
+			".claude/settings.json":   `{"env": {"ANTHROPIC_MODEL": "claude-opus-4-5"}}` + "\n",
+			".claude/agents/cheap.md": "---\nname: cheap\ndescription: Lists files.\nmodel: claude-mythos-5\n---\nYou list the files you are asked about.\n",
+		}}
+	p := a.shipped(t)
+	run := a.run(t)
+	if _, ok := profiles.Pricer(p.Prices)("claude-mythos-5", egress.Tokens{}); ok {
+		t.Fatal("claude-mythos-5 has a price: the test needs a model without one")
+	}
+	if got := gittest.Git(t, run.f.repo.Work, "show", "akira/roadmap:hello.txt"); got != "hello from the model" {
+		t.Errorf("hello.txt on the branch = %q", got)
+	}
+	checkModelAndCost(t, p, fake, run, realKey)
 }

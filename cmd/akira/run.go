@@ -75,8 +75,8 @@ operator's allowlist (default: the package registries); network none and allow a
 
 Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage,
 1 other failure, 130 interrupted.`,
-		Example: `  akira run --agent-cmd 'claude -p --permission-mode acceptEdits' --env ANTHROPIC_API_KEY
-  akira run --agent-cmd 'codex exec -c openai_base_url="$OPENAI_BASE_URL" -s workspace-write --skip-git-repo-check --json -' --env CODEX_API_KEY
+		Example: `  akira run --agent-cmd 'claude -p --permission-mode acceptEdits' --model claude-sonnet-4-5 --env ANTHROPIC_API_KEY
+  akira run --agent-cmd 'codex exec -m "$AKIRA_MODEL" -c openai_base_url="$OPENAI_BASE_URL" -s workspace-write --skip-git-repo-check --json -' --model gpt-5 --env CODEX_API_KEY
   akira run --roadmap docs/ROADMAP.md --verify 'make lint' --verify 'go test ./...' --agent-cmd ./agent.sh
   akira run --non-interactive --json --agent-cmd ./agent.sh > events.jsonl`,
 		Args: cobra.NoArgs,
@@ -92,7 +92,7 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 	fl.StringVar(&f.agentCmd, "agent-cmd", "", "shell command of the coding agent (prompt on stdin and in $AKIRA_PROMPT_FILE)")
 	fl.StringVar(&f.sandbox, "sandbox", "", "confine the agent and verification: bubblewrap or none (default: sandbox of --config, else bubblewrap when it runs here)")
 	fl.StringVar(&f.agentName, "agent", "", "agent profile of --config, or a built-in agent: openai, anthropic (default: default_agent of --config)")
-	fl.StringVar(&f.model, "model", "", "model of the built-in agent, overriding the profile's")
+	fl.StringVar(&f.model, "model", "", "model of the agent, overriding the profile's: the built-in agent's; a CLI's, told in $AKIRA_MODEL (and ANTHROPIC_MODEL…) and pricing its calls")
 	fl.StringVar(&f.configFile, "config", os.Getenv("AKIRA_CONFIG"), "operator configuration file with agent profiles ($AKIRA_CONFIG)")
 	fl.IntVar(&f.parallel, "parallel", 1, "independent tasks ([P], or with declared dependencies) to run at once")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per task before asking a human (default: max_attempts of .github/akira.yml, else 3)")
@@ -150,6 +150,15 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	if err != nil {
 		return withExit(2, err)
 	}
+	agentName := "--agent-cmd"
+	if strings.TrimSpace(f.agentCmd) == "" {
+		agentName, _, _ = profiles.Resolve(op, f.agentName)
+	}
+	if warning, err := runModelCheck(agentName, ag, op); err != nil {
+		return withExit(2, err)
+	} else if warning != "" {
+		fmt.Fprintln(stderr, "akira: warning: "+warning)
+	}
 	for _, d := range f.sandboxRO {
 		abs, err := filepath.Abs(d)
 		if err != nil {
@@ -157,7 +166,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		}
 		op.Sandbox.ReadOnly = append(op.Sandbox.ReadOnly, abs)
 	}
-	judge, err := profiles.NewJudge(op.Judge, profiles.Options{})
+	judge, err := profiles.NewJudge(op.JudgeProfile(), profiles.Options{})
 	if err != nil {
 		return withExit(2, err)
 	}
@@ -213,6 +222,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		Repo: repo, Roadmap: f.roadmap, Branch: f.branch, Base: f.base, RunID: f.runID,
 		Agent: ag, MaxAttempts: f.maxAttempts, MaxParallel: f.parallel, Verify: f.verify, Skip: f.skip, Decisions: decisions,
 		Env: append(append([]string{}, op.Env...), f.env...), AgentTimeout: f.agentTimeout, VerifyTimeout: verifyTimeout,
+		Budget:       runner.Budget{CostUSD: op.Budget.CostUSD, Tokens: op.Budget.Tokens, WallTime: time.Duration(op.Budget.WallTime)},
 		StallTimeout: stallTimeout, DryRun: f.dryRun, ProtectedPaths: op.ProtectedPaths, Author: author,
 		WorkDir: f.workDir, Cache: localCache(), Lessons: localLessons(repo), Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
@@ -343,7 +353,7 @@ func agentCmdFromFlags(f *runFlags, op config.Operator, keys sandbox.Withheld, s
 	if model != nil {
 		passEnv = slices.DeleteFunc(slices.Clone(f.env), func(n string) bool { return n == model.KeyEnv || n == model.KeyVar })
 	}
-	ag := &agent.Exec{Command: f.agentCmd, PassEnv: passEnv, Timeout: f.agentTimeout, Stream: stream, Model: model}
+	ag := &agent.Exec{Command: f.agentCmd, PassEnv: passEnv, Env: profiles.ModelEnv(p, f.model), Timeout: f.agentTimeout, Stream: stream, Model: model}
 	return ag, sandbox.NetAllowlist, withheldWarnings(withheld, ag), nil
 }
 

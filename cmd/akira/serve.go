@@ -270,10 +270,14 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 				err = errors.New("AKIRA_CONFIG: " + strings.Join(missing, "\nAKIRA_CONFIG: "))
 			}
 		}
-		var keyWarnings []string
+		var keyWarnings, unpriced []string
 		if err == nil {
 			box.Withhold = profiles.ModelKeys(op, getenv, nil)
 			keyWarnings, err = serveKeyCheck(op, box.Withhold, getenv)
+		}
+		if err == nil {
+			// A profile whose tokens have no price is recorded at $0: a cost budget could not bind it.
+			unpriced, err = serveModelCheck(op)
 		}
 		if err != nil {
 			return withExit(2, fmt.Errorf("configuration:\n%w", err))
@@ -283,6 +287,9 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		}
 		for _, w := range keyWarnings {
 			log.Warn(w)
+		}
+		for _, w := range unpriced {
+			log.Warn("serve: " + w)
 		}
 		// One egress proxy per worker process: each attempt opens a session of its own on it.
 		box.Egress = egress.New(egress.Config{Logger: log})
@@ -402,7 +409,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			}
 			cache.Logger = log
 		}
-		judge, err := profiles.NewJudge(op.Judge, profiles.Options{Getenv: getenv, Logger: log})
+		judge, err := profiles.NewJudge(op.JudgeProfile(), profiles.Options{Getenv: getenv, Logger: log})
 		if err != nil {
 			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
 		}

@@ -3,7 +3,9 @@
 // OpenAI Responses (streamed) and Chat Completions as Codex and other clients call them. The script
 // is one task: on the first request that offers a tool able to write a file, the model asks for that
 // tool to create File with Content; once the request carries the tool's result, it answers with a
-// final text. Every response states the same usage, Usage, so that metering can be checked.
+// final text. Every response states the same usage, Usage, so that metering can be checked. With
+// Subagent set, the Anthropic script first asks Claude Code's Agent tool for a subagent of that type
+// (as a model steered by a repository's text may), then writes the file.
 package modeltest
 
 import (
@@ -47,6 +49,8 @@ type Server struct {
 	File    string
 	Content string
 	Usage   Usage
+	// Subagent, when set, is the subagent type the Anthropic script asks for before writing.
+	Subagent string
 
 	mu       sync.Mutex
 	requests []Request
@@ -176,11 +180,20 @@ func has(list []string, s string) bool {
 	return false
 }
 
+// subagentPrompt marks the requests of the subagent the script asks for, which it answers at once.
+const subagentPrompt = "List the files of the working directory (a subagent's task)."
+
 func (s *Server) anthropic(w http.ResponseWriter, req map[string]any, model string, stream bool, body string) {
-	answered := strings.Contains(body, `"tool_result"`)
+	answered := strings.Contains(body, `"tool_use_id":"toolu_01"`)
 	var block map[string]any
 	stop := "end_turn"
-	if dir := dirOf(body); !answered && has(toolNames(req), "Write") && dir != "" {
+	// The main loop's later requests quote the prompt too, in the Agent call it made.
+	subagent := strings.Contains(body, subagentPrompt) && !strings.Contains(body, `"toolu_agent"`)
+	if s.Subagent != "" && !subagent && has(toolNames(req), "Agent") && !strings.Contains(body, `"tool_use_id":"toolu_agent"`) {
+		block = map[string]any{"type": "tool_use", "id": "toolu_agent", "name": "Agent",
+			"input": map[string]any{"description": "List the files", "prompt": subagentPrompt, "subagent_type": s.Subagent, "run_in_background": false}}
+		stop = "tool_use"
+	} else if dir := dirOf(body); !answered && !subagent && has(toolNames(req), "Write") && dir != "" {
 		s.mu.Lock()
 		s.wrote = true
 		s.mu.Unlock()

@@ -458,6 +458,13 @@ func ParseOperator(data []byte) (Operator, error) {
 		}
 	}
 	errs = append(errs, op.Notify.validate()...)
+	errs = append(errs, checkPrices("prices", op.Prices)...)
+	if j := op.Judge; j != nil {
+		errs = append(errs, checkPrices("judge.prices", j.Prices)...)
+	}
+	for _, name := range op.AgentNames() {
+		errs = append(errs, checkPrices("agents."+name+".prices", op.Agents[name].Prices)...)
+	}
 	if e := op.Memory.Embeddings; e != nil {
 		if err := e.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("memory.embeddings: %w", err))
@@ -629,8 +636,9 @@ func (o Operator) AgentNames() []string {
 	return names
 }
 
-// Agent returns the profile a repository asked for (or the default one). A repository may only choose
-// among the operator's profiles: that is what keeps the commands an agent runs in the operator's hands.
+// Agent returns the profile a repository asked for (or the default one), its prices over the
+// operator's (PriceTable). A repository may only choose among the operator's profiles: that is what
+// keeps the commands an agent runs in the operator's hands.
 func (o Operator) Agent(name string) (string, AgentProfile, error) {
 	if name == "" {
 		name = o.DefaultAgent
@@ -646,6 +654,7 @@ func (o Operator) Agent(name string) (string, AgentProfile, error) {
 	if !ok {
 		return "", AgentProfile{}, fmt.Errorf("agent %q is not one of the profiles the operator defined (%s)", name, strings.Join(o.AgentNames(), ", "))
 	}
+	p.Prices = o.PriceTable(p.Prices)
 	return name, p, nil
 }
 

@@ -249,6 +249,8 @@ type Session struct {
 	inflight sync.WaitGroup
 	// rewrites holds a place for each request read whole to be rewritten (see prepareBody).
 	rewrites chan struct{}
+	// prefixes are the bytes of model requests held to find their model (see requestedModel).
+	prefixes atomic.Int64
 
 	mu        sync.Mutex
 	closed    bool
@@ -683,6 +685,11 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.inflight.Done()
+	release, admitted := s.admit(w, r)
+	defer release()
+	if !admitted {
+		return
+	}
 	if max := s.cfg.MaxCostUSD; max > 0 && spent >= max {
 		modelError(w, m.Protocol, http.StatusForbidden, "permission_error",
 			fmt.Sprintf("akira egress proxy: the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))

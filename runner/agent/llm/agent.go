@@ -237,3 +237,6 @@ func capText(s string, n int) string {
 	}
 	return s[:head] + fmt.Sprintf("\n… [%d bytes elided] …\n", tail-head) + s[tail:]
 }
+
+// Price is the built-in agent's model and whether it has a price (agent.Priced).
+func (a *llmAgent) Price() (string, bool) { return a.cfg.Model, a.priced }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -40,35 +41,19 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// Resolve finds a profile by name among the operator's, then the built-in ones. The operator's price
-// table is merged under the profile's own.
+// Resolve finds a profile by name among the operator's, then the built-in ones, with the one price
+// table (the operator's prices under the profile's own, see config.Operator.PriceTable).
 func Resolve(op config.Operator, name string) (string, config.AgentProfile, error) {
-	var p config.AgentProfile
 	switch builtin, isBuiltin := Builtin[name]; {
-	case name == "":
-		var err error
-		if name, p, err = op.Agent(""); err != nil {
-			return "", config.AgentProfile{}, err
-		}
-	case op.Agents[name].Kind != "":
-		p = op.Agents[name]
+	case name == "" || op.Agents[name].Kind != "":
+		return op.Agent(name)
 	case isBuiltin:
-		p = builtin
+		builtin.Prices = op.PriceTable(builtin.Prices)
+		return name, builtin, nil
 	default:
 		known := append(op.AgentNames(), "openai", "anthropic")
 		return "", config.AgentProfile{}, fmt.Errorf("agent %q is not a profile of the configuration nor a built-in agent (%s)", name, strings.Join(known, ", "))
 	}
-	if len(op.Prices) > 0 {
-		merged := map[string]config.Price{}
-		for m, pr := range op.Prices {
-			merged[m] = pr
-		}
-		for m, pr := range p.Prices {
-			merged[m] = pr
-		}
-		p.Prices = merged
-	}
-	return name, p, nil
 }
 
 // New builds the agent of profile p (named name, for messages).
@@ -91,7 +76,7 @@ func New(name string, p config.AgentProfile, o Options) (agent.Agent, error) {
 			// The proxy holds the key: neither the real key's variable nor the CLI's own may pass.
 			passEnv = slices.DeleteFunc(passEnv, func(n string) bool { return n == model.KeyEnv || n == model.KeyVar })
 		}
-		return &agent.Exec{Command: p.Command, PassEnv: passEnv, Timeout: time.Duration(p.Timeout),
+		return &agent.Exec{Command: p.Command, PassEnv: passEnv, Env: ModelEnv(p, cmp.Or(o.Model, p.Model)), Timeout: time.Duration(p.Timeout),
 			OutputCap: p.OutputCap, Stream: o.Stream, TempDir: o.TempDir, UsageFrom: p.UsageFrom, Model: model}, nil
 	case "openai", "anthropic":
 		model := p.Model
@@ -131,15 +116,23 @@ func New(name string, p config.AgentProfile, o Options) (agent.Agent, error) {
 
 // ModelRoute is the model endpoint the egress proxy holds for an exec profile with an api: the
 // real key read from the environment, and the profile's model and prices (over the built-in table)
-// to price what it meters. nil for a profile without one.
+// to price what it meters. nil for a profile without one. Without a base_url the endpoint is the
+// one Akira's environment names in ANTHROPIC_BASE_URL or OPENAI_BASE_URL, as for the built-in
+// agents, else the provider's.
 func ModelRoute(name string, p config.AgentProfile, o Options) (*egress.Model, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	m, ok := p.ModelAPI()
 	if !ok {
 		return nil, nil
 	}
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	if baseVar := strings.ToUpper(m.Protocol) + "_BASE_URL"; p.BaseURL == "" && getenv(baseVar) != "" {
+		m.BaseURL = getenv(baseVar)
+		if u, err := url.Parse(m.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("agent %s: $%s: %q is not an http(s) URL", name, baseVar, m.BaseURL)
+		}
 	}
 	key := getenv(m.KeyEnv)
 	if key == "" && (m.Host() == "api.anthropic.com" || m.Host() == "api.openai.com") {

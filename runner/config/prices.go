@@ -1,0 +1,73 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// PriceTable is the one table a profile's tokens are priced with: the operator's top-level prices
+// with own's (a profile's or the judge's) over them. The built-in list prices lie under both (see
+// llm.PriceOf). Every way of getting a profile goes through it, so that `akira run` and the
+// workers of `akira serve` price the same tokens the same.
+func (o Operator) PriceTable(own map[string]Price) map[string]Price {
+	if len(o.Prices) == 0 && len(own) == 0 {
+		return nil
+	}
+	table := make(map[string]Price, len(o.Prices)+len(own))
+	for m, p := range o.Prices {
+		table[m] = p
+	}
+	for m, p := range own {
+		table[m] = p
+	}
+	return table
+}
+
+// JudgeProfile is the operator's acceptance judge with the one price table; nil when there is none.
+func (o Operator) JudgeProfile() *JudgeProfile {
+	if o.Judge == nil {
+		return nil
+	}
+	j := *o.Judge
+	j.Prices = o.PriceTable(j.Prices)
+	return &j
+}
+
+// AgentModelEnv are the variables a CLI of a model API reads its models from, which Akira sets to
+// the profile's model besides AKIRA_MODEL. Anthropic's are Claude Code's (2.1.330, as pinned in
+// deploy/Dockerfile): ANTHROPIC_MODEL is its main model (its --model flag wins over it, and over the
+// repository's .claude/settings.json); the side requests go to ANTHROPIC_SMALL_FAST_MODEL; the
+// aliases its Agent tool offers the model for subagents (sonnet, opus, haiku, fable) resolve through
+// the ANTHROPIC_DEFAULT_*_MODEL variables, which otherwise name models of its own choosing.
+// Codex reads no variable for its model (only -m or -c model=…): its command passes $AKIRA_MODEL.
+func AgentModelEnv(protocol string) []string {
+	if protocol == "anthropic" {
+		return []string{"ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+			"ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_FABLE_MODEL"}
+	}
+	return nil
+}
+
+// checkPrices says which prices of a table are not prices.
+func checkPrices(key string, table map[string]Price) []error {
+	models := make([]string, 0, len(table))
+	for m := range table {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	var errs []error
+	for _, m := range models {
+		p := table[m]
+		if m == "" {
+			errs = append(errs, fmt.Errorf("%s: a price without a model name", key))
+			continue
+		}
+		if !validRate(p.InputPerMTok) || !validRate(p.OutputPerMTok) {
+			errs = append(errs, fmt.Errorf("%s.%s: input_per_mtok and output_per_mtok must be numbers of USD per million tokens, not negative", key, m))
+		}
+	}
+	return errs
+}
+
+func validRate(usd float64) bool { return usd >= 0 && !math.IsInf(usd, 0) && !math.IsNaN(usd) }
