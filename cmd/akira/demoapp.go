@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -113,7 +114,13 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 	}
 	defer gh.Close()
 	team.gh = gh
-	gh.CreateRepo(demoOwner, demoRepo, files)
+	// A retry is a job of its own, in a fresh workspace: with a lock file (the module has no
+	// dependencies, so an empty go.sum) and cache: read-write, the Go build cache the first job's
+	// verification filled serves the next, instead of compiling the standard library again.
+	repoFiles := maps.Clone(files)
+	repoFiles["go.sum"] = ""
+	repoFiles[".github/akira.yml"] = "cache: read-write\n"
+	gh.CreateRepo(demoOwner, demoRepo, repoFiles)
 	gh.SetPermission(demoOwner, demoRepo, demoPerson, "write")
 
 	webAddr, err := freeLoopbackAddr()
@@ -213,6 +220,7 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 workers) against a fake GitHub on this machine.
 
   fake GitHub  %s (REST, git over smart HTTP, the App's JWT and installation tokens)
+  repository   %s/%s: %s, with a .github/akira.yml that keeps Go's build cache between jobs
   Redis        embedded, %s
   webhook      http://%s/webhook
   dashboard    %s/ui/ (log in with the token %s)
@@ -223,7 +231,7 @@ workers) against a fake GitHub on this machine.
 What the team sees on GitHub, as it happens (links into GitHub lead nowhere: the fake has no web
 pages; the dashboard's links work while the demo runs):
 
-`, gh.URL(), redisAddr, webAddr, adminURL, token, serverLog, agentScript, sandboxNote)
+`, gh.URL(), demoOwner, demoRepo, repoDir, redisAddr, webAddr, adminURL, token, serverLog, agentScript, sandboxNote)
 
 	issue := gh.AddIssue(demoOwner, demoRepo, githubtest.Issue{Title: demoIssue, User: demoPerson, Body: demoIssueBody(files["ROADMAP.md"])})
 	team.issueOpened(issue)
@@ -264,8 +272,9 @@ pages; the dashboard's links work while the demo runs):
 }
 
 // demoOperator is the operator's file of the demo: the scripted agent, which the sandbox shows
-// read-only; one attempt per task, so that the task the agent gets wrong is escalated at once; and no
-// waiting for the pull request's own CI, which the fake repository has none of.
+// read-only; one attempt per task, so that the task the agent gets wrong is escalated at once; the
+// detected setup (go mod download), which opens the dependency cache; and no waiting for the pull
+// request's own CI, which the fake repository has none of.
 func demoOperator(agentScript, examples, sandboxMode string) ([]byte, error) {
 	box := map[string]any{"read_only": []string{examples}}
 	if sandboxMode != "" {
@@ -274,6 +283,7 @@ func demoOperator(agentScript, examples, sandboxMode string) ([]byte, error) {
 	op, err := yaml.Marshal(map[string]any{
 		"default_agent": "demo",
 		"max_attempts":  1,
+		"auto_setup":    true,
 		"agents": map[string]any{"demo": map[string]any{
 			"kind":    "exec",
 			"command": "sh '" + strings.ReplaceAll(agentScript, "'", `'\''`) + "'",
