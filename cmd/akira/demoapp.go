@@ -89,6 +89,9 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if files["ROADMAP.md"] == "" {
+		return withExit(2, fmt.Errorf("--examples: %s has no ROADMAP.md, the tasks of the demo's issue", repoDir))
+	}
 
 	dir, err := os.MkdirTemp("", "akira-demo-app-")
 	if err != nil {
@@ -100,7 +103,11 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 		return fmt.Errorf("demo-app: %w", err)
 	}
 
-	redisAddr, stopRedis, err := redistest.Embedded()
+	redisPassword, err := randomSecret()
+	if err != nil {
+		return err
+	}
+	redisAddr, stopRedis, err := redistest.Embedded(redisPassword)
 	if err != nil {
 		return fmt.Errorf("demo-app: %w", err)
 	}
@@ -131,11 +138,11 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	secret, err := randomSecret()
+	webhookSecret, err := randomSecret()
 	if err != nil {
 		return err
 	}
-	gh.SetWebhook("http://"+webAddr+"/webhook", secret)
+	gh.SetWebhook("http://"+webAddr+"/webhook", webhookSecret)
 
 	sandboxNote, sandboxMode := "in the sandbox (bubblewrap) behind the egress proxy", ""
 	if why := sandbox.Available(""); why != nil {
@@ -151,7 +158,7 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 		return fmt.Errorf("demo-app: %w", err)
 	}
 
-	redisURL := "redis://" + redisAddr + "/0"
+	redisURL := "redis://:" + redisPassword + "@" + redisAddr + "/0"
 	token, err := demoToken(ctx, redisURL)
 	if err != nil {
 		return err
@@ -160,7 +167,7 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 	settings := map[string]string{
 		"GITHUB_APP_ID":          fmt.Sprint(gh.AppID()),
 		"GITHUB_PRIVATE_KEY":     string(gh.PrivateKeyPEM()),
-		"GITHUB_WEBHOOK_SECRET":  secret,
+		"GITHUB_WEBHOOK_SECRET":  webhookSecret,
 		"GITHUB_API_URL":         gh.URL(),
 		"AKIRA_ADDR":             webAddr,
 		"AKIRA_ADMIN_ADDR":       adminAddr,
@@ -221,7 +228,7 @@ workers) against a fake GitHub on this machine.
 
   fake GitHub  %s (REST, git over smart HTTP, the App's JWT and installation tokens)
   repository   %s/%s: %s, with a .github/akira.yml that keeps Go's build cache between jobs
-  Redis        embedded, %s
+  Redis        embedded, %s, with a password of its own
   webhook      http://%s/webhook
   dashboard    %s/ui/ (log in with the token %s)
   server log   %s
@@ -330,16 +337,20 @@ func readDemoRepo(dir string) (map[string]string, error) {
 }
 
 // demoToken creates a control token for the dashboard with akira token create, on the demo's Redis.
+// The command reads its Redis from the environment: for the moment it runs, that is the demo's, and
+// a REDIS_PASSWORD of the user's is left out.
 func demoToken(ctx context.Context, redisURL string) (string, error) {
-	old, had := os.LookupEnv("REDIS_URL")
-	os.Setenv("REDIS_URL", redisURL)
-	defer func() {
-		if had {
-			os.Setenv("REDIS_URL", old)
-		} else {
-			os.Unsetenv("REDIS_URL")
-		}
-	}()
+	for name, value := range map[string]string{"REDIS_URL": redisURL, "REDIS_PASSWORD": ""} {
+		old, had := os.LookupEnv(name)
+		os.Setenv(name, value)
+		defer func() {
+			if had {
+				os.Setenv(name, old)
+			} else {
+				os.Unsetenv(name)
+			}
+		}()
+	}
 	cmd := newTokenCmd()
 	var stdout, stderr strings.Builder
 	cmd.SetOut(&stdout)
@@ -360,10 +371,11 @@ func freeLoopbackAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// randomSecret is a secret of the demo's (the webhook's, Redis's): its ports are open to every local user.
 func randomSecret() (string, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("demo-app: webhook secret: %w", err)
+		return "", fmt.Errorf("demo-app: secret: %w", err)
 	}
 	return hex.EncodeToString(b), nil
 }
@@ -389,7 +401,7 @@ func waitReady(ctx context.Context, url string, served chan error) error {
 		if err != nil {
 			return fmt.Errorf("demo-app: %w", err)
 		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil

@@ -51,9 +51,9 @@ func TestDemoApp(t *testing.T) {
 	}
 
 	demo := exec.Command(bin, "demo-app", "--examples", filepath.Join(root, "examples", "demo"), "--keep-serving")
-	// The demo's files under the test's directory. REDIS_URL (TestMain's, where nothing answers) and
-	// a GITHUB_APP_ID of the user's must not reach the demo's server: it has its own.
-	demo.Env = append(os.Environ(), "TMPDIR="+t.TempDir(), "GITHUB_APP_ID=1", "GITHUB_API_URL=http://127.0.0.1:1/")
+	// The demo's files under the test's directory. REDIS_URL (TestMain's, where nothing answers), a
+	// REDIS_PASSWORD and a GitHub App of the user's must not reach the demo's server: it has its own.
+	demo.Env = append(os.Environ(), "TMPDIR="+t.TempDir(), "REDIS_PASSWORD=the-users", "GITHUB_APP_ID=1", "GITHUB_API_URL=http://127.0.0.1:1/")
 	stdout, err := demo.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

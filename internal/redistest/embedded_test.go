@@ -8,16 +8,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestEmbedded: the embedded server answers over TCP, lets keys expire on the wall clock (miniredis
-// alone never ages them: leases and locks would live forever), and is gone once stopped.
+// TestEmbedded: the embedded server answers over TCP to its password only, lets keys expire on the
+// wall clock (miniredis alone never ages them: leases and locks would live forever), and is gone
+// once stopped.
 func TestEmbedded(t *testing.T) {
-	addr, stop, err := Embedded()
+	addr, stop, err := Embedded("s3cret")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	stranger := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { stranger.Close() })
+	if err := stranger.Set(ctx, "k", "v", 0).Err(); err == nil {
+		t.Error("a connection without the password was served")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: "s3cret", MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	if err := rdb.Set(ctx, "lease", "worker-1", 50*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)

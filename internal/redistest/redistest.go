@@ -109,7 +109,7 @@ func note(what string) {
 // startEmbedded runs miniredis on a free loopback port for the rest of the process: subprocesses (the
 // akira binary, out-of-process workers) reach it over TCP like a real Redis.
 func startEmbedded(why string) (string, error) {
-	addr, _, err := Embedded()
+	addr, _, err := Embedded("")
 	if err != nil {
 		return "", err
 	}
@@ -118,10 +118,14 @@ func startEmbedded(why string) (string, error) {
 }
 
 // Embedded starts an embedded Redis-compatible server (miniredis) on a free loopback port, whose keys
-// expire on the wall clock, for code that is not a test (make demo-app) as well as for tests. stop
-// closes it.
-func Embedded() (addr string, stop func(), err error) {
+// expire on the wall clock, for code that is not a test (make demo-app) as well as for tests. A
+// password, when given, is required of every connection: the port is open to every local user.
+// stop closes the server.
+func Embedded(password string) (addr string, stop func(), err error) {
 	m := miniredis.NewMiniRedis()
+	if password != "" {
+		m.RequireAuth(password)
+	}
 	if err := m.StartAddr("127.0.0.1:0"); err != nil {
 		return "", nil, fmt.Errorf("redistest: start the embedded Redis: %w", err)
 	}
