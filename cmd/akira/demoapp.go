@@ -98,10 +98,6 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 		return fmt.Errorf("demo-app: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	workDir := filepath.Join(dir, "work")
-	if err := os.Mkdir(workDir, 0o700); err != nil {
-		return fmt.Errorf("demo-app: %w", err)
-	}
 
 	redisPassword, err := randomSecret()
 	if err != nil {
@@ -130,53 +126,20 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 	gh.CreateRepo(demoOwner, demoRepo, repoFiles)
 	gh.SetPermission(demoOwner, demoRepo, demoPerson, "write")
 
-	webAddr, err := freeLoopbackAddr()
-	if err != nil {
-		return err
-	}
-	adminAddr, err := freeLoopbackAddr()
-	if err != nil {
-		return err
-	}
-	webhookSecret, err := randomSecret()
-	if err != nil {
-		return err
-	}
-	gh.SetWebhook("http://"+webAddr+"/webhook", webhookSecret)
-
 	sandboxNote, sandboxMode := "in the sandbox (bubblewrap) behind the egress proxy", ""
 	if why := sandbox.Available(""); why != nil {
 		// As make demo does: a newcomer's machine without bubblewrap still sees the App work.
 		sandboxNote, sandboxMode = "WITHOUT a sandbox: "+why.Error(), string(sandbox.None)
 	}
-	operator, err := demoOperator(agentScript, examples, sandboxMode)
+	settings, err := demoSettings(dir, gh, agentScript, examples, sandboxMode, "redis://:"+redisPassword+"@"+redisAddr+"/0")
 	if err != nil {
 		return err
 	}
-	opFile := filepath.Join(dir, "akira.yaml")
-	if err := os.WriteFile(opFile, operator, 0o600); err != nil {
-		return fmt.Errorf("demo-app: %w", err)
-	}
-
-	redisURL := "redis://:" + redisPassword + "@" + redisAddr + "/0"
-	token, err := demoToken(ctx, redisURL)
+	token, err := demoToken(ctx, settings["REDIS_URL"])
 	if err != nil {
 		return err
 	}
-	adminURL := "http://" + adminAddr
-	settings := map[string]string{
-		"GITHUB_APP_ID":          fmt.Sprint(gh.AppID()),
-		"GITHUB_PRIVATE_KEY":     string(gh.PrivateKeyPEM()),
-		"GITHUB_WEBHOOK_SECRET":  webhookSecret,
-		"GITHUB_API_URL":         gh.URL(),
-		"AKIRA_ADDR":             webAddr,
-		"AKIRA_ADMIN_ADDR":       adminAddr,
-		"AKIRA_PUBLIC_URL":       adminURL,
-		"REDIS_URL":              redisURL,
-		"AKIRA_CONFIG":           opFile,
-		"AKIRA_WORKDIR":          workDir,
-		"AKIRA_SHUTDOWN_TIMEOUT": "10s",
-	}
+	adminURL := settings["AKIRA_PUBLIC_URL"]
 	// Only the demo's settings: a GITHUB_APP_ID or REDIS_URL of the user's must not send the demo to
 	// their real App or Redis.
 	getenv := func(k string) string { return settings[k] }
@@ -215,7 +178,7 @@ func demoApp(ctx context.Context, o demoAppOptions, out io.Writer) (err error) {
 			err = serr
 		}
 	}()
-	if err := waitReady(ctx, "http://"+webAddr+"/readyz", served); err != nil {
+	if err := waitReady(ctx, "http://"+settings["AKIRA_ADDR"]+"/readyz", served); err != nil {
 		return err
 	}
 	serverLog := logPath
@@ -238,30 +201,12 @@ workers) against a fake GitHub on this machine.
 What the team sees on GitHub, as it happens (links into GitHub lead nowhere: the fake has no web
 pages; the dashboard's links work while the demo runs):
 
-`, gh.URL(), demoOwner, demoRepo, repoDir, redisAddr, webAddr, adminURL, token, serverLog, agentScript, sandboxNote)
+`, gh.URL(), demoOwner, demoRepo, repoDir, redisAddr, settings["AKIRA_ADDR"], adminURL, token, serverLog, agentScript, sandboxNote)
 
-	issue := gh.AddIssue(demoOwner, demoRepo, githubtest.Issue{Title: demoIssue, User: demoPerson, Body: demoIssueBody(files["ROADMAP.md"])})
-	team.issueOpened(issue)
-	if err := team.say(issue.Number, "/akira run"); err != nil {
+	runID, err := team.play(ctx, served, demoIssueBody(files["ROADMAP.md"]))
+	if err != nil {
 		return err
 	}
-	var pr int
-	if err := team.waitFor(ctx, served, "the escalation comment", func() (bool, error) {
-		var ok bool
-		pr, ok = team.escalated()
-		return ok, team.failed()
-	}); err != nil {
-		return err
-	}
-	if err := team.say(pr, demoRetryCmd); err != nil {
-		return err
-	}
-	if err := team.waitFor(ctx, served, "the pull request to be marked ready", func() (bool, error) {
-		return team.ready(pr), team.failed()
-	}); err != nil {
-		return err
-	}
-	runID := team.final(pr)
 
 	fmt.Fprintf(out, "\nThe run on the dashboard: %s/ui/runs/%s (log in with the token %s)\n", adminURL, runID, token)
 	if !o.keepServing {
@@ -276,6 +221,49 @@ pages; the dashboard's links work while the demo runs):
 		served <- err
 		return err
 	}
+}
+
+// demoSettings are the environment serve reads, for the demo: the fake GitHub's App, its webhook
+// with a fresh secret, free loopback ports for the webhook and the admin address (the dashboard,
+// which check runs link to), the demo's Redis and operator's file, and workspaces under dir.
+func demoSettings(dir string, gh *githubtest.Server, agentScript, examples, sandboxMode, redisURL string) (map[string]string, error) {
+	webAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	adminAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	webhookSecret, err := randomSecret()
+	if err != nil {
+		return nil, err
+	}
+	gh.SetWebhook("http://"+webAddr+"/webhook", webhookSecret)
+	operator, err := demoOperator(agentScript, examples, sandboxMode)
+	if err != nil {
+		return nil, err
+	}
+	opFile, workDir := filepath.Join(dir, "akira.yaml"), filepath.Join(dir, "work")
+	if err := os.WriteFile(opFile, operator, 0o600); err != nil {
+		return nil, fmt.Errorf("demo-app: %w", err)
+	}
+	if err := os.Mkdir(workDir, 0o700); err != nil {
+		return nil, fmt.Errorf("demo-app: %w", err)
+	}
+	return map[string]string{
+		"GITHUB_APP_ID":          fmt.Sprint(gh.AppID()),
+		"GITHUB_PRIVATE_KEY":     string(gh.PrivateKeyPEM()),
+		"GITHUB_WEBHOOK_SECRET":  webhookSecret,
+		"GITHUB_API_URL":         gh.URL(),
+		"AKIRA_ADDR":             webAddr,
+		"AKIRA_ADMIN_ADDR":       adminAddr,
+		"AKIRA_PUBLIC_URL":       "http://" + adminAddr,
+		"REDIS_URL":              redisURL,
+		"AKIRA_CONFIG":           opFile,
+		"AKIRA_WORKDIR":          workDir,
+		"AKIRA_SHUTDOWN_TIMEOUT": "10s",
+	}, nil
 }
 
 // demoOperator is the operator's file of the demo: the scripted agent, which the sandbox shows
@@ -362,6 +350,7 @@ func demoToken(ctx context.Context, redisURL string) (string, error) {
 	return strings.TrimSpace(stdout.String()), nil
 }
 
+// freeLoopbackAddr is a loopback address whose port is free now: serve binds it a moment later.
 func freeLoopbackAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

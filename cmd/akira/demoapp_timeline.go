@@ -159,6 +159,34 @@ func (t *timeline) pushed(bot string) {
 	}
 }
 
+// play is the team's part: alice opens an issue with the demo's tasks and writes /akira run; once
+// Akira escalates a task she answers /akira retry with guidance; the demo ends when the pull request
+// is ready and its summary says the run is done. It returns the run's id.
+func (t *timeline) play(ctx context.Context, served chan error, issueBody string) (string, error) {
+	issue := t.gh.AddIssue(t.owner, t.repo, githubtest.Issue{Title: demoIssue, User: demoPerson, Body: issueBody})
+	t.issueOpened(issue)
+	if err := t.say(issue.Number, "/akira run"); err != nil {
+		return "", err
+	}
+	var pr int
+	if err := t.waitFor(ctx, served, "the escalation comment", func() (bool, error) {
+		var ok bool
+		pr, ok = t.escalated()
+		return ok, t.failed()
+	}); err != nil {
+		return "", err
+	}
+	if err := t.say(pr, demoRetryCmd); err != nil {
+		return "", err
+	}
+	if err := t.waitFor(ctx, served, "the pull request to be marked ready", func() (bool, error) {
+		return t.ready(pr), t.failed()
+	}); err != nil {
+		return "", err
+	}
+	return t.final(pr), nil
+}
+
 // issueOpened shows the issue the demo starts from.
 func (t *timeline) issueOpened(is githubtest.Issue) {
 	t.mu.Lock()
