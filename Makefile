@@ -60,6 +60,7 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags demoapp ./cmd/akira/
 
 # One table: each figure next to its floor measured in the same run (BENCH_QUICK=1: a one-minute run
 # on small inputs that keeps the harness working). bench-go runs every Go benchmark as they are.

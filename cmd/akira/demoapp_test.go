@@ -44,6 +44,20 @@ func TestDemoApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The akira people install and deploy carries no fake GitHub and no embedded Redis: only the
+	// demoapp build does.
+	fakes := []string{"github.com/akira-bot/akira/internal/githubtest", "github.com/akira-bot/akira/internal/redistest", "github.com/alicebob/miniredis/v2"}
+	for _, tags := range []string{"", "demoapp"} {
+		deps, err := exec.Command("go", "list", "-deps", "-tags", tags, ".").Output()
+		if err != nil {
+			t.Fatalf("go list -deps -tags %q: %v", tags, err)
+		}
+		for _, fake := range fakes {
+			if got, want := strings.Contains("\n"+string(deps), "\n"+fake+"\n"), tags != ""; got != want {
+				t.Errorf("with tags %q, akira depends on %s: %v, want %v", tags, fake, got, want)
+			}
+		}
+	}
 	bin := filepath.Join(t.TempDir(), "akira-demo")
 	build := exec.Command("go", "build", "-tags", "demoapp", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
