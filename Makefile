@@ -1,11 +1,11 @@
-# Akira: make build | make install | make test | make bench | make demo
+# Akira: make build | make install | make test | make bench | make demo | make demo-app
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: build install test test-deploy test-agents generate vet fmt-check bench bench-go fuzz lint clean demo
+.PHONY: build install test test-deploy test-agents generate vet fmt-check bench bench-go fuzz lint clean demo demo-app
 
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/akira ./cmd/akira
@@ -61,6 +61,7 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags demoapp ./cmd/akira/
 
 # One table: each figure next to its floor measured in the same run (BENCH_QUICK=1: a one-minute run
 # on small inputs that keeps the harness working). bench-go runs every Go benchmark as they are.
@@ -82,3 +83,10 @@ clean:
 # The README's first command: Akira's main job end to end on a throwaway repository.
 demo: build
 	@scripts/demo.sh
+
+# The GitHub App without GitHub: akira serve's own wiring against the fake GitHub (internal/githubtest)
+# and an embedded Redis, one issue from /akira run to the pull request marked ready. Built with the
+# demoapp tag, so the akira binary people deploy carries no fake GitHub. On a terminal it keeps
+# serving the dashboard until Ctrl-C; elsewhere (CI) it ends with the run.
+demo-app:
+	$(GO) run -tags demoapp ./cmd/akira demo-app

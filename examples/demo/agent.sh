@@ -6,7 +6,8 @@
 #
 # Task 1.3 is scripted to get it wrong first: its first attempt forgets the zero check, verification
 # fails, and Akira retries with the failure in $AKIRA_FEEDBACK_FILE; the second attempt reads that
-# feedback and fixes the bug, as a real agent would.
+# feedback and fixes the bug, as a real agent would. (make demo-app allows one attempt per task, so
+# there a person's `/akira retry <guidance>` is the feedback the next attempt reads.)
 set -eu
 echo "demo agent: task $AKIRA_TASK_ID, attempt $AKIRA_ATTEMPT: $AKIRA_TASK_TITLE"
 sleep "${DEMO_AGENT_DELAY:-1}" # so the live view has something to show
@@ -67,7 +68,7 @@ func TestDiv(t *testing.T) {
 }
 EOF
   if [ -n "${AKIRA_FEEDBACK_FILE:-}" ] && grep -q 'divide by zero\|TestDiv' "$AKIRA_FEEDBACK_FILE"; then
-    echo "demo agent: the feedback says the last attempt failed:"
+    echo "demo agent: the feedback on the last attempt says:"
     grep -m 3 'divide by zero\|FAIL' "$AKIRA_FEEDBACK_FILE" | sed 's/^/  | /'
     echo "demo agent: adding the zero check"
     cat > div.go <<'EOF'

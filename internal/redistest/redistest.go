@@ -109,13 +109,35 @@ func note(what string) {
 // startEmbedded runs miniredis on a free loopback port for the rest of the process: subprocesses (the
 // akira binary, out-of-process workers) reach it over TCP like a real Redis.
 func startEmbedded(why string) (string, error) {
-	m := miniredis.NewMiniRedis()
-	if err := m.StartAddr("127.0.0.1:0"); err != nil {
-		return "", fmt.Errorf("redistest: start the embedded Redis: %w", err)
+	addr, _, err := Embedded("")
+	if err != nil {
+		return "", err
 	}
-	go passTime(m, nil)
 	note("an embedded Redis-compatible server (miniredis): " + why)
-	return m.Addr(), nil
+	return addr, nil
+}
+
+// Embedded starts an embedded Redis-compatible server (miniredis) on a free loopback port, whose keys
+// expire on the wall clock, for code that is not a test (make demo-app) as well as for tests. A
+// password, when given, is required of every connection: the port is open to every local user.
+// stop closes the server.
+func Embedded(password string) (addr string, stop func(), err error) {
+	m := miniredis.NewMiniRedis()
+	if password != "" {
+		m.RequireAuth(password)
+	}
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		return "", nil, fmt.Errorf("redistest: start the embedded Redis: %w", err)
+	}
+	done := make(chan struct{})
+	go passTime(m, done)
+	var once sync.Once
+	return m.Addr(), func() {
+		once.Do(func() {
+			close(done)
+			m.Close()
+		})
+	}, nil
 }
 
 // watchdog runs redis-server ($2…) and stops it, removing its directory ($1), when its standard input
