@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -137,14 +138,15 @@ func routeCall(routes []Route, method, requested string) (forward, shown string,
 	if len(shown) > maxShownPath {
 		shown = shown[:maxShownPath] + "…"
 	}
-	rest, ok := strings.CutPrefix(cleaned, ModelPath+"/")
-	if !ok {
-		return "", shown, ReasonOffRoute
+	rest, ok := strings.CutPrefix(cleaned, ModelPath)
+	if !ok || (rest != "" && rest[0] != '/') {
+		// Above the route's base: shown as the climb it is, never as a path of the endpoint.
+		return "", "/.." + shown, ReasonOffRoute
 	}
-	segs := strings.Split(rest, "/")
-	shown = strings.TrimPrefix(shown, ModelPath)
+	shown = cmp.Or(strings.TrimPrefix(shown, ModelPath), "/")
+	segs := strings.Split(strings.TrimPrefix(rest, "/"), "/")
 	if slices.ContainsFunc(routes, func(r Route) bool { return r.match(method, segs) }) {
-		return "/" + rest, shown, ""
+		return rest, shown, ""
 	}
 	return "", shown, ReasonUnmetered
 }
