@@ -81,8 +81,15 @@ func TestRealAgentsModelRoute(t *testing.T) {
 					calls++
 				}
 			}
-			t.Logf("%s asked the model route for (as the model server saw them): %v", c.name, asked)
-			t.Logf("%s was refused: %+v", c.name, blocked)
+			var refused, hosts []string
+			for _, b := range blocked {
+				if b.Path == "" {
+					hosts = append(hosts, fmt.Sprintf("%s:%d", b.Host, b.Port)) // the CLI's own telemetry and update checks
+					continue
+				}
+				refused = append(refused, b.Method+" "+b.Path)
+			}
+			t.Logf("%s: the model server got %v; the model route refused %q; the proxy refused the hosts %q", c.name, asked, refused, hosts)
 			if got := gittest.Git(t, f.repo.Work, "show", "akira/roadmap:hello.txt"); got != "hello from the model" {
 				t.Errorf("hello.txt on the branch = %q", got)
 			}
@@ -97,10 +104,6 @@ func TestRealAgentsModelRoute(t *testing.T) {
 				if strings.HasSuffix(path, "/files") {
 					t.Errorf("%s reached the model server", path)
 				}
-			}
-			var refused []string
-			for _, b := range blocked {
-				refused = append(refused, fmt.Sprintf("%s %s", b.Method, b.Path))
 			}
 			want := []string{"POST /v1/files"}
 			if c.name == "codex" {
