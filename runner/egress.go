@@ -107,10 +107,15 @@ func meteredUsage(said agent.Usage, r egress.Report) agent.Usage {
 func AllowLine(b egress.Blocked) string {
 	if b.Path != "" {
 		route := b.Method + " " + b.Path
-		if _, err := egress.ParseRoutes([]string{route}); err != nil || b.Reason != egress.ReasonUnmetered {
+		_, err := egress.ParseRoutes([]string{route})
+		switch {
+		case b.Reason == egress.ReasonUnmetered && err == nil:
+			return fmt.Sprintf("api_paths: [%q] in the agent's profile, in the operator's config (for a call whose cost the proxy meters)", route)
+		case b.Reason == egress.ReasonUnmetered || b.Reason == egress.ReasonOffRoute:
 			return "nothing: the model route forwards plain paths only"
+		default:
+			return "nothing: the model route forwards only what it can meter"
 		}
-		return fmt.Sprintf("api_paths: [%q] in the agent's profile, in the operator's config (for a call whose cost the proxy meters)", route)
 	}
 	entry := b.Host
 	if _, err := netip.ParseAddr(b.Host); err == nil {

@@ -36,6 +36,8 @@ func TestAllowLine(t *testing.T) {
 			"nothing: the model route forwards plain paths only"},
 		{egress.Blocked{Host: "api.anthropic.com", Port: 443, Method: "POST", Path: "/../v1/files", Reason: egress.ReasonOffRoute},
 			"nothing: the model route forwards plain paths only"},
+		{egress.Blocked{Host: "api.openai.com", Port: 443, Method: "POST", Path: "/responses", Reason: egress.ReasonBackground},
+			"nothing: the model route forwards only what it can meter"},
 	}
 	for _, tt := range tests {
 		if got := AllowLine(tt.b); got != tt.want {

@@ -473,7 +473,11 @@ func (s *Session) refused(err error) {
 	if !errors.As(err, &r) {
 		return
 	}
-	key := net.JoinHostPort(r.Host, strconv.Itoa(r.Port)) + " " + r.Method + " " + r.Path
+	key := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	if r.Path != "" {
+		// A call may be refused for more than one reason (its path, its body): one entry each.
+		key += " " + r.Method + " " + r.Path + " " + r.Reason
+	}
 	s.mu.Lock()
 	if b, ok := s.blocked[key]; ok {
 		b.Count++
@@ -701,15 +705,17 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	}
 	route, shown, why := routeCall(s.routes, r.Method, r.URL.Path)
 	if why != "" {
-		s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: r.Method, Path: shown, Reason: why})
-		w.Header().Set("X-Akira-Egress", "refused")
 		allowed := make([]string, len(s.routes))
 		for i, rt := range s.routes {
 			allowed[i] = rt.String()
 		}
-		modelError(w, m.Protocol, http.StatusForbidden, "permission_error", fmt.Sprintf(
-			"akira egress proxy: %s %s refused: %s; the model route forwards only %s (the operator's api_paths of the agent profile adds more)",
-			r.Method, shown, why, strings.Join(allowed, ", ")))
+		s.refuseCall(w, http.StatusForbidden, r.Method, shown, why, fmt.Sprintf(
+			"the model route forwards only %s (the operator's api_paths of the agent profile adds more)", strings.Join(allowed, ", ")))
+		return
+	}
+	background := watchesBackground(m.Protocol, r.Method, route)
+	if background && !readableJSON(r) {
+		s.refuseCall(w, http.StatusUnsupportedMediaType, r.Method, shown, ReasonUnreadable, "send JSON (Content-Type: application/json), uncompressed")
 		return
 	}
 	s.mu.Lock()
@@ -746,7 +752,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	var leaving sync.Once
-	var answered atomic.Bool
+	var answered, inBackground atomic.Bool
 	left := make(chan struct{})
 	leave := func() {
 		leaving.Do(func() {
@@ -800,6 +806,11 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			if inBackground.Load() {
+				// Cut short before the member's value went out: the provider got no request it can act on.
+				s.refuseCall(w, http.StatusForbidden, r.Method, route, ReasonBackground, "call without background (the proxy meters the answer as it comes)")
+				return
+			}
 			select {
 			case <-left:
 				if errors.Is(err, context.Canceled) && !answered.Load() {
@@ -814,7 +825,19 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			modelError(w, m.Protocol, http.StatusBadGateway, "api_error", "akira egress proxy: the model endpoint did not answer")
 		},
 	}
+	if background {
+		r.Body = &backgroundWatch{body: r.Body, scan: memberScanner{name: "background"}, found: &inBackground}
+	}
 	rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// refuseCall answers a model call the route does not forward, in the provider's error shape so
+// that the CLI shows the agent why, and lists it with the session's refusals.
+func (s *Session) refuseCall(w http.ResponseWriter, status int, method, path, why, hint string) {
+	m := s.cfg.Model
+	s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: method, Path: path, Reason: why})
+	w.Header().Set("X-Akira-Egress", "refused")
+	modelError(w, m.Protocol, status, "permission_error", fmt.Sprintf("akira egress proxy: %s %s refused: %s; %s", method, path, why, hint))
 }
 
 // A streamed Chat Completions request is read whole to ask for its usage, when it is at most

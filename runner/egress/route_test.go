@@ -25,15 +25,22 @@ type provider struct {
 	port int
 
 	mu   sync.Mutex
-	seen []string // "METHOD request-uri"
+	seen []string // "METHOD request-uri" of the requests received whole
 	keys []string
+	cut  int // requests whose body ended early
 }
 
 func newProvider(t *testing.T, protocol string) *provider {
 	t.Helper()
 	p := &provider{}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			// A body cut short is no request a provider acts on.
+			p.mu.Lock()
+			p.cut++
+			p.mu.Unlock()
+			return
+		}
 		p.mu.Lock()
 		p.seen = append(p.seen, r.Method+" "+r.RequestURI)
 		p.keys = append(p.keys, r.Header.Get("X-Api-Key")+r.Header.Get("Authorization"))
@@ -425,5 +432,74 @@ func TestRefusalsBounded(t *testing.T) {
 	}
 	if len(up.requests()) != 0 {
 		t.Errorf("the provider got %d requests", len(up.requests()))
+	}
+}
+
+// A Responses call in background mode answers before the model generates anything, stating no
+// usage, and the provider goes on generating, and billing, where the proxy never sees it. The route
+// refuses it: the body is cut before the member's value goes out, whatever came before it (a
+// megabyte of input, a body of unknown length), so the provider never gets a request it can act
+// on; the agent gets the refusal and the report lists it. The same call without background goes
+// through and is metered. A body the route could not read as it passes (compressed, a form) is
+// refused too.
+func TestModelRouteRefusesBackgroundResponses(t *testing.T) {
+	up := newProvider(t, egress.ProtocolOpenAI)
+	s := openRoute(t, egress.ProtocolOpenAI, up.base(egress.ProtocolOpenAI))
+	big := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name, body, contentType, encoding string
+		unknownLength                     bool
+		status                            int
+		reason                            string
+	}{
+		{name: "background", body: `{"model":"m","background":true,"input":"hi"}`, status: http.StatusForbidden, reason: egress.ReasonBackground},
+		{name: "after a megabyte of input", body: `{"model":"m","input":"` + big + `","background":true}`, status: http.StatusForbidden, reason: egress.ReasonBackground},
+		{name: "of unknown length, spelled otherwise", body: `{"model":"m","input":"` + big + `","stream":true,"Backgr\u006fund" : 1}`,
+			unknownLength: true, status: http.StatusForbidden, reason: egress.ReasonBackground},
+		{name: "compressed", body: `{"model":"m","input":"hi"}`, encoding: "gzip", status: http.StatusUnsupportedMediaType, reason: egress.ReasonUnreadable},
+		{name: "a form", body: `background=true&model=m`, contentType: "application/x-www-form-urlencoded", status: http.StatusUnsupportedMediaType, reason: egress.ReasonUnreadable},
+		{name: "not in background", body: `{"model":"m","background":false,"input":"hi","metadata":{"background":"yes"}}`, status: http.StatusOK},
+	}
+	for _, tt := range tests {
+		req := modelRequest(t, s, egress.ProtocolOpenAI, "/responses", tt.body)
+		if tt.contentType != "" {
+			req.Header.Set("Content-Type", tt.contentType)
+		}
+		if tt.encoding != "" {
+			req.Header.Set("Content-Encoding", tt.encoding)
+		}
+		if tt.unknownLength {
+			req.ContentLength, req.Body = -1, io.NopCloser(struct{ io.Reader }{strings.NewReader(tt.body)})
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if tt.status != http.StatusOK {
+			if resp.StatusCode != tt.status || !strings.Contains(string(body), "akira egress proxy: POST /responses refused: "+tt.reason) {
+				t.Errorf("%s: %d %s, want %d refused: %s", tt.name, resp.StatusCode, body, tt.status, tt.reason)
+			}
+		} else if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d %s", tt.name, resp.StatusCode, body)
+		}
+	}
+	if got := up.requests(); len(got) != 1 || got[0] != "POST /v1/responses" {
+		t.Errorf("the provider got %q whole, want only the call without background", got)
+	}
+	rep := s.Close()
+	if rep.Calls != 1 || rep.Tokens.Input != 1000 || rep.Tokens.Output != 100 {
+		t.Errorf("report = %+v, want the one call without background metered", rep)
+	}
+	counts := map[string]int{}
+	for _, b := range rep.Blocked {
+		if b.Method != "POST" || b.Path != "/responses" {
+			t.Errorf("refusal %+v", b)
+		}
+		counts[b.Reason] += b.Count
+	}
+	if counts[egress.ReasonBackground] != 3 || counts[egress.ReasonUnreadable] != 2 || len(counts) != 2 {
+		t.Errorf("refusals by reason = %v, want 3 in background and 2 unreadable", counts)
 	}
 }
