@@ -20,10 +20,11 @@ import (
 
 // The model route forwards only what Akira meters, and the pinned Claude Code and Codex need
 // nothing else: each CLI does a whole task in the sandbox through the proxy, then the same agent
-// asks the route for a paid endpoint that states no tokens (files). Every path the CLI asked for
-// reached the model server and none was refused; the probe was refused with the provider's error
-// shape, never reached the server, and is in the attempt's report with its method and path. The
-// paths each CLI asked for are logged, which is how the allowlist was drawn.
+// asks the route for a paid endpoint whose answer states no tokens (a batch, images). Every call
+// the CLI made reached the model server and none was refused; the probe was refused in the
+// provider's error shape, never reached the server, and is in the attempt's report with its method
+// and path. What each CLI asked for is logged: that is how the allowlist was drawn (Codex's
+// WebSocket upgrade, refused apart, is not among them).
 func TestRealAgentsModelRoute(t *testing.T) {
 	dir := agentsDir(t)
 	sandboxtest.Require(t)
@@ -38,12 +39,14 @@ func TestRealAgentsModelRoute(t *testing.T) {
 	}{
 		{name: "claude", keyVar: "ANTHROPIC_API_KEY", baseVar: "ANTHROPIC_BASE_URL",
 			command: "claude -p --permission-mode acceptEdits --output-format json --model claude-sonnet-4-5",
-			probe:   `curl -s -o probe.json -H "x-api-key: $ANTHROPIC_API_KEY" -F purpose=x -F file=@hello.txt "$ANTHROPIC_BASE_URL/v1/files"`,
-			fake:    modeltest.NewAnthropic},
+			probe: `curl -s -o probe.json -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: application/json' ` +
+				`-d '{"requests":[{"custom_id":"1","params":{"model":"claude-sonnet-4-5","max_tokens":64000,"messages":[]}}]}' "$ANTHROPIC_BASE_URL/v1/messages/batches"`,
+			fake: modeltest.NewAnthropic},
 		{name: "codex", keyVar: "CODEX_API_KEY", baseVar: "OPENAI_BASE_URL",
 			command: `codex exec -c openai_base_url="$OPENAI_BASE_URL" -s workspace-write --skip-git-repo-check --json -m gpt-5 -`,
-			probe:   `curl -s -o probe.json -H "Authorization: Bearer $CODEX_API_KEY" -F purpose=x -F file=@hello.txt "$OPENAI_BASE_URL/files"`,
-			fake:    modeltest.NewOpenAI},
+			probe: `curl -s -o probe.json -H "Authorization: Bearer $CODEX_API_KEY" -H 'content-type: application/json' ` +
+				`-d '{"model":"gpt-image-1","prompt":"a cat","n":10}' "$OPENAI_BASE_URL/images/generations"`,
+			fake: modeltest.NewOpenAI},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,20 +100,20 @@ func TestRealAgentsModelRoute(t *testing.T) {
 				t.Errorf("no metered usage on the attempt")
 			}
 			probe := gittest.Git(t, f.repo.Work, "show", "akira/roadmap:probe.json")
-			if !strings.Contains(probe, "akira egress proxy") || !strings.Contains(probe, "/files") {
+			if !strings.Contains(probe, "akira egress proxy") || !strings.Contains(probe, "refused") {
 				t.Errorf("the probe's answer does not say the proxy refused it: %s", probe)
 			}
 			for path := range asked {
-				if strings.HasSuffix(path, "/files") {
+				if strings.HasSuffix(path, "/batches") || strings.HasSuffix(path, "/generations") {
 					t.Errorf("%s reached the model server", path)
 				}
 			}
-			want := []string{"POST /v1/files"}
+			want := []string{"POST /v1/messages/batches"}
 			if c.name == "codex" {
-				want = []string{"POST /files"}
+				want = []string{"POST /images/generations"}
 			}
 			if !slices.Equal(refused, want) {
-				t.Errorf("refused %q, want only the probe %q: a path the CLI needs was refused", refused, want)
+				t.Errorf("the model route refused %q, want exactly the probe %q: any other refusal is a call the CLI needs", refused, want)
 			}
 		})
 	}

@@ -146,8 +146,21 @@ func checkRefused(t *testing.T, protocol string, code int, h http.Header, body, 
 // The model route forwards only what the meter can count: every endpoint family a provider bills
 // (or that shows the account) without stating tokens in its answer is refused, whatever the
 // method, nothing of it reaches the provider, and each refusal is in the session's report with its
-// method and path, so that the attempt's report shows it.
+// method and path, so that the attempt's report shows it. Every metered call still goes through,
+// exactly as asked (query included) with the real key, and is metered; the free ones (token counts,
+// model lists) pass unmetered.
 func TestModelRouteRefusesWhatItCannotMeter(t *testing.T) {
+	forwarded := map[string]struct {
+		calls, want []string // METHOD path relative to the base URL; what the provider saw
+		metered     int
+	}{
+		egress.ProtocolAnthropic: {
+			[]string{"POST /v1/messages", "POST /v1/messages?beta=true", "POST /v1/messages/count_tokens?beta=true", "GET /v1/models", "GET /v1/models/claude-sonnet-4-5"},
+			[]string{"POST /v1/messages", "POST /v1/messages?beta=true", "POST /v1/messages/count_tokens?beta=true", "GET /v1/models", "GET /v1/models/claude-sonnet-4-5"}, 2},
+		egress.ProtocolOpenAI: {
+			[]string{"POST /chat/completions", "POST /responses", "GET /models?client_version=0.169.0", "GET /models/gpt-5"},
+			[]string{"POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models?client_version=0.169.0", "GET /v1/models/gpt-5"}, 2},
+	}
 	refused := map[string][]string{
 		egress.ProtocolAnthropic: {
 			"POST /v1/messages/batches", "GET /v1/messages/batches", "GET /v1/messages/batches/msgbatch_01/results",
@@ -189,9 +202,27 @@ func TestModelRouteRefusesWhatItCannotMeter(t *testing.T) {
 			if got := up.requests(); len(got) != 0 {
 				t.Errorf("the provider got %q", got)
 			}
+			fw := forwarded[protocol]
+			for _, call := range fw.calls {
+				method, path, _ := strings.Cut(call, " ")
+				if code, _, body := rawCall(t, s, protocol, method, egress.ModelPath+path); code != http.StatusOK {
+					t.Errorf("%s: %d %s", call, code, body)
+				}
+			}
+			if got := up.requests(); strings.Join(got, "\n") != strings.Join(fw.want, "\n") {
+				t.Errorf("the provider got %q, want %q", got, fw.want)
+			}
+			for _, k := range up.keys {
+				if k != "sk-real" && k != "Bearer sk-real" {
+					t.Errorf("the provider got the key %q", k)
+				}
+			}
 			rep := s.Close()
-			if rep.Calls != 0 || rep.Tokens != (egress.Tokens{}) {
-				t.Errorf("refused calls were metered: %+v", rep)
+			if rep.Calls != fw.metered || rep.Tokens.Input != int64(fw.metered)*1000 || rep.Tokens.Output != int64(fw.metered)*100 || rep.Estimated {
+				t.Errorf("report = %+v, want the %d metered calls and nothing else", rep, fw.metered)
+			}
+			if want, _ := price("m", egress.Tokens{Input: int64(fw.metered) * 1000, Output: int64(fw.metered) * 100}); rep.CostUSD != want {
+				t.Errorf("cost = %v, want %v", rep.CostUSD, want)
 			}
 			listed := map[string]egress.Blocked{}
 			for _, b := range rep.Blocked {
@@ -295,51 +326,6 @@ func TestModelRoutePathTricks(t *testing.T) {
 	}
 	if rep := s.Close(); rep.Calls != 5 || rep.Tokens.Input != 5000 || rep.Tokens.Output != 500 {
 		t.Errorf("the five messages calls were not metered: %+v", rep)
-	}
-}
-
-// Every metered endpoint still works and is metered, and the free ones (token counts, model lists)
-// pass unmetered, with the real key in place of the placeholder.
-func TestModelRouteForwardsMeteredCalls(t *testing.T) {
-	tests := []struct {
-		protocol string
-		calls    []string // METHOD path, relative to the base URL
-		want     []string // what the provider saw
-		metered  int
-	}{
-		{egress.ProtocolAnthropic,
-			[]string{"POST /v1/messages", "POST /v1/messages?beta=true", "POST /v1/messages/count_tokens?beta=true", "GET /v1/models", "GET /v1/models/claude-sonnet-4-5"},
-			[]string{"POST /v1/messages", "POST /v1/messages?beta=true", "POST /v1/messages/count_tokens?beta=true", "GET /v1/models", "GET /v1/models/claude-sonnet-4-5"}, 2},
-		{egress.ProtocolOpenAI,
-			[]string{"POST /chat/completions", "POST /responses", "GET /models?client_version=0.169.0", "GET /models/gpt-5"},
-			[]string{"POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models?client_version=0.169.0", "GET /v1/models/gpt-5"}, 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.protocol, func(t *testing.T) {
-			up := newProvider(t, tt.protocol)
-			s := openRoute(t, tt.protocol, up.base(tt.protocol))
-			for _, call := range tt.calls {
-				method, path, _ := strings.Cut(call, " ")
-				if code, _, body := rawCall(t, s, tt.protocol, method, egress.ModelPath+path); code != http.StatusOK {
-					t.Errorf("%s: %d %s", call, code, body)
-				}
-			}
-			if got := up.requests(); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
-				t.Errorf("the provider got %q, want %q", got, tt.want)
-			}
-			for _, k := range up.keys {
-				if k != "sk-real" && k != "Bearer sk-real" {
-					t.Errorf("the provider got the key %q", k)
-				}
-			}
-			rep := s.Close()
-			if rep.Calls != tt.metered || rep.Tokens.Input != int64(tt.metered)*1000 || rep.Tokens.Output != int64(tt.metered)*100 || rep.Estimated || len(rep.Blocked) != 0 {
-				t.Errorf("report = %+v, want %d calls metered, nothing refused", rep, tt.metered)
-			}
-			if want, _ := price("m", egress.Tokens{Input: int64(tt.metered) * 1000, Output: int64(tt.metered) * 100}); rep.CostUSD != want {
-				t.Errorf("cost = %v, want %v", rep.CostUSD, want)
-			}
-		})
 	}
 }
 
