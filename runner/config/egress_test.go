@@ -22,13 +22,6 @@ func TestOperatorEgress(t *testing.T) {
 			wantErr: "agents.c: the model host api.anthropic.com is unreachable under network allowlist"},
 		{name: "key passed with the model host allowed", yaml: "sandbox:\n  egress:\n    allow: [api.anthropic.com]\nagents:\n  c:\n    kind: exec\n    command: claude -p\n    env: [ANTHROPIC_API_KEY]\n"},
 		{name: "key passed under allow", yaml: "agents:\n  c:\n    kind: exec\n    command: claude -p\n    env: [ANTHROPIC_API_KEY]\n    network: allow\n"},
-		{name: "more model routes", yaml: "agents:\n  c:\n    kind: exec\n    command: claude -p\n    api: anthropic\n    api_paths: ['POST /v1/messages/batches', 'GET /v1/messages/batches/*']\n"},
-		{name: "model routes without api", yaml: "agents:\n  c:\n    kind: exec\n    command: claude -p\n    api_paths: ['POST /v1/files']\n",
-			wantErr: "agents.c: api_paths: needs api"},
-		{name: "model route that is no plain path", yaml: "agents:\n  c:\n    kind: exec\n    command: claude -p\n    api: anthropic\n    api_paths: ['POST /v1/messages/../files']\n",
-			wantErr: `agents.c: api_paths: route "POST /v1/messages/../files": path "/v1/messages/../files" is not a clean absolute path`},
-		{name: "model route without a method", yaml: "agents:\n  c:\n    kind: exec\n    command: claude -p\n    api: openai\n    api_paths: [/responses/compact]\n",
-			wantErr: `agents.c: api_paths: route "/responses/compact": want METHOD /path`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
