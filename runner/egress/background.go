@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -88,7 +89,23 @@ type memberScanner struct {
 
 // feed reads the next bytes and reports whether the member was found in them.
 func (s *memberScanner) feed(b []byte) bool {
-	for _, c := range b {
+	for i := 0; i < len(b); i++ {
+		if s.inString && !s.escaped && !s.capturing {
+			// Most of a request is text inside strings: skip to where one may end.
+			rest := b[i:]
+			j := bytes.IndexByte(rest, '"')
+			if j < 0 {
+				j = len(rest)
+			}
+			if k := bytes.IndexByte(rest[:j], '\\'); k >= 0 {
+				j = k
+			}
+			if j == len(rest) {
+				return false
+			}
+			i += j
+		}
+		c := b[i]
 		if s.inString {
 			switch {
 			case s.escaped:

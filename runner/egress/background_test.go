@@ -50,3 +50,30 @@ func TestMemberScanner(t *testing.T) {
 		}
 	}
 }
+
+// The scanner reads every /responses body an agent sends (Codex sends its whole conversation each
+// turn): its throughput bounds what the watch adds to a call.
+func BenchmarkMemberScanner(b *testing.B) {
+	code := strings.Repeat(`\tif err := run(ctx, \"a line of code\"); err != nil {\n\t\treturn fmt.Errorf(\"run: %w\", err)\n\t}\n`, 40)
+	body := []byte(`{"model":"gpt-5","input":[` + strings.Repeat(`{"role":"user","content":[{"type":"input_text","text":"`+code+`"}]},`, 500) + `{}],"stream":true}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		s := memberScanner{name: "background"}
+		for chunk := body; len(chunk) > 0; {
+			n := min(32<<10, len(chunk))
+			if s.feed(chunk[:n]) {
+				b.Fatal("found")
+			}
+			chunk = chunk[n:]
+		}
+	}
+}
+
+func BenchmarkRouteCall(b *testing.B) {
+	routes := modelRoutes(ProtocolOpenAI, nil)
+	for b.Loop() {
+		if _, _, why := routeCall(routes, "POST", "/model/responses"); why != "" {
+			b.Fatal(why)
+		}
+	}
+}
