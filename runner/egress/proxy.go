@@ -766,8 +766,12 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			// The path decided on, whatever spelling the client used.
+			// The path decided on, whatever spelling the client used, and no header some servers
+			// read as another method or path.
 			pr.Out.URL.Path, pr.Out.URL.RawPath = route, ""
+			for _, h := range overrideHeaders {
+				pr.Out.Header.Del(h)
+			}
 			pr.SetURL(s.upstream)
 			if pr.Out.Body != nil {
 				// Counted as it goes out, for an estimate of the input should the answer state none.

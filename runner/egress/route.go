@@ -123,6 +123,12 @@ const (
 	ReasonOffRoute  = "the path leaves the model route"
 )
 
+// overrideHeaders are headers some servers and frameworks in front of them read as the request's
+// real method or path: the model route never passes them on, so that the call the provider serves
+// is the one the route decided on.
+var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override",
+	"X-Original-Url", "X-Rewrite-Url", "X-Original-Uri", "X-Forwarded-Prefix", "X-Forwarded-Path"}
+
 // maxShownPath bounds what a refusal records of a path: an agent chooses it.
 const maxShownPath = 256
 

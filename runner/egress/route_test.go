@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,8 @@ type provider struct {
 	seen []string // "METHOD request-uri" of the requests received whole
 	keys []string
 	cut  int // requests whose body ended early
+	// overrides are the headers received that some servers read as another method or path.
+	overrides []string
 }
 
 func newProvider(t *testing.T, protocol string) *provider {
@@ -44,6 +47,12 @@ func newProvider(t *testing.T, protocol string) *provider {
 		p.mu.Lock()
 		p.seen = append(p.seen, r.Method+" "+r.RequestURI)
 		p.keys = append(p.keys, r.Header.Get("X-Api-Key")+r.Header.Get("Authorization"))
+		for _, h := range []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override", "X-Original-Url", "X-Rewrite-Url",
+			"X-Original-Uri", "X-Forwarded-Prefix", "X-Forwarded-Path"} {
+			if v := r.Header.Get(h); v != "" {
+				p.overrides = append(p.overrides, h+": "+v)
+			}
+		}
 		p.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		switch path := r.URL.Path; {
@@ -324,8 +333,27 @@ func TestModelRoutePathTricks(t *testing.T) {
 			t.Errorf("%s %s: status %d (%s), the provider got %q, want %q", tt.method, tt.target, code, body, got, tt.want)
 		}
 	}
-	if rep := s.Close(); rep.Calls != 5 || rep.Tokens.Input != 5000 || rep.Tokens.Output != 500 {
-		t.Errorf("the five messages calls were not metered: %+v", rep)
+	// Nor may a header tell a server in front of the provider that the call is another one.
+	req := modelRequest(t, s, egress.ProtocolAnthropic, "/v1/messages", `{"model":"m"}`)
+	for h, v := range map[string]string{"X-HTTP-Method-Override": "DELETE", "X-HTTP-Method": "DELETE", "X-Method-Override": "DELETE",
+		"X-Original-URL": "/v1/files", "X-Rewrite-URL": "/v1/files", "X-Original-URI": "/v1/files", "X-Forwarded-Prefix": "/v1/files",
+		"X-Forwarded-Path": "/v1/files"} {
+		req.Header.Set(h, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	up.mu.Lock()
+	overrides := slices.Clone(up.overrides)
+	up.mu.Unlock()
+	if resp.StatusCode != http.StatusOK || len(overrides) != 0 {
+		t.Errorf("status %d; the provider got %q", resp.StatusCode, overrides)
+	}
+	if rep := s.Close(); rep.Calls != 6 || rep.Tokens.Input != 6000 || rep.Tokens.Output != 600 {
+		t.Errorf("the six messages calls were not metered: %+v", rep)
 	}
 }
 
