@@ -10,7 +10,8 @@ import (
 // The routes an operator adds to a profile's model route (api_paths) reach the egress proxy's model.
 func TestModelRouteCarriesAPIPaths(t *testing.T) {
 	p := config.AgentProfile{Kind: "exec", Command: "claude -p", API: "anthropic", APIPaths: []string{"POST /v1/messages/batches"}}
-	m, err := ModelRoute("claude", p, Options{Getenv: func(string) string { return "sk-1" }})
+	getenv := func(k string) string { return map[string]string{"ANTHROPIC_API_KEY": "sk-1"}[k] }
+	m, err := ModelRoute("claude", p, Options{Getenv: getenv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,7 +19,7 @@ func TestModelRouteCarriesAPIPaths(t *testing.T) {
 		t.Errorf("extra routes = %v", m.ExtraRoutes)
 	}
 	p.APIPaths = []string{"POST /v1/%2e%2e/files"}
-	if _, err := ModelRoute("claude", p, Options{Getenv: func(string) string { return "sk-1" }}); err == nil || !strings.Contains(err.Error(), "agent claude: api_paths") {
+	if _, err := ModelRoute("claude", p, Options{Getenv: getenv}); err == nil || !strings.Contains(err.Error(), "agent claude: api_paths") {
 		t.Errorf("a route that is no plain path: %v", err)
 	}
 }
