@@ -48,3 +48,36 @@ func TestBlockedDestinationsShown(t *testing.T) {
 		t.Fatalf("summary = %v", sum)
 	}
 }
+
+// Calls the model route refused are kept one per method and path, not folded into their host, and
+// the check run names each call and the profile setting that would allow it.
+func TestRefusedModelCallsShown(t *testing.T) {
+	ctx := context.Background()
+	jh := newJobsHarness(t)
+	run := crashFixture(t, jh, StatusRunning)
+	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	first := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
+	refused := []egress.Blocked{
+		{Host: "api.openai.com", Port: 443, Method: "POST", Path: "/images/generations", Count: 3, First: first, Reason: egress.ReasonUnmetered},
+		{Host: "api.openai.com", Port: 443, Method: "GET", Path: "/files", Count: 1, First: first, Reason: egress.ReasonUnmetered},
+	}
+	for _, ev := range []runner.Event{
+		{Type: runner.EventAgentFinished, TaskID: "1.1", Attempt: 1, Blocked: refused},
+		{Type: runner.EventAttemptFailed, TaskID: "1.1", Attempt: 1, Message: "no image"},
+	} {
+		if err := rep.Report(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tk := rep.Run().Task("1.1")
+	if len(tk.Blocked) != 2 || tk.Blocked[0].Path != "/images/generations" || tk.Blocked[1].Method != "GET" || tk.Blocked[1].Path != "/files" {
+		t.Fatalf("blocked = %+v", tk.Blocked)
+	}
+	text := jh.gh.checkRuns[tk.CheckRunID].Text
+	for _, want := range []string{"`api.openai.com:443 POST /images/generations` | 3", "`api.openai.com:443 GET /files` | 1",
+		`api_paths: ["POST /images/generations"] in the agent's profile`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the check run's text lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -110,7 +110,8 @@ func recordRefused(taskID string, attempt int, who string, refused []egress.Bloc
 		t.Blocked = slices.Clone(t.Blocked) // a task's slices are replaced, not changed in place
 		for _, b := range refused {
 			i := slices.IndexFunc(t.Blocked, func(x templates.Blocked) bool {
-				return x.Attempt == attempt && x.Who == who && x.Host == b.Host && x.Port == b.Port
+				return x.Attempt == attempt && x.Who == who && x.Host == b.Host && x.Port == b.Port && x.Method == b.Method && x.Path == b.Path &&
+					(b.Path == "" || x.Reason == b.Reason)
 			})
 			if i >= 0 {
 				t.Blocked[i].Count = b.Count
@@ -120,7 +121,7 @@ func recordRefused(taskID string, attempt int, who string, refused []egress.Bloc
 				break
 			}
 			t.Blocked = append(t.Blocked, templates.Blocked{TaskID: taskID, Attempt: attempt, Who: who, Host: b.Host, Port: b.Port,
-				Count: b.Count, First: b.First, Reason: b.Reason, Allow: runner.AllowLine(b)})
+				Method: b.Method, Path: b.Path, Count: b.Count, First: b.First, Reason: b.Reason, Allow: runner.AllowLine(b)})
 		}
 		return nil
 	}

@@ -129,6 +129,8 @@ func taskSum(t *TaskState) uint64 {
 		str(x.Who)
 		str(x.Host)
 		num(int64(x.Port))
+		str(x.Method)
+		str(x.Path)
 		num(int64(x.Count))
 		num(x.First.UnixNano())
 		str(x.Reason)

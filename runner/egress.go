@@ -111,7 +111,22 @@ func meteredUsage(said agent.Usage, r egress.Report, routed bool) agent.Usage {
 // AllowLine is the configuration that would let a refused destination through: the repository's
 // network.allow for a host name (within the operator's ceiling), the operator's
 // sandbox.egress.allow for an address, which a repository can never ask for.
+//
+// A call the model route refused is allowed only by the operator, in the agent's profile, and only
+// when its path is a plain one (not one of the spellings the route resolves before it decides).
 func AllowLine(b egress.Blocked) string {
+	if b.Path != "" {
+		route := b.Method + " " + b.Path
+		_, err := egress.ParseRoutes([]string{route})
+		switch {
+		case b.Reason == egress.ReasonUnmetered && err == nil:
+			return fmt.Sprintf("api_paths: [%q] in the agent's profile, in the operator's config (for a call whose cost the proxy meters)", route)
+		case b.Reason == egress.ReasonUnmetered || b.Reason == egress.ReasonOffRoute:
+			return "nothing: the model route forwards plain paths only"
+		default:
+			return "nothing: the model route forwards only what it can meter"
+		}
+	}
 	entry := b.Host
 	if _, err := netip.ParseAddr(b.Host); err == nil {
 		return fmt.Sprintf("sandbox.egress.allow: [%q] in the operator's config", net.JoinHostPort(b.Host, strconv.Itoa(b.Port)))

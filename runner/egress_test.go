@@ -30,6 +30,14 @@ func TestAllowLine(t *testing.T) {
 		{egress.Blocked{Host: "git.corp.example", Port: 8443}, `network: {allow: ["git.corp.example:8443"]} in .github/akira.yml`},
 		{egress.Blocked{Host: "10.1.2.3", Port: 6379}, `sandbox.egress.allow: ["10.1.2.3:6379"] in the operator's config`},
 		{egress.Blocked{Host: "fd00::1", Port: 443}, `sandbox.egress.allow: ["[fd00::1]:443"] in the operator's config`},
+		{egress.Blocked{Host: "api.anthropic.com", Port: 443, Method: "POST", Path: "/v1/messages/batches", Reason: egress.ReasonUnmetered},
+			`api_paths: ["POST /v1/messages/batches"] in the agent's profile, in the operator's config (for a call whose cost the proxy meters)`},
+		{egress.Blocked{Host: "api.anthropic.com", Port: 443, Method: "POST", Path: "/v1/messages;x", Reason: egress.ReasonUnmetered},
+			"nothing: the model route forwards plain paths only"},
+		{egress.Blocked{Host: "api.anthropic.com", Port: 443, Method: "POST", Path: "/../v1/files", Reason: egress.ReasonOffRoute},
+			"nothing: the model route forwards plain paths only"},
+		{egress.Blocked{Host: "api.openai.com", Port: 443, Method: "POST", Path: "/responses", Reason: egress.ReasonBackground},
+			"nothing: the model route forwards only what it can meter"},
 	}
 	for _, tt := range tests {
 		if got := AllowLine(tt.b); got != tt.want {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -493,7 +495,11 @@ func (t *Terminal) blocked(ev Event, who string) {
 	}
 	t.printf("%s%s the network refused %s %d destination(s):\n", t.indent(ev.TaskID), t.c(yellow, "!"), who, len(ev.Blocked))
 	for _, b := range ev.Blocked {
-		t.printf("%s  %s %s:%d ×%d: %s %s\n", t.indent(ev.TaskID), t.c(dim, "│"), b.Host, b.Port, b.Count, b.Reason,
+		dest := net.JoinHostPort(b.Host, strconv.Itoa(b.Port))
+		if b.Path != "" {
+			dest += " " + b.Method + " " + b.Path
+		}
+		t.printf("%s  %s %s ×%d: %s %s\n", t.indent(ev.TaskID), t.c(dim, "│"), dest, b.Count, b.Reason,
 			t.c(dim, "(allow it: "+AllowLine(b)+")"))
 	}
 }

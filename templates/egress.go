@@ -1,6 +1,10 @@
 package templates
 
-import "time"
+import (
+	"net"
+	"strconv"
+	"time"
+)
 
 // Blocked is a destination the egress proxy refused a task's attempt, with the configuration line
 // that would let it through (runner.AllowLine).
@@ -11,10 +15,21 @@ type Blocked struct {
 	Who    string
 	Host   string
 	Port   int
+	Method string // Method and Path: a call the model route refused
+	Path   string
 	Count  int
 	First  time.Time
 	Reason string
 	Allow  string
+}
+
+// Destination is what was refused: host:port, and the call for the model route.
+func (b Blocked) Destination() string {
+	d := net.JoinHostPort(b.Host, strconv.Itoa(b.Port))
+	if b.Path != "" {
+		d += " " + b.Method + " " + b.Path
+	}
+	return d
 }
 
 // BlockedSection is the part of a task's check run output, or of a run's summary (where each

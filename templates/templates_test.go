@@ -289,6 +289,9 @@ var cases = []struct {
 			Reason: "not on the allowlist", Allow: `network: {allow: ["evil.example"]} in .github/akira.yml`},
 		{TaskID: "1.1", Attempt: 2, Who: "verification", Host: "10.1.2.3", Port: 6379, Count: 1, First: time.Date(2026, 1, 2, 3, 9, 0, 0, time.UTC),
 			Reason: "private address | odd", Allow: `sandbox.egress.allow: ["10.1.2.3:6379"] in the operator's config`},
+		{TaskID: "1.1", Attempt: 2, Who: "agent", Host: "api.anthropic.com", Port: 443, Method: "POST", Path: "/v1/files", Count: 2,
+			First: time.Date(2026, 1, 2, 3, 9, 30, 0, time.UTC), Reason: "not a model call Akira meters",
+			Allow: `api_paths: ["POST /v1/files"] in the agent's profile, in the operator's config (for a call whose cost the proxy meters)`},
 	}}},
 	{"blocked_checkrun_none", "blocked_checkrun", BlockedSection{}},
 	{"blocked_summary", "blocked_summary", BlockedSection{Blocked: []Blocked{
@@ -296,6 +299,8 @@ var cases = []struct {
 			Allow: `network: {allow: ["evil.example"]} in .github/akira.yml`},
 		{TaskID: "2.1", Attempt: 1, Who: "agent", Host: "169.254.169.254", Port: 80, Count: 1, Reason: "link-local address",
 			Allow: `sandbox.egress.allow: ["169.254.169.254:80"] in the operator's config`},
+		{TaskID: "2.1", Attempt: 1, Who: "agent", Host: "api.openai.com", Port: 443, Method: "POST", Path: "/images/generations", Count: 4,
+			Reason: "not a model call Akira meters", Allow: `api_paths: ["POST /images/generations"] in the agent's profile, in the operator's config (for a call whose cost the proxy meters)`},
 	}}},
 	{"blocked_summary_none", "blocked_summary", BlockedSection{}},
 }

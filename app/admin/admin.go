@@ -245,12 +245,15 @@ type TaskDetail struct {
 	Blocked []BlockedDestination `json:"blocked,omitempty"`
 }
 
-// BlockedDestination is a destination the egress proxy refused an attempt, and how to allow it.
+// BlockedDestination is a destination the egress proxy refused an attempt, and how to allow it;
+// Method and Path are set for a call its model route refused.
 type BlockedDestination struct {
 	Attempt int       `json:"attempt"`
 	Who     string    `json:"who"`
 	Host    string    `json:"host"`
 	Port    int       `json:"port"`
+	Method  string    `json:"method,omitempty"`
+	Path    string    `json:"path,omitempty"`
 	Count   int       `json:"count"`
 	First   time.Time `json:"first"`
 	Reason  string    `json:"reason"`
@@ -295,7 +298,7 @@ func detailOf(r *jobs.Run) RunDetail {
 			CheckRunURL: t.CheckRunURL, Judge: t.Judgement, Logs: []LogLink{}}
 		for _, b := range t.Blocked {
 			td.Blocked = append(td.Blocked, BlockedDestination{Attempt: b.Attempt, Who: b.Who, Host: b.Host, Port: b.Port,
-				Count: b.Count, First: b.First, Reason: b.Reason, Allow: b.Allow})
+				Method: b.Method, Path: b.Path, Count: b.Count, First: b.First, Reason: b.Reason, Allow: b.Allow})
 		}
 		for n := 1; n <= t.Attempts; n++ {
 			td.Logs = append(td.Logs, LogLink{Attempt: n, URL: logPath(r.ID, t.ID, n)})

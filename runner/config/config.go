@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 
@@ -96,6 +97,10 @@ type AgentProfile struct {
 	API             string `yaml:"api"`
 	AgentKeyEnv     string `yaml:"agent_key_env"`
 	AgentBaseURLEnv string `yaml:"agent_base_url_env"`
+	// APIPaths are calls ("POST /v1/messages/batches") the egress proxy's model route forwards
+	// besides the ones it meters (egress.MeteredRoutes), for a CLI version that needs one; paths
+	// are relative to base_url.
+	APIPaths []string `yaml:"api_paths"`
 }
 
 // Operator is the operator's configuration file.
@@ -504,6 +509,12 @@ func (p AgentProfile) validate() error {
 		}
 		if _, ok := modelAPIs[p.API]; p.API != "" && !ok {
 			return fmt.Errorf("api: %q is not anthropic or openai", p.API)
+		}
+		if len(p.APIPaths) > 0 && p.API == "" {
+			return errors.New("api_paths: needs api (anthropic or openai): the paths are those of the model route the egress proxy holds")
+		}
+		if _, err := egress.ParseRoutes(p.APIPaths); err != nil {
+			return fmt.Errorf("api_paths: %w", err)
 		}
 		if err := checkURL(p.BaseURL); err != nil {
 			return err

@@ -19,6 +19,7 @@ package egress
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -180,6 +181,9 @@ type Model struct {
 	Model string
 	// Price returns the cost of tokens of a model, ok false when the model has no price.
 	Price func(model string, t Tokens) (usd float64, ok bool)
+	// ExtraRoutes are calls the route forwards besides MeteredRoutes: the operator's, for a CLI
+	// that needs one (ParseRoutes).
+	ExtraRoutes []Route
 }
 
 // Host is the model endpoint's host name (or address), for messages.
@@ -204,10 +208,14 @@ type SessionConfig struct {
 	TCP bool
 }
 
-// Blocked is a destination a session refused, with how often and when first.
+// Blocked is a destination a session refused, with how often and when first. Method and Path are
+// set for a call its model route refused: the path as the CLI appended it to its base URL, cleaned
+// and escaped.
 type Blocked struct {
 	Host   string    `json:"host"`
 	Port   int       `json:"port"`
+	Method string    `json:"method,omitempty"`
+	Path   string    `json:"path,omitempty"`
 	Count  int       `json:"count"`
 	First  time.Time `json:"first"`
 	Reason string    `json:"reason"`
@@ -242,6 +250,9 @@ type Session struct {
 	socket      string
 	placeholder string
 	upstream    *url.URL
+	// upstreamPort is the model endpoint's port, for the report of what its route refused.
+	upstreamPort int
+	routes       []Route
 
 	// closing ends when Close starts; inflight are the model calls still being metered.
 	closing  context.Context
@@ -279,6 +290,8 @@ func (p *Proxy) Open(cfg SessionConfig) (*Session, error) {
 			return nil, fmt.Errorf("egress: model protocol %q: want anthropic or openai", m.Protocol)
 		}
 		s.upstream = u
+		s.upstreamPort, _ = strconv.Atoi(cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[u.Scheme]))
+		s.routes = modelRoutes(m.Protocol, m.ExtraRoutes)
 	}
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -383,7 +396,8 @@ func (s *Session) Report() Report {
 		if !r.Blocked[i].First.Equal(r.Blocked[j].First) {
 			return r.Blocked[i].First.Before(r.Blocked[j].First)
 		}
-		return r.Blocked[i].Host+strconv.Itoa(r.Blocked[i].Port) < r.Blocked[j].Host+strconv.Itoa(r.Blocked[j].Port)
+		a, b := r.Blocked[i], r.Blocked[j]
+		return a.Host+strconv.Itoa(a.Port)+a.Method+a.Path < b.Host+strconv.Itoa(b.Port)+b.Method+b.Path
 	})
 	if len(r.Allowed) == 0 {
 		r.Allowed = nil
@@ -391,15 +405,21 @@ func (s *Session) Report() Report {
 	return r
 }
 
-// Refused is a destination the session would not connect to.
+// Refused is a destination the session would not connect to, or a call its model route would not
+// forward (Method and Path set).
 type Refused struct {
-	Host   string
-	Port   int
-	Reason string
+	Host         string
+	Port         int
+	Method, Path string
+	Reason       string
 }
 
 func (e *Refused) Error() string {
-	return fmt.Sprintf("egress: %s refused: %s", net.JoinHostPort(e.Host, strconv.Itoa(e.Port)), e.Reason)
+	dest := net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+	if e.Path != "" {
+		dest += " " + e.Method + " " + e.Path
+	}
+	return fmt.Sprintf("egress: %s refused: %s", dest, e.Reason)
 }
 
 // decide says which address a connection to host:port may use, or why none. Names not on the
@@ -445,17 +465,26 @@ func (s *Session) decide(ctx context.Context, host string, port int) (netip.Addr
 	return refuse("resolves to " + strings.Join(why, ", "))
 }
 
+// maxBlocked bounds the destinations and calls a session lists as refused: an agent chooses them,
+// and could otherwise make the worker hold any number. Past it a refusal is still refused, and
+// counted in the proxy's metrics, but not listed.
+const maxBlocked = 256
+
 func (s *Session) refused(err error) {
 	var r *Refused
 	if !errors.As(err, &r) {
 		return
 	}
 	key := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	if r.Path != "" {
+		// A call may be refused for more than one reason (its path, its body): one entry each.
+		key += " " + r.Method + " " + r.Path + " " + r.Reason
+	}
 	s.mu.Lock()
 	if b, ok := s.blocked[key]; ok {
 		b.Count++
-	} else {
-		s.blocked[key] = &Blocked{Host: r.Host, Port: r.Port, Count: 1, First: time.Now().UTC(), Reason: r.Reason}
+	} else if len(s.blocked) < maxBlocked {
+		s.blocked[key] = &Blocked{Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path, Count: 1, First: time.Now().UTC(), Reason: r.Reason}
 	}
 	s.mu.Unlock()
 	s.p.mu.Lock()
@@ -484,6 +513,8 @@ func (s *Session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.IsAbs() && !s.self(r.URL.Host):
 		s.forwardHTTP(w, r)
 	case r.URL.Path == ModelPath || strings.HasPrefix(r.URL.Path, ModelPath+"/"):
+		// Which call this is, if any, is decided on the path cleaned (routeCall): "/model/../x" is
+		// no model call, and refused as one would be.
 		s.modelCall(w, r)
 	default:
 		http.Error(w, "akira egress proxy: use it as an HTTP(S) proxy", http.StatusNotFound)
@@ -674,6 +705,21 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		modelError(w, m.Protocol, http.StatusNotImplemented, "api_error", "akira egress proxy: the model route speaks HTTP only, not WebSockets")
 		return
 	}
+	route, shown, why := routeCall(s.routes, r.Method, r.URL.Path)
+	if why != "" {
+		allowed := make([]string, len(s.routes))
+		for i, rt := range s.routes {
+			allowed[i] = rt.String()
+		}
+		s.refuseCall(w, http.StatusForbidden, r.Method, shown, why, fmt.Sprintf(
+			"the model route forwards only %s (the operator's api_paths of the agent profile adds more)", strings.Join(allowed, ", ")))
+		return
+	}
+	background := watchesBackground(m.Protocol, r.Method, route)
+	if background && !readableJSON(r) {
+		s.refuseCall(w, http.StatusUnsupportedMediaType, r.Method, shown, ReasonUnreadable, "send JSON (Content-Type: application/json), uncompressed")
+		return
+	}
 	s.mu.Lock()
 	spent, closed := s.cost, s.closed
 	if !closed {
@@ -702,9 +748,8 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	// caught it about once in ten runs under -race).
 	_ = http.NewResponseController(w).EnableFullDuplex() // HTTP/1, as every session serves
 
-	meter := &callMeter{protocol: m.Protocol,
-		generates: r.Method == http.MethodPost && !strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/count_tokens")}
-	dropUsage, bodyDone, err := s.prepareBody(r)
+	meter := &callMeter{protocol: m.Protocol, generates: r.Method == http.MethodPost && !strings.HasSuffix(route, "/count_tokens")}
+	dropUsage, bodyDone, err := s.prepareBody(r, route)
 	defer bodyDone()
 	if err != nil {
 		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
@@ -714,7 +759,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	var leaving sync.Once
-	var answered atomic.Bool
+	var answered, inBackground atomic.Bool
 	left := make(chan struct{})
 	leave := func() {
 		leaving.Do(func() {
@@ -728,8 +773,12 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Path = strings.TrimPrefix(pr.Out.URL.Path, ModelPath)
-			pr.Out.URL.RawPath = ""
+			// The path decided on, whatever spelling the client used, and no header some servers
+			// read as another method or path.
+			pr.Out.URL.Path, pr.Out.URL.RawPath = route, ""
+			for _, h := range overrideHeaders {
+				pr.Out.Header.Del(h)
+			}
 			pr.SetURL(s.upstream)
 			if pr.Out.Body != nil {
 				// Counted as it goes out, for an estimate of the input should the answer state none.
@@ -768,6 +817,11 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			if inBackground.Load() {
+				// Cut short before the member's value went out: the provider got no request it can act on.
+				s.refuseCall(w, http.StatusForbidden, r.Method, route, ReasonBackground, "call without background (the proxy meters the answer as it comes)")
+				return
+			}
 			select {
 			case <-left:
 				if errors.Is(err, context.Canceled) && !answered.Load() {
@@ -782,7 +836,19 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			modelError(w, m.Protocol, http.StatusBadGateway, "api_error", "akira egress proxy: the model endpoint did not answer")
 		},
 	}
+	if background {
+		r.Body = &backgroundWatch{body: r.Body, scan: memberScanner{name: "background"}, found: &inBackground}
+	}
 	rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// refuseCall answers a model call the route does not forward, in the provider's error shape so
+// that the CLI shows the agent why, and lists it with the session's refusals.
+func (s *Session) refuseCall(w http.ResponseWriter, status int, method, path, why, hint string) {
+	m := s.cfg.Model
+	s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: method, Path: path, Reason: why})
+	w.Header().Set("X-Akira-Egress", "refused")
+	modelError(w, m.Protocol, status, "permission_error", fmt.Sprintf("akira egress proxy: %s %s refused: %s; %s", method, path, why, hint))
 }
 
 // A streamed Chat Completions request is read whole to ask for its usage, when it is at most
@@ -796,12 +862,12 @@ const (
 
 // prepareBody asks a streamed Chat Completions request for its usage (see askForUsage). It reports
 // whether the usage chunk is the proxy's, and returns what to call once the call is over.
-func (s *Session) prepareBody(r *http.Request) (dropUsage bool, done func(), err error) {
+func (s *Session) prepareBody(r *http.Request, route string) (dropUsage bool, done func(), err error) {
 	done = func() {}
 	if r.Body == nil || r.Body == http.NoBody {
 		return false, done, nil
 	}
-	chat := s.cfg.Model.Protocol == ProtocolOpenAI && strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/chat/completions")
+	chat := s.cfg.Model.Protocol == ProtocolOpenAI && strings.HasSuffix(route, "/chat/completions")
 	if !chat || r.Header.Get("Content-Encoding") != "" || r.ContentLength > maxRewrittenRequest {
 		return false, done, nil
 	}

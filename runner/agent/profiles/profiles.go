@@ -138,9 +138,13 @@ func ModelRoute(name string, p config.AgentProfile, o Options) (*egress.Model, e
 	if key == "" && (m.Host() == "api.anthropic.com" || m.Host() == "api.openai.com") {
 		return nil, fmt.Errorf("agent %s: the API key is empty: set $%s (the egress proxy holds it; the agent gets a placeholder)", name, m.KeyEnv)
 	}
+	extra, err := egress.ParseRoutes(p.APIPaths)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: api_paths: %w", name, err)
+	}
 	model := cmp.Or(o.Model, p.Model)
 	return &egress.Model{Protocol: m.Protocol, BaseURL: m.BaseURL, Key: key, KeyEnv: m.KeyEnv,
-		KeyVar: m.AgentKeyEnv, BaseURLVar: m.AgentBaseURLEnv, Model: model, Price: Pricer(p.Prices)}, nil
+		KeyVar: m.AgentKeyEnv, BaseURLVar: m.AgentBaseURLEnv, Model: model, Price: Pricer(p.Prices), ExtraRoutes: extra}, nil
 }
 
 // Pricer prices metered tokens with the built-in agents' table extended by prices.
