@@ -583,7 +583,7 @@ func (s *server) apiControl(action string) gin.HandlerFunc {
 			}
 		}
 		s.control(c, jobs.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: body.TaskID, Guidance: body.Guidance,
-			Token: tok, Via: "API", RequestID: requestID(c, c.Param("id")+"-"+action), Now: now})
+			Token: tok, Via: "API", RequestID: requestID(c, tok, c.Param("id")+"-"+action), Now: now})
 	}
 }
 
@@ -606,10 +606,10 @@ func (s *server) control(c *gin.Context, req jobs.ControlRequest) {
 }
 
 // requestID is the client's Idempotency-Key when it sends one (a retried request then acts once),
-// else a fresh id.
-func requestID(c *gin.Context, scope string) string {
+// else a fresh id. The key is the token's: another token's same key is another request.
+func requestID(c *gin.Context, tok jobs.Token, scope string) string {
 	if k := strings.TrimSpace(c.GetHeader("Idempotency-Key")); k != "" && len(k) <= 128 {
-		return "key-" + scope + "-" + k
+		return "key-" + tok.ID + "-" + scope + "-" + k
 	}
 	return strconv.FormatInt(time.Now().UnixNano(), 36)
 }
