@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -15,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/internal/sandboxtest"
+	"github.com/akira-bot/akira/jobs"
 )
 
 func freeAddr(t *testing.T) string {
@@ -217,7 +221,8 @@ func TestServeEndToEnd(t *testing.T) {
 	fake.SetPermission("octo", "svc", "alice", "write")
 	issue := fake.AddIssue("octo", "svc", githubtest.Issue{Title: "Add two files", User: "alice",
 		Body: "Please:\n\n- [ ] Write the first file\n- [ ] Write the second file (depends: 1.1)\n"})
-	base, cmd, _ := startServe(t, fake, nil)
+	// /metrics left open, as for a scraper without a token.
+	base, cmd, _ := startServe(t, fake, []string{"AKIRA_METRICS=open"})
 
 	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz = %d %s", code, body)
@@ -301,7 +306,11 @@ func TestServeWorkerOnlyHealth(t *testing.T) {
 	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK || !strings.Contains(body, "ready") {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
-	waitFor(t, "the admin address", func() bool { code, _ := httpGet(t, adminBase(t, base)+"/metrics"); return code == http.StatusOK })
+	// The admin address answers (/metrics wants a token by default).
+	waitFor(t, "the admin address", func() bool {
+		code, _ := httpGet(t, adminBase(t, base)+"/metrics")
+		return code == http.StatusUnauthorized
+	})
 	resp, err := http.Post(base+"/webhook", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
@@ -312,30 +321,48 @@ func TestServeWorkerOnlyHealth(t *testing.T) {
 	}
 }
 
-// TestServeAdminOnlyOnItsInternalAddress: profiles, the API and the dashboard are served on
-// AKIRA_ADMIN_ADDR, and never on the webhook port.
+// TestServeAdminOnlyOnItsInternalAddress: profiles (with AKIRA_PPROF=on), the API, the dashboard and
+// /metrics are served on AKIRA_ADMIN_ADDR, never on the webhook port, and only to an operator's token.
 func TestServeAdminOnlyOnItsInternalAddress(t *testing.T) {
 	fake := githubtest.New(t)
-	base, _, _ := startServe(t, fake, nil, "--web-only")
-	pprofAddr := strings.TrimPrefix(adminBase(t, base), "http://")
-	waitFor(t, "pprof to answer", func() bool {
-		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/")
+	redisAddr := redistest.Own(t)
+	base, _, _ := startServeWith(t, fake, serveSetup{operator: "sandbox:\n  mode: none\n", redisURL: "redis://" + redisAddr + "/0",
+		env: []string{"AKIRA_PPROF=on"}, args: []string{"--web-only"}})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	t.Cleanup(func() { rdb.Close() })
+	ops, err := jobs.NewStore(rdb, "").CreateToken(context.Background(), "ops", jobs.ScopeControl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := adminBase(t, base)
+	getWith := func(path, token string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, admin+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return false
+			t.Fatal(err)
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	if code, _ := httpGet(t, "http://"+pprofAddr+"/debug/pprof/heap?debug=1"); code != http.StatusOK {
-		t.Fatalf("heap profile = %d", code)
+		return resp.StatusCode
+	}
+	waitFor(t, "pprof to answer", func() bool { return getWith("/debug/pprof/", ops) == http.StatusOK })
+	for path, want := range map[string]int{"/debug/pprof/heap?debug=1": http.StatusOK, "/metrics": http.StatusOK} {
+		if code := getWith(path, ops); code != want {
+			t.Errorf("%s with a control token = %d, want %d", path, code, want)
+		}
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/metrics", "/api/v1/runs"} {
+		if code := getWith(path, ""); code != http.StatusUnauthorized {
+			t.Errorf("%s without a token = %d, want 401", path, code)
+		}
 	}
 	for _, path := range []string{"/debug/pprof/", "/api/v1/runs", "/api/v1/openapi.json", "/ui/", "/ui/login", "/metrics"} {
 		if code, _ := httpGet(t, base+path); code != http.StatusNotFound {
 			t.Errorf("the webhook port answers %s with %d", path, code)
 		}
-	}
-	if code, _ := httpGet(t, "http://"+pprofAddr+"/api/v1/runs"); code != http.StatusUnauthorized {
-		t.Errorf("the API without a token: %d, want 401", code)
 	}
 }
 
