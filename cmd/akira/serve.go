@@ -227,6 +227,8 @@ Environment:
   reach the admin address; check runs then link to the dashboard), AKIRA_LOG_RETENTION (how long
   attempt logs are kept, default 336h).`,
 		Args: cobra.NoArgs,
+		// Running jobs get AKIRA_SHUTDOWN_TIMEOUT to reach a safe point; a second signal ends it at once.
+		Annotations: map[string]string{stopAnnotation: stopsItself},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if webOnly && workerOnly {
 				return withExit(2, errors.New("--web-only and --worker-only exclude each other"))
