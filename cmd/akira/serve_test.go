@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -166,17 +167,21 @@ func commentPayload(fake *githubtest.Server, issue githubtest.Issue, login, body
 	}
 }
 
-// deliver sends a signed webhook to akira serve and wants it accepted.
-func deliver(t *testing.T, fake *githubtest.Server, base, event, delivery string, payload any) {
+// deliver sends a signed webhook to akira serve, wants it accepted and returns the answer's reason.
+func deliver(t *testing.T, fake *githubtest.Server, base, event, delivery string, payload any) string {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(fake.SignedWebhook(base+"/webhook", "serve-secret", event, delivery, payload))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("webhook answer %d, want 202", resp.StatusCode)
+	defer resp.Body.Close()
+	var answer struct {
+		Reason string `json:"reason"`
 	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook answer %d (%v), want 202", resp.StatusCode, err)
+	}
+	return answer.Reason
 }
 
 func mustWrite(t *testing.T, path, content string) {
@@ -186,16 +191,23 @@ func mustWrite(t *testing.T, path, content string) {
 	}
 }
 
-// waitFor polls cond until it holds or the test's deadline comes near; it asserts nothing about time.
+// waitLimit bounds every waitFor: a condition that never holds (a broken dedupe making two runs of
+// one delivery) fails its test with what it waited for, instead of holding the whole suite until its
+// timeout and hiding every other result. It is a guard against a hang, far above the seconds these
+// waits take, not a measure of time.
+const waitLimit = 4 * time.Minute
+
+// waitFor polls cond until it holds, or fails the test after waitLimit (or near its deadline).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline, ok := t.Deadline()
-	if !ok {
-		deadline = time.Now().Add(5 * time.Minute)
+	start := time.Now()
+	deadline := start.Add(waitLimit)
+	if d, ok := t.Deadline(); ok && d.Add(-15*time.Second).Before(deadline) {
+		deadline = d.Add(-15 * time.Second)
 	}
 	for !cond() {
-		if time.Now().After(deadline.Add(-15 * time.Second)) {
-			t.Fatalf("gave up waiting for %s", what)
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s after %s", what, time.Since(start).Round(time.Second))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -228,8 +240,11 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
 	payload := commentPayload(fake, issue, "alice", "/akira run")
-	for range 2 { // a redelivery of the same delivery id runs once
-		deliver(t, fake, base, "issue_comment", "serve-delivery-1", payload)
+	// A redelivery of the same delivery id runs once: its intake is not queued again.
+	for i, want := range []string{"intake enqueued", "already enqueued"} {
+		if got := deliver(t, fake, base, "issue_comment", "serve-delivery-1", payload); got != want {
+			t.Fatalf("delivery %d answered %q, want %q", i+1, got, want)
+		}
 	}
 
 	branch := fmt.Sprintf("akira/issue-%d", issue.Number)
