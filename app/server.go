@@ -17,10 +17,15 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/sync/semaphore"
 )
 
 // MaxWebhookBytes is GitHub's own cap on a webhook payload (25 MB); anything larger is not from GitHub.
 const MaxWebhookBytes = 25 << 20
+
+// DefaultUnverifiedBytes is how much memory the bodies of deliveries whose signature is not checked
+// yet may hold at once: one delivery of GitHub's largest size and room for the usual small ones.
+const DefaultUnverifiedBytes = 32 << 20
 
 // ServerConfig configures the webhook server.
 type ServerConfig struct {
@@ -32,6 +37,12 @@ type ServerConfig struct {
 	BotLogin string
 	// MaxBodyBytes caps a webhook body; 0 means MaxWebhookBytes.
 	MaxBodyBytes int64
+	// UnverifiedBytes caps the memory held at once by the bodies of deliveries whose signature is not
+	// checked yet (anyone can send those): a delivery waits for room before its body is read, at most
+	// BodyWait, then is answered 503. 0 means DefaultUnverifiedBytes; never less than MaxBodyBytes.
+	UnverifiedBytes int64
+	// BodyWait bounds that wait; 0 means 2 s (GitHub gives up at 10 s).
+	BodyWait time.Duration
 	// EnqueueTimeout bounds the one thing done before answering GitHub (which gives up after 10 s):
 	// handing the delivery to the queue. 0 means 5 s.
 	EnqueueTimeout time.Duration
@@ -65,6 +76,8 @@ type server struct {
 	health *Health
 	log    *slog.Logger
 	obs    func(event, result string, took time.Duration)
+	// unverified counts the bytes of bodies being read whose signature is not checked yet.
+	unverified *semaphore.Weighted
 }
 
 var setGinMode sync.Once
@@ -85,7 +98,15 @@ func NewServer(cfg ServerConfig, deps Deps) (http.Handler, error) {
 	if cfg.EnqueueTimeout <= 0 {
 		cfg.EnqueueTimeout = 5 * time.Second
 	}
-	s := &server{cfg: cfg, enq: deps.Enqueuer, log: deps.Logger, obs: deps.Observe}
+	if cfg.UnverifiedBytes <= 0 {
+		cfg.UnverifiedBytes = DefaultUnverifiedBytes
+	}
+	cfg.UnverifiedBytes = max(cfg.UnverifiedBytes, cfg.MaxBodyBytes)
+	if cfg.BodyWait <= 0 {
+		cfg.BodyWait = 2 * time.Second
+	}
+	s := &server{cfg: cfg, enq: deps.Enqueuer, log: deps.Logger, obs: deps.Observe,
+		unverified: semaphore.NewWeighted(cfg.UnverifiedBytes)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

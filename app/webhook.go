@@ -104,14 +104,34 @@ func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) ans
 	if sig == nil {
 		return rejected(http.StatusUnauthorized, reason)
 	}
+	// The signature covers the whole body, so the body is in memory before anything says it is
+	// GitHub's: what anyone can make the server hold is bounded by the room for unverified bodies,
+	// taken for the length declared before a byte is read, and given back once the signature is
+	// checked. GitHub always declares the length; a body without one would have to be read to learn it.
+	switch {
+	case r.ContentLength < 0:
+		return rejected(http.StatusLengthRequired, "Content-Length is required")
+	case r.ContentLength > s.cfg.MaxBodyBytes:
+		return rejected(http.StatusRequestEntityTooLarge, "body larger than GitHub's 25 MB cap")
+	}
+	if !s.unverified.TryAcquire(r.ContentLength) {
+		wait, cancel := context.WithTimeout(r.Context(), s.cfg.BodyWait)
+		err := s.unverified.Acquire(wait, r.ContentLength)
+		cancel()
+		if err != nil {
+			return unavailable("too many deliveries being read at once", err)
+		}
+	}
 	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	verified := err == nil && s.signatureMatches(sig, body)
+	s.unverified.Release(r.ContentLength)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return rejected(http.StatusRequestEntityTooLarge, "body larger than GitHub's 25 MB cap")
 		}
 		return rejected(http.StatusBadRequest, "could not read body")
 	}
-	if !s.signatureMatches(sig, body) {
+	if !verified {
 		return rejected(http.StatusUnauthorized, "signature does not match")
 	}
 	if d.event == "" {
@@ -136,18 +156,14 @@ func (s *server) intake(r *http.Request, w http.ResponseWriter, d *delivery) ans
 // largeBody is the size above which a delivery's memory is given back to the system when it is done.
 const largeBody = 4 << 20
 
-// readBody reads a webhook body of at most max bytes. A body whose length is declared (GitHub always
-// declares it) is read into one buffer of that size, and one declared too large is refused unread:
-// growing a buffer while reading would allocate about twice the body, and a fuzzer's large bodies
-// would leave the process that much bigger.
+// readBody reads a webhook body of at most max bytes, of a declared length, into one buffer of that
+// size: growing a buffer while reading would allocate about twice the body, and a fuzzer's large
+// bodies would leave the process that much bigger.
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	if r.ContentLength > max {
+	if r.ContentLength > max || r.ContentLength < 0 {
 		return nil, &http.MaxBytesError{Limit: max}
 	}
 	rd := http.MaxBytesReader(w, r.Body, max)
-	if r.ContentLength < 0 {
-		return io.ReadAll(rd)
-	}
 	// net/http stops the body at its Content-Length, so the buffer cannot overflow.
 	body := make([]byte, r.ContentLength)
 	if _, err := io.ReadFull(rd, body); err != nil {

@@ -37,6 +37,10 @@ var ErrBadToken = errors.New("jobs: unknown API token")
 
 // Token is an operator's API token, without its secret.
 type Token struct {
+	// ID is the token's identity, derived from its secret (the start of its TokenHash): a token
+	// revoked and created again under the same name is another token. What a token's requests
+	// leave behind (its Idempotency-Keys) is keyed by it, never by the name. Not stored.
+	ID      string    `json:"-"`
 	Name    string    `json:"name"`
 	Scope   string    `json:"scope"`
 	Created time.Time `json:"created"`
@@ -114,8 +118,12 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (Token, error) {
 	if err := json.Unmarshal(data, &t); err != nil {
 		return Token{}, fmt.Errorf("jobs: token: %w", err)
 	}
+	t.ID = tokenID(hash)
 	return t, nil
 }
+
+// tokenID is a token's ID: 128 bits of its hash, enough to tell tokens apart and not a secret.
+func tokenID(hash string) string { return hash[:min(len(hash), 32)] }
 
 // Tokens lists the tokens, by name.
 func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
@@ -124,9 +132,10 @@ func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
 		return nil, fmt.Errorf("jobs: tokens: %w", err)
 	}
 	var out []Token
-	for _, data := range all {
+	for hash, data := range all {
 		var t Token
 		if json.Unmarshal([]byte(data), &t) == nil {
+			t.ID = tokenID(hash)
 			out = append(out, t)
 		}
 	}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -143,8 +144,34 @@ func HandoffBranch(prefix, id string) string { return prefix + "handoff-" + id }
 
 func (s *Store) handoffKey(id string) string { return s.prefix + "handoff:" + id }
 
-func (s *Store) idempotencyKey(token, key string) string {
-	return s.prefix + "idem:" + tokenHash(token+"\x00"+key)
+// idempotencyKey is where a token's Idempotency-Key is claimed: by the token's ID, so that another
+// token of the same name (revoked and created again) starts afresh.
+func (s *Store) idempotencyKey(tokenID, key string) string {
+	return s.prefix + "idem:" + tokenHash(tokenID+"\x00"+key)
+}
+
+// KeyReusedError is StartHandoff's answer to an Idempotency-Key that started a run for another
+// request in the last HandoffTTL: a retry sends the same request, so this is a mistake to report,
+// never the first run to return.
+type KeyReusedError struct {
+	// RunID is the run the key started.
+	RunID string
+}
+
+func (e *KeyReusedError) Error() string {
+	return "jobs: the Idempotency-Key started run " + e.RunID + " for another request"
+}
+
+// fingerprint is what makes two requests the same one: every field of the run to start, not the
+// token (the key is the token's already).
+func (r HandoffRequest) fingerprint() string {
+	data, _ := json.Marshal(struct {
+		Owner, Repo, Base, Plan, PlanPath, Agent, Reference string
+		BudgetUSD                                           float64
+		Notify                                              map[string][]string
+	}{r.Owner, r.Repo, r.Base, r.Plan, r.PlanPath, r.Agent, r.Reference, r.BudgetUSD, r.Notify})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
 }
 
 // CheckPlanText reads a plan given as text (markdown task checkboxes) the way the run job will, and
@@ -177,8 +204,12 @@ func CheckPlanText(text string) (int, error) {
 
 // StartHandoff records a handoff and queues its job; created is false when the request's
 // Idempotency-Key was seen in the last HandoffTTL, and the handoff returned is then the first one.
-// The key is claimed with SET NX and an expiry, so two concurrent repeats start one run.
+// The key is claimed with SET NX and an expiry, so two concurrent repeats start one run; it holds the
+// run's id and the request's fingerprint, and a repeat whose request differs is a *KeyReusedError.
 func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks int) (Handoff, bool, error) {
+	if req.Key != "" && req.Token.ID == "" {
+		return Handoff{}, false, errors.New("jobs: handoff: an Idempotency-Key needs the token's ID")
+	}
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
 		return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
@@ -196,8 +227,9 @@ func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks
 	}
 	var idem string
 	if req.Key != "" {
-		idem = st.idempotencyKey(req.Token.Name, req.Key)
-		ok, err := rdb.SetNX(ctx, idem, id, HandoffTTL).Result()
+		idem = st.idempotencyKey(req.Token.ID, req.Key)
+		fp := req.fingerprint()
+		ok, err := rdb.SetNX(ctx, idem, id+" "+fp, HandoffTTL).Result()
 		if err != nil {
 			return Handoff{}, false, errors.Join(fmt.Errorf("jobs: handoff: %w", err), st.forget(ctx, st.handoffKey(id)))
 		}
@@ -205,9 +237,14 @@ func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks
 			if err := st.forget(ctx, st.handoffKey(id)); err != nil {
 				return Handoff{}, false, err
 			}
-			first, err := rdb.Get(ctx, idem).Result()
+			claim, err := rdb.Get(ctx, idem).Result()
 			if err != nil {
 				return Handoff{}, false, fmt.Errorf("jobs: handoff: the first request of this key: %w", err)
+			}
+			// A claim without a fingerprint was made before requests had one: it is taken at its word.
+			first, firstFP, _ := strings.Cut(claim, " ")
+			if firstFP != "" && firstFP != fp {
+				return Handoff{}, false, &KeyReusedError{RunID: first}
 			}
 			prev, err := st.Handoff(ctx, first)
 			if err != nil {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +13,7 @@ import (
 func TestStartHandoffOncePerKey(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctl := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
-	req := HandoffRequest{Owner: "octo", Repo: "demo", Plan: "- [ ] 1 One\n", Token: Token{Name: "editor", Scope: ScopeStart}, Key: "k"}
+	req := HandoffRequest{Owner: "octo", Repo: "demo", Plan: "- [ ] 1 One\n", Token: Token{ID: "t-1", Name: "editor", Scope: ScopeStart}, Key: "k"}
 	const n = 8
 	var wg sync.WaitGroup
 	ids, created := make([]string, n), make([]bool, n)
@@ -42,11 +43,29 @@ func TestStartHandoffOncePerKey(t *testing.T) {
 	if got := queued[HandoffPayload](jh, TypeHandoff); len(got) != 1 || RunIDFor(got[0].DeliveryID) != ids[0] {
 		t.Fatalf("handoff jobs %+v, want one for run %s", got, ids[0])
 	}
+	// Another token's key is another request, whatever its name.
 	other := req
-	other.Token.Name = "someone-else"
+	other.Token.ID = "t-2"
 	h, c, err := ctl.StartHandoff(context.Background(), other, 1)
 	if err != nil || !c || h.ID == ids[0] {
 		t.Errorf("another token's key: %+v created %v err %v", h, c, err)
+	}
+	// The same token's key with another request is refused, naming the run the key started.
+	for _, change := range []func(*HandoffRequest){
+		func(r *HandoffRequest) { r.Plan = "- [ ] 1 Something else\n" },
+		func(r *HandoffRequest) { r.BudgetUSD = 5 },
+		func(r *HandoffRequest) { r.Base = "release" },
+		func(r *HandoffRequest) { r.Notify = map[string][]string{"run_finished": {"team"}} },
+	} {
+		changed := req
+		change(&changed)
+		_, c, err := ctl.StartHandoff(context.Background(), changed, 1)
+		if reused, ok := errors.AsType[*KeyReusedError](err); !ok || reused.RunID != ids[0] || c {
+			t.Errorf("the key with %+v: created %v, err %v; want the run %s it started named", changed, c, err, ids[0])
+		}
+	}
+	if got := queued[HandoffPayload](jh, TypeHandoff); len(got) != 2 {
+		t.Errorf("%d handoff jobs, want 2 (one per token)", len(got))
 	}
 }
 

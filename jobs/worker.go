@@ -1,6 +1,9 @@
 package jobs
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -55,6 +58,8 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig) *asynq.Server {
 		DelayedTaskCheckInterval: time.Second,
 		Logger:                   slogAsynq{log.With("component", "asynq")},
 		LogLevel:                 asynq.WarnLevel,
+		// asynq itself logs only "Retry exhausted for task id=…": the error of each attempt is said here.
+		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) { logJobError(ctx, log, t, err) }),
 		// An idle worker looks for new tasks every 0.1-0.3 s instead of asynq's 0.5-1.5 s: a run the
 		// reaper continues after its worker died starts that much sooner (the recovery goal of issue
 		// 35 is 5 s in all), for one cheap dequeue script per poll.
@@ -77,4 +82,43 @@ func (s slogAsynq) Error(args ...any) { s.l.Error(fmt.Sprint(args...)) }
 func (s slogAsynq) Fatal(args ...any) {
 	s.l.Error(fmt.Sprint(args...))
 	os.Exit(1)
+}
+
+// logJobError logs one failed attempt of a job, once, with what an operator needs to find it: the
+// task's type and id, the delivery and the run it works for (when its payload names them), the
+// attempt and the error. A job that waits (a busy branch, the fair gate's turn) has not failed: its
+// line is at debug level.
+func logJobError(ctx context.Context, log *slog.Logger, t *asynq.Task, err error) {
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, _ := asynq.GetMaxRetry(ctx)
+	id, _ := asynq.GetTaskID(ctx)
+	delivery, run := jobOf(t)
+	attrs := []any{"type", t.Type(), "task_id", id, "delivery", delivery, "run", run,
+		"attempt", retried + 1, "max_attempts", maxRetry + 1, "err", err.Error()}
+	switch {
+	case !IsFailure(err):
+		log.DebugContext(ctx, "job: waits; tried again later", attrs...)
+	case errors.Is(err, asynq.RevokeTask):
+		log.ErrorContext(ctx, "job failed; dropped", attrs...)
+	case errors.Is(err, asynq.SkipRetry) || retried >= maxRetry:
+		log.ErrorContext(ctx, "job failed; not retried (archived)", attrs...)
+	default:
+		log.WarnContext(ctx, "job failed; retried", attrs...)
+	}
+}
+
+// jobOf reads the delivery and the run a task's payload names. A run job names its run by the
+// delivery that created it until it continues one (run_id), as a handoff does.
+func jobOf(t *asynq.Task) (delivery, run string) {
+	var h struct {
+		DeliveryID string `json:"delivery_id"`
+		RunID      string `json:"run_id"`
+	}
+	if json.Unmarshal(t.Payload(), &h) != nil {
+		return "", ""
+	}
+	if h.RunID == "" && h.DeliveryID != "" && (t.Type() == TypeRun || t.Type() == TypeHandoff) {
+		h.RunID = RunIDFor(h.DeliveryID)
+	}
+	return h.DeliveryID, h.RunID
 }

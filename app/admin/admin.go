@@ -64,6 +64,13 @@ type FairQueue interface {
 
 // Deps are the admin server's collaborators. Metrics, when set, is served at /metrics.
 type Deps struct {
+	// MetricsOpen serves /metrics without a token, for a scraper that sends none (the operator's
+	// explicit choice: the metrics name installations, repositories' queues and costs). Otherwise
+	// /metrics wants a token that covers every repository.
+	MetricsOpen bool
+	// Pprof serves /debug/pprof, to a control token that covers every repository only: profiles show
+	// the process's memory and code paths, and a CPU profile or a trace costs the process while it runs.
+	Pprof      bool
 	Store      Store
 	Controller Controller
 	// Starter starts runs handed off through POST /api/v1/runs; the Controller when it can.
@@ -132,27 +139,51 @@ func NewServer(d Deps) (http.Handler, error) {
 	}
 
 	if d.Metrics != nil {
-		r.GET("/metrics", gin.WrapH(d.Metrics))
-	}
-	// pprof on the admin address only: profiles show memory and code paths.
-	r.GET("/debug/pprof/*name", func(c *gin.Context) {
-		switch name := strings.TrimPrefix(c.Param("name"), "/"); name {
-		case "":
-			pprof.Index(c.Writer, c.Request)
-		case "cmdline":
-			pprof.Cmdline(c.Writer, c.Request)
-		case "profile":
-			pprof.Profile(c.Writer, c.Request)
-		case "symbol":
-			pprof.Symbol(c.Writer, c.Request)
-		case "trace":
-			pprof.Trace(c.Writer, c.Request)
-		default:
-			pprof.Handler(name).ServeHTTP(c.Writer, c.Request)
+		if d.MetricsOpen {
+			r.GET("/metrics", gin.WrapH(d.Metrics))
+		} else {
+			r.GET("/metrics", s.apiAuth, s.operatorOnly("/metrics", false), gin.WrapH(d.Metrics))
 		}
-	})
+	}
+	if d.Pprof {
+		r.GET("/debug/pprof/*name", s.apiAuth, s.operatorOnly("pprof", true), servePprof)
+	}
 	r.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, "/ui/") })
 	return r, nil
+}
+
+// operatorOnly lets through a token that covers every repository (what is served is every
+// installation's), of scope control when control is set.
+func (s *server) operatorOnly(what string, control bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		tok := tokenOf(c)
+		switch {
+		case len(tok.Repos) > 0:
+			abortJSON(c, http.StatusForbidden, "token %s is limited to repositories; %s shows every installation and needs a token for all of them", tok.Name, what)
+		case control && !tok.CanControl():
+			abortJSON(c, http.StatusForbidden, "token %s has scope %s; %s needs a control token", tok.Name, tok.Scope, what)
+		default:
+			c.Next()
+		}
+	}
+}
+
+// servePprof serves net/http/pprof's pages under /debug/pprof/.
+func servePprof(c *gin.Context) {
+	switch name := strings.TrimPrefix(c.Param("name"), "/"); name {
+	case "":
+		pprof.Index(c.Writer, c.Request)
+	case "cmdline":
+		pprof.Cmdline(c.Writer, c.Request)
+	case "profile":
+		pprof.Profile(c.Writer, c.Request)
+	case "symbol":
+		pprof.Symbol(c.Writer, c.Request)
+	case "trace":
+		pprof.Trace(c.Writer, c.Request)
+	default:
+		pprof.Handler(name).ServeHTTP(c.Writer, c.Request)
+	}
 }
 
 // apiError is the body of every API error.
@@ -431,6 +462,9 @@ type QueueState struct {
 	Queues  []QueueInfo  `json:"queues"`
 	Workers int          `json:"workers"`
 	Servers []ServerInfo `json:"servers"`
+	// Limited says the token is limited to repositories: queues, workers and servers, which are
+	// every installation's, are left out, and installations hold its repositories' runs only.
+	Limited bool `json:"limited,omitempty"`
 	// Installations is the fair gate's line: per installation its cap, its running runs and its
 	// waiting ones in the order they will start, with an estimated start.
 	Installations []jobs.InstallationQueue `json:"installations"`
@@ -468,6 +502,12 @@ func (s *server) queueState(ctx context.Context, allows func(repo string) bool) 
 			return st, err
 		}
 		st.Installations = fairFor(fq.Installations, allows)
+	}
+	if allows != nil {
+		// The queues' depths and the workers are every installation's: a token limited to
+		// repositories sees its own runs in line, nothing of the others' load.
+		st.Limited = true
+		return st, nil
 	}
 	names, err := s.d.Queue.Queues()
 	if err != nil {
@@ -592,7 +632,7 @@ func (s *server) apiControl(action string) gin.HandlerFunc {
 			}
 		}
 		s.control(c, jobs.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: body.TaskID, Guidance: body.Guidance,
-			Token: tok, Via: "API", RequestID: requestID(c, c.Param("id")+"-"+action), Now: now})
+			Token: tok, Via: "API", RequestID: requestID(c, tok, c.Param("id")+"-"+action), Now: now})
 	}
 }
 
@@ -615,10 +655,10 @@ func (s *server) control(c *gin.Context, req jobs.ControlRequest) {
 }
 
 // requestID is the client's Idempotency-Key when it sends one (a retried request then acts once),
-// else a fresh id.
-func requestID(c *gin.Context, scope string) string {
+// else a fresh id. The key is the token's: another token's same key is another request.
+func requestID(c *gin.Context, tok jobs.Token, scope string) string {
 	if k := strings.TrimSpace(c.GetHeader("Idempotency-Key")); k != "" && len(k) <= 128 {
-		return "key-" + scope + "-" + k
+		return "key-" + tok.ID + "-" + scope + "-" + k
 	}
 	return strconv.FormatInt(time.Now().UnixNano(), 36)
 }

@@ -2,15 +2,20 @@ package admin
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/runner/config"
 )
@@ -107,5 +112,66 @@ func TestQueueByInstallation(t *testing.T) {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("the queue page lacks %q:\n%s", want, page.body)
 		}
+	}
+}
+
+// TestQueueOfALimitedToken: the queues' depths and the workers are every installation's; a token
+// limited to repositories reads its own runs in line and neither of them, and says it is limited.
+func TestQueueOfALimitedToken(t *testing.T) {
+	f := newFixture(t)
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	t.Cleanup(func() { rdb.Close() })
+	// A queue with a task in it, and a worker process on it, as another tenant's load would be.
+	b := make([]byte, 4)
+	rand.Read(b)
+	queue := "akira-admin-queue-" + hex.EncodeToString(b)
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	t.Cleanup(func() { _ = insp.DeleteQueue(queue, true) })
+	if _, err := asynq.NewClientFromRedisClient(rdb).Enqueue(asynq.NewTask("other-tenant", nil), asynq.Queue(queue),
+		asynq.ProcessIn(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	worker := asynq.NewServerFromRedisClient(rdb, asynq.Config{Queues: map[string]int{queue: 1}, Concurrency: 3, LogLevel: asynq.FatalLevel})
+	if err := worker.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(worker.Shutdown)
+	get := func(token string) QueueState {
+		t.Helper()
+		req, _ := http.NewRequest("GET", f.srv.URL+"/api/v1/queue", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st QueueState
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("queue: %d (%v)", resp.StatusCode, err)
+		}
+		return st
+	}
+	// The worker's first heartbeat registers it; the operator's token then sees it and the queue.
+	deadline := time.Now().Add(time.Minute)
+	for st := get(f.read); !slices.ContainsFunc(st.Servers, func(s ServerInfo) bool { return s.Concurrency == 3 }) ||
+		!slices.ContainsFunc(st.Queues, func(q QueueInfo) bool { return q.Name == queue }); st = get(f.read) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the operator's token does not see the worker and queue %s within a minute: %+v", queue, st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	limited, err := f.store.CreateTokenFor(context.Background(), "web-team", jobs.ScopeRead, []string{"acme/web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := get(limited)
+	if len(st.Queues) != 0 || len(st.Servers) != 0 || st.Workers != 0 || !st.Limited {
+		t.Errorf("a token limited to acme/web reads queues %+v, servers %+v, %d workers, limited %v", st.Queues, st.Servers, st.Workers, st.Limited)
+	}
+	if len(st.Installations) != 1 || st.Installations[0].InstallationID != 9 {
+		t.Errorf("a token limited to acme/web sees the line %+v, want installation 9's", st.Installations)
+	}
+	if st := get(f.read); st.Limited {
+		t.Error("the operator's token reads as limited")
 	}
 }

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -66,6 +67,9 @@ type Estimate struct {
 const (
 	maxPlanBytes = 60 << 10
 )
+
+// keyTTL is how long an Idempotency-Key is remembered, in words.
+var keyTTL = fmt.Sprintf("%g hours", jobs.HandoffTTL.Hours())
 
 // plainReference keeps a caller's reference plain text wherever it is shown (a pull request's title
 // and summary are markdown): 1 to 200 letters, digits, spaces and . _ : / # @ + = -. A loop, not a
@@ -171,6 +175,11 @@ func (s *server) apiStart(c *gin.Context) {
 	h, created, err := s.d.Starter.StartHandoff(c, jobs.HandoffRequest{Owner: owner, Repo: repo, Base: body.Base, Plan: body.Plan,
 		PlanPath: body.PlanPath, Agent: body.Agent, BudgetUSD: body.Budget, Reference: body.Reference, Notify: body.Notify, Token: tok,
 		Key: key}, tasks)
+	if reused, ok := errors.AsType[*jobs.KeyReusedError](err); ok {
+		abortJSON(c, http.StatusUnprocessableEntity, "Idempotency-Key %q started run %s for a different request in the last %s: "+
+			"send the same request to get that run again, or a new key to start another", key, reused.RunID, keyTTL)
+		return
+	}
 	if err != nil {
 		s.log.Error("admin: start run", "repo", body.Repository, "token", tok.Name, "err", err)
 		abortJSON(c, http.StatusServiceUnavailable, "the run could not be queued now; try again")
@@ -321,5 +330,5 @@ func (s *server) apiEscalation(c *gin.Context) {
 		return
 	}
 	s.control(c, jobs.ControlRequest{RunID: run.ID, Action: body.Action, TaskID: task, Guidance: body.Guidance, Token: tok, Via: "API",
-		RequestID: requestID(c, run.ID+"-esc-"+task+"-"+body.Action), Answer: true})
+		RequestID: requestID(c, tok, run.ID+"-esc-"+task+"-"+body.Action), Answer: true})
 }

@@ -143,6 +143,13 @@ func TestStartRunThroughOpenAPI(t *testing.T) {
 	if again["id"] != id || again["repeated"] != true {
 		t.Errorf("the repeat answered %v, want run %s repeated", again, id)
 	}
+	// The same key with another request is a mistake, said as such: never the first run.
+	changed := strings.Replace(body, `"reference":"chat-42"`, `"reference":"chat-43"`, 1)
+	reused := call("POST", "/api/v1/runs", f.starter, "k-1", changed, http.StatusUnprocessableEntity)
+	if msg, _ := reused["error"].(string); !strings.Contains(msg, `Idempotency-Key "k-1" started run `+id+" for a different request") ||
+		reused["id"] != nil {
+		t.Errorf("the key sent with another request answered %v", reused)
+	}
 	other := call("POST", "/api/v1/runs", f.starter, "k-2", body, http.StatusAccepted)
 	if other["id"] == id {
 		t.Errorf("another key started the same run %s", id)
@@ -225,6 +232,75 @@ func TestStartRunThroughOpenAPI(t *testing.T) {
 	}
 	if r := f.ctl.reqs[0]; r.Action != "retry" || r.TaskID != "1.2" || r.Guidance != "use the v2 client" || !r.Answer || r.Via != "API" || r.Token.Name != "ops" {
 		t.Errorf("escalation answer %+v", r)
+	}
+}
+
+// TestIdempotencyKeyIsTheTokens: a key belongs to the token that sent it, not to its name: a token
+// revoked and created again under the same name starts a run of its own with the key its
+// predecessor used, and the predecessor's run is not handed to it.
+func TestIdempotencyKeyIsTheTokens(t *testing.T) {
+	f := newStartFixture(t)
+	ctx := context.Background()
+	start := func(token string) StartResult {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/v1/runs",
+			strings.NewReader(`{"repository":"octo/demo","plan":"- [ ] 1 Add the parser\n"}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Idempotency-Key", "chat-42")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out StartResult
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("POST /api/v1/runs: %d %+v (%v)", resp.StatusCode, out, err)
+		}
+		return out
+	}
+	first := start(f.starter)
+	if again := start(f.starter); again.ID != first.ID || !again.Repeated {
+		t.Fatalf("the same token's repeat: %+v, want run %s repeated", again, first.ID)
+	}
+	if ok, err := f.store.RevokeToken(ctx, "editor"); err != nil || !ok {
+		t.Fatalf("revoke: %v %v", ok, err)
+	}
+	successor, err := f.store.CreateTokenFor(ctx, "editor", jobs.ScopeStart, []string{"octo/demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := start(successor); got.ID == first.ID || got.Repeated {
+		t.Errorf("a new token named editor got its predecessor's run: %+v (first %s)", got, first.ID)
+	}
+	if n := len(f.handoffs(t)); n != 2 {
+		t.Errorf("%d handoff jobs, want 2 (one per token)", n)
+	}
+}
+
+// TestControlKeyIsTheTokens: a control action's Idempotency-Key makes one token's retries one action,
+// and another token's same key another action.
+func TestControlKeyIsTheTokens(t *testing.T) {
+	f := newFixture(t)
+	other, err := f.store.CreateToken(context.Background(), "ops-2", jobs.ScopeControl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{f.write, f.write, other} {
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/v1/runs/"+f.runID+"/stop", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Idempotency-Key", "stop-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("stop: %d", resp.StatusCode)
+		}
+	}
+	if r := f.ctl.reqs; len(r) != 3 || r[0].RequestID != r[1].RequestID || r[1].RequestID == r[2].RequestID {
+		t.Errorf("request ids %q, %q, %q: want the first token's two the same and the other token's another",
+			r[0].RequestID, r[1].RequestID, r[2].RequestID)
 	}
 }
 

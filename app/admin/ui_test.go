@@ -431,25 +431,64 @@ func TestNewServerNeedsItsParts(t *testing.T) {
 	}
 }
 
-// TestMetricsAndProfiles: /metrics is served when given; pprof's index and named profiles answer.
+// TestMetricsAndProfiles: /metrics wants a token that covers every repository unless the operator
+// leaves it open; pprof is off unless asked for, and then wants a control token that covers every
+// repository.
 func TestMetricsAndProfiles(t *testing.T) {
 	f := newFixture(t)
-	h, err := NewServer(Deps{Store: f.store, Controller: f.ctl, Queue: emptyQueue(t),
-		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "akira_up 1\n") })})
+	ctx := context.Background()
+	limited, err := f.store.CreateTokenFor(ctx, "web-team", jobs.ScopeControl, []string{"acme/web"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startHandler(t, h)
-	for path, want := range map[string]string{"/metrics": "akira_up 1", "/debug/pprof/": "goroutine", "/debug/pprof/goroutine?debug=1": "goroutine profile", "/debug/pprof/cmdline": ""} {
-		resp, err := http.Get(srv + path)
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "akira_up 1\n") })
+	serve := func(d Deps) string {
+		t.Helper()
+		d.Store, d.Controller, d.Queue, d.Metrics = f.store, f.ctl, emptyQueue(t), metrics
+		h, err := NewServer(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), want) {
-			t.Errorf("%s: %d, want 200 with %q", path, resp.StatusCode, want)
-		}
+		return startHandler(t, h)
+	}
+	closed, open, profiled := serve(Deps{}), serve(Deps{MetricsOpen: true}), serve(Deps{Pprof: true})
+	for _, tc := range []struct {
+		name, base, path, token string
+		status                  int
+		want                    string
+	}{
+		{"metrics without a token", closed, "/metrics", "", http.StatusUnauthorized, "an API token is required"},
+		{"metrics with a bad token", closed, "/metrics", "akira_0000", http.StatusUnauthorized, "not valid"},
+		{"metrics with a token limited to repositories", closed, "/metrics", limited, http.StatusForbidden, "limited to repositories"},
+		{"metrics with a read token", closed, "/metrics", f.read, http.StatusOK, "akira_up 1"},
+		{"metrics left open", open, "/metrics", "", http.StatusOK, "akira_up 1"},
+		{"pprof not asked for", closed, "/debug/pprof/", f.write, http.StatusNotFound, ""},
+		{"pprof not asked for, metrics open", open, "/debug/pprof/cmdline", "", http.StatusNotFound, ""},
+		{"pprof without a token", profiled, "/debug/pprof/", "", http.StatusUnauthorized, "an API token is required"},
+		{"pprof with a read token", profiled, "/debug/pprof/goroutine?debug=1", f.read, http.StatusForbidden, "needs a control token"},
+		{"pprof with a control token limited to repositories", profiled, "/debug/pprof/cmdline", limited, http.StatusForbidden, "limited to repositories"},
+		{"pprof index", profiled, "/debug/pprof/", f.write, http.StatusOK, "goroutine"},
+		{"pprof profile", profiled, "/debug/pprof/goroutine?debug=1", f.write, http.StatusOK, "goroutine profile"},
+		{"pprof metrics stay closed", profiled, "/metrics", "", http.StatusUnauthorized, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, tc.base+tc.path, nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !strings.Contains(string(data), tc.want) {
+				t.Errorf("GET %s: %d %.200q, want %d with %q", tc.path, resp.StatusCode, data, tc.status, tc.want)
+			}
+			if tc.status != http.StatusOK && strings.Contains(string(data), "akira_up") {
+				t.Errorf("GET %s refused but answered the metrics: %q", tc.path, data)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -138,7 +139,13 @@ func (c *Client) Handoff(ctx context.Context, o HandoffOptions, progress io.Writ
 
 	key := o.Key
 	if key == "" {
-		sum := sha256.Sum256([]byte(strings.Join([]string{h.Repo, h.Base, head, body.PlanPath, body.Plan, o.Agent, o.Reference}, "\x00")))
+		// Every field of the request is in the key: the server refuses a key sent with another request
+		// (a --budget changed between two handoffs of the same commit is another run, not a repeat).
+		fields, err := json.Marshal(body)
+		if err != nil {
+			return h, fmt.Errorf("handoff: %w", err)
+		}
+		sum := sha256.Sum256(append(append(fields, 0), head...))
 		key = "handoff-" + hex.EncodeToString(sum[:16])
 	}
 	asking = true

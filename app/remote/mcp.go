@@ -26,7 +26,7 @@ type StartRunInput struct {
 	Agent          string  `json:"agent,omitempty" jsonschema:"one of the operator's agent profiles"`
 	Budget         float64 `json:"budget,omitempty" jsonschema:"the run's cost limit in US dollars"`
 	Reference      string  `json:"reference,omitempty" jsonschema:"your conversation or ticket id, shown on the pull request"`
-	IdempotencyKey string  `json:"idempotency_key,omitempty" jsonschema:"a key of your choice: repeating start_run with it within 24 hours returns the same run"`
+	IdempotencyKey string  `json:"idempotency_key,omitempty" jsonschema:"a key of your choice: repeating start_run with it and the same inputs within 24 hours returns the same run; the same key with other inputs is refused"`
 }
 
 // RunInput names a run.

@@ -56,7 +56,8 @@ token AKIRA_TOKEN (scope start or control), from the git checkout you are in: it
 branch when GitHub does not have its commit, and the run starts from that branch and opens its pull
 request into it. A PLAN committed on the branch runs from there (any format Akira reads); a markdown
 PLAN with changes you have not committed is sent as text. Handing off the same plan on the same
-commit twice starts one run (the Idempotency-Key is derived from them; --key sets your own).
+commit twice starts one run (the Idempotency-Key is derived from the commit and every field of
+the request; --key sets your own).
 
 --follow prints the run's progress (task started, checkpoint, escalation, status) until the run ends;
 Ctrl-C stops following, not the run.
@@ -115,7 +116,7 @@ refused (a plan that cannot be read, a token for another repository) or could no
 	f.StringVar(&o.Agent, "agent", "", "the operator's agent profile to use")
 	f.Float64Var(&o.Budget, "budget", 0, "the run's cost limit in US dollars")
 	f.StringVar(&o.Reference, "reference", "", "your conversation or ticket id, shown on the pull request")
-	f.StringVar(&o.Key, "key", "", "the Idempotency-Key (default: derived from the repository, the commit and the plan)")
+	f.StringVar(&o.Key, "key", "", "the Idempotency-Key (default: derived from the commit and every field of the request)")
 	return cmd
 }
 

@@ -124,6 +124,11 @@ func TestHandoffFollow(t *testing.T) {
 	if n := len(fake.PullRequests("octo", "svc")); n != 1 {
 		t.Errorf("%d pull requests, want 1", n)
 	}
+	// Another budget for the same plan and commit is another request: another run, not a refusal.
+	stdout, stderr, code = runCmd(t, "handoff", plan, "--dir", dir, "--repo", "octo/svc", "--reference", "chat-9", "--budget", "3")
+	if code != 0 || strings.Contains(stdout, "/ui/runs/"+id) || strings.Contains(stderr, "already started") {
+		t.Errorf("handoff with another budget: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 
 	stdout, _, code = runCmd(t, "status", "--server", "--run", id)
 	if code != 0 || !strings.Contains(stdout, "succeeded") || !strings.Contains(stdout, "reference chat-9") {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -56,14 +57,44 @@ var subcommands []func() *cobra.Command
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first SIGINT or SIGTERM ends the command's context; a second one ends the process at once
+	// (the signal's default action), whatever the command is doing.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	os.Exit(execute(ctx, os.Args[1:]))
+}
+
+// How a command stops when its context ends (SIGINT or SIGTERM): at its next look at the context,
+// killing what it started and removing what it made (a run's workspace, an agent's process); one
+// busy in work that never looks (reading a roadmap of 100,000 tasks) is not waited for longer than
+// stopGrace. A command annotated stopsItself has its own, configured, grace (serve's
+// AKIRA_SHUTDOWN_TIMEOUT for its running jobs) and is waited for.
+const (
+	stopAnnotation = "akira/stop"
+	stopsItself    = "itself"
+	stopGrace      = 5 * time.Second
+)
+
+// errStopped is what a command ended by a signal without having stopped by itself answers.
+func errStopped(ctx context.Context, what string) error {
+	return withExit(exitInterrupted, fmt.Errorf("%s: interrupted (%v)", what, context.Cause(ctx)))
 }
 
 // execute runs the CLI and returns the process exit code.
 func execute(ctx context.Context, args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	grace := stopGrace
+	name := root.Name()
+	if cmd, _, err := root.Find(args); err == nil {
+		name = cmd.CommandPath()
+		if cmd.Annotations[stopAnnotation] == stopsItself {
+			grace = -1
+		}
+	}
+	err := untilStopped(ctx, grace, name, func() error { return root.ExecuteContext(ctx) })
 	if err == nil {
 		return 0
 	}
@@ -77,4 +108,42 @@ func execute(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "akira:", err)
 	return code
+}
+
+// untilStopped runs the command and returns what it returns, or, once ctx has ended, what it
+// returns within grace (for ever when grace is negative), or else errStopped: the command is left
+// to the process's exit.
+func untilStopped(ctx context.Context, grace time.Duration, name string, command func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- command() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	if grace < 0 {
+		return <-done
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		return errStopped(ctx, name)
+	}
+}
+
+// atOnce runs work that never looks at ctx (reading and parsing a plan) and returns as soon as ctx
+// ends, with errStopped; the work is left to the process's exit. Only for work that writes nothing
+// but its output.
+func atOnce(ctx context.Context, name string, work func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- work() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return errStopped(ctx, name)
+	}
 }

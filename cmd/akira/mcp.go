@@ -3,6 +3,8 @@ package main
 import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+
+	"github.com/akira-bot/akira/app/remote"
 )
 
 func init() { subcommands = append(subcommands, newMCPCmd) }
@@ -22,7 +24,8 @@ command "akira mcp" with those two variables in its environment. It logs nothing
 			if err != nil {
 				return err
 			}
-			if err := c.MCPServer(version).Run(cmd.Context(), &mcp.StdioTransport{}); err != nil && cmd.Context().Err() == nil {
+			// Every request read before stdin ends is answered before the process exits.
+			if err := c.MCPServer(version).Run(cmd.Context(), remote.AnsweringAll(&mcp.StdioTransport{})); err != nil && cmd.Context().Err() == nil {
 				return withExit(1, err)
 			}
 			return nil

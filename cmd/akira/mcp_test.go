@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -10,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/internal/githubtest"
+	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 )
 
@@ -98,9 +104,14 @@ func TestMCPStartsAndFollowsARun(t *testing.T) {
 		t.Fatalf("the run ended as %+v", run)
 	}
 	var again admin.StartResult
-	callTool(t, cs, "start_run", map[string]any{"repository": "octo/svc", "plan": "- [ ] Write the first file\n", "idempotency_key": "plan-v1"}, &again)
+	callTool(t, cs, "start_run", map[string]any{"repository": "octo/svc", "reference": "editor-session-3",
+		"plan": "- [ ] Write the first file\n- [ ] Write the second file\n", "idempotency_key": "plan-v1"}, &again)
 	if again.ID != started.ID || !again.Repeated {
-		t.Errorf("start_run with the same key: %+v, want run %s", again, started.ID)
+		t.Errorf("start_run repeated with the same key: %+v, want run %s", again, started.ID)
+	}
+	if msg := callTool(t, cs, "start_run", map[string]any{"repository": "octo/svc", "plan": "- [ ] Write the first file\n",
+		"idempotency_key": "plan-v1"}, nil); !strings.Contains(msg, "422") || !strings.Contains(msg, "started run "+started.ID+" for a different request") {
+		t.Errorf("start_run with the same key and another plan: %q, want a 422 naming run %s", msg, started.ID)
 	}
 	var list struct{ Runs []admin.RunSummary }
 	callTool(t, cs, "list_runs", map[string]any{"repository": "octo/svc", "states": []string{"succeeded"}}, &list)
@@ -118,5 +129,76 @@ func TestMCPStartsAndFollowsARun(t *testing.T) {
 	}
 	if msg := callTool(t, cs, "stop_run", map[string]any{"run_id": started.ID}, nil); !strings.Contains(msg, "409") {
 		t.Errorf("stop_run of a finished run: %q", msg)
+	}
+}
+
+// TestMCPAnswersAPipedSession: requests piped into `akira mcp` whose input then ends (printf '…' |
+// akira mcp) are all answered before it exits, the tool calls that ask the server included.
+func TestMCPAnswersAPipedSession(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	t.Cleanup(func() { rdb.Close() })
+	prefix := "akira-mcp-pipe-" + strings.ReplaceAll(t.Name(), "/", "-") + ":"
+	store := jobs.NewStore(rdb, prefix)
+	queue := "akira-mcp-pipe-" + fmt.Sprint(time.Now().UnixNano())
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	t.Cleanup(func() { _ = insp.DeleteQueue(queue, true) })
+	run, _, err := store.Create(ctx, &jobs.Run{ID: "r-piped-" + fmt.Sprint(time.Now().UnixNano()), Owner: "octo", Repo: "svc",
+		Branch: "akira/issue-1", Status: jobs.StatusRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := store.CreateToken(ctx, "editor", jobs.ScopeRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := admin.NewServer(admin.Deps{Store: store, Queue: insp,
+		Controller: &jobs.Controller{Store: store, Enqueuer: jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), jobs.TaskOptions{Queue: queue})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(h)
+	t.Cleanup(api.Close)
+
+	requests := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_status","arguments":{"run_id":"` + run.ID + `"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_status","arguments":{"run_id":"no-such-run"}}}`,
+	}
+	cmd := exec.Command(akiraBin, "mcp")
+	cmd.Env = append(os.Environ(), "AKIRA_SERVER="+api.URL, "AKIRA_TOKEN="+token)
+	cmd.Stdin = strings.NewReader(strings.Join(requests, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("akira mcp: %v\n%s", err, stderr.String())
+	}
+	answers := map[int]json.RawMessage{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var a struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &a); err != nil || a.ID == 0 || a.Result == nil {
+			t.Fatalf("not an answer: %q (%v)", line, err)
+		}
+		answers[a.ID] = a.Result
+	}
+	if len(answers) != 4 {
+		t.Fatalf("%d answers to 4 requests:\n%s\nstderr:\n%s", len(answers), out, stderr.String())
+	}
+	var status struct {
+		StructuredContent admin.RunDetail `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	if err := json.Unmarshal(answers[3], &status); err != nil || status.IsError || status.StructuredContent.ID != run.ID ||
+		status.StructuredContent.Status != "running" {
+		t.Errorf("run_status of %s answered %s", run.ID, answers[3])
+	}
+	if !strings.Contains(string(answers[4]), `"isError":true`) || !strings.Contains(string(answers[4]), "404") {
+		t.Errorf("run_status of an unknown run answered %s, want the server's 404 as a tool error", answers[4])
 	}
 }

@@ -60,7 +60,14 @@ printed on stderr), 1 on other failures such as a missing file.`,
 			if o.write && !o.normalize {
 				return withExit(2, errors.New("--write writes what --normalize proposes: give both"))
 			}
-			return runPlan(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			ctx := cmd.Context()
+			if o.normalize {
+				// The planner agent's call stops with ctx, and its process with it.
+				return runPlan(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			}
+			// Reading and parsing a plan never looks at ctx (a plan of 100,000 tasks takes minutes) and
+			// writes nothing but the output: a signal ends the command at once.
+			return atOnce(ctx, "plan", func() error { return runPlan(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o) })
 		},
 	}
 	fl := cmd.Flags()

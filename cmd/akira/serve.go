@@ -44,9 +44,14 @@ type serveEnv struct {
 	// RedisPassword, when set, replaces the password of RedisURL: a deployment can keep the URL in
 	// its configuration and the password in a secret.
 	RedisPassword string
-	// AdminAddr serves the REST API, the dashboard, /metrics and pprof: an internal address, never
+	// AdminAddr serves the REST API, the dashboard, /metrics and pprof (when on): an internal address, never
 	// the webhook port, which faces the internet ("" when off).
 	AdminAddr string
+	// MetricsOpen serves /metrics on the admin address without a token (AKIRA_METRICS=open), for a
+	// scraper that sends none; by default it wants a token that covers every repository.
+	MetricsOpen bool
+	// Pprof serves /debug/pprof on the admin address (AKIRA_PPROF=on), to a control token.
+	Pprof bool
 	// PublicURL is where people reach the admin address (through a VPN or an authenticating proxy):
 	// check runs and summaries link the dashboard's task pages there.
 	PublicURL string
@@ -112,6 +117,20 @@ func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 	e.AdminAddr = cmp.Or(getenv("AKIRA_ADMIN_ADDR"), "127.0.0.1:9090")
 	if e.AdminAddr == "off" {
 		e.AdminAddr = ""
+	}
+	switch v := getenv("AKIRA_METRICS"); v {
+	case "", "token":
+	case "open":
+		e.MetricsOpen = true
+	default:
+		errs = append(errs, fmt.Errorf("AKIRA_METRICS: %q is not token (the default: a Bearer token is required) or open (no token, for a scraper)", v))
+	}
+	switch v := getenv("AKIRA_PPROF"); v {
+	case "", "off":
+	case "on":
+		e.Pprof = true
+	default:
+		errs = append(errs, fmt.Errorf("AKIRA_PPROF: %q is not off (the default) or on (/debug/pprof for a control token)", v))
 	}
 	if v := getenv("AKIRA_PUBLIC_URL"); v != "" {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -190,7 +209,8 @@ func newServeCmd() *cobra.Command {
 		Long: `Serve runs the GitHub App. By default one process runs the webhook server (POST /webhook) and the
 workers that run the jobs; --web-only and --worker-only split them, so that workers can scale out
 on other machines against the same Redis. Every process also serves /healthz and /readyz, and on
-the admin address (AKIRA_ADMIN_ADDR) the REST API, the dashboard, /metrics and pprof.
+the admin address (AKIRA_ADMIN_ADDR) the REST API, the dashboard, /metrics (with a token) and, with
+AKIRA_PPROF=on, pprof (with a control token).
 
 Environment:
   GITHUB_APP_ID, GITHUB_PRIVATE_KEY_PATH or GITHUB_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET,
@@ -202,10 +222,14 @@ Environment:
   to clone every time), AKIRA_CACHE_MAX (its size cap, default 20GiB), AKIRA_CONFIG (the operator's YAML file: agent profiles), AKIRA_SHUTDOWN_TIMEOUT
   (how long running jobs get to reach a safe point on SIGTERM, default 5m), AKIRA_LOG_LEVEL,
   AKIRA_ADMIN_ADDR (the API under /api/v1, the dashboard under /ui, /metrics and /debug/pprof; default
-  127.0.0.1:9090, off to disable; never expose it like the webhook), AKIRA_PUBLIC_URL (where people
+  127.0.0.1:9090, off to disable; never expose it like the webhook), AKIRA_METRICS (token, the default:
+  /metrics wants a token that covers every repository; open: none, for a scraper), AKIRA_PPROF (off,
+  the default; on: /debug/pprof for a control token), AKIRA_PUBLIC_URL (where people
   reach the admin address; check runs then link to the dashboard), AKIRA_LOG_RETENTION (how long
   attempt logs are kept, default 336h).`,
 		Args: cobra.NoArgs,
+		// Running jobs get AKIRA_SHUTDOWN_TIMEOUT to reach a safe point; a second signal ends it at once.
+		Annotations: map[string]string{stopAnnotation: stopsItself},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if webOnly && workerOnly {
 				return withExit(2, errors.New("--web-only and --worker-only exclude each other"))
@@ -460,8 +484,12 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 
 	log.Info("akira serving", "addr", appCfg.Addr, "admin_addr", env.AdminAddr, "web", roles.web, "worker", roles.worker, "version", version)
 	if env.AdminAddr != "" {
+		if env.MetricsOpen {
+			log.Warn("serve: /metrics answers without a token (AKIRA_METRICS=open): keep the admin address where only the scraper reaches it")
+		}
 		adminHandler, err := admin.NewServer(admin.Deps{
 			Store: store, Queue: inspector, Fair: fair, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
+			MetricsOpen: env.MetricsOpen, Pprof: env.Pprof,
 			Controller:    &jobs.Controller{Store: store, Enqueuer: enq, Logger: log},
 			SecureCookies: strings.HasPrefix(env.PublicURL, "https://"),
 		})

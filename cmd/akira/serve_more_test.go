@@ -30,7 +30,7 @@ var serveVars = []string{
 	"GITHUB_APP_ID", "GITHUB_PRIVATE_KEY_PATH", "GITHUB_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET", "GITHUB_API_URL",
 	"AKIRA_ADDR", "AKIRA_BOT_LOGIN", "REDIS_URL", "REDIS_PASSWORD", "AKIRA_CONCURRENCY", "AKIRA_WORKDIR",
 	"AKIRA_CACHE_DIR", "AKIRA_CACHE_MAX", "AKIRA_CONFIG", "AKIRA_SHUTDOWN_TIMEOUT", "AKIRA_LOG_LEVEL",
-	"AKIRA_ADMIN_ADDR", "AKIRA_PUBLIC_URL", "AKIRA_LOG_RETENTION",
+	"AKIRA_ADMIN_ADDR", "AKIRA_PUBLIC_URL", "AKIRA_LOG_RETENTION", "AKIRA_METRICS", "AKIRA_PPROF",
 }
 
 // serveEnvOf is a working environment for an in-process `akira serve` against the fake GitHub and a
@@ -197,6 +197,7 @@ func TestServeInProcess(t *testing.T) {
 		"    network: allow\nsandbox:\n  mode: none\nci:\n  watch: off\n")
 	env["AKIRA_PUBLIC_URL"] = "https://akira.example.test/"
 	env["AKIRA_CONCURRENCY"] = "1"
+	env["AKIRA_METRICS"] = "open" // as for a scraper without a token
 	setServeEnv(t, env)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -15,9 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/internal/sandboxtest"
+	"github.com/akira-bot/akira/jobs"
 )
 
 func freeAddr(t *testing.T) string {
@@ -162,17 +167,21 @@ func commentPayload(fake *githubtest.Server, issue githubtest.Issue, login, body
 	}
 }
 
-// deliver sends a signed webhook to akira serve and wants it accepted.
-func deliver(t *testing.T, fake *githubtest.Server, base, event, delivery string, payload any) {
+// deliver sends a signed webhook to akira serve, wants it accepted and returns the answer's reason.
+func deliver(t *testing.T, fake *githubtest.Server, base, event, delivery string, payload any) string {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(fake.SignedWebhook(base+"/webhook", "serve-secret", event, delivery, payload))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("webhook answer %d, want 202", resp.StatusCode)
+	defer resp.Body.Close()
+	var answer struct {
+		Reason string `json:"reason"`
 	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook answer %d (%v), want 202", resp.StatusCode, err)
+	}
+	return answer.Reason
 }
 
 func mustWrite(t *testing.T, path, content string) {
@@ -182,16 +191,23 @@ func mustWrite(t *testing.T, path, content string) {
 	}
 }
 
-// waitFor polls cond until it holds or the test's deadline comes near; it asserts nothing about time.
+// waitLimit bounds every waitFor: a condition that never holds (a broken dedupe making two runs of
+// one delivery) fails its test with what it waited for, instead of holding the whole suite until its
+// timeout and hiding every other result. It is a guard against a hang, far above the seconds these
+// waits take, not a measure of time.
+const waitLimit = 4 * time.Minute
+
+// waitFor polls cond until it holds, or fails the test after waitLimit (or near its deadline).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline, ok := t.Deadline()
-	if !ok {
-		deadline = time.Now().Add(5 * time.Minute)
+	start := time.Now()
+	deadline := start.Add(waitLimit)
+	if d, ok := t.Deadline(); ok && d.Add(-15*time.Second).Before(deadline) {
+		deadline = d.Add(-15 * time.Second)
 	}
 	for !cond() {
-		if time.Now().After(deadline.Add(-15 * time.Second)) {
-			t.Fatalf("gave up waiting for %s", what)
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s after %s", what, time.Since(start).Round(time.Second))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -217,14 +233,18 @@ func TestServeEndToEnd(t *testing.T) {
 	fake.SetPermission("octo", "svc", "alice", "write")
 	issue := fake.AddIssue("octo", "svc", githubtest.Issue{Title: "Add two files", User: "alice",
 		Body: "Please:\n\n- [ ] Write the first file\n- [ ] Write the second file (depends: 1.1)\n"})
-	base, cmd, _ := startServe(t, fake, nil)
+	// /metrics left open, as for a scraper without a token.
+	base, cmd, _ := startServe(t, fake, []string{"AKIRA_METRICS=open"})
 
 	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
 	payload := commentPayload(fake, issue, "alice", "/akira run")
-	for range 2 { // a redelivery of the same delivery id runs once
-		deliver(t, fake, base, "issue_comment", "serve-delivery-1", payload)
+	// A redelivery of the same delivery id runs once: its intake is not queued again.
+	for i, want := range []string{"intake enqueued", "already enqueued"} {
+		if got := deliver(t, fake, base, "issue_comment", "serve-delivery-1", payload); got != want {
+			t.Fatalf("delivery %d answered %q, want %q", i+1, got, want)
+		}
 	}
 
 	branch := fmt.Sprintf("akira/issue-%d", issue.Number)
@@ -301,7 +321,11 @@ func TestServeWorkerOnlyHealth(t *testing.T) {
 	if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK || !strings.Contains(body, "ready") {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
-	waitFor(t, "the admin address", func() bool { code, _ := httpGet(t, adminBase(t, base)+"/metrics"); return code == http.StatusOK })
+	// The admin address answers (/metrics wants a token by default).
+	waitFor(t, "the admin address", func() bool {
+		code, _ := httpGet(t, adminBase(t, base)+"/metrics")
+		return code == http.StatusUnauthorized
+	})
 	resp, err := http.Post(base+"/webhook", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
@@ -312,30 +336,48 @@ func TestServeWorkerOnlyHealth(t *testing.T) {
 	}
 }
 
-// TestServeAdminOnlyOnItsInternalAddress: profiles, the API and the dashboard are served on
-// AKIRA_ADMIN_ADDR, and never on the webhook port.
+// TestServeAdminOnlyOnItsInternalAddress: profiles (with AKIRA_PPROF=on), the API, the dashboard and
+// /metrics are served on AKIRA_ADMIN_ADDR, never on the webhook port, and only to an operator's token.
 func TestServeAdminOnlyOnItsInternalAddress(t *testing.T) {
 	fake := githubtest.New(t)
-	base, _, _ := startServe(t, fake, nil, "--web-only")
-	pprofAddr := strings.TrimPrefix(adminBase(t, base), "http://")
-	waitFor(t, "pprof to answer", func() bool {
-		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/")
+	redisAddr := redistest.Own(t)
+	base, _, _ := startServeWith(t, fake, serveSetup{operator: "sandbox:\n  mode: none\n", redisURL: "redis://" + redisAddr + "/0",
+		env: []string{"AKIRA_PPROF=on"}, args: []string{"--web-only"}})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	t.Cleanup(func() { rdb.Close() })
+	ops, err := jobs.NewStore(rdb, "").CreateToken(context.Background(), "ops", jobs.ScopeControl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := adminBase(t, base)
+	getWith := func(path, token string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, admin+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return false
+			t.Fatal(err)
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	if code, _ := httpGet(t, "http://"+pprofAddr+"/debug/pprof/heap?debug=1"); code != http.StatusOK {
-		t.Fatalf("heap profile = %d", code)
+		return resp.StatusCode
+	}
+	waitFor(t, "pprof to answer", func() bool { return getWith("/debug/pprof/", ops) == http.StatusOK })
+	for path, want := range map[string]int{"/debug/pprof/heap?debug=1": http.StatusOK, "/metrics": http.StatusOK} {
+		if code := getWith(path, ops); code != want {
+			t.Errorf("%s with a control token = %d, want %d", path, code, want)
+		}
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/metrics", "/api/v1/runs"} {
+		if code := getWith(path, ""); code != http.StatusUnauthorized {
+			t.Errorf("%s without a token = %d, want 401", path, code)
+		}
 	}
 	for _, path := range []string{"/debug/pprof/", "/api/v1/runs", "/api/v1/openapi.json", "/ui/", "/ui/login", "/metrics"} {
 		if code, _ := httpGet(t, base+path); code != http.StatusNotFound {
 			t.Errorf("the webhook port answers %s with %d", path, code)
 		}
-	}
-	if code, _ := httpGet(t, "http://"+pprofAddr+"/api/v1/runs"); code != http.StatusUnauthorized {
-		t.Errorf("the API without a token: %d, want 401", code)
 	}
 }
 

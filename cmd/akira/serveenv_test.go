@@ -19,7 +19,7 @@ func TestLoadServeEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Concurrency != 2 || e.AdminAddr != "127.0.0.1:9090" || e.ShutdownTimeout != 5*time.Minute ||
+	if e.Concurrency != 2 || e.AdminAddr != "127.0.0.1:9090" || e.ShutdownTimeout != 5*time.Minute || e.MetricsOpen || e.Pprof ||
 		e.CacheDir != filepath.Join(os.TempDir(), "akira-cache") || e.CacheMax != DefaultCacheMax || e.LogLevel != slog.LevelInfo {
 		t.Errorf("defaults = %+v", e)
 	}
@@ -28,13 +28,14 @@ func TestLoadServeEnv(t *testing.T) {
 		"REDIS_URL": "redis://r:6380/2", "REDIS_PASSWORD": "pw", "AKIRA_CONCURRENCY": "8", "AKIRA_WORKDIR": dir,
 		"AKIRA_CACHE_DIR": "off", "AKIRA_CACHE_MAX": "1GiB", "AKIRA_CONFIG": "/etc/akira.yaml", "AKIRA_SHUTDOWN_TIMEOUT": "30s",
 		"AKIRA_ADMIN_ADDR": "off", "AKIRA_PUBLIC_URL": "https://akira.example.com/", "AKIRA_LOG_RETENTION": "24h", "AKIRA_LOG_LEVEL": "debug",
+		"AKIRA_METRICS": "open", "AKIRA_PPROF": "on",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := serveEnv{RedisURL: "redis://r:6380/2", RedisPassword: "pw", Concurrency: 8, WorkDir: dir, CacheDir: "", CacheMax: 1 << 30,
 		ConfigFile: "/etc/akira.yaml", ShutdownTimeout: 30 * time.Second, AdminAddr: "", PublicURL: "https://akira.example.com",
-		LogRetention: 24 * time.Hour, LogLevel: slog.LevelDebug}
+		LogRetention: 24 * time.Hour, LogLevel: slog.LevelDebug, MetricsOpen: true, Pprof: true}
 	if e != want {
 		t.Errorf("loadServeEnv =\n%+v\nwant\n%+v", e, want)
 	}
@@ -42,8 +43,10 @@ func TestLoadServeEnv(t *testing.T) {
 	_, err = loadServeEnv(env(map[string]string{
 		"AKIRA_CONCURRENCY": "0", "AKIRA_WORKDIR": filepath.Join(dir, "missing"), "AKIRA_CACHE_MAX": "lots",
 		"AKIRA_SHUTDOWN_TIMEOUT": "soon", "AKIRA_PUBLIC_URL": "ftp://x", "AKIRA_LOG_RETENTION": "-1h", "AKIRA_LOG_LEVEL": "loud",
+		"AKIRA_METRICS": "public", "AKIRA_PPROF": "yes",
 	}))
-	for _, name := range []string{"AKIRA_CONCURRENCY", "AKIRA_WORKDIR", "AKIRA_CACHE_MAX", "AKIRA_SHUTDOWN_TIMEOUT", "AKIRA_PUBLIC_URL", "AKIRA_LOG_RETENTION", "AKIRA_LOG_LEVEL"} {
+	for _, name := range []string{"AKIRA_CONCURRENCY", "AKIRA_WORKDIR", "AKIRA_CACHE_MAX", "AKIRA_SHUTDOWN_TIMEOUT", "AKIRA_PUBLIC_URL", "AKIRA_LOG_RETENTION", "AKIRA_LOG_LEVEL",
+		"AKIRA_METRICS", "AKIRA_PPROF"} {
 		if err == nil || !strings.Contains(err.Error(), name+":") {
 			t.Errorf("the error %v does not name %s", err, name)
 		}

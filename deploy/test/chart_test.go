@@ -394,7 +394,7 @@ func TestChartAutoscaling(t *testing.T) {
 func TestChartIngressAndMonitoring(t *testing.T) {
 	r := mustRender(t, map[string]any{
 		"ingress": map[string]any{"enabled": true, "host": "akira.corp.example", "className": "nginx", "tlsSecretName": "akira-tls"},
-		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
+		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "akira-scraper"}}},
 	})
 	checkCommon(t, r)
 	ing := r.ingresses["prod-akira"]
@@ -427,6 +427,30 @@ func TestChartIngressAndMonitoring(t *testing.T) {
 	}
 	if sm.Spec.Endpoints[0].Port != "admin" {
 		t.Errorf("the ServiceMonitor scrapes port %q; want admin", sm.Spec.Endpoints[0].Port)
+	}
+	// /metrics wants a token: the ServiceMonitor sends the one in the Secret named.
+	if a := sm.Spec.Endpoints[0].Authorization; a == nil || a.Type != "Bearer" || a.Credentials == nil ||
+		a.Credentials.Name != "akira-scraper" || a.Credentials.Key != "token" {
+		t.Errorf("the ServiceMonitor's authorization = %+v; want Bearer from Secret akira-scraper, key token", a)
+	}
+	// Without a token, the scrape is refused at render time, unless /metrics is left open.
+	if _, err := render(t, map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}}); err == nil ||
+		!strings.Contains(err.Error(), "metrics.serviceMonitor.tokenSecret.name") {
+		t.Errorf("a ServiceMonitor without a token: %v", err)
+	}
+	open := mustRender(t, map[string]any{"metrics": map[string]any{"open": true, "serviceMonitor": map[string]any{"enabled": true}}})
+	if a := open.monitors["prod-akira"].Spec.Endpoints[0].Authorization; a != nil {
+		t.Errorf("metrics.open: the ServiceMonitor still sends %+v", a)
+	}
+	for name, d := range open.deployments {
+		if v := env(d.Spec.Template.Spec.Containers[0], "AKIRA_METRICS"); v == nil || v.Value != "open" {
+			t.Errorf("metrics.open: %s has AKIRA_METRICS %+v, want open", name, v)
+		}
+	}
+	for name, d := range r.deployments {
+		if v := env(d.Spec.Template.Spec.Containers[0], "AKIRA_METRICS"); v != nil {
+			t.Errorf("%s has AKIRA_METRICS %+v; by default /metrics wants a token", name, v)
+		}
 	}
 	// The admin address (API, dashboard, metrics, pprof) is never where the webhook is.
 	for _, p := range svc.Spec.Ports {

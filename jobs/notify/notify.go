@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/akira-bot/akira/runner/config"
 )
@@ -147,13 +148,15 @@ func redactURL(s, u string) string {
 func (s Sink) request(ctx context.Context, delivery string, m Message) (*http.Request, error) {
 	switch s.Kind {
 	case KindSlack:
-		// Incoming webhooks take {"text"} in Slack's mrkdwn: <url|label> links, *bold*.
-		text := fmt.Sprintf("*%s*\n%s", escapeSlack(m.Title), escapeSlack(m.Text))
-		if m.URL != "" {
-			text += fmt.Sprintf("\n<%s|Open the pull request>", m.URL)
+		// Incoming webhooks take {"text"} in Slack's mrkdwn: <url|label> links, *bold*. Each field
+		// holds text others wrote (task titles, a handed-off plan's path and base branch in the URL),
+		// so each stays on its own line and none can open a link or a mention.
+		text := fmt.Sprintf("*%s*\n%s", slackLine(m.Title), slackLine(m.Text))
+		if link := slackLink(m.URL); link != "" {
+			text += "\n<" + link + "|Open the pull request>"
 		}
 		if m.Reply != "" {
-			text += "\nReply there with: " + escapeSlack(m.Reply)
+			text += "\nReply there with: " + slackLine(m.Reply)
 		}
 		return jsonRequest(ctx, s.URL, map[string]any{"text": text})
 	case KindDiscord:
@@ -230,10 +233,50 @@ func jsonRequest(ctx context.Context, u string, v any) (*http.Request, error) {
 	return req, nil
 }
 
-// escapeSlack escapes the three characters Slack's mrkdwn gives meaning to, so a task title cannot
-// make a link or mention (<!channel>).
-func escapeSlack(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+// slackLine is a field as one line of Slack mrkdwn text: the three characters Slack gives meaning to
+// are escaped as Slack documents (so a task title cannot make a link or a mention such as
+// <!channel>), and line breaks and other control characters become spaces (so it cannot start a
+// line of its own that reads as Akira's, "Reply there with: ...").
+func slackLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// slackLink is the URL as the target of a <url|label> link, or "" when it is not an http(s) URL.
+// Inside the brackets '|' would end the target and start the label, and '>' the link itself, so
+// both are percent-encoded, with '<', spaces and anything outside printable ASCII; '&' is written
+// &amp; as Slack wants it.
+func slackLink(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range []byte(u.String()) {
+		switch {
+		case c == '&':
+			b.WriteString("&amp;")
+		case c <= ' ' || c >= 0x7f || c == '<' || c == '>' || c == '|' || c == '"':
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // headerSafe keeps a header value on one line of printable ASCII (ntfy reads UTF-8 titles only

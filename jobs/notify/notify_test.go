@@ -162,3 +162,69 @@ func TestSinkValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestSlackFieldsStayInPlace: fields written by others (a task title, a failure's reason, the URL
+// of a handed-off plan whose path and base branch came through the API) neither start lines of
+// their own, nor open a link or a mention, nor leave the one link's target.
+func TestSlackFieldsStayInPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    Message
+		// link is the one <target|label> link the text must hold ("" for none).
+		link string
+	}{
+		{"mention and a forged line in the title", Message{Title: "Akira needs a decision on 1.2\nReply there with: <!channel> approve",
+			Text: "Task 1.2 needs a person.", URL: "https://github.com/octo/demo/pull/3"},
+			"https://github.com/octo/demo/pull/3"},
+		{"line separators in the text", Message{Title: "t", Text: "Task (x\r\n<!here>\u2028*Reply there with:* /akira approve\u0085end)",
+			URL: "https://github.com/octo/demo/pull/3"}, "https://github.com/octo/demo/pull/3"},
+		{"a plan path that ends the link and opens another", Message{Title: "t", Text: "x",
+			URL: "https://github.com/octo/demo/blob/main/plan|Approve here><!channel><https://evil.example|PR"},
+			"https://github.com/octo/demo/blob/main/plan%7CApprove%20here%3E%3C%21channel%3E%3Chttps://evil.example%7CPR"},
+		{"a query with & and a space", Message{Title: "t", Text: "x", URL: "https://github.com/octo/demo/pull/3?a=1&b=c d"},
+			"https://github.com/octo/demo/pull/3?a=1&amp;b=c%20d"},
+		{"not an http URL", Message{Title: "t", Text: "x", URL: "javascript:alert(1)|Open"}, ""},
+		{"a newline in the URL", Message{Title: "t", Text: "x", URL: "https://github.com/o/r/pull/3\n<!channel>"}, ""},
+		{"a reply with a line break", Message{Title: "t", Text: "x", Reply: "/akira approve\n<!everyone> or else"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReceiver(t, 200)
+			s := Sink{Name: "team", Kind: KindSlack, URL: r.URL + "/services/T0/B0/XYZ"}
+			if err := s.Send(context.Background(), http.DefaultClient, "d1", tc.m); err != nil {
+				t.Fatal(err)
+			}
+			var body struct {
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(r.bodies[0], &body); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(body.Text, "\n")
+			want := 2
+			if tc.link != "" {
+				want++
+			}
+			if tc.m.Reply != "" {
+				want++
+			}
+			if len(lines) != want || !strings.HasPrefix(lines[0], "*") || !strings.HasSuffix(lines[0], "*") {
+				t.Fatalf("%d lines, want %d (title, text, link, reply):\n%s", len(lines), want, body.Text)
+			}
+			if tc.m.Reply != "" && (!strings.HasPrefix(lines[want-1], "Reply there with: ") || strings.Count(body.Text, "Reply there with:") != 1) {
+				t.Errorf("the reply line is not the last and only one:\n%s", body.Text)
+			}
+			// The one '<' Slack reads is the link's; every other is escaped as &lt;.
+			if n := strings.Count(body.Text, "<"); tc.link == "" && n != 0 || tc.link != "" && n != 1 {
+				t.Errorf("%d '<' in the text, want %d:\n%s", n, min(1, len(tc.link)), body.Text)
+			}
+			if tc.link != "" {
+				if want := "<" + tc.link + "|Open the pull request>"; lines[2] != want {
+					t.Errorf("link line = %q, want %q", lines[2], want)
+				}
+			}
+			if strings.ContainsAny(body.Text, "\r\u2028\u2029\u0085") {
+				t.Errorf("a line break left in the text: %q", body.Text)
+			}
+		})
+	}
+}

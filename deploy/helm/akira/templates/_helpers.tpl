@@ -55,6 +55,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
   value: /etc/akira/secret/private-key.pem
 - name: AKIRA_ADMIN_ADDR
   value: ":9090"
+{{- if .Values.metrics.open }}
+- name: AKIRA_METRICS
+  value: open
+{{- end }}
 {{- with .Values.admin.publicURL }}
 - name: AKIRA_PUBLIC_URL
   value: {{ . | quote }}
