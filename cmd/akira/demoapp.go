@@ -63,6 +63,8 @@ installation tokens) and an embedded Redis, then plays a team on one issue: alic
 a task fails and is escalated, alice answers /akira retry with guidance, the pull request turns ready.
 What the team would see on GitHub is printed as it happens; the dashboard serves the run meanwhile.`,
 		Args: cobra.NoArgs,
+		// It runs serve, which stops itself within its own shutdown grace.
+		Annotations: map[string]string{stopAnnotation: stopsItself},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return demoApp(cmd.Context(), o, cmd.OutOrStdout())
 		},
