@@ -225,6 +225,8 @@ type planDepJSON struct {
 	ID   string `json:"id"`
 	Line int    `json:"line"`
 	Text string `json:"text"`
+	// PhaseOrder is set on a dependency that only keeps the plan's phases in order.
+	PhaseOrder bool `json:"phase_order,omitempty"`
 }
 
 type planSubtaskJSON struct {
@@ -241,6 +243,10 @@ func nonNil(s []string) []string {
 
 func writePlanJSON(w io.Writer, r *roadmap.Roadmap, explain bool, data []byte) error {
 	out := planJSON{Source: r.Source, Title: r.Title, Convention: r.Convention, Order: nonNil(r.Order), Tasks: []planTaskJSON{}}
+	var src sourceLines
+	if explain {
+		src = splitSource(data)
+	}
 	for _, t := range r.Tasks {
 		subs := []planSubtaskJSON{}
 		for _, s := range t.Subtasks {
@@ -253,9 +259,9 @@ func writePlanJSON(w io.Writer, r *roadmap.Roadmap, explain bool, data []byte) e
 		})
 		if explain {
 			j := &out.Tasks[len(out.Tasks)-1]
-			j.SourceText, j.ReadAs, j.DependsFrom = sourceLine(data, t.Line), t.ReadAs, []planDepJSON{}
+			j.SourceText, j.ReadAs, j.DependsFrom = src.line(t.Line), t.ReadAs, []planDepJSON{}
 			for _, d := range t.DependsFrom {
-				j.DependsFrom = append(j.DependsFrom, planDepJSON(d))
+				j.DependsFrom = append(j.DependsFrom, planDepJSON{ID: d.ID, Line: d.Line, Text: d.Text, PhaseOrder: d.PhaseOrder})
 			}
 		}
 	}
@@ -334,11 +340,8 @@ func writePlanText(w io.Writer, r *roadmap.Roadmap, parallel int) error {
 	default:
 		fmt.Fprintf(&b, "\nExecution order: %s\n", strings.Join(pending, ", "))
 	}
-	if waves := runner.Waves(r, parallel); parallel > 1 && len(waves) > 0 {
-		fmt.Fprintf(&b, "\nWaves, up to %d tasks at once:\n", parallel)
-		for i, w := range waves {
-			fmt.Fprintf(&b, "  %d. %s\n", i+1, strings.Join(w, ", "))
-		}
+	if parallel > 1 {
+		writeWaves(&b, runner.Waves(r, parallel), parallel)
 	}
 	// The table pads every title; lines without details would otherwise end in spaces.
 	lines := strings.Split(b.String(), "\n")
@@ -349,6 +352,17 @@ func writePlanText(w io.Writer, r *roadmap.Roadmap, parallel int) error {
 		return withExit(1, fmt.Errorf("plan: %w", err))
 	}
 	return nil
+}
+
+// writeWaves prints the waves of a run with up to parallel tasks at once.
+func writeWaves(b *strings.Builder, waves [][]string, parallel int) {
+	if len(waves) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nWaves, up to %d tasks at once:\n", parallel)
+	for i, w := range waves {
+		fmt.Fprintf(b, "  %d. %s\n", i+1, strings.Join(w, ", "))
+	}
 }
 
 // details summarises what else a task carries, in one column of the table.

@@ -15,18 +15,26 @@ import (
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 
-// sourceLine is line n (1-based) of data as written, or "".
-func sourceLine(data []byte, n int) string {
-	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
-	if n < 1 || n > len(lines) {
+// sourceLines are the lines of a plan as written, split once: a plan of 100,000 tasks asks for
+// each task's line.
+type sourceLines []string
+
+func splitSource(data []byte) sourceLines {
+	return strings.Split(strings.ReplaceAll(strings.TrimPrefix(string(data), "\ufeff"), "\r\n", "\n"), "\n")
+}
+
+// line is line n (1-based) as written, or "".
+func (s sourceLines) line(n int) string {
+	if n < 1 || n > len(s) {
 		return ""
 	}
-	return strings.TrimRight(strings.TrimPrefix(lines[n-1], "\ufeff"), " \t")
+	return strings.TrimRight(s[n-1], " \t")
 }
 
 // writePlanExplain prints, for each task, the line it was read from, how it was read, and each
 // dependency with the words it was read from: what a person who disagrees with the reading needs.
 func writePlanExplain(w io.Writer, r *roadmap.Roadmap, data []byte) error {
+	src := splitSource(data)
 	var b strings.Builder
 	title := r.Title
 	if title == "" {
@@ -40,7 +48,7 @@ func writePlanExplain(w io.Writer, r *roadmap.Roadmap, data []byte) error {
 		}
 		fmt.Fprintf(&b, "\n%s %s  %s\n", box, t.ID, t.Title)
 		if t.Line > 0 {
-			fmt.Fprintf(&b, "  line %d: %s\n", t.Line, strings.TrimSpace(sourceLine(data, t.Line)))
+			fmt.Fprintf(&b, "  line %d: %s\n", t.Line, strings.TrimSpace(src.line(t.Line)))
 		}
 		phase := ""
 		if t.Phase != "" {
@@ -171,6 +179,7 @@ func sideBySide(tasks []runner.NormalizedTask, data []byte) string {
 		width = max(width, utf8.RuneCountInString(lefts[i]))
 	}
 	pad := func(s string) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)) }
+	src := splitSource(data)
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %s │ source line\n", pad("proposed task"))
 	fmt.Fprintf(&b, "  %s─┼─%s\n", strings.Repeat("─", width), strings.Repeat("─", 20))
@@ -179,9 +188,9 @@ func sideBySide(tasks []runner.NormalizedTask, data []byte) string {
 		if len(t.SourceLines) > 0 {
 			rights = rights[:0]
 			for _, n := range t.SourceLines {
-				r := fmt.Sprintf("%4d  %s", n, sourceLine(data, n))
+				r := fmt.Sprintf("%4d  %s", n, src.line(n))
 				if t.Guessed {
-					r = fmt.Sprintf("%4d  (guessed by its words) %s", n, strings.TrimSpace(sourceLine(data, n)))
+					r = fmt.Sprintf("%4d  (guessed by its words) %s", n, strings.TrimSpace(src.line(n)))
 				}
 				rights = append(rights, clip(r, rightMax))
 			}

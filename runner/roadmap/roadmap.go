@@ -47,6 +47,8 @@ type Roadmap struct {
 	Warnings Errors
 	// Convention is how the markdown was read (ConventionGSD, …); see Conventions.
 	Convention string
+	// byID indexes Tasks by id for Task; built by the parser.
+	byID map[string]int
 }
 
 // The conventions a markdown plan is read in. Detect picks one from the plan's own marks;
@@ -116,6 +118,10 @@ type DepSource struct {
 	ID   string
 	Line int    // 1-based; the task's own line for a dependency implied by a wave or a phase
 	Text string // the words it was read from: "(after: 1.1)", "**Depends on:** Phase 2", …
+	// PhaseOrder marks a dependency that only keeps the plan's phases in order (spec-kit's phase
+	// rules and its "Dependencies & Execution Order" section): it holds the task back, but does not
+	// make it a task that may run beside others (see MayRunBeside).
+	PhaseOrder bool
 }
 
 // Subtask is a nested checkbox under a task. Subtasks are ticked together with their task.
@@ -126,12 +132,27 @@ type Subtask struct {
 
 // Task returns the task with the given id, or nil.
 func (r *Roadmap) Task(id string) *Task {
+	if i, ok := r.byID[id]; ok && i < len(r.Tasks) && r.Tasks[i].ID == id {
+		return r.Tasks[i]
+	}
+	// Not in the index: a roadmap built or changed by hand, or no such task (rare: a name a person
+	// typed), so look.
 	for _, t := range r.Tasks {
 		if t.ID == id {
 			return t
 		}
 	}
 	return nil
+}
+
+// index builds byID; the first task of an id wins, as everywhere else.
+func (r *Roadmap) index() {
+	r.byID = make(map[string]int, len(r.Tasks))
+	for i, t := range r.Tasks {
+		if _, ok := r.byID[t.ID]; !ok {
+			r.byID[t.ID] = i
+		}
+	}
 }
 
 // Error is one problem in a roadmap, located by file and line.
@@ -245,6 +266,7 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 		}
 	}
 	r.Order = order(d.items, d.rank)
+	r.index()
 	return r, nil
 }
 

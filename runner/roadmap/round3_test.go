@@ -423,10 +423,10 @@ Plans:
 		t.Fatal(err)
 	}
 	want := map[string][]DepSource{
-		"01-02": {{"01-01", 5, "wave 2 of phase 1 comes after its wave 1"}},
-		"02-01": {{"01-01", 7, "**Depends on:** Phase 1"}, {"01-02", 7, "**Depends on:** Phase 1"}},
-		"02-02": {{"01-01", 10, "(depends on 01-01..01-02)"}, {"01-02", 10, "(depends on 01-01..01-02)"}},
-		"02-03": {{"02-01", 13, "- depends: 02-01"}},
+		"01-02": {{"01-01", 5, "wave 2 of phase 1 comes after its wave 1", false}},
+		"02-01": {{"01-01", 7, "**Depends on:** Phase 1", false}, {"01-02", 7, "**Depends on:** Phase 1", false}},
+		"02-02": {{"01-01", 10, "(depends on 01-01..01-02)", false}, {"01-02", 10, "(depends on 01-01..01-02)", false}},
+		"02-03": {{"02-01", 13, "- depends: 02-01", false}},
 	}
 	for id, w := range want {
 		if got := r.Task(id).DependsFrom; !slices.Equal(got, w) {
