@@ -152,7 +152,9 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, o planOptions) error
 		return err
 	}
 	if !assessed.Confident {
+		// The plan is shown as read, but what it says about its order was not read: not a plan to run.
 		notRead()
+		return withExit(2, nil)
 	}
 	return nil
 }

@@ -248,6 +248,15 @@ func plansBelong(items []*item, phases gsdPhaseIndex) {
 	}
 }
 
+// trimZerosOf writes a dotted number without leading zeros ("03" is "3"), and leaves anything else
+// as it is.
+func trimZerosOf(s string) string {
+	if s == "" || strings.Trim(s, "0123456789.") != "" {
+		return s
+	}
+	return trimZeros(s)
+}
+
 func trimZeros(n string) string {
 	parts := strings.Split(n, ".")
 	for i, p := range parts {
