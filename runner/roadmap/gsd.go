@@ -90,32 +90,73 @@ var phaseNumRE = regexp.MustCompile(`(?i)(?:\b(v\d+(?:\.\d+)*)\s+)?phases?\s+(\d
 // Phase 6)" depends on phase 5 only.
 var proseRE = regexp.MustCompile(`(?i)\b(?:before|blocks|blocking|unblocks|then|prior to|followed by)\b`)
 
-// phaseNumbers reads the phases a "Depends on" line names; "Nothing" names none.
+// phaseListRE continues a list of phases after the first: ", 4.2", " and 5", ", Phase 7 of v1.3",
+// "& 3–4".
+var phaseListRE = regexp.MustCompile(`(?i)^\s*(?:,|&|/|\band\b|\bor\b)\s*(?:phases?\s+)?(\d+(?:\.\d+)*)(?:\s*(?:[–—-]|\.\.|\bto\b)\s*(\d+(?:\.\d+)*))?(?:\s+of\s+(v\d+(?:\.\d+)*)|\s*\((v\d+(?:\.\d+)*)\))?`)
+
+// milestoneRemarkRE is a remark that names a milestone, "(v1.3)", which says which phase is meant.
+var milestoneRemarkRE = regexp.MustCompile(`^\s*v\d+(?:\.\d+)*\s*$`)
+
+// phaseNumbers reads the phases a "Depends on" line names; "Nothing" names none, nor does what
+// follows a negation ("independent of Phases 3-6"); remarks in parentheses are skipped, so that
+// "Phases 4.1, 4.2 (hard: …), 4.3 (soft: …)" names all three.
 func phaseNumbers(s string) []phaseRef {
 	if loc := proseRE.FindStringIndex(s); loc != nil {
 		s = s[:loc[0]]
 	}
+	s = withoutRemarks(neededWords(s), milestoneRemarkRE.MatchString)
 	var out []phaseRef
-	for _, m := range phaseNumRE.FindAllStringSubmatch(s, -1) {
-		ms := m[1]
-		if ms == "" {
-			ms = m[4]
-		}
-		if ms == "" {
-			ms = m[5]
-		}
-		from, to := m[2], m[3]
+	add := func(ms, from, to string) {
 		if to == "" || strings.Contains(from, ".") || strings.Contains(to, ".") {
 			out = append(out, phaseRef{ms, from})
 			if to != "" {
 				out = append(out, phaseRef{ms, to})
 			}
-			continue
+			return
 		}
 		a, _ := strconv.Atoi(from)
 		b, _ := strconv.Atoi(to)
 		for n := a; n <= b && n-a < 100; n++ {
 			out = append(out, phaseRef{ms, strconv.Itoa(n)})
+		}
+	}
+	for len(s) > 0 {
+		loc := phaseNumRE.FindStringSubmatchIndex(s)
+		if loc == nil {
+			break
+		}
+		group := func(k int) string {
+			if loc[2*k] < 0 {
+				return ""
+			}
+			return s[loc[2*k]:loc[2*k+1]]
+		}
+		ms := group(1)
+		if ms == "" {
+			ms = group(4)
+		}
+		if ms == "" {
+			ms = group(5)
+		}
+		add(ms, group(2), group(3))
+		s = s[loc[1]:]
+		for {
+			m := phaseListRE.FindStringSubmatchIndex(s)
+			if m == nil {
+				break
+			}
+			sub := func(k int) string {
+				if m[2*k] < 0 {
+					return ""
+				}
+				return s[m[2*k]:m[2*k+1]]
+			}
+			lms := sub(3)
+			if lms == "" {
+				lms = sub(4)
+			}
+			add(lms, sub(1), sub(2))
+			s = s[m[1]:]
 		}
 	}
 	return out

@@ -518,7 +518,7 @@ func scanMarkdown(data []byte, convention string) *doc {
 		d.items, phaseKeys = gsdPhases(d.items, phaseKeys)
 		plansBelong(d.items, phases)
 	case ConventionKiro:
-		d.items, phaseKeys = kiroSubtasks(d.items, phaseKeys, lines)
+		d.items, phaseKeys = kiroSubtasks(d, d.items, phaseKeys, lines)
 	}
 	demoteWeakIDs(d.items)
 	for _, it := range d.items {
@@ -581,7 +581,8 @@ func (f *facts) convention() string {
 // kiroSubtasks makes Kiro's numbered sub-tasks ("- [ ] 1.1 Create models" under "- [ ] 1. Set up")
 // tasks of their own, in the phase their parent names; the parent's checkbox is ticked with its
 // last sub-task. Sub-tasks without a number stay sub-tasks.
-func kiroSubtasks(items []*item, keys []int, lines []mdLine) ([]*item, []int) {
+func kiroSubtasks(d *doc, items []*item, keys []int, lines []mdLine) ([]*item, []int) {
+	d.kiroKids = map[string][]string{}
 	var outItems []*item
 	var outKeys []int
 	for i, parent := range items {
@@ -617,6 +618,10 @@ func kiroSubtasks(items []*item, keys []int, lines []mdLine) ([]*item, []int) {
 		last.subBoxes = append(last.subBoxes, parent.box)
 		for _, k := range kids {
 			outItems, outKeys = append(outItems, k), append(outKeys, keys[i])
+			if parent.task.ID != "" {
+				n := trimZerosOf(parent.task.ID)
+				d.kiroKids[n] = append(d.kiroKids[n], k.task.ID)
+			}
 		}
 	}
 	return outItems, outKeys
@@ -711,7 +716,7 @@ func (it *item) addKey(key, val string, line int, text string) {
 	val = strings.Trim(val, " \t")
 	switch key {
 	case "depends":
-		for _, id := range splitIDs(val) {
+		for _, id := range splitIDs(dependencyList(val)) {
 			it.addDep(id, line, text)
 		}
 	case "verify":
@@ -749,10 +754,15 @@ func parseKey(s string) (key, val string, ok bool) {
 		if bold {
 			r = strings.TrimPrefix(r, "**")
 		}
-		r = strings.TrimLeft(r, " \t")
-		if !strings.HasPrefix(r, ":") {
+		rest := strings.TrimLeft(r, " \t")
+		if !strings.HasPrefix(rest, ":") {
+			// Kiro writes "Depends on task 3", "Blocked by T-1", without a colon.
+			if (k.word == "depends on" || k.word == "blocked by") && len(rest) < len(r) && rest != "" {
+				return k.key, rest, true
+			}
 			continue
 		}
+		r = rest
 		r = r[1:]
 		if bold {
 			r = strings.TrimPrefix(r, "**")
@@ -1082,7 +1092,7 @@ func cutInlineDeps(s string) (string, []inlineDep) {
 					t2 := strings.TrimLeft(inner[k+1:], " \t")
 					if n2, loose2, ok2 := depKeyword(t2); ok2 && !loose2 {
 						start := i + 1 + len(inner) - len(t2)
-						deps = append(deps, inlineDep{text: s[i : i+end+1], ids: splitIDs(s[start+n2 : i+end])})
+						deps = append(deps, inlineDep{text: s[i : i+end+1], ids: splitIDs(dependencyList(s[start+n2 : i+end]))})
 						out.WriteString(s[copied:i])
 						out.WriteByte(' ')
 						copied = i + end + 1
@@ -1099,7 +1109,7 @@ func cutInlineDeps(s string) (string, []inlineDep) {
 			break // no ")" after the keyword, so none after any later "(" either
 		}
 		end := start + n + j + 1
-		d := inlineDep{text: s[i:end], ids: splitIDs(s[start+n : start+n+j]), loose: loose}
+		d := inlineDep{text: s[i:end], ids: splitIDs(dependencyList(s[start+n : start+n+j])), loose: loose}
 		deps = append(deps, d)
 		if loose {
 			i = end - 1

@@ -56,6 +56,10 @@ func (ix *idIndex) expandRange(d, scope string) (ids []string, why string, onlyM
 			num = strings.Repeat("0", len(a)-len(num)) + num
 		}
 		id, ok := ix.find(prefix+num, scope)
+		if kids := ix.kids[trimZerosOf(prefix+num)]; !ok && len(kids) > 0 {
+			ids = append(ids, kids...) // "tasks 1–3" of a Kiro plan whose task 2 is its sub-tasks
+			continue
+		}
 		if !ok {
 			missing = append(missing, prefix+num)
 			continue

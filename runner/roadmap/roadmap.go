@@ -448,6 +448,7 @@ func ParsePriority(s string) (int, bool) {
 // returns warnings, and errors for ranges that cannot be read.
 func resolveDeps(d *doc, markdown bool) (warnings, errs Errors) {
 	ix := newIDIndex(d.items)
+	ix.kids = d.kiroKids
 	budget := maxRangeDeps
 	for _, it := range d.items {
 		written, lines, texts, orders := it.task.Depends, it.depLines, it.depTexts, it.depOrder
@@ -475,7 +476,7 @@ func resolveDeps(d *doc, markdown bool) (warnings, errs Errors) {
 				add(id, line, text, phaseOrder)
 				continue
 			}
-			if kids := d.kiroKids[trimZerosOf(dep)]; len(kids) > 0 {
+			if kids := ix.kids[trimZerosOf(dep)]; len(kids) > 0 {
 				for _, id := range kids {
 					add(id, line, text, phaseOrder)
 				}
@@ -560,8 +561,9 @@ func resolveDeps(d *doc, markdown bool) (warnings, errs Errors) {
 // idIndex finds the task a dependency names.
 type idIndex struct {
 	ids   map[string]bool
-	fold  map[string]string // lower case -> first id
-	canon map[string]string // dotted number without leading zeros -> id ("" when two ids share it)
+	fold  map[string]string   // lower case -> first id
+	canon map[string]string   // dotted number without leading zeros -> id ("" when two ids share it)
+	kids  map[string][]string // a Kiro task number whose sub-tasks are tasks -> their ids
 }
 
 func newIDIndex(items []*item) *idIndex {

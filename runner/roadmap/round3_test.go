@@ -238,7 +238,7 @@ Plans:
 Plans:
 - [ ] 05-01: membership
 ### Phase 5.1: Fencing (INSERTED)
-**Depends on:** Phase 5 (inserted ahead of Phase 6)
+**Depends on:** Phase 5, Phase 6 as it will be
 Plans:
 - [ ] 05.1-01: tokens
 ### Phase 6: Release
@@ -246,7 +246,7 @@ Plans:
 `,
 			ids:     []string{"6: 05.1-01", "05-01: ", "05.1-01: 05-01"},
 			order:   []string{"05-01", "05.1-01", "6"},
-			warning: `phase 5.1: "**Depends on:** Phase 5 (inserted ahead of Phase 6)" names phase 6, which is not before it`,
+			warning: `phase 5.1: "**Depends on:** Phase 5, Phase 6 as it will be" names phase 6, which is not before it`,
 		},
 		{
 			name: "prose after before is not a dependency",

@@ -1,0 +1,96 @@
+package roadmap
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Issue 45, cause 3: dependency prose read as meant. Each plan is a minimal file of the shape the
+// issue met, written for this test.
+func TestDependencyProse(t *testing.T) {
+	gsd := func(phase4 string) string {
+		return `# Roadmap
+### Phase 1: Base
+Plans:
+- [ ] 01-01: base
+### Phase 2: Store
+**Depends on:** Phase 1
+Plans:
+- [ ] 02-01: store
+### Phase 3: Sync
+**Depends on:** Phase 2
+Plans:
+- [ ] 03-01: sync
+### Phase 4: Reports
+**Depends on:** ` + phase4 + `
+Plans:
+- [ ] 04-01: reports
+`
+	}
+	tests := []struct {
+		name, src, task string
+		deps            []string
+		warning         string // "" for none
+	}{
+		{"a negation after the dependency", gsd("Phase 2; independent of Phase 3."), "04-01", []string{"02-01"}, ""},
+		{"a negation with a range", gsd("Phase 1; independent of Phases 2-3."), "04-01", []string{"01-01"}, ""},
+		{"nothing, then a sentence", gsd("Nothing. Phase 2 only shares the schema."), "04-01", []string{}, ""},
+		{"a list whose items carry remarks", gsd("Phases 1, 2 (hard: needs the store), 3 (soft: nice to have)"), "04-01",
+			[]string{"01-01", "02-01", "03-01"}, ""},
+		{"a sub-item that says nothing", "- [ ] 1 a\n- [ ] 2 b\n  - Depends on: nothing (it comes first).\n", "2", []string{}, ""},
+		{"a sub-item list with remarks", "- [ ] 1 a\n- [ ] 2 b\n- [ ] 3 c\n  - depends on: 1 (hard: the schema), 2 (soft)\n", "3",
+			[]string{"1", "2"}, ""},
+		{"a sub-item with a negation", "- [ ] 1 a\n- [ ] 2 b\n- [ ] 3 c\n  - depends: 1; not 2\n", "3", []string{"1"}, ""},
+		{"a plan of the same phase by its number alone", `# Roadmap
+### Phase 3: Sync
+Plans:
+- [ ] 03-01: protocol (wave 1)
+- [ ] 03-02: client (wave 2, depends on 01)
+`, "03-02", []string{"03-01"}, ""},
+		{"an unknown reference is a warning on that task", `# Roadmap
+### Phase 3: Sync
+Plans:
+- [ ] 03-01: protocol (wave 1)
+- [ ] 03-02: client (wave 2, depends on 07)
+- [ ] 03-03: server (depends on 01)
+`, "03-02", []string{}, "task 03-02 depends on unknown task 07; kept as a note"},
+		{"Kiro: depends on task N", `# Implementation Plan
+- [ ] 1. Set up
+- [ ] 2. Parser
+  - [ ] 2.1 Tokenizer
+  - [ ] 2.2 Grammar
+- [ ] 3. Printer
+  - Depends on task 2
+`, "3", []string{"2.1", "2.2"}, ""},
+		{"Kiro: depends on tasks N–M, with an en dash", `# Implementation Plan
+- [ ] 1. Set up
+  - _Requirements: 1.1_
+- [ ] 2. Parser
+  - [ ] 2.1 Tokenizer
+  - [ ] 2.2 Grammar
+- [ ] 3. Docs
+- [ ] 4. Printer
+  - Depends on tasks 1–3
+`, "4", []string{"1", "2.1", "2.2", "3"}, ""},
+		{"blocked by without a colon", "- [ ] T-1: a\n- [ ] T-2: b\n  - **Blocked by** T-1\n", "T-2", []string{"T-1"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Parse("ROADMAP.md", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := r.Task(tt.task)
+			if task == nil {
+				t.Fatalf("no task %s: %q", tt.task, depsOf(r))
+			}
+			if !slices.Equal(task.Depends, tt.deps) {
+				t.Errorf("task %s depends on %q, want %q", tt.task, task.Depends, tt.deps)
+			}
+			if w := warningsOf(r); (tt.warning == "") != (w == "") || !strings.Contains(w, tt.warning) {
+				t.Errorf("warnings %q, want %q", w, tt.warning)
+			}
+		})
+	}
+}
