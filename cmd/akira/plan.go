@@ -370,8 +370,19 @@ func writeWaves(b *strings.Builder, waves [][]string, parallel int) {
 // details summarises what else a task carries, in one column of the table.
 func details(t *roadmap.Task) string {
 	var parts []string
-	if len(t.Depends) > 0 {
-		parts = append(parts, "after "+strings.Join(t.Depends, ", "))
+	var written, phaseOrder []string
+	for i, d := range t.Depends {
+		if i < len(t.DependsFrom) && t.DependsFrom[i].PhaseOrder {
+			phaseOrder = append(phaseOrder, d)
+		} else {
+			written = append(written, d)
+		}
+	}
+	if len(written) > 0 {
+		parts = append(parts, "after "+strings.Join(written, ", "))
+	}
+	if len(phaseOrder) > 0 {
+		parts = append(parts, "phase order: after "+strings.Join(phaseOrder, ", "))
 	}
 	if t.Parallel {
 		parts = append(parts, "parallel")

@@ -378,8 +378,15 @@ func scanMarkdown(data []byte, convention string) *doc {
 	// the level of its heading, 0 for a "<summary>v1.0 …" that a "</details>" ends.
 	milestone, milestoneLevel := "", 0
 	phases := newGSDPhaseIndex()
+	orderLevel := 0 // the level of the "Dependencies & Execution Order" heading the lines are under
 	heading := func(level int, text string, i int) {
 		wave = 0
+		if orderLevel > 0 && level <= orderLevel {
+			orderLevel = 0
+		}
+		if orderSectionRE.MatchString(text) && phaseRE.FindStringSubmatch(text) == nil && orderLevel == 0 {
+			orderLevel = level
+		}
 		if m := phaseRE.FindStringSubmatch(text); m != nil && level >= 2 {
 			if level >= 3 {
 				f.phaseHeadings++ // GSD's "### Phase N: …" details; "## Phase 1" alone is any checklist's
@@ -414,6 +421,9 @@ func scanMarkdown(data []byte, convention string) *doc {
 		if ln.skip || ln.blank {
 			para = para[:0]
 			continue
+		}
+		if _, _, isHeading := atxHeading(ln); !isHeading && orderLevel > 0 {
+			d.orderLines = append(d.orderLines, sectionLine{num: ln.num, text: ln.text})
 		}
 		if level, text, ok := atxHeading(ln); ok {
 			para = para[:0]
@@ -527,6 +537,9 @@ func scanMarkdown(data []byte, convention string) *doc {
 		}
 	}
 	autoIDs(d.items, phaseKeys)
+	for i, it := range d.items {
+		it.phaseKey = phaseKeys[i]
+	}
 	if convention == ConventionGSD {
 		d.warnings = append(d.warnings, gsdDependencies(d.items, phases)...)
 		d.rank = gsdRank(d.items)

@@ -242,6 +242,9 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 	errs := d.errs
 	warnings, rerrs := resolveDeps(d, format == FormatMarkdown)
 	warnings = append(d.warnings, warnings...)
+	if d.convention == ConventionSpecKit {
+		warnings = append(warnings, specKitPhaseOrder(d)...)
+	}
 	errs = append(errs, rerrs...)
 	errs = append(errs, validate(d.items)...)
 	if len(errs) > 0 {
@@ -284,6 +287,9 @@ type doc struct {
 	// kiroKids are the ids of the sub-tasks of each Kiro task number that became tasks ("3" ->
 	// 3.1, 3.2): "Depends on task 3" names them.
 	kiroKids map[string][]string
+	// orderLines are the lines of a "Dependencies & Execution Order" section, which say how the
+	// phases of a spec-kit plan depend on each other.
+	orderLines []sectionLine
 }
 
 // item is a task plus what the scanner knows about where it came from.
@@ -311,6 +317,7 @@ type item struct {
 	// weakID says the id was a bare word before the title (markdown), which goes back into the title
 	// when it is not unique.
 	weakID   bool
+	phaseKey int   // identifies the task's phase: the line index of its heading, -1 for none
 	box      box   // markdown: the task's checkbox
 	subBoxes []box // markdown: one per subtask (and the Kiro parent's box on its last sub-task)
 	subLines []int // markdown: the line index of each subtask

@@ -94,3 +94,75 @@ Plans:
 		})
 	}
 }
+
+// Issue 45, cause 2: spec-kit's phase rules become dependencies. They hold a task back without
+// making a plain task one that may run beside others; a sentence or a task that contradicts them
+// is a warning, never a cycle.
+func TestSpecKitPhaseOrder(t *testing.T) {
+	const plan = `# Tasks
+## Phase 1: Setup
+- [ ] T001 Create the project
+- [ ] T002 [P] Configure the linter
+## Phase 2: Foundational
+- [ ] T003 [P] Schema
+- [ ] T004 Base models
+## Phase 3: User Story 1 - Albums (Priority: P1)
+- [ ] T005 [P] [US1] Album model
+- [ ] T006 [US1] Album service (depends on T005)
+## Phase 4: User Story 2 - Sharing (Priority: P2)
+- [ ] T007 [P] [US2] Share model
+## Phase 5: Polish
+- [ ] T008 [P] Docs
+`
+	tests := []struct {
+		name, section string
+		deps          []string // "id: deps" of each task
+		warning       string
+	}{
+		{"in the document's order", "", []string{"T001: ", "T002: ", "T003: T001 T002", "T004: T001 T002", "T005: T003 T004",
+			"T006: T005", "T007: T006", "T008: T007"}, ""},
+		{"stories after Foundational only, Polish after both", `
+## Dependencies & Execution Order
+- **User Stories (Phase 3+)**: All depend on Foundational phase completion - No dependencies on other stories
+- **Polish (Final Phase)**: Depends on all desired user stories being complete
+`, []string{"T001: ", "T002: ", "T003: T001 T002", "T004: T001 T002", "T005: T003 T004", "T006: T005", "T007: T003 T004",
+			"T008: T006 T007"}, ""},
+		{"a sentence naming a later phase is words", `
+## Dependencies & Execution Order
+- US1: Depends on US2
+`, []string{"T001: ", "T002: ", "T003: T001 T002", "T004: T001 T002", "T005: T003 T004", "T006: T005", "T007: T006", "T008: T007"},
+			`"US1: Depends on US2": Phase 4: User Story 2 - Sharing (Priority: P2) does not come before Phase 3`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Parse("tasks.md", []byte(plan+tt.section))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := depsOf(r); !slices.Equal(got, tt.deps) {
+				t.Errorf("tasks:\n%q\nwant\n%q", got, tt.deps)
+			}
+			if w := warningsOf(r); (tt.warning == "") != (w == "") || !strings.Contains(w, tt.warning) {
+				t.Errorf("warnings %q, want %q", w, tt.warning)
+			}
+			// T004 is a plain task: held back by its phase, it still runs alone; T006 names what it needs.
+			if r.Task("T004").MayRunBeside() || !r.Task("T006").MayRunBeside() || !r.Task("T003").MayRunBeside() {
+				t.Errorf("may run beside: T003 %v, T004 %v, T006 %v", r.Task("T003").MayRunBeside(), r.Task("T004").MayRunBeside(), r.Task("T006").MayRunBeside())
+			}
+			for _, d := range r.Task("T003").DependsFrom {
+				if !d.PhaseOrder || d.Text == "" {
+					t.Errorf("T003's dependency %+v is not marked as the phase order", d)
+				}
+			}
+		})
+	}
+	// A task that needs a task of a later phase: the phases between them are not kept in order
+	// (a warning), and the plan is valid.
+	r, err := Parse("tasks.md", []byte(strings.Replace(plan, "T002 [P] Configure the linter", "T002 [P] Configure the linter (depends on T005)", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := warningsOf(r); !strings.Contains(w, "task T002 depends on T005 of a later phase, so Phase 2: Foundational is not kept after Phase 1: Setup") {
+		t.Errorf("warnings %q", w)
+	}
+}
