@@ -236,7 +236,7 @@ func gsdPhases(items []*item, keys []int) ([]*item, []int) {
 			it.phaseNum = it.overview
 			if it.overviewName != "" {
 				// "**Phase 2: Engine** — run one task": the name is the title, the rest says what it is.
-				if _, after, ok := strings.Cut(it.task.Title, "**"); ok {
+				if _, after, ok := strings.Cut(it.rawTitle, "**"); ok {
 					if _, desc, ok := strings.Cut(after, "**"); ok {
 						if desc = strings.TrimSpace(trimSep(desc)); desc != "" {
 							it.task.Notes = strings.TrimSpace(desc + "\n" + it.task.Notes)

@@ -340,7 +340,8 @@ func parseBox(text string) (off int, emoji, done bool, rest string, ok bool) {
 
 // phaseRE reads a phase heading or a GSD phase overview entry: "Phase 2: Engine", "Phase 2.1 —
 // Hotfix", "**Phase 3: Docs**".
-var phaseRE = regexp.MustCompile(`^\**Phase\s+(\d+(?:\.\d+)*)\b\s*[:.—–-]?\s*(.*?)\**\s*(?:[—–-].*)?$`)
+// The name runs to a dash with a space before it (or an em dash): "Read-only mode" keeps its hyphen.
+var phaseRE = regexp.MustCompile(`^\**Phase\s+(\d+(?:\.\d+)*)\b\s*[:.—–-]?\s*(.*?)\**(?:\s+[—–-](?:\s.*)?|\s*—.*)?\s*$`)
 
 // milestoneRE reads a GSD milestone entry: "**v1.0 MVP** — Phases 1-9 (shipped)".
 var milestoneRE = regexp.MustCompile(`^\*\*v\d+(?:\.\d+)*\b[^*]*\*\*`)
@@ -470,18 +471,19 @@ func scanMarkdown(data []byte, convention string) *doc {
 			case h1 >= 0:
 				it.task.Phase, key = h1Text, h1
 			}
-			parseTitle(it, rest, ln.num)
+			cont, through := continuation(lines, i)
+			parseTitle(it, rest+cont, ln.num)
 			if m := phaseRE.FindStringSubmatch(it.task.Title); m != nil && it.task.ID == "" {
 				it.overview, it.overviewName = m[1], strings.TrimSpace(strings.Trim(m[2], "*"))
 				f.overview++
 			}
-			if milestoneRE.MatchString(it.task.Title) && it.task.ID == "" {
+			if milestoneRE.MatchString(it.rawTitle) && it.task.ID == "" {
 				it.milestone = true
 			}
 			if m := waveRE.FindStringSubmatch(it.task.Title); m != nil {
 				it.wave, _ = strconv.Atoi(m[1])
 			}
-			i = parseBody(it, lines, i)
+			i = parseBody(it, lines, i, through)
 			if strings.Contains(it.task.Notes, "_Requirements:") {
 				f.requirements++
 			}
@@ -611,12 +613,13 @@ func kiroSubtasks(d *doc, items []*item, keys []int, lines []mdLine) ([]*item, [
 			if strings.HasPrefix(rest, "*") {
 				kid.task.Optional, rest = true, rest[1:]
 			}
-			parseTitle(kid, rest, lines[ln].num)
+			cont, through := continuation(lines, ln)
+			parseTitle(kid, rest+cont, lines[ln].num)
 			if kid.task.ID == "" || !isDigit(kid.task.ID[0]) {
 				kids = nil
 				break // not Kiro's numbering: keep the sub-tasks as they are
 			}
-			parseBody(kid, lines, ln)
+			parseBody(kid, lines, ln, through)
 			kid.task.Phase = parent.task.ID + ". " + parent.task.Title
 			if parent.task.ID == "" {
 				kid.task.Phase = parent.task.Title
@@ -664,11 +667,11 @@ func demoteWeakIDs(items []*item) {
 	}
 }
 
-// parseBody reads the lines nested under the task on line i (indented deeper than its marker) and
-// returns the index of the last one.
-func parseBody(it *item, lines []mdLine, i int) int {
-	last := i
-	for j := i + 1; j < len(lines); j++ {
+// parseBody reads the lines nested under the task on line i (indented deeper than its marker),
+// from the line after from (the last line of its title), and returns the index of the last one.
+func parseBody(it *item, lines []mdLine, i, from int) int {
+	last := from
+	for j := from + 1; j < len(lines); j++ {
 		l := lines[j]
 		if l.skip && l.region != j {
 			// Inside a code block or comment that opened in this body (or on the task line itself).
@@ -685,7 +688,7 @@ func parseBody(it *item, lines []mdLine, i int) int {
 	}
 	var notes []string
 	pendingKey, pendingIndent, pendingText := "", 0, ""
-	for j := i + 1; j <= last; j++ {
+	for j := from + 1; j <= last; j++ {
 		l := lines[j]
 		if l.skip || l.blank {
 			notes = append(notes, l.text)
@@ -892,7 +895,8 @@ func parseTitle(it *item, rest string, line int) {
 			it.addDep(id, line, d.text)
 		}
 	}
-	it.task.Title = cleanSpaces(s)
+	it.rawTitle = cleanSpaces(s)
+	it.task.Title = withoutMarkup(it.rawTitle)
 }
 
 // parseID reads an explicit id: a dotted number (1, 1.2, 2.3.1), digits joined by dashes (01-02,
@@ -996,7 +1000,7 @@ func afterID(r string) (string, bool) {
 // trimSep drops the whitespace and dash between an id and its title.
 func trimSep(r string) string {
 	r = strings.TrimLeft(r, " \t")
-	for _, dash := range []string{"-", "–", "—"} {
+	for _, dash := range []string{"--", "-", "–", "—"} {
 		if strings.HasPrefix(r, dash) && (len(r) == len(dash) || isSpace(r[len(dash)])) {
 			return strings.TrimLeft(r[len(dash):], " \t")
 		}

@@ -3,6 +3,8 @@ package roadmap
 import (
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // People write dependencies in sentences: "Phase 2; independent of Phases 3-6.", "Depends on:
@@ -114,3 +116,105 @@ func withoutRemarks(s string, keep func(inner string) bool) string {
 // dependencyList is the part of a task's dependency list that names what it needs, its remarks
 // blanked: "1.1 (hard), 1.2 (soft); not 1.3" is "1.1, 1.2".
 func dependencyList(s string) string { return neededWords(withoutRemarks(s, nil)) }
+
+// continuation reads the lines that continue the first line of the task on line i, hard-wrapped
+// as people wrap long items ("… token refresh, and" / "rotate the signing keys"), and returns them
+// joined and the index of the last one (i when there is none). A line continues the item when
+// Markdown would put it in the same paragraph (it starts no list item, heading, quote, table,
+// fence or field such as "verify:" or "Notes:") and it reads as the rest of the sentence: it
+// starts in lower case, or the line before ends in a comma, a dash or a word that needs more
+// ("and", "to", "the"). A line that starts a sentence of its own stays a note, as before.
+func continuation(lines []mdLine, i int) (string, int) {
+	var b strings.Builder
+	prev := strings.TrimSpace(lines[i].text)
+	j := i + 1
+	for ; j < len(lines); j++ {
+		l := lines[j]
+		if l.blank || l.skip || startsBlock(l) {
+			break
+		}
+		t := strings.TrimSpace(l.text)
+		if l.indent <= lines[i].indent && (strings.HasPrefix(t, "**") || strings.HasPrefix(t, "__")) {
+			break // "**Wave 2**" after a plan: a paragraph of its own
+		}
+		if !continuesSentence(prev, t) {
+			break
+		}
+		b.WriteByte(' ')
+		b.WriteString(t)
+		prev = t
+	}
+	return b.String(), j - 1
+}
+
+// labelRE is a field of a task written as a paragraph: "Notes: …", "**Goal**: …",
+// "_Requirements: 1.1_".
+var labelRE = regexp.MustCompile(`^[_*]*\p{L}[\p{L}\p{N} /&-]{0,40}?[_*]*\s*:[_*]*(?:\s|$)`)
+
+// startsBlock says a line starts something of its own rather than continuing a paragraph.
+func startsBlock(l mdLine) bool {
+	t := l.text[leadingWS(l.text):]
+	if _, ok := listMarker(l.text, leadingWS(l.text)); ok {
+		return true
+	}
+	if _, _, _, _, ok := parseBox(l.text); ok {
+		return true // "⬜ b": a task of its own
+	}
+	if _, _, ok := atxHeading(l); ok {
+		return true
+	}
+	if _, _, ok := fenceOpens(l.text); ok || setextLevel(l) > 0 {
+		return true
+	}
+	if t != "" && strings.ContainsRune("<>|", rune(t[0])) {
+		return true
+	}
+	if _, _, ok := parseKey(t); ok {
+		return true
+	}
+	return labelRE.MatchString(t)
+}
+
+// danglingRE is the end of a line that needs more words: a comma, a dash, or a word such as "and".
+var danglingRE = regexp.MustCompile(`(?i)(?:[,&+/–—-]|\b(?:and|or|to|of|the|a|an|for|with|in|on|by|from|into|as|at|via|than|that|which|when|then|but|nor|so|per|plus)\b)$`)
+
+// continuesSentence says next reads as the rest of prev's sentence.
+func continuesSentence(prev, next string) bool {
+	if prev == "" || next == "" {
+		return false
+	}
+	if danglingRE.MatchString(prev) {
+		return true
+	}
+	if strings.ContainsRune(".!?:;", rune(prev[len(prev)-1])) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(next)
+	return unicode.IsLower(r) || r == '(' || r == '`'
+}
+
+// boldRE is text in **bold**, at the edges of words: "src/**/*.go" is a path, not bold.
+var boldRE = regexp.MustCompile(`(^|[\s(\[])\*\*([^\s*](?:[^*]*[^\s*])?)\*\*($|[\s).,:;!?\]—–-])`)
+
+// withoutMarkup removes the bold marks of a title, outside code spans: a person reads the words.
+func withoutMarkup(s string) string {
+	for k := 0; k < 8 && strings.Contains(s, "**"); k++ {
+		// Matched on the title with its code spans blanked (same length), so "**" in code stays.
+		ms := boldRE.FindAllStringSubmatchIndex(blankCodeSpans(s), -1)
+		if ms == nil {
+			break
+		}
+		var b strings.Builder
+		prev := 0
+		for _, m := range ms {
+			b.WriteString(s[prev:m[0]])
+			b.WriteString(s[m[2]:m[3]])
+			b.WriteString(s[m[4]:m[5]])
+			b.WriteString(s[m[6]:m[7]])
+			prev = m[1]
+		}
+		b.WriteString(s[prev:])
+		s = b.String()
+	}
+	return s
+}

@@ -314,6 +314,7 @@ type item struct {
 	// task is written under, whether or not it scopes ids.
 	scope, section string
 	kind           string // what the task was read from, for Task.ReadAs
+	rawTitle       string // the title with its markup, which says what a GSD entry is
 	// weakID says the id was a bare word before the title (markdown), which goes back into the title
 	// when it is not unique.
 	weakID   bool

@@ -166,3 +166,53 @@ func TestSpecKitPhaseOrder(t *testing.T) {
 		t.Errorf("warnings %q", w)
 	}
 }
+
+// Issue 45, cause 4: whole titles, joined, without markup.
+func TestWholeTitles(t *testing.T) {
+	tests := []struct {
+		name, src, id, title string
+		deps                 []string
+		notes                string
+	}{
+		{"a GSD phase name keeps its hyphens", `# Roadmap
+## Phases
+- [x] **Phase 2: Lists** - shared lists
+- [ ] **Phase 2.1: Read-only mode for shared lists (INSERTED 2026-05-02)** - viewers cannot edit
+### Phase 2: Lists
+Plans:
+- [x] 02-01: lists
+`, "2.1", "Read-only mode for shared lists (INSERTED 2026-05-02)", nil, "viewers cannot edit"},
+		{"a hard-wrapped item", "- [ ] 1 Add token refresh, and\n  rotate the signing keys every day\n  - verify: `make test`\n",
+			"1", "Add token refresh, and rotate the signing keys every day", nil, ""},
+		{"a wrap without indentation", "- [ ] 1 Cache the\nresponses per user\n- [ ] 2 b\n", "1", "Cache the responses per user", nil, ""},
+		{"a wrap over three lines, with its dependency on the last", "- [ ] 1 a\n- [ ] 2 Wire the parser into the\n  command line,\n  then ship it (depends: 1)\n",
+			"2", "Wire the parser into the command line, then ship it", []string{"1"}, ""},
+		{"a sentence of its own is a note", "- [ ] 1 Create the structure\n  Create the src and tests folders.\n", "1", "Create the structure", nil,
+			"Create the src and tests folders."},
+		{"a field after the title is not its title", "- [ ] 1 Persist invoices\n  Notes: use the pool,\n", "1", "Persist invoices", nil, "Notes: use the pool,"},
+		{"a -- separator", "- [ ] 1.2 -- Add the cache\n", "1.2", "Add the cache", nil, ""},
+		{"bold marks", "- [ ] **Add OAuth login** for **all** users\n", "1.1", "Add OAuth login for all users", nil, ""},
+		{"bold outside code, a glob inside", "- [ ] 1 Lint `src/**/*.go` with **golangci-lint**\n", "1", "Lint `src/**/*.go` with golangci-lint", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Parse("ROADMAP.md", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := r.Task(tt.id)
+			if task == nil {
+				t.Fatalf("no task %s: %q", tt.id, summary(r))
+			}
+			if task.Title != tt.title {
+				t.Errorf("title %q, want %q", task.Title, tt.title)
+			}
+			if !slices.Equal(task.Depends, append([]string{}, tt.deps...)) {
+				t.Errorf("depends %q, want %q", task.Depends, tt.deps)
+			}
+			if task.Notes != tt.notes {
+				t.Errorf("notes %q, want %q", task.Notes, tt.notes)
+			}
+		})
+	}
+}
