@@ -221,6 +221,11 @@ type planTaskJSON struct {
 	SourceText  string        `json:"source_text,omitempty"`
 	ReadAs      string        `json:"read_as,omitempty"`
 	DependsFrom []planDepJSON `json:"depends_from,omitempty"`
+	// Mark and MarkReading: a status mark other than a plain box, and how it was read; Guesses:
+	// the readings of the task that are guesses.
+	Mark        string   `json:"mark,omitempty"`
+	MarkReading string   `json:"mark_reading,omitempty"`
+	Guesses     []string `json:"guesses,omitempty"`
 }
 
 type planDepJSON struct {
@@ -262,6 +267,7 @@ func writePlanJSON(w io.Writer, r *roadmap.Roadmap, explain bool, data []byte) e
 		if explain {
 			j := &out.Tasks[len(out.Tasks)-1]
 			j.SourceText, j.ReadAs, j.DependsFrom = src.line(t.Line), t.ReadAs, []planDepJSON{}
+			j.Mark, j.MarkReading, j.Guesses = t.Mark, t.MarkReading, t.Guesses
 			for _, d := range t.DependsFrom {
 				j.DependsFrom = append(j.DependsFrom, planDepJSON{ID: d.ID, Line: d.Line, Text: d.Text, PhaseOrder: d.PhaseOrder})
 			}
@@ -386,6 +392,9 @@ func details(t *roadmap.Task) string {
 	}
 	if t.Parallel {
 		parts = append(parts, "parallel")
+	}
+	if t.Mark != "" {
+		parts = append(parts, "marked "+t.Mark)
 	}
 	if t.Optional {
 		parts = append(parts, "optional (skipped unless included)")

@@ -15,6 +15,28 @@ import (
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 
+// writeMarks says how each status mark the plan uses was read, and which readings are guesses.
+func writeMarks(b *strings.Builder, marks []roadmap.MarkReading) {
+	if len(marks) == 0 {
+		return
+	}
+	b.WriteString("marks, as read:\n")
+	for _, m := range marks {
+		fmt.Fprintf(b, "  %s → %s", m.Mark, m.Reading)
+		switch {
+		case m.Meaning != "" && m.Guess:
+			fmt.Fprintf(b, ", a guess: the legend on line %d says %q", m.Line, m.Meaning)
+		case m.Meaning != "":
+			fmt.Fprintf(b, ": the legend on line %d says %q", m.Line, m.Meaning)
+		case m.Guess && strings.HasPrefix(m.Mark, "["):
+			b.WriteString(", a guess: no legend says what it means")
+		case m.Guess:
+			b.WriteString(", a guess: Akira does not know these words")
+		}
+		fmt.Fprintf(b, " (%s)\n", plural(m.Tasks, "use"))
+	}
+}
+
 // sourceLines are the lines of a plan as written, split once: a plan of 100,000 tasks asks for
 // each task's line.
 type sourceLines []string
@@ -41,6 +63,7 @@ func writePlanExplain(w io.Writer, r *roadmap.Roadmap, data []byte) error {
 		title = "(untitled)"
 	}
 	fmt.Fprintf(&b, "%s\n%s, %s: %s; %s\n", title, r.Source, r.Format, plural(len(r.Tasks), "task"), roadmap.Describe(r.Convention))
+	writeMarks(&b, r.Marks)
 	for _, t := range r.Tasks {
 		box := "[ ]"
 		if t.Done {
@@ -55,6 +78,14 @@ func writePlanExplain(w io.Writer, r *roadmap.Roadmap, data []byte) error {
 			phase = ", in phase " + t.Phase
 		}
 		fmt.Fprintf(&b, "  read as %s%s\n", t.ReadAs, phase)
+		if t.MarkReading != "" {
+			fmt.Fprintf(&b, "  mark: %s\n", t.MarkReading)
+		}
+		for _, g := range t.Guesses {
+			if g != t.MarkReading {
+				fmt.Fprintf(&b, "  guess: %s\n", g)
+			}
+		}
 		if len(t.DependsFrom) == 0 {
 			b.WriteString("  no dependencies\n")
 		}

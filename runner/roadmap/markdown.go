@@ -315,19 +315,23 @@ func emojiBox(s string) (done bool, n int) {
 	return done, n
 }
 
-// parseBox finds a checkbox: a list item whose content starts with [ ], [x], [X], ✅, ⬜ or ☐, or a
-// line that starts with one of the emoji. off is the byte offset of the box within the line.
+// parseBox finds a checkbox: a list item whose content starts with [ ], [x], [X], another status
+// mark such as [~], ✅, ⬜ or ☐, or a line that starts with one of the emoji. off is the byte
+// offset of the box within the line.
 func parseBox(text string) (off int, emoji, done bool, rest string, ok bool) {
 	p := leadingWS(text)
 	if q, isItem := listMarker(text, p); isItem {
 		// Kiro writes an optional task "- [ ]* 1.3 …": the star stays in rest for the caller.
 		starred := q+4 <= len(text) && text[q+3] == '*' && (q+4 == len(text) || isSpace(text[q+4]))
 		if q+3 <= len(text) && text[q] == '[' && text[q+2] == ']' && (q+3 == len(text) || isSpace(text[q+3]) || starred) {
-			switch text[q+1] {
-			case ' ', '\t':
+			switch c := text[q+1]; {
+			case c == ' ' || c == '\t':
 				return q, false, false, text[q+3:], true
-			case 'x', 'X':
+			case c == 'x' || c == 'X':
 				return q, false, true, text[q+3:], true
+			case isOtherMark(c):
+				// "[~]", "[-]", "[/]", "[>]": not done unless the plan's legend says so (see marks.go).
+				return q, false, false, text[q+3:], true
 			}
 		}
 		p = q
@@ -367,7 +371,9 @@ type facts struct {
 func scanMarkdown(data []byte, convention string) *doc {
 	lines := splitLines(data)
 	markSkips(lines)
-	d := &doc{}
+	lg := readLegend(lines)
+	legendLine := legendSections(lines)
+	d := &doc{legend: lg}
 	var f facts
 	var phaseKeys []int
 	titleSet := false
@@ -416,7 +422,8 @@ func scanMarkdown(data []byte, convention string) *doc {
 			h2, h2Text, phaseNum = i, text, ""
 		}
 	}
-	var para []string // the paragraph above, for setext headings
+	var para []string                 // the paragraph above, for setext headings
+	headingPhase := map[int]phaseAt{} // the phase each heading is in, for a heading that is a task
 	for i := 0; i < len(lines); i++ {
 		ln := lines[i]
 		if ln.skip || ln.blank {
@@ -428,10 +435,18 @@ func scanMarkdown(data []byte, convention string) *doc {
 		}
 		if level, text, ok := atxHeading(ln); ok {
 			para = para[:0]
+			switch {
+			case h2 >= 0:
+				headingPhase[i] = phaseAt{h2Text, h2}
+			case h1 >= 0:
+				headingPhase[i] = phaseAt{h1Text, h1}
+			default:
+				headingPhase[i] = phaseAt{"", -1}
+			}
 			// "### [x] CLI with validate": a heading that is itself a task.
 			if len(text) > 3 && text[0] == '[' && text[2] == ']' && isSpace(text[3]) && strings.ContainsRune(" xX", rune(text[1])) {
 				if off := strings.Index(ln.text, text[:3]); off >= 0 {
-					it := &item{task: newTask(), box: box{off: ln.start + off}, kind: "heading", section: milestone}
+					it := &item{task: newTask(), box: box{off: ln.start + off, done: text[1] != ' '}, kind: "heading", section: milestone}
 					it.task.Line, it.task.Done = ln.num, text[1] != ' '
 					key := -1
 					switch {
@@ -456,9 +471,11 @@ func scanMarkdown(data []byte, convention string) *doc {
 				continue
 			}
 		}
-		if off, emoji, done, rest, ok := parseBox(ln.text); ok {
+		if off, emoji, done, rest, ok := parseBox(ln.text); ok && !legendLine[i] && !isLegendLine(ln.text, true) {
 			it := &item{task: newTask(), box: box{off: ln.start + off, emoji: emoji}, phaseNum: phaseNum, wave: wave, section: milestone}
 			it.task.Line, it.task.Done = ln.num, done
+			lg.applyMark(it, boxMark(ln.text, off, emoji))
+			it.box.done = it.task.Done
 			if strings.HasPrefix(rest, "*") && !emoji {
 				// Kiro: "- [ ]* 1.3 Write property test" is an optional task.
 				it.task.Optional, rest = true, rest[1:]
@@ -483,7 +500,7 @@ func scanMarkdown(data []byte, convention string) *doc {
 			if m := waveRE.FindStringSubmatch(it.task.Title); m != nil {
 				it.wave, _ = strconv.Atoi(m[1])
 			}
-			i = parseBody(it, lines, i, through)
+			i = parseBody(it, lines, i, through, lg)
 			if strings.Contains(it.task.Notes, "_Requirements:") {
 				f.requirements++
 			}
@@ -520,6 +537,7 @@ func scanMarkdown(data []byte, convention string) *doc {
 			para = append(para, strings.Trim(ln.text, " \t"))
 		}
 	}
+	d.items, phaseKeys = statusHeadings(d.items, phaseKeys, lines, headingPhase, lg)
 	if convention == "" {
 		convention = f.convention()
 	}
@@ -603,13 +621,15 @@ func kiroSubtasks(d *doc, items []*item, keys []int, lines []mdLine) ([]*item, [
 	for i, parent := range items {
 		var kids []*item
 		for j, ln := range parent.subLines {
-			_, emoji, done, rest, ok := parseBox(lines[ln].text)
+			off, emoji, done, rest, ok := parseBox(lines[ln].text)
 			if !ok {
 				continue
 			}
 			kid := &item{task: newTask(), box: parent.subBoxes[j], phaseNum: parent.phaseNum, kind: "subtask", section: parent.section}
 			kid.box.emoji = emoji
 			kid.task.Line, kid.task.Done = lines[ln].num, done
+			d.legend.applyMark(kid, boxMark(lines[ln].text, off, emoji))
+			kid.box.done = kid.task.Done
 			if strings.HasPrefix(rest, "*") {
 				kid.task.Optional, rest = true, rest[1:]
 			}
@@ -619,7 +639,7 @@ func kiroSubtasks(d *doc, items []*item, keys []int, lines []mdLine) ([]*item, [
 				kids = nil
 				break // not Kiro's numbering: keep the sub-tasks as they are
 			}
-			parseBody(kid, lines, ln, through)
+			parseBody(kid, lines, ln, through, d.legend)
 			kid.task.Phase = parent.task.ID + ". " + parent.task.Title
 			if parent.task.ID == "" {
 				kid.task.Phase = parent.task.Title
@@ -669,7 +689,7 @@ func demoteWeakIDs(items []*item) {
 
 // parseBody reads the lines nested under the task on line i (indented deeper than its marker),
 // from the line after from (the last line of its title), and returns the index of the last one.
-func parseBody(it *item, lines []mdLine, i, from int) int {
+func parseBody(it *item, lines []mdLine, i, from int, lg *legend) int {
 	last := from
 	for j := from + 1; j < len(lines); j++ {
 		l := lines[j]
@@ -698,8 +718,13 @@ func parseBody(it *item, lines []mdLine, i, from int) int {
 			continue
 		}
 		if off, emoji, done, rest, ok := parseBox(l.text); ok {
+			if mark := boxMark(l.text, off, emoji); !emoji && lg != nil {
+				lg.used[mark]++
+				reading, _, _, _ := lg.read(mark)
+				done = reading == readingDone
+			}
 			it.task.Subtasks = append(it.task.Subtasks, Subtask{Title: cleanSpaces(strings.TrimPrefix(rest, "*")), Done: done})
-			it.subBoxes = append(it.subBoxes, box{off: l.start + off, emoji: emoji})
+			it.subBoxes = append(it.subBoxes, box{off: l.start + off, emoji: emoji, done: done})
 			it.subLines = append(it.subLines, j)
 			pendingKey = ""
 			continue
@@ -861,6 +886,10 @@ func parseTitle(it *item, rest string, line int) {
 		}
 		break
 	}
+	// "Task 17: Export", "**Task 12**: Login": the word before the number is not part of the id.
+	if m := taskWordRE.FindStringSubmatchIndex(s); m != nil {
+		s = s[:m[2]] + s[m[3]:]
+	}
 	if id, after, ok := parseID(s); ok {
 		// An id followed by nothing but a space may be a word of the title ("D1 Configs"): if it
 		// turns out not to be unique, it goes back into the title (see demoteWeakIDs).
@@ -898,6 +927,9 @@ func parseTitle(it *item, rest string, line int) {
 	it.rawTitle = cleanSpaces(s)
 	it.task.Title = withoutMarkup(it.rawTitle)
 }
+
+// taskWordRE finds the word "Task" (or "Step") before a task's number, followed by a separator.
+var taskWordRE = regexp.MustCompile(`^(?:\*\*)?((?i:task|step)\s+)\d+(?:\.\d+)*(?:\*\*)?(?:\s*[:.]|\s+[—–-]\s)`)
 
 // parseID reads an explicit id: a dotted number (1, 1.2, 2.3.1), digits joined by dashes (01-02,
 // as GSD plans are numbered) or letters followed by digits with an optional dash (T001, T-7,

@@ -179,6 +179,8 @@ func readAs(convention, kind string) string {
 	switch kind {
 	case "heading":
 		return "a heading with a checkbox"
+	case "status":
+		return "a heading with a status field"
 	case "phase":
 		return "a GSD phase overview entry (its phase lists no plans, so the phase is one task)"
 	case "subtask":

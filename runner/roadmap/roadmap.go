@@ -47,6 +47,8 @@ type Roadmap struct {
 	Warnings Errors
 	// Convention is how the markdown was read (ConventionGSD, …); see Conventions.
 	Convention string
+	// Marks are the status marks a markdown plan uses and how each was read.
+	Marks []MarkReading
 	// byID indexes Tasks by id for Task; built by the parser.
 	byID map[string]int
 }
@@ -100,9 +102,16 @@ type Task struct {
 	Subtasks    []Subtask
 	Notes       string
 	Description string // task lists only
-	// Optional marks a task its plan says may be left out (Kiro's "- [ ]* 1.3"): a run skips it
-	// unless asked to include optional tasks.
+	// Optional marks a task its plan says may be left out (Kiro's "- [ ]* 1.3", or a mark its legend
+	// says is dropped): a run skips it unless asked to include optional tasks.
 	Optional bool
+	// Mark is the status mark the task was read from when it is not a plain box ("[~]",
+	// "Status: In progress"), and MarkReading how it was read ("[~] is read as not done: the legend
+	// on line 3 says \"deployed but not verified\""), for --explain.
+	Mark, MarkReading string
+	// Guesses are the readings of the task Akira is not sure of (a mark no legend explains, a line
+	// that repeats another), for --explain: a task whose state Akira cannot tell is never done.
+	Guesses []string
 	// Context are files of the repository the task names as its plan or spec (a GSD NN-MM-PLAN.md):
 	// their content goes into the task's prompt, within a budget.
 	Context []string
@@ -245,6 +254,9 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 	if d.convention == ConventionSpecKit {
 		warnings = append(warnings, specKitPhaseOrder(d)...)
 	}
+	if d.legend != nil {
+		warnings = append(warnings, markWarnings(d.items, d.legend)...)
+	}
 	errs = append(errs, rerrs...)
 	errs = append(errs, validate(d.items)...)
 	if len(errs) > 0 {
@@ -269,6 +281,9 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 		}
 	}
 	r.Order = order(d.items, d.rank)
+	if d.legend != nil {
+		r.Marks = d.legend.readings()
+	}
 	r.index()
 	return r, nil
 }
@@ -287,6 +302,8 @@ type doc struct {
 	// kiroKids are the ids of the sub-tasks of each Kiro task number that became tasks ("3" ->
 	// 3.1, 3.2): "Depends on task 3" names them.
 	kiroKids map[string][]string
+	// legend is what the plan says its marks mean (markdown).
+	legend *legend
 	// orderLines are the lines of a "Dependencies & Execution Order" section, which say how the
 	// phases of a spec-kit plan depend on each other.
 	orderLines []sectionLine
@@ -332,8 +349,20 @@ type item struct {
 
 // box is the position of a checkbox in the source.
 type box struct {
-	off   int  // byte offset of "[" or of the emoji
+	off   int  // byte offset of "[" or of the emoji, or of a status field's value
 	emoji bool // ✅ ⬜ ☐ rather than [ ] [x] [X]
+	done  bool // read as done: ticking leaves it as it is
+	// status is a "Status: Not started" field's value, width bytes long: ticking writes "Done".
+	status bool
+	width  int
+}
+
+// boxMark is the mark of the box at off in a line: "[~]", or "" for an emoji (whose meaning is fixed).
+func boxMark(text string, off int, emoji bool) string {
+	if emoji || off+3 > len(text) {
+		return ""
+	}
+	return text[off : off+3]
 }
 
 // newTask returns a task whose slices are non-nil, as the API promises.

@@ -1,6 +1,7 @@
 package roadmap
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -214,5 +215,138 @@ Plans:
 				t.Errorf("notes %q, want %q", task.Notes, tt.notes)
 			}
 		})
+	}
+}
+
+// Issue 45, cause 1: unfinished work never reads as done, nor vanishes. Every mark is read as the
+// file's legend says, else as not done, and such a reading is a guess.
+func TestStatusMarks(t *testing.T) {
+	const legendPlan = `# Roadmap
+
+Legend: [x] done · [~] deployed but not verified · [-] dropped · [+] shipped
+
+## Phase 1: Core
+
+- [x] 1.1 Store
+- [~] 1.2 Cache
+- [-] 1.3 Old importer
+- [/] 1.4 Half done
+  - [+] the part that shipped
+  - [>] the part that waits
+- [ ] 1.5 Next
+`
+	r, err := Parse("ROADMAP.md", []byte(legendPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		done, optional, guess bool
+		reading               string
+	}
+	wants := map[string]want{
+		"1.1": {true, false, false, ""},
+		"1.2": {false, false, false, `[~] is read as not done: the legend on line 3 says "deployed but not verified"`},
+		"1.3": {false, true, false, `[-] is read as dropped (left out of a run, as an optional task): the legend on line 3 says "dropped"`},
+		"1.4": {false, false, true, "[/] is read as not done, a guess: no legend in the file says what it means"},
+		"1.5": {false, false, false, ""},
+	}
+	if len(r.Tasks) != len(wants) {
+		t.Fatalf("tasks %q: a marked line vanished", summary(r))
+	}
+	for id, w := range wants {
+		task := r.Task(id)
+		if task.Done != w.done || task.Optional != w.optional || (len(task.Guesses) > 0) != w.guess || task.MarkReading != w.reading {
+			t.Errorf("%s: done %v optional %v guesses %q reading %q; want %+v", id, task.Done, task.Optional, task.Guesses, task.MarkReading, w)
+		}
+	}
+	if subs := r.Task("1.4").Subtasks; len(subs) != 2 || !subs[0].Done || subs[1].Done {
+		t.Errorf("subtasks of 1.4: %+v, want [+] done (the legend) and [>] not done", subs)
+	}
+	if w := warningsOf(r); !strings.Contains(w, "task 1.4: [/] is read as not done, a guess") || strings.Contains(w, "[~]") {
+		t.Errorf("warnings %q, want one for [/] only", w)
+	}
+	var marks []string
+	for _, m := range r.Marks {
+		marks = append(marks, fmt.Sprintf("%s %s %v", m.Mark, m.Reading, m.Guess))
+	}
+	if want := []string{"[ ] not done false", "[x] done false", "[+] done false", "[-] dropped false", "[/] not done true",
+		"[>] not done true", "[~] not done false"}; !slices.Equal(marks, want) {
+		t.Errorf("marks %q, want %q", marks, want)
+	}
+	// Ticking a task marked [~] makes it [x]; the legend line and the shipped part stay as they are.
+	out, err := Tick(r, []byte(legendPlan), "1.2", "1.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOut := strings.NewReplacer("- [~] 1.2", "- [x] 1.2", "- [/] 1.4", "- [x] 1.4", "  - [>] the part", "  - [x] the part").Replace(legendPlan)
+	if string(out) != wantOut {
+		t.Errorf("ticked:\n%s\nwant:\n%s", out, wantOut)
+	}
+
+	// A meaning runs past a comma: "deployed, not verified" is not done.
+	if r := mustParse(t, "Legend: [x] done, [~] deployed, not verified\n- [~] 1 a\n"); r.Tasks[0].Done {
+		t.Errorf("[~] \"deployed, not verified\" read as done: %q", r.Tasks[0].MarkReading)
+	}
+
+	// A Kiro file whose unfinished sub-tasks are marked [~] does not read as all done.
+	kiro, err := Parse("tasks.md", []byte("# Implementation Plan\n- [x] 1. Parser\n  - [x] 1.1 Tokenizer\n    - _Requirements: 1.1_\n  - [~] 1.2 Grammar\n    - _Requirements: 1.2_\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(kiro); !slices.Equal(got, []string{"x 1.1 Tokenizer", "1.2 Grammar"}) {
+		t.Errorf("kiro tasks %q", got)
+	}
+}
+
+// A status page: done bullets, and headings whose "Status:" field says where they stand.
+func TestStatusFieldHeadings(t *testing.T) {
+	const page = `# Status
+
+## Done
+- ✅ **Task 12**: Login page
+
+## Remaining
+
+#### Task 17: Export CSV
+**Status**: Not started
+- **Blocked by**: Task 12
+- **Verify**: ` + "`make export-test`" + `
+Writes one file per account.
+
+#### Task 18: Import CSV
+Status: ✅ Complete
+
+#### Task 19: Audit log
+- **Status**: Waiting on legal
+
+#### Task 20: Themes
+**Status**: Someday maybe
+`
+	r, err := Parse("STATUS.md", []byte(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(r); !slices.Equal(got, []string{"x 12 Login page", "17 Export CSV", "x 18 Import CSV", "19 Audit log", "20 Themes"}) {
+		t.Fatalf("tasks %q", got)
+	}
+	t17 := r.Task("17")
+	if !slices.Equal(t17.Depends, []string{"12"}) || !slices.Equal(t17.Verify, []string{"make export-test"}) || t17.Notes != "Writes one file per account." ||
+		t17.Phase != "Remaining" || t17.MarkReading != `the status "Not started" is read as not done` {
+		t.Errorf("task 17: %+v", t17)
+	}
+	if g := r.Task("20").Guesses; len(g) != 1 || !strings.Contains(g[0], `"Someday maybe" is read as not done, a guess`) {
+		t.Errorf("task 20 guesses %q", g)
+	}
+	// Ticking writes "Done" into the field and changes nothing else.
+	out, err := Tick(r, []byte(page), "17", "19")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.NewReplacer("**Status**: Not started", "**Status**: Done", "- **Status**: Waiting on legal", "- **Status**: Done").Replace(page)
+	if string(out) != want {
+		t.Errorf("ticked:\n%s", out)
+	}
+	if after, err := Parse("STATUS.md", out); err != nil || !after.Task("17").Done || !after.Task("19").Done || after.Task("20").Done {
+		t.Errorf("after ticking: %v %q", err, summary(after))
 	}
 }
