@@ -102,6 +102,16 @@ func writePlanExplain(w io.Writer, r *roadmap.Roadmap, data []byte) error {
 			i = j
 		}
 	}
+	if len(r.NotTasks) > 0 {
+		b.WriteString("\nnot read as tasks:\n")
+		for _, n := range r.NotTasks {
+			guess := ""
+			if n.Guess {
+				guess = " (a guess)"
+			}
+			fmt.Fprintf(&b, "  line %d: %s — %s%s\n", n.Line, strings.TrimSpace(src.line(n.Line)), n.Why, guess)
+		}
+	}
 	var pending []string
 	for _, id := range r.Order {
 		if t := r.Task(id); t != nil && !t.Done && !t.Optional {

@@ -112,7 +112,7 @@ func TestPlanGolden(t *testing.T) {
 // TestPlanExplainGolden: --explain shows, for each task, its source line, how it was read and the
 // words each dependency was read from.
 func TestPlanExplainGolden(t *testing.T) {
-	for _, file := range []string{"gsd-milestones.md", "gsd-inserted.md", "speckit-ranges.md", "after-no-colon.md", "status-marks.md"} {
+	for _, file := range []string{"gsd-milestones.md", "gsd-inserted.md", "speckit-ranges.md", "after-no-colon.md", "status-marks.md", "pr-choice.md"} {
 		t.Run(file, func(t *testing.T) {
 			stdout, stderr, code := runCmd(t, "plan", "--explain", filepath.Join("testdata", "plan", file))
 			if code != 0 {

@@ -501,6 +501,7 @@ func scanMarkdown(data []byte, convention string) *doc {
 				it.wave, _ = strconv.Atoi(m[1])
 			}
 			i = parseBody(it, lines, i, through, lg)
+			it.end = i
 			if strings.Contains(it.task.Notes, "_Requirements:") {
 				f.requirements++
 			}
@@ -538,6 +539,7 @@ func scanMarkdown(data []byte, convention string) *doc {
 		}
 	}
 	d.items, phaseKeys = statusHeadings(d.items, phaseKeys, lines, headingPhase, lg)
+	d.items, phaseKeys = strayLines(d, d.items, phaseKeys, lines)
 	if convention == "" {
 		convention = f.convention()
 	}
@@ -595,15 +597,17 @@ func (f *facts) count(it *item, lines []mdLine) {
 
 // convention picks the reading a plan's own marks ask for.
 func (f *facts) convention() string {
+	kiro := f.kiroOptional > 0 || f.requirements > 0 || f.numbered > 0
 	switch {
-	case f.overview > 0 || f.planIDs > 0 || (f.phaseHeadings > 0 && f.tIDs == 0):
+	// "### Phase N" headings alone are how many plans are laid out; Kiro's own marks say more.
+	case f.overview > 0 || f.planIDs > 0 || (f.phaseHeadings > 0 && f.tIDs == 0 && !kiro):
 		if f.tIDs == 0 && f.storyLabels == 0 {
 			return ConventionGSD
 		}
 		return ConventionSpecKit
 	case f.tIDs > 0 || f.storyLabels > 0:
 		return ConventionSpecKit
-	case f.kiroOptional > 0 || f.requirements > 0 || f.numbered > 0:
+	case kiro:
 		return ConventionKiro
 	case f.sections > 0:
 		return ConventionOpenSpec

@@ -49,6 +49,9 @@ type Roadmap struct {
 	Convention string
 	// Marks are the status marks a markdown plan uses and how each was read.
 	Marks []MarkReading
+	// NotTasks are the checkbox lines not read as tasks (a choice such as "choose one", a line that
+	// repeats a task), and why: what --explain shows.
+	NotTasks []NotTask
 	// byID indexes Tasks by id for Task; built by the parser.
 	byID map[string]int
 }
@@ -284,6 +287,7 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 	if d.legend != nil {
 		r.Marks = d.legend.readings()
 	}
+	r.NotTasks = d.notTasks
 	r.index()
 	return r, nil
 }
@@ -304,6 +308,8 @@ type doc struct {
 	kiroKids map[string][]string
 	// legend is what the plan says its marks mean (markdown).
 	legend *legend
+	// notTasks are the lines that look like tasks and were not read as tasks, and why.
+	notTasks []NotTask
 	// orderLines are the lines of a "Dependencies & Execution Order" section, which say how the
 	// phases of a spec-kit plan depend on each other.
 	orderLines []sectionLine
@@ -336,6 +342,7 @@ type item struct {
 	// when it is not unique.
 	weakID   bool
 	phaseKey int   // identifies the task's phase: the line index of its heading, -1 for none
+	end      int   // markdown: the index of the last line of the task's body
 	box      box   // markdown: the task's checkbox
 	subBoxes []box // markdown: one per subtask (and the Kiro parent's box on its last sub-task)
 	subLines []int // markdown: the line index of each subtask

@@ -350,3 +350,105 @@ Status: ✅ Complete
 		t.Errorf("after ticking: %v %q", err, summary(after))
 	}
 }
+
+// Issue 45, cause 5: lines that look like tasks and are not, read as a person reads them.
+func TestStrayLines(t *testing.T) {
+	tests := []struct {
+		name, src string
+		tasks     []string // summary
+		notTasks  []int    // lines
+		warning   string
+	}{
+		{"a choose-one group in a template", `## Type of change
+
+Choose one:
+
+- [ ] Patch
+- [ ] Minor
+- [ ] Major
+
+## Checklist
+
+- [ ] Tests added
+`, []string{"1.1 Tests added"}, []int{5, 6, 7}, ""},
+		{"the choice said in the heading", "## Version bump (select one)\n- [x] Patch\n- [ ] Minor\n## Work\n- [ ] Write the notes\n",
+			[]string{"1.1 Write the notes"}, []int{2, 3}, ""},
+		{"an orphaned copy after the end of the roadmap", `# Roadmap
+## Phase 1: Core
+- [x] 1.1 Store
+- [ ] 1.2 Add the cache
+
+---
+
+- [ ] 1.2 Add the cache
+`, []string{"x 1.1 Store", "1.2 Add the cache"}, []int{8}, "line 8 repeats the task on line 4: read as one task"},
+		{"an orphaned copy in a section of its own", "## Phase 1\n- [ ] Add the cache\n- [ ] Ship it\n## Notes\n- [ ] Add the cache\n",
+			[]string{"1.1 Add the cache", "1.2 Ship it"}, []int{5}, "repeats the task on line 2"},
+		{"a copy with another mark is not done", "## Phase 1\n- [x] 1.1 Add the cache\n- [ ] 1.2 Ship it\n\n- [ ] 1.1 Add the cache\n",
+			[]string{"1.1 Add the cache", "1.2 Ship it"}, []int{5}, "with another mark; the task is read as not done"},
+		{"the same work in two phases is two tasks", "## Phase 1\n- [ ] Update the docs\n- [ ] Parser\n## Phase 2\n- [ ] Update the docs\n- [ ] Printer\n",
+			[]string{"1.1 Update the docs", "1.2 Parser", "2.1 Update the docs", "2.2 Printer"}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Parse("ROADMAP.md", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := summary(r); !slices.Equal(got, tt.tasks) {
+				t.Errorf("tasks %q, want %q", got, tt.tasks)
+			}
+			var lines []int
+			for _, n := range r.NotTasks {
+				lines = append(lines, n.Line)
+			}
+			if !slices.Equal(lines, tt.notTasks) {
+				t.Errorf("not tasks on lines %v, want %v (%+v)", lines, tt.notTasks, r.NotTasks)
+			}
+			if w := warningsOf(r); (tt.warning == "") != (w == "") || !strings.Contains(w, tt.warning) {
+				t.Errorf("warnings %q, want %q", w, tt.warning)
+			}
+		})
+	}
+	// Ticking a task ticks its orphaned copy too, so the file reads the same way after.
+	src := "## Phase 1\n- [ ] 1.1 Add the cache\n\n---\n\n- [ ] 1.1 Add the cache\n"
+	out, err := Tick(mustParse(t, src), []byte(src), "1.1")
+	if err != nil || string(out) != strings.ReplaceAll(src, "[ ]", "[x]") {
+		t.Errorf("ticked %q, %v", out, err)
+	}
+}
+
+// Kiro's optional tasks ("- [ ]*") in a file laid out with "### Phase N" headings: read as Kiro
+// tasks, the optional one left out of the run.
+func TestKiroWithPhaseHeadings(t *testing.T) {
+	r, err := Parse("tasks.md", []byte(`# Implementation Plan
+
+Tasks marked with * are optional and can be skipped for a faster MVP.
+
+### Phase 1: Core
+
+- [ ] 1. Enhance the analyzer
+  - [x] 1.1 Add summaries
+    - _Requirements: 3.5_
+  - [ ]* 1.2 Write a property test for relevance
+    - **Validates: Requirements 3.5**
+
+### Phase 2: Formatting
+
+- [ ] 2. Enhance the formatter
+  - [ ] 2.1 Add tables
+    - _Requirements: 4.1_
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Convention != ConventionKiro {
+		t.Errorf("read as %s", r.Convention)
+	}
+	if got := summary(r); !slices.Equal(got, []string{"x 1.1 Add summaries", "1.2 Write a property test for relevance", "2.1 Add tables"}) {
+		t.Fatalf("tasks %q", got)
+	}
+	if !r.Task("1.2").Optional || r.Task("2.1").Optional {
+		t.Errorf("optional: 1.2 %v, 2.1 %v", r.Task("1.2").Optional, r.Task("2.1").Optional)
+	}
+}
