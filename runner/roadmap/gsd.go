@@ -316,33 +316,99 @@ func trimZeros(n string) string {
 // dependencies keeps them. A "Depends on" line naming a later phase of the same milestone is prose
 // ("inserted after Phase 5, ahead of Phase 6"): GSD's dependencies flow forward, so it is
 // reported and left out rather than read as a cycle.
+//
+// What it adds stays linear in the plans: when the plans of a wave times the plans it waits for
+// would be more than maxBarrier dependencies, a wave waits for the plans that stand for the ones
+// before it (the last wave's, which wait for the rest), and past that for one of them, which waits
+// for the others.
 func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
-	byPhase := map[string][]*item{}
-	for _, it := range items {
-		if it.phaseNum != "" {
-			byPhase[phaseKey(it.scope, it.phaseNum)] = append(byPhase[phaseKey(it.scope, it.phaseNum)], it)
-		}
-	}
-	var warnings Errors
-	for _, it := range items {
-		if it.phaseNum == "" || len(it.task.Depends) > 0 {
+	own := make([]bool, len(items)) // the plan names its own dependencies
+	byPhase := map[string][]int{}
+	var keys []string
+	for i, it := range items {
+		own[i] = len(it.task.Depends) > 0
+		if it.phaseNum == "" {
 			continue
 		}
-		earlier := false
-		for _, o := range byPhase[phaseKey(it.scope, it.phaseNum)] {
-			if o.wave > 0 && o.wave < it.wave {
-				it.addDep(o.task.ID, it.task.Line, fmt.Sprintf("wave %d of phase %s comes after its wave %d", it.wave, it.phaseNum, o.wave))
-				earlier = true
+		k := phaseKey(it.scope, it.phaseNum)
+		if _, ok := byPhase[k]; !ok {
+			keys = append(keys, k)
+		}
+		byPhase[k] = append(byPhase[k], i)
+	}
+	type wave struct {
+		n     int
+		plans []int
+	}
+	standFor := map[string][]int{} // plans whose being done means the whole phase is
+	first := map[string][]int{}    // plans of a phase that wait for the phases it depends on
+	for _, k := range keys {
+		at := map[int]int{}
+		var waves []wave
+		var noWave []int
+		for _, i := range byPhase[k] {
+			n := items[i].wave
+			if n <= 0 {
+				noWave = append(noWave, i)
+				continue
+			}
+			if _, ok := at[n]; !ok {
+				at[n] = len(waves)
+				waves = append(waves, wave{n: n})
+			}
+			waves[at[n]].plans = append(waves[at[n]].plans, i)
+		}
+		slices.SortStableFunc(waves, func(a, b wave) int { return a.n - b.n })
+		var earlier, rest []int // every plan of the waves so far; the plans that stand for them
+		for wi, wv := range waves {
+			var after []int
+			for _, i := range wv.plans {
+				if !own[i] {
+					after = append(after, i)
+				}
+			}
+			switch {
+			case wi == 0:
+				first[k] = append(first[k], after...)
+			case len(after) > 0:
+				before := earlier
+				if len(earlier)*len(after) > maxBarrier {
+					before = gsdGate(items, rest, fmt.Sprintf("waves before wave %d of phase %s", wv.n, items[after[0]].phaseNum))
+				}
+				for _, i := range after {
+					for _, j := range before {
+						items[i].addDep(items[j].task.ID, items[i].task.Line,
+							fmt.Sprintf("wave %d of phase %s comes after its wave %d", wv.n, items[i].phaseNum, items[j].wave))
+					}
+				}
+			}
+			earlier = append(earlier, wv.plans...)
+			if len(after) > 0 {
+				rest = append([]int{}, wv.plans...) // they wait for everything before them
+			} else {
+				rest = append(rest, wv.plans...)
 			}
 		}
-		if earlier {
+		for _, i := range noWave {
+			if !own[i] {
+				first[k] = append(first[k], i)
+			}
+		}
+		standFor[k] = append(rest, noWave...)
+	}
+	var warnings Errors
+	for _, k := range keys {
+		after := first[k]
+		if len(after) == 0 {
 			continue
 		}
+		it := items[after[0]]
 		ph := phases.find(it.scope, it.phaseNum)
 		if ph == nil {
 			continue
 		}
 		for _, dl := range ph.deps {
+			var all, reduced []int
 			for _, ref := range dl.refs {
 				scope := it.scope
 				if ref.milestone != "" && scope != "" {
@@ -356,19 +422,49 @@ func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
 					}
 					continue
 				}
-				deps := byPhase[phaseKey(scope, ref.num)]
-				if len(deps) == 0 && scope != "" && ref.milestone == "" {
-					deps = byPhase[phaseKey("", ref.num)] // a phase written outside the milestones
+				rk := phaseKey(scope, ref.num)
+				if len(byPhase[rk]) == 0 && scope != "" && ref.milestone == "" {
+					rk = phaseKey("", ref.num) // a phase written outside the milestones
 				}
-				for _, o := range deps {
-					if o != it {
-						it.addDep(o.task.ID, dl.line, dl.text)
+				all = append(all, byPhase[rk]...)
+				reduced = append(reduced, standFor[rk]...)
+			}
+			before := all
+			if len(all)*len(after) > maxBarrier {
+				before = gsdGate(items, reduced, "the phases "+strings.TrimSpace(dl.text)+" names")
+			}
+			for _, i := range after {
+				for _, j := range before {
+					if j != i {
+						items[i].addDep(items[j].task.ID, dl.line, dl.text)
 					}
 				}
 			}
 		}
 	}
 	return warnings
+}
+
+// gsdGate returns the plans to wait for in place of before: before itself when it is short, else
+// one of them that waits for the others. That one is the latest (by phase number and wave, then
+// the document), so its waiting goes the way the roadmap's order does.
+func gsdGate(items []*item, before []int, what string) []int {
+	if len(before) <= maxBarrier/16 {
+		return before
+	}
+	g := before[0]
+	for _, i := range before {
+		a, b := items[i], items[g]
+		if c := compareDotted(a.phaseNum, b.phaseNum); c > 0 || (c == 0 && (a.wave > b.wave || (a.wave == b.wave && i > g))) {
+			g = i
+		}
+	}
+	for _, i := range before {
+		if i != g {
+			items[g].addDep(items[i].task.ID, items[g].task.Line, fmt.Sprintf("the end of the %s is waited for through %s", what, items[g].task.ID))
+		}
+	}
+	return []int{g}
 }
 
 // compareDotted compares phase numbers as dotted numbers: 02.9 < 02.10 < 02.13 < 02.13.1 < 3.
