@@ -377,14 +377,17 @@ func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
 				}
 				for _, i := range after {
 					for _, j := range before {
+						if items[j].task.Optional {
+							continue // left out of a run: not waited for
+						}
 						items[i].addDep(items[j].task.ID, items[i].task.Line,
 							fmt.Sprintf("wave %d of phase %s comes after its wave %d", wv.n, items[i].phaseNum, items[j].wave))
 					}
 				}
 			}
 			earlier = append(earlier, wv.plans...)
-			if len(after) > 0 {
-				rest = append([]int{}, wv.plans...) // they wait for everything before them
+			if slices.ContainsFunc(after, func(i int) bool { return waits(items[i]) }) {
+				rest = append([]int{}, wv.plans...) // one of them waits for everything before them
 			} else {
 				rest = append(rest, wv.plans...)
 			}
@@ -435,7 +438,7 @@ func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
 			}
 			for _, i := range after {
 				for _, j := range before {
-					if j != i {
+					if j != i && !items[j].task.Optional {
 						items[i].addDep(items[j].task.ID, dl.line, dl.text)
 					}
 				}
@@ -452,6 +455,16 @@ func gsdGate(items []*item, before []int, what string) []int {
 	if len(before) <= maxBarrier/16 {
 		return before
 	}
+	var todo []int // what a run waits for: a plan done or left out is not waited for
+	for _, i := range before {
+		if waits(items[i]) {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) <= 1 {
+		return todo
+	}
+	before = todo
 	g := before[0]
 	for _, i := range before {
 		a, b := items[i], items[g]

@@ -3,6 +3,7 @@ package roadmap
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -497,7 +498,8 @@ func scanMarkdown(data []byte, convention string) *doc {
 			if milestoneRE.MatchString(it.rawTitle) && it.task.ID == "" {
 				it.milestone = true
 			}
-			if m := waveRE.FindStringSubmatch(it.task.Title); m != nil {
+			// The wave as written, before the title loses "(Wave 2, depends on 01-03)".
+			if m := waveRE.FindStringSubmatch(blankCodeSpans(rest + cont)); m != nil {
 				it.wave, _ = strconv.Atoi(m[1])
 			}
 			i = parseBody(it, lines, i, through, lg)
@@ -656,9 +658,15 @@ func kiroSubtasks(d *doc, items []*item, keys []int, lines []mdLine) ([]*item, [
 		}
 		last := kids[len(kids)-1]
 		last.subBoxes = append(last.subBoxes, parent.box)
+		required := slices.ContainsFunc(kids, func(k *item) bool { return !k.task.Optional })
 		for _, k := range kids {
 			outItems, outKeys = append(outItems, k), append(outKeys, keys[i])
-			if parent.task.ID != "" {
+			// What the parent depends on ("- Depends on task 2" under it), its sub-tasks do.
+			for j, dep := range parent.task.Depends {
+				k.addDep(dep, parent.depLines[j], parent.depTexts[j])
+			}
+			// "Depends on task 3" names 3's sub-tasks, but not the optional ones a run leaves out.
+			if parent.task.ID != "" && (!k.task.Optional || !required) {
 				n := trimZerosOf(parent.task.ID)
 				d.kiroKids[n] = append(d.kiroKids[n], k.task.ID)
 			}

@@ -3,6 +3,7 @@ package roadmap
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -342,8 +343,8 @@ func specKitPhaseOrder(d *doc) Errors {
 			}
 		}
 		sinks[p] = sinksOf(d.items, g.items, ix)
-		if len(sinks[p]) == 0 {
-			// A phase of optional tasks only: what comes after waits for what it waited for.
+		if !slices.ContainsFunc(g.items, func(i int) bool { return waits(d.items[i]) }) {
+			// Nothing left to do in it: what comes after waits for what it waited for.
 			for _, q := range needs {
 				sinks[p] = append(sinks[p], sinks[q]...)
 			}
@@ -424,8 +425,12 @@ func newItemIndex(items []*item) map[string]int {
 	return ix
 }
 
-// sourcesOf are the tasks of a phase that depend on no other task of it: the phase's order reaches
-// the others through them.
+// waits says a task takes part in a run's order: it is neither done nor left out.
+func waits(it *item) bool { return !it.task.Done && !it.task.Optional }
+
+// sourcesOf are the tasks of a phase that wait for no other task of it still to do: the phase's
+// order reaches the others through them. (A done task waits for nothing: what depends on it alone
+// is a source.)
 func sourcesOf(items []*item, group []int, ix map[string]int) []int {
 	in := map[int]bool{}
 	for _, i := range group {
@@ -435,7 +440,7 @@ func sourcesOf(items []*item, group []int, ix map[string]int) []int {
 	for _, i := range group {
 		inner := false
 		for _, dep := range items[i].task.Depends {
-			if j, ok := ix[dep]; ok && in[j] && j != i {
+			if j, ok := ix[dep]; ok && in[j] && j != i && waits(items[j]) {
 				inner = true
 				break
 			}
@@ -447,8 +452,8 @@ func sourcesOf(items []*item, group []int, ix map[string]int) []int {
 	return out
 }
 
-// sinksOf are the tasks of a phase no other task of it depends on, optional tasks left out (a run
-// leaves them out): once they are done, the phase is.
+// sinksOf are the tasks of a phase still to do that no other such task of it waits for: once they
+// are done, the phase is. Done and optional tasks are left out (a run does not wait for them).
 func sinksOf(items []*item, group []int, ix map[string]int) []int {
 	in := map[int]bool{}
 	for _, i := range group {
@@ -456,6 +461,9 @@ func sinksOf(items []*item, group []int, ix map[string]int) []int {
 	}
 	needed := map[int]bool{}
 	for _, i := range group {
+		if !waits(items[i]) {
+			continue
+		}
 		for _, dep := range items[i].task.Depends {
 			if j, ok := ix[dep]; ok && in[j] && j != i {
 				needed[j] = true
@@ -464,7 +472,7 @@ func sinksOf(items []*item, group []int, ix map[string]int) []int {
 	}
 	var out []int
 	for _, i := range group {
-		if !needed[i] && !items[i].task.Optional {
+		if !needed[i] && waits(items[i]) {
 			out = append(out, i)
 		}
 	}

@@ -74,6 +74,17 @@ Plans:
 - [ ] 4. Printer
   - Depends on tasks 1–3
 `, "4", []string{"1", "2.1", "2.2", "3"}, ""},
+		{"Kiro: a task's dependency is its sub-tasks', and names no optional one", `# Implementation Plan
+- [ ] 1. Set up
+  - _Requirements: 1.1_
+- [ ] 2. Parser
+  - [ ] 2.1 Tokenizer
+  - [ ]* 2.2 Property tests
+- [ ] 3. Printer
+  - [ ] 3.1 Layout
+  - [ ] 3.2 Colours
+  - Depends on task 2
+`, "3.2", []string{"2.1"}, ""},
 		{"blocked by without a colon", "- [ ] T-1: a\n- [ ] T-2: b\n  - **Blocked by** T-1\n", "T-2", []string{"T-1"}, ""},
 	}
 	for _, tt := range tests {
