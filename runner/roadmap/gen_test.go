@@ -13,8 +13,12 @@ type genPlan struct {
 	src        []byte
 	ids        []string            // the tasks, in document order
 	after      map[string][]string // what each task must come after
-	done       map[string]bool
-	optional   map[string]bool
+	// afterGroups are more of what a task must come after, as indexes of groups: a phase's tasks,
+	// written once rather than once per task that waits for them.
+	afterGroups map[string][]int
+	groups      [][]string
+	done        map[string]bool
+	optional    map[string]bool
 	// alone are the tasks that may share no wave: neither [P] nor a dependency their author wrote.
 	alone map[string]bool
 }
@@ -26,7 +30,8 @@ var genConventions = []string{ConventionChecklist, ConventionGSD, ConventionSpec
 // with its "Dependencies & Execution Order" section), with phases, waves, [P] tasks, done and
 // optional tasks and dependencies on earlier tasks, drawn from rng.
 func genPlans(convention string, n int, rng *rand.Rand) genPlan {
-	g := genPlan{convention: convention, after: map[string][]string{}, done: map[string]bool{}, optional: map[string]bool{}, alone: map[string]bool{}}
+	g := genPlan{convention: convention, after: map[string][]string{}, afterGroups: map[string][]int{}, done: map[string]bool{},
+		optional: map[string]bool{}, alone: map[string]bool{}}
 	var b strings.Builder
 	box := func(id string) string {
 		if rng.IntN(5) == 0 {
@@ -97,26 +102,26 @@ func genPlans(convention string, n int, rng *rand.Rand) genPlan {
 		}
 		// The phase rules: each phase after every phase before it, or, with the section, the stories
 		// after Foundational only and Polish after all of them.
+		// Each phase is written as waiting for the phase before it, or for the phases it needs:
+		// what those wait for, it does too.
 		for p, tasks := range phases {
 			var needs []int
 			switch {
+			case p == 0:
 			case convention == ConventionSpecKit || p < 2:
-				for q := 0; q < p; q++ {
-					needs = append(needs, q)
-				}
+				needs = []int{p - 1}
 			case p < len(phases)-1:
-				needs = []int{0, 1}
+				needs = []int{1}
 			default:
-				for q := 0; q < p; q++ {
+				for q := 2; q < p; q++ {
 					needs = append(needs, q)
 				}
 			}
 			for _, id := range tasks {
-				for _, q := range needs {
-					g.after[id] = append(g.after[id], phases[q]...)
-				}
+				g.afterGroups[id] = needs
 			}
 		}
+		g.groups = phases
 		if convention != ConventionSpecKit {
 			b.WriteString("\n## Dependencies & Execution Order\n\n" +
 				"- **Setup (Phase 1)**: No dependencies - can start immediately\n" +

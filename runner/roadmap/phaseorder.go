@@ -315,6 +315,11 @@ func specKitPhaseOrder(d *doc) Errors {
 			needs = explicit[p]
 		}
 		sources := sourcesOf(d.items, g.items, ix)
+		type wait struct {
+			j, line int
+			why     string
+		}
+		var waitsFor []wait // what the phase's sources wait for
 		for _, q := range needs {
 			if crossed(q, p) {
 				i, j := crossingOf(crossing, phaseOf, q, p)
@@ -332,14 +337,39 @@ func specKitPhaseOrder(d *doc) Errors {
 			if len(before)*len(sources) > maxBarrier && len(before) > 1 {
 				before = []int{gateOf(d.items, gates, q, before, topo, groups[q].name)}
 			}
-			for _, i := range sources {
-				line := d.items[i].task.Line
+			for _, j := range before {
+				line := 0 // the task's own line
 				if byWords {
 					line = st.line
 				}
-				for _, j := range before {
-					d.items[i].addDepOf(d.items[j].task.ID, line, why, true)
+				waitsFor = append(waitsFor, wait{j, line, why})
+			}
+		}
+		if len(waitsFor)*len(sources) > maxBarrier && len(waitsFor) > 1 {
+			// A phase that needs very many (stories, for Polish): it waits for one task of the latest
+			// of them, which waits for the rest. Its waiting goes the way the phases' order does.
+			last := 0
+			for k, w := range waitsFor {
+				if a, b := phaseOf[w.j], phaseOf[waitsFor[last].j]; a > b || (a == b && topo[w.j] > topo[waitsFor[last].j]) {
+					last = k
 				}
+			}
+			gate := waitsFor[last].j
+			for _, w := range waitsFor {
+				if w.j != gate {
+					d.items[gate].addDepOf(d.items[w.j].task.ID, d.items[gate].task.Line,
+						fmt.Sprintf("%s waits for what it needs through %s", g.name, d.items[gate].task.ID), true)
+				}
+			}
+			waitsFor = []wait{{gate, 0, fmt.Sprintf("%s comes after what it needs, through %s (%d phases)", g.name, d.items[gate].task.ID, len(needs))}}
+		}
+		for _, i := range sources {
+			for _, w := range waitsFor {
+				line := w.line
+				if line == 0 {
+					line = d.items[i].task.Line
+				}
+				d.items[i].addDepOf(d.items[w.j].task.ID, line, w.why, true)
 			}
 		}
 		sinks[p] = sinksOf(d.items, g.items, ix)

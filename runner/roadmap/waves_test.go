@@ -38,14 +38,23 @@ func TestWavesKeepEveryDependency(t *testing.T) {
 	}
 }
 
+// afterOf is everything a generated task must come after.
+func afterOf(g genPlan, id string) []string {
+	out := g.after[id]
+	for _, k := range g.afterGroups[id] {
+		out = append(append([]string{}, out...), g.groups[k]...)
+	}
+	return out
+}
+
 func checkOrder(t *testing.T, g genPlan, order []string) {
 	t.Helper()
 	at := map[string]int{}
 	for i, id := range order {
 		at[id] = i
 	}
-	for id, deps := range g.after {
-		for _, d := range deps {
+	for _, id := range g.ids {
+		for _, d := range afterOf(g, id) {
 			if at[d] > at[id] {
 				t.Errorf("execution order puts %s before %s, which it comes after", id, d)
 			}
@@ -76,7 +85,7 @@ func checkWaves(t *testing.T, g genPlan, waves [][]string, n int) {
 	// blocked: a task that waits, through what it comes after, for an optional task never runs.
 	blocked := map[string]bool{}
 	for _, id := range g.ids {
-		for _, d := range g.after[id] {
+		for _, d := range afterOf(g, id) {
 			if g.optional[d] || blocked[d] {
 				blocked[id] = true
 			}
@@ -90,7 +99,7 @@ func checkWaves(t *testing.T, g genPlan, waves [][]string, n int) {
 			}
 			continue
 		}
-		for _, d := range g.after[id] {
+		for _, d := range afterOf(g, id) {
 			if j, ok := wave[d]; !g.done[d] && (!ok || j >= i) {
 				t.Errorf("with %d at once, %s runs in wave %d, not after %s (wave %d, ran %v)", n, id, i+1, d, j+1, ok)
 			}
