@@ -10,8 +10,8 @@ import (
 // Assessment says whether a plan was read with confidence, and when not, what was tried and which
 // format came closest: what a person needs to fix the plan, or to ask for it to be normalized.
 type Assessment struct {
-	// Confident is false when no task was found, or when tasks were found but not one of the
-	// dependencies they write names a task.
+	// Confident is false when no task was found, or when tasks were found but not one of their
+	// dependencies (two or more) names a task.
 	Confident bool
 	Tasks     int
 	// Deps and Unresolved count the dependencies written, and those that name no task; Unread says
@@ -106,9 +106,9 @@ func Assess(source string, data []byte, convention string) Assessment {
 		}
 	}
 	a.Unresolved = min(a.Unresolved, a.Deps)
-	// A dependency that names no task is a warning on its task; when not one of them names a task,
-	// the plan is written in a way Akira does not read, and running it would drop them all.
-	a.Confident = a.Tasks > 0 && (a.Deps == 0 || a.Unresolved < a.Deps)
+	// One dependency that names no task is a typo, which Parse reports; several and not one read is
+	// a way of writing them that Akira does not know.
+	a.Confident = a.Tasks > 0 && (a.Deps < 2 || a.Unresolved < a.Deps)
 	if format != FormatMarkdown {
 		a.Tried = []string{ConventionTaskList}
 		a.Seen = "a file that is not a task list with tasks"

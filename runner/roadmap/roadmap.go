@@ -176,6 +176,9 @@ type Error struct {
 	// unread counts the dependencies this problem is about that were written but could not be
 	// read (words, a bad range, "(after …)" naming no task), for Assess.
 	unread int
+	// unknown is set on a warning about ids the plan does not have, with the message it has as an
+	// error: it becomes one when not one dependency of the plan names a task.
+	unknown string
 }
 
 func (e *Error) Error() string {
@@ -252,7 +255,20 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 		d.convention = ConventionTaskList
 	}
 	errs := d.errs
-	warnings, rerrs := resolveDeps(d, format == FormatMarkdown)
+	warnings, rerrs, read := resolveDepsCounting(d, format == FormatMarkdown)
+	if read == 0 {
+		// Not one dependency of the plan names a task: the ids it names are not a slip in a plan
+		// that is read, they say the plan is not read. They are errors, as a plan nothing reads is.
+		var kept Errors
+		for _, w := range warnings {
+			if w.unknown != "" {
+				rerrs = append(rerrs, &Error{Line: w.Line, IDs: w.IDs, Msg: w.unknown, unread: w.unread})
+				continue
+			}
+			kept = append(kept, w)
+		}
+		warnings = kept
+	}
 	warnings = append(d.warnings, warnings...)
 	if d.convention == ConventionSpecKit {
 		warnings = append(warnings, specKitPhaseOrder(d)...)
@@ -491,13 +507,22 @@ func ParsePriority(s string) (int, bool) {
 // task list names ids of any shape, and an id that names no task stays, for validate to report. It
 // returns warnings, and errors for ranges that cannot be read.
 func resolveDeps(d *doc, markdown bool) (warnings, errs Errors) {
+	warnings, errs, _ = resolveDepsCounting(d, markdown)
+	return warnings, errs
+}
+
+// resolveDepsCounting is resolveDeps, and it counts the dependencies that name a task.
+func resolveDepsCounting(d *doc, markdown bool) (warnings, errs Errors, read int) {
 	ix := newIDIndex(d.items)
 	ix.kids = d.kiroKids
 	budget := maxRangeDeps
 	for _, it := range d.items {
 		written, lines, texts, orders := it.task.Depends, it.depLines, it.depTexts, it.depOrder
 		it.resetDeps()
-		add := func(id string, line int, text string, phaseOrder bool) { it.addDepOf(id, line, text, phaseOrder) }
+		add := func(id string, line int, text string, phaseOrder bool) {
+			read++
+			it.addDepOf(id, line, text, phaseOrder)
+		}
 		words := map[int][]string{}    // what names no task, by line, for the notes
 		unwarned := map[int][]string{} // of which not warned about yet
 		var wordLines []int
@@ -533,8 +558,9 @@ func resolveDeps(d *doc, markdown bool) (warnings, errs Errors) {
 				budget -= len(ids)
 				switch {
 				case why != "" && missing && markdown:
-					warnings = append(warnings, &Error{Line: line, IDs: []string{it.task.ID, dep}, unread: 1,
-						Msg: fmt.Sprintf("task %s: dependency range %s %s; kept as a note", it.task.ID, dep, why)})
+					msg := fmt.Sprintf("task %s: dependency range %s %s", it.task.ID, dep, why)
+					warnings = append(warnings, &Error{Line: line, IDs: []string{it.task.ID, dep}, unread: 1, unknown: msg,
+						Msg: msg + "; kept as a note"})
 					unread(line, dep, true)
 				case why != "":
 					errs = append(errs, &Error{Line: line, IDs: []string{it.task.ID, dep}, unread: 1,
@@ -590,8 +616,9 @@ func resolveDeps(d *doc, markdown bool) (warnings, errs Errors) {
 				}
 			}
 			if len(ids) > 0 {
-				warnings = append(warnings, &Error{Line: l, IDs: append([]string{it.task.ID}, ids...), unread: len(ids),
-					Msg: fmt.Sprintf("task %s depends on unknown %s %s; kept as a note", it.task.ID, pluralWord(len(ids), "task"), strings.Join(ids, ", "))})
+				msg := fmt.Sprintf("task %s depends on unknown %s %s", it.task.ID, pluralWord(len(ids), "task"), strings.Join(ids, ", "))
+				warnings = append(warnings, &Error{Line: l, IDs: append([]string{it.task.ID}, ids...), unread: len(ids), unknown: msg,
+					Msg: msg + "; kept as a note"})
 			}
 			if len(phrase) > 0 {
 				warnings = append(warnings, &Error{Line: l, IDs: []string{it.task.ID}, unread: len(phrase),
@@ -599,7 +626,7 @@ func resolveDeps(d *doc, markdown bool) (warnings, errs Errors) {
 			}
 		}
 	}
-	return warnings, errs
+	return warnings, errs, read
 }
 
 // idIndex finds the task a dependency names.

@@ -320,12 +320,11 @@ func TestDependencyRanges(t *testing.T) {
 		{"ignoring case", speckit, "- [ ] T005 e (depends on t001–t002)", []string{"T001", "T002"}, ""},
 		{"ends without a shared prefix", speckit, "- [ ] T005 e (depends on T001–X003)", nil, "dependency range T001–X003 is not one kind of id: T001 and X003 do not share a prefix"},
 		{"dotted ends in different groups", dotted, "- [ ] T1.3.1 e (dep: T1.2.2-T1.3.1)", nil, "T1.2.2 and T1.3.1 do not share a prefix"},
-		// A reference to tasks the plan does not have is a warning on that task (see TestUnknownReferences).
-		{"missing tasks", speckit, "- [ ] T005 e (depends on T003–T007)", []string{}, ""},
+		{"missing tasks", speckit, "- [ ] T005 e (depends on T003–T007)", nil, "dependency range T003–T007 names tasks T006, T007, which the plan does not have"},
 		{"backwards", speckit, "- [ ] T005 e (depends on T003..T001)", nil, "runs backwards"},
 		{"widths differ", speckit, "- [ ] T005 e (depends on T01 to T003)", nil, "T01 and T003 differ in width"},
 		{"too long", speckit, "- [ ] T005 e (depends on T1-T5000)", nil, "spans 5000 tasks, more than 1000"},
-		{"a GSD plan id is never a range", gsd, "- [ ] 01-05: e (depends on 01-07)", []string{}, ""},
+		{"a GSD plan id is never a range", gsd, "- [ ] 01-05: e (depends on 01-07)", nil, "depends on unknown task 01-07"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
