@@ -400,6 +400,7 @@ func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
 		standFor[k] = append(rest, noWave...)
 	}
 	var warnings Errors
+	phaseRep := map[string][]int{} // the plans a phase is waited for through, once it is named
 	for _, k := range keys {
 		after := first[k]
 		if len(after) == 0 {
@@ -411,7 +412,8 @@ func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
 			continue
 		}
 		for _, dl := range ph.deps {
-			var all, reduced []int
+			var named []string // the phases the line names, each once
+			seen := map[string]bool{}
 			for _, ref := range dl.refs {
 				scope := it.scope
 				if ref.milestone != "" && scope != "" {
@@ -429,12 +431,35 @@ func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
 				if len(byPhase[rk]) == 0 && scope != "" && ref.milestone == "" {
 					rk = phaseKey("", ref.num) // a phase written outside the milestones
 				}
-				all = append(all, byPhase[rk]...)
-				reduced = append(reduced, standFor[rk]...)
+				if !seen[rk] {
+					seen[rk] = true
+					named = append(named, rk)
+				}
 			}
-			before := all
-			if len(all)*len(after) > maxBarrier {
-				before = gsdGate(items, reduced, "the phases "+strings.TrimSpace(dl.text)+" names")
+			total := 0
+			for _, rk := range named {
+				total += len(byPhase[rk])
+			}
+			var before []int
+			if total*len(after) <= maxBarrier {
+				for _, rk := range named {
+					before = append(before, byPhase[rk]...)
+				}
+			} else {
+				// Each phase it names is waited for through the plans that stand for it, or through one
+				// of them when they are many; and those through one, when they are many in turn.
+				for _, rk := range named {
+					rep, ok := phaseRep[rk]
+					if !ok {
+						rep = standFor[rk]
+						if len(rep) > maxBarrier/16 {
+							rep = gsdGateOf(items, rep, "plans of phase "+items[rep[0]].phaseNum)
+						}
+						phaseRep[rk] = rep
+					}
+					before = append(before, rep...)
+				}
+				before = gsdGate(items, before, "the phases "+strings.TrimSpace(dl.text)+" names")
 			}
 			for _, i := range after {
 				for _, j := range before {
@@ -455,6 +480,11 @@ func gsdGate(items []*item, before []int, what string) []int {
 	if len(before) <= maxBarrier/16 {
 		return before
 	}
+	return gsdGateOf(items, before, what)
+}
+
+// gsdGateOf is gsdGate whatever the length of before.
+func gsdGateOf(items []*item, before []int, what string) []int {
 	var todo []int // what a run waits for: a plan done or left out is not waited for
 	for _, i := range before {
 		if waits(items[i]) {

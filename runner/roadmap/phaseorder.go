@@ -128,9 +128,11 @@ func phaseGroups(items []*item) []*phaseGroup {
 // "Phase 3+").
 func phaseRefs(groups []*phaseGroup, s string) []int {
 	var out []int
+	in := map[int]bool{}
 	add := func(match func(g *phaseGroup) bool) {
 		for i, g := range groups {
-			if match(g) && !containsInt(out, i) {
+			if match(g) && !in[i] {
+				in[i] = true
 				out = append(out, i)
 			}
 		}
@@ -193,8 +195,18 @@ type orderStatement struct {
 // readOrderSection reads the sentences of a "Dependencies & Execution Order" section.
 func readOrderSection(groups []*phaseGroup, lines []sectionLine) []orderStatement {
 	var out []orderStatement
+	// A real section has a few dozen sentences; each may name every phase ("all user stories").
+	const mostSentences = 200
+	if len(lines) > mostSentences {
+		lines = lines[:mostSentences]
+	}
+	seen := map[string]bool{}
 	for _, l := range lines {
 		text := strings.TrimSpace(l.text)
+		if seen[text] {
+			continue // said already
+		}
+		seen[text] = true
 		if q, ok := listMarker(text, 0); ok {
 			text = text[q:]
 		}
@@ -225,9 +237,7 @@ func readOrderSection(groups []*phaseGroup, lines []sectionLine) []orderStatemen
 					seg = seg[:loc[0]]
 				}
 				for _, p := range phaseRefs(groups, seg) {
-					if !containsInt(st.needs, p) {
-						st.needs = append(st.needs, p)
-					}
+					st.needs = append(st.needs, p) // phaseRefs names each phase once; a repeat is harmless
 					st.explicit = true
 				}
 			}
@@ -251,6 +261,7 @@ func specKitPhaseOrder(d *doc) Errors {
 		return nil // a cycle of the plan's own: validate reports it, and nothing is added to it
 	}
 	var warnings Errors
+	warned := 0
 	phaseOf := make([]int, len(d.items))
 	for p, g := range groups {
 		for _, i := range g.items {
@@ -287,18 +298,21 @@ func specKitPhaseOrder(d *doc) Errors {
 	// What each phase needs: what the section says, else every phase before it.
 	explicit := make([][]int, len(groups))
 	said := make([]bool, len(groups))
-	saidBy := map[[2]int]orderStatement{} // the sentence that says phase p needs phase q
+	saidBy := map[[2]int]orderStatement{} // the sentence that says phase p needs phase q, once per pair
 	for _, st := range readOrderSection(groups, d.orderLines) {
 		for _, p := range st.subjects {
 			said[p] = said[p] || st.none
 			for _, q := range st.needs {
 				if q >= p {
-					warnings = append(warnings, &Error{Line: st.line, IDs: []string{},
-						Msg: fmt.Sprintf("%q: %s does not come before %s in the plan; read as words, not a dependency", st.text, groups[q].name, groups[p].name)})
+					if warned < mostWarnings {
+						warned++
+						warnings = append(warnings, &Error{Line: st.line, IDs: []string{},
+							Msg: fmt.Sprintf("%q: %s does not come before %s in the plan; read as words, not a dependency", st.text, groups[q].name, groups[p].name)})
+					}
 					continue
 				}
 				said[p] = true
-				if !containsInt(explicit[p], q) {
+				if _, dup := saidBy[[2]int{p, q}]; !dup {
 					explicit[p] = append(explicit[p], q)
 					saidBy[[2]int{p, q}] = st
 				}
@@ -308,11 +322,21 @@ func specKitPhaseOrder(d *doc) Errors {
 	reduceNeeds(explicit, said)
 	sinks := make([][]int, len(groups))
 	gates := map[int]int{}
-	var frontier []int
+	// The frontier is the phases no later phase waits for yet: a phase the section says nothing
+	// about waits for all of them. Kept as a list with a set beside it, so that each phase enters
+	// and leaves it once.
+	var frontierList []int
+	inFrontier := map[int]bool{}
 	for p, g := range groups {
-		needs := frontier
+		var needs []int
 		if said[p] {
 			needs = explicit[p]
+		} else {
+			for _, q := range frontierList {
+				if inFrontier[q] {
+					needs = append(needs, q)
+				}
+			}
 		}
 		sources := sourcesOf(d.items, g.items, ix)
 		type wait struct {
@@ -322,10 +346,13 @@ func specKitPhaseOrder(d *doc) Errors {
 		var waitsFor []wait // what the phase's sources wait for
 		for _, q := range needs {
 			if crossed(q, p) {
-				i, j := crossingOf(crossing, phaseOf, q, p)
-				warnings = append(warnings, &Error{Line: d.items[i].task.Line, IDs: []string{d.items[i].task.ID, d.items[j].task.ID},
-					Msg: fmt.Sprintf("task %s depends on %s of a later phase, so %s is not kept after %s", d.items[i].task.ID,
-						d.items[j].task.ID, groups[p].name, groups[q].name)})
+				if warned < mostWarnings {
+					warned++
+					i, j := crossingOf(crossing, phaseOf, q, p)
+					warnings = append(warnings, &Error{Line: d.items[i].task.Line, IDs: []string{d.items[i].task.ID, d.items[j].task.ID},
+						Msg: fmt.Sprintf("task %s depends on %s of a later phase, so %s is not kept after %s", d.items[i].task.ID,
+							d.items[j].task.ID, groups[p].name, groups[q].name)})
+				}
 				continue
 			}
 			st, byWords := saidBy[[2]int{p, q}]
@@ -335,7 +362,7 @@ func specKitPhaseOrder(d *doc) Errors {
 			}
 			before := sinks[q]
 			if len(before)*len(sources) > maxBarrier && len(before) > 1 {
-				before = []int{gateOf(d.items, gates, q, before, topo, groups[q].name)}
+				before = []int{gateOf(d.items, gates, q, before, topo, phaseOf, groups[q].name)}
 			}
 			for _, j := range before {
 				line := 0 // the task's own line
@@ -375,20 +402,25 @@ func specKitPhaseOrder(d *doc) Errors {
 		sinks[p] = sinksOf(d.items, g.items, ix)
 		if !slices.ContainsFunc(g.items, func(i int) bool { return waits(d.items[i]) }) {
 			// Nothing left to do in it: what comes after waits for what it waited for.
-			for _, q := range needs {
-				sinks[p] = append(sinks[p], sinks[q]...)
+			for _, w := range waitsFor {
+				sinks[p] = append(sinks[p], w.j)
 			}
 		}
-		next := []int{p}
-		for _, q := range frontier {
-			if !containsInt(needs, q) {
-				next = append(next, q)
-			}
+		for _, q := range needs {
+			inFrontier[q] = false
 		}
-		frontier = next
+		if !said[p] {
+			frontierList = frontierList[:0]
+		}
+		frontierList = append(frontierList, p)
+		inFrontier[p] = true
 	}
 	return warnings
 }
+
+// mostWarnings bounds the warnings about the phase order one plan gets: the first few say what is
+// wrong, and a hostile plan cannot make them its size squared.
+const mostWarnings = 10
 
 // reduceNeeds drops, of what the section says a phase needs, the phases that another of its needs
 // comes after already: "US2 depends on US1" and "all stories depend on Foundational" make US2 wait
@@ -510,15 +542,16 @@ func sinksOf(items []*item, group []int, ix map[string]int) []int {
 }
 
 // gateOf picks the task through which a large phase's end is waited for: the one of its last tasks
-// that comes last in the plan's own order, which then waits for the others. Being last in that
-// order, no task it waits for waits for it.
-func gateOf(items []*item, gates map[int]int, phase int, last []int, topo []int, name string) int {
+// in the latest phase that comes last in the plan's own order, which then waits for the others.
+// Being last in that order, no task it waits for waits for it; being in the latest phase, its
+// waiting goes the way the phases' order does.
+func gateOf(items []*item, gates map[int]int, phase int, last []int, topo, phaseOf []int, name string) int {
 	if g, ok := gates[phase]; ok {
 		return g
 	}
 	g := last[0]
 	for _, i := range last {
-		if topo[i] > topo[g] {
+		if phaseOf[i] > phaseOf[g] || (phaseOf[i] == phaseOf[g] && topo[i] > topo[g]) {
 			g = i
 		}
 	}
