@@ -502,7 +502,7 @@ func scanMarkdown(data []byte, convention string) *doc {
 			if m := waveRE.FindStringSubmatch(blankCodeSpans(rest + cont)); m != nil {
 				it.wave, _ = strconv.Atoi(m[1])
 			}
-			i = parseBody(it, lines, i, through, lg)
+			i = parseBody(it, lines, i, through, lg, true)
 			it.end = i
 			if strings.Contains(it.task.Notes, "_Requirements:") {
 				f.requirements++
@@ -634,7 +634,11 @@ func kiroSubtasks(d *doc, items []*item, keys []int, lines []mdLine) ([]*item, [
 			kid := &item{task: newTask(), box: parent.subBoxes[j], phaseNum: parent.phaseNum, kind: "subtask", section: parent.section}
 			kid.box.emoji = emoji
 			kid.task.Line, kid.task.Done = lines[ln].num, done
-			d.legend.applyMark(kid, boxMark(lines[ln].text, off, emoji))
+			mark := boxMark(lines[ln].text, off, emoji)
+			d.legend.applyMark(kid, mark)
+			if mark != "" {
+				d.legend.used[mark]-- // counted already, as a subtask of its parent
+			}
 			kid.box.done = kid.task.Done
 			if strings.HasPrefix(rest, "*") {
 				kid.task.Optional, rest = true, rest[1:]
@@ -645,7 +649,7 @@ func kiroSubtasks(d *doc, items []*item, keys []int, lines []mdLine) ([]*item, [
 				kids = nil
 				break // not Kiro's numbering: keep the sub-tasks as they are
 			}
-			parseBody(kid, lines, ln, through, d.legend)
+			parseBody(kid, lines, ln, through, d.legend, false)
 			kid.task.Phase = parent.task.ID + ". " + parent.task.Title
 			if parent.task.ID == "" {
 				kid.task.Phase = parent.task.Title
@@ -701,7 +705,10 @@ func demoteWeakIDs(items []*item) {
 
 // parseBody reads the lines nested under the task on line i (indented deeper than its marker),
 // from the line after from (the last line of its title), and returns the index of the last one.
-func parseBody(it *item, lines []mdLine, i, from int, lg *legend) int {
+//
+// The subtasks' marks are read as the plan's legend says; count says to count their uses (not when
+// the lines were counted already, under a Kiro task whose sub-task this is).
+func parseBody(it *item, lines []mdLine, i, from int, lg *legend, count bool) int {
 	last := from
 	for j := from + 1; j < len(lines); j++ {
 		l := lines[j]
@@ -731,7 +738,9 @@ func parseBody(it *item, lines []mdLine, i, from int, lg *legend) int {
 		}
 		if off, emoji, done, rest, ok := parseBox(l.text); ok {
 			if mark := boxMark(l.text, off, emoji); !emoji && lg != nil {
-				lg.used[mark]++
+				if count {
+					lg.used[mark]++
+				}
 				reading, _, _, _ := lg.read(mark)
 				done = reading == readingDone
 			}

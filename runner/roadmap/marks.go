@@ -235,6 +235,9 @@ func describeReading(mark, reading, meaning string, line int, guess bool) string
 func (lg *legend) readings() []MarkReading {
 	var out []MarkReading
 	for mark, n := range lg.used {
+		if n <= 0 {
+			continue
+		}
 		reading, meaning, line, guess := lg.read(mark)
 		out = append(out, MarkReading{Mark: mark, Reading: reading, Meaning: meaning, Line: line, Guess: guess, Tasks: n})
 	}
