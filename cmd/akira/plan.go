@@ -196,6 +196,25 @@ type planJSON struct {
 	Convention string         `json:"convention"`
 	Order      []string       `json:"order"`
 	Tasks      []planTaskJSON `json:"tasks"`
+	// With --explain: the status marks the plan uses and how each was read, and the checkbox lines
+	// not read as tasks.
+	Marks    []planMarkJSON    `json:"marks,omitempty"`
+	NotTasks []planNotTaskJSON `json:"not_tasks,omitempty"`
+}
+
+type planMarkJSON struct {
+	Mark    string `json:"mark"`
+	Reading string `json:"reading"`
+	Meaning string `json:"meaning,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Guess   bool   `json:"guess,omitempty"`
+	Uses    int    `json:"uses"`
+}
+
+type planNotTaskJSON struct {
+	Line  int    `json:"line"`
+	Why   string `json:"why"`
+	Guess bool   `json:"guess,omitempty"`
 }
 
 type planTaskJSON struct {
@@ -253,6 +272,12 @@ func writePlanJSON(w io.Writer, r *roadmap.Roadmap, explain bool, data []byte) e
 	var src sourceLines
 	if explain {
 		src = splitSource(data)
+		for _, m := range r.Marks {
+			out.Marks = append(out.Marks, planMarkJSON{Mark: m.Mark, Reading: m.Reading, Meaning: m.Meaning, Line: m.Line, Guess: m.Guess, Uses: m.Tasks})
+		}
+		for _, n := range r.NotTasks {
+			out.NotTasks = append(out.NotTasks, planNotTaskJSON(n))
+		}
 	}
 	for _, t := range r.Tasks {
 		subs := []planSubtaskJSON{}

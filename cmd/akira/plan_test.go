@@ -130,6 +130,45 @@ func TestPlanExplainGolden(t *testing.T) {
         }`) || !strings.Contains(stdout, `"read_as": "a spec-kit task line"`) {
 		t.Errorf("--explain --json: exit %d\n%s", code, stdout)
 	}
+	// Marks, guesses and the lines not read as tasks, for a script.
+	var doc struct {
+		Marks []struct {
+			Mark, Reading string
+			Guess         bool
+		}
+		NotTasks []struct{ Line int } `json:"not_tasks"`
+		Tasks    []struct {
+			ID          string
+			MarkReading string   `json:"mark_reading"`
+			Guesses     []string `json:"guesses"`
+		}
+	}
+	for _, file := range []string{"status-marks.md", "pr-choice.md"} {
+		stdout, _, code := runCmd(t, "plan", "--explain", "--json", filepath.Join("testdata", "plan", file))
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != 0 {
+			t.Fatalf("%s: exit %d, %v", file, code, err)
+		}
+	}
+	if len(doc.NotTasks) != 4 || doc.NotTasks[3].Line != 20 {
+		t.Errorf("pr-choice.md not_tasks = %+v", doc.NotTasks)
+	}
+	stdout, _, _ = runCmd(t, "plan", "--explain", "--json", filepath.Join("testdata", "plan", "status-marks.md"))
+	doc.NotTasks = nil
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	guessed := map[string]bool{}
+	for _, m := range doc.Marks {
+		guessed[m.Mark+" "+m.Reading] = m.Guess
+	}
+	if g, ok := guessed["[/] not done"]; !ok || !g || guessed["[~] not done"] {
+		t.Errorf("marks = %+v", doc.Marks)
+	}
+	for _, task := range doc.Tasks {
+		if task.ID == "1.4" && (len(task.Guesses) != 1 || !strings.Contains(task.MarkReading, "a guess")) {
+			t.Errorf("task 1.4: %+v", task)
+		}
+	}
 }
 
 // TestPlanJSONShape checks the documented JSON keys and that arrays are never null.
