@@ -99,9 +99,13 @@ func withoutRemarks(s string, keep func(inner string) bool) string {
 			}
 		}
 		if j == len(b) {
-			j-- // an unclosed remark runs to the end
+			j-- // an unclosed remark runs to the end, its last byte included
 		}
-		if keep != nil && keep(string(b[i+1:j])) {
+		inner := ""
+		if j > i {
+			inner = string(b[i+1 : j])
+		}
+		if keep != nil && keep(inner) {
 			i = j
 			continue
 		}
