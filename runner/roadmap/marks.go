@@ -333,13 +333,15 @@ func statusHeadings(items []*item, keys []int, lines []mdLine, phaseOf map[int]p
 		it.task.Line, it.task.Phase = lines[h].num, phaseOf[h].text
 		parseTitle(it, text, lines[h].num)
 		sl := lines[status]
-		m := statusFieldRE.FindStringSubmatchIndex(strings.TrimRight(sl.text, " \t"))
-		value := strings.TrimRight(sl.text, " \t")[m[2]:m[3]]
+		lead := leadingWS(sl.text) // the field was found on the line without its indentation
+		field := strings.TrimRight(sl.text[lead:], " \t")
+		m := statusFieldRE.FindStringSubmatchIndex(field)
+		value := field[m[2]:m[3]]
 		reading, known := readMeaning(value)
 		if value == "" {
 			reading, known = readingPending, false
 		}
-		it.box = box{off: sl.start + m[2], width: len(value), status: true, done: reading == readingDone}
+		it.box = box{off: sl.start + lead + m[2], width: len(value), status: true, done: reading == readingDone}
 		it.task.Done = reading == readingDone
 		it.task.Optional = reading == readingDropped
 		it.task.Mark = statusMark + value

@@ -331,7 +331,7 @@ Status: ✅ Complete
 - **Status**: Waiting on legal
 
 #### Task 20: Themes
-**Status**: Someday maybe
+  **Status**: Someday maybe
 `
 	r, err := Parse("STATUS.md", []byte(page))
 	if err != nil {
@@ -354,6 +354,9 @@ Status: ✅ Complete
 		t.Fatal(err)
 	}
 	want := strings.NewReplacer("**Status**: Not started", "**Status**: Done", "- **Status**: Waiting on legal", "- **Status**: Done").Replace(page)
+	if out, err := Tick(r, []byte(page), "20"); err != nil || !strings.Contains(string(out), "\n  **Status**: Done\n") {
+		t.Errorf("an indented field ticked: %q, %v", out, err)
+	}
 	if string(out) != want {
 		t.Errorf("ticked:\n%s", out)
 	}
