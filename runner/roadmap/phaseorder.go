@@ -149,7 +149,7 @@ func phaseRefs(groups []*phaseGroup, s string) []int {
 	stories := storyRE.FindAllStringSubmatch(s, -1)
 	for _, m := range stories {
 		n, _ := strconv.Atoi(m[1] + m[2])
-		add(func(g *phaseGroup) bool { return containsInt(g.stories, n) })
+		add(func(g *phaseGroup) bool { return slices.Contains(g.stories, n) })
 	}
 	if len(stories) == 0 && allStoriesRE.MatchString(s) {
 		add(func(g *phaseGroup) bool { return g.class == classStory })
@@ -172,15 +172,6 @@ func phaseRefs(groups []*phaseGroup, s string) []int {
 		})
 	}
 	return out
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // orderStatement is what one sentence of the section says about the phases of its subject.
