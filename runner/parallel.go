@@ -30,8 +30,9 @@ import (
 // Events of the workers are serialized into the run's reporter (which expects one at a time); the
 // run's own start and end are reported by the run.
 
-// mayRunBeside says whether a task may share a wave with others.
-func mayRunBeside(t *roadmap.Task) bool { return t.Parallel || len(t.Depends) > 0 }
+// mayRunBeside says whether a task may share a wave with others; the plan decides (see
+// roadmap.Task.MayRunBeside).
+func mayRunBeside(t *roadmap.Task) bool { return t.MayRunBeside() }
 
 // ready says whether a pending task's dependencies are all done.
 func (e *engine) ready(t *roadmap.Task) bool {
@@ -67,30 +68,9 @@ func (e *engine) wave() []*roadmap.Task {
 }
 
 // Waves lists the waves a plan runs in with up to maxParallel tasks at once, when every task
-// succeeds: what `akira plan` shows.
-func Waves(rm *roadmap.Roadmap, maxParallel int) [][]string {
-	e := &engine{rm: rm, results: map[string]*TaskResult{}, o: Options{MaxParallel: maxParallel}}
-	for _, t := range rm.Tasks {
-		status := TaskPending
-		if t.Done {
-			status = TaskDone
-		}
-		e.results[t.ID] = &TaskResult{ID: t.ID, Status: status}
-	}
-	var waves [][]string
-	for {
-		w := e.wave()
-		if len(w) == 0 {
-			return waves
-		}
-		ids := make([]string, len(w))
-		for i, t := range w {
-			ids[i] = t.ID
-			e.results[t.ID].Status = TaskDone
-		}
-		waves = append(waves, ids)
-	}
-}
+// succeeds: what `akira plan` shows. It is the plan's own (roadmap.Roadmap.Waves), which picks
+// waves as wave does, without a pass over the plan per wave.
+func Waves(rm *roadmap.Roadmap, maxParallel int) [][]string { return rm.Waves(maxParallel) }
 
 // serialReporter passes the events of a run's workers to its reporter one at a time, keeping only
 // the events of each worker's own task.

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -193,5 +195,75 @@ func TestUnverifiedTasks(t *testing.T) {
 	}
 	if st := rec.of(EventTaskStarted, "T3"); len(st) != 1 || !slices.Equal(st[0].Accept, []string{"the page reads well"}) {
 		t.Errorf("T3's start event carries %+v; want its criterion", st)
+	}
+}
+
+// TestWavesAreTheRunsWaves: what akira plan --parallel shows (Waves, the plan's own computation) is
+// what a run does wave after wave (engine.wave, with every task succeeding), on random plans of
+// [P] tasks, dependencies, priorities, done and optional tasks.
+func TestWavesAreTheRunsWaves(t *testing.T) {
+	for seed := range 200 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 48))
+		var b strings.Builder
+		n := 1 + rng.IntN(40)
+		for i := 1; i <= n; i++ {
+			box := "[ ]"
+			switch rng.IntN(8) {
+			case 0:
+				box = "[x]"
+			case 1:
+				box = "[ ]*"
+			}
+			fmt.Fprintf(&b, "- %s T%d", box, i)
+			if rng.IntN(2) == 0 {
+				b.WriteString(" [P]")
+			}
+			fmt.Fprintf(&b, " task %d", i)
+			if i > 1 && rng.IntN(3) == 0 {
+				fmt.Fprintf(&b, " (depends: T%d)", 1+rng.IntN(i-1))
+			}
+			b.WriteString("\n")
+			if p := rng.IntN(6); p < 2 {
+				fmt.Fprintf(&b, "  - priority: %s\n", []string{"high", "low"}[p])
+			}
+		}
+		rm, err := roadmap.Parse("ROADMAP.md", []byte(b.String()))
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for _, max := range []int{1, 2, 3, 8} {
+			if got, want := Waves(rm, max), engineWaves(rm, max); !slices.EqualFunc(got, want, slices.Equal[[]string]) {
+				t.Fatalf("seed %d, %d at once: Waves = %v\nthe run goes %v\n%s", seed, max, got, want, b.String())
+			}
+		}
+	}
+}
+
+// engineWaves runs the engine's own choice of waves over a plan, every task succeeding.
+func engineWaves(rm *roadmap.Roadmap, maxParallel int) [][]string {
+	e := &engine{rm: rm, results: map[string]*TaskResult{}, o: Options{MaxParallel: maxParallel}}
+	e.indexTasks()
+	for _, t := range rm.Tasks {
+		status := TaskPending
+		switch {
+		case t.Done:
+			status = TaskDone
+		case t.Optional:
+			status = TaskSkipped
+		}
+		e.results[t.ID] = &TaskResult{ID: t.ID, Status: status}
+	}
+	var waves [][]string
+	for {
+		w := e.wave()
+		if len(w) == 0 {
+			return waves
+		}
+		ids := make([]string, len(w))
+		for i, t := range w {
+			ids[i] = t.ID
+			e.results[t.ID].Status = TaskDone
+		}
+		waves = append(waves, ids)
 	}
 }

@@ -159,7 +159,9 @@ func runPlan(ctx context.Context, stdout, stderr io.Writer, o planOptions) error
 		return err
 	}
 	if !assessed.Confident {
+		// The plan is shown as read, but what it says about its order was not read: not a plan to run.
 		notRead()
+		return withExit(2, nil)
 	}
 	return nil
 }
@@ -201,6 +203,25 @@ type planJSON struct {
 	Convention string         `json:"convention"`
 	Order      []string       `json:"order"`
 	Tasks      []planTaskJSON `json:"tasks"`
+	// With --explain: the status marks the plan uses and how each was read, and the checkbox lines
+	// not read as tasks.
+	Marks    []planMarkJSON    `json:"marks,omitempty"`
+	NotTasks []planNotTaskJSON `json:"not_tasks,omitempty"`
+}
+
+type planMarkJSON struct {
+	Mark    string `json:"mark"`
+	Reading string `json:"reading"`
+	Meaning string `json:"meaning,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Guess   bool   `json:"guess,omitempty"`
+	Uses    int    `json:"uses"`
+}
+
+type planNotTaskJSON struct {
+	Line  int    `json:"line"`
+	Why   string `json:"why"`
+	Guess bool   `json:"guess,omitempty"`
 }
 
 type planTaskJSON struct {
@@ -226,12 +247,19 @@ type planTaskJSON struct {
 	SourceText  string        `json:"source_text,omitempty"`
 	ReadAs      string        `json:"read_as,omitempty"`
 	DependsFrom []planDepJSON `json:"depends_from,omitempty"`
+	// Mark and MarkReading: a status mark other than a plain box, and how it was read; Guesses:
+	// the readings of the task that are guesses.
+	Mark        string   `json:"mark,omitempty"`
+	MarkReading string   `json:"mark_reading,omitempty"`
+	Guesses     []string `json:"guesses,omitempty"`
 }
 
 type planDepJSON struct {
 	ID   string `json:"id"`
 	Line int    `json:"line"`
 	Text string `json:"text"`
+	// PhaseOrder is set on a dependency that only keeps the plan's phases in order.
+	PhaseOrder bool `json:"phase_order,omitempty"`
 }
 
 type planSubtaskJSON struct {
@@ -248,6 +276,16 @@ func nonNil(s []string) []string {
 
 func writePlanJSON(w io.Writer, r *roadmap.Roadmap, explain bool, data []byte) error {
 	out := planJSON{Source: r.Source, Title: r.Title, Convention: r.Convention, Order: nonNil(r.Order), Tasks: []planTaskJSON{}}
+	var src sourceLines
+	if explain {
+		src = splitSource(data)
+		for _, m := range r.Marks {
+			out.Marks = append(out.Marks, planMarkJSON{Mark: m.Mark, Reading: m.Reading, Meaning: m.Meaning, Line: m.Line, Guess: m.Guess, Uses: m.Tasks})
+		}
+		for _, n := range r.NotTasks {
+			out.NotTasks = append(out.NotTasks, planNotTaskJSON(n))
+		}
+	}
 	for _, t := range r.Tasks {
 		subs := []planSubtaskJSON{}
 		for _, s := range t.Subtasks {
@@ -260,9 +298,10 @@ func writePlanJSON(w io.Writer, r *roadmap.Roadmap, explain bool, data []byte) e
 		})
 		if explain {
 			j := &out.Tasks[len(out.Tasks)-1]
-			j.SourceText, j.ReadAs, j.DependsFrom = sourceLine(data, t.Line), t.ReadAs, []planDepJSON{}
+			j.SourceText, j.ReadAs, j.DependsFrom = src.line(t.Line), t.ReadAs, []planDepJSON{}
+			j.Mark, j.MarkReading, j.Guesses = t.Mark, t.MarkReading, t.Guesses
 			for _, d := range t.DependsFrom {
-				j.DependsFrom = append(j.DependsFrom, planDepJSON(d))
+				j.DependsFrom = append(j.DependsFrom, planDepJSON{ID: d.ID, Line: d.Line, Text: d.Text, PhaseOrder: d.PhaseOrder})
 			}
 		}
 	}
@@ -341,11 +380,8 @@ func writePlanText(w io.Writer, r *roadmap.Roadmap, parallel int) error {
 	default:
 		fmt.Fprintf(&b, "\nExecution order: %s\n", strings.Join(pending, ", "))
 	}
-	if waves := runner.Waves(r, parallel); parallel > 1 && len(waves) > 0 {
-		fmt.Fprintf(&b, "\nWaves, up to %d tasks at once:\n", parallel)
-		for i, w := range waves {
-			fmt.Fprintf(&b, "  %d. %s\n", i+1, strings.Join(w, ", "))
-		}
+	if parallel > 1 {
+		writeWaves(&b, runner.Waves(r, parallel), parallel)
 	}
 	// The table pads every title; lines without details would otherwise end in spaces.
 	lines := strings.Split(b.String(), "\n")
@@ -358,14 +394,39 @@ func writePlanText(w io.Writer, r *roadmap.Roadmap, parallel int) error {
 	return nil
 }
 
+// writeWaves prints the waves of a run with up to parallel tasks at once.
+func writeWaves(b *strings.Builder, waves [][]string, parallel int) {
+	if len(waves) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nWaves, up to %d tasks at once:\n", parallel)
+	for i, w := range waves {
+		fmt.Fprintf(b, "  %d. %s\n", i+1, strings.Join(w, ", "))
+	}
+}
+
 // details summarises what else a task carries, in one column of the table.
 func details(t *roadmap.Task) string {
 	var parts []string
-	if len(t.Depends) > 0 {
-		parts = append(parts, "after "+strings.Join(t.Depends, ", "))
+	var written, phaseOrder []string
+	for i, d := range t.Depends {
+		if i < len(t.DependsFrom) && t.DependsFrom[i].PhaseOrder {
+			phaseOrder = append(phaseOrder, d)
+		} else {
+			written = append(written, d)
+		}
+	}
+	if len(written) > 0 {
+		parts = append(parts, "after "+strings.Join(written, ", "))
+	}
+	if len(phaseOrder) > 0 {
+		parts = append(parts, "phase order: after "+strings.Join(phaseOrder, ", "))
 	}
 	if t.Parallel {
 		parts = append(parts, "parallel")
+	}
+	if t.Mark != "" {
+		parts = append(parts, "marked "+t.Mark)
 	}
 	if t.Optional {
 		parts = append(parts, "optional (skipped unless included)")

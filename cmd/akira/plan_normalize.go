@@ -16,24 +16,55 @@ import (
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 
-// sourceLine is line n (1-based) of data as written, or "".
-func sourceLine(data []byte, n int) string {
-	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
-	if n < 1 || n > len(lines) {
+// writeMarks says how each status mark the plan uses was read, and which readings are guesses.
+func writeMarks(b *strings.Builder, marks []roadmap.MarkReading) {
+	if len(marks) == 0 {
+		return
+	}
+	b.WriteString("marks, as read:\n")
+	for _, m := range marks {
+		fmt.Fprintf(b, "  %s → %s", m.Mark, m.Reading)
+		switch {
+		case m.Meaning != "" && m.Guess:
+			fmt.Fprintf(b, ", a guess: the legend on line %d says %q", m.Line, m.Meaning)
+		case m.Meaning != "":
+			fmt.Fprintf(b, ": the legend on line %d says %q", m.Line, m.Meaning)
+		case m.Guess && strings.HasPrefix(m.Mark, "["):
+			b.WriteString(", a guess: no legend says what it means")
+		case m.Guess:
+			b.WriteString(", a guess: Akira does not know these words")
+		}
+		fmt.Fprintf(b, " (%s)\n", plural(m.Tasks, "use"))
+	}
+}
+
+// sourceLines are the lines of a plan as written, split once: a plan of 100,000 tasks asks for
+// each task's line.
+type sourceLines []string
+
+func splitSource(data []byte) sourceLines {
+	return strings.Split(strings.ReplaceAll(strings.TrimPrefix(string(data), "\ufeff"), "\r\n", "\n"), "\n")
+}
+
+// line is line n (1-based) as written, or "".
+func (s sourceLines) line(n int) string {
+	if n < 1 || n > len(s) {
 		return ""
 	}
-	return strings.TrimRight(strings.TrimPrefix(lines[n-1], "\ufeff"), " \t")
+	return strings.TrimRight(s[n-1], " \t")
 }
 
 // writePlanExplain prints, for each task, the line it was read from, how it was read, and each
 // dependency with the words it was read from: what a person who disagrees with the reading needs.
 func writePlanExplain(w io.Writer, r *roadmap.Roadmap, data []byte) error {
+	src := splitSource(data)
 	var b strings.Builder
 	title := r.Title
 	if title == "" {
 		title = "(untitled)"
 	}
 	fmt.Fprintf(&b, "%s\n%s, %s: %s; %s\n", title, r.Source, r.Format, plural(len(r.Tasks), "task"), roadmap.Describe(r.Convention))
+	writeMarks(&b, r.Marks)
 	for _, t := range r.Tasks {
 		box := "[ ]"
 		if t.Done {
@@ -41,13 +72,21 @@ func writePlanExplain(w io.Writer, r *roadmap.Roadmap, data []byte) error {
 		}
 		fmt.Fprintf(&b, "\n%s %s  %s\n", box, t.ID, t.Title)
 		if t.Line > 0 {
-			fmt.Fprintf(&b, "  line %d: %s\n", t.Line, strings.TrimSpace(sourceLine(data, t.Line)))
+			fmt.Fprintf(&b, "  line %d: %s\n", t.Line, strings.TrimSpace(src.line(t.Line)))
 		}
 		phase := ""
 		if t.Phase != "" {
 			phase = ", in phase " + t.Phase
 		}
 		fmt.Fprintf(&b, "  read as %s%s\n", t.ReadAs, phase)
+		if t.MarkReading != "" {
+			fmt.Fprintf(&b, "  mark: %s\n", t.MarkReading)
+		}
+		for _, g := range t.Guesses {
+			if g != t.MarkReading {
+				fmt.Fprintf(&b, "  guess: %s\n", g)
+			}
+		}
 		if len(t.DependsFrom) == 0 {
 			b.WriteString("  no dependencies\n")
 		}
@@ -62,6 +101,16 @@ func writePlanExplain(w io.Writer, r *roadmap.Roadmap, data []byte) error {
 			d := t.DependsFrom[i]
 			fmt.Fprintf(&b, "  after %s: line %d: %s\n", strings.Join(ids, ", "), d.Line, d.Text)
 			i = j
+		}
+	}
+	if len(r.NotTasks) > 0 {
+		b.WriteString("\nnot read as tasks:\n")
+		for _, n := range r.NotTasks {
+			guess := ""
+			if n.Guess {
+				guess = " (a guess)"
+			}
+			fmt.Fprintf(&b, "  line %d: %s — %s%s\n", n.Line, strings.TrimSpace(src.line(n.Line)), n.Why, guess)
 		}
 	}
 	var pending []string
@@ -176,6 +225,7 @@ func sideBySide(tasks []runner.NormalizedTask, data []byte) string {
 		width = max(width, utf8.RuneCountInString(lefts[i]))
 	}
 	pad := func(s string) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)) }
+	src := splitSource(data)
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %s │ source line\n", pad("proposed task"))
 	fmt.Fprintf(&b, "  %s─┼─%s\n", strings.Repeat("─", width), strings.Repeat("─", 20))
@@ -184,9 +234,9 @@ func sideBySide(tasks []runner.NormalizedTask, data []byte) string {
 		if len(t.SourceLines) > 0 {
 			rights = rights[:0]
 			for _, n := range t.SourceLines {
-				r := fmt.Sprintf("%4d  %s", n, sourceLine(data, n))
+				r := fmt.Sprintf("%4d  %s", n, src.line(n))
 				if t.Guessed {
-					r = fmt.Sprintf("%4d  (guessed by its words) %s", n, strings.TrimSpace(sourceLine(data, n)))
+					r = fmt.Sprintf("%4d  (guessed by its words) %s", n, strings.TrimSpace(src.line(n)))
 				}
 				rights = append(rights, clip(r, rightMax))
 			}

@@ -112,7 +112,7 @@ func TestPlanGolden(t *testing.T) {
 // TestPlanExplainGolden: --explain shows, for each task, its source line, how it was read and the
 // words each dependency was read from.
 func TestPlanExplainGolden(t *testing.T) {
-	for _, file := range []string{"gsd-milestones.md", "gsd-inserted.md", "speckit-ranges.md", "after-no-colon.md"} {
+	for _, file := range []string{"gsd-milestones.md", "gsd-inserted.md", "speckit-ranges.md", "after-no-colon.md", "status-marks.md", "pr-choice.md"} {
 		t.Run(file, func(t *testing.T) {
 			stdout, stderr, code := runCmd(t, "plan", "--explain", filepath.Join("testdata", "plan", file))
 			if code != 0 {
@@ -129,6 +129,45 @@ func TestPlanExplainGolden(t *testing.T) {
           "text": "(depends on T001–T003)"
         }`) || !strings.Contains(stdout, `"read_as": "a spec-kit task line"`) {
 		t.Errorf("--explain --json: exit %d\n%s", code, stdout)
+	}
+	// Marks, guesses and the lines not read as tasks, for a script.
+	var doc struct {
+		Marks []struct {
+			Mark, Reading string
+			Guess         bool
+		}
+		NotTasks []struct{ Line int } `json:"not_tasks"`
+		Tasks    []struct {
+			ID          string
+			MarkReading string   `json:"mark_reading"`
+			Guesses     []string `json:"guesses"`
+		}
+	}
+	for _, file := range []string{"status-marks.md", "pr-choice.md"} {
+		stdout, _, code := runCmd(t, "plan", "--explain", "--json", filepath.Join("testdata", "plan", file))
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != 0 {
+			t.Fatalf("%s: exit %d, %v", file, code, err)
+		}
+	}
+	if len(doc.NotTasks) != 4 || doc.NotTasks[3].Line != 20 {
+		t.Errorf("pr-choice.md not_tasks = %+v", doc.NotTasks)
+	}
+	stdout, _, _ = runCmd(t, "plan", "--explain", "--json", filepath.Join("testdata", "plan", "status-marks.md"))
+	doc.NotTasks = nil
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	guessed := map[string]bool{}
+	for _, m := range doc.Marks {
+		guessed[m.Mark+" "+m.Reading] = m.Guess
+	}
+	if g, ok := guessed["[/] not done"]; !ok || !g || guessed["[~] not done"] {
+		t.Errorf("marks = %+v", doc.Marks)
+	}
+	for _, task := range doc.Tasks {
+		if task.ID == "1.4" && (len(task.Guesses) != 1 || !strings.Contains(task.MarkReading, "a guess")) {
+			t.Errorf("task 1.4: %+v", task)
+		}
 	}
 }
 
@@ -248,5 +287,108 @@ func TestPlanWaves(t *testing.T) {
 	}
 	if _, stderr, code := runCmd(t, "plan", "--parallel", "0", path); code != 2 || !strings.Contains(stderr, "--parallel") {
 		t.Errorf("--parallel 0: exit %d, %q", code, stderr)
+	}
+}
+
+// specKitAlbums is a spec-kit tasks.md of our own writing in the template's shape: Setup,
+// Foundational, three user stories and Polish, [P] tasks in each, and the template's "Dependencies &
+// Execution Order" section with two sentences about the stories.
+const specKitAlbums = `# Tasks: Albums
+
+## Phase 1: Setup
+
+- [ ] T001 Create the project
+- [ ] T002 [P] Configure the linter
+- [ ] T003 [P] Configure the formatter
+
+## Phase 2: Foundational
+
+- [ ] T004 [P] Database schema
+- [ ] T005 [P] Auth middleware
+- [ ] T006 Base models
+
+## Phase 3: User Story 1 - Create albums (Priority: P1)
+
+- [ ] T007 [P] [US1] Contract test
+- [ ] T008 [P] [US1] Album model
+- [ ] T009 [US1] Album service (depends on T008)
+
+## Phase 4: User Story 2 - Share albums (Priority: P2)
+
+- [ ] T010 [P] [US2] Share model
+- [ ] T011 [US2] Share service
+
+## Phase 5: User Story 3 - Tag albums (Priority: P3)
+
+- [ ] T012 [P] [US3] Tag model
+
+## Phase 6: Polish
+
+- [ ] T013 [P] Docs
+- [ ] T014 [P] Cleanup
+`
+
+const specKitAlbumsOrder = `
+## Dependencies & Execution Order
+
+- **Setup (Phase 1)**: No dependencies - can start immediately
+- **Foundational (Phase 2)**: Depends on Setup completion - BLOCKS all user stories
+- **User Stories (Phase 3+)**: All depend on Foundational phase completion
+- **Polish (Final Phase)**: Depends on all desired user stories being complete
+- US2: Depends on US1
+- US3: can run in parallel with US2 after US1
+`
+
+// TestPlanSpecKitWaves (issue 45, cause 2): with --parallel 8, spec-kit's phases stay in order —
+// Setup, Foundational, the stories, Polish; [P] tasks share a wave only within a phase — and the
+// "Dependencies & Execution Order" section's sentences are read: stories that all depend on
+// Foundational, US2 after US1, US3 beside US2 after US1, Polish after all of them.
+func TestPlanSpecKitWaves(t *testing.T) {
+	tests := []struct {
+		name, plan, waves string
+	}{
+		{"phases in the document's order", specKitAlbums, `Waves, up to 8 tasks at once:
+  1. T001
+  2. T002, T003
+  3. T004, T005
+  4. T006
+  5. T007, T008
+  6. T009
+  7. T010
+  8. T011
+  9. T012
+  10. T013, T014
+`},
+		{"phases as the Dependencies & Execution Order section says", specKitAlbums + specKitAlbumsOrder, `Waves, up to 8 tasks at once:
+  1. T001
+  2. T002, T003
+  3. T004, T005
+  4. T006
+  5. T007, T008
+  6. T009
+  7. T010, T012
+  8. T011
+  9. T013, T014
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tasks.md")
+			if err := os.WriteFile(path, []byte(tt.plan), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, code := runCmd(t, "plan", "--parallel", "8", path)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			if _, waves, _ := strings.Cut(out, "\nWaves"); "Waves"+waves != tt.waves {
+				t.Errorf("waves:\n%s\nwant:\n%s", "Waves"+waves, tt.waves)
+			}
+			// Without --parallel the order is the document's, as it always was.
+			seq, _, _ := runCmd(t, "plan", path)
+			if !strings.Contains(seq, "Execution order: T001, T002, T003, T004, T005, T006, T007, T008, T009, T010, T011, T012, T013, T014\n") {
+				t.Errorf("sequential order changed:\n%s", seq)
+			}
+		})
 	}
 }

@@ -14,8 +14,10 @@ type Assessment struct {
 	// dependencies (two or more) names a task.
 	Confident bool
 	Tasks     int
-	// Deps and Unresolved count the dependencies written, and those that name no task.
+	// Deps and Unresolved count the dependencies written, and those that name no task; Unread says
+	// what the first of those are ("task 1: dependency \"7\" names no task").
 	Deps, Unresolved int
+	Unread           []string
 	// Tried are the formats the plan was read in; Closest the one whose marks it shows most
 	// (a Conventions entry, or ConventionTaskList), and Seen what marks those are.
 	Tried   []string
@@ -37,9 +39,17 @@ func (a Assessment) Problem(source string) string {
 			"A task is a list item with a checkbox, such as \"- [ ] 1.1 Write the parser\".",
 			source, strings.Join(tried, ", "), Name(a.Closest), a.Seen)
 	}
-	return fmt.Sprintf("%s: read as %s, but not one of its %d dependencies names a task of the plan: they are written in a way Akira does not read. "+
+	unread := ""
+	if len(a.Unread) > 0 {
+		unread = " (" + strings.Join(a.Unread, "; ") + ")"
+	}
+	which := fmt.Sprintf("not one of its %d dependencies names a task", a.Deps)
+	if a.Deps == 1 {
+		which = "its one dependency names no task"
+	}
+	return fmt.Sprintf("%s: read as %s, but %s of the plan%s: they are written in a way Akira does not read. "+
 		"Dependencies name task ids: \"(depends: 1.1)\", \"- depends: T001–T003\".",
-		source, Name(a.Closest), a.Deps)
+		source, Name(a.Closest), which, unread)
 }
 
 // Name is how a convention is called in messages.
@@ -81,7 +91,7 @@ func Assess(source string, data []byte, convention string) Assessment {
 			}
 		}
 	}
-	warnings, errs := resolveDeps(d.items, format == FormatMarkdown)
+	warnings, errs := resolveDeps(d, format == FormatMarkdown)
 	for _, it := range d.items {
 		for _, dep := range it.task.Depends {
 			if !ids[dep] {
@@ -91,10 +101,13 @@ func Assess(source string, data []byte, convention string) Assessment {
 	}
 	for _, e := range append(warnings, errs...) {
 		a.Unresolved += e.unread
+		if e.unread > 0 && len(a.Unread) < 3 {
+			a.Unread = append(a.Unread, strings.TrimSuffix(e.Msg, "; kept as a note"))
+		}
 	}
 	a.Unresolved = min(a.Unresolved, a.Deps)
-	// One dependency that names no task is a typo, which validate reports; several and not one
-	// read is a way of writing them that Akira does not know.
+	// One dependency that names no task is a typo, which Parse reports; several and not one read is
+	// a way of writing them that Akira does not know.
 	a.Confident = a.Tasks > 0 && (a.Deps < 2 || a.Unresolved < a.Deps)
 	if format != FormatMarkdown {
 		a.Tried = []string{ConventionTaskList}

@@ -2,6 +2,7 @@ package roadmap
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -57,6 +58,31 @@ func BenchmarkParseHostileTitle(b *testing.B) {
 	for b.Loop() {
 		if _, err := ParseMarkdown("ROADMAP.md", data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlan is `akira plan --parallel 8` without the printing — parse, check, order and the
+// waves — on generated plans of 1,000, 10,000 and 100,000 tasks in each convention (see genPlans):
+// the time per plan should grow with its size, not its square (issue 48: 10,000 tasks within 1 s,
+// 100,000 within 10 s). ns/task is the time per task.
+func BenchmarkPlan(b *testing.B) {
+	for _, conv := range genConventions {
+		for _, n := range []int{1_000, 10_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/%dk", conv, n/1000), func(b *testing.B) {
+				g := genPlans(conv, n, rand.New(rand.NewPCG(48, uint64(n))))
+				b.SetBytes(int64(len(g.src)))
+				for b.Loop() {
+					r, err := Parse("tasks.md", g.src)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(r.Waves(8)) == 0 {
+						b.Fatal("no waves")
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(g.ids)), "ns/task")
+			})
 		}
 	}
 }

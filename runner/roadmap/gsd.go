@@ -90,32 +90,73 @@ var phaseNumRE = regexp.MustCompile(`(?i)(?:\b(v\d+(?:\.\d+)*)\s+)?phases?\s+(\d
 // Phase 6)" depends on phase 5 only.
 var proseRE = regexp.MustCompile(`(?i)\b(?:before|blocks|blocking|unblocks|then|prior to|followed by)\b`)
 
-// phaseNumbers reads the phases a "Depends on" line names; "Nothing" names none.
+// phaseListRE continues a list of phases after the first: ", 4.2", " and 5", ", Phase 7 of v1.3",
+// "& 3–4".
+var phaseListRE = regexp.MustCompile(`(?i)^\s*(?:,|&|/|\band\b|\bor\b)\s*(?:phases?\s+)?(\d+(?:\.\d+)*)(?:\s*(?:[–—-]|\.\.|\bto\b)\s*(\d+(?:\.\d+)*))?(?:\s+of\s+(v\d+(?:\.\d+)*)|\s*\((v\d+(?:\.\d+)*)\))?`)
+
+// milestoneRemarkRE is a remark that names a milestone, "(v1.3)", which says which phase is meant.
+var milestoneRemarkRE = regexp.MustCompile(`^\s*v\d+(?:\.\d+)*\s*$`)
+
+// phaseNumbers reads the phases a "Depends on" line names; "Nothing" names none, nor does what
+// follows a negation ("independent of Phases 3-6"); remarks in parentheses are skipped, so that
+// "Phases 4.1, 4.2 (hard: …), 4.3 (soft: …)" names all three.
 func phaseNumbers(s string) []phaseRef {
 	if loc := proseRE.FindStringIndex(s); loc != nil {
 		s = s[:loc[0]]
 	}
+	s = withoutRemarks(neededWords(s), milestoneRemarkRE.MatchString)
 	var out []phaseRef
-	for _, m := range phaseNumRE.FindAllStringSubmatch(s, -1) {
-		ms := m[1]
-		if ms == "" {
-			ms = m[4]
-		}
-		if ms == "" {
-			ms = m[5]
-		}
-		from, to := m[2], m[3]
+	add := func(ms, from, to string) {
 		if to == "" || strings.Contains(from, ".") || strings.Contains(to, ".") {
 			out = append(out, phaseRef{ms, from})
 			if to != "" {
 				out = append(out, phaseRef{ms, to})
 			}
-			continue
+			return
 		}
 		a, _ := strconv.Atoi(from)
 		b, _ := strconv.Atoi(to)
 		for n := a; n <= b && n-a < 100; n++ {
 			out = append(out, phaseRef{ms, strconv.Itoa(n)})
+		}
+	}
+	for len(s) > 0 {
+		loc := phaseNumRE.FindStringSubmatchIndex(s)
+		if loc == nil {
+			break
+		}
+		group := func(k int) string {
+			if loc[2*k] < 0 {
+				return ""
+			}
+			return s[loc[2*k]:loc[2*k+1]]
+		}
+		ms := group(1)
+		if ms == "" {
+			ms = group(4)
+		}
+		if ms == "" {
+			ms = group(5)
+		}
+		add(ms, group(2), group(3))
+		s = s[loc[1]:]
+		for {
+			m := phaseListRE.FindStringSubmatchIndex(s)
+			if m == nil {
+				break
+			}
+			sub := func(k int) string {
+				if m[2*k] < 0 {
+					return ""
+				}
+				return s[m[2*k]:m[2*k+1]]
+			}
+			lms := sub(3)
+			if lms == "" {
+				lms = sub(4)
+			}
+			add(lms, sub(1), sub(2))
+			s = s[m[1]:]
 		}
 	}
 	return out
@@ -195,7 +236,7 @@ func gsdPhases(items []*item, keys []int) ([]*item, []int) {
 			it.phaseNum = it.overview
 			if it.overviewName != "" {
 				// "**Phase 2: Engine** — run one task": the name is the title, the rest says what it is.
-				if _, after, ok := strings.Cut(it.task.Title, "**"); ok {
+				if _, after, ok := strings.Cut(it.rawTitle, "**"); ok {
 					if _, desc, ok := strings.Cut(after, "**"); ok {
 						if desc = strings.TrimSpace(trimSep(desc)); desc != "" {
 							it.task.Notes = strings.TrimSpace(desc + "\n" + it.task.Notes)
@@ -248,6 +289,15 @@ func plansBelong(items []*item, phases gsdPhaseIndex) {
 	}
 }
 
+// trimZerosOf writes a dotted number without leading zeros ("03" is "3"), and leaves anything else
+// as it is.
+func trimZerosOf(s string) string {
+	if s == "" || strings.Trim(s, "0123456789.") != "" {
+		return s
+	}
+	return trimZeros(s)
+}
+
 func trimZeros(n string) string {
 	parts := strings.Split(n, ".")
 	for i, p := range parts {
@@ -266,33 +316,104 @@ func trimZeros(n string) string {
 // dependencies keeps them. A "Depends on" line naming a later phase of the same milestone is prose
 // ("inserted after Phase 5, ahead of Phase 6"): GSD's dependencies flow forward, so it is
 // reported and left out rather than read as a cycle.
+//
+// What it adds stays linear in the plans: when the plans of a wave times the plans it waits for
+// would be more than maxBarrier dependencies, a wave waits for the plans that stand for the ones
+// before it (the last wave's, which wait for the rest), and past that for one of them, which waits
+// for the others.
 func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
-	byPhase := map[string][]*item{}
-	for _, it := range items {
-		if it.phaseNum != "" {
-			byPhase[phaseKey(it.scope, it.phaseNum)] = append(byPhase[phaseKey(it.scope, it.phaseNum)], it)
-		}
-	}
-	var warnings Errors
-	for _, it := range items {
-		if it.phaseNum == "" || len(it.task.Depends) > 0 {
+	own := make([]bool, len(items)) // the plan names its own dependencies
+	byPhase := map[string][]int{}
+	var keys []string
+	for i, it := range items {
+		own[i] = len(it.task.Depends) > 0
+		if it.phaseNum == "" {
 			continue
 		}
-		earlier := false
-		for _, o := range byPhase[phaseKey(it.scope, it.phaseNum)] {
-			if o.wave > 0 && o.wave < it.wave {
-				it.addDep(o.task.ID, it.task.Line, fmt.Sprintf("wave %d of phase %s comes after its wave %d", it.wave, it.phaseNum, o.wave))
-				earlier = true
+		k := phaseKey(it.scope, it.phaseNum)
+		if _, ok := byPhase[k]; !ok {
+			keys = append(keys, k)
+		}
+		byPhase[k] = append(byPhase[k], i)
+	}
+	type wave struct {
+		n     int
+		plans []int
+	}
+	standFor := map[string][]int{} // plans whose being done means the whole phase is
+	first := map[string][]int{}    // plans of a phase that wait for the phases it depends on
+	for _, k := range keys {
+		at := map[int]int{}
+		var waves []wave
+		var noWave []int
+		for _, i := range byPhase[k] {
+			n := items[i].wave
+			if n <= 0 {
+				noWave = append(noWave, i)
+				continue
+			}
+			if _, ok := at[n]; !ok {
+				at[n] = len(waves)
+				waves = append(waves, wave{n: n})
+			}
+			waves[at[n]].plans = append(waves[at[n]].plans, i)
+		}
+		slices.SortStableFunc(waves, func(a, b wave) int { return a.n - b.n })
+		var earlier, rest []int // every plan of the waves so far; the plans that stand for them
+		for wi, wv := range waves {
+			var after []int
+			for _, i := range wv.plans {
+				if !own[i] {
+					after = append(after, i)
+				}
+			}
+			switch {
+			case wi == 0:
+				first[k] = append(first[k], after...)
+			case len(after) > 0:
+				before := earlier
+				if len(earlier)*len(after) > maxBarrier {
+					before = gsdGate(items, rest, fmt.Sprintf("waves before wave %d of phase %s", wv.n, items[after[0]].phaseNum))
+				}
+				for _, i := range after {
+					for _, j := range before {
+						if items[j].task.Optional {
+							continue // left out of a run: not waited for
+						}
+						items[i].addDep(items[j].task.ID, items[i].task.Line,
+							fmt.Sprintf("wave %d of phase %s comes after its wave %d", wv.n, items[i].phaseNum, items[j].wave))
+					}
+				}
+			}
+			earlier = append(earlier, wv.plans...)
+			if slices.ContainsFunc(after, func(i int) bool { return waits(items[i]) }) {
+				rest = append([]int{}, wv.plans...) // one of them waits for everything before them
+			} else {
+				rest = append(rest, wv.plans...)
 			}
 		}
-		if earlier {
+		for _, i := range noWave {
+			if !own[i] {
+				first[k] = append(first[k], i)
+			}
+		}
+		standFor[k] = append(rest, noWave...)
+	}
+	var warnings Errors
+	phaseRep := map[string][]int{} // the plans a phase is waited for through, once it is named
+	for _, k := range keys {
+		after := first[k]
+		if len(after) == 0 {
 			continue
 		}
+		it := items[after[0]]
 		ph := phases.find(it.scope, it.phaseNum)
 		if ph == nil {
 			continue
 		}
 		for _, dl := range ph.deps {
+			var named []string // the phases the line names, each once
+			seen := map[string]bool{}
 			for _, ref := range dl.refs {
 				scope := it.scope
 				if ref.milestone != "" && scope != "" {
@@ -306,19 +427,87 @@ func gsdDependencies(items []*item, phases gsdPhaseIndex) Errors {
 					}
 					continue
 				}
-				deps := byPhase[phaseKey(scope, ref.num)]
-				if len(deps) == 0 && scope != "" && ref.milestone == "" {
-					deps = byPhase[phaseKey("", ref.num)] // a phase written outside the milestones
+				rk := phaseKey(scope, ref.num)
+				if len(byPhase[rk]) == 0 && scope != "" && ref.milestone == "" {
+					rk = phaseKey("", ref.num) // a phase written outside the milestones
 				}
-				for _, o := range deps {
-					if o != it {
-						it.addDep(o.task.ID, dl.line, dl.text)
+				if !seen[rk] {
+					seen[rk] = true
+					named = append(named, rk)
+				}
+			}
+			total := 0
+			for _, rk := range named {
+				total += len(byPhase[rk])
+			}
+			var before []int
+			if total*len(after) <= maxBarrier {
+				for _, rk := range named {
+					before = append(before, byPhase[rk]...)
+				}
+			} else {
+				// Each phase it names is waited for through the plans that stand for it, or through one
+				// of them when they are many; and those through one, when they are many in turn.
+				for _, rk := range named {
+					rep, ok := phaseRep[rk]
+					if !ok {
+						rep = standFor[rk]
+						if len(rep) > maxBarrier/16 {
+							rep = gsdGateOf(items, rep, "plans of phase "+items[rep[0]].phaseNum)
+						}
+						phaseRep[rk] = rep
+					}
+					before = append(before, rep...)
+				}
+				before = gsdGate(items, before, "the phases "+strings.TrimSpace(dl.text)+" names")
+			}
+			for _, i := range after {
+				for _, j := range before {
+					if j != i && !items[j].task.Optional {
+						items[i].addDep(items[j].task.ID, dl.line, dl.text)
 					}
 				}
 			}
 		}
 	}
 	return warnings
+}
+
+// gsdGate returns the plans to wait for in place of before: before itself when it is short, else
+// one of them that waits for the others. That one is the latest (by phase number and wave, then
+// the document), so its waiting goes the way the roadmap's order does.
+func gsdGate(items []*item, before []int, what string) []int {
+	if len(before) <= maxBarrier/16 {
+		return before
+	}
+	return gsdGateOf(items, before, what)
+}
+
+// gsdGateOf is gsdGate whatever the length of before.
+func gsdGateOf(items []*item, before []int, what string) []int {
+	var todo []int // what a run waits for: a plan done or left out is not waited for
+	for _, i := range before {
+		if waits(items[i]) {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) <= 1 {
+		return todo
+	}
+	before = todo
+	g := before[0]
+	for _, i := range before {
+		a, b := items[i], items[g]
+		if c := compareDotted(a.phaseNum, b.phaseNum); c > 0 || (c == 0 && (a.wave > b.wave || (a.wave == b.wave && i > g))) {
+			g = i
+		}
+	}
+	for _, i := range before {
+		if i != g {
+			items[g].addDep(items[i].task.ID, items[g].task.Line, fmt.Sprintf("the end of the %s is waited for through %s", what, items[g].task.ID))
+		}
+	}
+	return []int{g}
 }
 
 // compareDotted compares phase numbers as dotted numbers: 02.9 < 02.10 < 02.13 < 02.13.1 < 3.

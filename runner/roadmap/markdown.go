@@ -3,6 +3,7 @@ package roadmap
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -315,19 +316,23 @@ func emojiBox(s string) (done bool, n int) {
 	return done, n
 }
 
-// parseBox finds a checkbox: a list item whose content starts with [ ], [x], [X], ✅, ⬜ or ☐, or a
-// line that starts with one of the emoji. off is the byte offset of the box within the line.
+// parseBox finds a checkbox: a list item whose content starts with [ ], [x], [X], another status
+// mark such as [~], ✅, ⬜ or ☐, or a line that starts with one of the emoji. off is the byte
+// offset of the box within the line.
 func parseBox(text string) (off int, emoji, done bool, rest string, ok bool) {
 	p := leadingWS(text)
 	if q, isItem := listMarker(text, p); isItem {
 		// Kiro writes an optional task "- [ ]* 1.3 …": the star stays in rest for the caller.
 		starred := q+4 <= len(text) && text[q+3] == '*' && (q+4 == len(text) || isSpace(text[q+4]))
 		if q+3 <= len(text) && text[q] == '[' && text[q+2] == ']' && (q+3 == len(text) || isSpace(text[q+3]) || starred) {
-			switch text[q+1] {
-			case ' ', '\t':
+			switch c := text[q+1]; {
+			case c == ' ' || c == '\t':
 				return q, false, false, text[q+3:], true
-			case 'x', 'X':
+			case c == 'x' || c == 'X':
 				return q, false, true, text[q+3:], true
+			case isOtherMark(c):
+				// "[~]", "[-]", "[/]", "[>]": not done unless the plan's legend says so (see marks.go).
+				return q, false, false, text[q+3:], true
 			}
 		}
 		p = q
@@ -340,7 +345,8 @@ func parseBox(text string) (off int, emoji, done bool, rest string, ok bool) {
 
 // phaseRE reads a phase heading or a GSD phase overview entry: "Phase 2: Engine", "Phase 2.1 —
 // Hotfix", "**Phase 3: Docs**".
-var phaseRE = regexp.MustCompile(`^\**Phase\s+(\d+(?:\.\d+)*)\b\s*[:.—–-]?\s*(.*?)\**\s*(?:[—–-].*)?$`)
+// The name runs to a dash with a space before it (or an em dash): "Read-only mode" keeps its hyphen.
+var phaseRE = regexp.MustCompile(`^\**Phase\s+(\d+(?:\.\d+)*)\b\s*[:.—–-]?\s*(.*?)\**(?:\s+[—–-](?:\s.*)?|\s*—.*)?\s*$`)
 
 // milestoneRE reads a GSD milestone entry: "**v1.0 MVP** — Phases 1-9 (shipped)".
 var milestoneRE = regexp.MustCompile(`^\*\*v\d+(?:\.\d+)*\b[^*]*\*\*`)
@@ -366,7 +372,9 @@ type facts struct {
 func scanMarkdown(data []byte, convention string) *doc {
 	lines := splitLines(data)
 	markSkips(lines)
-	d := &doc{}
+	lg := readLegend(lines)
+	legendLine := legendSections(lines)
+	d := &doc{legend: lg}
 	var f facts
 	var phaseKeys []int
 	titleSet := false
@@ -378,8 +386,15 @@ func scanMarkdown(data []byte, convention string) *doc {
 	// the level of its heading, 0 for a "<summary>v1.0 …" that a "</details>" ends.
 	milestone, milestoneLevel := "", 0
 	phases := newGSDPhaseIndex()
+	orderLevel := 0 // the level of the "Dependencies & Execution Order" heading the lines are under
 	heading := func(level int, text string, i int) {
 		wave = 0
+		if orderLevel > 0 && level <= orderLevel {
+			orderLevel = 0
+		}
+		if orderSectionRE.MatchString(text) && phaseRE.FindStringSubmatch(text) == nil && orderLevel == 0 {
+			orderLevel = level
+		}
 		if m := phaseRE.FindStringSubmatch(text); m != nil && level >= 2 {
 			if level >= 3 {
 				f.phaseHeadings++ // GSD's "### Phase N: …" details; "## Phase 1" alone is any checklist's
@@ -408,19 +423,31 @@ func scanMarkdown(data []byte, convention string) *doc {
 			h2, h2Text, phaseNum = i, text, ""
 		}
 	}
-	var para []string // the paragraph above, for setext headings
+	var para []string                 // the paragraph above, for setext headings
+	headingPhase := map[int]phaseAt{} // the phase each heading is in, for a heading that is a task
 	for i := 0; i < len(lines); i++ {
 		ln := lines[i]
 		if ln.skip || ln.blank {
 			para = para[:0]
 			continue
 		}
+		if _, _, isHeading := atxHeading(ln); !isHeading && orderLevel > 0 {
+			d.orderLines = append(d.orderLines, sectionLine{num: ln.num, text: ln.text})
+		}
 		if level, text, ok := atxHeading(ln); ok {
 			para = para[:0]
+			switch {
+			case h2 >= 0:
+				headingPhase[i] = phaseAt{h2Text, h2}
+			case h1 >= 0:
+				headingPhase[i] = phaseAt{h1Text, h1}
+			default:
+				headingPhase[i] = phaseAt{"", -1}
+			}
 			// "### [x] CLI with validate": a heading that is itself a task.
 			if len(text) > 3 && text[0] == '[' && text[2] == ']' && isSpace(text[3]) && strings.ContainsRune(" xX", rune(text[1])) {
 				if off := strings.Index(ln.text, text[:3]); off >= 0 {
-					it := &item{task: newTask(), box: box{off: ln.start + off}, kind: "heading", section: milestone}
+					it := &item{task: newTask(), box: box{off: ln.start + off, done: text[1] != ' '}, kind: "heading", section: milestone}
 					it.task.Line, it.task.Done = ln.num, text[1] != ' '
 					key := -1
 					switch {
@@ -445,9 +472,11 @@ func scanMarkdown(data []byte, convention string) *doc {
 				continue
 			}
 		}
-		if off, emoji, done, rest, ok := parseBox(ln.text); ok {
+		if off, emoji, done, rest, ok := parseBox(ln.text); ok && !legendLine[i] && !isLegendLine(ln.text, true) {
 			it := &item{task: newTask(), box: box{off: ln.start + off, emoji: emoji}, phaseNum: phaseNum, wave: wave, section: milestone}
 			it.task.Line, it.task.Done = ln.num, done
+			lg.applyMark(it, boxMark(ln.text, off, emoji))
+			it.box.done = it.task.Done
 			if strings.HasPrefix(rest, "*") && !emoji {
 				// Kiro: "- [ ]* 1.3 Write property test" is an optional task.
 				it.task.Optional, rest = true, rest[1:]
@@ -460,18 +489,21 @@ func scanMarkdown(data []byte, convention string) *doc {
 			case h1 >= 0:
 				it.task.Phase, key = h1Text, h1
 			}
-			parseTitle(it, rest, ln.num)
+			cont, through := continuation(lines, i)
+			parseTitle(it, rest+cont, ln.num)
 			if m := phaseRE.FindStringSubmatch(it.task.Title); m != nil && it.task.ID == "" {
 				it.overview, it.overviewName = m[1], strings.TrimSpace(strings.Trim(m[2], "*"))
 				f.overview++
 			}
-			if milestoneRE.MatchString(it.task.Title) && it.task.ID == "" {
+			if milestoneRE.MatchString(it.rawTitle) && it.task.ID == "" {
 				it.milestone = true
 			}
-			if m := waveRE.FindStringSubmatch(it.task.Title); m != nil {
+			// The wave as written, before the title loses "(Wave 2, depends on 01-03)".
+			if m := waveRE.FindStringSubmatch(blankCodeSpans(rest + cont)); m != nil {
 				it.wave, _ = strconv.Atoi(m[1])
 			}
-			i = parseBody(it, lines, i)
+			i = parseBody(it, lines, i, through, lg, true)
+			it.end = i
 			if strings.Contains(it.task.Notes, "_Requirements:") {
 				f.requirements++
 			}
@@ -508,6 +540,8 @@ func scanMarkdown(data []byte, convention string) *doc {
 			para = append(para, strings.Trim(ln.text, " \t"))
 		}
 	}
+	d.items, phaseKeys = statusHeadings(d.items, phaseKeys, lines, headingPhase, lg)
+	d.items, phaseKeys = strayLines(d, d.items, phaseKeys, lines)
 	if convention == "" {
 		convention = f.convention()
 	}
@@ -518,7 +552,7 @@ func scanMarkdown(data []byte, convention string) *doc {
 		d.items, phaseKeys = gsdPhases(d.items, phaseKeys)
 		plansBelong(d.items, phases)
 	case ConventionKiro:
-		d.items, phaseKeys = kiroSubtasks(d.items, phaseKeys, lines)
+		d.items, phaseKeys = kiroSubtasks(d, d.items, phaseKeys, lines)
 	}
 	demoteWeakIDs(d.items)
 	for _, it := range d.items {
@@ -527,6 +561,9 @@ func scanMarkdown(data []byte, convention string) *doc {
 		}
 	}
 	autoIDs(d.items, phaseKeys)
+	for i, it := range d.items {
+		it.phaseKey = phaseKeys[i]
+	}
 	if convention == ConventionGSD {
 		d.warnings = append(d.warnings, gsdDependencies(d.items, phases)...)
 		d.rank = gsdRank(d.items)
@@ -562,15 +599,17 @@ func (f *facts) count(it *item, lines []mdLine) {
 
 // convention picks the reading a plan's own marks ask for.
 func (f *facts) convention() string {
+	kiro := f.kiroOptional > 0 || f.requirements > 0 || f.numbered > 0
 	switch {
-	case f.overview > 0 || f.planIDs > 0 || (f.phaseHeadings > 0 && f.tIDs == 0):
+	// "### Phase N" headings alone are how many plans are laid out; Kiro's own marks say more.
+	case f.overview > 0 || f.planIDs > 0 || (f.phaseHeadings > 0 && f.tIDs == 0 && !kiro):
 		if f.tIDs == 0 && f.storyLabels == 0 {
 			return ConventionGSD
 		}
 		return ConventionSpecKit
 	case f.tIDs > 0 || f.storyLabels > 0:
 		return ConventionSpecKit
-	case f.kiroOptional > 0 || f.requirements > 0 || f.numbered > 0:
+	case kiro:
 		return ConventionKiro
 	case f.sections > 0:
 		return ConventionOpenSpec
@@ -581,28 +620,36 @@ func (f *facts) convention() string {
 // kiroSubtasks makes Kiro's numbered sub-tasks ("- [ ] 1.1 Create models" under "- [ ] 1. Set up")
 // tasks of their own, in the phase their parent names; the parent's checkbox is ticked with its
 // last sub-task. Sub-tasks without a number stay sub-tasks.
-func kiroSubtasks(items []*item, keys []int, lines []mdLine) ([]*item, []int) {
+func kiroSubtasks(d *doc, items []*item, keys []int, lines []mdLine) ([]*item, []int) {
+	d.kiroKids = map[string][]string{}
 	var outItems []*item
 	var outKeys []int
 	for i, parent := range items {
 		var kids []*item
 		for j, ln := range parent.subLines {
-			_, emoji, done, rest, ok := parseBox(lines[ln].text)
+			off, emoji, done, rest, ok := parseBox(lines[ln].text)
 			if !ok {
 				continue
 			}
 			kid := &item{task: newTask(), box: parent.subBoxes[j], phaseNum: parent.phaseNum, kind: "subtask", section: parent.section}
 			kid.box.emoji = emoji
 			kid.task.Line, kid.task.Done = lines[ln].num, done
+			mark := boxMark(lines[ln].text, off, emoji)
+			d.legend.applyMark(kid, mark)
+			if mark != "" {
+				d.legend.used[mark]-- // counted already, as a subtask of its parent
+			}
+			kid.box.done = kid.task.Done
 			if strings.HasPrefix(rest, "*") {
 				kid.task.Optional, rest = true, rest[1:]
 			}
-			parseTitle(kid, rest, lines[ln].num)
+			cont, through := continuation(lines, ln)
+			parseTitle(kid, rest+cont, lines[ln].num)
 			if kid.task.ID == "" || !isDigit(kid.task.ID[0]) {
 				kids = nil
 				break // not Kiro's numbering: keep the sub-tasks as they are
 			}
-			parseBody(kid, lines, ln)
+			parseBody(kid, lines, ln, through, d.legend, false)
 			kid.task.Phase = parent.task.ID + ". " + parent.task.Title
 			if parent.task.ID == "" {
 				kid.task.Phase = parent.task.Title
@@ -615,8 +662,18 @@ func kiroSubtasks(items []*item, keys []int, lines []mdLine) ([]*item, []int) {
 		}
 		last := kids[len(kids)-1]
 		last.subBoxes = append(last.subBoxes, parent.box)
+		required := slices.ContainsFunc(kids, func(k *item) bool { return !k.task.Optional })
 		for _, k := range kids {
 			outItems, outKeys = append(outItems, k), append(outKeys, keys[i])
+			// What the parent depends on ("- Depends on task 2" under it), its sub-tasks do.
+			for j, dep := range parent.task.Depends {
+				k.addDep(dep, parent.depLines[j], parent.depTexts[j])
+			}
+			// "Depends on task 3" names 3's sub-tasks, but not the optional ones a run leaves out.
+			if parent.task.ID != "" && (!k.task.Optional || !required) {
+				n := trimZerosOf(parent.task.ID)
+				d.kiroKids[n] = append(d.kiroKids[n], k.task.ID)
+			}
 		}
 	}
 	return outItems, outKeys
@@ -646,11 +703,14 @@ func demoteWeakIDs(items []*item) {
 	}
 }
 
-// parseBody reads the lines nested under the task on line i (indented deeper than its marker) and
-// returns the index of the last one.
-func parseBody(it *item, lines []mdLine, i int) int {
-	last := i
-	for j := i + 1; j < len(lines); j++ {
+// parseBody reads the lines nested under the task on line i (indented deeper than its marker),
+// from the line after from (the last line of its title), and returns the index of the last one.
+//
+// The subtasks' marks are read as the plan's legend says; count says to count their uses (not when
+// the lines were counted already, under a Kiro task whose sub-task this is).
+func parseBody(it *item, lines []mdLine, i, from int, lg *legend, count bool) int {
+	last := from
+	for j := from + 1; j < len(lines); j++ {
 		l := lines[j]
 		if l.skip && l.region != j {
 			// Inside a code block or comment that opened in this body (or on the task line itself).
@@ -667,7 +727,7 @@ func parseBody(it *item, lines []mdLine, i int) int {
 	}
 	var notes []string
 	pendingKey, pendingIndent, pendingText := "", 0, ""
-	for j := i + 1; j <= last; j++ {
+	for j := from + 1; j <= last; j++ {
 		l := lines[j]
 		if l.skip || l.blank {
 			notes = append(notes, l.text)
@@ -677,8 +737,15 @@ func parseBody(it *item, lines []mdLine, i int) int {
 			continue
 		}
 		if off, emoji, done, rest, ok := parseBox(l.text); ok {
+			if mark := boxMark(l.text, off, emoji); !emoji && lg != nil {
+				if count {
+					lg.used[mark]++
+				}
+				reading, _, _, _ := lg.read(mark)
+				done = reading == readingDone
+			}
 			it.task.Subtasks = append(it.task.Subtasks, Subtask{Title: cleanSpaces(strings.TrimPrefix(rest, "*")), Done: done})
-			it.subBoxes = append(it.subBoxes, box{off: l.start + off, emoji: emoji})
+			it.subBoxes = append(it.subBoxes, box{off: l.start + off, emoji: emoji, done: done})
 			it.subLines = append(it.subLines, j)
 			pendingKey = ""
 			continue
@@ -711,7 +778,7 @@ func (it *item) addKey(key, val string, line int, text string) {
 	val = strings.Trim(val, " \t")
 	switch key {
 	case "depends":
-		for _, id := range splitIDs(val) {
+		for _, id := range splitIDs(dependencyList(val)) {
 			it.addDep(id, line, text)
 		}
 	case "verify":
@@ -749,10 +816,15 @@ func parseKey(s string) (key, val string, ok bool) {
 		if bold {
 			r = strings.TrimPrefix(r, "**")
 		}
-		r = strings.TrimLeft(r, " \t")
-		if !strings.HasPrefix(r, ":") {
+		rest := strings.TrimLeft(r, " \t")
+		if !strings.HasPrefix(rest, ":") {
+			// Kiro writes "Depends on task 3", "Blocked by T-1", without a colon.
+			if (k.word == "depends on" || k.word == "blocked by") && len(rest) < len(r) && rest != "" {
+				return k.key, rest, true
+			}
 			continue
 		}
+		r = rest
 		r = r[1:]
 		if bold {
 			r = strings.TrimPrefix(r, "**")
@@ -835,6 +907,10 @@ func parseTitle(it *item, rest string, line int) {
 		}
 		break
 	}
+	// "Task 17: Export", "**Task 12**: Login": the word before the number is not part of the id.
+	if m := taskWordRE.FindStringSubmatchIndex(s); m != nil {
+		s = s[:m[2]] + s[m[3]:]
+	}
 	if id, after, ok := parseID(s); ok {
 		// An id followed by nothing but a space may be a word of the title ("D1 Configs"): if it
 		// turns out not to be unique, it goes back into the title (see demoteWeakIDs).
@@ -869,8 +945,12 @@ func parseTitle(it *item, rest string, line int) {
 			it.addDep(id, line, d.text)
 		}
 	}
-	it.task.Title = cleanSpaces(s)
+	it.rawTitle = cleanSpaces(s)
+	it.task.Title = withoutMarkup(it.rawTitle)
 }
+
+// taskWordRE finds the word "Task" (or "Step") before a task's number, followed by a separator.
+var taskWordRE = regexp.MustCompile(`^(?:\*\*)?((?i:task|step)\s+)\d+(?:\.\d+)*(?:\*\*)?(?:\s*[:.]|\s+[—–-]\s)`)
 
 // parseID reads an explicit id: a dotted number (1, 1.2, 2.3.1), digits joined by dashes (01-02,
 // as GSD plans are numbered) or letters followed by digits with an optional dash (T001, T-7,
@@ -973,7 +1053,7 @@ func afterID(r string) (string, bool) {
 // trimSep drops the whitespace and dash between an id and its title.
 func trimSep(r string) string {
 	r = strings.TrimLeft(r, " \t")
-	for _, dash := range []string{"-", "–", "—"} {
+	for _, dash := range []string{"--", "-", "–", "—"} {
 		if strings.HasPrefix(r, dash) && (len(r) == len(dash) || isSpace(r[len(dash)])) {
 			return strings.TrimLeft(r[len(dash):], " \t")
 		}
@@ -1082,7 +1162,7 @@ func cutInlineDeps(s string) (string, []inlineDep) {
 					t2 := strings.TrimLeft(inner[k+1:], " \t")
 					if n2, loose2, ok2 := depKeyword(t2); ok2 && !loose2 {
 						start := i + 1 + len(inner) - len(t2)
-						deps = append(deps, inlineDep{text: s[i : i+end+1], ids: splitIDs(s[start+n2 : i+end])})
+						deps = append(deps, inlineDep{text: s[i : i+end+1], ids: splitIDs(dependencyList(s[start+n2 : i+end]))})
 						out.WriteString(s[copied:i])
 						out.WriteByte(' ')
 						copied = i + end + 1
@@ -1099,7 +1179,7 @@ func cutInlineDeps(s string) (string, []inlineDep) {
 			break // no ")" after the keyword, so none after any later "(" either
 		}
 		end := start + n + j + 1
-		d := inlineDep{text: s[i:end], ids: splitIDs(s[start+n : start+n+j]), loose: loose}
+		d := inlineDep{text: s[i:end], ids: splitIDs(dependencyList(s[start+n : start+n+j])), loose: loose}
 		deps = append(deps, d)
 		if loose {
 			i = end - 1

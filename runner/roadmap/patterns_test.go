@@ -110,7 +110,8 @@ func TestWordsInDependencyKeptAsNote(t *testing.T) {
 	if b := r.Task("2"); !slices.Equal(b.Depends, []string{"1"}) || !strings.Contains(b.Notes, "the cleanup") {
 		t.Errorf("task 2: depends %v, notes %q", b.Depends, b.Notes)
 	}
-	// An id-shaped dependency that names no task is still a mistake.
+	// An id-shaped dependency that names no task, when it is the plan's only one, is still a mistake
+	// (with another that names a task, it is a warning: see TestDependencyProse).
 	if _, err := Parse("ROADMAP.md", []byte("- [ ] 1 A (depends: 7)\n")); err == nil || !strings.Contains(err.Error(), "unknown task 7") {
 		t.Errorf("unknown id: %v", err)
 	}

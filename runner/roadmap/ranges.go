@@ -22,31 +22,32 @@ const maxRangeDeps = 100_000
 var rangeSeps = []string{" to ", "..", "–", "—"}
 
 // expandRange reads d as a range and returns the ids of the tasks it spans. isRange is false when d
-// is not written as a range at all; why says what is wrong with one that is.
-func (ix *idIndex) expandRange(d, scope string) (ids []string, why string, isRange bool) {
+// is not written as a range at all; why says what is wrong with one that is, and onlyMissing that
+// all that is wrong is that it names tasks the plan does not have.
+func (ix *idIndex) expandRange(d, scope string) (ids []string, why string, onlyMissing, isRange bool) {
 	from, to, why, ok := splitRange(d)
 	if !ok {
-		return nil, "", false
+		return nil, "", false, false
 	}
 	if why != "" {
-		return nil, why, true
+		return nil, why, false, true
 	}
 	prefix, a, _ := cutNumber(from)
 	_, b, _ := cutNumber(to)
 	padded := (len(a) > 1 && a[0] == '0') || (len(b) > 1 && b[0] == '0')
 	if padded && len(a) != len(b) {
-		return nil, fmt.Sprintf("is not one kind of id: %s and %s differ in width", from, to), true
+		return nil, fmt.Sprintf("is not one kind of id: %s and %s differ in width", from, to), false, true
 	}
 	if len(a) > 9 || len(b) > 9 {
-		return nil, "has a number too long to count", true
+		return nil, "has a number too long to count", false, true
 	}
 	lo, _ := strconv.Atoi(a)
 	hi, _ := strconv.Atoi(b)
 	switch {
 	case lo > hi:
-		return nil, fmt.Sprintf("runs backwards (%s is after %s)", from, to), true
+		return nil, fmt.Sprintf("runs backwards (%s is after %s)", from, to), false, true
 	case hi-lo >= maxRange:
-		return nil, fmt.Sprintf("spans %d tasks, more than %d", hi-lo+1, maxRange), true
+		return nil, fmt.Sprintf("spans %d tasks, more than %d", hi-lo+1, maxRange), false, true
 	}
 	var missing []string
 	for n := lo; n <= hi; n++ {
@@ -55,6 +56,10 @@ func (ix *idIndex) expandRange(d, scope string) (ids []string, why string, isRan
 			num = strings.Repeat("0", len(a)-len(num)) + num
 		}
 		id, ok := ix.find(prefix+num, scope)
+		if kids := ix.kids[trimZerosOf(prefix+num)]; !ok && len(kids) > 0 {
+			ids = append(ids, kids...) // "tasks 1–3" of a Kiro plan whose task 2 is its sub-tasks
+			continue
+		}
 		if !ok {
 			missing = append(missing, prefix+num)
 			continue
@@ -68,9 +73,9 @@ func (ix *idIndex) expandRange(d, scope string) (ids []string, why string, isRan
 			missing = missing[:5]
 		}
 		return nil, fmt.Sprintf("names %s %s%s, which the plan does not have", pluralWord(len(missing), "task"),
-			strings.Join(missing, ", "), more), true
+			strings.Join(missing, ", "), more), true, true
 	}
-	return ids, "", true
+	return ids, "", false, true
 }
 
 // splitRange finds the two ends of a range. ok is false when s is not written as one; why is set
@@ -174,6 +179,8 @@ func readAs(convention, kind string) string {
 	switch kind {
 	case "heading":
 		return "a heading with a checkbox"
+	case "status":
+		return "a heading with a status field"
 	case "phase":
 		return "a GSD phase overview entry (its phase lists no plans, so the phase is one task)"
 	case "subtask":

@@ -47,6 +47,13 @@ type Roadmap struct {
 	Warnings Errors
 	// Convention is how the markdown was read (ConventionGSD, …); see Conventions.
 	Convention string
+	// Marks are the status marks a markdown plan uses and how each was read.
+	Marks []MarkReading
+	// NotTasks are the checkbox lines not read as tasks (a choice such as "choose one", a line that
+	// repeats a task), and why: what --explain shows.
+	NotTasks []NotTask
+	// byID indexes Tasks by id for Task; built by the parser.
+	byID map[string]int
 }
 
 // The conventions a markdown plan is read in. Detect picks one from the plan's own marks;
@@ -98,9 +105,16 @@ type Task struct {
 	Subtasks    []Subtask
 	Notes       string
 	Description string // task lists only
-	// Optional marks a task its plan says may be left out (Kiro's "- [ ]* 1.3"): a run skips it
-	// unless asked to include optional tasks.
+	// Optional marks a task its plan says may be left out (Kiro's "- [ ]* 1.3", or a mark its legend
+	// says is dropped): a run skips it unless asked to include optional tasks.
 	Optional bool
+	// Mark is the status mark the task was read from when it is not a plain box ("[~]",
+	// "Status: In progress"), and MarkReading how it was read ("[~] is read as not done: the legend
+	// on line 3 says \"deployed but not verified\""), for --explain.
+	Mark, MarkReading string
+	// Guesses are the readings of the task Akira is not sure of (a mark no legend explains, a line
+	// that repeats another), for --explain: a task whose state Akira cannot tell is never done.
+	Guesses []string
 	// Context are files of the repository the task names as its plan or spec (a GSD NN-MM-PLAN.md):
 	// their content goes into the task's prompt, within a budget.
 	Context []string
@@ -116,6 +130,10 @@ type DepSource struct {
 	ID   string
 	Line int    // 1-based; the task's own line for a dependency implied by a wave or a phase
 	Text string // the words it was read from: "(after: 1.1)", "**Depends on:** Phase 2", …
+	// PhaseOrder marks a dependency that only keeps the plan's phases in order (spec-kit's phase
+	// rules and its "Dependencies & Execution Order" section): it holds the task back, but does not
+	// make it a task that may run beside others (see MayRunBeside).
+	PhaseOrder bool
 }
 
 // Subtask is a nested checkbox under a task. Subtasks are ticked together with their task.
@@ -126,12 +144,27 @@ type Subtask struct {
 
 // Task returns the task with the given id, or nil.
 func (r *Roadmap) Task(id string) *Task {
+	if i, ok := r.byID[id]; ok && i < len(r.Tasks) && r.Tasks[i].ID == id {
+		return r.Tasks[i]
+	}
+	// Not in the index: a roadmap built or changed by hand, or no such task (rare: a name a person
+	// typed), so look.
 	for _, t := range r.Tasks {
 		if t.ID == id {
 			return t
 		}
 	}
 	return nil
+}
+
+// index builds byID; the first task of an id wins, as everywhere else.
+func (r *Roadmap) index() {
+	r.byID = make(map[string]int, len(r.Tasks))
+	for i, t := range r.Tasks {
+		if _, ok := r.byID[t.ID]; !ok {
+			r.byID[t.ID] = i
+		}
+	}
 }
 
 // Error is one problem in a roadmap, located by file and line.
@@ -143,6 +176,9 @@ type Error struct {
 	// unread counts the dependencies this problem is about that were written but could not be
 	// read (words, a bad range, "(after …)" naming no task), for Assess.
 	unread int
+	// unknown is set on a warning about ids the plan does not have, with the message it has as an
+	// error: it becomes one when not one dependency of the plan names a task.
+	unknown string
 }
 
 func (e *Error) Error() string {
@@ -219,8 +255,27 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 		d.convention = ConventionTaskList
 	}
 	errs := d.errs
-	warnings, rerrs := resolveDeps(d.items, format == FormatMarkdown)
+	warnings, rerrs, read := resolveDepsCounting(d, format == FormatMarkdown)
+	if read == 0 {
+		// Not one dependency of the plan names a task: the ids it names are not a slip in a plan
+		// that is read, they say the plan is not read. They are errors, as a plan nothing reads is.
+		var kept Errors
+		for _, w := range warnings {
+			if w.unknown != "" {
+				rerrs = append(rerrs, &Error{Line: w.Line, IDs: w.IDs, Msg: w.unknown, unread: w.unread})
+				continue
+			}
+			kept = append(kept, w)
+		}
+		warnings = kept
+	}
 	warnings = append(d.warnings, warnings...)
+	if d.convention == ConventionSpecKit {
+		warnings = append(warnings, specKitPhaseOrder(d)...)
+	}
+	if d.legend != nil {
+		warnings = append(warnings, markWarnings(d.items, d.legend)...)
+	}
 	errs = append(errs, rerrs...)
 	errs = append(errs, validate(d.items)...)
 	if len(errs) > 0 {
@@ -241,10 +296,15 @@ func parse(source string, format Format, data []byte, convention string) (*Roadm
 		it.task.ReadAs = readAs(d.convention, it.kind)
 		it.task.DependsFrom = make([]DepSource, len(it.task.Depends))
 		for j, dep := range it.task.Depends {
-			it.task.DependsFrom[j] = DepSource{ID: dep, Line: it.depLines[j], Text: it.depTexts[j]}
+			it.task.DependsFrom[j] = DepSource{ID: dep, Line: it.depLines[j], Text: it.depTexts[j], PhaseOrder: it.depOrder[j]}
 		}
 	}
 	r.Order = order(d.items, d.rank)
+	if d.legend != nil {
+		r.Marks = d.legend.readings()
+	}
+	r.NotTasks = d.notTasks
+	r.index()
 	return r, nil
 }
 
@@ -259,6 +319,16 @@ type doc struct {
 	// rank, when set, is each item's place among tasks that are ready at once (GSD: by phase
 	// number, whatever order the sections are written in); nil means document order.
 	rank []int
+	// kiroKids are the ids of the sub-tasks of each Kiro task number that became tasks ("3" ->
+	// 3.1, 3.2): "Depends on task 3" names them.
+	kiroKids map[string][]string
+	// legend is what the plan says its marks mean (markdown).
+	legend *legend
+	// notTasks are the lines that look like tasks and were not read as tasks, and why.
+	notTasks []NotTask
+	// orderLines are the lines of a "Dependencies & Execution Order" section, which say how the
+	// phases of a spec-kit plan depend on each other.
+	orderLines []sectionLine
 }
 
 // item is a task plus what the scanner knows about where it came from.
@@ -271,6 +341,10 @@ type item struct {
 	gateLine     int
 	depLines     []int    // line of each entry of task.Depends, for error messages
 	depTexts     []string // the text each entry of task.Depends was read from, for --explain
+	depOrder     []bool   // each entry of task.Depends only keeps phases in order (DepSource.PhaseOrder)
+	// depSet holds task.Depends once it is long, so that adding a dependency stays O(1): a phase of
+	// thousands of plans gives each plan of the next one thousands of dependencies.
+	depSet map[string]bool
 	// loose are "(after 1.1)" parentheses without a colon: dependencies only when every id they name
 	// is a task, else words of the title (with a warning when they name some id).
 	loose []looseDep
@@ -279,9 +353,12 @@ type item struct {
 	// task is written under, whether or not it scopes ids.
 	scope, section string
 	kind           string // what the task was read from, for Task.ReadAs
+	rawTitle       string // the title with its markup, which says what a GSD entry is
 	// weakID says the id was a bare word before the title (markdown), which goes back into the title
 	// when it is not unique.
 	weakID   bool
+	phaseKey int   // identifies the task's phase: the line index of its heading, -1 for none
+	end      int   // markdown: the index of the last line of the task's body
 	box      box   // markdown: the task's checkbox
 	subBoxes []box // markdown: one per subtask (and the Kiro parent's box on its last sub-task)
 	subLines []int // markdown: the line index of each subtask
@@ -295,8 +372,20 @@ type item struct {
 
 // box is the position of a checkbox in the source.
 type box struct {
-	off   int  // byte offset of "[" or of the emoji
+	off   int  // byte offset of "[" or of the emoji, or of a status field's value
 	emoji bool // ✅ ⬜ ☐ rather than [ ] [x] [X]
+	done  bool // read as done: ticking leaves it as it is
+	// status is a "Status: Not started" field's value, width bytes long: ticking writes "Done".
+	status bool
+	width  int
+}
+
+// boxMark is the mark of the box at off in a line: "[~]", or "" for an emoji (whose meaning is fixed).
+func boxMark(text string, off int, emoji bool) string {
+	if emoji || off+3 > len(text) {
+		return ""
+	}
+	return text[off : off+3]
 }
 
 // newTask returns a task whose slices are non-nil, as the API promises.
@@ -306,15 +395,40 @@ func newTask() *Task {
 }
 
 // addDep records a dependency, the line it is on and the text it was read from.
-func (it *item) addDep(id string, line int, text string) {
-	for _, d := range it.task.Depends {
-		if d == id {
-			return
-		}
+func (it *item) addDep(id string, line int, text string) { it.addDepOf(id, line, text, false) }
+
+// addDepOf records a dependency; phaseOrder says it only keeps the plan's phases in order.
+func (it *item) addDepOf(id string, line int, text string, phaseOrder bool) {
+	if it.hasDep(id) {
+		return
 	}
 	it.task.Depends = append(it.task.Depends, id)
 	it.depLines = append(it.depLines, line)
 	it.depTexts = append(it.depTexts, text)
+	it.depOrder = append(it.depOrder, phaseOrder)
+	if it.depSet != nil {
+		it.depSet[id] = true
+	}
+}
+
+// hasDep says whether id is among the task's dependencies.
+func (it *item) hasDep(id string) bool {
+	const long = 16
+	if it.depSet == nil && len(it.task.Depends) >= long {
+		it.depSet = make(map[string]bool, 2*len(it.task.Depends))
+		for _, d := range it.task.Depends {
+			it.depSet[d] = true
+		}
+	}
+	if it.depSet != nil {
+		return it.depSet[id]
+	}
+	return slices.Contains(it.task.Depends, id)
+}
+
+// resetDeps empties the task's dependencies, to fill them again.
+func (it *item) resetDeps() {
+	it.task.Depends, it.depLines, it.depTexts, it.depOrder, it.depSet = []string{}, nil, nil, nil, nil
 }
 
 // autoIDs gives "P.n" ids to tasks that have none: P is the phase's own number when its heading has
@@ -385,59 +499,91 @@ func ParsePriority(s string) (int, bool) {
 
 // resolveDeps matches each dependency to a task: exactly, else ignoring case (blocked-by:t001 for
 // T001), else as the same dotted number (1.1 for 01.1); a task of a GSD milestone finds the ids of
-// its own milestone first. A range ("T001–T005", "3 to 5") becomes the tasks it spans. A dependency
-// that is not even shaped like an id ("IApplyStep extraction") is words a person wrote: it is kept
-// in the task's notes with a warning instead of failing the plan. An id that names no task stays,
-// for validate to report. Task lists name ids of any shape, so words are only read as words in
-// markdown. It returns warnings, and errors for ranges that cannot be read.
-func resolveDeps(items []*item, markdown bool) (warnings, errs Errors) {
-	ix := newIDIndex(items)
+// its own milestone first, and a GSD plan names a plan of its own phase by its number alone ("(wave
+// 2, depends on 01)" in phase 3 is 03-01); a Kiro task number whose sub-tasks are the tasks names
+// them all. A range ("T001–T005", "3 to 5") becomes the tasks it spans. In markdown, a dependency
+// that names no task — words a person wrote ("IApplyStep extraction") or an id the plan does not
+// have — is kept in the task's notes with a warning on that task instead of failing the plan; a
+// task list names ids of any shape, and an id that names no task stays, for validate to report. It
+// returns warnings, and errors for ranges that cannot be read.
+func resolveDeps(d *doc, markdown bool) (warnings, errs Errors) {
+	warnings, errs, _ = resolveDepsCounting(d, markdown)
+	return warnings, errs
+}
+
+// resolveDepsCounting is resolveDeps, and it counts the dependencies that name a task.
+func resolveDepsCounting(d *doc, markdown bool) (warnings, errs Errors, read int) {
+	ix := newIDIndex(d.items)
+	ix.kids = d.kiroKids
 	budget := maxRangeDeps
-	for _, it := range items {
-		deps, lines, texts := []string{}, []int{}, []string{}
-		add := func(d string, line int, text string) {
-			if !slices.Contains(deps, d) {
-				deps, lines, texts = append(deps, d), append(lines, line), append(texts, text)
+	for _, it := range d.items {
+		written, lines, texts, orders := it.task.Depends, it.depLines, it.depTexts, it.depOrder
+		it.resetDeps()
+		add := func(id string, line int, text string, phaseOrder bool) {
+			read++
+			it.addDepOf(id, line, text, phaseOrder)
+		}
+		words := map[int][]string{}    // what names no task, by line, for the notes
+		unwarned := map[int][]string{} // of which not warned about yet
+		var wordLines []int
+		unread := func(line int, what string, warned bool) {
+			if _, seen := words[line]; !seen {
+				wordLines = append(wordLines, line)
+			}
+			words[line] = append(words[line], what)
+			if !warned {
+				unwarned[line] = append(unwarned[line], what)
 			}
 		}
-		words := map[int][]string{} // free text by line
-		var wordLines []int
-		for i, d := range it.task.Depends {
-			line, text := it.depLines[i], it.depTexts[i]
-			if id, ok := ix.find(d, it.scope); ok {
-				add(id, line, text)
+		for i, dep := range written {
+			line, text, phaseOrder := lines[i], texts[i], orders[i]
+			if id, ok := ix.find(dep, it.scope); ok {
+				add(id, line, text, phaseOrder)
 				continue
 			}
-			if ids, why, isRange := ix.expandRange(d, it.scope); isRange {
+			if id, ok := ix.samePhasePlan(dep, it.task.ID); ok {
+				add(id, line, text, phaseOrder)
+				continue
+			}
+			if kids := ix.kids[trimZerosOf(dep)]; len(kids) > 0 {
+				for _, id := range kids {
+					add(id, line, text, phaseOrder)
+				}
+				continue
+			}
+			if ids, why, missing, isRange := ix.expandRange(dep, it.scope); isRange {
 				if why == "" && len(ids) > budget {
 					why = fmt.Sprintf("makes the plan's ranges name more than %d dependencies", maxRangeDeps)
 				}
 				budget -= len(ids)
-				if why != "" {
-					errs = append(errs, &Error{Line: line, IDs: []string{it.task.ID, d}, unread: 1,
-						Msg: fmt.Sprintf("task %s: dependency range %s %s", it.task.ID, d, why)})
-					continue
-				}
-				for _, id := range ids {
-					add(id, line, text)
+				switch {
+				case why != "" && missing && markdown:
+					msg := fmt.Sprintf("task %s: dependency range %s %s", it.task.ID, dep, why)
+					warnings = append(warnings, &Error{Line: line, IDs: []string{it.task.ID, dep}, unread: 1, unknown: msg,
+						Msg: msg + "; kept as a note"})
+					unread(line, dep, true)
+				case why != "":
+					errs = append(errs, &Error{Line: line, IDs: []string{it.task.ID, dep}, unread: 1,
+						Msg: fmt.Sprintf("task %s: dependency range %s %s", it.task.ID, dep, why)})
+				default:
+					for _, id := range ids {
+						add(id, line, text, phaseOrder)
+					}
 				}
 				continue
 			}
-			if markdown && !looksLikeID(d) {
-				if _, seen := words[line]; !seen {
-					wordLines = append(wordLines, line)
-				}
-				words[line] = append(words[line], d)
+			if markdown {
+				unread(line, dep, false)
 				continue
 			}
-			add(d, line, text)
+			add(dep, line, text, phaseOrder)
 		}
 		for _, l := range it.loose {
 			ids, ok := ix.findAll(l.ids, it.scope)
 			if ok && len(ids) <= budget {
 				budget -= len(ids)
 				for _, id := range ids {
-					add(id, l.line, l.text)
+					add(id, l.line, l.text, false)
 				}
 				it.task.Title = cleanSpaces(strings.Replace(it.task.Title, l.text, " ", 1))
 				continue
@@ -454,7 +600,6 @@ func resolveDeps(items []*item, markdown bool) (warnings, errs Errors) {
 						it.task.ID, l.text, "(after: "+strings.Join(idLike, ", ")+")")})
 			}
 		}
-		it.task.Depends, it.depLines, it.depTexts = deps, lines, texts
 		for _, l := range wordLines {
 			text := strings.Join(words[l], " ")
 			note := "Depends on (in words; no task of the plan is named): " + text
@@ -462,18 +607,34 @@ func resolveDeps(items []*item, markdown bool) (warnings, errs Errors) {
 				note = it.task.Notes + "\n" + note
 			}
 			it.task.Notes = note
-			warnings = append(warnings, &Error{Line: l, IDs: []string{it.task.ID}, unread: len(words[l]),
-				Msg: fmt.Sprintf("task %s: dependency %q names no task; kept as a note", it.task.ID, text)})
+			var phrase, ids []string
+			for _, w := range unwarned[l] {
+				if looksLikeID(w) {
+					ids = append(ids, w)
+				} else {
+					phrase = append(phrase, w)
+				}
+			}
+			if len(ids) > 0 {
+				msg := fmt.Sprintf("task %s depends on unknown %s %s", it.task.ID, pluralWord(len(ids), "task"), strings.Join(ids, ", "))
+				warnings = append(warnings, &Error{Line: l, IDs: append([]string{it.task.ID}, ids...), unread: len(ids), unknown: msg,
+					Msg: msg + "; kept as a note"})
+			}
+			if len(phrase) > 0 {
+				warnings = append(warnings, &Error{Line: l, IDs: []string{it.task.ID}, unread: len(phrase),
+					Msg: fmt.Sprintf("task %s: dependency %q names no task; kept as a note", it.task.ID, strings.Join(phrase, " "))})
+			}
 		}
 	}
-	return warnings, errs
+	return warnings, errs, read
 }
 
 // idIndex finds the task a dependency names.
 type idIndex struct {
 	ids   map[string]bool
-	fold  map[string]string // lower case -> first id
-	canon map[string]string // dotted number without leading zeros -> id ("" when two ids share it)
+	fold  map[string]string   // lower case -> first id
+	canon map[string]string   // dotted number without leading zeros -> id ("" when two ids share it)
+	kids  map[string][]string // a Kiro task number whose sub-tasks are tasks -> their ids
 }
 
 func newIDIndex(items []*item) *idIndex {
@@ -520,6 +681,24 @@ func (ix *idIndex) find(d, scope string) (string, bool) {
 	return "", false
 }
 
+// samePhasePlan finds the plan of the same GSD phase a bare number names: "01" written by plan
+// 03-02 is 03-01, zero-padded as the plan's own number is.
+func (ix *idIndex) samePhasePlan(d, self string) (string, bool) {
+	scope, own := "", self
+	if i := strings.LastIndexByte(self, '/'); i >= 0 {
+		scope, own = self[:i+1], self[i+1:]
+	}
+	phase, ok := planPhase(own)
+	if !ok || d == "" || len(d) > 3 || strings.Trim(d, "0123456789") != "" {
+		return "", false
+	}
+	num := own[len(phase)+1:]
+	if len(d) < len(num) {
+		d = strings.Repeat("0", len(num)-len(d)) + d
+	}
+	return ix.find(scope+phase+"-"+d, "")
+}
+
 // findAll resolves every id (or range) of a list; ok only when all of them name tasks.
 func (ix *idIndex) findAll(ds []string, scope string) ([]string, bool) {
 	var out []string
@@ -528,7 +707,7 @@ func (ix *idIndex) findAll(ds []string, scope string) ([]string, bool) {
 			out = append(out, id)
 			continue
 		}
-		ids, why, isRange := ix.expandRange(d, scope)
+		ids, why, _, isRange := ix.expandRange(d, scope)
 		if !isRange || why != "" {
 			return nil, false
 		}

@@ -238,7 +238,7 @@ Plans:
 Plans:
 - [ ] 05-01: membership
 ### Phase 5.1: Fencing (INSERTED)
-**Depends on:** Phase 5 (inserted ahead of Phase 6)
+**Depends on:** Phase 5, Phase 6 as it will be
 Plans:
 - [ ] 05.1-01: tokens
 ### Phase 6: Release
@@ -246,7 +246,7 @@ Plans:
 `,
 			ids:     []string{"6: 05.1-01", "05-01: ", "05.1-01: 05-01"},
 			order:   []string{"05-01", "05.1-01", "6"},
-			warning: `phase 5.1: "**Depends on:** Phase 5 (inserted ahead of Phase 6)" names phase 6, which is not before it`,
+			warning: `phase 5.1: "**Depends on:** Phase 5, Phase 6 as it will be" names phase 6, which is not before it`,
 		},
 		{
 			name: "prose after before is not a dependency",
@@ -423,10 +423,10 @@ Plans:
 		t.Fatal(err)
 	}
 	want := map[string][]DepSource{
-		"01-02": {{"01-01", 5, "wave 2 of phase 1 comes after its wave 1"}},
-		"02-01": {{"01-01", 7, "**Depends on:** Phase 1"}, {"01-02", 7, "**Depends on:** Phase 1"}},
-		"02-02": {{"01-01", 10, "(depends on 01-01..01-02)"}, {"01-02", 10, "(depends on 01-01..01-02)"}},
-		"02-03": {{"02-01", 13, "- depends: 02-01"}},
+		"01-02": {{"01-01", 5, "wave 2 of phase 1 comes after its wave 1", false}},
+		"02-01": {{"01-01", 7, "**Depends on:** Phase 1", false}, {"01-02", 7, "**Depends on:** Phase 1", false}},
+		"02-02": {{"01-01", 10, "(depends on 01-01..01-02)", false}, {"01-02", 10, "(depends on 01-01..01-02)", false}},
+		"02-03": {{"02-01", 13, "- depends: 02-01", false}},
 	}
 	for id, w := range want {
 		if got := r.Task(id).DependsFrom; !slices.Equal(got, w) {

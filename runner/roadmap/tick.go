@@ -14,8 +14,9 @@ import (
 // Tick returns a copy of data, the source r was parsed from, with the given tasks marked done.
 //
 // Markdown: only the bytes of each task's checkbox and of its subtasks' checkboxes change: "[ ]"
-// becomes "[x]", ⬜ and ☐ become ✅ (the same number of bytes). Every other byte (CRLF line ends,
-// tabs, trailing spaces, a missing final newline) stays identical.
+// (or a mark read as not done, "[~]") becomes "[x]", ⬜ and ☐ become ✅ (the same number of
+// bytes), and a task read from a heading's "Status: Not started" field gets "Status: Done". Every
+// other byte (CRLF line ends, tabs, trailing spaces, a missing final newline) stays identical.
 //
 // YAML and JSON task lists: Tick edits the text in place when it can — it rewrites the value of an
 // existing `done` key, or inserts a `done: true` line (YAML) / `"done": true` member (JSON) into the
@@ -69,16 +70,28 @@ func tick(format Format, convention string, data []byte, ids []string) ([]byte, 
 		targets = append(targets, it)
 	}
 	if format == FormatMarkdown {
+		var edits []edit
 		for _, it := range targets {
-			tickBox(out, it.box)
-			for _, b := range it.subBoxes {
+			for _, b := range append([]box{it.box}, it.subBoxes...) {
+				if b.status {
+					if !b.done {
+						edits = append(edits, edit{off: b.off, del: b.width, ins: statusDone})
+					}
+					continue
+				}
 				tickBox(out, b)
 			}
+		}
+		if len(edits) > 0 {
+			out = applyEdits(out, edits)
 		}
 		return out, nil
 	}
 	return tickList(d, data, format, targets)
 }
+
+// statusDone is what ticking writes as a status field's value.
+const statusDone = "Done"
 
 // tickBox marks one checkbox done in place; both forms keep their byte length.
 func tickBox(data []byte, b box) {
@@ -93,8 +106,8 @@ func tickBox(data []byte, b box) {
 		}
 		return
 	}
-	if c := data[b.off+1]; c == ' ' || c == '\t' {
-		data[b.off+1] = 'x'
+	if !b.done {
+		data[b.off+1] = 'x' // "[ ]", and a mark read as not done: "[~]", "[/]"
 	}
 }
 
