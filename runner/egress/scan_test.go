@@ -37,18 +37,26 @@ func TestMemberScanner(t *testing.T) {
 		{`[{"background":true}]`, false},
 	}
 	for _, tt := range tests {
-		whole := memberScanner{name: "background"}
-		bytewise := memberScanner{name: "background"}
-		found := false
+		whole, bytewise := responsesScan(), responsesScan()
 		for i := range len(tt.body) {
-			if bytewise.feed([]byte{tt.body[i]}) {
-				found = true
-			}
+			bytewise.feed([]byte{tt.body[i]})
 		}
-		if got := whole.feed([]byte(tt.body)); got != tt.want || found != tt.want {
+		whole.feed([]byte(tt.body))
+		if got, found := inBackground(whole), inBackground(bytewise); got != tt.want || found != tt.want {
 			t.Errorf("%s: found %v in one chunk, %v byte by byte, want %v", tt.body, got, found, tt.want)
 		}
 	}
+}
+
+// responsesScan is the scanner of a Responses call of a profile that allows no server tool.
+func responsesScan() *bodyScan {
+	return newBodyScan(&Model{Protocol: ProtocolOpenAI}, "/responses", false)
+}
+
+// inBackground says whether the scanner refused the request for background mode.
+func inBackground(s *bodyScan) bool {
+	r := s.refused.Load()
+	return r != nil && r.reason == ReasonBackground
 }
 
 // The scanner reads every /responses body an agent sends (Codex sends its whole conversation each
@@ -58,10 +66,10 @@ func BenchmarkMemberScanner(b *testing.B) {
 	body := []byte(`{"model":"gpt-5","input":[` + strings.Repeat(`{"role":"user","content":[{"type":"input_text","text":"`+code+`"}]},`, 500) + `{}],"stream":true}`)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		s := memberScanner{name: "background"}
+		s := responsesScan()
 		for chunk := body; len(chunk) > 0; {
 			n := min(32<<10, len(chunk))
-			if s.feed(chunk[:n]) {
+			if s.feed(chunk[:n]); s.done() {
 				b.Fatal("found")
 			}
 			chunk = chunk[n:]
