@@ -178,6 +178,9 @@ func TestModelRouteRefusesServerTools(t *testing.T) {
 				why: "provider-side tool mcp", fix: `server_tools: ["mcp"]`},
 			{name: "chat's web search", path: "/chat/completions", body: `{"model":"m","messages":[],"web_search_options":{"search_context_size":"low"}}`,
 				why: "provider-side tool web_search (web_search_options)", fix: `server_tools: ["web_search"]`},
+			// Read whole by the proxy, to ask for its usage, before it goes.
+			{name: "a streamed chat's web search after the conversation", path: "/chat/completions", body: `{"model":"m","stream":true,` + conversation + `,"web_search_options":{}}`,
+				why: "provider-side tool web_search (web_search_options)", fix: `server_tools: ["web_search"]`},
 		},
 	}
 	plain := map[string][]string{
