@@ -26,13 +26,17 @@ var (
 	errEncodedRequest = errors.New("a compressed request body hides the model it asks for: send it uncompressed")
 )
 
-// readableJSON says whether a request's body is one the route reads as it passes: not compressed,
-// and not declared a form, which a server might read otherwise than as JSON. Any other body is
-// read as JSON, as the provider reads it whatever its Content-Type says.
-func readableJSON(r *http.Request) bool {
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return false
-	}
+// compressed says whether a request's body is compressed: the scanner could not read it as it
+// passes.
+func compressed(r *http.Request) bool {
+	enc := r.Header.Get("Content-Encoding")
+	return enc != "" && !strings.EqualFold(enc, "identity")
+}
+
+// declaredJSON says whether a request's body is not declared a form, which a server might read
+// otherwise than as JSON (curl -d declares one). Any other body is read as JSON, as the provider
+// reads it whatever its Content-Type says.
+func declaredJSON(r *http.Request) bool {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return true
@@ -52,7 +56,7 @@ func (s *bodyScan) hold(r *http.Request, held *atomic.Int64) (release func(), er
 	if r.Body == nil || r.Body == http.NoBody {
 		return release, nil
 	}
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+	if compressed(r) {
 		return release, errEncodedRequest
 	}
 	var prefix []byte

@@ -752,10 +752,16 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			"the model route forwards only %s (the operator's api_paths of the agent profile adds more)", strings.Join(allowed, ", ")))
 		return
 	}
-	if r.Body != nil && r.Body != http.NoBody && !readableJSON(r) {
-		// The scanner could not read it as it passes, and so could not tell what it asks for.
-		s.refuseCall(w, http.StatusUnsupportedMediaType, r.Method, shown, ReasonUnreadable, "send JSON (Content-Type: application/json), uncompressed")
-		return
+	if r.Body != nil && r.Body != http.NoBody {
+		switch responses := m.Protocol == ProtocolOpenAI && strings.HasSuffix(route, "/responses"); {
+		case compressed(r) || responses && !declaredJSON(r):
+			// The scanner could not read it as it passes, and so could not tell what it asks for.
+			s.refuseCall(w, http.StatusUnsupportedMediaType, r.Method, shown, ReasonUnreadable, "send JSON (Content-Type: application/json), uncompressed")
+			return
+		case !declaredJSON(r):
+			// Read as JSON by the scanner, and so by the provider: no server reads it as a form.
+			r.Header.Set("Content-Type", "application/json")
+		}
 	}
 	s.mu.Lock()
 	spent, closed := s.cost, s.closed

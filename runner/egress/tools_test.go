@@ -541,3 +541,43 @@ func TestServerToolsRefusedThroughTheSandbox(t *testing.T) {
 		t.Errorf("report = %+v; want the plain call metered", rep)
 	}
 }
+
+// curl -d declares its body a form. The scanner reads every body as JSON, and so must the provider:
+// a body declared a form goes out declared JSON, so that no server reads its strings as form fields
+// (a "&tools=…&" inside a JSON string would be one). A compressed body, which the scanner cannot
+// read as it passes, is refused.
+func TestModelRouteSendsBodiesAsJSON(t *testing.T) {
+	var mu sync.Mutex
+	var types []string
+	p := newScripted(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		mu.Lock()
+		types = append(types, r.Header.Get("Content-Type"))
+		mu.Unlock()
+		plainAnswer(w, r, body)
+	})
+	s := openTools(t, egress.ProtocolAnthropic, p.base(egress.ProtocolAnthropic), nil, nil, 0)
+	req := modelRequest(t, s, egress.ProtocolAnthropic, "/v1/messages", `{"model":"m","metadata":{"user_id":"&mcp_servers=evil&"}}`)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	req = modelRequest(t, s, egress.ProtocolAnthropic, "/v1/messages", `{"model":"m"}`)
+	req.Header.Set("Content-Encoding", "br")
+	compressed, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, compressed.Body)
+	compressed.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if resp.StatusCode != http.StatusOK || len(types) != 1 || types[0] != "application/json" {
+		t.Errorf("a body declared a form: %d, the provider got it as %q; want it declared application/json", resp.StatusCode, types)
+	}
+	if compressed.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("a compressed body: %d, want 415", compressed.StatusCode)
+	}
+}
