@@ -86,7 +86,7 @@ func (s *bodyScan) hold(r *http.Request, held *atomic.Int64) (release func(), er
 			return release, fmt.Errorf("reading the request: %w", rerr)
 		}
 	}
-	if s.err == nil && eof && len(s.stack) == 0 && !s.ended && len(prefix) > 0 {
+	if eof && len(s.stack) == 0 && !s.ended && len(prefix) > 0 {
 		s.fail(errNotObject) // nothing but white space
 	}
 	if err := s.failure(); err != nil {

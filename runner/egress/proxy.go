@@ -908,8 +908,8 @@ func (s *Session) refuseScanned(w http.ResponseWriter, method, path string, scan
 	switch why := scan.refused.Load(); {
 	case why != nil:
 		s.refuseBody(w, method, path, why)
-	case scan.err != nil:
-		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+scan.err.Error())
+	case scan.invalid() != nil:
+		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+scan.invalid().Error())
 	default:
 		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
 	}

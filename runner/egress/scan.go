@@ -74,11 +74,11 @@ type bodyScan struct {
 	tier      string
 	tools     []string // the allowed server tools the request offers
 
-	// err is set when the body is not one the route can read as a request; refused when it asks
-	// for something the route refuses. Either ends the scan. refused is read by the call's other
-	// goroutines.
-	err     error
-	refused atomic.Pointer[refusal]
+	// malformed is set when the body is not one the route can read as a request; refused when it
+	// asks for something the route refuses. Either ends the scan. Both are read by the call's
+	// other goroutines (the one that answers the client when the upload fails).
+	malformed atomic.Pointer[error]
+	refused   atomic.Pointer[refusal]
 	// unmetered: the request offers an allowed tool whose uses its answer will not state, so the
 	// call's cost is an estimate.
 	unmetered atomic.Bool
@@ -128,7 +128,15 @@ func newBodyScan(m *Model, route string, budget bool) *bodyScan {
 }
 
 // done says the scan has decided: the body is refused, or is not a request.
-func (s *bodyScan) done() bool { return s.err != nil || s.refused.Load() != nil }
+func (s *bodyScan) done() bool { return s.malformed.Load() != nil || s.refused.Load() != nil }
+
+// invalid is why the body is not one the route can read as a request, nil while it may be.
+func (s *bodyScan) invalid() error {
+	if p := s.malformed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // settled says the scanner knows the model the request asks for, or that there is none to know,
 // or that the request is refused.
@@ -136,8 +144,8 @@ func (s *bodyScan) settled() bool { return s.modelRead || s.ended || s.done() }
 
 // failure is why the scan ended the body, nil while it goes on.
 func (s *bodyScan) failure() error {
-	if s.err != nil {
-		return s.err
+	if err := s.invalid(); err != nil {
+		return err
 	}
 	if r := s.refused.Load(); r != nil {
 		return errRefusedBody
@@ -149,7 +157,7 @@ var errRefusedBody = errors.New("egress: the request asks for something the mode
 
 func (s *bodyScan) fail(err error) {
 	if !s.done() {
-		s.err = err
+		s.malformed.Store(&err)
 	}
 }
 

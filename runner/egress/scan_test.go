@@ -177,8 +177,8 @@ func TestBodyScanDecisions(t *testing.T) {
 				}
 			}
 			switch {
-			case s.err != nil:
-				t.Errorf("%s (byte by byte %v): %v", tt.name, bytewise, s.err)
+			case s.invalid() != nil:
+				t.Errorf("%s (byte by byte %v): %v", tt.name, bytewise, s.invalid())
 			case tt.why == "" && got != "":
 				t.Errorf("%s (byte by byte %v): refused, %q; want it to pass", tt.name, bytewise, got)
 			case tt.why != "" && !strings.Contains(got, tt.why):
@@ -212,8 +212,8 @@ func TestBodyScanBounds(t *testing.T) {
 	} {
 		s := newBodyScan(&Model{Protocol: ProtocolOpenAI}, "/responses", false)
 		s.feed([]byte(tt.body))
-		if !errors.Is(s.err, tt.err) {
-			t.Errorf("%.40s…: %v, want %v", tt.body, s.err, tt.err)
+		if !errors.Is(s.invalid(), tt.err) {
+			t.Errorf("%.40s…: %v, want %v", tt.body, s.invalid(), tt.err)
 		}
 	}
 	s := newBodyScan(&Model{Protocol: ProtocolOpenAI}, "/responses", false)
