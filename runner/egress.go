@@ -115,6 +115,9 @@ func meteredUsage(said agent.Usage, r egress.Report, routed bool) agent.Usage {
 // A call the model route refused is allowed only by the operator, in the agent's profile, and only
 // when its path is a plain one (not one of the spellings the route resolves before it decides).
 func AllowLine(b egress.Blocked) string {
+	if b.Fix != "" {
+		return b.Fix // the proxy knew better: a call refused for what its body asked
+	}
 	if b.Path != "" {
 		route := b.Method + " " + b.Path
 		_, err := egress.ParseRoutes([]string{route})

@@ -38,6 +38,10 @@ func TestAllowLine(t *testing.T) {
 			"nothing: the model route forwards plain paths only"},
 		{egress.Blocked{Host: "api.openai.com", Port: 443, Method: "POST", Path: "/responses", Reason: egress.ReasonBackground},
 			"nothing: the model route forwards only what it can meter"},
+		// What the proxy says would let a call through, when it refused it for what its body asked.
+		{egress.Blocked{Host: "api.anthropic.com", Port: 443, Method: "POST", Path: "/v1/messages", Reason: "provider-side tool web_search (web_search_20250305): …",
+			Fix: `server_tools: ["web_search"] in the agent's profile, in the operator's config`},
+			`server_tools: ["web_search"] in the agent's profile, in the operator's config`},
 	}
 	for _, tt := range tests {
 		if got := AllowLine(tt.b); got != tt.want {

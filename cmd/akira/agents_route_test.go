@@ -23,8 +23,10 @@ import (
 // asks the route for a paid endpoint whose answer states no tokens (a batch, images). Every call
 // the CLI made reached the model server and none was refused; the probe was refused in the
 // provider's error shape, never reached the server, and is in the attempt's report with its method
-// and path. What each CLI asked for is logged: that is how the allowlist was drawn (Codex's
-// WebSocket upgrade, refused apart, is not among them).
+// and path. What each CLI asked for is logged: that is how the allowlist was drawn. Codex's
+// WebSocket upgrade, refused apart (it falls back to HTTP), is listed in the report too; Codex runs
+// with its web search off, as the shipped profile runs it, since the proxy refuses that
+// provider-side tool.
 func TestRealAgentsModelRoute(t *testing.T) {
 	dir := agentsDir(t)
 	sandboxtest.Require(t)
@@ -43,7 +45,7 @@ func TestRealAgentsModelRoute(t *testing.T) {
 				`-d '{"requests":[{"custom_id":"1","params":{"model":"claude-sonnet-4-5","max_tokens":64000,"messages":[]}}]}' "$ANTHROPIC_BASE_URL/v1/messages/batches"`,
 			fake: modeltest.NewAnthropic},
 		{name: "codex", keyVar: "CODEX_API_KEY", baseVar: "OPENAI_BASE_URL",
-			command: `codex exec -c openai_base_url="$OPENAI_BASE_URL" -s workspace-write --skip-git-repo-check --json -m gpt-5 -`,
+			command: `codex exec -c openai_base_url="$OPENAI_BASE_URL" -c web_search=disabled -s workspace-write --skip-git-repo-check --json -m gpt-5 -`,
 			probe: `curl -s -o probe.json -H "Authorization: Bearer $CODEX_API_KEY" -H 'content-type: application/json' ` +
 				`-d '{"model":"gpt-image-1","prompt":"a cat","n":10}' "$OPENAI_BASE_URL/images/generations"`,
 			fake: modeltest.NewOpenAI},
@@ -84,15 +86,21 @@ func TestRealAgentsModelRoute(t *testing.T) {
 					calls++
 				}
 			}
-			var refused, hosts []string
+			var refused, hosts, websockets []string
 			for _, b := range blocked {
-				if b.Path == "" {
+				switch {
+				case b.Path == "":
 					hosts = append(hosts, fmt.Sprintf("%s:%d", b.Host, b.Port)) // the CLI's own telemetry and update checks
-					continue
+				case b.Reason == egress.ReasonWebSocket:
+					websockets = append(websockets, b.Method+" "+b.Path)
+				default:
+					refused = append(refused, b.Method+" "+b.Path)
 				}
-				refused = append(refused, b.Method+" "+b.Path)
 			}
-			t.Logf("%s: the model server got %v; the model route refused %q; the proxy refused the hosts %q", c.name, asked, refused, hosts)
+			if c.name == "codex" && !slices.Equal(websockets, []string{"GET /responses"}) {
+				t.Errorf("the report lists the WebSocket tries %q, want Codex's on GET /responses", websockets)
+			}
+			t.Logf("%s: the model server got %v; the model route refused %q and the WebSocket tries %q; the proxy refused the hosts %q", c.name, asked, refused, websockets, hosts)
 			if got := gittest.Git(t, f.repo.Work, "show", "akira/roadmap:hello.txt"); got != "hello from the model" {
 				t.Errorf("hello.txt on the branch = %q", got)
 			}

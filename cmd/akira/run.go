@@ -76,7 +76,7 @@ operator's allowlist (default: the package registries); network none and allow a
 Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage,
 1 other failure, 130 interrupted.`,
 		Example: `  akira run --agent-cmd 'claude -p --permission-mode acceptEdits' --model claude-sonnet-4-5 --env ANTHROPIC_API_KEY
-  akira run --agent-cmd 'codex exec -m "$AKIRA_MODEL" -c openai_base_url="$OPENAI_BASE_URL" -s workspace-write --skip-git-repo-check --json -' --model gpt-5 --env CODEX_API_KEY
+  akira run --agent-cmd 'codex exec -m "$AKIRA_MODEL" -c openai_base_url="$OPENAI_BASE_URL" -c web_search=disabled -s workspace-write --skip-git-repo-check --json -' --model gpt-5 --env CODEX_API_KEY
   akira run --roadmap docs/ROADMAP.md --verify 'make lint' --verify 'go test ./...' --agent-cmd ./agent.sh
   akira run --non-interactive --json --agent-cmd ./agent.sh > events.jsonl`,
 		Args: cobra.NoArgs,

@@ -5,7 +5,8 @@
 // tool to create File with Content; once the request carries the tool's result, it answers with a
 // final text. Every response states the same usage, Usage, so that metering can be checked. With
 // Subagent set, the Anthropic script first asks Claude Code's Agent tool for a subagent of that type
-// (as a model steered by a repository's text may), then writes the file.
+// (as a model steered by a repository's text may), then writes the file. With WebSearch set, it
+// first asks Claude Code's WebSearch tool to search for it, and goes on whatever the tool answers.
 package modeltest
 
 import (
@@ -51,10 +52,14 @@ type Server struct {
 	Usage   Usage
 	// Subagent, when set, is the subagent type the Anthropic script asks for before writing.
 	Subagent string
+	// WebSearch, when set, is a query the Anthropic script asks Claude Code's WebSearch tool for
+	// before writing.
+	WebSearch string
 
-	mu       sync.Mutex
-	requests []Request
-	wrote    bool
+	mu           sync.Mutex
+	requests     []Request
+	wrote        bool
+	searchResult string
 }
 
 // NewAnthropic starts a Messages server that requires key.
@@ -84,6 +89,14 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// SearchResult is what the CLI told the model its WebSearch call gave (the tool result's content,
+// as JSON), "" before it did.
+func (s *Server) SearchResult() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.searchResult
 }
 
 // Wrote reports whether the model asked for the file to be written.
@@ -189,9 +202,18 @@ func (s *Server) anthropic(w http.ResponseWriter, req map[string]any, model stri
 	stop := "end_turn"
 	// The main loop's later requests quote the prompt too, in the Agent call it made.
 	subagent := strings.Contains(body, subagentPrompt) && !strings.Contains(body, `"toolu_agent"`)
+	searched := s.recordSearch(req)
 	if s.Subagent != "" && !subagent && has(toolNames(req), "Agent") && !strings.Contains(body, `"tool_use_id":"toolu_agent"`) {
 		block = map[string]any{"type": "tool_use", "id": "toolu_agent", "name": "Agent",
 			"input": map[string]any{"description": "List the files", "prompt": subagentPrompt, "subagent_type": s.Subagent, "run_in_background": false}}
+		stop = "tool_use"
+	} else if s.WebSearch != "" && !subagent && !searched && !has(toolNames(req), "WebSearch") && has(toolNames(req), "ToolSearch") &&
+		!strings.Contains(body, `"tool_use_id":"toolu_toolsearch"`) {
+		// Claude Code defers its WebSearch tool: the model loads it with ToolSearch first.
+		block = map[string]any{"type": "tool_use", "id": "toolu_toolsearch", "name": "ToolSearch", "input": map[string]any{"query": "select:WebSearch", "max_results": 1}}
+		stop = "tool_use"
+	} else if s.WebSearch != "" && !subagent && !searched && (has(toolNames(req), "WebSearch") || strings.Contains(body, `"tool_use_id":"toolu_toolsearch"`)) {
+		block = map[string]any{"type": "tool_use", "id": "toolu_search", "name": "WebSearch", "input": map[string]any{"query": s.WebSearch}}
 		stop = "tool_use"
 	} else if dir := dirOf(body); !answered && !subagent && has(toolNames(req), "Write") && dir != "" {
 		s.mu.Lock()
@@ -237,6 +259,24 @@ func (s *Server) anthropic(w http.ResponseWriter, req map[string]any, model stri
 	sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": s.Usage.Output}})
 	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+}
+
+// recordSearch keeps what the CLI answered the script's WebSearch call, and says whether it has.
+func (s *Server) recordSearch(req map[string]any) bool {
+	msgs, _ := req["messages"].([]any)
+	for _, m := range msgs {
+		content, _ := m.(map[string]any)["content"].([]any)
+		for _, c := range content {
+			if b, _ := c.(map[string]any); b["type"] == "tool_result" && b["tool_use_id"] == "toolu_search" {
+				out, _ := json.Marshal(b["content"])
+				s.mu.Lock()
+				s.searchResult = string(out)
+				s.mu.Unlock()
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sse(w http.ResponseWriter, event string, data any) {

@@ -55,8 +55,21 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration back as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
-// Price is the cost of a model in USD per million tokens.
+// Price is the cost of a model in USD per million tokens, at the standard service tier.
 type Price struct {
+	InputPerMTok  float64 `yaml:"input_per_mtok" json:"input_per_mtok"`
+	OutputPerMTok float64 `yaml:"output_per_mtok" json:"output_per_mtok"`
+	// PerUse is the price of one use of a provider-side tool (web_search: 0.01), in USD, for the
+	// server tools a profile allows (server_tools); over the providers' list prices
+	// (egress.DefaultToolPrices).
+	PerUse map[string]float64 `yaml:"per_use,omitempty" json:"per_use,omitempty"`
+	// Tiers prices the model's tokens at service tiers other than the standard one (priority,
+	// flex): a call that asks for a tier without a price here is refused.
+	Tiers map[string]TierPrice `yaml:"tiers,omitempty" json:"tiers,omitempty"`
+}
+
+// TierPrice is the cost of a model at a service tier, in USD per million tokens.
+type TierPrice struct {
 	InputPerMTok  float64 `yaml:"input_per_mtok" json:"input_per_mtok"`
 	OutputPerMTok float64 `yaml:"output_per_mtok" json:"output_per_mtok"`
 }
@@ -101,6 +114,10 @@ type AgentProfile struct {
 	// besides the ones it meters (egress.MeteredRoutes), for a CLI version that needs one; paths
 	// are relative to base_url.
 	APIPaths []string `yaml:"api_paths"`
+	// ServerTools are the provider-side tools (web_search, web_fetch, ...: egress.KnownServerTools)
+	// the egress proxy lets the CLI's calls use; it refuses any other. They run outside the sandbox,
+	// past the egress allowlist, and most bill per use (priced by per_use in prices:).
+	ServerTools []string `yaml:"server_tools"`
 }
 
 // Operator is the operator's configuration file.
@@ -516,12 +533,21 @@ func (p AgentProfile) validate() error {
 		if _, err := egress.ParseRoutes(p.APIPaths); err != nil {
 			return fmt.Errorf("api_paths: %w", err)
 		}
+		if len(p.ServerTools) > 0 && p.API == "" {
+			return errors.New("server_tools: needs api (anthropic or openai): the egress proxy lets them through on the model route it holds")
+		}
+		if err := egress.CheckServerTools(p.API, p.ServerTools); err != nil {
+			return fmt.Errorf("server_tools: %w", err)
+		}
 		if err := checkURL(p.BaseURL); err != nil {
 			return err
 		}
 	case "openai", "anthropic":
 		if p.Model == "" {
 			return fmt.Errorf("model: required for kind %s", p.Kind)
+		}
+		if len(p.ServerTools) > 0 {
+			return errors.New("server_tools: only for kind exec with api: the built-in agent offers its model no provider-side tool")
 		}
 		if p.BaseURL != "" && !strings.HasPrefix(p.BaseURL, "http://") && !strings.HasPrefix(p.BaseURL, "https://") {
 			return fmt.Errorf("base_url: %q is not an http(s) URL", p.BaseURL)

@@ -3,7 +3,12 @@ package config
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"sort"
+	"strings"
+
+	"github.com/akira-bot/akira/runner/egress"
 )
 
 // PriceTable is the one table a profile's tokens are priced with: the operator's top-level prices
@@ -66,8 +71,42 @@ func checkPrices(key string, table map[string]Price) []error {
 		if !validRate(p.InputPerMTok) || !validRate(p.OutputPerMTok) {
 			errs = append(errs, fmt.Errorf("%s.%s: input_per_mtok and output_per_mtok must be numbers of USD per million tokens, not negative", key, m))
 		}
+		known := egress.KnownServerTools("")
+		for _, tool := range sortedKeys(p.PerUse) {
+			switch {
+			case !slices.Contains(known, tool):
+				errs = append(errs, fmt.Errorf("%s.%s.per_use: %q is not a provider-side tool Akira knows (%s)", key, m, tool, strings.Join(known, ", ")))
+			case !validRate(p.PerUse[tool]):
+				errs = append(errs, fmt.Errorf("%s.%s.per_use.%s: must be a number of USD per use, not negative", key, m, tool))
+			}
+		}
+		for _, tier := range sortedKeys(p.Tiers) {
+			tp := p.Tiers[tier]
+			switch {
+			case !tierName.MatchString(tier):
+				errs = append(errs, fmt.Errorf("%s.%s.tiers: %q is not a service tier's name (lower case letters, digits, _ and -)", key, m, tier))
+			case standardTiers[tier]:
+				errs = append(errs, fmt.Errorf("%s.%s.tiers.%s: the standard tier is priced by input_per_mtok and output_per_mtok", key, m, tier))
+			case !validRate(tp.InputPerMTok) || !validRate(tp.OutputPerMTok):
+				errs = append(errs, fmt.Errorf("%s.%s.tiers.%s: input_per_mtok and output_per_mtok must be numbers of USD per million tokens, not negative", key, m, tier))
+			}
+		}
 	}
 	return errs
+}
+
+var tierName = regexp.MustCompile(`^[a-z0-9_-]+$`)
+
+// standardTiers are the names providers give the tier input_per_mtok and output_per_mtok price.
+var standardTiers = map[string]bool{"auto": true, "default": true, "standard": true, "standard_only": true}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func validRate(usd float64) bool { return usd >= 0 && !math.IsInf(usd, 0) && !math.IsNaN(usd) }

@@ -1,11 +1,12 @@
 package egress
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"strings"
 	"sync/atomic"
 )
 
@@ -23,65 +24,80 @@ var (
 	errPrefixTooLarge = fmt.Errorf("the request does not name its model within its first %d MiB", maxModelPrefix>>20)
 	errPrefixesBusy   = fmt.Errorf("this sandbox's model requests already hold %d MiB that name no model yet: retry", maxSessionPrefixes>>20)
 	errEncodedRequest = errors.New("a compressed request body hides the model it asks for: send it uncompressed")
-	errNotObject      = errors.New("the request body is not a JSON object")
-	errSecondModel    = errors.New(`the request names "model" more than once`)
 )
 
-// requestedModel reads the model a call asks for, its top-level "model", and puts what it read
-// back in front of the rest of the body: "" for a request without a body (GET /v1/models) or
-// without a model. held counts the bytes the session's requests hold until they are sent;
-// release lets go of this request's (it is called anyway once they are sent, or the body
-// closed). The rest of the body is watched as it goes out: a second "model" key (which a
-// provider might read instead of the first) fails the upload before the provider has the request.
-func requestedModel(r *http.Request, held *atomic.Int64) (model string, release func(), err error) {
+// compressed says whether a request's body is compressed: the scanner could not read it as it
+// passes.
+func compressed(r *http.Request) bool {
+	enc := r.Header.Get("Content-Encoding")
+	return enc != "" && !strings.EqualFold(enc, "identity")
+}
+
+// declaredJSON says whether a request's body is not declared a form, which a server might read
+// otherwise than as JSON (curl -d declares one). Any other body is read as JSON, as the provider
+// reads it whatever its Content-Type says.
+func declaredJSON(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt != "application/x-www-form-urlencoded" && !strings.HasPrefix(mt, "multipart/")
+}
+
+// hold reads the request's body until the scanner knows the model it asks for (or that it names
+// none, or refuses it), and puts what it read back in front of the rest, which the scanner reads
+// as it goes out: r.Body is then the client's body, byte for byte, up to the moment the scanner
+// refuses it, when it fails before the provider has all of it. held counts the bytes the
+// session's requests hold until they are sent; release lets go of this request's (it is called
+// anyway once they are sent, or the body closed). A request without a body is left alone.
+func (s *bodyScan) hold(r *http.Request, held *atomic.Int64) (release func(), err error) {
 	release = func() {}
 	if r.Body == nil || r.Body == http.NoBody {
-		return "", release, nil
+		return release, nil
 	}
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
-		return "", release, errEncodedRequest
+	if compressed(r) {
+		return release, errEncodedRequest
 	}
-	sc := &modelScanner{}
 	var prefix []byte
 	give := func() { held.Add(-int64(len(prefix))) }
 	chunk := make([]byte, 32<<10)
 	eof := false
-	for !sc.settled() && !eof {
+	for !s.settled() && !eof {
 		n, rerr := r.Body.Read(chunk)
 		if n > 0 {
 			if len(prefix)+n > maxModelPrefix {
 				give()
-				return "", release, errPrefixTooLarge
+				return release, errPrefixTooLarge
 			}
 			if held.Add(int64(n)) > maxSessionPrefixes {
 				held.Add(-int64(n))
 				give()
-				return "", release, errPrefixesBusy
+				return release, errPrefixesBusy
 			}
 			prefix = append(prefix, chunk[:n]...)
-			sc.feed(chunk[:n])
+			s.feed(chunk[:n])
 		}
 		switch {
 		case errors.Is(rerr, io.EOF):
 			eof = true
 		case rerr != nil:
 			give()
-			return "", release, fmt.Errorf("reading the request: %w", rerr)
+			return release, fmt.Errorf("reading the request: %w", rerr)
 		}
 	}
-	switch {
-	case sc.notObject || len(prefix) > 0 && sc.depth == 0 && !sc.ended:
+	if eof && len(s.stack) == 0 && !s.ended && len(prefix) > 0 {
+		s.fail(errNotObject) // nothing but white space
+	}
+	if err := s.failure(); err != nil {
 		give()
-		return "", release, errNotObject
-	case sc.keys > 1:
-		give()
-		return "", release, errSecondModel
+		return release, err
 	}
 	if len(prefix) > 0 {
-		b := &heldBody{held: prefix, rest: &watchedBody{sc: sc, body: r.Body}, release: give}
+		b := &heldBody{held: prefix, rest: &scannedBody{scan: s, body: r.Body}, release: give}
 		r.Body, release = b, b.let
 	}
-	return sc.model, release, nil
+	return release, nil
 }
 
 // heldBody is a request body whose start was read to find its model: the bytes held, then the
@@ -118,150 +134,27 @@ func (b *heldBody) let() {
 	}
 }
 
-// watchedBody is the rest of a request body after its model, read by the scanner on its way out.
-type watchedBody struct {
-	sc   *modelScanner
+// scannedBody is the rest of a request body after its model, read by the scanner on its way out.
+// The chunk in which the scanner decides to refuse the request never goes: the body fails there,
+// short of its end, so that the provider gets nothing it can act on.
+type scannedBody struct {
+	scan *bodyScan
 	body io.ReadCloser
 }
 
-func (w *watchedBody) Read(p []byte) (int, error) {
+func (w *scannedBody) Read(p []byte) (int, error) {
+	if err := w.scan.failure(); err != nil {
+		return 0, err
+	}
 	n, err := w.body.Read(p)
-	w.sc.feed(p[:n])
-	if w.sc.keys > 1 {
-		return 0, errSecondModel
+	w.scan.feed(p[:n])
+	if ferr := w.scan.failure(); ferr != nil {
+		return 0, ferr
 	}
 	return n, err
 }
 
-func (w *watchedBody) Close() error { return w.body.Close() }
-
-// modelScanner reads a JSON object fed to it in pieces and finds its top-level "model" keys and
-// the first one's string value, keeping nothing but the top-level key it is reading and that
-// value: a conversation of any size costs no memory here. It does not check the JSON otherwise:
-// the provider does, and refuses what is not JSON.
-type modelScanner struct {
-	depth     int  // of the next byte: 0 outside the object, 1 at its top level
-	inString  bool // inside a string, of any depth
-	escaped   bool // after a backslash in a string
-	keeping   bool // the string being read is kept: a top-level key, or the model's value
-	raw       []byte
-	lastKey   string
-	expect    byte // at the top level: 'k' a key, ':' its colon, 'v' its value, ',' a comma or the end
-	keys      int  // top-level "model" keys seen
-	model     string
-	valueRead bool // the first "model" key's value is read, whatever it was
-	ended     bool // the object's closing brace was read
-	notObject bool
-}
-
-// settled says the scanner knows the model, or that there is none to know.
-func (s *modelScanner) settled() bool { return s.valueRead || s.ended || s.notObject || s.keys > 1 }
-
-func (s *modelScanner) feed(b []byte) {
-	for _, c := range b {
-		if s.ended || s.notObject {
-			return
-		}
-		s.step(c)
-	}
-}
-
-func (s *modelScanner) step(c byte) {
-	if s.inString {
-		if s.keeping {
-			s.raw = append(s.raw, c)
-		}
-		switch {
-		case s.escaped:
-			s.escaped = false
-		case c == '\\':
-			s.escaped = true
-		case c == '"':
-			s.inString = false
-			if s.depth == 1 {
-				s.endString()
-			}
-		}
-		return
-	}
-	switch c {
-	case ' ', '\t', '\n', '\r':
-		return
-	}
-	switch {
-	case s.depth == 0:
-		if c != '{' {
-			s.notObject = true
-			return
-		}
-		s.depth, s.expect = 1, 'k'
-	case s.depth > 1:
-		switch c {
-		case '"':
-			s.inString = true
-		case '{', '[':
-			s.depth++
-		case '}', ']':
-			if s.depth--; s.depth == 1 {
-				s.value()
-			}
-		}
-	case s.expect == 'k' && c == '"':
-		s.inString, s.keeping, s.raw = true, true, append(s.raw[:0], c)
-	case s.expect == 'k' || s.expect == ',':
-		switch c {
-		case ',':
-			s.expect = 'k'
-		case '}':
-			s.depth, s.ended = 0, true
-		}
-	case s.expect == ':':
-		if c == ':' {
-			s.expect = 'v'
-		}
-	case s.expect == 'v':
-		switch c {
-		case '"':
-			s.inString = true
-			s.keeping = s.lastKey == "model" && s.keys == 1 && !s.valueRead
-			s.raw = append(s.raw[:0], c)
-		case '{', '[':
-			s.depth++
-		default: // a number, true, false or null, read up to the comma
-			s.value()
-		}
-	}
-}
-
-// endString ends a string of the top level: a key, or a value.
-func (s *modelScanner) endString() {
-	var text string
-	if s.expect == 'k' {
-		s.keeping = false
-		s.lastKey = ""
-		if json.Unmarshal(s.raw, &text) == nil {
-			s.lastKey = text
-		}
-		if s.lastKey == "model" {
-			s.keys++
-		}
-		s.expect = ':'
-		return
-	}
-	if s.keeping && json.Unmarshal(s.raw, &text) == nil {
-		s.model = text
-	}
-	s.keeping = false
-	s.value()
-}
-
-// value ends a top-level value.
-func (s *modelScanner) value() {
-	if s.lastKey == "model" {
-		s.valueRead = true
-	}
-	s.expect = ','
-}
+func (w *scannedBody) Close() error { return w.body.Close() }
 
 // refusal says why the session does not forward a call for model: a model Akira has no price for
 // would be recorded at $0. The profile's own model passes (an unpriced one was warned about at
@@ -286,13 +179,17 @@ func (s *Session) refusal(model string) string {
 	return fmt.Sprintf("akira egress proxy: this agent runs %s; model %q is not it and has no price: Akira refuses calls it cannot price (the operator may add the model to prices:)", m.Model, model)
 }
 
-// admit answers a call the session does not forward, and says whether it did; release, which the
-// caller defers, lets go of what it holds of the request.
-func (s *Session) admit(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
-	if s.cfg.Model.Price == nil {
-		return func() {}, true // nothing is priced: no model to refuse
+// admit reads what it must of a call's body to decide it, and answers a call the session does not
+// forward: a body it cannot read, one that asks for a model Akira has no price for or for
+// something the route refuses (the scanner's refusals, listed with the session's). It says whether
+// the call goes on; release, which the caller defers, lets go of what it holds of the request.
+func (s *Session) admit(w http.ResponseWriter, r *http.Request, scan *bodyScan, method, shown string) (release func(), ok bool) {
+	m := s.cfg.Model
+	release, err := scan.hold(r, &s.prefixes)
+	if why := scan.refused.Load(); why != nil {
+		s.refuseBody(w, method, shown, why)
+		return release, false
 	}
-	model, release, err := requestedModel(r, &s.prefixes)
 	if err != nil {
 		status := http.StatusBadRequest
 		switch {
@@ -301,12 +198,12 @@ func (s *Session) admit(w http.ResponseWriter, r *http.Request) (release func(),
 		case errors.Is(err, errPrefixesBusy):
 			status = http.StatusTooManyRequests
 		}
-		modelError(w, s.cfg.Model.Protocol, status, "invalid_request_error", "akira egress proxy: "+err.Error())
+		modelError(w, m.Protocol, status, "invalid_request_error", "akira egress proxy: "+err.Error())
 		return release, false
 	}
-	if why := s.refusal(model); why != "" {
-		s.p.log.Warn("egress: model call refused", "model", model, "agent_model", s.cfg.Model.Model)
-		modelError(w, s.cfg.Model.Protocol, http.StatusForbidden, "permission_error", why)
+	if why := s.refusal(scan.model); why != "" {
+		s.p.log.Warn("egress: model call refused", "model", scan.model, "agent_model", m.Model)
+		modelError(w, m.Protocol, http.StatusForbidden, "permission_error", why)
 		return release, false
 	}
 	return release, true

@@ -58,7 +58,9 @@ func TestRequestedModel(t *testing.T) {
 			if tt.header != "" {
 				r.Header.Set("Content-Encoding", tt.header)
 			}
-			model, release, err := requestedModel(r, &held)
+			sc := newBodyScan(&Model{Protocol: ProtocolAnthropic}, "/v1/messages", false)
+			release, err := sc.hold(r, &held)
+			model := sc.model
 			var sent []byte
 			if err == nil {
 				if sent, err = io.ReadAll(r.Body); err == nil && model != tt.want {
@@ -84,12 +86,12 @@ func TestRequestedModelBounds(t *testing.T) {
 	var held atomic.Int64
 	huge := `{"messages":"` + strings.Repeat("x", maxModelPrefix) + `","model":"gpt-5"}`
 	r, _ := http.NewRequest(http.MethodPost, "http://proxy/v1/chat/completions", strings.NewReader(huge))
-	if _, _, err := requestedModel(r, &held); !errors.Is(err, errPrefixTooLarge) || held.Load() != 0 {
+	if _, err := newBodyScan(&Model{Protocol: ProtocolOpenAI}, "/chat/completions", false).hold(r, &held); !errors.Is(err, errPrefixTooLarge) || held.Load() != 0 {
 		t.Errorf("a model past %d MiB: %v, %d bytes held; want %v and none", maxModelPrefix>>20, err, held.Load(), errPrefixTooLarge)
 	}
 	held.Store(maxSessionPrefixes - 10)
 	r, _ = http.NewRequest(http.MethodPost, "http://proxy/v1/chat/completions", strings.NewReader(`{"messages":[],"model":"gpt-5"}`))
-	if _, _, err := requestedModel(r, &held); !errors.Is(err, errPrefixesBusy) || held.Load() != maxSessionPrefixes-10 {
+	if _, err := newBodyScan(&Model{Protocol: ProtocolOpenAI}, "/chat/completions", false).hold(r, &held); !errors.Is(err, errPrefixesBusy) || held.Load() != maxSessionPrefixes-10 {
 		t.Errorf("past the session's bound: %v, %d held; want %v", err, held.Load(), errPrefixesBusy)
 	}
 }

@@ -42,23 +42,41 @@ const bytesPerToken = 4
 //   - OpenAI Responses: usage.{input_tokens, output_tokens, input_tokens_details.cached_tokens};
 //     streamed, response.completed (or .incomplete, .failed) carries response.usage; text comes in
 //     the delta of response.*.delta events.
+//
+// Beyond tokens: the service tier the call ran at (OpenAI's service_tier beside the usage,
+// Anthropic's usage.service_tier) and the uses of server tools (Anthropic's
+// usage.server_tool_use.{web_search_requests, web_fetch_requests}; the web_search_call and
+// file_search_call items of a Responses answer's output).
 type usageDoc struct {
-	Model    string          `json:"model"`
-	Usage    *rawUsage       `json:"usage"`
-	Message  *usageDocN      `json:"message"`
-	Response *usageDocN      `json:"response"`
-	Delta    json.RawMessage `json:"delta"`
-	Choices  []struct {
+	Model       string          `json:"model"`
+	ServiceTier string          `json:"service_tier"`
+	Usage       *rawUsage       `json:"usage"`
+	Output      []outputItem    `json:"output"`
+	Message     *usageDocN      `json:"message"`
+	Response    *usageDocN      `json:"response"`
+	Delta       json.RawMessage `json:"delta"`
+	Choices     []struct {
 		Delta json.RawMessage `json:"delta"`
 	} `json:"choices"`
 }
 
 type usageDocN struct {
-	Model string    `json:"model"`
-	Usage *rawUsage `json:"usage"`
+	Model       string       `json:"model"`
+	ServiceTier string       `json:"service_tier"`
+	Usage       *rawUsage    `json:"usage"`
+	Output      []outputItem `json:"output"`
+}
+
+type outputItem struct {
+	Type string `json:"type"`
 }
 
 type rawUsage struct {
+	ServiceTier   string `json:"service_tier"`
+	ServerToolUse *struct {
+		WebSearchRequests int64 `json:"web_search_requests"`
+		WebFetchRequests  int64 `json:"web_fetch_requests"`
+	} `json:"server_tool_use"`
 	InputTokens              int64 `json:"input_tokens"`
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
@@ -108,6 +126,11 @@ type callMeter struct {
 	// final: the response stated the usage of the whole call (not only Anthropic's message_start,
 	// which knows the input and one output token).
 	final bool
+	// tier is the service tier the response says the call ran at; uses, how often it used each
+	// server tool. scan is the request's (nil in tests of the meter alone).
+	tier string
+	uses map[string]int64
+	scan *bodyScan
 	// request counts the request body's bytes as they go out; response the body's as they come in;
 	// text the generated text of a stream's deltas.
 	request        atomic.Int64
@@ -125,14 +148,17 @@ func (m *callMeter) observe(doc []byte, sse bool) {
 			m.text += textBytes(c.Delta)
 		}
 	}
-	model, u, final := d.Model, d.Usage, d.Usage != nil
+	model, u, final, tier, output := d.Model, d.Usage, d.Usage != nil, d.ServiceTier, d.Output
 	for _, n := range []*usageDocN{d.Message, d.Response} {
 		if n != nil {
 			if n.Model != "" {
 				model = n.Model
 			}
+			if n.ServiceTier != "" {
+				tier = n.ServiceTier
+			}
 			if n.Usage != nil {
-				u = n.Usage
+				u, output = n.Usage, n.Output
 				// Responses' response.usage is the call's; Anthropic's message.usage (message_start) is not.
 				final = final || n == d.Response
 			}
@@ -141,8 +167,33 @@ func (m *callMeter) observe(doc []byte, sse bool) {
 	if model != "" {
 		m.model = model
 	}
+	if u != nil && u.ServiceTier != "" {
+		tier = u.ServiceTier
+	}
+	if tier != "" {
+		m.tier = fold(tier)
+	}
 	if u == nil {
 		return
+	}
+	// The uses of server tools: counts that only grow within a response, as its tokens do. Items of
+	// an output are counted only in the answer that carries the usage, which lists them all.
+	uses := map[string]int64{}
+	if st := u.ServerToolUse; st != nil {
+		uses["web_search"], uses["web_fetch"] = st.WebSearchRequests, st.WebFetchRequests
+	}
+	for _, it := range output {
+		if tool, ok := outputItemTools[it.Type]; ok {
+			uses[tool]++
+		}
+	}
+	for tool, n := range uses {
+		if n > m.uses[tool] {
+			if m.uses == nil {
+				m.uses = map[string]int64{}
+			}
+			m.uses[tool] = n
+		}
 	}
 	t := u.tokens(m.protocol)
 	m.final = m.final || final

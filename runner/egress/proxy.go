@@ -184,6 +184,12 @@ type Model struct {
 	// ExtraRoutes are calls the route forwards besides MeteredRoutes: the operator's, for a CLI
 	// that needs one (ParseRoutes).
 	ExtraRoutes []Route
+	// ServerTools are the provider-side tools (KnownServerTools) the operator lets the agent's
+	// calls use; a call that offers any other is refused.
+	ServerTools []string
+	// Tariff returns what the price table says of a model besides Price: its tokens at other
+	// service tiers, and a use of each server tool (over DefaultToolPrices). nil says nothing.
+	Tariff func(model string) Tariff
 }
 
 // Host is the model endpoint's host name (or address), for messages.
@@ -219,6 +225,9 @@ type Blocked struct {
 	Count  int       `json:"count"`
 	First  time.Time `json:"first"`
 	Reason string    `json:"reason"`
+	// Fix is what would let it through, when the proxy knows better than an allowlist entry (a
+	// model call refused for what its body asks).
+	Fix string `json:"fix,omitempty"`
 }
 
 // Report is what a session saw.
@@ -231,12 +240,14 @@ type Report struct {
 	// (a stream without its usage, an answer cut short): their tokens are estimated from the bytes
 	// of the request and of the answer, and Estimated says the report's tokens and cost hold such
 	// an estimate.
-	Calls          int      `json:"calls,omitempty"`
-	EstimatedCalls int      `json:"estimated_calls,omitempty"`
-	Estimated      bool     `json:"estimated,omitempty"`
-	Tokens         Tokens   `json:"tokens"`
-	CostUSD        float64  `json:"cost_usd,omitempty"`
-	Models         []string `json:"models,omitempty"`
+	Calls          int     `json:"calls,omitempty"`
+	EstimatedCalls int     `json:"estimated_calls,omitempty"`
+	Estimated      bool    `json:"estimated,omitempty"`
+	Tokens         Tokens  `json:"tokens"`
+	CostUSD        float64 `json:"cost_usd,omitempty"`
+	// ToolUses are the uses of server tools the answers stated (web_search: 3), priced in CostUSD.
+	ToolUses map[string]int64 `json:"tool_uses,omitempty"`
+	Models   []string         `json:"models,omitempty"`
 	// Unpriced are the models called that have no price: their cost is not counted.
 	Unpriced []string `json:"unpriced,omitempty"`
 }
@@ -272,6 +283,7 @@ type Session struct {
 	estimated int
 	tokens    Tokens
 	cost      float64
+	toolUses  map[string]int64
 	models    []string
 	unpriced  []string
 }
@@ -389,6 +401,9 @@ func (s *Session) Report() Report {
 	defer s.mu.Unlock()
 	r := Report{Allowed: clone(s.allowed), Calls: s.calls, EstimatedCalls: s.estimated, Estimated: s.estimated > 0,
 		Tokens: s.tokens, CostUSD: s.cost, Models: slices.Clone(s.models), Unpriced: slices.Clone(s.unpriced)}
+	if len(s.toolUses) > 0 {
+		r.ToolUses = clone(s.toolUses)
+	}
 	for _, b := range s.blocked {
 		r.Blocked = append(r.Blocked, *b)
 	}
@@ -412,6 +427,7 @@ type Refused struct {
 	Port         int
 	Method, Path string
 	Reason       string
+	Fix          string
 }
 
 func (e *Refused) Error() string {
@@ -484,23 +500,40 @@ func (s *Session) refused(err error) {
 	if b, ok := s.blocked[key]; ok {
 		b.Count++
 	} else if len(s.blocked) < maxBlocked {
-		s.blocked[key] = &Blocked{Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path, Count: 1, First: time.Now().UTC(), Reason: r.Reason}
+		s.blocked[key] = &Blocked{Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path, Count: 1, First: time.Now().UTC(), Reason: r.Reason, Fix: r.Fix}
 	}
 	s.mu.Unlock()
 	s.p.mu.Lock()
-	s.p.refused[r.Host]++
+	countBounded(s.p.refused, r.Host, maxCountedHosts)
 	s.p.mu.Unlock()
+}
+
+// An agent chooses the destinations it tries (every name under an allowed *.example.com, every
+// address of an allowed range, any refused name): the counts kept per destination, the proxy's for
+// its whole life and a session's, hold at most so many apart, and count the rest together under
+// otherHosts.
+const (
+	maxCountedHosts = 1024
+	maxSessionHosts = 256
+	otherHosts      = "(other)"
+)
+
+// countBounded counts one more for key in counts, or for otherHosts once counts holds max keys.
+func countBounded(counts map[string]int64, key string, max int) {
+	if _, ok := counts[key]; !ok && len(counts) >= max {
+		key = otherHosts
+	}
+	counts[key]++
 }
 
 // passed counts a connection or request let through; label is what the proxy's metrics count it
 // under (see matchName).
 func (s *Session) passed(host, label string) {
-	key := label
 	s.mu.Lock()
-	s.allowed[host]++
+	countBounded(s.allowed, host, maxSessionHosts)
 	s.mu.Unlock()
 	s.p.mu.Lock()
-	s.p.allowed[key]++
+	countBounded(s.p.allowed, label, maxCountedHosts)
 	s.p.mu.Unlock()
 }
 
@@ -700,12 +733,16 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		modelError(w, m.Protocol, http.StatusUnauthorized, "authentication_error", "akira egress proxy: the request does not carry this sandbox's key")
 		return
 	}
+	route, shown, why := routeCall(s.routes, r.Method, r.URL.Path)
 	if r.Header.Get("Upgrade") != "" {
-		// What passes over a WebSocket is not metered: the CLI must use HTTP (Codex falls back).
+		// What passes over a WebSocket is not metered: the CLI must use HTTP (Codex falls back). The
+		// answer is the one Codex falls back on; the attempt's report lists the try.
+		s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: r.Method, Path: shown, Reason: ReasonWebSocket,
+			Fix: "nothing: the model route speaks HTTP only (Codex falls back to it by itself)"})
+		w.Header().Set("X-Akira-Egress", "refused")
 		modelError(w, m.Protocol, http.StatusNotImplemented, "api_error", "akira egress proxy: the model route speaks HTTP only, not WebSockets")
 		return
 	}
-	route, shown, why := routeCall(s.routes, r.Method, r.URL.Path)
 	if why != "" {
 		allowed := make([]string, len(s.routes))
 		for i, rt := range s.routes {
@@ -715,10 +752,16 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			"the model route forwards only %s (the operator's api_paths of the agent profile adds more)", strings.Join(allowed, ", ")))
 		return
 	}
-	background := watchesBackground(m.Protocol, r.Method, route)
-	if background && !readableJSON(r) {
-		s.refuseCall(w, http.StatusUnsupportedMediaType, r.Method, shown, ReasonUnreadable, "send JSON (Content-Type: application/json), uncompressed")
-		return
+	if r.Body != nil && r.Body != http.NoBody {
+		switch responses := m.Protocol == ProtocolOpenAI && strings.HasSuffix(route, "/responses"); {
+		case compressed(r) || responses && !declaredJSON(r):
+			// The scanner could not read it as it passes, and so could not tell what it asks for.
+			s.refuseCall(w, http.StatusUnsupportedMediaType, r.Method, shown, ReasonUnreadable, "send JSON (Content-Type: application/json), uncompressed")
+			return
+		case !declaredJSON(r):
+			// Read as JSON by the scanner, and so by the provider: no server reads it as a form.
+			r.Header.Set("Content-Type", "application/json")
+		}
 	}
 	s.mu.Lock()
 	spent, closed := s.cost, s.closed
@@ -731,7 +774,8 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.inflight.Done()
-	release, admitted := s.admit(w, r)
+	scan := newBodyScan(m, route, s.cfg.MaxCostUSD > 0)
+	release, admitted := s.admit(w, r, scan, r.Method, shown)
 	defer release()
 	if !admitted {
 		return
@@ -748,18 +792,18 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	// caught it about once in ten runs under -race).
 	_ = http.NewResponseController(w).EnableFullDuplex() // HTTP/1, as every session serves
 
-	meter := &callMeter{protocol: m.Protocol, generates: r.Method == http.MethodPost && !strings.HasSuffix(route, "/count_tokens")}
+	meter := &callMeter{protocol: m.Protocol, generates: r.Method == http.MethodPost && !strings.HasSuffix(route, "/count_tokens"), scan: scan}
 	dropUsage, bodyDone, err := s.prepareBody(r, route)
 	defer bodyDone()
 	if err != nil {
-		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
+		s.refuseScanned(w, r.Method, shown, scan, err)
 		return
 	}
 	// The call's own context: the client's going does not end it, DrainTimeout after that does.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	var leaving sync.Once
-	var answered, inBackground atomic.Bool
+	var answered atomic.Bool
 	left := make(chan struct{})
 	leave := func() {
 		leaving.Do(func() {
@@ -817,9 +861,9 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			if inBackground.Load() {
-				// Cut short before the member's value went out: the provider got no request it can act on.
-				s.refuseCall(w, http.StatusForbidden, r.Method, route, ReasonBackground, "call without background (the proxy meters the answer as it comes)")
+			if scan.failure() != nil {
+				// Cut short before its end: the provider got no request it can act on.
+				s.refuseScanned(w, r.Method, shown, scan, err)
 				return
 			}
 			select {
@@ -836,9 +880,6 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 			modelError(w, m.Protocol, http.StatusBadGateway, "api_error", "akira egress proxy: the model endpoint did not answer")
 		},
 	}
-	if background {
-		r.Body = &backgroundWatch{body: r.Body, scan: memberScanner{name: "background"}, found: &inBackground}
-	}
 	rp.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -849,6 +890,29 @@ func (s *Session) refuseCall(w http.ResponseWriter, status int, method, path, wh
 	s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: method, Path: path, Reason: why})
 	w.Header().Set("X-Akira-Egress", "refused")
 	modelError(w, m.Protocol, status, "permission_error", fmt.Sprintf("akira egress proxy: %s %s refused: %s; %s", method, path, why, hint))
+}
+
+// refuseBody answers a call refused for what its body asks, and lists it with what would let it
+// through.
+func (s *Session) refuseBody(w http.ResponseWriter, method, path string, why *refusal) {
+	m := s.cfg.Model
+	s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: method, Path: path, Reason: why.reason, Fix: why.fix})
+	w.Header().Set("X-Akira-Egress", "refused")
+	modelError(w, m.Protocol, http.StatusForbidden, "permission_error", fmt.Sprintf("akira egress proxy: %s %s refused: %s; allow it: %s", method, path, why.reason, why.fix))
+}
+
+// refuseScanned answers a call whose body failed on its way (err): refused by the scanner, not a
+// request it can read, or unreadable.
+func (s *Session) refuseScanned(w http.ResponseWriter, method, path string, scan *bodyScan, err error) {
+	m := s.cfg.Model
+	switch why := scan.refused.Load(); {
+	case why != nil:
+		s.refuseBody(w, method, path, why)
+	case scan.invalid() != nil:
+		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+scan.invalid().Error())
+	default:
+		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
+	}
 }
 
 // A streamed Chat Completions request is read whole to ask for its usage, when it is at most
@@ -929,7 +993,10 @@ func (b *countedBody) Read(p []byte) (int, error) {
 
 func (b *countedBody) Close() error { return b.c.Close() }
 
-// metered adds a call's usage to the session's: what the response stated, or an estimate.
+// metered adds a call's usage to the session's: what the response stated, or an estimate, priced
+// at the service tier the response states and with the uses of server tools it states. A cost the
+// table cannot price whole (a tier or a tool's use it has no price for, a tool whose uses go
+// unstated) makes the call an estimate; a model without a price is listed as unpriced.
 func (s *Session) metered(c *callMeter, sse bool) {
 	m := s.cfg.Model
 	tokens, estimated, ok := c.usage(sse)
@@ -940,6 +1007,28 @@ func (s *Session) metered(c *callMeter, sse bool) {
 	if model == "" {
 		model = m.Model
 	}
+	if c.scan != nil && c.scan.unmetered.Load() {
+		estimated = true
+	}
+	usd, priced := 0.0, false
+	if tp, ok := m.tariff(model).Tiers[c.tier]; ok && !standardTier(c.tier) {
+		usd, priced = tp.cost(tokens), true
+	} else if m.Price != nil {
+		// A tier the table has no price for is priced at the standard tier's, as an estimate.
+		usd, priced = m.Price(model, tokens)
+		estimated = estimated || priced && !standardTier(c.tier)
+	}
+	toolUSD := 0.0
+	for tool, n := range c.uses {
+		if n == 0 {
+			continue
+		}
+		if each, ok := m.perUse(model, tool); ok {
+			toolUSD += float64(n) * each
+		} else {
+			estimated = true
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
@@ -947,14 +1036,21 @@ func (s *Session) metered(c *callMeter, sse bool) {
 		s.estimated++
 	}
 	s.tokens = s.tokens.Add(tokens)
+	for tool, n := range c.uses {
+		if n > 0 {
+			if s.toolUses == nil {
+				s.toolUses = map[string]int64{}
+			}
+			s.toolUses[tool] += n
+		}
+	}
 	if model != "" && !slices.Contains(s.models, model) {
 		s.models = append(s.models, model)
 	}
-	if m.Price != nil {
-		if usd, ok := m.Price(model, tokens); ok {
-			s.cost += usd
-			return
-		}
+	s.cost += toolUSD
+	if priced {
+		s.cost += usd
+		return
 	}
 	if !slices.Contains(s.unpriced, model) {
 		s.unpriced = append(s.unpriced, model)

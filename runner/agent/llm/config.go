@@ -123,13 +123,19 @@ var DefaultPrices = map[string]Price{
 // ("openai/gpt-4o"), then a base name followed by a date or "latest" suffix. Anything looser
 // would price a new model version at an old version's rate.
 func lookupPrice(table map[string]Price, model string) (Price, bool) {
+	entry, ok := lookupEntry(table, model)
+	return table[entry], ok
+}
+
+// lookupEntry is the name of the table's entry that lookupPrice prices model with.
+func lookupEntry(table map[string]Price, model string) (string, bool) {
 	names := []string{model}
 	if i := strings.LastIndexByte(model, '/'); i >= 0 {
 		names = append(names, model[i+1:])
 	}
 	for _, n := range names {
-		if p, ok := table[n]; ok {
-			return p, true
+		if _, ok := table[n]; ok {
+			return n, true
 		}
 	}
 	for _, n := range names {
@@ -141,10 +147,10 @@ func lookupPrice(table map[string]Price, model string) (Price, bool) {
 			}
 		}
 		if found {
-			return table[best], true
+			return best, true
 		}
 	}
-	return Price{}, false
+	return "", false
 }
 
 func snapshotSuffix(s string) bool {
@@ -175,6 +181,16 @@ func (p Price) Cost(input, output int64) float64 { return p.cost(tokens{in: inpu
 // overridden by extra (the operator's and the profile's prices), by exact name, then without a
 // router prefix, then by base name before a snapshot suffix.
 func PriceOf(extra map[string]Price, model string) (Price, bool) {
+	return lookupPrice(priceTable(extra), model)
+}
+
+// PriceEntry is the name of the entry PriceOf prices model with: the operator's prices that go
+// with it beyond tokens (a service tier's, a tool's use) are that entry's.
+func PriceEntry(extra map[string]Price, model string) (string, bool) {
+	return lookupEntry(priceTable(extra), model)
+}
+
+func priceTable(extra map[string]Price) map[string]Price {
 	table := make(map[string]Price, len(DefaultPrices)+len(extra))
 	for k, v := range DefaultPrices {
 		table[k] = v
@@ -182,7 +198,7 @@ func PriceOf(extra map[string]Price, model string) (Price, bool) {
 	for k, v := range extra {
 		table[k] = v
 	}
-	return lookupPrice(table, model)
+	return table
 }
 
 // New validates cfg and returns the agent. Errors name the profile field at fault.

@@ -164,6 +164,11 @@ func TestShippedProfiles(t *testing.T) {
 			if !strings.Contains(p.Command, `"$AKIRA_MODEL"`) {
 				t.Errorf("%s: agent %s: the command does not pass \"$AKIRA_MODEL\": %s", f, name, p.Command)
 			}
+			// Codex offers its model OpenAI's web search in every call unless told not to: the proxy
+			// would refuse them all.
+			if config.ProgramOf(p.Command) == "codex" && !strings.Contains(p.Command, "-c web_search=disabled") && !slices.Contains(p.ServerTools, "web_search") {
+				t.Errorf("%s: agent %s: Codex offers web search, which the profile does not allow: %s", f, name, p.Command)
+			}
 		}
 	}
 }

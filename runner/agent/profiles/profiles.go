@@ -144,7 +144,32 @@ func ModelRoute(name string, p config.AgentProfile, o Options) (*egress.Model, e
 	}
 	model := cmp.Or(o.Model, p.Model)
 	return &egress.Model{Protocol: m.Protocol, BaseURL: m.BaseURL, Key: key, KeyEnv: m.KeyEnv,
-		KeyVar: m.AgentKeyEnv, BaseURLVar: m.AgentBaseURLEnv, Model: model, Price: Pricer(p.Prices), ExtraRoutes: extra}, nil
+		KeyVar: m.AgentKeyEnv, BaseURLVar: m.AgentBaseURLEnv, Model: model, Price: Pricer(p.Prices), ExtraRoutes: extra,
+		ServerTools: p.ServerTools, Tariff: Tariffs(p.Prices)}, nil
+}
+
+// Tariffs reads what the price table's entry for a model says beyond its tokens at the standard
+// tier (per_use, tiers): the entry Pricer prices the model's tokens with.
+func Tariffs(prices map[string]config.Price) func(model string) egress.Tariff {
+	extra := map[string]llm.Price{}
+	for m, pr := range prices {
+		extra[m] = llm.Price{InputPerMTok: pr.InputPerMTok, OutputPerMTok: pr.OutputPerMTok}
+	}
+	return func(model string) egress.Tariff {
+		entry, ok := llm.PriceEntry(extra, model)
+		pr, own := prices[entry]
+		if !ok || !own {
+			return egress.Tariff{}
+		}
+		t := egress.Tariff{PerUse: pr.PerUse}
+		if len(pr.Tiers) > 0 {
+			t.Tiers = make(map[string]egress.TierPrice, len(pr.Tiers))
+			for tier, tp := range pr.Tiers {
+				t.Tiers[tier] = egress.TierPrice{InputPerMTok: tp.InputPerMTok, OutputPerMTok: tp.OutputPerMTok}
+			}
+		}
+		return t
+	}
 }
 
 // Pricer prices metered tokens with the built-in agents' table extended by prices.
