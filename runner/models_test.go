@@ -64,6 +64,16 @@ func TestModelCallsAkiraCannotPrice(t *testing.T) {
 	if u := *fin[0].Usage; u.InputTokens != 2*fake.Usage.Input || u.OutputTokens != 2*fake.Usage.Output || math.Abs(u.CostUSD-want) > 1e-12 {
 		t.Errorf("usage = %+v; want the two calls' tokens at $%v (the priced one), not the agent's own $5", u, want)
 	}
+	// The refused call is in the attempt's report, naming the model it asked for and the fix.
+	var listed []egress.Blocked
+	for _, b := range fin[0].Blocked {
+		if strings.Contains(b.Reason, `"dear-unpriced-model"`) {
+			listed = append(listed, b)
+		}
+	}
+	if len(listed) != 1 || listed[0].Path != "/v1/messages" || !strings.Contains(listed[0].Fix, "prices:") {
+		t.Errorf("refusals in the attempt's report = %+v; want the call for dear-unpriced-model, with its path and the prices: fix", fin[0].Blocked)
+	}
 }
 
 // A run with a cost budget does not start with an agent whose tokens it could not price: its

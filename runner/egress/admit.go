@@ -162,21 +162,22 @@ func (w *scannedBody) Close() error { return w.body.Close() }
 // none and no budget is set, since Akira cannot tell the CLI's default from another. Whatever text
 // steers the agent (a repository's .claude/agents/*.md or .claude/settings.json, an issue) cannot
 // move its calls to a model Akira does not price.
-func (s *Session) refusal(model string) string {
+func (s *Session) refusal(model string) *refusal {
 	m := s.cfg.Model
 	if m.Price == nil || model == "" || model == m.Model {
-		return ""
+		return nil
 	}
 	if _, ok := m.Price(model, Tokens{}); ok {
-		return ""
+		return nil
 	}
 	if m.Model == "" && s.cfg.MaxCostUSD <= 0 {
-		return ""
+		return nil
 	}
+	fix := fmt.Sprintf("prices: {%q: {input_per_mtok: …, output_per_mtok: …}} in the operator's configuration", model)
 	if m.Model == "" {
-		return fmt.Sprintf("akira egress proxy: model %q has no price and this attempt has a cost budget: Akira refuses calls it cannot price (the operator may add the model to prices:)", model)
+		return &refusal{reason: fmt.Sprintf("model %q has no price and this attempt has a cost budget: Akira refuses calls it cannot price", model), fix: fix}
 	}
-	return fmt.Sprintf("akira egress proxy: this agent runs %s; model %q is not it and has no price: Akira refuses calls it cannot price (the operator may add the model to prices:)", m.Model, model)
+	return &refusal{reason: fmt.Sprintf("this agent runs %s; model %q is not it and has no price: Akira refuses calls it cannot price", m.Model, model), fix: fix}
 }
 
 // admit reads what it must of a call's body to decide it, and answers a call the session does not
@@ -201,9 +202,10 @@ func (s *Session) admit(w http.ResponseWriter, r *http.Request, scan *bodyScan, 
 		modelError(w, m.Protocol, status, "invalid_request_error", "akira egress proxy: "+err.Error())
 		return release, false
 	}
-	if why := s.refusal(scan.model); why != "" {
+	if why := s.refusal(scan.model); why != nil {
+		// Listed with the session's refusals, so the attempt's report says which model was asked for.
 		s.p.log.Warn("egress: model call refused", "model", scan.model, "agent_model", m.Model)
-		modelError(w, m.Protocol, http.StatusForbidden, "permission_error", why)
+		s.refuseBody(w, method, shown, why)
 		return release, false
 	}
 	return release, true
