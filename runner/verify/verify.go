@@ -213,10 +213,29 @@ func Run(ctx context.Context, dir string, cmds []string, opts Options) ([]Result
 		if !r.Passed() {
 			r.Annotations = ParseAnnotationsIn(dir, out)
 		}
-		r.Output = Tail(out, tail)
+		r.Output = Tail(withoutWorkDir(out, dir), tail)
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// withoutWorkDir writes the work tree's paths in out relative to it. The output reaches the next
+// attempt's prompt, the check run and the escalation comment: the worker's directory names mean
+// nothing there and say where on the worker runs live.
+func withoutWorkDir(out, dir string) string {
+	dirs := []string{dir}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
+		dirs = append(dirs, real)
+	}
+	for _, d := range dirs {
+		d = strings.TrimRight(d, "/")
+		if d == "" {
+			continue
+		}
+		out = strings.ReplaceAll(out, d+"/", "")
+		out = strings.ReplaceAll(out, d, ".")
+	}
+	return out
 }
 
 // Tail returns about the last n bytes of s, starting at a line boundary when one is near.

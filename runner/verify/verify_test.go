@@ -144,3 +144,23 @@ func TestTail(t *testing.T) {
 		t.Fatal("short strings are kept whole")
 	}
 }
+
+// Output that names the work tree by its absolute path (a compiler's error, a test runner's stack)
+// reaches prompts, check runs and comments with the worker's directory taken out.
+func TestOutputNamesNoWorkerPath(t *testing.T) {
+	dir := t.TempDir()
+	res, err := Run(context.Background(), dir, []string{`echo "$PWD/div.go:7: integer divide by zero"; echo "in $PWD"; exit 1`}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := res[0].Output
+	if strings.Contains(out, dir) {
+		t.Errorf("output names the worker's directory %s:\n%s", dir, out)
+	}
+	if !strings.Contains(out, "div.go:7: integer divide by zero") || !strings.Contains(out, "in .") {
+		t.Errorf("output lost what it said:\n%s", out)
+	}
+	if len(res[0].Annotations) != 1 || res[0].Annotations[0].Path != "div.go" {
+		t.Errorf("annotations = %+v; want div.go", res[0].Annotations)
+	}
+}
