@@ -53,10 +53,11 @@ type engine struct {
 	lastChanged []string
 
 	// syncing is the merge of the base the sync task is resolving (sync.go); syncNote what failed
-	// verification after a clean merge. syncOff: the repository turned syncing off; syncSkipped: a
+	// verification after a clean merge; syncPlan the plan file as Akira settled its conflict. syncOff: the repository turned syncing off; syncSkipped: a
 	// person decided to leave the branch behind its base for this run.
 	syncing     *workspace.Sync
 	syncNote    string
+	syncPlan    []byte
 	syncOff     bool
 	syncSkipped bool
 

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,7 +56,7 @@ func (e *engine) syncBase(ctx context.Context) error {
 		return nil
 	}
 	e.syncing = &s
-	defer func() { e.syncing, e.syncNote = nil, "" }()
+	defer func() { e.syncing, e.syncNote, e.syncPlan = nil, "", nil }()
 	t := e.syncTask()
 	r := &TaskResult{ID: t.ID, Title: t.Title, Status: TaskPending}
 	e.results[SyncTaskID] = r
@@ -213,6 +214,7 @@ func (e *engine) resolvePlanConflict(ctx context.Context) error {
 	if err := e.ws.WriteFile(e.roadmapPath, data); err != nil {
 		return nil
 	}
+	e.syncPlan = data
 	if _, err := e.ws.Git(ctx, "add", "--", e.roadmapPath); err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
@@ -241,7 +243,10 @@ func (e *engine) checkpointSync(ctx context.Context, t *roadmap.Task, info check
 		return &failure{protected: bad}, nil
 	}
 	if e.roadmapPath != "" && slices.Contains(own, e.roadmapPath) {
-		return &failure{roadmapErr: fmt.Sprintf("the roadmap %s was changed during the attempt; only Akira edits it", e.roadmapPath)}, nil
+		// The plan Akira settled itself is in neither parent, and is not the agent's.
+		if cur, err := e.ws.ReadFile(e.roadmapPath); err != nil || e.syncPlan == nil || !bytes.Equal(cur, e.syncPlan) {
+			return &failure{roadmapErr: fmt.Sprintf("the roadmap %s was changed during the attempt; only Akira edits it", e.roadmapPath)}, nil
+		}
 	}
 	sha, err := e.ws.CommitMerge(ctx, *s, e.syncMessage(s, info))
 	if err != nil {

@@ -250,3 +250,24 @@ func TestWorkflowChangesRefusedThenAllowed(t *testing.T) {
 		})
 	}
 }
+
+const planRoadmap = "# Plan\n\n- [ ] P1: One\n- [ ] P2: Two (depends: P1)\n"
+
+// The base changes the plan next to a box the branch ticked: the plan file's conflict is Akira's own
+// and settled without the agent (the base's plan, the branch's boxes ticked again); a task the base
+// added waits for a follow-up run, and the next task ticks its box in the merged plan.
+func TestBaseMovedPlanConflictSettledByAkira(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": planRoadmap})
+	m := &baseMover{t: t, remote: f.repo.Remote, at: 2,
+		files: map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] P1: One\n- [ ] P2: Two, better (depends: P1)\n- [ ] P3: Three\n"}}
+	out, _, err := f.run(t, Options{Agent: f.agent(logCall + `echo x > "$AKIRA_TASK_ID.txt"`), BaseMoved: m.BaseMoved})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("Run: %+v, %v", out, err)
+	}
+	wantCalls(t, f, "P1:1", "P2:1")
+	wantStatuses(t, out, map[string]TaskStatus{"P1": TaskDone, "P2": TaskDone, "P3": TaskSkipped, SyncTaskID: TaskDone})
+	want := "# Plan\n\n- [x] P1: One\n- [x] P2: Two, better (depends: P1)\n- [ ] P3: Three"
+	if got := gittest.Git(t, f.repo.Remote, "show", "akira/roadmap:ROADMAP.md"); got != want {
+		t.Errorf("plan on the branch =\n%s\nwant\n%s", got, want)
+	}
+}

@@ -137,7 +137,21 @@ type Operator struct {
 	CI CI `yaml:"ci"`
 	// Fair shares the workers between installations (the App only).
 	Fair Fair `yaml:"fair"`
+	// AllowWorkflows lets repositories allow changes to .github/workflows/** (`workflows: allow` in
+	// their .github/akira.yml). For the App it also makes `akira setup` ask GitHub for the workflows
+	// permission, without which GitHub refuses such pushes.
+	AllowWorkflows bool `yaml:"allow_workflows"`
+	// Commits is who makes the checkpoints: CommitsGit (default: Akira commits and pushes; through
+	// GitHub's API where the base branch's rules require signed commits) or CommitsGitHub (always
+	// through GitHub's API, so GitHub signs every checkpoint).
+	Commits string `yaml:"commits"`
 }
+
+// Who makes the checkpoints (Operator.Commits).
+const (
+	CommitsGit    = "git"
+	CommitsGitHub = "github"
+)
 
 // NotifyEvents are the events a notification is sent for.
 var NotifyEvents = []string{"escalation", "run_finished", "run_failed", "budget_reached", "stalled"}
@@ -480,6 +494,9 @@ func ParseOperator(data []byte) (Operator, error) {
 	}
 	if err := op.CI.check("ci"); err != nil {
 		errs = append(errs, err)
+	}
+	if op.Commits != "" && op.Commits != CommitsGit && op.Commits != CommitsGitHub {
+		errs = append(errs, fmt.Errorf("commits: %q: want %s or %s", op.Commits, CommitsGit, CommitsGitHub))
 	}
 	errs = append(errs, op.Fair.check("fair")...)
 	if j := op.Judge; j != nil {

@@ -191,3 +191,13 @@ func TestRepoSyncAndWorkflows(t *testing.T) {
 		}
 	}
 }
+
+func TestOperatorCommitsAndWorkflows(t *testing.T) {
+	op, err := ParseOperator([]byte("allow_workflows: true\ncommits: github\n"))
+	if err != nil || !op.AllowWorkflows || op.Commits != CommitsGitHub {
+		t.Fatalf("operator = %+v, %v", op, err)
+	}
+	if _, err := ParseOperator([]byte("commits: signed\n")); err == nil || !strings.Contains(err.Error(), `commits: "signed": want git or github`) {
+		t.Errorf("bad commits: %v", err)
+	}
+}
