@@ -13,7 +13,7 @@ import (
 )
 
 // clone is a run's workspace on the fake's repository, through git smart HTTP with the App's token.
-func (e *env) clone(t *testing.T, branch string) *workspace.Workspace {
+func (e *env) clone(t testing.TB, branch string) *workspace.Workspace {
 	t.Helper()
 	ctx := context.Background()
 	w, err := workspace.Clone(ctx, workspace.Options{Remote: e.srv.CloneURL(owner, repo), WorkDir: t.TempDir(), Auth: e.c.GitAuthHeader})
@@ -27,7 +27,7 @@ func (e *env) clone(t *testing.T, branch string) *workspace.Workspace {
 	return w
 }
 
-func writeFile(t *testing.T, dir, name string, data []byte, mode os.FileMode) {
+func writeFile(t testing.TB, dir, name string, data []byte, mode os.FileMode) {
 	t.Helper()
 	p := filepath.Join(dir, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -41,7 +41,7 @@ func writeFile(t *testing.T, dir, name string, data []byte, mode os.FileMode) {
 	}
 }
 
-func checkpoint(t *testing.T, w *workspace.Workspace, task string) string {
+func checkpoint(t testing.TB, w *workspace.Workspace, task string) string {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := w.Stage(ctx); err != nil {

@@ -246,6 +246,16 @@ func (s *Server) buildTree(ctx context.Context, rs *repoState, base string, entr
 	} else if _, err := s.git(ctx, rs.dir, nil, env, "read-tree", "--empty"); err != nil {
 		return "", "", err
 	}
+	// Checked and gathered first, then applied with a few git commands for all entries at once: a big
+	// tree must not cost git processes per file. A path named twice takes its last entry.
+	type placed struct {
+		path, mode, typ, target string
+		content                 *string
+		remove                  bool
+	}
+	var order []string
+	byPath := map[string]*placed{}
+	var shas []string
 	for i, e := range entries {
 		path := strings.Trim(e.Path, "/")
 		if path == "" || strings.Contains(path, "//") || strings.HasPrefix(path, "../") || strings.Contains(path, "/../") || path == ".." || path == ".git" || strings.HasPrefix(path, ".git/") {
@@ -258,42 +268,93 @@ func (s *Server) buildTree(ctx context.Context, rs *repoState, base string, entr
 		if e.Type != "" && e.Type != typ {
 			return "", fmt.Sprintf("tree[%d].type %q does not fit mode %s", i, e.Type, e.Mode), nil
 		}
-		var target string
+		p := &placed{path: path, mode: e.Mode, typ: typ}
 		isNull := string(bytes.TrimSpace(e.SHA)) == "null"
 		hasSHA := len(e.SHA) > 0 && !isNull
 		switch {
 		case hasSHA && e.Content != nil:
 			return "", fmt.Sprintf("tree[%d]: use either sha or content, not both", i), nil
 		case hasSHA:
-			if err := json.Unmarshal(e.SHA, &target); err != nil || (typ != "commit" && s.objectType(ctx, rs, target) != typ) || (typ == "commit" && !shaRE.MatchString(target)) {
+			if err := json.Unmarshal(e.SHA, &p.target); err != nil || !shaRE.MatchString(p.target) {
 				return "", fmt.Sprintf("tree.sha %s is not a valid %s", strings.Trim(string(e.SHA), `"`), typ), nil
+			}
+			if typ != "commit" {
+				shas = append(shas, p.target)
 			}
 		case e.Content != nil:
 			if typ != "blob" {
 				return "", fmt.Sprintf("tree[%d]: content is only for blobs", i), nil
 			}
-			out, err := s.git(ctx, rs.dir, []byte(*e.Content), nil, "hash-object", "-w", "--stdin")
-			if err != nil {
-				return "", "", err
-			}
-			target = strings.TrimSpace(string(out))
-		case !isNull:
+			p.content = e.Content
+		case isNull:
+			p.remove = true
+		default:
 			return "", fmt.Sprintf("tree[%d]: sha or content is required", i), nil
 		}
-		// Whatever was at the path (a file, or a directory's files) goes first.
-		if _, err := s.git(ctx, rs.dir, nil, env, "--literal-pathspecs", "rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", path); err != nil {
+		if _, seen := byPath[path]; !seen {
+			order = append(order, path)
+		}
+		byPath[path] = p
+	}
+	if len(shas) > 0 {
+		out, _ := s.git(ctx, rs.dir, []byte(strings.Join(shas, "\n")+"\n"), nil, "cat-file", "--batch-check=%(objectname) %(objecttype)")
+		types := map[string]string{}
+		for _, line := range strings.Split(string(out), "\n") {
+			if sha, typ, ok := strings.Cut(line, " "); ok {
+				types[sha] = typ
+			}
+		}
+		for _, path := range order {
+			if p := byPath[path]; p.target != "" && p.typ != "commit" && types[p.target] != p.typ {
+				return "", fmt.Sprintf("tree.sha %s is not a valid %s", p.target, p.typ), nil
+			}
+		}
+	}
+	// Contents become blobs in one command, each from a file of its own.
+	var files []string
+	var withContent []*placed
+	for i, path := range order {
+		if p := byPath[path]; p.content != nil {
+			f := filepath.Join(tmp, fmt.Sprintf("content-%d", i))
+			if err := os.WriteFile(f, []byte(*p.content), 0o600); err != nil {
+				return "", "", fmt.Errorf("content: %w", err)
+			}
+			files, withContent = append(files, f), append(withContent, p)
+		}
+	}
+	if len(files) > 0 {
+		out, err := s.git(ctx, rs.dir, []byte(strings.Join(files, "\n")+"\n"), nil, "hash-object", "-w", "--stdin-paths")
+		if err != nil {
 			return "", "", err
 		}
-		switch {
-		case isNull:
-		case typ == "tree":
-			if _, err := s.git(ctx, rs.dir, nil, env, "read-tree", "--prefix="+path+"/", target); err != nil {
-				return "", fmt.Sprintf("tree[%d]: %s cannot be placed at %s", i, target, path), nil
+		blobs := strings.Fields(string(out))
+		if len(blobs) != len(withContent) {
+			return "", "", fmt.Errorf("hash-object wrote %d blobs for %d contents", len(blobs), len(withContent))
+		}
+		for i, p := range withContent {
+			p.target = blobs[i]
+		}
+	}
+	// Whatever was at each path (a file, or a directory's files) goes first.
+	if _, err := s.git(ctx, rs.dir, []byte(strings.Join(order, "\x00")+"\x00"), env, "--literal-pathspecs", "rm", "--cached", "-r", "-q",
+		"--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		return "", "", err
+	}
+	var info bytes.Buffer
+	for i, path := range order {
+		switch p := byPath[path]; {
+		case p.remove:
+		case p.typ == "tree":
+			if _, err := s.git(ctx, rs.dir, nil, env, "read-tree", "--prefix="+path+"/", p.target); err != nil {
+				return "", fmt.Sprintf("tree[%d]: %s cannot be placed at %s", i, p.target, path), nil
 			}
 		default:
-			if _, err := s.git(ctx, rs.dir, []byte(fmt.Sprintf("%s %s\t%s\n", e.Mode, target, path)), env, "update-index", "--add", "--index-info"); err != nil {
-				return "", fmt.Sprintf("tree[%d]: %s cannot be placed at %s (a file is in the way?)", i, target, path), nil
-			}
+			fmt.Fprintf(&info, "%s %s\t%s\x00", p.mode, p.target, path)
+		}
+	}
+	if info.Len() > 0 {
+		if _, err := s.git(ctx, rs.dir, info.Bytes(), env, "update-index", "-z", "--add", "--index-info"); err != nil {
+			return "", "a path cannot be placed: a file is in the way of a directory, or the other way round", nil
 		}
 	}
 	out, err := s.git(ctx, rs.dir, nil, env, "write-tree", "--missing-ok")

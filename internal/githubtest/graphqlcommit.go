@@ -78,6 +78,15 @@ func (s *Server) createCommitOnBranch(w http.ResponseWriter, r *http.Request, to
 		fail("STALE_DATA", fmt.Sprintf("Expected branch to point to \"%s\" but it did not. Pull and try again.", *in.ExpectedHeadOid))
 		return
 	}
+	// Modes of the files at the head: an existing file keeps its own (an executable stays one).
+	modes := map[string]string{}
+	if list, err := s.git(ctx, rs.dir, nil, nil, "ls-tree", "-r", "-z", head); err == nil {
+		for _, rec := range strings.Split(string(list), "\x00") {
+			if meta, path, ok := strings.Cut(rec, "\t"); ok {
+				modes[path] = strings.Fields(meta)[0]
+			}
+		}
+	}
 	var entries []treeEntry
 	if fc := in.FileChanges; fc != nil {
 		for _, d := range fc.Deletions {
@@ -91,11 +100,8 @@ func (s *Server) createCommitOnBranch(w http.ResponseWriter, r *http.Request, to
 			}
 			content := string(data)
 			mode := "100644"
-			// A file that exists keeps its mode (an executable stays one).
-			if out, err := s.gitString(ctx, rs.dir, "ls-tree", head, "--", strings.Trim(a.Path, "/")); err == nil && out != "" {
-				if m := strings.Fields(out); len(m) > 0 && (m[0] == "100755" || m[0] == "100644") {
-					mode = m[0]
-				}
+			if m := modes[strings.Trim(a.Path, "/")]; m == "100755" {
+				mode = m
 			}
 			entries = append(entries, treeEntry{Path: a.Path, Mode: mode, Content: &content})
 		}

@@ -1,9 +1,11 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -79,6 +81,7 @@ func (w *Workspace) APIChanges(ctx context.Context, commit string) (parents []st
 	}
 	// -z --raw: ":<old mode> <new mode> <old sha> <new sha> <status>\0<path>\0" per path.
 	fields := strings.Split(string(out), "\x00")
+	var blobs []string
 	for i := 0; i+1 < len(fields); i += 2 {
 		meta, path := strings.Fields(strings.TrimPrefix(fields[i], ":")), fields[i+1]
 		if len(meta) < 5 || path == "" {
@@ -93,13 +96,47 @@ func (w *Workspace) APIChanges(ctx context.Context, commit string) (parents []st
 			fc.OldMode = meta[0]
 		}
 		if fc.Mode != "160000" {
-			if fc.Content, err = w.run(ctx, w.Dir, false, "cat-file", "blob", meta[3]); err != nil {
-				return nil, "", "", nil, fmt.Errorf("workspace: read %s: %w", path, err)
-			}
+			blobs = append(blobs, fc.SHA)
 		}
 		changes = append(changes, fc)
 	}
+	contents, err := w.readBlobs(ctx, blobs)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	for i := range changes {
+		if c := &changes[i]; !c.Delete && c.Mode != "160000" {
+			c.Content = contents[c.SHA]
+		}
+	}
 	return parents, baseTree, tree, changes, nil
+}
+
+// readBlobs reads blobs in one git command (cat-file --batch), whatever their number.
+func (w *Workspace) readBlobs(ctx context.Context, shas []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if len(shas) == 0 {
+		return out, nil
+	}
+	res, err := w.exec(ctx, w.Dir, false, strings.NewReader(strings.Join(shas, "\n")+"\n"), "cat-file", "--batch")
+	if err != nil {
+		return nil, fmt.Errorf("workspace: read blobs: %w", err)
+	}
+	// "<sha> <type> <size>\n<content>\n" per object.
+	for len(res) > 0 {
+		header, rest, ok := bytes.Cut(res, []byte("\n"))
+		f := strings.Fields(string(header))
+		if !ok || len(f) != 3 {
+			return nil, fmt.Errorf("workspace: read blobs: unexpected %q", header)
+		}
+		size, err := strconv.Atoi(f[2])
+		if err != nil || size+1 > len(rest) || f[1] != "blob" {
+			return nil, fmt.Errorf("workspace: read blobs: unexpected %q", header)
+		}
+		out[f[0]] = rest[:size:size]
+		res = rest[size+1:]
+	}
+	return out, nil
 }
 
 // PushAPI publishes the last checkpoint through api instead of git push: GitHub makes a commit of the
