@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -105,5 +106,21 @@ func TestSyncSectionQuotesConflictsAsData(t *testing.T) {
 	}
 	if !strings.Contains(got, `### "logo.png" (binary)`) || strings.Contains(got, "\x00") {
 		t.Errorf("binary conflict:\n%s", got)
+	}
+}
+
+// A base that moved a long way: the prompt quotes the hunks of the first files only and names the rest.
+func TestSyncSectionBoundsTheFilesQuoted(t *testing.T) {
+	var conflicts []workspace.Conflict
+	for i := range maxPromptConflicts + 5 {
+		conflicts = append(conflicts, workspace.Conflict{Path: fmt.Sprintf("f%02d.txt", i), Kind: "content",
+			Hunks: []workspace.Hunk{{Line: 1, Ours: "o\n", Base: "b\n", Theirs: "t\n"}}})
+	}
+	got := syncSection("akira/x", "main", strings.Repeat("a", 40), conflicts, "")
+	if n := strings.Count(got, "this branch (ours):"); n != maxPromptConflicts {
+		t.Errorf("%d files quoted, want %d", n, maxPromptConflicts)
+	}
+	if !strings.Contains(got, "5 more files conflict") || !strings.Contains(got, fmt.Sprintf("- %q (content)", fmt.Sprintf("f%02d.txt", maxPromptConflicts+4))) {
+		t.Errorf("the files beyond the bound are not named:\n%s", got[len(got)-300:])
 	}
 }
