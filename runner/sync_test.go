@@ -271,3 +271,39 @@ func TestBaseMovedPlanConflictSettledByAkira(t *testing.T) {
 		t.Errorf("plan on the branch =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// approve on the sync task takes the parked resolution as the merge, unverified, as for any task.
+func TestBaseMovedApproveParkedResolution(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": greetRoadmap, "greet.txt": "hello\n"})
+	m := &baseMover{t: t, remote: f.repo.Remote, at: 2, files: map[string]string{"greet.txt": "hello from main\n"}}
+	// The agent resolves the conflict in a way the repository's verification does not accept.
+	script := `case "$AKIRA_TASK_ID" in
+G1) echo "hello from the branch" > greet.txt ;;
+G2) echo note > note.txt ;;
+sync) echo "hello, resolved" > greet.txt ;;
+esac`
+	opts := Options{Agent: f.agent(script), RunID: "run-5", BaseMoved: m.BaseMoved, MaxAttempts: 1, AllowRedBase: true,
+		Verify: []string{"grep -q main greet.txt"}}
+	out, _, err := f.run(t, opts)
+	if err != nil || out.Status != StatusParked || len(out.Parked) != 1 || out.Parked[0].TaskID != SyncTaskID {
+		t.Fatalf("Run: %+v, %v", out, err)
+	}
+	opts.Decisions = map[string]Decision{SyncTaskID: {Kind: DecisionApprove}}
+	out, rec, err := f.run(t, opts)
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("approve: %+v, %v", out, err)
+	}
+	synced := rec.of(EventTaskCheckpointed, SyncTaskID)
+	if len(synced) != 1 || !strings.Contains(synced[0].Message, "approved without passing verification") {
+		t.Fatalf("sync = %+v", synced)
+	}
+	if got := gittest.Git(t, f.repo.Remote, "show", "akira/roadmap:greet.txt"); got != "hello, resolved" {
+		t.Errorf("greet.txt = %q, want the parked resolution", got)
+	}
+	if p := parentsOf(t, f.repo.Remote, synced[0].Commit); len(p) != 2 || p[1] != m.moved {
+		t.Errorf("merge parents = %v", p)
+	}
+	if msg := gittest.Git(t, f.repo.Remote, "log", "-1", "--format=%B", synced[0].Commit); !strings.Contains(msg, "Approved by a human without passing verification.") {
+		t.Errorf("merge message:\n%s", msg)
+	}
+}
