@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 )
 
@@ -354,5 +355,41 @@ func TestFixtureTriggers(t *testing.T) {
 				t.Fatalf("trigger = %+v, want %+v", p.Trigger, tt.want)
 			}
 		})
+	}
+}
+
+// TestFakePushOfTheBaseConforms: the push webhook the fake GitHub sends when the base branch moves (a
+// person's push during a run) is taken as GitHub's own push example is, and unpacked into the same
+// intake fields, so the tests of a moving base drive Akira the way GitHub will.
+func TestFakePushOfTheBaseConforms(t *testing.T) {
+	dir := filepath.Join(fixturesDir(t), "webhooks")
+	h := newHarness(t)
+	example, err := os.ReadFile(filepath.Join(dir, "push", "with-new-branch.payload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.do(h.gh.SignedWebhook(h.srv.URL+"/webhook", testSecret, "push", "fixture-push", example)); got.Status != http.StatusAccepted {
+		t.Fatalf("GitHub's example: %s", got)
+	}
+	fromGitHub := h.enq.enqueued()
+	h.gh.CreateRepo("octo", "demo", map[string]string{"README.md": "# demo\n", "ROADMAP.md": "- [ ] one\n"})
+	h.gh.SetWebhook(h.srv.URL+"/webhook", testSecret)
+	h.gh.DeliverPushes(true)
+	after := h.gh.PushCommit("octo", "demo", githubtest.Push{Files: map[string]string{"ROADMAP.md": "- [ ] one\n- [ ] two\n"}, Pusher: "alice"})
+	all := h.enq.enqueued()
+	if len(all) != len(fromGitHub)+1 {
+		t.Fatalf("enqueued %d, want one more than %d", len(all), len(fromGitHub))
+	}
+	want, got := fromGitHub[len(fromGitHub)-1], all[len(all)-1]
+	got.Version = jobs.PayloadVersion
+	if err := got.Validate(); err != nil {
+		t.Fatalf("intake payload is not valid: %v", err)
+	}
+	if got.Event != want.Event || got.Owner != "octo" || got.Repo != "demo" || got.DefaultBranch != "main" ||
+		got.InstallationID != h.gh.InstallationID("octo", "demo") || got.Sender != "alice" {
+		t.Errorf("intake = %+v, GitHub's example gave %+v", got, want)
+	}
+	if p := got.Push; p == nil || p.Branch != "main" || p.After != after || !slices.Equal(p.Changed, []string{"ROADMAP.md"}) {
+		t.Errorf("push = %+v", got.Push)
 	}
 }

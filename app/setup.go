@@ -50,8 +50,11 @@ type SetupConfig struct {
 	// EnvFile and KeyFile are where the credentials go; Force allows replacing them.
 	EnvFile, KeyFile string
 	Force            bool
-	HTTPClient       *http.Client
-	Logger           *slog.Logger
+	// Workflows asks GitHub for the workflows permission too, which an App needs to push changes to
+	// .github/workflows (the operator's allow_workflows; off by default).
+	Workflows  bool
+	HTTPClient *http.Client
+	Logger     *slog.Logger
 }
 
 // SetupResult is how a setup ended.
@@ -123,6 +126,9 @@ func NewSetup(cfg SetupConfig) (*Setup, error) {
 		return nil, err
 	}
 	m.Name, m.HookAttributes.URL, m.RedirectURL = cfg.Name, cfg.WebhookURL, cfg.RedirectURL
+	if cfg.Workflows {
+		m.DefaultPermissions["workflows"] = "write"
+	}
 	manifest, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("setup: manifest: %w", err)

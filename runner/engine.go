@@ -16,6 +16,7 @@ import (
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/runner/judge"
+	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -50,6 +51,15 @@ type engine struct {
 	checkpointing bool
 	// lastChanged are the paths of the last checkpoint.
 	lastChanged []string
+
+	// syncing is the merge of the base the sync task is resolving (sync.go); syncNote what failed
+	// verification after a clean merge; syncPlan the plan file as Akira settled its conflict. syncOff: the repository turned syncing off; syncSkipped: a
+	// person decided to leave the branch behind its base for this run.
+	syncing     *workspace.Sync
+	syncNote    string
+	syncPlan    []byte
+	syncOff     bool
+	syncSkipped bool
 
 	// byID and ids index rm once: choosing the next task must not cost a scan of the plan per
 	// candidate (roadmap.Task is a linear search), which made each choice cost O(tasks²).
@@ -87,11 +97,29 @@ func (e *engine) run(ctx context.Context) (out Outcome, err error) {
 			e.yielded = true
 			break
 		}
+		if err := e.syncBase(ctx); err != nil {
+			if errors.Is(err, errAborted) {
+				aborted = true
+				break
+			}
+			return e.finish(ctx, err)
+		}
+		if e.halted != "" {
+			break
+		}
 		if err := e.runTask(ctx, t); err != nil {
 			if errors.Is(err, errAborted) {
 				aborted = true
 				break
 			}
+			return e.finish(ctx, err)
+		}
+	}
+	// Once more after the last task: the pull request must not turn ready behind its base.
+	if !aborted && !e.yielded && e.halted == "" && len(e.out.Parked) == 0 {
+		if err := e.syncBase(ctx); errors.Is(err, errAborted) {
+			aborted = true
+		} else if err != nil {
 			return e.finish(ctx, err)
 		}
 	}
@@ -161,11 +189,22 @@ func (e *engine) prepare(ctx context.Context) error {
 	}
 	// A repository may ask its judge for more confidence than the operator's, never less.
 	e.o.MinConfidence = max(e.o.MinConfidence, repoCfg.MinConfidence)
-	for _, g := range repoCfg.ProtectedPaths {
+	repoProtected := repoCfg.ProtectedPaths
+	if e.o.AllowWorkflows && repoCfg.AllowsWorkflows() {
+		// The operator's consent and the repository's: workflow files are no longer refused, unless
+		// the repository lists them in protected_paths of its own.
+		notWorkflows := func(g string) bool { return g == config.WorkflowPaths }
+		e.o.ProtectedPaths = slices.DeleteFunc(slices.Clone(e.o.ProtectedPaths), notWorkflows)
+		if !repoCfg.OwnProtectedPaths() {
+			repoProtected = nil
+		}
+	}
+	for _, g := range repoProtected {
 		if !slices.Contains(e.o.ProtectedPaths, g) {
 			e.o.ProtectedPaths = append(e.o.ProtectedPaths, g)
 		}
 	}
+	e.syncOff = repoCfg.SyncOff()
 
 	planName := e.o.PlanSource
 	if e.o.Plan == nil {
@@ -232,7 +271,7 @@ func (e *engine) prepare(ctx context.Context) error {
 		}
 	}
 	for id := range e.o.Decisions {
-		if rm.Task(id) == nil {
+		if rm.Task(id) == nil && id != SyncTaskID {
 			return fmt.Errorf("runner: %w: decision for %s: no such task in %s", ErrUsage, id, e.source)
 		}
 	}
@@ -316,10 +355,20 @@ func (e *engine) startCommit(ctx context.Context) error {
 	if _, err := e.ws.Commit(ctx, msg); err != nil {
 		return fmt.Errorf("runner: start commit: %w", err)
 	}
-	if err := e.ws.Push(ctx); err != nil {
+	if err := e.push(ctx); err != nil {
 		return fmt.Errorf("runner: start commit: %w", err)
 	}
 	return nil
+}
+
+// push publishes the last checkpoint: through GitHub's API when Options.CommitAPI is set (GitHub signs
+// the commit, and the workspace then stands on it), else with git push.
+func (e *engine) push(ctx context.Context) error {
+	if e.o.CommitAPI != nil {
+		_, err := e.ws.PushAPI(ctx, e.o.CommitAPI)
+		return err
+	}
+	return e.ws.Push(ctx)
 }
 
 func (e *engine) order() []string {
@@ -579,9 +628,11 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guide Decision) 
 			return err
 		}
 		if f == nil {
-			e.learn(ctx, t, guide)
-			if guidance == "" && firstVerifyFail != nil {
-				e.learnFix(ctx, t, firstVerifyFail)
+			if t.ID != SyncTaskID {
+				e.learn(ctx, t, guide)
+				if guidance == "" && firstVerifyFail != nil {
+					e.learnFix(ctx, t, firstVerifyFail)
+				}
 			}
 			return nil
 		}
@@ -598,8 +649,8 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guide Decision) 
 		repeated := round > 1 && sig == lastSig
 		lastSig = sig
 		if round < e.o.MaxAttempts && !repeated {
-			if err := e.ws.Reset(ctx); err != nil {
-				return fmt.Errorf("runner: %w", err)
+			if err := e.resetFor(ctx, t); err != nil {
+				return err
 			}
 			continue
 		}
@@ -616,13 +667,16 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guide Decision) 
 		switch d.Kind {
 		case DecisionRetry:
 			guide, guidance, round, lastSig = d, d.Guidance, 0, ""
-			if err := e.ws.Reset(ctx); err != nil {
-				return fmt.Errorf("runner: %w", err)
+			if err := e.resetFor(ctx, t); err != nil {
+				return err
 			}
 			continue
 		case DecisionSkip:
 			if err := e.ws.Reset(ctx); err != nil {
 				return fmt.Errorf("runner: %w", err)
+			}
+			if t.ID == SyncTaskID {
+				e.syncSkipped = true
 			}
 			return e.skip(ctx, t, "skipped by decision")
 		case DecisionAbort:
@@ -644,6 +698,16 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guide Decision) 
 			if err := e.emit(ctx, e.taskEvent(EventAttemptFailed, t, Event{Attempt: r.Attempts, Feedback: esc.Feedback, Message: esc.Summary})); err != nil {
 				return err
 			}
+		}
+		if t.ID == SyncTaskID {
+			files := make([]string, 0, len(e.syncing.Conflicts))
+			for _, c := range e.syncing.Conflicts {
+				files = append(files, c.Path)
+			}
+			if len(files) > 0 {
+				esc.Summary = "the merge of " + e.ws.Base + " conflicts in " + strings.Join(files, ", ") + ": " + esc.Summary
+			}
+			e.halted = "the branch could not be brought up to date with " + e.ws.Base
 		}
 		return e.park(ctx, t, esc)
 	}
@@ -677,10 +741,15 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	if plan.Source == verify.SourceDetected || plan.Source == verify.SourceNone {
 		promptVerify = nil
 	}
-	learnt := e.lessonsFor(ctx, t)
+	section, learnt, files := e.o.Context, []lessons.Lesson(nil), []contextFile(nil)
+	if t.ID == SyncTaskID {
+		section = e.syncPrompt()
+	} else {
+		learnt, files = e.lessonsFor(ctx, t), e.contextFor(t)
+	}
 	prompt := buildPrompt(promptInput{roadmap: e.rm, source: e.source, task: t, attempt: n, maxAttempts: e.o.MaxAttempts,
-		verify: promptVerify, verifyNote: verifyNote, protected: e.o.ProtectedPaths, feedback: feedback, context: e.o.Context,
-		lessons: learnt, files: e.contextFor(t)})
+		verify: promptVerify, verifyNote: verifyNote, protected: e.o.ProtectedPaths, feedback: feedback, context: section,
+		lessons: learnt, files: files})
 	var used []string
 	for _, l := range learnt {
 		used = append(used, lessonLine(l))
@@ -878,6 +947,9 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 		e.checkpointing = true
 		defer func() { e.checkpointing = false; e.o.checkpoints.Unlock() }()
 	}
+	if t.ID == SyncTaskID {
+		return e.checkpointSync(ctx, t, info)
+	}
 	r := e.results[t.ID]
 	var ticked []byte
 	if e.roadmapPath != "" {
@@ -906,7 +978,7 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 	if ticked != nil {
 		e.roadmapData = ticked
 	}
-	if err := e.ws.Push(ctx); err != nil {
+	if err := e.push(ctx); err != nil {
 		if errors.Is(err, ErrPushRejected) && e.o.only != nil {
 			// A task beside this one pushed first: join its work, verify the combination, go again.
 			return e.recombine(ctx, t, info)
@@ -916,6 +988,8 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 	if err := e.ws.DropParked(ctx, e.key(t.ID)); err != nil {
 		e.o.Logger.Warn("runner: parked work not deleted", "task", t.ID, "err", err)
 	}
+	// Through the API the branch holds GitHub's commit, not the local one.
+	sha = e.ws.Head()
 	e.out.Head = sha
 	e.lastChanged = changed
 	r.Status, r.Commit = TaskDone, sha
@@ -925,7 +999,13 @@ func (e *engine) checkpoint(ctx context.Context, t *roadmap.Task, info checkpoin
 	// Nothing checked this work: no command ran and the task states no criteria a reviewer could.
 	r.Unverified = !info.approved && len(info.verify) == 0 && len(t.Accept) == 0
 	r.Verdict = info.verdict
-	return nil, e.emit(ctx, e.taskEvent(EventTaskCheckpointed, t, Event{Attempt: r.Attempts, Commit: sha, Changed: changed,
+	var workflows []string
+	for _, p := range changed {
+		if config.MatchAny([]string{config.WorkflowPaths}, p) {
+			workflows = append(workflows, p)
+		}
+	}
+	return nil, e.emit(ctx, e.taskEvent(EventTaskCheckpointed, t, Event{Attempt: r.Attempts, Commit: sha, Changed: changed, Workflows: workflows,
 		Verify: info.verify, Duration: r.Duration + time.Since(e.taskStart), Usage: &r.Usage, Message: r.Note, Unverified: r.Unverified,
 		Verdict: info.verdict, MinConfidence: e.o.MinConfidence}))
 }
@@ -1077,6 +1157,9 @@ func (e *engine) snapshot() []TaskResult {
 		if r, ok := e.results[id]; ok {
 			out = append(out, *r)
 		}
+	}
+	if r, ok := e.results[SyncTaskID]; ok && e.byID[SyncTaskID] == nil {
+		out = append(out, *r)
 	}
 	return out
 }

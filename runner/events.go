@@ -99,12 +99,18 @@ type Event struct {
 	// Stalled says the attempt failed because its agent stalled (attempt_failed).
 	Stalled bool `json:"stalled,omitempty"`
 	// Changed are the paths the attempt changed (task_checkpointed).
-	Changed  []string      `json:"changed,omitempty"`
-	Feedback string        `json:"feedback,omitempty"`
-	Commit   string        `json:"commit,omitempty"`
-	Duration time.Duration `json:"duration_ns,omitempty"`
-	Usage    *agent.Usage  `json:"usage,omitempty"`
-	Message  string        `json:"message,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	// Workflows are the workflow files (.github/workflows/**) among Changed (task_checkpointed), which
+	// only a repository that allows them gets this far with.
+	Workflows []string `json:"workflows,omitempty"`
+	// BaseCommit is the base commit a merge brought the branch up to date with (task_checkpointed of
+	// the sync task).
+	BaseCommit string        `json:"base_commit,omitempty"`
+	Feedback   string        `json:"feedback,omitempty"`
+	Commit     string        `json:"commit,omitempty"`
+	Duration   time.Duration `json:"duration_ns,omitempty"`
+	Usage      *agent.Usage  `json:"usage,omitempty"`
+	Message    string        `json:"message,omitempty"`
 	// Blocked are the destinations the egress proxy refused the agent (agent_finished) or the
 	// verification commands (verify_finished) of the attempt.
 	Blocked []egress.Blocked `json:"blocked,omitempty"`

@@ -107,6 +107,14 @@ func (e *engine) runParallel(ctx context.Context) (aborted bool, err error) {
 	e.o.Reporter = serial.forAll()
 	defer func() { e.o.Reporter = serial.next }()
 	for e.halted == "" && !aborted {
+		if err := e.syncBase(ctx); errors.Is(err, errAborted) {
+			return true, nil
+		} else if err != nil {
+			return false, err
+		}
+		if e.halted != "" {
+			return false, nil
+		}
 		wave := e.wave()
 		if len(wave) == 0 {
 			return false, nil

@@ -224,6 +224,18 @@ type Options struct {
 	// AutoSetup runs the install command detected from the repository's files when it has no
 	// `setup:` (the operator's choice; off by default).
 	AutoSetup bool
+	// CommitAPI, when set, publishes each checkpoint (and each merge of the base) through GitHub's API
+	// instead of git push, so that GitHub signs it: the base branch's rules require signed commits, or
+	// the operator chose commits made by GitHub. The local branch then builds on GitHub's commit.
+	CommitAPI workspace.CommitAPI
+	// BaseMoved, when set, is asked before each task and once after the last one whether the base
+	// branch advanced; true merges it into the branch (see sync.go), unless .github/akira.yml says
+	// `sync: off`.
+	BaseMoved func(ctx context.Context) bool
+	// AllowWorkflows lets tasks change .github/workflows/** where the repository allows it
+	// (`workflows: allow` in .github/akira.yml): the operator turned the option on, so the App holds
+	// GitHub's workflows permission. Checkpoint events name the workflow files a task changed.
+	AllowWorkflows bool
 	// Output, when set, receives the output of verification commands live.
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().
@@ -348,6 +360,8 @@ type Outcome struct {
 	Error    string        `json:"error,omitempty"`
 	// Diff is what a dry run would have pushed (DryRun only).
 	Diff string `json:"diff,omitempty"`
+	// Synced are the base commits this run merged into the branch, as "<base>@<sha>", oldest first.
+	Synced []string `json:"synced,omitempty"`
 }
 
 // NewRunID returns a run id that sorts by start time and does not collide.

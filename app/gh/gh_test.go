@@ -33,7 +33,7 @@ type env struct {
 // fastRetry keeps backoffs short; Retry-After is still honoured as GitHub sends it.
 var fastRetry = gh.RetryPolicy{MaxRetries: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Second, SecondaryDelay: 10 * time.Millisecond}
 
-func newEnv(t *testing.T, files map[string]string, base http.RoundTripper, opts ...githubtest.Option) *env {
+func newEnv(t testing.TB, files map[string]string, base http.RoundTripper, opts ...githubtest.Option) *env {
 	t.Helper()
 	srv := githubtest.New(t, opts...)
 	if files == nil {

@@ -230,6 +230,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic, MinConfidence: op.MinConfidence(),
 		Convention: f.format, IncludeOptional: f.includeOptional,
 		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup, DepCaches: localDepCaches(),
+		AllowWorkflows: op.AllowWorkflows,
 	}
 	if judge != nil {
 		opts.Judge = judge // a nil *llm.Judge must not become a non-nil interface

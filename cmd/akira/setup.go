@@ -17,7 +17,7 @@ func init() { subcommands = append(subcommands, newSetupCmd) }
 
 type setupOptions struct {
 	webhookURL, name, org, githubURL, apiURL, addr, envFile, keyFile string
-	force                                                            bool
+	force, workflows                                                 bool
 }
 
 func newSetupCmd() *cobra.Command {
@@ -46,6 +46,7 @@ the installation link and the command that starts Akira with them.`,
 	f.StringVar(&o.envFile, "env-file", "akira.env", "file for the App's settings and secrets")
 	f.StringVar(&o.keyFile, "key-file", "akira.private-key.pem", "file for the App's private key")
 	f.BoolVar(&o.force, "force", false, "replace the env and key files if they exist")
+	f.BoolVar(&o.workflows, "workflows", false, "ask for the workflows permission, so tasks may change .github/workflows where a repository says workflows: allow (set allow_workflows: true in the operator's file too)")
 	return cmd
 }
 
@@ -67,7 +68,7 @@ func setup(cmd *cobra.Command, o setupOptions) error {
 	local := "http://" + net.JoinHostPort(host, port)
 	s, err := app.NewSetup(app.SetupConfig{
 		WebhookURL: o.webhookURL, Name: o.name, GitHubURL: o.githubURL, APIURL: o.apiURL, Org: o.org,
-		RedirectURL: local + "/callback", EnvFile: o.envFile, KeyFile: o.keyFile, Force: o.force,
+		RedirectURL: local + "/callback", EnvFile: o.envFile, KeyFile: o.keyFile, Force: o.force, Workflows: o.workflows,
 	})
 	if err != nil {
 		return withExit(2, err)

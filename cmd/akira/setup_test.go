@@ -159,6 +159,9 @@ func TestSetupInBrowser(t *testing.T) {
 	if got := anyStrings(m["default_events"]); !slices.Equal(got, want.DefaultEvents) {
 		t.Errorf("manifest events = %v; want %v", got, want.DefaultEvents)
 	}
+	if perms, _ := m["default_permissions"].(map[string]any); perms["workflows"] != nil {
+		t.Errorf("the workflows permission is asked for without --workflows: %v", perms)
+	}
 
 	// Again without --force: refused before anything is served, the files untouched.
 	before := readFile(t, envFile)
@@ -276,7 +279,7 @@ func serveWithEnvFile(t *testing.T, fake *githubtest.Server, envFile, secret str
 func TestSetupForOrganization(t *testing.T) {
 	fake := githubtest.New(t)
 	dir := t.TempDir()
-	p := startSetup(t, fake, dir, "--org", "acme", "--name", "Akira for acme")
+	p := startSetup(t, fake, dir, "--org", "acme", "--name", "Akira for acme", "--workflows")
 
 	resp, err := http.Get(p.page + "callback?code=stolen&state=wrong")
 	if err != nil {
@@ -325,6 +328,10 @@ func TestSetupForOrganization(t *testing.T) {
 	var raw map[string]any
 	if err := json.Unmarshal([]byte(html.UnescapeString(form[2])), &raw); err != nil || raw["public"] != false {
 		t.Errorf("the manifest is not a private App's: %v %v", raw["public"], err)
+	}
+	// --workflows: the App may push workflow files (where a repository allows it).
+	if perms, _ := posted[0].Manifest["default_permissions"].(map[string]any); perms["workflows"] != "write" {
+		t.Errorf("permissions with --workflows = %v; want workflows: write", perms)
 	}
 }
 

@@ -559,6 +559,18 @@ func (s *Server) SetRequiredChecks(owner, repo, branch string, checks ...string)
 	rs.required[branch] = slices.Clone(checks)
 }
 
+// RequireUpToDate makes a branch's required checks strict: a pull request into it must contain its head
+// before it may merge, so one that falls behind is "behind" (mergeable_state) rather than clean.
+func (s *Server) RequireUpToDate(owner, repo, branch string, on bool) {
+	rs := s.repo(owner, repo)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rs.strict == nil {
+		rs.strict = map[string]bool{}
+	}
+	rs.strict[branch] = on
+}
+
 // SetRulesetChecks makes an active repository ruleset require status checks on a branch (none: no
 // such ruleset). Unlike branch protection, GitHub shows rulesets to any App that may read the
 // repository's metadata.
@@ -573,10 +585,16 @@ func (s *Server) SetRulesetChecks(owner, repo, branch string, checks ...string) 
 }
 
 // getBranchRules answers with the active rules of a branch: a required_status_checks rule of the
-// repository's ruleset when SetRulesetChecks gave it checks. The branch need not exist.
+// repository's ruleset when SetRulesetChecks gave it checks, and a required_signatures rule when
+// RequireSignatures named a ruleset. The branch need not exist.
 func (s *Server) getBranchRules(w http.ResponseWriter, r *http.Request, c *call) {
-	checks := c.repo.ruleChecks[r.PathValue("branch")]
+	branch := r.PathValue("branch")
+	checks := c.repo.ruleChecks[branch]
 	rules := []any{}
+	if c.repo.signatures[branch] == SignaturesByRuleset {
+		rules = append(rules, obj{"type": "required_signatures", "ruleset_source_type": "Repository",
+			"ruleset_source": c.repo.fullName(), "ruleset_id": 43})
+	}
 	if len(checks) > 0 {
 		required := []any{}
 		for _, name := range checks {
@@ -584,7 +602,7 @@ func (s *Server) getBranchRules(w http.ResponseWriter, r *http.Request, c *call)
 		}
 		rules = append(rules, obj{"type": "required_status_checks", "ruleset_source_type": "Repository",
 			"ruleset_source": c.repo.fullName(), "ruleset_id": 42,
-			"parameters": obj{"required_status_checks": required, "strict_required_status_checks_policy": false}})
+			"parameters": obj{"required_status_checks": required, "strict_required_status_checks_policy": c.repo.strict[branch]}})
 	}
 	writeJSON(w, http.StatusOK, rules)
 }

@@ -63,7 +63,8 @@ func (s *Server) git(ctx context.Context, dir string, stdin []byte, env []string
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		// stdout goes back too: some commands (merge-tree) say what went wrong there.
+		return stdout.Bytes(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil
 }
@@ -119,6 +120,7 @@ func (s *Server) CreateRepo(owner, name string, files map[string]string, opts ..
 		rs.installationID = s.ensureInstallation(owner).id
 	}
 	s.repos[repoKey(owner, name)] = rs
+	s.notePushes(rs, owner)
 	return rs.snapshot()
 }
 
@@ -145,6 +147,7 @@ func (s *Server) Fork(owner, name, forkOwner string) Repo {
 		private: parent.private, dir: dir, parent: parent, created: now(), issues: map[int]*issue{},
 		roles: map[string]string{}}
 	s.repos[repoKey(forkOwner, name)] = rs
+	s.notePushes(rs, forkOwner)
 	return rs.snapshot()
 }
 
@@ -369,6 +372,7 @@ type Push struct {
 	Files   map[string]string // path → new content
 	Delete  []string          // paths to remove
 	Author  string            // "Name <email>"; default "Test Human <human@example.com>"
+	Pusher  string            // the login a push webhook names as pusher and sender; default the repository's owner
 }
 
 // PushCommit simulates a person pushing one commit and returns its sha.
@@ -396,6 +400,14 @@ func (s *Server) PushCommit(owner, repo string, p Push) string {
 	if err != nil {
 		s.fatalf("push to %s/%s: %v", owner, repo, err)
 	}
+	pusher := p.Pusher
+	if pusher == "" {
+		pusher = rs.owner
+	}
+	s.mu.Lock()
+	s.notePushes(rs, pusher)
+	s.mu.Unlock()
+	s.flushOutbox()
 	return sha
 }
 
@@ -411,11 +423,22 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	rs := s.repos[repoKey(m[1], m[2])]
-	allowed := rs != nil && s.tokenCovers(tok, rs)
+	// A public repository (a fork a pull request comes from, say) can be fetched by anyone; pushing
+	// takes a token of an installation that covers it.
+	allowed := rs != nil && (s.tokenCovers(tok, rs) || (!rs.private && isGitRead(r)))
 	s.mu.Unlock()
 	if !allowed {
 		http.Error(w, "Repository not found.", http.StatusNotFound)
 		return
+	}
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+		// A push may move branches: their webhooks go out once git answered.
+		defer func() {
+			s.mu.Lock()
+			s.notePushes(rs, s.BotLogin())
+			s.mu.Unlock()
+			s.flushOutbox()
+		}()
 	}
 	// net/http/cgi refuses chunked bodies, and git sends large pushes chunked: buffer them.
 	if len(r.TransferEncoding) > 0 {
@@ -442,6 +465,7 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 			"GIT_CONFIG_GLOBAL=/dev/null",
 			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
 			"REMOTE_USER=x-access-token",
+			"GITHUBTEST_RULES_URL=" + s.ts.URL + "/" + rs.fullName() + "/rules",
 		},
 		Stderr: &stderr,
 	}
@@ -449,6 +473,14 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	if stderr.Len() > 0 {
 		s.logf("git http-backend %s %s: %s", r.Method, r.URL.Path, strings.TrimSpace(stderr.String()))
 	}
+}
+
+// isGitRead reports a request of git's fetch side (upload-pack), never a push.
+func isGitRead(r *http.Request) bool {
+	if strings.HasSuffix(r.URL.Path, "/info/refs") {
+		return r.URL.Query().Get("service") == "git-upload-pack"
+	}
+	return strings.HasSuffix(r.URL.Path, "/git-upload-pack")
 }
 
 // tokenCovers reports whether a token may access a repository. Callers hold s.mu.
@@ -461,49 +493,69 @@ func (s *Server) tokenCovers(t *token, rs *repoState) bool {
 
 type fileChange struct {
 	filename  string
+	previous  string // the old path of a rename
 	status    string
 	additions int
 	deletions int
 	sha       string
 }
 
-// diffFiles lists the files changed between two commits. Renames are reported as a removal and an addition.
+// diffFiles lists the files changed between two commits, renames found as GitHub finds them.
 func (s *Server) diffFiles(ctx context.Context, dir, from, to string) ([]fileChange, error) {
-	out, err := s.git(ctx, dir, nil, nil, "diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", from, to)
+	raw, err := s.git(ctx, dir, nil, nil, "diff-tree", "-r", "-z", "-M", "--raw", from, to)
 	if err != nil {
 		return nil, err
 	}
-	// With -z, --raw then --numstat emit ":modes shas status\0path\0" records followed by
-	// "added\tdeleted\tpath\0" records.
-	fields := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	// -z --raw: ":modes shas status\0path\0", and a second path after a rename's.
 	var files []fileChange
 	byPath := map[string]int{}
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	fields := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	for i := 0; i < len(fields); i++ {
-		f := fields[i]
-		switch {
-		case strings.HasPrefix(f, ":") && i+1 < len(fields):
-			parts := strings.Fields(f)
-			if len(parts) < 5 {
-				return nil, errors.New("diff-tree: malformed raw line")
+		parts := strings.Fields(strings.TrimPrefix(fields[i], ":"))
+		if len(parts) < 5 || i+1 >= len(fields) {
+			return nil, errors.New("diff-tree: malformed raw line")
+		}
+		fc := fileChange{filename: fields[i+1], sha: parts[3]}
+		i++
+		switch parts[4][:1] {
+		case "A":
+			fc.status = "added"
+		case "D":
+			fc.status, fc.sha = "removed", parts[2]
+		case "R":
+			if i+1 >= len(fields) {
+				return nil, errors.New("diff-tree: malformed rename")
 			}
-			fc := fileChange{filename: fields[i+1], sha: parts[3]}
-			switch parts[4][:1] {
-			case "A":
-				fc.status = "added"
-			case "D":
-				fc.status, fc.sha = "removed", parts[2]
-			default:
-				fc.status = "modified"
-			}
-			byPath[fc.filename] = len(files)
-			files = append(files, fc)
+			fc.status, fc.previous, fc.filename = "renamed", fc.filename, fields[i+1]
 			i++
-		case strings.Count(f, "\t") == 2:
-			parts := strings.SplitN(f, "\t", 3)
-			if idx, ok := byPath[parts[2]]; ok {
-				files[idx].additions, _ = strconv.Atoi(parts[0])
-				files[idx].deletions, _ = strconv.Atoi(parts[1])
-			}
+		default:
+			fc.status = "modified"
+		}
+		byPath[fc.filename] = len(files)
+		files = append(files, fc)
+	}
+	num, err := s.git(ctx, dir, nil, nil, "diff-tree", "-r", "-z", "-M", "--numstat", from, to)
+	if err != nil {
+		return nil, err
+	}
+	// -z --numstat: "added\tdeleted\tpath\0", or "added\tdeleted\t\0old\0new\0" for a rename.
+	nf := strings.Split(strings.TrimSuffix(string(num), "\x00"), "\x00")
+	for i := 0; i < len(nf); i++ {
+		parts := strings.SplitN(nf[i], "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		path := parts[2]
+		if path == "" && i+2 < len(nf) {
+			path = nf[i+2]
+			i += 2
+		}
+		if idx, ok := byPath[path]; ok {
+			files[idx].additions, _ = strconv.Atoi(parts[0])
+			files[idx].deletions, _ = strconv.Atoi(parts[1])
 		}
 	}
 	return files, nil

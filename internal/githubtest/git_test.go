@@ -206,11 +206,19 @@ func TestGitSmartHTTP(t *testing.T) {
 		t.Errorf("fetched %s, want %s", got, human)
 	}
 
-	// The token must cover the repository, and expired tokens stop working.
+	// A private repository takes a token that covers it; a public one can be fetched by anyone (a
+	// fork a pull request comes from, say), never pushed to; expired tokens stop working.
 	other := s.CreateRepo("someone", "else", nil)
+	s.CreateRepo("octo", "secret", nil, Private())
 	otherTok := "http.extraheader=" + basicAuthHeader(s.InstallationToken(other.InstallationID))
-	if _, err := runGit(t, work, "-c", otherTok, "ls-remote", s.CloneURL("octo", "hello")); err == nil {
-		t.Error("token of another installation listed the repository")
+	if _, err := runGit(t, work, "-c", otherTok, "ls-remote", s.CloneURL("octo", "secret")); err == nil {
+		t.Error("token of another installation listed a private repository")
+	}
+	if out, err := runGit(t, work, "-c", otherTok, "ls-remote", s.CloneURL("octo", "hello")); err != nil {
+		t.Errorf("token of another installation could not list a public repository: %v\n%s", err, out)
+	}
+	if _, err := runGit(t, clone, "-c", otherTok, "push", s.CloneURL("octo", "hello"), "HEAD:refs/heads/intruder"); err == nil {
+		t.Error("token of another installation pushed to a public repository")
 	}
 	s.ExpireTokens()
 	if _, err := runGit(t, clone, "-c", extra, "fetch", "origin"); err == nil {

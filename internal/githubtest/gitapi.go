@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -207,10 +208,11 @@ func (s *Server) commitJSON(rs *repoState, c commitInfo) obj {
 			"html_url": fmt.Sprintf("%s/%s/commit/%s", s.ts.URL, rs.fullName(), p)})
 	}
 	return obj{
-		"sha":      c.sha,
-		"node_id":  nodeID("C_", int64(len(c.sha))),
-		"url":      s.api("repos/%s/commits/%s", rs.fullName(), c.sha),
-		"html_url": fmt.Sprintf("%s/%s/commit/%s", s.ts.URL, rs.fullName(), c.sha),
+		"sha":          c.sha,
+		"node_id":      nodeID("C_", int64(len(c.sha))),
+		"url":          s.api("repos/%s/commits/%s", rs.fullName(), c.sha),
+		"html_url":     fmt.Sprintf("%s/%s/commit/%s", s.ts.URL, rs.fullName(), c.sha),
+		"comments_url": s.api("repos/%s/commits/%s/comments", rs.fullName(), c.sha),
 		"commit": obj{
 			"message":       c.message,
 			"author":        obj{"name": c.authorName, "email": c.authorEmail, "date": c.aDate},
@@ -218,11 +220,34 @@ func (s *Server) commitJSON(rs *repoState, c commitInfo) obj {
 			"tree":          obj{"sha": c.tree, "url": s.api("repos/%s/git/trees/%s", rs.fullName(), c.tree)},
 			"url":           s.api("repos/%s/git/commits/%s", rs.fullName(), c.sha),
 			"comment_count": 0,
+			"verification":  s.verificationJSON(s.ctx, rs, c.sha),
 		},
 		"author":    nil,
 		"committer": nil,
 		"parents":   parents,
 	}
+}
+
+// compareSide resolves one side of a comparison: a ref of the repository, or "owner:branch" of the
+// repository or of a fork in its network (fetched into the repository first, as GitHub compares across
+// a network). Callers hold s.mu.
+func (s *Server) compareSide(ctx context.Context, rs *repoState, ref string) (string, error) {
+	owner, branch, ok := strings.Cut(ref, ":")
+	if !ok || strings.EqualFold(owner, rs.owner) {
+		if ok {
+			ref = branch
+		}
+		return s.resolve(ctx, rs.dir, ref)
+	}
+	other := s.repos[repoKey(owner, rs.name)]
+	if other == nil || (other.parent != rs && rs.parent != other) {
+		return "", fmt.Errorf("no repository of %s in the network of %s", owner, rs.fullName())
+	}
+	local := "refs/githubtest/compare/" + strings.ToLower(owner)
+	if _, err := s.git(ctx, rs.dir, nil, nil, "fetch", "--quiet", "--no-tags", other.dir, "+refs/heads/"+branch+":"+local); err != nil {
+		return "", err
+	}
+	return s.resolve(ctx, rs.dir, local)
 }
 
 func (s *Server) compare(w http.ResponseWriter, r *http.Request, c *call) {
@@ -233,14 +258,8 @@ func (s *Server) compare(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	side := func(ref string) string {
-		if owner, rest, ok := strings.Cut(ref, ":"); ok && strings.EqualFold(owner, rs.owner) {
-			return rest
-		}
-		return ref
-	}
-	baseSHA, err1 := s.resolve(ctx, rs.dir, side(base))
-	headSHA, err2 := s.resolve(ctx, rs.dir, side(head))
+	baseSHA, err1 := s.compareSide(ctx, rs, base)
+	headSHA, err2 := s.compareSide(ctx, rs, head)
 	if err1 != nil || err2 != nil {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return

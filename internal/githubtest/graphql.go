@@ -8,7 +8,7 @@ import (
 )
 
 // GraphQL supports only the mutations that have no REST equivalent and that Akira needs:
-// markPullRequestReadyForReview and convertPullRequestToDraft. The pull request id is read from the variables
+// markPullRequestReadyForReview, convertPullRequestToDraft and createCommitOnBranch (graphqlcommit.go). The pull request id is read from the variables
 // (any variable holding a known node id) or from a literal pullRequestId: "..." in the query.
 
 var pullRequestIDLiteral = regexp.MustCompile(`pullRequestId\s*:\s*"([^"]+)"`)
@@ -36,6 +36,13 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, obj{"message": "Problems parsing JSON", "documentation_url": "https://docs.github.com/graphql"})
 		return
 	}
+	if strings.Contains(req.Query, "createCommitOnBranch") {
+		defer s.flushOutbox()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.createCommitOnBranch(w, r, tok, req.Variables)
+		return
+	}
 	var mutation string
 	var draft bool
 	switch {
@@ -45,7 +52,7 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		mutation, draft = "convertPullRequestToDraft", true
 	default:
 		writeJSON(w, http.StatusOK, obj{"errors": []graphQLError{{
-			Message: "githubtest supports only the markPullRequestReadyForReview and convertPullRequestToDraft mutations",
+			Message: "githubtest supports only the markPullRequestReadyForReview, convertPullRequestToDraft and createCommitOnBranch mutations",
 		}}})
 		return
 	}

@@ -209,7 +209,16 @@ func (s *Server) branchJSON(rs *repoState, ref, sha string) obj {
 	}
 }
 
+// pullJSON is a pull request as GET …/pulls/{n} answers it, mergeability included (reading it is what
+// makes GitHub compute it).
 func (s *Server) pullJSON(rs *repoState, is *issue, headSHA, baseSHA string) obj {
+	o := s.pullJSONSimple(rs, is, headSHA, baseSHA)
+	o["mergeable"], o["mergeable_state"], o["merge_commit_sha"] = s.mergeability(s.ctx, rs, is, headSHA, baseSHA)
+	return o
+}
+
+// pullJSONSimple is a pull request as lists show it (pull-request-simple): without its mergeability.
+func (s *Server) pullJSONSimple(rs *repoState, is *issue, headSHA, baseSHA string) obj {
 	p := is.pr
 	htmlURL := fmt.Sprintf("%s/%s/pull/%d", s.ts.URL, rs.fullName(), is.number)
 	var mergedAt any
@@ -227,7 +236,6 @@ func (s *Server) pullJSON(rs *repoState, is *issue, headSHA, baseSHA string) obj
 		"user":                  s.userJSON(is.user),
 		"draft":                 p.draft,
 		"merged":                p.merged,
-		"mergeable":             nil,
 		"maintainer_can_modify": p.maintainerCanModify,
 		"author_association":    authorAssociation(rs, is.user),
 		"labels":                []any{},

@@ -63,8 +63,10 @@ func loadSpec(path string) (*spec, error) {
 	if err := json.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("openapi: parse %s: %w", filepath.Base(path), err)
 	}
-	if err := mergeSpec(root, ciSpec); err != nil {
-		return nil, err
+	for _, extra := range [][]byte{ciSpec, gitSpec} {
+		if err := mergeSpec(root, extra); err != nil {
+			return nil, err
+		}
 	}
 	sp := &spec{root: root}
 	paths, _ := root["paths"].(map[string]any)
@@ -317,12 +319,18 @@ func anyList(v any) []any {
 //go:embed testdata/openapi-ci.json
 var ciSpec []byte
 
+// gitSpec describes the Git database operations (checkpoints GitHub signs) and the branch protection
+// signature rule that the shared subset lacks (see testdata/README.md).
+//
+//go:embed testdata/openapi-git.json
+var gitSpec []byte
+
 // mergeSpec adds the paths and components of another extract of the same description to root; a
 // component both define must be the same.
 func mergeSpec(root map[string]any, extra []byte) error {
 	var doc map[string]any
 	if err := json.Unmarshal(extra, &doc); err != nil {
-		return fmt.Errorf("openapi: parse the CI extract: %w", err)
+		return fmt.Errorf("openapi: parse an extract: %w", err)
 	}
 	section := func(m map[string]any, key string) map[string]any {
 		v, _ := m[key].(map[string]any)
@@ -358,4 +366,190 @@ func mergeSpec(root map[string]any, extra []byte) error {
 		}
 	}
 	return nil
+}
+
+// CheckResponsesAgainstOpenAPI checks the answers the fake gave to recorded requests of the named
+// operations against the response schemas of GitHub's description: every field the schema requires is
+// there, and every field it describes has its type (null only where the schema allows it), through
+// nested objects, array items, $refs and allOf/anyOf/oneOf. Only successful JSON answers are checked.
+func CheckResponsesAgainstOpenAPI(t testing.TB, specPath string, reqs []Request, operationIDs ...string) {
+	t.Helper()
+	sp, err := loadSpec(specPath)
+	if err != nil {
+		t.Fatalf("githubtest: %v", err)
+	}
+	checked := map[string]bool{}
+	for _, r := range reqs {
+		if r.Status/100 != 2 || len(r.Response) == 0 {
+			continue
+		}
+		o := sp.find(r.Method, r.Path)
+		if o == nil || !slices.Contains(operationIDs, o.id) {
+			continue
+		}
+		schema := sp.responseSchema(o, r.Status)
+		if schema == nil {
+			t.Errorf("githubtest: %s %s: %s documents no JSON answer for %d", r.Method, r.Path, o.id, r.Status)
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(r.Response, &v); err != nil {
+			t.Errorf("githubtest: %s %s: answer is not JSON: %v", r.Method, r.Path, err)
+			continue
+		}
+		checked[o.id] = true
+		for _, e := range sp.shape(schema, v, "response", 0) {
+			t.Errorf("githubtest: %s %s: %s: %s", r.Method, r.Path, o.id, e)
+		}
+	}
+	for _, id := range operationIDs {
+		if !checked[id] {
+			t.Errorf("githubtest: no answer of %s was checked", id)
+		}
+	}
+}
+
+// responseSchema is the JSON schema of an operation's answer with a status.
+func (sp *spec) responseSchema(o *specOp, status int) any {
+	root, _ := sp.root["paths"].(map[string]any)
+	item, _ := root[o.path].(map[string]any)
+	op, _ := item[strings.ToLower(o.method)].(map[string]any)
+	responses, _ := op["responses"].(map[string]any)
+	resp, _ := sp.resolve(responses[strconv.Itoa(status)]).(map[string]any)
+	content, _ := resp["content"].(map[string]any)
+	js, _ := content["application/json"].(map[string]any)
+	return js["schema"]
+}
+
+// shape checks a value against a schema's types and required fields.
+func (sp *spec) shape(schema, v any, at string, depth int) []string {
+	m, ok := sp.resolve(schema).(map[string]any)
+	if !ok || depth > 24 {
+		return nil
+	}
+	if v == nil {
+		if nullable, _ := m["nullable"].(bool); nullable || len(m) == 0 {
+			return nil
+		}
+		if _, hasType := m["type"]; !hasType && m["allOf"] == nil && m["anyOf"] == nil && m["oneOf"] == nil {
+			return nil
+		}
+		// An allOf whose members allow null allows it.
+		for _, sub := range anyList(m["allOf"]) {
+			if s, _ := sp.resolve(sub).(map[string]any); s != nil {
+				if n, _ := s["nullable"].(bool); n {
+					return nil
+				}
+			}
+		}
+		return []string{at + ": null where the schema does not allow it"}
+	}
+	var errs []string
+	for _, sub := range anyList(m["allOf"]) {
+		errs = append(errs, sp.shape(sub, v, at, depth+1)...)
+	}
+	for _, key := range []string{"oneOf", "anyOf"} {
+		branches := anyList(m[key])
+		if len(branches) == 0 {
+			continue
+		}
+		var first []string
+		matched := false
+		for i, b := range branches {
+			be := sp.shape(b, v, at, depth+1)
+			if len(be) == 0 {
+				matched = true
+				break
+			}
+			if i == 0 {
+				first = be
+			}
+		}
+		if !matched {
+			errs = append(errs, fmt.Sprintf("%s: matches no %s branch (first: %s)", at, key, strings.Join(first, "; ")))
+		}
+	}
+	typ, _ := m["type"].(string)
+	ok = true
+	switch typ {
+	case "string":
+		_, ok = v.(string)
+	case "boolean":
+		_, ok = v.(bool)
+	case "integer":
+		f, isNum := v.(float64)
+		ok = isNum && f == float64(int64(f))
+	case "number":
+		_, ok = v.(float64)
+	case "array":
+		_, ok = v.([]any)
+	case "object":
+		_, ok = v.(map[string]any)
+	}
+	if !ok {
+		return append(errs, fmt.Sprintf("%s: %T where the schema says %s", at, v, typ))
+	}
+	switch val := v.(type) {
+	case map[string]any:
+		for _, k := range sp.requiredOf(m) {
+			if _, ok := val[k]; !ok {
+				errs = append(errs, fmt.Sprintf("%s: missing required field %q", at, k))
+			}
+		}
+		props, _ := m["properties"].(map[string]any)
+		for k, pv := range val {
+			if ps, ok := props[k]; ok {
+				errs = append(errs, sp.shape(ps, pv, at+"."+k, depth+1)...)
+			}
+		}
+	case []any:
+		if items, ok := m["items"]; ok {
+			for i, iv := range val {
+				errs = append(errs, sp.shape(items, iv, fmt.Sprintf("%s[%d]", at, i), depth+1)...)
+			}
+		}
+	}
+	return errs
+}
+
+// CheckResponseFieldsAgainstOpenAPI is CheckResponsesAgainstOpenAPI for some top-level fields of one
+// operation's answers: each must be there with the type the schema gives it. It serves answers the fake
+// fills only in part (a pull request), for the fields a test relies on.
+func CheckResponseFieldsAgainstOpenAPI(t testing.TB, specPath string, reqs []Request, operationID string, fields ...string) {
+	t.Helper()
+	sp, err := loadSpec(specPath)
+	if err != nil {
+		t.Fatalf("githubtest: %v", err)
+	}
+	checked := 0
+	for _, r := range reqs {
+		o := sp.find(r.Method, r.Path)
+		if r.Status/100 != 2 || len(r.Response) == 0 || o == nil || o.id != operationID {
+			continue
+		}
+		schema, _ := sp.resolve(sp.responseSchema(o, r.Status)).(map[string]any)
+		props, _ := schema["properties"].(map[string]any)
+		var answer map[string]any
+		if err := json.Unmarshal(r.Response, &answer); err != nil {
+			t.Errorf("githubtest: %s %s: answer is not a JSON object: %v", r.Method, r.Path, err)
+			continue
+		}
+		checked++
+		for _, f := range fields {
+			v, ok := answer[f]
+			switch {
+			case props[f] == nil:
+				t.Errorf("githubtest: %s has no field %q", operationID, f)
+			case !ok:
+				t.Errorf("githubtest: %s %s: %s: no field %q", r.Method, r.Path, operationID, f)
+			default:
+				for _, e := range sp.shape(props[f], v, "response."+f, 0) {
+					t.Errorf("githubtest: %s %s: %s: %s", r.Method, r.Path, operationID, e)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Errorf("githubtest: no answer of %s was checked", operationID)
+	}
 }

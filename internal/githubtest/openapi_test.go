@@ -135,9 +135,15 @@ func TestRequestsConformToOpenAPI(t *testing.T) {
 	conv, _, err := app.Apps.CompleteAppManifest(ctx, "abc123")
 	must(conv, nil, err)
 	ciFlow(t, s, gh, sha)
+	gitFlow(t, s, gh)
 
 	reqs := s.Requests()
 	CheckRequestsAgainstOpenAPI(t, specPath, reqs)
+	CheckResponsesAgainstOpenAPI(t, specPath, reqs, "git/create-blob", "git/create-tree", "git/create-commit",
+		"git/get-commit", "git/update-ref", "repos/get-commit-signature-protection", "repos/get-branch-rules")
+	CheckResponseFieldsAgainstOpenAPI(t, specPath, reqs, "pulls/get", "mergeable", "mergeable_state", "merge_commit_sha")
+	CheckResponseFieldsAgainstOpenAPI(t, specPath, reqs, "repos/compare-commits", "status", "ahead_by", "behind_by",
+		"total_commits", "merge_base_commit", "base_commit", "files", "url", "html_url", "permalink_url", "diff_url", "patch_url")
 
 	sp, err := loadSpec(specPath)
 	if err != nil {
@@ -340,5 +346,52 @@ func ciFlow(t *testing.T, s *Server, gh *github.Client, sha string) {
 	s.CompleteWorkflowJob(failed, "success", "ok\n")
 	if after, _ := s.WorkflowRunByID(wr.ID); after.Jobs[1].Conclusion != "success" {
 		t.Fatalf("job not completed: %+v", after)
+	}
+}
+
+// gitFlow makes a checkpoint through the Git database API as Akira does when GitHub must sign it, reads
+// a branch's signature rules both ways, and reads a pull request's mergeability once the base moved.
+func gitFlow(t *testing.T, s *Server, gh *github.Client) {
+	t.Helper()
+	ctx := context.Background()
+	head := s.Branch("octo", "hello", "feature/a")
+	blob, _, err := gh.Git.CreateBlob(ctx, "octo", "hello", &github.Blob{Content: ptr("AAEC"), Encoding: ptr("base64")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, _, err := gh.Git.GetCommit(ctx, "octo", "hello", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, _, err := gh.Git.CreateTree(ctx, "octo", "hello", parent.GetTree().GetSHA(), []*github.TreeEntry{
+		{Path: ptr("bin/x"), Mode: ptr("100644"), Type: ptr("blob"), SHA: blob.SHA},
+		{Path: ptr("x"), Mode: ptr("100644"), Type: ptr("blob")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit, _, err := gh.Git.CreateCommit(ctx, "octo", "hello", &github.Commit{Message: ptr("m\n"), Tree: tree, Parents: []*github.Commit{{SHA: ptr(head)}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := gh.Git.UpdateRef(ctx, "octo", "hello", &github.Reference{Ref: ptr("refs/heads/feature/a"), Object: &github.GitObject{SHA: commit.SHA}}, false); err != nil {
+		t.Fatal(err)
+	}
+	s.RequireSignatures("octo", "hello", "main", SignaturesByProtection)
+	s.SetAdministration("octo", "hello", true)
+	if _, _, err := gh.Repositories.GetSignaturesProtectedBranch(ctx, "octo", "hello", "main"); err != nil {
+		t.Fatal(err)
+	}
+	s.RequireSignatures("octo", "hello", "main", SignaturesByRuleset)
+	if _, _, err := gh.Repositories.GetRulesForBranch(ctx, "octo", "hello", "main"); err != nil {
+		t.Fatal(err)
+	}
+	s.RequireSignatures("octo", "hello", "main", "")
+	s.PushCommit("octo", "hello", Push{Files: map[string]string{"moved.txt": "m\n"}})
+	for _, pr := range s.PullRequests("octo", "hello") {
+		mergeState(t, gh, pr.Number)
+	}
+	if _, _, err := gh.Repositories.CompareCommits(ctx, "octo", "hello", "main", "feature/a", nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -186,7 +186,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request, c *call) {
 	out := []any{}
 	for _, is := range pulls[lo:hi] {
 		head, base := s.pullShas(r.Context(), c.repo, is)
-		out = append(out, s.pullJSON(c.repo, is, head, base))
+		out = append(out, s.pullJSONSimple(c.repo, is, head, base))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -273,7 +273,7 @@ func (s *Server) listPullFiles(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 func (s *Server) fileJSON(rs *repoState, ref string, f fileChange) obj {
-	return obj{
+	o := obj{
 		"sha":          f.sha,
 		"filename":     f.filename,
 		"status":       f.status,
@@ -284,4 +284,8 @@ func (s *Server) fileJSON(rs *repoState, ref string, f fileChange) obj {
 		"raw_url":      fmt.Sprintf("%s/%s/raw/%s/%s", s.ts.URL, rs.fullName(), ref, f.filename),
 		"contents_url": s.api("repos/%s/contents/%s?ref=%s", rs.fullName(), f.filename, ref),
 	}
+	if f.previous != "" {
+		o["previous_filename"] = f.previous
+	}
+	return o
 }

@@ -349,7 +349,7 @@ func (s *Server) requestReviewers(w http.ResponseWriter, r *http.Request, c *cal
 		}
 	}
 	head, base := s.pullShas(r.Context(), c.repo, is)
-	o := s.pullJSON(c.repo, is, head, base)
+	o := s.pullJSONSimple(c.repo, is, head, base)
 	reviewers := []any{}
 	for _, login := range s.requested[key] {
 		reviewers = append(reviewers, s.userJSON(login))

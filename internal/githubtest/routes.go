@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ type call struct {
 }
 
 // multiSegment lists the path parameters whose values may contain "/" (x-multi-segment in GitHub's description).
-var multiSegment = map[string]bool{"path": true, "ref": true, "basehead": true, "branch": true}
+var multiSegment = map[string]bool{"path": true, "ref": true, "basehead": true, "branch": true, "commit_sha": true}
 
 var routes = []route{
 	{"POST", "/app/installations/{installation_id}/access_tokens", "apps/create-installation-access-token", authApp, (*Server).createInstallationToken},
@@ -85,6 +86,13 @@ var routes = []route{
 	{"GET", "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs", "actions/download-job-logs-for-workflow-run", authRepo, (*Server).downloadJobLogs},
 	{"POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", "actions/re-run-workflow-failed-jobs", authRepo, (*Server).rerunFailedJobs},
 	{"GET", "/repos/{owner}/{repo}/rules/branches/{branch}", "repos/get-branch-rules", authRepo, (*Server).getBranchRules},
+	// The Git database (gitdb.go) and a branch protection's signature rule; described in testdata/openapi-git.json.
+	{"POST", "/repos/{owner}/{repo}/git/blobs", "git/create-blob", authRepo, (*Server).createBlob},
+	{"POST", "/repos/{owner}/{repo}/git/trees", "git/create-tree", authRepo, (*Server).createTree},
+	{"POST", "/repos/{owner}/{repo}/git/commits", "git/create-commit", authRepo, (*Server).createCommit},
+	{"GET", "/repos/{owner}/{repo}/git/commits/{commit_sha}", "git/get-commit", authRepo, (*Server).getGitCommit},
+	{"PATCH", "/repos/{owner}/{repo}/git/refs/{ref}", "git/update-ref", authRepo, (*Server).updateRef},
+	{"GET", "/repos/{owner}/{repo}/branches/{branch}/protection/required_signatures", "repos/get-commit-signature-protection", authRepo, (*Server).getSignatureProtection},
 }
 
 // muxPattern turns an OpenAPI path template into a ServeMux pattern. ServeMux takes a multi-segment
@@ -150,6 +158,9 @@ func (s *Server) restMux() *http.ServeMux {
 	}
 	for _, pattern := range order {
 		candidates := byPattern[pattern]
+		// A route told apart by its suffix must be tried before the one that takes the whole value
+		// (…/branches/{branch}/protection/required_signatures before …/branches/{branch}).
+		sort.SliceStable(candidates, func(i, j int) bool { return candidates[i].suffix != "" && candidates[j].suffix == "" })
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			for _, c := range candidates {
 				if c.hasOverride && !c.override(r) {
@@ -190,6 +201,8 @@ func (s *Server) dispatch(rt route, w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// Webhooks a handler queued (a branch it moved) go out once the lock is released.
+	defer s.flushOutbox()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if owner := r.PathValue("owner"); owner != "" {

@@ -82,6 +82,10 @@ type Server struct {
 	faults              []*faultState
 	requests            []Request
 	commitClock         int64
+	// pushHooks: branch changes are delivered as push webhooks (DeliverPushes); outbox holds those
+	// waiting for the lock to be released.
+	pushHooks bool
+	outbox    []pushDelivery
 }
 
 // Option configures a Server.
@@ -269,6 +273,8 @@ type Request struct {
 	Header http.Header
 	Body   []byte
 	Status int
+	// Response is the body of the answer to a REST request (the first MiB), for checking shapes.
+	Response []byte
 }
 
 // Requests returns every request received so far, in arrival order.
@@ -376,7 +382,12 @@ func serveFault(w http.ResponseWriter, f *Fault) {
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	keep   bool // keep the body (REST answers)
+	body   bytes.Buffer
 }
+
+// maxKeptResponse bounds the answer body a Request keeps.
+const maxKeptResponse = 1 << 20
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 {
@@ -388,6 +399,9 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
+	}
+	if r.keep && r.body.Len() < maxKeptResponse {
+		r.body.Write(b[:min(len(b), maxKeptResponse-r.body.Len())])
 	}
 	return r.ResponseWriter.Write(b)
 }
@@ -423,9 +437,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Body = body
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	sw := &statusRecorder{ResponseWriter: w}
+	sw := &statusRecorder{ResponseWriter: w, keep: !isGit}
 	defer func() {
 		rec.Status = sw.status
+		if sw.body.Len() > 0 {
+			rec.Response = bytes.Clone(sw.body.Bytes())
+		}
 		s.mu.Lock()
 		s.requests = append(s.requests, rec)
 		s.mu.Unlock()

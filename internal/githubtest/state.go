@@ -65,7 +65,12 @@ type repoState struct {
 	statuses       []Status            // commit statuses, oldest first
 	required       map[string][]string // branch → the checks its protection requires
 	ruleChecks     map[string][]string // branch → the checks an active ruleset requires
-	deleted        atomic.Bool         // see DeleteRepo
+	strict         map[string]bool     // branch → its protection wants pull requests up to date with it
+	signatures     map[string]SignatureRule
+	signed         map[string]bool   // commits GitHub signed
+	administration bool              // the App may read branch protection
+	heads          map[string]string // branch → head, as push webhooks last reported it
+	deleted        atomic.Bool       // see DeleteRepo
 }
 
 func (rs *repoState) fullName() string { return rs.owner + "/" + rs.name }
@@ -338,6 +343,7 @@ type pull struct {
 	draft               bool
 	merged              bool
 	maintainerCanModify bool
+	merge               *mergeResult // the last test merge (mergeable.go)
 }
 
 func (is *issue) pullSnapshot(rs *repoState) PullRequest {
@@ -373,7 +379,6 @@ func (s *Server) AddPullRequest(owner, repo string, pr PullRequest) PullRequest 
 		headRepo = s.repo(o, n)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if pr.Base == "" {
 		pr.Base = rs.defaultBranch
 	}
@@ -382,7 +387,16 @@ func (s *Server) AddPullRequest(owner, repo string, pr PullRequest) PullRequest 
 		is.state, is.closedAt = "closed", is.created
 	}
 	is.pr.merged = pr.Merged
-	return is.pullSnapshot(rs)
+	out := is.pullSnapshot(rs)
+	s.mu.Unlock()
+	if headRepo != rs {
+		// GitHub keeps a fork's head in the base repository from the start: refs/pull/<n>/head is
+		// what anyone with access to the base can fetch.
+		if _, err := s.pullHead(s.ctx, rs, headRepo, pr.Head, out.Number); err != nil {
+			s.logf("pull request from %s: keep its head: %v", pr.HeadRepo, err)
+		}
+	}
+	return out
 }
 
 // PullRequest returns a pull request by number.

@@ -30,7 +30,7 @@ const (
 )
 
 // DefaultProtectedPaths are globs an agent must never change.
-var DefaultProtectedPaths = []string{".github/workflows/**"}
+var DefaultProtectedPaths = []string{WorkflowPaths}
 
 // DefaultSpecs are the spec-file globs a pull request may change to trigger a run.
 var DefaultSpecs = []string{"specs/**/tasks.md", "**/tasks.md"}
@@ -159,7 +159,21 @@ type Operator struct {
 	CI CI `yaml:"ci"`
 	// Fair shares the workers between installations (the App only).
 	Fair Fair `yaml:"fair"`
+	// AllowWorkflows lets repositories allow changes to .github/workflows/** (`workflows: allow` in
+	// their .github/akira.yml). For the App it also makes `akira setup` ask GitHub for the workflows
+	// permission, without which GitHub refuses such pushes.
+	AllowWorkflows bool `yaml:"allow_workflows"`
+	// Commits is who makes the checkpoints: CommitsGit (default: Akira commits and pushes; through
+	// GitHub's API where the base branch's rules require signed commits) or CommitsGitHub (always
+	// through GitHub's API, so GitHub signs every checkpoint).
+	Commits string `yaml:"commits"`
 }
+
+// Who makes the checkpoints (Operator.Commits).
+const (
+	CommitsGit    = "git"
+	CommitsGitHub = "github"
+)
 
 // NotifyEvents are the events a notification is sent for.
 var NotifyEvents = []string{"escalation", "run_finished", "run_failed", "budget_reached", "stalled"}
@@ -261,7 +275,27 @@ type Repo struct {
 	Cache string `yaml:"cache"`
 	// Services start once per run after setup, for verification and the agent (see Service).
 	Services Services `yaml:"services"`
+	// Sync is "on" (default: a run merges its base when the base moves) or "off".
+	Sync string `yaml:"sync"`
+	// Workflows is "refuse" (default: a task that changes .github/workflows/** fails) or "allow",
+	// which holds only where the operator enabled workflow changes for the App.
+	Workflows string `yaml:"workflows"`
+	// ownProtectedPaths: the file lists protected_paths itself (not the default list).
+	ownProtectedPaths bool
 }
+
+// OwnProtectedPaths says the repository's file lists protected_paths of its own, rather than taking
+// the default list: a workflow glob there is the repository's wish, which `workflows: allow` does not undo.
+func (r Repo) OwnProtectedPaths() bool { return r.ownProtectedPaths }
+
+// WorkflowPaths is the glob of GitHub Actions workflow files.
+const WorkflowPaths = ".github/workflows/**"
+
+// SyncOff says a repository turned base syncing off.
+func (r Repo) SyncOff() bool { return r.Sync == "off" }
+
+// AllowsWorkflows says a repository asks for workflow changes to be allowed.
+func (r Repo) AllowsWorkflows() bool { return r.Workflows == "allow" }
 
 // RepoNetwork is a repository's network: allow lists presets, hosts or addresses its runs need
 // besides the operator's allowlist (only within the operator's sandbox.egress ceiling).
@@ -345,6 +379,10 @@ func ParseRepo(data []byte) (Repo, error) {
 	if err := decodeStrict(data, &r); err != nil {
 		return Repo{}, fmt.Errorf(".github/akira.yml: %w", err)
 	}
+	var keys map[string]any
+	if yaml.Unmarshal(data, &keys) == nil {
+		_, r.ownProtectedPaths = keys["protected_paths"]
+	}
 	var errs []error
 	if r.Roadmap == "" {
 		r.Roadmap = DefaultRoadmap
@@ -404,6 +442,12 @@ func ParseRepo(data []byte) (Repo, error) {
 	case "", "read-only", "read-write", "off":
 	default:
 		errs = append(errs, fmt.Errorf("cache: %q: want read-only, read-write or off", r.Cache))
+	}
+	if r.Sync != "" && r.Sync != "on" && r.Sync != "off" {
+		errs = append(errs, fmt.Errorf("sync: %q: want on or off", r.Sync))
+	}
+	if r.Workflows != "" && r.Workflows != "refuse" && r.Workflows != "allow" {
+		errs = append(errs, fmt.Errorf("workflows: %q: want refuse or allow", r.Workflows))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Repo{}, fmt.Errorf(".github/akira.yml: %w", err)
@@ -472,6 +516,9 @@ func ParseOperator(data []byte) (Operator, error) {
 	}
 	if err := op.CI.check("ci"); err != nil {
 		errs = append(errs, err)
+	}
+	if op.Commits != "" && op.Commits != CommitsGit && op.Commits != CommitsGitHub {
+		errs = append(errs, fmt.Errorf("commits: %q: want %s or %s", op.Commits, CommitsGit, CommitsGitHub))
 	}
 	errs = append(errs, op.Fair.check("fair")...)
 	if j := op.Judge; j != nil {

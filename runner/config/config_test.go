@@ -28,7 +28,7 @@ triggers: {issue_comment: true, push: false, pull_request: false}
 `, want: func(r *Repo) {
 			r.Roadmap, r.Specs, r.BranchPrefix, r.Agent = "docs/ROADMAP.md", []string{"specs/**"}, "bot/", "claude"
 			r.Verify, r.MaxAttempts, r.Allowlist = []string{"go test ./...", "make lint"}, 5, []string{"alice", "@Bob"}
-			r.ProtectedPaths = []string{"deploy/**"}
+			r.ProtectedPaths, r.ownProtectedPaths = []string{"deploy/**"}, true
 			r.Triggers = Triggers{IssueComment: true, Label: DefaultTriggerLabel}
 		}},
 		{name: "unknown key named with its line", yaml: "roadmap: R.md\nagnet: claude\n", wantErr: `line 2: unknown key "agnet"`},
@@ -161,5 +161,43 @@ func TestShippedOperatorFiles(t *testing.T) {
 		if _, _, err := op.Agent(""); err != nil {
 			t.Fatalf("%s: default agent: %v", file, err)
 		}
+	}
+}
+
+func TestRepoSyncAndWorkflows(t *testing.T) {
+	tests := []struct {
+		yaml          string
+		syncOff       bool
+		workflows     bool
+		ownProtected  bool
+		wantErrSubstr string
+	}{
+		{"", false, false, false, ""},
+		{"sync: off\nworkflows: allow\n", true, true, false, ""},
+		{"sync: on\nworkflows: refuse\nprotected_paths: ['.github/workflows/**']\n", false, false, true, ""},
+		{"sync: later\n", false, false, false, `sync: "later": want on or off`},
+		{"workflows: yes\n", false, false, false, `workflows: "yes": want refuse or allow`},
+	}
+	for _, tt := range tests {
+		r, err := ParseRepo([]byte(tt.yaml))
+		if tt.wantErrSubstr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErrSubstr) {
+				t.Errorf("%q: error %v, want %q", tt.yaml, err, tt.wantErrSubstr)
+			}
+			continue
+		}
+		if err != nil || r.SyncOff() != tt.syncOff || r.AllowsWorkflows() != tt.workflows || r.OwnProtectedPaths() != tt.ownProtected {
+			t.Errorf("%q: sync off %v, workflows %v, own protected %v, %v", tt.yaml, r.SyncOff(), r.AllowsWorkflows(), r.OwnProtectedPaths(), err)
+		}
+	}
+}
+
+func TestOperatorCommitsAndWorkflows(t *testing.T) {
+	op, err := ParseOperator([]byte("allow_workflows: true\ncommits: github\n"))
+	if err != nil || !op.AllowWorkflows || op.Commits != CommitsGitHub {
+		t.Fatalf("operator = %+v, %v", op, err)
+	}
+	if _, err := ParseOperator([]byte("commits: signed\n")); err == nil || !strings.Contains(err.Error(), `commits: "signed": want git or github`) {
+		t.Errorf("bad commits: %v", err)
 	}
 }
