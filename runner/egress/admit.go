@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
+
+	"github.com/akira-bot/akira/runner/timeline"
 )
 
 // What the proxy may hold of model requests to find the model each asks for. It reads a request
@@ -301,11 +304,14 @@ func (s *Session) admit(w http.ResponseWriter, r *http.Request) (release func(),
 		case errors.Is(err, errPrefixesBusy):
 			status = http.StatusTooManyRequests
 		}
+		s.callRefused(r.Method, r.URL.Path, err.Error())
 		modelError(w, s.cfg.Model.Protocol, status, "invalid_request_error", "akira egress proxy: "+err.Error())
 		return release, false
 	}
 	if why := s.refusal(model); why != "" {
 		s.p.log.Warn("egress: model call refused", "model", model, "agent_model", s.cfg.Model.Model)
+		s.record(timeline.Event{Kind: timeline.KindModelCall, Call: &timeline.ModelCall{Source: timeline.SourceProxy,
+			Model: model, Method: r.Method, Path: modelPath(r.URL.Path), Refused: strings.TrimPrefix(why, "akira egress proxy: ")}})
 		modelError(w, s.cfg.Model.Protocol, http.StatusForbidden, "permission_error", why)
 		return release, false
 	}

@@ -40,6 +40,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/akira-bot/akira/runner/timeline"
 )
 
 // The wire protocols of model endpoints a session can hold credentials for.
@@ -202,6 +204,10 @@ type SessionConfig struct {
 	// share the host's network (sandbox none, network allow), which then are not fenced but still
 	// get the model route.
 	TCP bool
+	// Record, when set, is told each model call as it ends and the first refusal of each
+	// destination, for the attempt's timeline (see timeline.go). It is called from the session's
+	// goroutines, never with a lock of the session held.
+	Record func(timeline.Event)
 }
 
 // Blocked is a destination a session refused, with how often and when first.
@@ -452,12 +458,16 @@ func (s *Session) refused(err error) {
 	}
 	key := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
 	s.mu.Lock()
-	if b, ok := s.blocked[key]; ok {
+	b, seen := s.blocked[key]
+	if seen {
 		b.Count++
 	} else {
 		s.blocked[key] = &Blocked{Host: r.Host, Port: r.Port, Count: 1, First: time.Now().UTC(), Reason: r.Reason}
 	}
 	s.mu.Unlock()
+	if !seen {
+		s.destinationRefused(r)
+	}
 	s.p.mu.Lock()
 	s.p.refused[r.Host]++
 	s.p.mu.Unlock()
@@ -666,11 +676,13 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		got = strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 	}
 	if got != s.placeholder {
+		s.callRefused(r.Method, r.URL.Path, "the request does not carry this sandbox's key")
 		modelError(w, m.Protocol, http.StatusUnauthorized, "authentication_error", "akira egress proxy: the request does not carry this sandbox's key")
 		return
 	}
 	if r.Header.Get("Upgrade") != "" {
 		// What passes over a WebSocket is not metered: the CLI must use HTTP (Codex falls back).
+		s.callRefused(r.Method, r.URL.Path, "a WebSocket: the model route speaks HTTP only")
 		modelError(w, m.Protocol, http.StatusNotImplemented, "api_error", "akira egress proxy: the model route speaks HTTP only, not WebSockets")
 		return
 	}
@@ -681,6 +693,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if closed {
+		s.callRefused(r.Method, r.URL.Path, "the attempt's session is over")
 		modelError(w, m.Protocol, http.StatusServiceUnavailable, "api_error", "akira egress proxy: this sandbox's session is over")
 		return
 	}
@@ -691,6 +704,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if max := s.cfg.MaxCostUSD; max > 0 && spent >= max {
+		s.callRefused(r.Method, r.URL.Path, fmt.Sprintf("the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))
 		modelError(w, m.Protocol, http.StatusForbidden, "permission_error",
 			fmt.Sprintf("akira egress proxy: the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))
 		return
@@ -704,9 +718,11 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 
 	meter := &callMeter{protocol: m.Protocol,
 		generates: r.Method == http.MethodPost && !strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/count_tokens")}
+	meter.start, meter.method, meter.path = time.Now(), r.Method, modelPath(r.URL.Path)
 	dropUsage, bodyDone, err := s.prepareBody(r)
 	defer bodyDone()
 	if err != nil {
+		s.callRefused(r.Method, r.URL.Path, err.Error())
 		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
 		return
 	}
@@ -759,8 +775,10 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		ErrorLog: slog.NewLogLogger(s.p.log.Handler(), slog.LevelDebug),
 		ModifyResponse: func(resp *http.Response) error {
 			if resp.StatusCode/100 != 2 {
+				s.callAnswered(meter, resp.StatusCode, "")
 				return nil
 			}
+			meter.status = resp.StatusCode
 			answered.Store(true)
 			sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 			resp.Body = &meteredBody{body: resp.Body, sse: sse, meter: meter, dropUsage: sse && dropUsage,
@@ -774,9 +792,12 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 					// The client went and the answer did not come within the drain's time: the provider
 					// may still bill for the input it read, so the call counts, estimated.
 					s.metered(meter, false)
+				} else {
+					s.callAnswered(meter, 0, "the model endpoint did not answer: "+err.Error())
 				}
 				s.p.log.Warn("egress: a model call its client left did not end in time", "host", m.Host(), "err", err)
 			default:
+				s.callAnswered(meter, 0, "the model endpoint did not answer: "+err.Error())
 				s.p.log.Warn("egress: model call failed", "host", m.Host(), "err", err)
 			}
 			modelError(w, m.Protocol, http.StatusBadGateway, "api_error", "akira egress proxy: the model endpoint did not answer")
@@ -868,14 +889,19 @@ func (s *Session) metered(c *callMeter, sse bool) {
 	m := s.cfg.Model
 	tokens, estimated, ok := c.usage(sse)
 	if !ok {
+		s.callAnswered(c, c.status, "")
 		return
 	}
 	model := c.model
 	if model == "" {
 		model = m.Model
 	}
+	var usd float64
+	priced := false
+	if m.Price != nil {
+		usd, priced = m.Price(model, tokens)
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.calls++
 	if estimated {
 		s.estimated++
@@ -884,15 +910,13 @@ func (s *Session) metered(c *callMeter, sse bool) {
 	if model != "" && !slices.Contains(s.models, model) {
 		s.models = append(s.models, model)
 	}
-	if m.Price != nil {
-		if usd, ok := m.Price(model, tokens); ok {
-			s.cost += usd
-			return
-		}
-	}
-	if !slices.Contains(s.unpriced, model) {
+	if priced {
+		s.cost += usd
+	} else if !slices.Contains(s.unpriced, model) {
 		s.unpriced = append(s.unpriced, model)
 	}
+	s.mu.Unlock()
+	s.callMetered(c, model, tokens, usd, priced, estimated, sse)
 }
 
 // modelError answers in the error shape of the model's API, so that the CLI shows the message.
