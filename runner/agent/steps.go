@@ -88,14 +88,12 @@ func (w *stepWriter) flush() {
 // cliLine is what a line of either CLI may hold.
 type cliLine struct {
 	Type string `json:"type"`
-	// Claude Code.
-	Message *struct {
-		Content json.RawMessage `json:"content"`
-	} `json:"message"`
-	Subtype  string `json:"subtype"`
-	IsError  bool   `json:"is_error"`
-	NumTurns int    `json:"num_turns"`
-	Result   string `json:"result"`
+	// Claude Code's message is an object with content; Codex's "error" line has a string.
+	Message  json.RawMessage `json:"message"`
+	Subtype  string          `json:"subtype"`
+	IsError  bool            `json:"is_error"`
+	NumTurns int             `json:"num_turns"`
+	Result   string          `json:"result"`
 	// Codex.
 	Item *codexItem `json:"item"`
 	// Codex's "error" line has a message; "turn.failed" an error object with one.
@@ -142,8 +140,11 @@ func (w *stepWriter) parse(line []byte) {
 	}
 	switch l.Type {
 	case "assistant", "user":
-		if l.Message != nil {
-			w.claudeContent(l.Message.Content)
+		var m struct {
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(l.Message, &m) == nil {
+			w.claudeContent(m.Content)
 		}
 	case "result":
 		text := fmt.Sprintf("%s after %d turns", cmp.Or(l.Subtype, "ended"), l.NumTurns)
@@ -164,11 +165,7 @@ func (w *stepWriter) parse(line []byte) {
 			msg = e.Message
 		}
 		if msg == "" {
-			var top struct {
-				Message string `json:"message"`
-			}
-			_ = json.Unmarshal(line, &top)
-			msg = top.Message
+			_ = json.Unmarshal(l.Message, &msg)
 		}
 		w.step(timeline.Step{Agent: timeline.AgentCodex, Type: timeline.StepError, Text: msg, Error: true})
 	}
