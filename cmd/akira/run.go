@@ -214,6 +214,19 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		defer term.Close()
 		reporter = term
 	}
+	retention, err := logRetention()
+	if err != nil {
+		return withExit(2, err)
+	}
+	secrets := localSecrets(keys.Values)
+	var record *localRecord
+	if dir := runsDir(); dir != "" {
+		if err := pruneRuns(dir, retention, time.Now()); err != nil {
+			fmt.Fprintln(stderr, "akira: warning: old runs not removed: "+err.Error())
+		}
+		record = newLocalRecord(dir, reporter, secrets)
+		reporter = record
+	}
 	decisions := map[string]runner.Decision{}
 	for _, id := range f.approve {
 		decisions[id] = runner.Decision{Kind: runner.DecisionApprove}
@@ -229,7 +242,10 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
 		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic, MinConfidence: op.MinConfidence(),
 		Convention: f.format, IncludeOptional: f.includeOptional,
-		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup, DepCaches: localDepCaches(),
+		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup, DepCaches: localDepCaches(), Secrets: secrets,
+	}
+	if record != nil {
+		opts.Timeline = record // a nil *localRecord must not become a non-nil sink
 	}
 	if judge != nil {
 		opts.Judge = judge // a nil *llm.Judge must not become a non-nil interface
