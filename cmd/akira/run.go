@@ -73,6 +73,11 @@ The agent and verification reach the network only through the egress proxy, to t
 operator's allowlist (default: the package registries); network none and allow are set in
 --config.
 
+Each attempt's timeline (model calls with their cost, the agent's steps, the files changed,
+verification, egress refusals, the verdict) and its log are kept, secrets masked, in
+AKIRA_RUNS_DIR (default akira/runs in the user's cache directory; off keeps nothing) for
+AKIRA_LOG_RETENTION (336h): akira status --attempt TASK/N prints one.
+
 Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage,
 1 other failure, 130 interrupted.`,
 		Example: `  akira run --agent-cmd 'claude -p --permission-mode acceptEdits' --model claude-sonnet-4-5 --env ANTHROPIC_API_KEY
