@@ -44,10 +44,12 @@ func printAttempt(out io.Writer, a localAttempt, task string, n int) {
 		if ev.Kind == timeline.KindAttemptEnded {
 			ended = true
 		}
-		fmt.Fprintf(tw, "+%s\t%s\t%s\t%s\n", runner.FormatDuration(ev.Time.Sub(start)), usd(ev.CostUSD), step, what)
+		// The files are the user's, but what they quote is the agent's: nothing in them reaches the
+		// terminal as a control sequence.
+		fmt.Fprintf(tw, "+%s\t%s\t%s\t%s\n", runner.FormatDuration(ev.Time.Sub(start)), usd(ev.CostUSD), step, timeline.Shorten(what, 1<<12))
 		if ev.Command != nil && !ev.Command.Passed {
-			for _, l := range lastLinesOf(ev.Command.Tail, 3) {
-				fmt.Fprintf(tw, "\t\t\t  │ %s\n", l)
+			for _, l := range lastLinesOf(timeline.Printable(ev.Command.Tail), 3) {
+				fmt.Fprintf(tw, "\t\t\t  │ %s\n", strings.ReplaceAll(l, "\t", " "))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package timeline
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -34,8 +35,9 @@ func (m *Masker) Mask(text string) string {
 	return m.r.Replace(text)
 }
 
-// Clean is ev as a timeline keeps it: every text it holds masked, then cut to its bound (in that
-// order, so that a secret cut in two is never kept half). Sources hand their events over whole.
+// Clean is ev as a timeline keeps it: every text it holds masked, then made printable and cut to its
+// bound (masked first, so that a secret cut in two is never kept half). Sources hand their events
+// over whole.
 func (m *Masker) Clean(ev Event) Event {
 	short := func(s string) string { return Shorten(m.Mask(s), MaxText) }
 	if ev.Call != nil {
@@ -55,12 +57,12 @@ func (m *Masker) Clean(ev Event) Event {
 	}
 	if ev.File != nil {
 		f := *ev.File
-		f.Path = cut(m.Mask(f.Path), MaxPath)
+		f.Path = cut(Printable(m.Mask(f.Path)), MaxPath)
 		ev.File = &f
 	}
 	if ev.Command != nil {
 		c := *ev.Command
-		c.Command, c.Tail = cut(m.Mask(c.Command), MaxPath), Tail(m.Mask(c.Tail), TailBytes)
+		c.Command, c.Tail = cut(Printable(m.Mask(c.Command)), MaxPath), Tail(Printable(m.Mask(c.Tail)), TailBytes)
 		ev.Command = &c
 	}
 	if ev.Refusal != nil {
@@ -92,9 +94,22 @@ func (m *Masker) Clean(ev Event) Event {
 // maxCriteria bounds the unmet criteria a verdict lists.
 const maxCriteria = 20
 
-// Shorten is s on one line, cut to at most n bytes (on a character boundary) with "…" when cut.
+// Shorten is s on one line, without control characters, cut to at most n bytes (on a character
+// boundary) with "…" when cut.
 func Shorten(s string, n int) string {
-	return cut(strings.Join(strings.Fields(s), " "), n)
+	return cut(Printable(strings.Join(strings.Fields(s), " ")), n)
+}
+
+// Printable is s with its control characters but newlines and tabs replaced by U+FFFD: an agent
+// writes the text a terminal will show, and an escape sequence of its choosing must not reach the
+// terminal as one.
+func Printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r != '\n' && r != '\t' && unicode.IsControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }
 
 // cut is s cut to at most n bytes on a character boundary, with "…" when cut, its spaces kept (a

@@ -61,6 +61,12 @@ func TestShortenAndTail(t *testing.T) {
 			t.Errorf("Shorten(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}
+	if got := Shorten("red \x1b[31mtext\x1b]0;title\x07", 40); got != "red \ufffd[31mtext\ufffd]0;title\ufffd" {
+		t.Errorf("Shorten kept a control character: %q", got)
+	}
+	if got := Printable("line\n\ttab\x1b\u009b"); got != "line\n\ttab\ufffd\ufffd" {
+		t.Errorf("Printable = %q", got)
+	}
 	if got := Tail("a€b", 3); got != "b" {
 		t.Errorf("Tail = %q, want the end from a character's start", got)
 	}
