@@ -22,9 +22,9 @@ import (
 )
 
 // timelineAgent is a coding agent that calls its model through the egress proxy and reports its
-// steps as Claude Code does: its first attempt calls the model twice, runs a command that fails,
-// changes two files and misses the file verification wants; its second calls the model once and
-// writes it.
+// steps as Claude Code does: its first attempt calls the model twice, runs a command that fails
+// (with a token it found, as an agent may print one), changes two files and misses the file
+// verification wants; its second calls the model once and writes it.
 const timelineAgent = `call() {
   curl -sf -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: application/json' \
     -d '{"model":"claude-sonnet-4-5","stream":'"$1"',"messages":[]}' "$ANTHROPIC_BASE_URL/v1/messages" > /dev/null || exit 9
@@ -32,7 +32,7 @@ const timelineAgent = `call() {
 if [ "$AKIRA_ATTEMPT" = 1 ]; then
   call true
   call false
-  echo '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make greet"}}]}}'
+  echo '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make greet TOKEN=ghp_localTokenNeverKept0123456789"}}]}}'
   printf '%s\n' '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"Exit code 2\nmake: *** No rule to make target greet","is_error":true}]}}'
   echo "hello" >> README.md
   mkdir -p src && printf 'echo hi\n' > src/greet.sh
@@ -92,7 +92,7 @@ func TestRunKeepsAttemptTimelines(t *testing.T) {
 		`^\+\S+ +\$0\.0000 +attempt started +from [0-9a-f]{7}; the run had cost \$0\.0000$`,
 		`^\+\S+ +` + re(cost(perCall)) + ` +model call +claude-sonnet-4-5, 1200 in / 80 out tokens \(200 read from cache\), \S+, streamed, ` + re(cost(perCall)) + `$`,
 		`^\+\S+ +` + re(cost(2*perCall)) + ` +model call +claude-sonnet-4-5, 1200 in / 80 out tokens \(200 read from cache\), \S+, ` + re(cost(perCall)) + `$`,
-		`^\+\S+ +` + re(cost(2*perCall)) + ` +agent +Bash make greet → \d+ bytes, exit 2, error$`,
+		`^\+\S+ +` + re(cost(2*perCall)) + ` +agent +Bash make greet TOKEN=\[masked\] → \d+ bytes, exit 2, error$`,
 		`^\+\S+ +` + re(cost(2*perCall)) + ` +agent +result: success after 2 turns: greeted$`,
 		`^\+\S+ +` + re(cost(2*perCall)) + ` +agent finished +returned after \S+$`,
 		`^\+\S+ +` + re(cost(2*perCall)) + ` +file modified +README\.md \+1 -0$`,
@@ -147,8 +147,9 @@ func TestRunKeepsAttemptTimelines(t *testing.T) {
 	if len(logs) != 1 {
 		t.Fatalf("attempt logs %v", logs)
 	}
-	if log, _ := os.ReadFile(logs[0]); !strings.Contains(string(log), "$ test -f ok.txt") || !strings.Contains(string(log), `"num_turns":2`) {
-		t.Errorf("attempt 1's log lacks its verification or the agent's output:\n%s", log)
+	if log, _ := os.ReadFile(logs[0]); !strings.Contains(string(log), "$ test -f ok.txt") || !strings.Contains(string(log), `"num_turns":2`) ||
+		!strings.Contains(string(log), "TOKEN=[masked]") || strings.Contains(string(log), "ghp_localToken") {
+		t.Errorf("attempt 1's log lacks its verification or the agent's output, or keeps the token:\n%s", log)
 	}
 	if out := status("--attempt", "1.1/1"); !strings.Contains(out, "log:") {
 		t.Errorf("status does not point at the attempt's log:\n%s", out)
