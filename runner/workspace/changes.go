@@ -38,55 +38,59 @@ func (w *Workspace) Changes(ctx context.Context) ([]Change, error) {
 	if _, err := w.execEnv(ctx, w.Dir, false, nil, env, "add", "--all", "--ignore-errors"); err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("workspace: changes: %w", err)
 	}
-	status, err := w.execEnv(ctx, w.Dir, false, nil, env, "diff", "--cached", "--no-renames", "-z", "--name-status", w.checkpoint, "--")
+	out, err := w.execEnv(ctx, w.Dir, false, nil, env, "diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "-z",
+		"--raw", "--numstat", w.checkpoint, "--")
 	if err != nil {
 		return nil, fmt.Errorf("workspace: changes: %w", err)
 	}
-	numstat, err := w.execEnv(ctx, w.Dir, false, nil, env, "diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "-z", "--numstat", w.checkpoint, "--")
-	if err != nil {
-		return nil, fmt.Errorf("workspace: changes: %w", err)
-	}
-	return parseChanges(string(status), string(numstat)), nil
+	return parseChanges(string(out)), nil
 }
 
-// parseChanges joins `git diff -z --name-status` ("M\x00path\x00" per path) and `git diff -z
-// --numstat` ("added\tdeleted\tpath\x00", "-" for a binary file) of the same diff.
-func parseChanges(status, numstat string) []Change {
-	var out []Change
+// parseChanges reads `git diff -z --raw --numstat`: a record per path of each, the raw ones
+// (":<old mode> <new mode> <old sha> <new sha> <status>\x00<path>\x00") first, then the numstat
+// ones ("<added>\t<deleted>\t<path>\x00", "-" for both of a binary file).
+func parseChanges(out string) []Change {
+	var changes []Change
 	byPath := map[string]int{}
-	fields := strings.Split(status, "\x00")
-	for i := 0; i+1 < len(fields); i += 2 {
-		code, path := fields[i], fields[i+1]
-		if code == "" || path == "" {
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if meta, ok := strings.CutPrefix(f, ":"); ok {
+			if i+1 >= len(fields) {
+				break
+			}
+			i++
+			m := strings.Fields(meta)
+			if len(m) < 5 || fields[i] == "" {
+				continue
+			}
+			c := Change{Path: fields[i], Status: "modified"}
+			switch m[4][0] {
+			case 'A':
+				c.Status = "added"
+			case 'D':
+				c.Status = "deleted"
+			}
+			byPath[c.Path] = len(changes)
+			changes = append(changes, c)
 			continue
 		}
-		c := Change{Path: path, Status: "modified"}
-		switch code[0] {
-		case 'A':
-			c.Status = "added"
-		case 'D':
-			c.Status = "deleted"
-		}
-		byPath[path] = len(out)
-		out = append(out, c)
-	}
-	for _, rec := range strings.Split(numstat, "\x00") {
-		parts := strings.SplitN(rec, "\t", 3)
+		parts := strings.SplitN(f, "\t", 3)
 		if len(parts) != 3 {
 			continue
 		}
-		i, ok := byPath[parts[2]]
+		j, ok := byPath[parts[2]]
 		if !ok {
 			continue
 		}
 		if parts[0] == "-" && parts[1] == "-" {
-			out[i].Binary = true
+			changes[j].Binary = true
 			continue
 		}
-		out[i].Added, _ = strconv.Atoi(parts[0])
-		out[i].Deleted, _ = strconv.Atoi(parts[1])
+		changes[j].Added, _ = strconv.Atoi(parts[0])
+		changes[j].Deleted, _ = strconv.Atoi(parts[1])
 	}
-	return out
+	return changes
 }
 
 // copyFile copies the regular file src to dst; a src that does not exist makes no dst (git then
