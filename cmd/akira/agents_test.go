@@ -17,7 +17,7 @@ import (
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/gittest"
-	"github.com/akira-bot/akira/runner/timeline"
+	attempt "github.com/akira-bot/akira/runner/timeline"
 )
 
 // EnvAgentsDir names the directory where `make test-agents` installed the pinned coding-agent CLIs
@@ -195,7 +195,7 @@ func checkModelAndCost(t *testing.T, p config.AgentProfile, fake *modeltest.Serv
 // checkTimeline: the attempt's timeline holds each call the model server answered as a model, at
 // the cost recorded, the steps the CLI reported (want: the tool call that wrote the file, as the
 // CLI names it) and the file the work tree gained.
-func checkTimeline(t *testing.T, fake *modeltest.Server, run realAgentRun, want func(timeline.Step) bool) {
+func checkTimeline(t *testing.T, fake *modeltest.Server, run realAgentRun, want func(attempt.Step) bool) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(run.runs, "*", "1.1", "1.jsonl"))
 	if len(files) != 1 {
@@ -220,7 +220,7 @@ func checkTimeline(t *testing.T, fake *modeltest.Server, run realAgentRun, want 
 			usd += ev.Call.CostUSD
 		case ev.Step != nil && want(*ev.Step):
 			stepped = true
-		case ev.File != nil && ev.File.Path == "hello.txt" && ev.File.Status == timeline.FileAdded:
+		case ev.File != nil && ev.File.Path == "hello.txt" && ev.File.Status == attempt.FileAdded:
 			wrote = true
 		}
 	}
@@ -248,15 +248,15 @@ func TestRealAgents(t *testing.T) {
 	cases := []struct {
 		profile, keyEnv, agentKeyEnv, baseEnv string
 		fake                                  func(testing.TB, string) *modeltest.Server
-		wrote                                 func(timeline.Step) bool
+		wrote                                 func(attempt.Step) bool
 	}{
 		{profile: "claude", keyEnv: "ANTHROPIC_API_KEY", agentKeyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_BASE_URL", fake: modeltest.NewAnthropic,
-			wrote: func(s timeline.Step) bool {
-				return s.Agent == timeline.AgentClaudeCode && s.Tool == "Write" && strings.HasSuffix(s.Args, "/hello.txt") && !s.Error
+			wrote: func(s attempt.Step) bool {
+				return s.Agent == attempt.AgentClaudeCode && s.Tool == "Write" && strings.HasSuffix(s.Args, "/hello.txt") && !s.Error
 			}},
 		{profile: "codex", keyEnv: "OPENAI_API_KEY", agentKeyEnv: "CODEX_API_KEY", baseEnv: "OPENAI_BASE_URL", fake: modeltest.NewOpenAI,
-			wrote: func(s timeline.Step) bool {
-				return s.Agent == timeline.AgentCodex && s.Tool == "command" && strings.Contains(s.Args, "hello.txt") && s.ExitCode != nil && *s.ExitCode == 0
+			wrote: func(s attempt.Step) bool {
+				return s.Agent == attempt.AgentCodex && s.Tool == "command" && strings.Contains(s.Args, "hello.txt") && s.ExitCode != nil && *s.ExitCode == 0
 			}},
 	}
 	for _, c := range cases {

@@ -17,12 +17,12 @@ import (
 
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/runner"
-	"github.com/akira-bot/akira/runner/timeline"
+	attempt "github.com/akira-bot/akira/runner/timeline"
 )
 
 // What akira run keeps of its attempts, as the App keeps them with each attempt's log: under the
 // runs directory, a directory per run holding run.json (which repository, plan and branch) and,
-// per task, each attempt's timeline (<n>.jsonl, one timeline.Event per line) beside its log (<n>.log:
+// per task, each attempt's timeline (<n>.jsonl, one attempt.Event per line) beside its log (<n>.log:
 // the agent's output and verification's), secrets masked. `akira status --attempt TASK/N` reads
 // them. They are kept for AKIRA_LOG_RETENTION (default 336h), as the App keeps its logs.
 
@@ -92,7 +92,7 @@ func nameOf(id string) string {
 type localRecord struct {
 	dir  string // the runs directory
 	next runner.Reporter
-	mask *timeline.Masker
+	mask *attempt.Masker
 
 	mu     sync.Mutex
 	info   runInfo
@@ -103,18 +103,18 @@ type localRecord struct {
 }
 
 func newLocalRecord(dir string, next runner.Reporter, secrets []string) *localRecord {
-	return &localRecord{dir: dir, next: next, mask: timeline.NewMasker(secrets...), logs: map[string]*strings.Builder{},
+	return &localRecord{dir: dir, next: next, mask: attempt.NewMasker(secrets...), logs: map[string]*strings.Builder{},
 		attempts: map[string]int{}}
 }
 
 func (l *localRecord) runDir(runID string) string { return filepath.Join(l.dir, nameOf(runID)) }
 
-func (l *localRecord) attemptPath(runID, taskID string, attempt int, ext string) string {
-	return filepath.Join(l.runDir(runID), nameOf(taskID), fmt.Sprintf("%d.%s", attempt, ext))
+func (l *localRecord) attemptPath(runID, taskID string, n int, ext string) string {
+	return filepath.Join(l.runDir(runID), nameOf(taskID), fmt.Sprintf("%d.%s", n, ext))
 }
 
 // Record appends ev to its attempt's timeline.
-func (l *localRecord) Record(_ context.Context, ev timeline.Event) error {
+func (l *localRecord) Record(_ context.Context, ev attempt.Event) error {
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("local record: %w", err)
@@ -270,7 +270,7 @@ func pruneRuns(dir string, retention time.Duration, now time.Time) error {
 // localAttempt is one attempt a local run recorded.
 type localAttempt struct {
 	info     runInfo
-	events   []timeline.Event
+	events   []attempt.Event
 	timeline string // the file of its events
 	log      string // the file of its log, "" when none was kept
 }
@@ -344,12 +344,12 @@ func readInfo(runDir string) (runInfo, error) {
 }
 
 // readEvents reads a timeline's lines; a line of a later schema's kind is kept as it is read.
-func readEvents(r io.Reader) ([]timeline.Event, error) {
-	var out []timeline.Event
+func readEvents(r io.Reader) ([]attempt.Event, error) {
+	var out []attempt.Event
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for line := 1; sc.Scan(); line++ {
-		var ev timeline.Event
+		var ev attempt.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner"
-	"github.com/akira-bot/akira/runner/timeline"
+	attempt "github.com/akira-bot/akira/runner/timeline"
 )
 
 // parseAttempt reads --attempt TASK/N (a task id may hold "/": N is after the last one).
@@ -41,14 +41,14 @@ func printAttempt(out io.Writer, a localAttempt, task string, n int) {
 	ended := false
 	for _, ev := range a.events {
 		step, what := describe(ev)
-		if ev.Kind == timeline.KindAttemptEnded {
+		if ev.Kind == attempt.KindAttemptEnded {
 			ended = true
 		}
 		// The files are the user's, but what they quote is the agent's: nothing in them reaches the
 		// terminal as a control sequence.
-		fmt.Fprintf(tw, "+%s\t%s\t%s\t%s\n", runner.FormatDuration(ev.Time.Sub(start)), usd(ev.CostUSD), step, timeline.Shorten(what, 1<<12))
+		fmt.Fprintf(tw, "+%s\t%s\t%s\t%s\n", runner.FormatDuration(ev.Time.Sub(start)), usd(ev.CostUSD), step, attempt.Shorten(what, 1<<12))
 		if ev.Command != nil && !ev.Command.Passed {
-			for _, l := range lastLinesOf(timeline.Printable(ev.Command.Tail), 3) {
+			for _, l := range lastLinesOf(attempt.Printable(ev.Command.Tail), 3) {
 				fmt.Fprintf(tw, "\t\t\t  │ %s\n", strings.ReplaceAll(l, "\t", " "))
 			}
 		}
@@ -67,7 +67,7 @@ func printAttempt(out io.Writer, a localAttempt, task string, n int) {
 func usd(v float64) string { return fmt.Sprintf("$%.4f", v) }
 
 // describe is an event's step and what it says, on one line.
-func describe(ev timeline.Event) (string, string) {
+func describe(ev attempt.Event) (string, string) {
 	switch {
 	case ev.Start != nil:
 		what := "from " + shortSHA(ev.Start.Commit)
@@ -148,10 +148,10 @@ func describe(ev timeline.Event) (string, string) {
 	return string(ev.Kind), ""
 }
 
-func callText(c timeline.ModelCall) string {
+func callText(c attempt.ModelCall) string {
 	var b strings.Builder
 	b.WriteString(c.Model)
-	if c.Source != timeline.SourceProxy {
+	if c.Source != attempt.SourceProxy {
 		b.WriteString(" (" + c.Source + ")")
 	}
 	switch {
@@ -185,9 +185,9 @@ func callText(c timeline.ModelCall) string {
 	return strings.TrimSpace(b.String())
 }
 
-func stepText(s timeline.Step) string {
+func stepText(s attempt.Step) string {
 	switch s.Type {
-	case timeline.StepTool:
+	case attempt.StepTool:
 		what := s.Tool
 		if s.Args != "" {
 			what += " " + s.Args
@@ -200,9 +200,9 @@ func stepText(s timeline.Step) string {
 			what += ", error"
 		}
 		return what
-	case timeline.StepMessage:
+	case attempt.StepMessage:
 		return "says: " + s.Text
-	case timeline.StepResult:
+	case attempt.StepResult:
 		return "result: " + s.Text
 	}
 	return s.Type + ": " + s.Text

@@ -18,7 +18,7 @@ import (
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/gittest"
-	"github.com/akira-bot/akira/runner/timeline"
+	attempt "github.com/akira-bot/akira/runner/timeline"
 )
 
 // timelineAgent is a coding agent that calls its model through the egress proxy and reports its
@@ -116,7 +116,7 @@ func TestRunKeepsAttemptTimelines(t *testing.T) {
 	if len(files) != 2 {
 		t.Fatalf("timeline files %v", files)
 	}
-	var last timeline.Event
+	var last attempt.Event
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -127,14 +127,14 @@ func TestRunKeepsAttemptTimelines(t *testing.T) {
 		}
 		var sum float64
 		for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			var ev timeline.Event
+			var ev attempt.Event
 			if err := json.Unmarshal([]byte(line), &ev); err != nil {
 				t.Fatal(err)
 			}
 			if ev.Call != nil {
 				sum += ev.Call.CostUSD
 			}
-			if ev.V != timeline.Version || ev.Seq != i+1 || ev.TaskID != "1.1" || math.Abs(ev.CostUSD-sum) > 1e-12 || (i > 0 && ev.Time.Before(last.Time)) {
+			if ev.V != attempt.Version || ev.Seq != i+1 || ev.TaskID != "1.1" || math.Abs(ev.CostUSD-sum) > 1e-12 || (i > 0 && ev.Time.Before(last.Time)) {
 				t.Errorf("%s line %d: %s", file, i+1, line)
 			}
 			last = ev
