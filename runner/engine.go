@@ -869,13 +869,14 @@ func (e *engine) judgeWork(ctx context.Context, t *roadmap.Task, n int, info *ch
 	}
 	req := judge.Request{TaskID: t.ID, Title: t.Title, Description: strings.TrimSpace(t.Description + "\n" + t.Notes),
 		Criteria: t.Accept, Diff: diff, Verification: verificationText(info.verify)}
+	asked := time.Now()
 	v, usage, jerr := e.o.Judge.Judge(ctx, req)
 	e.results[t.ID].Usage = e.results[t.ID].Usage.Add(usage)
 	e.attemptUsage = e.attemptUsage.Add(usage)
 	if jerr != nil {
-		e.rec.judged(nil, usage, jerr, e.o.MinConfidence)
+		e.rec.judged(nil, usage, time.Since(asked), jerr, e.o.MinConfidence)
 	} else {
-		e.rec.judged(&v, usage, nil, e.o.MinConfidence)
+		e.rec.judged(&v, usage, time.Since(asked), nil, e.o.MinConfidence)
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("runner: %w", ctx.Err())

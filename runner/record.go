@@ -169,15 +169,16 @@ func (r *attemptRecord) verified(results []verify.Result) {
 	}
 }
 
-// judged records the judge's model use, then its verdict (nil: it gave none, jerr says why).
-func (r *attemptRecord) judged(v *judge.Verdict, usage agent.Usage, jerr error, minConfidence float64) {
+// judged records the judge's model use (took: how long it was asked for), then its verdict (nil: it
+// gave none, jerr says why).
+func (r *attemptRecord) judged(v *judge.Verdict, usage agent.Usage, took time.Duration, jerr error, minConfidence float64) {
 	model := ""
 	if v != nil {
 		model = v.Model
 	}
 	if usage != (agent.Usage{}) {
 		r.add(timeline.Event{Kind: timeline.KindModelCall, Call: &timeline.ModelCall{Source: timeline.SourceJudge, Model: model,
-			InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens, CostUSD: usage.CostUSD, Estimated: usage.Estimated}})
+			InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens, CostUSD: usage.CostUSD, Estimated: usage.Estimated, Duration: took}})
 	}
 	out := &timeline.Verdict{MinConfidence: minConfidence, Model: model}
 	if jerr != nil {

@@ -212,7 +212,7 @@ fi
 		t.Errorf("attempt 2's files = %+v", f)
 	}
 	calls := ofKind(second, timeline.KindModelCall)
-	if len(calls) != 2 || calls[1].Call.Source != timeline.SourceJudge || math.Abs(calls[1].Call.CostUSD-judgeCost) > 1e-12 {
+	if len(calls) != 2 || calls[1].Call.Source != timeline.SourceJudge || math.Abs(calls[1].Call.CostUSD-judgeCost) > 1e-12 || calls[1].Call.Duration <= 0 {
 		t.Errorf("attempt 2's calls = %+v, want the agent's and the judge's ($%v)", calls, judgeCost)
 	}
 	if v := ofKind(second, timeline.KindJudged); len(v) != 1 || !v[0].Verdict.Passed || v[0].Verdict.Confidence != 0.95 {
