@@ -12,6 +12,7 @@ import (
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/sandbox"
+	"github.com/akira-bot/akira/runner/timeline"
 )
 
 // withRepoEgress adds what a repository's .github/akira.yml asks for to the run's allowlist, when
@@ -53,8 +54,10 @@ func withModelKeys(cfg sandbox.Config) sandbox.Config {
 
 // egressPolicy is the sandbox policy of commands that may reach net, with the egress session that
 // is their route out (nil when they need none: network none, or no proxy). model, when set, is
-// held by the session; maxCost bounds what its model calls may cost. The caller closes the session.
-func egressPolicy(cfg sandbox.Config, net sandbox.Network, workTree, gitDir, home string, model *egress.Model, maxCost float64) (*sandbox.Policy, *egress.Session, error) {
+// held by the session; maxCost bounds what its model calls may cost; record, when set, is told its
+// model calls and refusals for the attempt's timeline. The caller closes the session.
+func egressPolicy(cfg sandbox.Config, net sandbox.Network, workTree, gitDir, home string, model *egress.Model, maxCost float64,
+	record func(timeline.Event)) (*sandbox.Policy, *egress.Session, error) {
 	p := cfg.Policy(net, workTree, gitDir, home)
 	if cfg.Egress == nil || net == sandbox.NetNone {
 		return p, nil, nil
@@ -78,7 +81,7 @@ func egressPolicy(cfg sandbox.Config, net sandbox.Network, workTree, gitDir, hom
 	// A command that shares the host's network (mode none, network allow) reaches its session on a
 	// loopback port; a sandboxed one through the socket bound into its namespace.
 	tcp := p.Mode != sandbox.Bubblewrap || net == sandbox.NetAllow
-	sess, err := cfg.Egress.Open(egress.SessionConfig{Allow: allow, Model: model, MaxCostUSD: maxCost, TCP: tcp})
+	sess, err := cfg.Egress.Open(egress.SessionConfig{Allow: allow, Model: model, MaxCostUSD: maxCost, TCP: tcp, Record: record})
 	if err != nil {
 		return nil, nil, fmt.Errorf("runner: %w", err)
 	}

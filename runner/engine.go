@@ -20,6 +20,7 @@ import (
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
+	"github.com/akira-bot/akira/runner/timeline"
 	"github.com/akira-bot/akira/runner/verify"
 	"github.com/akira-bot/akira/runner/workspace"
 )
@@ -51,6 +52,10 @@ type engine struct {
 	checkpointing bool
 	// lastChanged are the paths of the last checkpoint.
 	lastChanged []string
+	// rec is the timeline of the attempt running (nil between attempts, or when none is kept);
+	// attemptUsage what that attempt has used (its agent, its judge).
+	rec          *attemptRecord
+	attemptUsage agent.Usage
 
 	// syncing is the merge of the base the sync task is resolving (sync.go); syncNote what failed
 	// verification after a clean merge; syncPlan the plan file as Akira settled its conflict. syncOff: the repository turned syncing off; syncSkipped: a
@@ -623,7 +628,7 @@ func (e *engine) attempts(ctx context.Context, t *roadmap.Task, guide Decision) 
 		round++
 		r.Attempts++
 		feedback := joinFeedback(lastFeedback, guidance)
-		f, err := e.attempt(ctx, t, r.Attempts, feedback)
+		f, err := e.recordedAttempt(ctx, t, r.Attempts, feedback)
 		if err != nil {
 			return err
 		}
@@ -725,6 +730,35 @@ func joinFeedback(feedback, guidance string) string {
 	return strings.TrimRight(feedback, "\n") + "\n\n" + g
 }
 
+// recordedAttempt is attempt with its timeline, from its start to its end and what came of it.
+func (e *engine) recordedAttempt(ctx context.Context, t *roadmap.Task, n int, feedback string) (*failure, error) {
+	e.attemptUsage = agent.Usage{}
+	e.rec = e.startRecord(ctx, t.ID, n, feedback != "")
+	defer func() { e.rec = nil }()
+	f, err := e.attempt(ctx, t, n, feedback)
+	if e.rec == nil {
+		return f, err
+	}
+	r := e.results[t.ID]
+	end := &timeline.End{CostUSD: e.attemptUsage.CostUSD, RunCostUSD: e.spent().Usage.CostUSD, Estimated: e.attemptUsage.Estimated}
+	switch {
+	case err != nil:
+		end.Result, end.Summary = timeline.ResultStopped, err.Error()
+	case f != nil:
+		end.Result, end.Summary = timeline.ResultFailed, f.summary()
+	case r.Status == TaskDone:
+		end.Result, end.Commit = timeline.ResultCheckpointed, r.Commit
+	case r.Status == TaskParked:
+		end.Result, end.Summary = timeline.ResultParked, r.Note
+	case r.Status == TaskSkipped:
+		end.Result, end.Summary = timeline.ResultSkipped, r.Note
+	default:
+		end.Result = timeline.ResultStopped
+	}
+	e.rec.add(timeline.Event{Kind: timeline.KindAttemptEnded, End: end})
+	return f, err
+}
+
 // attempt runs the agent and the verification once. It returns a failure, or nil once the task is
 // checkpointed; an error is not about the task (cancellation, git, a reporter).
 func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback string) (*failure, error) {
@@ -766,7 +800,8 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	agentBox, agentNet, err := egressPolicy(e.o.Sandbox, e.o.AgentNetwork, e.ws.Dir, e.ws.GitDir(), agentHome, modelOf(e.o.Agent), e.costLeft())
+	agentBox, agentNet, err := egressPolicy(e.o.Sandbox, e.o.AgentNetwork, e.ws.Dir, e.ws.GitDir(), agentHome, modelOf(e.o.Agent), e.costLeft(),
+		e.rec.hook(timeline.ByAgent))
 	if err != nil {
 		return nil, err
 	}
@@ -777,7 +812,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 	res, aerr := e.o.Agent.Run(actx, agent.Request{
 		Workspace: e.ws.Dir, TaskID: t.ID, TaskTitle: t.Title, Attempt: n, Prompt: prompt, Feedback: feedback,
 		ProtectedPaths: e.o.ProtectedPaths, Sandbox: agentBox,
-		Activity: dog.alive, Env: e.agentEnv,
+		Activity: dog.alive, Env: e.agentEnv, Record: e.rec.hook(timeline.ByAgent),
 	})
 	timedOut := tctx.Err() == context.DeadlineExceeded
 	stalled := errors.Is(context.Cause(actx), errStalled)
@@ -789,9 +824,22 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		res.Usage, blocked = meteredUsage(res.Usage, rep, modelOf(e.o.Agent) != nil), rep.Blocked
 	}
 	r.Usage = r.Usage.Add(res.Usage)
+	e.attemptUsage = e.attemptUsage.Add(res.Usage)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("runner: %w", ctx.Err())
 	}
+	agentFailure := ""
+	if aerr != nil {
+		agentFailure = aerr.Error()
+		switch {
+		case stalled:
+			agentFailure = fmt.Sprintf("stalled: no output and no change in the work tree for %s (stall timeout); the agent was stopped", e.o.StallTimeout)
+		case timedOut:
+			agentFailure = fmt.Sprintf("timed out after %s (agent timeout)", e.o.AgentTimeout)
+		}
+	}
+	e.rec.agentFinished(res, agentFailure)
+	e.recordChanges(ctx)
 	ev := Event{Attempt: n, Usage: &res.Usage, Duration: res.Duration, Output: res.Output, Blocked: blocked}
 	if aerr != nil {
 		ev.Message = aerr.Error()
@@ -800,14 +848,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 		return nil, err
 	}
 	if aerr != nil {
-		msg := aerr.Error()
-		switch {
-		case stalled:
-			msg = fmt.Sprintf("stalled: no output and no change in the work tree for %s (stall timeout); the agent was stopped", e.o.StallTimeout)
-		case timedOut:
-			msg = fmt.Sprintf("timed out after %s (agent timeout)", e.o.AgentTimeout)
-		}
-		return &failure{agentErr: msg, agentOutput: res.Output, stalled: stalled}, nil
+		return &failure{agentErr: agentFailure, agentOutput: res.Output, stalled: stalled}, nil
 	}
 	if f := e.checkDisk(); f != nil {
 		return f, nil
@@ -845,7 +886,7 @@ func (e *engine) attempt(ctx context.Context, t *roadmap.Task, n int, feedback s
 // runVerify runs the verification commands of plan, through an egress session of their own, and
 // returns what the session refused.
 func (e *engine) runVerify(ctx context.Context, plan verify.Plan, home string) ([]verify.Result, []egress.Blocked, error) {
-	box, sess, err := egressPolicy(e.o.Sandbox, e.o.Sandbox.VerifyNetwork, e.ws.Dir, e.ws.GitDir(), home, nil, 0)
+	box, sess, err := egressPolicy(e.o.Sandbox, e.o.Sandbox.VerifyNetwork, e.ws.Dir, e.ws.GitDir(), home, nil, 0, e.rec.hook(timeline.ByVerify))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -856,7 +897,21 @@ func (e *engine) runVerify(ctx context.Context, plan verify.Plan, home string) (
 	if sess != nil {
 		blocked = sess.Close().Blocked
 	}
+	e.rec.verified(results)
 	return results, blocked, err
+}
+
+// recordChanges records the files the attempt changed, as the work tree holds them.
+func (e *engine) recordChanges(ctx context.Context) {
+	if e.rec == nil {
+		return
+	}
+	changes, err := e.ws.Changes(ctx)
+	if err != nil {
+		e.o.Logger.Warn("runner: the attempt's changed files are not in its timeline", "err", err)
+		return
+	}
+	e.rec.filesChanged(changes)
 }
 
 // costLeft is what the run's cost budget leaves for one attempt's model calls (0: no limit).
@@ -883,8 +938,15 @@ func (e *engine) judgeWork(ctx context.Context, t *roadmap.Task, n int, info *ch
 	}
 	req := judge.Request{TaskID: t.ID, Title: t.Title, Description: strings.TrimSpace(t.Description + "\n" + t.Notes),
 		Criteria: t.Accept, Diff: diff, Verification: verificationText(info.verify)}
+	asked := time.Now()
 	v, usage, jerr := e.o.Judge.Judge(ctx, req)
 	e.results[t.ID].Usage = e.results[t.ID].Usage.Add(usage)
+	e.attemptUsage = e.attemptUsage.Add(usage)
+	if jerr != nil {
+		e.rec.judged(nil, usage, time.Since(asked), jerr, e.o.MinConfidence)
+	} else {
+		e.rec.judged(&v, usage, time.Since(asked), nil, e.o.MinConfidence)
+	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("runner: %w", ctx.Err())
 	}

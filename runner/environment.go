@@ -98,7 +98,7 @@ func (e *engine) setup(ctx context.Context, setup config.Setup, cacheMode string
 			}
 		}
 		if !restored {
-			box, sess, err := egressPolicy(e.o.Sandbox, network, e.ws.Dir, e.ws.GitDir(), home, nil, 0)
+			box, sess, err := egressPolicy(e.o.Sandbox, network, e.ws.Dir, e.ws.GitDir(), home, nil, 0, nil)
 			if err != nil {
 				return err
 			}

@@ -77,7 +77,7 @@ func MakePlan(ctx context.Context, o PlanOptions) (PlanResult, error) {
 	feedback := ""
 	for n := 1; n <= planAttempts; n++ {
 		res.Attempts = n
-		box, sess, err := egressPolicy(o.Sandbox, o.AgentNetwork, ws.Dir, ws.GitDir(), home, modelOf(o.Agent), 0)
+		box, sess, err := egressPolicy(o.Sandbox, o.AgentNetwork, ws.Dir, ws.GitDir(), home, modelOf(o.Agent), 0, nil)
 		if err != nil {
 			return res, fmt.Errorf("runner: plan: %w", err)
 		}

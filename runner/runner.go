@@ -165,6 +165,10 @@ type Options struct {
 	Cache *workspace.Cache
 	// Reporter receives the events of the run; nil means none.
 	Reporter Reporter
+	// Timeline, when set, keeps the timeline of each attempt (see package timeline), masked with
+	// Secrets and the model keys the sandbox withholds.
+	Timeline TimelineSink
+	Secrets  []string
 	// Escalate decides about a task that keeps failing; nil means park it.
 	Escalate EscalationHandler
 	// GitAuth returns a fresh http.extraheader value ("Authorization: ...") for each clone, fetch and
@@ -421,6 +425,7 @@ func Run(ctx context.Context, opts Options) (Outcome, error) {
 		opts.Logger = slog.Default()
 	}
 	opts.Sandbox = withModelKeys(opts.Sandbox)
+	withTimeline(&opts)
 	e := &engine{o: opts, results: map[string]*TaskResult{}}
 	return e.run(ctx)
 }

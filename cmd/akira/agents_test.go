@@ -17,6 +17,7 @@ import (
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/gittest"
+	attempt "github.com/akira-bot/akira/runner/timeline"
 )
 
 // EnvAgentsDir names the directory where `make test-agents` installed the pinned coding-agent CLIs
@@ -59,10 +60,12 @@ type realAgent struct {
 	bin, dir string
 }
 
-// realAgentRun is what a run left: its JSON events and the branch's files.
+// realAgentRun is what a run left: its JSON events, the branch's files and the directory of the
+// attempts it kept.
 type realAgentRun struct {
 	f      *runFixture
 	events []runner.Event
+	runs   string
 }
 
 func (a realAgent) run(t *testing.T) realAgentRun {
@@ -91,7 +94,8 @@ func (a realAgent) run(t *testing.T) realAgentRun {
 	}
 	cmd := f.command("run", "--config", cfgPath, "--agent", a.profile, "--sandbox", a.sandbox, "--sandbox-ro", a.dir, "--sandbox-ro", shims,
 		"--work-dir", f.workDir, "--non-interactive", "--json", "-v", "--agent-timeout", "90s", "--stall-timeout", "60s")
-	cmd.Env = append(cmd.Env, a.keyEnv+"="+a.realKey, a.baseEnv+"="+a.fake.BaseURL(),
+	runs := t.TempDir()
+	cmd.Env = append(cmd.Env, a.keyEnv+"="+a.realKey, a.baseEnv+"="+a.fake.BaseURL(), "AKIRA_RUNS_DIR="+runs,
 		"PATH="+shims+string(os.PathListSeparator)+a.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.Output()
 	if err != nil {
@@ -101,8 +105,7 @@ func (a realAgent) run(t *testing.T) realAgentRun {
 		}
 		t.Fatalf("akira run: %v\n%s\n%s\nrequests: %+v", err, out, stderr, a.fake.Requests())
 	}
-	var run realAgentRun
-	run.f = f
+	run := realAgentRun{f: f, runs: runs}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -189,13 +192,55 @@ func checkModelAndCost(t *testing.T, p config.AgentProfile, fake *modeltest.Serv
 	}
 }
 
+// checkTimeline: the attempt's timeline holds each call the model server answered as a model, at
+// the cost recorded, the steps the CLI reported (want: the tool call that wrote the file, as the
+// CLI names it) and the file the work tree gained.
+func checkTimeline(t *testing.T, fake *modeltest.Server, run realAgentRun, want func(attempt.Step) bool) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(run.runs, "*", "1.1", "1.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("the attempt's timeline: %v", files)
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	events, err := readEvents(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	var usd float64
+	var stepped, wrote bool
+	for _, ev := range events {
+		switch {
+		case ev.Call != nil && ev.Call.InputTokens > 0:
+			calls++
+			usd += ev.Call.CostUSD
+		case ev.Step != nil && want(*ev.Step):
+			stepped = true
+		case ev.File != nil && ev.File.Path == "hello.txt" && ev.File.Status == attempt.FileAdded:
+			wrote = true
+		}
+	}
+	_, _, recorded := run.recorded()
+	if calls != len(modelCalls(fake)) || math.Abs(usd-recorded) > 1e-9 {
+		t.Errorf("the timeline holds %d calls at $%v; the server answered %d, the run recorded $%v", calls, usd, len(modelCalls(fake)), recorded)
+	}
+	if !stepped || !wrote {
+		t.Errorf("the timeline lacks the CLI's step (%v) or the file it wrote (%v):\n%+v", stepped, wrote, events)
+	}
+}
+
 // The real Claude Code and Codex CLIs, as the deploy image pins them, run the profiles of the deploy
 // image's configuration as they ship (deploy/akira.yaml: no --model or other change by the test)
 // through `akira run`, against scripted model servers speaking the real protocols: in the default
 // sandbox (network allowlist: the egress proxy holds the key and meters the calls) and with
 // --sandbox none. The CLI creates the file, the task verifies, the checkpoint lands; every call the
 // model server got asked for the profile's model, with the real key, while the agent held a
-// placeholder; and the recorded cost is the server's tokens at Akira's price for that model.
+// placeholder; and the recorded cost is the server's tokens at Akira's price for that model. The
+// attempt's timeline holds the calls and the step the CLI reported writing the file.
 func TestRealAgents(t *testing.T) {
 	dir := agentsDir(t)
 	bin := filepath.Join(dir, "node_modules", ".bin")
@@ -203,9 +248,16 @@ func TestRealAgents(t *testing.T) {
 	cases := []struct {
 		profile, keyEnv, agentKeyEnv, baseEnv string
 		fake                                  func(testing.TB, string) *modeltest.Server
+		wrote                                 func(attempt.Step) bool
 	}{
-		{profile: "claude", keyEnv: "ANTHROPIC_API_KEY", agentKeyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_BASE_URL", fake: modeltest.NewAnthropic},
-		{profile: "codex", keyEnv: "OPENAI_API_KEY", agentKeyEnv: "CODEX_API_KEY", baseEnv: "OPENAI_BASE_URL", fake: modeltest.NewOpenAI},
+		{profile: "claude", keyEnv: "ANTHROPIC_API_KEY", agentKeyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_BASE_URL", fake: modeltest.NewAnthropic,
+			wrote: func(s attempt.Step) bool {
+				return s.Agent == attempt.AgentClaudeCode && s.Tool == "Write" && strings.HasSuffix(s.Args, "/hello.txt") && !s.Error
+			}},
+		{profile: "codex", keyEnv: "OPENAI_API_KEY", agentKeyEnv: "CODEX_API_KEY", baseEnv: "OPENAI_BASE_URL", fake: modeltest.NewOpenAI,
+			wrote: func(s attempt.Step) bool {
+				return s.Agent == attempt.AgentCodex && s.Tool == "command" && strings.Contains(s.Args, "hello.txt") && s.ExitCode != nil && *s.ExitCode == 0
+			}},
 	}
 	for _, c := range cases {
 		for _, box := range []string{"bubblewrap", "none"} {
@@ -224,6 +276,7 @@ func TestRealAgents(t *testing.T) {
 					t.Errorf("hello.txt on the branch = %q", got)
 				}
 				checkModelAndCost(t, p, a.fake, run, realKey)
+				checkTimeline(t, a.fake, run, c.wrote)
 				seen := gittest.Git(t, run.f.repo.Work, "show", "akira/roadmap:seen-env.txt")
 				if strings.Contains(seen, realKey) {
 					t.Error("the agent's environment held the real key")

@@ -73,6 +73,11 @@ The agent and verification reach the network only through the egress proxy, to t
 operator's allowlist (default: the package registries); network none and allow are set in
 --config.
 
+Each attempt's timeline (model calls with their cost, the agent's steps, the files changed,
+verification, egress refusals, the verdict) and its log are kept, secrets masked, in
+AKIRA_RUNS_DIR (default akira/runs in the user's cache directory; off keeps nothing) for
+AKIRA_LOG_RETENTION (336h): akira status --attempt TASK/N prints one.
+
 Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage,
 1 other failure, 130 interrupted.`,
 		Example: `  akira run --agent-cmd 'claude -p --permission-mode acceptEdits' --model claude-sonnet-4-5 --env ANTHROPIC_API_KEY
@@ -214,6 +219,19 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		defer term.Close()
 		reporter = term
 	}
+	retention, err := logRetention()
+	if err != nil {
+		return withExit(2, err)
+	}
+	secrets := localSecrets(keys.Values)
+	var record *localRecord
+	if dir := runsDir(); dir != "" {
+		if err := pruneRuns(dir, retention, time.Now()); err != nil {
+			fmt.Fprintln(stderr, "akira: warning: old runs not removed: "+err.Error())
+		}
+		record = newLocalRecord(dir, reporter, secrets)
+		reporter = record
+	}
 	decisions := map[string]runner.Decision{}
 	for _, id := range f.approve {
 		decisions[id] = runner.Decision{Kind: runner.DecisionApprove}
@@ -229,8 +247,11 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
 		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic, MinConfidence: op.MinConfidence(),
 		Convention: f.format, IncludeOptional: f.includeOptional,
-		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup, DepCaches: localDepCaches(),
+		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup, DepCaches: localDepCaches(), Secrets: secrets,
 		AllowWorkflows: op.AllowWorkflows,
+	}
+	if record != nil {
+		opts.Timeline = record // a nil *localRecord must not become a non-nil sink
 	}
 	if judge != nil {
 		opts.Judge = judge // a nil *llm.Judge must not become a non-nil interface

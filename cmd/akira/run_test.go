@@ -38,6 +38,8 @@ func TestMain(m *testing.M) {
 	os.Setenv("AKIRA_DEPS_CACHE_DIR", filepath.Join(dir, "deps"))
 	// And its memory: lessons live in the test's directory.
 	os.Setenv("AKIRA_MEMORY_DIR", filepath.Join(dir, "lessons"))
+	// And the attempts its runs keep (their timelines and logs).
+	os.Setenv("AKIRA_RUNS_DIR", filepath.Join(dir, "runs"))
 	// A command a test runs without naming its Redis (redistest.Own) must fail, not fall back to
 	// the default Redis URL (port 6379 of this machine, a developer's own Redis). Port 1 refuses at once.
 	os.Setenv("REDIS_URL", "redis://127.0.0.1:1/0")

@@ -14,7 +14,7 @@ import (
 func init() { subcommands = append(subcommands, newStatusCmd) }
 
 func newStatusCmd() *cobra.Command {
-	var repo, roadmapPath, branch, base, workDir, server, runID string
+	var repo, roadmapPath, branch, base, workDir, server, runID, attempt string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show where a branch stands: the tasks done (from checkpoint trailers), parked and pending",
@@ -26,16 +26,41 @@ and pending. It changes nothing. Exit status: 0 when everything is done, 3 when 
 With --server it reads a run on the Akira server instead (AKIRA_SERVER, AKIRA_TOKEN; --server URL
 overrides the address): the run given with --run, else the newest runs (of --repo owner/name when
 given). Exit status of a run: 0 succeeded, 1 failed or aborted, 3 parked, 4 queued or running,
-5 stopped.`,
+5 stopped.
+
+With --attempt TASK/N it prints attempt N of TASK of the newest local run of the repository (of
+--branch when given, of --run ID when given) as akira run recorded it: each model call with its
+tokens and cost, each step the agent reported, each file it changed, each verification command,
+each egress refusal, the judge's verdict and the end, with the time from the attempt's start and
+the cost so far.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if cmd.Flags().Changed("server") {
+				if attempt != "" {
+					return withExit(2, errors.New("--attempt reads the attempts of local runs: leave out --server"))
+				}
 				return remoteStatus(ctx, cmd.OutOrStdout(), server, runID, repo)
+			}
+			var task string
+			var n int
+			if attempt != "" {
+				var err error
+				if task, n, err = parseAttempt(attempt); err != nil {
+					return withExit(2, err)
+				}
 			}
 			r, err := resolveRepo(ctx, repo)
 			if err != nil {
 				return withExit(2, err)
+			}
+			if attempt != "" {
+				a, err := findAttempt(runsDir(), r, branch, runID, task, n)
+				if err != nil {
+					return withExit(1, err)
+				}
+				printAttempt(cmd.OutOrStdout(), a, task, n)
+				return nil
 			}
 			rep, err := runner.BranchStatus(ctx, runner.StatusOptions{Repo: r, Roadmap: roadmapPath, Branch: branch, Base: base,
 				WorkDir: workDir, Cache: localCache(), GitAuth: gitAuthFromEnv(r)})
@@ -81,6 +106,7 @@ given). Exit status of a run: 0 succeeded, 1 failed or aborted, 3 parked, 4 queu
 	fl.StringVar(&workDir, "work-dir", "", "directory for the temporary clone (default: $TMPDIR)")
 	fl.StringVar(&server, "server", "", "read a run on the Akira server (AKIRA_SERVER when given without a value)")
 	fl.Lookup("server").NoOptDefVal = " "
-	fl.StringVar(&runID, "run", "", "with --server: the run to show")
+	fl.StringVar(&runID, "run", "", "with --server: the run to show; with --attempt: the local run")
+	fl.StringVar(&attempt, "attempt", "", "show attempt N of a task of a local run, TASK/N (e.g. 1.2/3): its timeline")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner/sandbox"
+	"github.com/akira-bot/akira/runner/timeline"
 )
 
 // Request is one attempt at one task.
@@ -33,6 +34,10 @@ type Request struct {
 	// Env are KEY=VALUE variables the engine sets for the attempt's commands (the dependency cache's
 	// toolchain variables); the operator's own Env of an exec agent wins over them.
 	Env []string
+	// Record, when set, is told the steps the agent reports (and the built-in agent's model calls)
+	// for the attempt's timeline, whole: the recorder masks and bounds them. It must be safe from
+	// any goroutine.
+	Record func(timeline.Event)
 }
 
 // Usage is what an attempt consumed, when the backend knows.

@@ -104,6 +104,12 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		p := req.Sandbox.With(dir)
 		box = &p
 	}
+	stream := e.Stream
+	var steps *stepWriter
+	if req.Record != nil {
+		steps = newStepWriter(req.Record)
+		stream = teeWriter(e.Stream, steps)
+	}
 	res, err := proc.Run(ctx, proc.Cmd{
 		Sandbox:   box,
 		Shell:     e.Command,
@@ -112,8 +118,11 @@ func (e *Exec) Run(ctx context.Context, req Request) (Result, error) {
 		Stdin:     strings.NewReader(req.Prompt),
 		Timeout:   timeout,
 		OutputCap: e.OutputCap,
-		Stream:    activityWriter(e.Stream, req.Activity),
+		Stream:    activityWriter(stream, req.Activity),
 	})
+	if steps != nil {
+		steps.flush()
+	}
 	out := Result{Output: string(res.Output), Duration: res.Duration, Usage: readUsage(usageHost)}
 	if out.Usage == (Usage{}) && e.UsageFrom != "" {
 		out.Usage = usageFromOutput(e.UsageFrom, res.Output)
@@ -219,6 +228,14 @@ func activityWriter(stream io.Writer, activity func()) io.Writer {
 		}
 		return len(p), nil
 	})
+}
+
+// teeWriter writes to both, the first one optional.
+func teeWriter(first io.Writer, second io.Writer) io.Writer {
+	if first == nil {
+		return second
+	}
+	return io.MultiWriter(first, second)
 }
 
 type writerFunc func([]byte) (int, error)

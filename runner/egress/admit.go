@@ -199,6 +199,7 @@ func (s *Session) admit(w http.ResponseWriter, r *http.Request, scan *bodyScan, 
 		case errors.Is(err, errPrefixesBusy):
 			status = http.StatusTooManyRequests
 		}
+		s.callRefused(method, shown, err.Error())
 		modelError(w, m.Protocol, status, "invalid_request_error", "akira egress proxy: "+err.Error())
 		return release, false
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"sync/atomic"
+	"time"
 )
 
 // Tokens are what one or more model calls consumed. Input counts every input token, cached or not;
@@ -135,6 +136,10 @@ type callMeter struct {
 	// text the generated text of a stream's deltas.
 	request        atomic.Int64
 	response, text int64
+	// For the attempt's timeline: when the call started, what it asked for, the status answered.
+	start        time.Time
+	method, path string
+	status       int
 }
 
 func (m *callMeter) observe(doc []byte, sse bool) {

@@ -41,6 +41,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/akira-bot/akira/runner/timeline"
 )
 
 // The wire protocols of model endpoints a session can hold credentials for.
@@ -212,6 +214,10 @@ type SessionConfig struct {
 	// share the host's network (sandbox none, network allow), which then are not fenced but still
 	// get the model route.
 	TCP bool
+	// Record, when set, is told each model call as it ends and the first refusal of each
+	// destination, for the attempt's timeline (see timeline.go). It is called from the session's
+	// goroutines, never with a lock of the session held.
+	Record func(timeline.Event)
 }
 
 // Blocked is a destination a session refused, with how often and when first. Method and Path are
@@ -497,12 +503,16 @@ func (s *Session) refused(err error) {
 		key += " " + r.Method + " " + r.Path + " " + r.Reason
 	}
 	s.mu.Lock()
-	if b, ok := s.blocked[key]; ok {
+	b, seen := s.blocked[key]
+	if seen {
 		b.Count++
 	} else if len(s.blocked) < maxBlocked {
 		s.blocked[key] = &Blocked{Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path, Count: 1, First: time.Now().UTC(), Reason: r.Reason, Fix: r.Fix}
 	}
 	s.mu.Unlock()
+	if !seen {
+		s.destinationRefused(r)
+	}
 	s.p.mu.Lock()
 	countBounded(s.p.refused, r.Host, maxCountedHosts)
 	s.p.mu.Unlock()
@@ -730,6 +740,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		got = strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 	}
 	if got != s.placeholder {
+		s.callRefused(r.Method, modelPath(r.URL.Path), "the request does not carry this sandbox's key")
 		modelError(w, m.Protocol, http.StatusUnauthorized, "authentication_error", "akira egress proxy: the request does not carry this sandbox's key")
 		return
 	}
@@ -739,6 +750,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		// answer is the one Codex falls back on; the attempt's report lists the try.
 		s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: r.Method, Path: shown, Reason: ReasonWebSocket,
 			Fix: "nothing: the model route speaks HTTP only (Codex falls back to it by itself)"})
+		s.callRefused(r.Method, shown, "a WebSocket: the model route speaks HTTP only")
 		w.Header().Set("X-Akira-Egress", "refused")
 		modelError(w, m.Protocol, http.StatusNotImplemented, "api_error", "akira egress proxy: the model route speaks HTTP only, not WebSockets")
 		return
@@ -770,6 +782,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if closed {
+		s.callRefused(r.Method, shown, "the attempt's session is over")
 		modelError(w, m.Protocol, http.StatusServiceUnavailable, "api_error", "akira egress proxy: this sandbox's session is over")
 		return
 	}
@@ -781,6 +794,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if max := s.cfg.MaxCostUSD; max > 0 && spent >= max {
+		s.callRefused(r.Method, shown, fmt.Sprintf("the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))
 		modelError(w, m.Protocol, http.StatusForbidden, "permission_error",
 			fmt.Sprintf("akira egress proxy: the budget of this attempt is spent ($%.4f of $%.4f)", spent, max))
 		return
@@ -793,6 +807,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 	_ = http.NewResponseController(w).EnableFullDuplex() // HTTP/1, as every session serves
 
 	meter := &callMeter{protocol: m.Protocol, generates: r.Method == http.MethodPost && !strings.HasSuffix(route, "/count_tokens"), scan: scan}
+	meter.start, meter.method, meter.path = time.Now(), r.Method, shown
 	dropUsage, bodyDone, err := s.prepareBody(r, route)
 	defer bodyDone()
 	if err != nil {
@@ -852,8 +867,10 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 		ErrorLog: slog.NewLogLogger(s.p.log.Handler(), slog.LevelDebug),
 		ModifyResponse: func(resp *http.Response) error {
 			if resp.StatusCode/100 != 2 {
+				s.callAnswered(meter, resp.StatusCode, "")
 				return nil
 			}
+			meter.status = resp.StatusCode
 			answered.Store(true)
 			sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 			resp.Body = &meteredBody{body: resp.Body, sse: sse, meter: meter, dropUsage: sse && dropUsage,
@@ -872,9 +889,12 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 					// The client went and the answer did not come within the drain's time: the provider
 					// may still bill for the input it read, so the call counts, estimated.
 					s.metered(meter, false)
+				} else {
+					s.callAnswered(meter, 0, "the model endpoint did not answer: "+err.Error())
 				}
 				s.p.log.Warn("egress: a model call its client left did not end in time", "host", m.Host(), "err", err)
 			default:
+				s.callAnswered(meter, 0, "the model endpoint did not answer: "+err.Error())
 				s.p.log.Warn("egress: model call failed", "host", m.Host(), "err", err)
 			}
 			modelError(w, m.Protocol, http.StatusBadGateway, "api_error", "akira egress proxy: the model endpoint did not answer")
@@ -888,6 +908,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 func (s *Session) refuseCall(w http.ResponseWriter, status int, method, path, why, hint string) {
 	m := s.cfg.Model
 	s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: method, Path: path, Reason: why})
+	s.callRefused(method, path, why)
 	w.Header().Set("X-Akira-Egress", "refused")
 	modelError(w, m.Protocol, status, "permission_error", fmt.Sprintf("akira egress proxy: %s %s refused: %s; %s", method, path, why, hint))
 }
@@ -897,6 +918,7 @@ func (s *Session) refuseCall(w http.ResponseWriter, status int, method, path, wh
 func (s *Session) refuseBody(w http.ResponseWriter, method, path string, why *refusal) {
 	m := s.cfg.Model
 	s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: method, Path: path, Reason: why.reason, Fix: why.fix})
+	s.callRefused(method, path, why.reason)
 	w.Header().Set("X-Akira-Egress", "refused")
 	modelError(w, m.Protocol, http.StatusForbidden, "permission_error", fmt.Sprintf("akira egress proxy: %s %s refused: %s; allow it: %s", method, path, why.reason, why.fix))
 }
@@ -909,8 +931,10 @@ func (s *Session) refuseScanned(w http.ResponseWriter, method, path string, scan
 	case why != nil:
 		s.refuseBody(w, method, path, why)
 	case scan.invalid() != nil:
+		s.callRefused(method, path, scan.invalid().Error())
 		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+scan.invalid().Error())
 	default:
+		s.callRefused(method, path, err.Error())
 		modelError(w, m.Protocol, http.StatusBadRequest, "invalid_request_error", "akira egress proxy: "+err.Error())
 	}
 }
@@ -1001,6 +1025,7 @@ func (s *Session) metered(c *callMeter, sse bool) {
 	m := s.cfg.Model
 	tokens, estimated, ok := c.usage(sse)
 	if !ok {
+		s.callAnswered(c, c.status, "")
 		return
 	}
 	model := c.model
@@ -1030,7 +1055,6 @@ func (s *Session) metered(c *callMeter, sse bool) {
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.calls++
 	if estimated {
 		s.estimated++
@@ -1050,11 +1074,11 @@ func (s *Session) metered(c *callMeter, sse bool) {
 	s.cost += toolUSD
 	if priced {
 		s.cost += usd
-		return
-	}
-	if !slices.Contains(s.unpriced, model) {
+	} else if !slices.Contains(s.unpriced, model) {
 		s.unpriced = append(s.unpriced, model)
 	}
+	s.mu.Unlock()
+	s.callMetered(c, model, tokens, usd+toolUSD, priced, estimated, sse)
 }
 
 // modelError answers in the error shape of the model's API, so that the CLI shows the message.

@@ -818,6 +818,11 @@ func HardenedGitEnv() []string {
 }
 
 func (w *Workspace) exec(ctx context.Context, dir string, auth bool, stdin *strings.Reader, args ...string) ([]byte, error) {
+	return w.execEnv(ctx, dir, auth, stdin, nil, args...)
+}
+
+// execEnv is exec with env (KEY=VALUE) added to git's environment.
+func (w *Workspace) execEnv(ctx context.Context, dir string, auth bool, stdin *strings.Reader, env []string, args ...string) ([]byte, error) {
 	if err := w.restoreGitDir(); err != nil {
 		return nil, err
 	}
@@ -835,6 +840,7 @@ func (w *Workspace) exec(ctx context.Context, dir string, auth bool, stdin *stri
 	if w.gitDir != "" {
 		extra = append(extra, "GIT_DIR="+w.gitDir, "GIT_WORK_TREE="+w.Dir)
 	}
+	extra = append(extra, env...)
 	settings := hardening
 	if w.excludes != "" {
 		settings = append(settings[:len(settings):len(settings)], [2]string{"core.excludesFile", w.excludes})

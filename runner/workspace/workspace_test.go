@@ -26,7 +26,7 @@ func open(t *testing.T, remote, branch string) *Workspace {
 	return w
 }
 
-func write(t *testing.T, dir, name, content string) {
+func write(t testing.TB, dir, name, content string) {
 	t.Helper()
 	gittest.WriteFiles(t, dir, map[string]string{name: content})
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/timeline"
 )
 
 // ErrLimit marks an attempt ended by one of the profile's limits (turns, tokens, time, cost).
@@ -98,12 +100,16 @@ func (a *llmAgent) loop(ctx context.Context, st *attempt) error {
 	}
 	for {
 		st.turns++
+		started := time.Now()
 		resp, err := a.provider.complete(ctx, chat)
 		if err != nil {
+			st.call(a.callFailed(err, time.Since(started)))
 			return fmt.Errorf("llm: turn %d: %w", st.turns, err)
 		}
 		turn := a.usageOf(resp.usage)
 		st.usage = st.usage.Add(turn)
+		st.call(timeline.ModelCall{Source: timeline.SourceAgent, Model: a.cfg.Model, Status: http.StatusOK,
+			InputTokens: resp.usage.in, OutputTokens: resp.usage.out, CostUSD: turn.CostUSD, Unpriced: !a.priced, Duration: time.Since(started)})
 		if st.req.Activity != nil {
 			st.req.Activity() // a model turn is a sign of life for the stall watchdog
 		}
@@ -112,6 +118,7 @@ func (a *llmAgent) loop(ctx context.Context, st *attempt) error {
 			"tool_calls", len(resp.toolCalls), "stop", resp.rawStop)
 		if resp.text != "" {
 			st.finalText = resp.text
+			st.step(timeline.Step{Agent: timeline.AgentBuiltin, Type: timeline.StepMessage, Text: resp.text})
 		}
 		chat.messages = append(chat.messages, message{role: roleAssistant, text: resp.text, toolCalls: resp.toolCalls})
 
@@ -142,6 +149,7 @@ func (a *llmAgent) loop(ctx context.Context, st *attempt) error {
 		}
 		results := make([]toolResult, 0, len(resp.toolCalls))
 		for _, c := range resp.toolCalls {
+			tb.exitCode = nil
 			out, err := tb.call(ctx, c.name, c.args)
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -153,10 +161,51 @@ func (a *llmAgent) loop(ctx context.Context, st *attempt) error {
 			r.content = capText(r.content, maxToolResultBytes)
 			results = append(results, r)
 			st.note(c, r)
+			st.step(timeline.Step{Agent: timeline.AgentBuiltin, Type: timeline.StepTool, Tool: c.name, Args: callArgs(c),
+				ResultBytes: len(r.content), ExitCode: tb.exitCode, Error: r.isError || (tb.exitCode != nil && *tb.exitCode != 0)})
 			st.log.Debug("llm tool call", "turn", st.turns, "tool", c.name, "error", r.isError)
 		}
 		chat.messages = append(chat.messages, message{role: roleUser, toolResults: results})
 	}
+}
+
+// call records a model call in the attempt's timeline.
+func (st *attempt) call(c timeline.ModelCall) {
+	if st.req.Record != nil {
+		st.req.Record(timeline.Event{Kind: timeline.KindModelCall, Call: &c})
+	}
+}
+
+// step records a step in the attempt's timeline.
+func (st *attempt) step(s timeline.Step) {
+	if st.req.Record != nil {
+		st.req.Record(timeline.Event{Kind: timeline.KindAgentStep, Step: &s})
+	}
+}
+
+// callFailed is a model call that got no answer the agent could use: the provider's error status,
+// or none.
+func (a *llmAgent) callFailed(err error, took time.Duration) timeline.ModelCall {
+	c := timeline.ModelCall{Source: timeline.SourceAgent, Model: a.cfg.Model, Duration: took, Error: err.Error()}
+	if apiErr, ok := errors.AsType[*APIError](err); ok {
+		c.Status = apiErr.StatusCode
+	}
+	return c
+}
+
+// callArgs is the argument that identifies a tool call, whole (the timeline shortens it), else its
+// arguments.
+func callArgs(c toolCall) string {
+	var m map[string]any
+	if json.Unmarshal(c.argsObject(), &m) != nil {
+		return c.args
+	}
+	for _, k := range []string{"path", "command", "pattern"} {
+		if v, ok := m[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return string(c.argsObject())
 }
 
 // note adds one line per tool call to the transcript.

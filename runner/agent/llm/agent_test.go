@@ -3,15 +3,18 @@ package llm
 import (
 	"context"
 	"errors"
-	"github.com/akira-bot/akira/runner/agent/llm/llmtest"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/agent/llm/llmtest"
+	"github.com/akira-bot/akira/runner/timeline"
 )
 
 var providers = []string{"openai", "anthropic"}
@@ -35,6 +38,53 @@ func expectResults(checks ...func(testing.TB, llmtest.ToolResult)) func(testing.
 		for i, c := range checks {
 			c(t, results[i])
 		}
+	}
+}
+
+// checkTimeline: the attempt of TestMultiTurnEdits as its timeline records it: each turn a model
+// call at its price, each tool call a step with what identifies it, the size of its result and a
+// command's exit code, and the model's messages.
+func checkTimeline(t *testing.T, evs []timeline.Event) {
+	t.Helper()
+	var got []string
+	var cost float64
+	for _, ev := range evs {
+		switch {
+		case ev.Call != nil:
+			c := ev.Call
+			if c.Source != timeline.SourceAgent || c.Model != testModel || c.Status != 200 || c.Duration <= 0 || c.Unpriced {
+				t.Errorf("call %+v", c)
+			}
+			cost += c.CostUSD
+			got = append(got, "call "+strconv.FormatInt(c.InputTokens, 10)+"+"+strconv.FormatInt(c.OutputTokens, 10))
+		case ev.Step != nil && ev.Step.Type == timeline.StepTool:
+			s := ev.Step
+			line := "tool " + s.Tool + " " + s.Args
+			if s.ExitCode != nil {
+				line += " exit " + strconv.Itoa(*s.ExitCode)
+			}
+			if s.Error {
+				line += " error"
+			}
+			if s.ResultBytes <= 0 || s.Agent != timeline.AgentBuiltin {
+				t.Errorf("step %+v", s)
+			}
+			got = append(got, line)
+		case ev.Step != nil:
+			got = append(got, ev.Step.Type+" "+ev.Step.Text)
+		}
+	}
+	want := []string{
+		"call 100+10", "message Let me look around.", "tool list_files *.txt", "tool read_file notes.txt",
+		"call 200+20", "tool edit_file notes.txt", "tool write_file src/new.txt", "tool write_file ../escape.txt error",
+		"call 300+30", "tool run_command cat src/new.txt; echo warn >&2; exit 3 exit 3 error", "tool search Status: \\w+",
+		"call 400+40", "message Marked the notes as done and added src/new.txt.",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("timeline:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if want := 1000*0.001 + 100*0.002; math.Abs(cost-want) > 1e-9 {
+		t.Errorf("the calls cost $%v, want $%v", cost, want)
 	}
 }
 
@@ -94,13 +144,21 @@ func TestMultiTurnEdits(t *testing.T) {
 			a, _, logs := newTestAgent(t, f, func(c *Config) {
 				c.Prices = map[string]Price{testModel: {InputPerMTok: 1000, OutputPerMTok: 2000}}
 			})
+			var mu sync.Mutex
+			var recorded []timeline.Event
 			res, err := a.Run(context.Background(), agent.Request{
 				Workspace: dir, TaskID: "T1", Attempt: 1, Prompt: "# Task T1: finish the notes\nMark the notes done.",
 				ProtectedPaths: []string{".github/workflows/**"},
+				Record: func(ev timeline.Event) {
+					mu.Lock()
+					defer mu.Unlock()
+					recorded = append(recorded, ev)
+				},
 			})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
+			checkTimeline(t, recorded)
 			if got := readFile(t, filepath.Join(dir, "notes.txt")); got != "Status: DONE\nowner: nobody\n" {
 				t.Errorf("notes.txt = %q", got)
 			}

@@ -93,6 +93,9 @@ type toolbox struct {
 	sandbox *sandbox.Policy
 	// changed records the files written or edited, for the transcript.
 	changed map[string]bool
+	// exitCode is the exit code of the last run_command, for the timeline; nil when the last call
+	// ran none.
+	exitCode *int
 }
 
 // call runs one tool. A returned error is for the model (the tool failed), never an agent failure.
@@ -450,6 +453,8 @@ func (tb *toolbox) runCommand(ctx context.Context, command string, timeoutSecs f
 	if res.Limit != "" {
 		out += "\n[akira: " + res.Limit + "]"
 	}
+	code := res.ExitCode
+	tb.exitCode = &code
 	return fmt.Sprintf("exit code: %d\n%s", res.ExitCode, out), nil
 }
 
