@@ -138,7 +138,9 @@ func TestMCPAnswersAPipedSession(t *testing.T) {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	t.Cleanup(func() { rdb.Close() })
-	prefix := "akira-mcp-pipe-" + strings.ReplaceAll(t.Name(), "/", "-") + ":"
+	// A prefix of this run's own: a named Redis (CI's) outlives test runs, and a run left "running"
+	// by an earlier one would hold the branch.
+	prefix := fmt.Sprintf("akira-mcp-pipe-%s-%d:", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
 	store := jobs.NewStore(rdb, prefix)
 	queue := "akira-mcp-pipe-" + fmt.Sprint(time.Now().UnixNano())
 	insp := asynq.NewInspectorFromRedisClient(rdb)

@@ -29,6 +29,30 @@ func metricValue(exposition, name string) (float64, bool) {
 	return 0, false
 }
 
+// waitForMetrics waits until the exposition at url holds every line of wants. A job's metrics are
+// counted as its handler returns, which may be a moment after the effect a test waited for (the
+// pull request turned ready).
+func waitForMetrics(t *testing.T, url string, wants ...string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		_, metrics := httpGet(t, url)
+		var missing []string
+		for _, want := range wants {
+			if !strings.Contains(metrics, want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %s after %s", strings.Join(missing, ", "), waitLimit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestServePricesWithTheOperatorsTable: under `akira serve`, an exec profile's model calls, metered
 // by the egress proxy, are priced by the operator's top-level prices: (the one table), not only by
 // prices repeated inside the profile. The agent calls its model once through the proxy; the
@@ -51,6 +75,7 @@ func TestServePricesWithTheOperatorsTable(t *testing.T) {
 		"prices:\n  house-model: {input_per_mtok: 2.5, output_per_mtok: 10}\nsandbox:\n  mode: none\nci:\n  watch: off\n", agent, model.BaseURL())
 	env := serveEnvOf(t, fake, operator)
 	env["AKIRA_CONCURRENCY"] = "1"
+	env["AKIRA_METRICS"] = "open" // as for a scraper without a token
 	setServeEnv(t, env)
 	t.Setenv("ANTHROPIC_API_KEY", realKey)
 
@@ -85,9 +110,19 @@ func TestServePricesWithTheOperatorsTable(t *testing.T) {
 	if calls != 1 {
 		t.Fatalf("the model server got %d calls for house-model, want 1: %+v", calls, model.Requests())
 	}
-	_, metrics := httpGet(t, admin+"/metrics")
-	in, _ := metricValue(metrics, `akira_agent_tokens_total{direction="input"}`)
-	usd, _ := metricValue(metrics, "akira_agent_cost_usd_total")
+	// The job's metrics are counted as the job returns, which may be a moment after the pull request
+	// turned ready: wait for them, then hold them to the price.
+	var in, usd float64
+	waitFor(t, "the run job's usage in /metrics", func() bool {
+		code, metrics := httpGet(t, admin+"/metrics")
+		if code != http.StatusOK {
+			t.Fatalf("admin /metrics = %d", code)
+		}
+		var ok bool
+		in, ok = metricValue(metrics, `akira_agent_tokens_total{direction="input"}`)
+		usd, _ = metricValue(metrics, "akira_agent_cost_usd_total")
+		return ok && in > 0
+	})
 	want := float64(model.Usage.Input)*2.5/1e6 + float64(model.Usage.Output)*10/1e6
 	if in != float64(model.Usage.Input) || math.Abs(usd-want) > 1e-12 {
 		t.Errorf("recorded %v input tokens at $%v; want %d at $%v, the operator's prices: for house-model", in, usd, model.Usage.Input, want)

@@ -70,7 +70,7 @@ func TestSessionRecordsCallsAndRefusals(t *testing.T) {
 		want            int
 	}{
 		{"", "/v1/messages", `{"model":"m","stream":true}`, 200},
-		{"", "/v1/nothing-here", `{"model":"m"}`, http.StatusNotFound},
+		{"", "/v1/nothing-here", `{"model":"m"}`, http.StatusForbidden}, // not a route the proxy meters
 		{"guessed", "/v1/messages", `{"model":"m"}`, http.StatusUnauthorized},
 		{"", "/v1/messages", `{"model":"dear"}`, http.StatusForbidden},
 		{"", "/v1/messages", `{"model":"m","stream":false}`, 200},
@@ -113,7 +113,7 @@ func TestSessionRecordsCallsAndRefusals(t *testing.T) {
 		refused  string
 	}{
 		{streamed: true, status: 200, usd: usd},
-		{status: http.StatusNotFound},
+		{refused: egress.ReasonUnmetered},
 		{refused: "does not carry this sandbox's key"},
 		{refused: `model "dear" is not it and has no price`},
 		{status: 200, usd: usd},
@@ -135,7 +135,10 @@ func TestSessionRecordsCallsAndRefusals(t *testing.T) {
 	if len(refusals) != 1 || refusals[0].Host != "meta.example" || refusals[0].Port != 80 || !strings.Contains(refusals[0].Reason, "link-local") {
 		t.Errorf("refusals = %+v, want one of meta.example:80 (link-local) for its three tries", refusals)
 	}
-	if len(rep.Blocked) != 1 || rep.Blocked[0].Count != 3 {
+	// The report lists every refusal with its fix: the two calls the model route refused, and the
+	// metadata address tried three times.
+	if len(rep.Blocked) != 3 || rep.Blocked[0].Path != "/v1/nothing-here" || !strings.Contains(rep.Blocked[0].Fix, "api_paths") ||
+		!strings.Contains(rep.Blocked[1].Fix, `prices: {"dear"`) || rep.Blocked[2].Host != "meta.example" || rep.Blocked[2].Count != 3 {
 		t.Errorf("report's blocked = %+v", rep.Blocked)
 	}
 }
