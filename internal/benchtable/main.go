@@ -44,6 +44,7 @@ func main() {
 		{"the run record's cost per event as tasks accumulate", "./jobs/", "^$", "^BenchmarkStoreUpdate$", "300x", true},
 		{"parallel tasks", "./runner/", "^$", "^BenchmarkParallel$", "1x", true},
 		{"webhook acknowledgement", "./e2e/", "^$", "^BenchmarkWebhookAck$", ackRounds, true},
+		{"a burst of deliveries", "./e2e/", "^$", "^BenchmarkWebhookBurst$", "1x", true},
 		{"workspaces", "./runner/workspace/", "^$", "^BenchmarkWorkspace$", "1x", true},
 		{"recovery after SIGKILL", "./e2e/", "^TestWorkerKilledMidRun$", "", "", false},
 		{"idle RSS", "./cmd/akira/", "^TestIdleRSS$", "", "", true},
@@ -131,9 +132,9 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 	// hop's (client and server on the same cores) and what is Akira's own.
 	kb := get("ack.payload.bytes") / 1000
 	rows = append(rows, ratioRow(fmt.Sprintf("webhook ack p50, held by the server (headers read → 202 written), 200 concurrent %.0f kB deliveries", kb), "ms",
-		get("ack.held_p50.ms"), get("ack.floor_p50.ms"), "bare asynq enqueue", 1.5))
+		get("ack.held_p50.ms"), get("ack.floor_p50.ms"), "bare asynq enqueue, interleaved request by request", 1.5))
 	rows = append(rows, ratioRow(fmt.Sprintf("webhook ack p99, held by the server (headers read → 202 written), 200 concurrent %.0f kB deliveries", kb), "ms",
-		get("ack.held_p99.ms"), get("ack.floor_p99.ms"), "bare asynq enqueue", 1.5))
+		get("ack.held_p99.ms"), get("ack.floor_p99.ms"), "bare asynq enqueue, interleaved request by request", 1.5))
 	rows = append(rows, ratioRow("webhook round trip p50 as the sender sees it (its HTTP client on the same cores)", "ms",
 		get("ack.p50.ms"), get("ack.floor_p50.ms"), "bare asynq enqueue", 0))
 	rows = append(rows, ratioRow("webhook round trip p99 as the sender sees it (its HTTP client on the same cores)", "ms",
@@ -142,6 +143,14 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 		get("ack.p50.ms"), get("ack.http_p50.ms"), "net/http + enqueue", 0))
 	rows = append(rows, ratioRow("webhook round trip p99 vs a bare HTTP handler that enqueues", "ms",
 		get("ack.p99.ms"), get("ack.http_p99.ms"), "net/http + enqueue", 0))
+	burstN, burstS := get("burst.deliveries"), get("burst.seconds")
+	lost, doubled := get("burst.lost"), get("burst.doubled")
+	rows = append(rows, row{fmt.Sprintf("a burst of %.0f deliveries in %.0f s (every tenth redelivered): deliveries lost, doubled", burstN, burstS),
+		fmt.Sprintf("%.0f lost, %.0f doubled", lost, doubled), "—", "—", "0, 0", verdict(lost == 0 && doubled == 0)})
+	rows = append(rows, ratioRow(fmt.Sprintf("webhook hold p50 during the burst of %.0f deliveries", burstN), "ms",
+		get("burst.held_p50.ms"), get("burst.floor_p50.ms"), "bare asynq enqueue by the same sender", 0))
+	rows = append(rows, ratioRow(fmt.Sprintf("webhook hold p99 during the burst of %.0f deliveries", burstN), "ms",
+		get("burst.held_p99.ms"), get("burst.floor_p99.ms"), "bare asynq enqueue by the same sender", 1.5))
 	mib := f["workspace.objects.mib"]
 	rows = append(rows, ratioRow(fmt.Sprintf("cold workspace, %.0f MiB repository over smart HTTP", mib), "s",
 		get("workspace.cold.seconds"), get("workspace.clone.seconds"), "git clone", 0))
