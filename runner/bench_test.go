@@ -195,7 +195,10 @@ func growthReps() int {
 	if os.Getenv("BENCH_QUICK") != "" {
 		return 1
 	}
-	return 3
+	if n, err := strconv.Atoi(os.Getenv("BENCH_GROWTH_RUNS")); err == nil && n > 0 {
+		return n
+	}
+	return 5
 }
 
 // growth is one run's figures: wall time, CPU (this process and git) and this process's own CPU per

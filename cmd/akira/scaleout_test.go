@@ -1,0 +1,288 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/akira-bot/akira/internal/githubtest"
+	"github.com/akira-bot/akira/internal/redistest"
+)
+
+// scaleOut is Akira spread over processes as it is over machines: one `akira serve --web-only`
+// and `akira serve --worker-only` processes (each running two runs at once, the default), all on one
+// real Redis, against the fake GitHub, with an agent that sleeps per task and logs which
+// worker process ran it and when.
+type scaleOut struct {
+	tb     testing.TB
+	fake   *githubtest.Server
+	web    string
+	setup  serveSetup
+	logDir string
+	issues int // issues made so far, for titles that tell the runs apart
+}
+
+// agentCall is one line of the agent's log: a task started or done by the worker process pid.
+type agentCall struct {
+	at     time.Time
+	what   string // start or done
+	worker int
+	task   string // the task's title, unique across runs: "i<issue>t<k>"
+}
+
+func newScaleOut(tb testing.TB, agentSleep string) *scaleOut {
+	tb.Helper()
+	fake := githubtest.New(tb)
+	fake.CreateRepo("octo", "svc", map[string]string{"README.md": "svc\n"})
+	fake.SetPermission("octo", "svc", "alice", "write")
+	logDir, scripts := tb.TempDir(), tb.TempDir()
+	agent := filepath.Join(scripts, "agent.sh")
+	// The worker process is the parent of the agent's process group leader (every command runs in a
+	// group of its own): the log names it, so that the test knows which process ran what. Without a
+	// sandbox the agent can write its log outside the work tree.
+	mustWrite(tb, agent, `#!/bin/sh
+read -r _ _ _ _ pg _ < /proc/$$/stat
+read -r _ _ _ worker _ < /proc/$pg/stat
+task=${AKIRA_TASK_TITLE##* }
+echo "$(date +%s.%N) start $worker $task" >> `+logDir+`/calls
+sleep `+agentSleep+`
+echo "$AKIRA_TASK_TITLE" > "task-$AKIRA_TASK_ID.txt"
+echo "$(date +%s.%N) done $worker $task" >> `+logDir+`/calls
+`)
+	s := &scaleOut{tb: tb, fake: fake, logDir: logDir, setup: serveSetup{
+		operator: "default_agent: script\nagents:\n  script:\n    kind: exec\n    command: sh " + agent + "\n" +
+			"sandbox:\n  mode: none\n" +
+			// Every run of the one installation may have a worker: the default cap is half the workers.
+			"fair:\n  max_runs_per_installation: 16\n" +
+			"ci:\n  watch: off\n",
+		redisURL: "redis://" + redistest.Own(tb) + "/0",
+	}}
+	web := s.setup
+	web.args = []string{"--web-only"}
+	s.web, _, _ = startServeWith(tb, fake, web)
+	return s
+}
+
+// startWorker starts one more `akira serve --worker-only` on the same Redis.
+func (s *scaleOut) startWorker() *exec.Cmd {
+	s.tb.Helper()
+	w := s.setup
+	w.args = []string{"--worker-only"}
+	_, cmd, _ := startServeWith(s.tb, s.fake, w)
+	return cmd
+}
+
+// startRuns files runs issues of tasks tasks each and comments `/akira run` on each; it returns
+// the issues' numbers.
+func (s *scaleOut) startRuns(runs, tasks int) []int {
+	s.tb.Helper()
+	var numbers []int
+	for range runs {
+		s.issues++
+		var body strings.Builder
+		for k := 1; k <= tasks; k++ {
+			fmt.Fprintf(&body, "- [ ] Write file i%dt%d\n", s.issues, k)
+		}
+		issue := s.fake.AddIssue("octo", "svc", githubtest.Issue{Title: fmt.Sprintf("Scale %d", s.issues), User: "alice", Body: body.String()})
+		deliver(s.tb, s.fake, s.web, "issue_comment", fmt.Sprintf("scale-%d", issue.Number), commentPayload(s.fake, issue, "alice", "/akira run"))
+		numbers = append(numbers, issue.Number)
+	}
+	return numbers
+}
+
+// waitReady waits for the pull request of every issue to be marked ready: its run is over.
+func (s *scaleOut) waitReady(issues []int) {
+	s.tb.Helper()
+	for _, n := range issues {
+		branch := fmt.Sprintf("akira/issue-%d", n)
+		waitFor(s.tb, "the pull request of "+branch+" to be marked ready", func() bool {
+			for _, pr := range s.fake.PullRequests("octo", "svc") {
+				if pr.Head == branch && !pr.Draft {
+					return true
+				}
+			}
+			return false
+		})
+	}
+}
+
+// calls reads the agent's log.
+func (s *scaleOut) calls() []agentCall {
+	s.tb.Helper()
+	data, err := os.ReadFile(filepath.Join(s.logDir, "calls"))
+	if err != nil && !os.IsNotExist(err) {
+		s.tb.Fatal(err)
+	}
+	var calls []agentCall
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			continue
+		}
+		at, err1 := strconv.ParseFloat(f[0], 64)
+		pid, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil {
+			s.tb.Fatalf("agent log line %q", line)
+		}
+		calls = append(calls, agentCall{at: time.Unix(0, int64(at*1e9)), what: f[1], worker: pid, task: f[3]})
+	}
+	return calls
+}
+
+// inFlight is the task the worker pid's agent works on now ("" when none).
+func inFlight(calls []agentCall, pid int) string {
+	open := map[string]bool{}
+	last := ""
+	for _, c := range calls {
+		if c.worker != pid {
+			continue
+		}
+		switch c.what {
+		case "start":
+			open[c.task], last = true, c.task
+		case "done":
+			delete(open, c.task)
+		}
+	}
+	if open[last] {
+		return last
+	}
+	return ""
+}
+
+// checkOnce checks the issues' runs after a worker process was killed while its agent worked on
+// task killedTask: every task is committed exactly once on its branch, and the agent started every
+// task once, except killedTask, which the killed worker started and another one started again.
+func (s *scaleOut) checkOnce(issues []int, tasks, killed int, killedTask string) {
+	s.tb.Helper()
+	starts := map[string][]agentCall{}
+	for _, c := range s.calls() {
+		if c.what == "start" {
+			starts[c.task] = append(starts[c.task], c)
+		}
+	}
+	for _, n := range issues {
+		branch := fmt.Sprintf("akira/issue-%d", n)
+		commits := map[string]int{}
+		for _, c := range s.fake.Log("octo", "svc", branch) {
+			if id := c.Trailers["Akira-Task"]; id != "" {
+				commits[id]++
+			}
+		}
+		for k := 1; k <= tasks; k++ {
+			id := fmt.Sprintf("1.%d", k)
+			if commits[id] != 1 {
+				s.tb.Errorf("%s: task %s committed %d times, want once (checkpoints %v)", branch, id, commits[id], commits)
+			}
+			title := fmt.Sprintf("i%dt%d", n, k)
+			st := starts[title]
+			switch {
+			case title == killedTask:
+				if len(st) != 2 || st[0].worker != killed || st[1].worker == killed {
+					s.tb.Errorf("task %s, in flight on the killed worker %d: started by %v, want by it and then once by another worker", title, killed, st)
+				}
+			case len(st) != 1:
+				s.tb.Errorf("task %s: the agent started it %d times (%v), want once", title, len(st), st)
+			}
+		}
+	}
+}
+
+// killMidRun waits until one of the workers has its agent on a task after it finished at least one,
+// SIGKILLs that process, and returns its pid, the task its agent was on and when it was killed.
+func (s *scaleOut) killMidRun(workers ...*exec.Cmd) (int, string, time.Time) {
+	s.tb.Helper()
+	var victim *exec.Cmd
+	var task string
+	waitFor(s.tb, "a worker to be mid-run", func() bool {
+		calls := s.calls()
+		for _, w := range workers {
+			pid := w.Process.Pid
+			done := slices.ContainsFunc(calls, func(c agentCall) bool { return c.worker == pid && c.what == "done" })
+			if task = inFlight(calls, pid); done && task != "" {
+				victim = w
+				return true
+			}
+		}
+		return false
+	})
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		s.tb.Fatal(err)
+	}
+	return victim.Process.Pid, task, time.Now()
+}
+
+// restartedAfter waits for another worker than killed to start task and returns when it did.
+func (s *scaleOut) restartedAfter(task string, killed int) time.Time {
+	s.tb.Helper()
+	var at time.Time
+	waitFor(s.tb, "another worker to take up "+task, func() bool {
+		for _, c := range s.calls() {
+			if c.what == "start" && c.task == task && c.worker != killed {
+				at = c.at
+				return true
+			}
+		}
+		return false
+	})
+	return at
+}
+
+// TestServeScaleOutWorkerKilled runs Akira as on several machines — one web process and two worker
+// processes on one Redis — with two runs of three tasks, and SIGKILLs a worker process while its
+// agent is on a task: every run ends with its pull request ready, the killed worker's task is taken
+// up by the other worker and done once, and no task is committed twice or started again once done.
+// The timing (how soon the other worker takes it up, throughput) is BenchmarkScaleOut's.
+func TestServeScaleOutWorkerKilled(t *testing.T) {
+	s := newScaleOut(t, "0.3")
+	workers := []*exec.Cmd{s.startWorker(), s.startWorker()}
+	issues := s.startRuns(2, 3)
+	killed, task, at := s.killMidRun(workers...)
+	t.Logf("worker %d killed on task %s; another worker took it up %.1f s later", killed, task, s.restartedAfter(task, killed).Sub(at).Seconds())
+	s.waitReady(issues)
+	s.checkOnce(issues, 3, killed, task)
+}
+
+// BenchmarkScaleOut measures the throughput of two worker processes against one (each runs two runs
+// at once, AKIRA_CONCURRENCY's default) on the same work: four runs of five tasks whose agent sleeps
+// 2 s (with BENCH_QUICK=1 four runs of two tasks, 0.5 s), from the comments to the last pull request
+// ready. Then, with half as many runs so that the survivor has a free slot, it SIGKILLs a worker
+// process mid-run and reports how long after the kill the other one had the agent on the killed task
+// again (goal 5 s), checking that no task ran twice.
+func BenchmarkScaleOut(b *testing.B) {
+	runs, tasks, sleep := 4, 5, "2"
+	if os.Getenv("BENCH_QUICK") != "" {
+		tasks, sleep = 2, "0.5"
+	}
+	for range b.N {
+		s := newScaleOut(b, sleep)
+		timed := func() time.Duration {
+			start := time.Now()
+			s.waitReady(s.startRuns(runs, tasks))
+			return time.Since(start)
+		}
+		first := s.startWorker()
+		one := timed()
+		second := s.startWorker()
+		two := timed()
+		issues := s.startRuns(runs/2, tasks)
+		killed, task, killedAt := s.killMidRun(first, second)
+		recovery := s.restartedAfter(task, killed).Sub(killedAt)
+		s.waitReady(issues)
+		s.checkOnce(issues, tasks, killed, task)
+		b.ReportMetric(one.Seconds()/two.Seconds(), "x-throughput")
+		b.Logf("akira-bench: scaleout.runs %d", runs)
+		b.Logf("akira-bench: scaleout.tasks %d", tasks)
+		b.Logf("akira-bench: scaleout.agent.seconds %s", sleep)
+		b.Logf("akira-bench: scaleout.one.seconds %.2f", one.Seconds())
+		b.Logf("akira-bench: scaleout.two.seconds %.2f", two.Seconds())
+		b.Logf("akira-bench: scaleout.recovery.seconds %.2f", recovery.Seconds())
+	}
+}
