@@ -9,9 +9,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
+
+// WideSize is the size of the wide repository of `make bench` (see Wide): 100,000 files of 10 KiB,
+// about 1 GiB of tree; BENCH_QUICK=1 makes it 2,000 files, BENCH_SCALE=0.1 a tenth.
+func WideSize() (files, size int) {
+	files, size = 100_000, 10<<10
+	if os.Getenv("BENCH_QUICK") != "" {
+		files = 2_000
+	}
+	if s, err := strconv.ParseFloat(os.Getenv("BENCH_SCALE"), 64); err == nil && s > 0 && s < 1 {
+		files = max(1_000, int(float64(files)*s))
+	}
+	return files, size
+}
 
 // words are what Wide's files are written with: source-like text, which compresses as source does
 // (about 3:1), not random bytes that would make the pack as big as the tree.
@@ -37,19 +51,28 @@ func Wide(tb testing.TB, files, size int, extra map[string]string) string {
 	head := Git(tb, base, "rev-parse", "refs/heads/main")
 	Git(tb, remote, "update-ref", "refs/heads/main", head)
 	if len(extra) > 0 {
-		names := make([]string, 0, len(extra))
-		for name := range extra {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		var in strings.Builder
-		fmt.Fprintf(&in, "commit refs/heads/main\ncommitter Gen <gen@example.com> 1577836900 +0000\ndata 5\nextra\nfrom %s\n", head)
-		for _, name := range names {
-			fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n%s\n", name, len(extra[name]), extra[name])
-		}
-		fastImport(tb, remote, strings.NewReader(in.String()))
+		AppendCommit(tb, remote, "extra", extra)
 	}
 	return remote
+}
+
+// AppendCommit adds one commit to the main branch of the bare repository remote, writing files
+// (path -> content), with git fast-import (no work tree needed, whatever the tree's size).
+func AppendCommit(tb testing.TB, remote, message string, files map[string]string) {
+	tb.Helper()
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var in strings.Builder
+	fmt.Fprintf(&in, "commit refs/heads/main\ncommitter Gen <gen@example.com> 1577836900 +0000\ndata %d\n%s\n", len(message), message)
+	// Without from, fast-import would start main afresh instead of continuing it.
+	in.WriteString("from refs/heads/main^0\n")
+	for _, name := range names {
+		fmt.Fprintf(&in, "M 100644 inline %s\ndata %d\n%s\n", name, len(files[name]), files[name])
+	}
+	fastImport(tb, remote, strings.NewReader(in.String()))
 }
 
 // wideBase is the kept repository of Wide, made when missing.

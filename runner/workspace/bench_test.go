@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -160,81 +159,4 @@ func BenchmarkWorkspace(b *testing.B) {
 	b.Logf("akira-bench: workspace.clone.seconds %.3f", floor.Seconds())
 	b.Logf("akira-bench: workspace.warm.seconds %.3f", warm.Seconds())
 	b.Logf("akira-bench: workspace.objects.mib %.0f", float64(packBytes(remote))/(1<<20))
-}
-
-// wideSize is the size of BenchmarkWorkspaceWide's repository (and the engine's on it): 100,000
-// files of 10 KiB, about 1 GiB of tree; BENCH_QUICK=1 makes it 2,000 files, BENCH_SCALE=0.1 a tenth.
-func wideSize() (files, size int) {
-	files, size = 100_000, 10<<10
-	if benchQuick() {
-		files = 2_000
-	}
-	if s, err := strconv.ParseFloat(os.Getenv("BENCH_SCALE"), 64); err == nil && s > 0 && s < 1 {
-		files = max(1_000, int(float64(files)*s))
-	}
-	return files, size
-}
-
-// BenchmarkWorkspaceWide is BenchmarkWorkspace on a repository of many files and a short history
-// (see wideSize; generated once and kept, gittest.Wide): a cold workspace against `git clone` of the
-// same URL, and a warm one (mirror present, three new commits upstream) against the cold one.
-func BenchmarkWorkspaceWide(b *testing.B) {
-	files, size := wideSize()
-	start := time.Now()
-	remote := gittest.Wide(b, files, size, nil)
-	b.Logf("repository of %d files of %d bytes ready in %.1f s", files, size, time.Since(start).Seconds())
-	const header = "Authorization: Basic YmVuY2g6YmVuY2g="
-	srv := gittest.ServeWithAuth(b, remote, header)
-	auth := func(context.Context) (string, error) { return header, nil }
-	ctx := context.Background()
-	var floors, colds, warms []time.Duration
-	for i := 0; i < b.N; i++ {
-		dir := filepath.Join(b.TempDir(), "floor")
-		t0 := time.Now()
-		cmd := exec.Command("git", "-c", "http.extraheader="+header, "clone", "--quiet", srv.URL, dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git clone: %v %s", err, out)
-		}
-		floors = append(floors, time.Since(t0))
-		_ = os.RemoveAll(dir)
-
-		cache, err := NewCache(filepath.Join(b.TempDir(), "cache"), 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cache.KeepWorkTrees = 2 // as akira serve's workers keep them (one per run slot)
-		workspace := func() time.Duration {
-			t0 := time.Now()
-			w, err := Clone(ctx, Options{Remote: srv.URL, Base: "main", WorkDir: b.TempDir(), Auth: auth, Cache: cache})
-			if err != nil {
-				b.Fatalf("Clone: %v", err)
-			}
-			if err := w.Checkout(ctx, "akira/bench"); err != nil {
-				b.Fatalf("Checkout: %v", err)
-			}
-			d := time.Since(t0)
-			t1 := time.Now()
-			_ = w.Close()
-			b.Logf("workspace in %.2f s, closed in %.2f s", d.Seconds(), time.Since(t1).Seconds())
-			return d
-		}
-		colds = append(colds, workspace())
-		for j := range 3 {
-			appendCommits(b, remote, 50, 3, 1024, uint64(200+10*i+j), false)
-			warms = append(warms, workspace())
-		}
-	}
-	median := func(ds []time.Duration) time.Duration {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
-	floor, cold, warm := median(floors), median(colds), median(warms)
-	b.ReportMetric(float64(cold)/float64(floor), "cold-x-clone")
-	b.ReportMetric(float64(warm)/float64(cold), "warm-x-cold")
-	b.Logf("akira-bench: wide.files %d", files)
-	b.Logf("akira-bench: wide.tree.mib %.0f", float64(files)*float64(size)/(1<<20))
-	b.Logf("akira-bench: wide.cold.seconds %.3f", cold.Seconds())
-	b.Logf("akira-bench: wide.clone.seconds %.3f", floor.Seconds())
-	b.Logf("akira-bench: wide.warm.seconds %.3f", warm.Seconds())
 }
