@@ -286,3 +286,54 @@ func BenchmarkScaleOut(b *testing.B) {
 		b.Logf("akira-bench: scaleout.recovery.seconds %.2f", recovery.Seconds())
 	}
 }
+
+// BenchmarkWorkerRSS runs one run of 1,000 tasks (50 with BENCH_QUICK=1; BENCH_SCALE=0.1 a tenth)
+// through a real `akira serve --worker-only` beside a web process, with an agent that only writes
+// its file, and reads the worker process's resident memory as the run goes: after its first task,
+// at the middle, at the end, and the most seen. The goal is 100 MiB at most, and flat: a run's
+// length must not grow what a worker holds.
+func BenchmarkWorkerRSS(b *testing.B) {
+	tasks := 1000
+	if os.Getenv("BENCH_QUICK") != "" {
+		tasks = 50
+	}
+	if f, err := strconv.ParseFloat(os.Getenv("BENCH_SCALE"), 64); err == nil && f > 0 && f < 1 {
+		tasks = max(50, int(float64(tasks)*f))
+	}
+	for range b.N {
+		s := newScaleOut(b, "0")
+		pid := s.startWorker().Process.Pid
+		idle := rssKiB(b, pid)
+		start := time.Now()
+		issues := s.startRuns(1, tasks)
+		var first, middle, most int
+		waitWithin(b, 30*time.Minute, fmt.Sprintf("the agent to have done %d tasks", tasks), func() bool {
+			done := 0
+			for _, c := range s.calls() {
+				if c.what == "done" {
+					done++
+				}
+			}
+			rss := rssKiB(b, pid)
+			most = max(most, rss)
+			if first == 0 && done >= 1 {
+				first = rss
+			}
+			if middle == 0 && done >= tasks/2 {
+				middle = rss
+			}
+			return done >= tasks
+		})
+		s.waitReady(issues)
+		end := rssKiB(b, pid)
+		most = max(most, end)
+		mib := func(kib int) float64 { return float64(kib) / 1024 }
+		b.Logf("%d tasks in %.0f s", tasks, time.Since(start).Seconds())
+		b.Logf("akira-bench: worker_rss.tasks %d", tasks)
+		b.Logf("akira-bench: worker_rss.idle.mib %.1f", mib(idle))
+		b.Logf("akira-bench: worker_rss.start.mib %.1f", mib(first))
+		b.Logf("akira-bench: worker_rss.middle.mib %.1f", mib(middle))
+		b.Logf("akira-bench: worker_rss.end.mib %.1f", mib(end))
+		b.Logf("akira-bench: worker_rss.max.mib %.1f", mib(most))
+	}
+}

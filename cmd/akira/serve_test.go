@@ -200,8 +200,14 @@ const waitLimit = 4 * time.Minute
 // waitFor polls cond until it holds, or fails the test after waitLimit (or near its deadline).
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	waitWithin(t, waitLimit, what, cond)
+}
+
+// waitWithin is waitFor with a limit of its own, for a benchmark's long wait.
+func waitWithin(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
 	start := time.Now()
-	deadline := start.Add(waitLimit)
+	deadline := start.Add(limit)
 	// A benchmark (testing.B) has no deadline of its own.
 	if dl, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		if d, ok := dl.Deadline(); ok && d.Add(-15*time.Second).Before(deadline) {
