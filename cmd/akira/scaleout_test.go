@@ -27,6 +27,9 @@ type scaleOut struct {
 	setup  serveSetup
 	logDir string
 	issues int // issues made so far, for titles that tell the runs apart
+	// run is the index in the titles ("i<run>t<k>") of each issue's run, by issue number (pull
+	// requests take numbers too).
+	run map[int]int
 }
 
 // agentCall is one line of the agent's log: a task started or done by the worker process pid.
@@ -92,6 +95,10 @@ func (s *scaleOut) startRuns(runs, tasks int) []int {
 		}
 		issue := s.fake.AddIssue("octo", "svc", githubtest.Issue{Title: fmt.Sprintf("Scale %d", s.issues), User: "alice", Body: body.String()})
 		deliver(s.tb, s.fake, s.web, "issue_comment", fmt.Sprintf("scale-%d", issue.Number), commentPayload(s.fake, issue, "alice", "/akira run"))
+		if s.run == nil {
+			s.run = map[int]int{}
+		}
+		s.run[issue.Number] = s.issues
 		numbers = append(numbers, issue.Number)
 	}
 	return numbers
@@ -181,7 +188,7 @@ func (s *scaleOut) checkOnce(issues []int, tasks, killed int, killedTask string)
 			if commits[id] != 1 {
 				s.tb.Errorf("%s: task %s committed %d times, want once (checkpoints %v)", branch, id, commits[id], commits)
 			}
-			title := fmt.Sprintf("i%dt%d", n, k)
+			title := fmt.Sprintf("i%dt%d", s.run[n], k)
 			st := starts[title]
 			switch {
 			case title == killedTask:
