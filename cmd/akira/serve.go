@@ -432,6 +432,11 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 				return withExit(2, fmt.Errorf("AKIRA_CACHE_DIR: %w", err))
 			}
 			cache.Logger = log
+			// One checked-out tree kept per run slot: the next run of the same repository changes
+			// what changed upstream instead of writing the whole tree again (a large repository's
+			// cold workspace is mostly that). Removed when the process stops.
+			cache.KeepWorkTrees = env.Concurrency
+			defer cache.DropWorkTrees()
 		}
 		judge, err := profiles.NewJudge(op.JudgeProfile(), profiles.Options{Getenv: getenv, Logger: log})
 		if err != nil {
