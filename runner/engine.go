@@ -302,6 +302,11 @@ func (e *engine) prepare(ctx context.Context) error {
 		e.out.Tasks = append(e.out.Tasks, *r)
 	}
 	e.verifyEnv = proc.Environ(e.o.Env)
+	if e.hasPending() {
+		if err := e.checkAgent(ctx); err != nil {
+			return err
+		}
+	}
 	if e.o.StartCommit && e.hasPending() {
 		if err := e.startCommit(ctx); err != nil {
 			return err

@@ -1,0 +1,46 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/config"
+)
+
+// An operator's profile whose CLI is not installed fails the run at once, before any attempt, with
+// the fix on a failed check run and in the summary: no escalation, no retry of the job.
+func TestRunJobAgentUnusableFailsAtOnce(t *testing.T) {
+	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 One\n"})
+	op, err := config.ParseOperator([]byte("agents:\n  claude:\n    kind: exec\n    command: claude -p --permission-mode acceptEdits\n" +
+		"default_agent: claude\nci:\n  watch: off\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := exec.LookPath("claude"); err == nil {
+		t.Skipf("claude is installed here (%s)", p)
+	}
+	jh.h.d.Operator = op
+	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	err = jh.runJob(roadmapRun(4))
+	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, runner.ErrUsage) {
+		t.Fatalf("run job = %v, want a final usage error", err)
+	}
+	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
+	const fix = "install claude: npm i -g @anthropic-ai/claude-code"
+	if run.Status != StatusFailed || len(run.Parked) != 0 || !strings.Contains(run.Error, fix) {
+		t.Fatalf("run = %s, parked %v, error %q; want failed with the fix", run.Status, run.Parked, run.Error)
+	}
+	cr := jh.gh.checkRunNamed(AgentCheckRunName)
+	if cr == nil || cr.Conclusion != ConclusionFailure || !strings.Contains(cr.Summary, fix) || cr.HeadSHA == "" {
+		t.Fatalf("%s check run = %+v", AgentCheckRunName, cr)
+	}
+	if summary := jh.gh.commentsOn(4); len(summary) != 1 || !strings.Contains(summary[0], fix) {
+		t.Fatalf("comments on the issue = %q, want the failed summary with the fix", summary)
+	}
+}
