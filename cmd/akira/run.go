@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -125,6 +126,10 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 
 func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	// The engine's and the proxy's log lines read like the command's other messages, on stderr.
+	logger := slog.New(newCLIHandler(stderr, f.verbose))
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(logger)
 	if f.parallel < 1 || f.parallel > 32 {
 		return withExit(2, fmt.Errorf("--parallel: %d is out of range (1 to 32)", f.parallel))
 	}
@@ -248,7 +253,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic, MinConfidence: op.MinConfidence(),
 		Convention: f.format, IncludeOptional: f.includeOptional,
 		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup, DepCaches: localDepCaches(), Secrets: secrets,
-		AllowWorkflows: op.AllowWorkflows,
+		AllowWorkflows: op.AllowWorkflows, Logger: logger,
 	}
 	if record != nil {
 		opts.Timeline = record // a nil *localRecord must not become a non-nil sink
@@ -279,9 +284,9 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	case err != nil && ctx.Err() != nil:
 		return withExit(130, fmt.Errorf("interrupted: the workspace is removed and branch %s is at its last checkpoint", out.Branch))
 	case errors.Is(err, runner.ErrInvalidPlan), errors.Is(err, runner.ErrUsage):
-		return withExit(2, err)
+		return withExit(2, engineError{err})
 	case err != nil:
-		return withExit(1, err)
+		return withExit(1, engineError{err})
 	}
 	switch out.Status {
 	case runner.StatusParked:
