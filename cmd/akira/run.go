@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -142,6 +143,9 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	repo, err := resolveRepo(ctx, f.repo)
 	if err != nil {
 		return withExit(2, err)
+	}
+	for _, line := range uncommittedPlan(ctx, repo, f.roadmap) {
+		fmt.Fprintln(stderr, "akira: "+line)
 	}
 	author, err := runner.ParseIdentity(f.author)
 	if err != nil {
@@ -547,4 +551,33 @@ func (p *linePrompter) readLine(ctx context.Context) (string, error) {
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// uncommittedPlan says, one line a file, which of the files a run reads (the roadmap, default
+// ROADMAP.md, and .github/akira.yml) differ on disk from the repository's commits: the run works in a
+// fresh clone and runs the committed ones, so a task added and not committed would silently not run.
+// Nothing for a repository given by URL, or when git cannot tell.
+func uncommittedPlan(ctx context.Context, repo, roadmapPath string) []string {
+	if isURL(repo) {
+		return nil
+	}
+	paths := []string{cmp.Or(roadmapPath, runner.DefaultRoadmap), ".github/akira.yml"}
+	res, err := proc.Run(ctx, proc.Cmd{Args: append([]string{"git", "status", "--porcelain=v1", "--untracked-files=all", "--"}, paths...),
+		Dir: repo, Env: proc.Environ(nil, "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1"), Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(string(res.Output), "\n"), "\n") {
+		if len(l) < 4 {
+			continue
+		}
+		file := strings.Trim(l[3:], `"`)
+		what := "has changes that are not committed"
+		if strings.HasPrefix(l, "??") {
+			what = "is not committed"
+		}
+		out = append(out, fmt.Sprintf("%s %s: akira run runs the committed one; commit it to run it", file, what))
+	}
+	return out
 }
