@@ -159,3 +159,18 @@ func TestInstallPathHint(t *testing.T) {
 		t.Errorf("not on PATH, an older one is: %q", out)
 	}
 }
+
+// TestServerHintNamesTheAdminDefault: without AKIRA_SERVER, the commands that talk to the server
+// name the admin address akira serve listens on by default (AKIRA_ADMIN_ADDR).
+func TestServerHintNamesTheAdminDefault(t *testing.T) {
+	t.Setenv("AKIRA_SERVER", "")
+	t.Setenv("AKIRA_TOKEN", "x")
+	env, err := loadServeEnv(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, code := cli(t, "status", "--server=")
+	if code != 2 || !strings.Contains(out, "set AKIRA_SERVER") || !strings.Contains(out, env.AdminAddr) || strings.Contains(out, "8081") {
+		t.Fatalf("exit %d, want 2 naming %s:\n%s", code, env.AdminAddr, out)
+	}
+}
