@@ -80,8 +80,8 @@ verification, egress refusals, the verdict) and its log are kept, secrets masked
 AKIRA_RUNS_DIR (default akira/runs in the user's cache directory; off keeps nothing) for
 AKIRA_LOG_RETENTION (336h): akira status --attempt TASK/N prints one.
 
-Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage,
-1 other failure, 130 interrupted.`,
+Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage, or an
+agent that cannot run (found before the first attempt), 1 other failure, 130 interrupted.`,
 		Example: `  akira run --agent-cmd 'claude -p --permission-mode acceptEdits' --model claude-sonnet-4-5 --env ANTHROPIC_API_KEY
   akira run --agent-cmd 'codex exec -m "$AKIRA_MODEL" -c openai_base_url="$OPENAI_BASE_URL" -c web_search=disabled -s workspace-write --skip-git-repo-check --json -' --model gpt-5 --env CODEX_API_KEY
   akira run --roadmap docs/ROADMAP.md --verify 'make lint' --verify 'go test ./...' --agent-cmd ./agent.sh
