@@ -100,10 +100,11 @@ const AgentCheckRunName = "akira / agent"
 // attempt was made, so no task's check run says it, and the run fails next (never an escalation:
 // no decision fixes a CLI that is not installed).
 func (r *Reporter) agentUnusable(ctx context.Context, ev runner.Event) error {
-	if ev.Commit == "" {
+	head := cmp.Or(ev.Commit, r.head)
+	if head == "" {
 		return nil
 	}
-	cr := CheckRun{Name: AgentCheckRunName, HeadSHA: ev.Commit, Conclusion: ConclusionFailure, Title: "The agent cannot run",
+	cr := CheckRun{Name: AgentCheckRunName, HeadSHA: head, Conclusion: ConclusionFailure, Title: "The agent cannot run",
 		Summary:    "Akira checked the agent before the first attempt:\n\n" + r.masker.Mask(ev.Message) + "\n\nFix it in the operator's configuration or in the repository, then start the run again.",
 		ExternalID: CheckRunExternalID(r.runID, "agent@env"), DetailsURL: r.run.PRURL, MayExist: true}
 	if _, _, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, cr); err != nil {

@@ -11,12 +11,13 @@ import (
 
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/gittest"
 )
 
 // An operator's profile whose CLI is not installed fails the run at once, before any attempt, with
 // the fix on a failed check run and in the summary: no escalation, no retry of the job.
 func TestRunJobAgentUnusableFailsAtOnce(t *testing.T) {
-	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 One\n"})
+	jh, repo := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 One\n"})
 	op, err := config.ParseOperator([]byte("agents:\n  claude:\n    kind: exec\n    command: claude -p --permission-mode acceptEdits\n" +
 		"default_agent: claude\nci:\n  watch: off\n"))
 	if err != nil {
@@ -40,7 +41,15 @@ func TestRunJobAgentUnusableFailsAtOnce(t *testing.T) {
 	if cr == nil || cr.Conclusion != ConclusionFailure || !strings.Contains(cr.Summary, fix) || cr.HeadSHA == "" {
 		t.Fatalf("%s check run = %+v", AgentCheckRunName, cr)
 	}
-	if summary := jh.gh.commentsOn(4); len(summary) != 1 || !strings.Contains(summary[0], fix) {
-		t.Fatalf("comments on the issue = %q, want the failed summary with the fix", summary)
+	// On the run's own branch, the pull request's head: never a red check on the base branch.
+	if base := gittest.Git(t, repo.Work, "rev-parse", "HEAD"); cr.HeadSHA == base {
+		t.Errorf("the check run is on the base branch's head %s", base)
+	}
+	// The summary on the draft pull request says it; nothing to review there, so it is closed.
+	if summary := jh.gh.commentsOn(run.PR); run.PR == 0 || len(summary) != 1 || !strings.Contains(summary[0], fix) {
+		t.Fatalf("comments on pull request #%d = %q, want the failed summary with the fix", run.PR, summary)
+	}
+	if !run.PRClosed {
+		t.Errorf("the empty draft pull request #%d is open", run.PR)
 	}
 }

@@ -303,11 +303,6 @@ func (e *engine) prepare(ctx context.Context) error {
 		e.out.Tasks = append(e.out.Tasks, *r)
 	}
 	e.verifyEnv = proc.Environ(e.o.Env)
-	if e.hasPending() {
-		if err := e.checkAgent(ctx); err != nil {
-			return err
-		}
-	}
 	if e.o.StartCommit && e.hasPending() {
 		if err := e.startCommit(ctx); err != nil {
 			return err
@@ -327,6 +322,11 @@ func (e *engine) prepare(ctx context.Context) error {
 		}
 	}
 	if e.hasPending() {
+		// Before setup, which may take minutes, and on the run's own head (the App shows the
+		// failure on its pull request, never on the base branch).
+		if err := e.checkAgent(ctx); err != nil {
+			return err
+		}
 		return e.prepareEnv(ctx, repoCfg)
 	}
 	return nil
