@@ -300,20 +300,24 @@ func (s *Store) PendingHandoffs(ctx context.Context) ([]Handoff, error) {
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
 	}
-	var out, gone []Handoff
+	var out []Handoff
+	var done []any
 	for i, id := range ids {
 		data, err := records[i].Bytes()
 		var h Handoff
-		if err != nil || json.Unmarshal(data, &h) != nil {
-			gone = append(gone, Handoff{ID: id}) // expired, or forgotten: nothing to list
-			continue
-		}
-		if runs[i].Val() == 0 {
+		switch {
+		case err != nil || json.Unmarshal(data, &h) != nil:
+			done = append(done, id) // expired, or forgotten: nothing to list
+		case runs[i].Val() != 0:
+			done = append(done, id) // a run now, listed as one: the index keeps only what is pending
+		default:
 			out = append(out, h)
 		}
 	}
-	for _, h := range gone {
-		s.rdb.ZRem(ctx, key, h.ID)
+	if len(done) > 0 {
+		if err := s.rdb.ZRem(ctx, key, done...).Err(); err != nil {
+			return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
+		}
 	}
 	return out, nil
 }
