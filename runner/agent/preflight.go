@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/sandbox"
 )
 
@@ -20,13 +21,6 @@ var ErrUnusable = errors.New("the agent cannot run")
 // engine asks it once the workspace exists, with the policy the agent's commands will run under.
 type Checker interface {
 	Check(workspace string, box *sandbox.Policy) error
-}
-
-// installHints say how to install the coding-agent CLIs the shipped profiles run (examples/akira.yaml,
-// deploy/Dockerfile installs the same packages).
-var installHints = map[string]string{
-	"claude": "npm i -g @anthropic-ai/claude-code",
-	"codex":  "npm i -g @openai/codex",
 }
 
 // interpreters run a script named by their first argument that is not an option: the script, not
@@ -129,7 +123,7 @@ func checkProgram(prog, workspace string, box *sandbox.Policy, sandboxed bool, l
 				// The shell looks a bare name up on PATH only, never in the work tree.
 				fix = "the repository's " + prog + " is run as ./" + prog
 			}
-			if hint, ok := installHints[prog]; ok {
+			if hint := config.InstallHint(prog); hint != "" {
 				fix = "install " + prog + ": " + hint
 			}
 			return fmt.Errorf("%w: %s is not installed (not found on PATH): %s", ErrUnusable, prog, fix)
