@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -225,6 +226,10 @@ func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks
 	if err := rdb.Set(ctx, st.handoffKey(id), data, HandoffTTL).Err(); err != nil {
 		return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
 	}
+	// Listed from now on (PendingHandoffs), not only once a worker has made it a run.
+	if err := rdb.ZAdd(ctx, st.handoffsKey(), redis.Z{Score: indexScore(h.Created), Member: id}).Err(); err != nil {
+		return Handoff{}, false, errors.Join(fmt.Errorf("jobs: handoff: %w", err), st.forget(ctx, st.handoffKey(id)))
+	}
 	var idem string
 	if req.Key != "" {
 		idem = st.idempotencyKey(req.Token.ID, req.Key)
@@ -267,6 +272,54 @@ func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks
 	_ = c.Store.Audit(ctx, AuditEntry{Time: h.Created, Token: req.Token.Name, Via: "API", Action: "start", RunID: id, Repo: h.Repo,
 		Result: "queued"})
 	return h, true, nil
+}
+
+// handoffsKey indexes the handoffs by creation time, for PendingHandoffs.
+func (s *Store) handoffsKey() string { return s.prefix + "handoffs" }
+
+// PendingHandoffs are the handoffs of the last HandoffTTL that are not runs yet, newest first: the
+// API accepted them and no worker has made them runs (or one found they cannot be, Error says why).
+// A listing of runs shows them, so that a run is listed from the moment it was accepted.
+func (s *Store) PendingHandoffs(ctx context.Context) ([]Handoff, error) {
+	key := s.handoffsKey()
+	oldest := indexScore(time.Now().Add(-HandoffTTL))
+	if err := s.rdb.ZRemRangeByScore(ctx, key, "-inf", "("+strconv.FormatFloat(oldest, 'f', 0, 64)).Err(); err != nil {
+		return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
+	}
+	ids, err := s.rdb.ZRevRange(ctx, key, 0, -1).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	records := make([]*redis.StringCmd, len(ids))
+	runs := make([]*redis.IntCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			records[i], runs[i] = p.Get(ctx, s.handoffKey(id)), p.Exists(ctx, s.runKey(id))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
+	}
+	var out []Handoff
+	var done []any
+	for i, id := range ids {
+		data, err := records[i].Bytes()
+		var h Handoff
+		switch {
+		case err != nil || json.Unmarshal(data, &h) != nil:
+			done = append(done, id) // expired, or forgotten: nothing to list
+		case runs[i].Val() != 0:
+			done = append(done, id) // a run now, listed as one: the index keeps only what is pending
+		default:
+			out = append(out, h)
+		}
+	}
+	if len(done) > 0 {
+		if err := s.rdb.ZRem(ctx, key, done...).Err(); err != nil {
+			return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
+		}
+	}
+	return out, nil
 }
 
 func (s *Store) forget(ctx context.Context, keys ...string) error {

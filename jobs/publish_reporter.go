@@ -151,6 +151,8 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 		err = r.setupFinished(ctx, ev)
 	case runner.EventBaseChecked:
 		err = r.baseChecked(ctx, ev)
+	case runner.EventAgentUnusable:
+		err = r.agentUnusable(ctx, ev)
 	case runner.EventRunFinished:
 		if ev.Outcome != nil && ev.Outcome.Head != "" {
 			r.head = ev.Outcome.Head

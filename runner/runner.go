@@ -359,7 +359,10 @@ type Outcome struct {
 	Tasks   []TaskResult `json:"tasks"`
 	Parked  []Escalation `json:"parked,omitempty"`
 	// Head is the branch head when the run ended (the last checkpoint).
-	Head     string        `json:"head"`
+	Head string `json:"head"`
+	// NoBranch: Branch does not exist on the remote; the run would have created it and pushed
+	// nothing to it (it failed first, parked its only tasks, or was a dry run).
+	NoBranch bool          `json:"no_branch,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
 	Error    string        `json:"error,omitempty"`
 	// Diff is what a dry run would have pushed (DryRun only).

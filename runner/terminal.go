@@ -163,7 +163,7 @@ func (t *Terminal) print(ev Event) {
 		}
 		t.settled = done
 		t.printf("%s %s → branch %s (%s)\n", t.c(bold, "akira run"), ev.Roadmap, t.c(bold, ev.Branch), ev.Message)
-		t.printf("%s\n", t.c(dim, fmt.Sprintf("run %s · %d tasks: %d to do, %d already done or skipped", ev.RunID, len(ev.Tasks), todo, done)))
+		t.printf("%s\n", t.c(dim, fmt.Sprintf("run %s · %s: %d to do, %d already done or skipped", ev.RunID, plural(len(ev.Tasks), "task"), todo, done)))
 		for _, r := range ev.Tasks {
 			if r.Status == TaskDone {
 				t.printf("%s %s %s %s\n", t.c(green, "✓"), r.ID, r.Title, t.c(dim, "("+r.Note+")"))
@@ -187,7 +187,11 @@ func (t *Terminal) print(ev Event) {
 		}
 	case EventAgentFinished:
 		if ev.Message != "" {
-			t.printf("%s%s agent: %s %s\n", t.indent(ev.TaskID), t.c(red, "✗"), ev.Message, t.c(dim, "("+FormatDuration(ev.Duration)+")"))
+			msg := ev.Message
+			if !strings.HasPrefix(msg, agent.ErrAgentFailed.Error()) {
+				msg = "agent: " + msg
+			}
+			t.printf("%s%s %s %s\n", t.indent(ev.TaskID), t.c(red, "✗"), msg, t.c(dim, "("+FormatDuration(ev.Duration)+")"))
 		} else {
 			t.printf("%s· agent done %s\n", t.indent(ev.TaskID), t.c(dim, "("+FormatDuration(ev.Duration)+usageText(ev)+")"))
 		}
@@ -353,16 +357,19 @@ func (t *Terminal) summary(o Outcome) {
 	case StatusAborted:
 		line = t.c(yellow, "aborted")
 	default:
+		// The error itself is the command's to say, once, after this view (akira run prints it).
 		line = t.c(red, "failed")
-		if o.Error != "" {
-			line += ": " + o.Error
-		}
 	}
-	head := ""
-	if o.Head != "" {
-		head = " at " + short(o.Head)
+	branch := "branch " + o.Branch
+	switch {
+	case o.Branch == "":
+		branch = "no branch"
+	case o.NoBranch:
+		branch += " not created (nothing pushed)"
+	case o.Head != "":
+		branch += " at " + short(o.Head)
 	}
-	t.printf("\n%s · branch %s%s · %s\n", line, o.Branch, head, FormatDuration(o.Duration))
+	t.printf("\n%s · %s · %s\n", line, branch, FormatDuration(o.Duration))
 }
 
 func (t *Terminal) ofMax(n int) string {

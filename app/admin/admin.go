@@ -403,10 +403,44 @@ func (s *server) apiRuns(c *gin.Context) {
 		Runs []RunSummary `json:"runs"`
 		Next string       `json:"next,omitempty"`
 	}{Runs: []RunSummary{}, Next: page.Next}
+	if f.Cursor == "" {
+		out.Runs = append(out.Runs, s.pendingHandoffs(c, f)...)
+	}
 	for _, r := range page.Runs {
 		out.Runs = append(out.Runs, summaryOf(r))
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// pendingLister lists the handoffs no worker has made runs yet (jobs.Store).
+type pendingLister interface {
+	PendingHandoffs(ctx context.Context) ([]jobs.Handoff, error)
+}
+
+// pendingHandoffs are the runs the API accepted that are not runs in the store yet, as the first
+// page of a listing shows them (newest first, before the runs): a handed-off run is listed from the
+// moment it is accepted, queued (or failed, when a worker found it cannot become one). They are
+// few (a worker takes them up within seconds), so the page may hold them besides its limit of runs.
+func (s *server) pendingHandoffs(c *gin.Context, f jobs.RunFilter) []RunSummary {
+	pl, ok := s.d.Store.(pendingLister)
+	if !ok {
+		return nil
+	}
+	hs, err := pl.PendingHandoffs(c)
+	if err != nil {
+		s.log.Warn("admin: list pending handoffs", "err", err)
+		return nil
+	}
+	var out []RunSummary
+	for _, h := range hs {
+		sum := handoffDetail(h).RunSummary
+		if f.Allow != nil && !f.Allow(h.Repo) || f.Repo != "" && !strings.EqualFold(f.Repo, h.Repo) ||
+			len(f.Status) > 0 && !slices.Contains(f.Status, jobs.RunStatus(sum.Status)) {
+			continue
+		}
+		out = append(out, sum)
+	}
+	return out
 }
 
 // runOf reads the run of :id, answering 404 or 503 itself.
