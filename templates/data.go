@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/akira-bot/akira/internal/cost"
 )
 
 // Task is one row of the run summary.
@@ -179,6 +181,19 @@ func SummaryMarker(runID string) string { return "<!-- akira:summary run=" + run
 // EscalationMarker is the hidden line of an escalation comment.
 func EscalationMarker(runID, taskID string) string {
 	return "<!-- akira:escalation run=" + runID + " task=" + taskID + " -->"
+}
+
+// Cost is the run's cost as the summary shows it: the sum of its tasks' costs each rounded as shown
+// (internal/cost), so that the column adds up to the total; Usage.CostUSD when no task has a cost.
+func (s Summary) Cost() float64 {
+	parts := make([]float64, 0, len(s.Tasks))
+	for _, t := range s.Tasks {
+		parts = append(parts, t.Usage.CostUSD)
+	}
+	if total := cost.Sum(parts...); total > 0 {
+		return total
+	}
+	return s.Usage.CostUSD
 }
 
 // Marker lets a template call SummaryMarker.

@@ -1,13 +1,14 @@
 package templates
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/akira-bot/akira/internal/cost"
 )
 
 // OutputLines is how many lines of command output an escalation comment shows.
@@ -143,12 +144,8 @@ func formatInt(n int64) string {
 	return b.String()
 }
 
-func formatUSD(v float64) string {
-	if v > 0 && v < 0.01 {
-		return "<$0.01"
-	}
-	return fmt.Sprintf("$%.2f", v)
-}
+// formatUSD is the one cost format of every surface (internal/cost): fractions of a cent shown as such.
+func formatUSD(v float64) string { return cost.Format(v) }
 
 func plural(n int, word string) string {
 	if n == 1 {
