@@ -109,7 +109,7 @@ func TestRunAgentScriptOutsideRepository(t *testing.T) {
 			t.Errorf("the terminal output lacks %q:\n%s", want, stdout)
 		}
 	}
-	if !strings.Contains(stderr, "task 1.1 (First file) is parked: ") || !strings.Contains(stderr, hint) {
+	if !strings.Contains(stderr, "task 1.1 (First file) needs a decision: ") || !strings.Contains(stderr, hint) {
 		t.Errorf("the escalation does not say why:\n%s", stderr)
 	}
 
