@@ -255,7 +255,7 @@ func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts 
 	data := templates.Escalation{
 		RunID: run.ID, TaskID: t.ID, TaskTitle: t.Title, Attempts: t.Attempts, MaxAttempts: maxAttempts,
 		Reason: reasonText(esc), CheckRunURL: t.CheckRunURL, Buttons: t.CheckRunID != 0,
-		Mentions: mentions(run),
+		Mentions: mentions(run), Changed: esc.Changed,
 	}
 	switch esc.Reason {
 	case runner.ReasonGateBefore:

@@ -148,7 +148,14 @@ func (s Summary) Tally() string {
 	var parts []string
 	for _, st := range []string{StatusPassed, StatusFailed, StatusEscalated, StatusSkipped, StatusAborted, StatusRunning, StatusPending} {
 		if n := s.Count(st); n > 0 {
-			parts = append(parts, strconv.Itoa(n)+" "+st)
+			word := st
+			if st == StatusEscalated {
+				word = "need a decision"
+				if n == 1 {
+					word = "needs a decision"
+				}
+			}
+			parts = append(parts, strconv.Itoa(n)+" "+word)
 		}
 	}
 	if len(parts) == 0 {
@@ -235,6 +242,8 @@ type Escalation struct {
 	// Budget says the run's budget is spent; Ceiling is the most `/akira run --budget` may give (0: none).
 	Budget  bool
 	Ceiling float64
+	// Changed are the paths the parked work changes (the first 30 are listed).
+	Changed []string
 }
 
 // Marker lets a template call EscalationMarker.

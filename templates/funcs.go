@@ -34,8 +34,10 @@ var funcs = template.FuncMap{
 	"who":                 Who,
 	"trim":                strings.TrimSpace,
 	"lines":               nonEmptyLines,
+	"blocks":              OutputBlocks,
 	"add":                 func(a, b int) int { return a + b },
 	"has":                 slices.Contains[[]string],
+	"state":               stateWords,
 	"outputLines":         func() int { return OutputLines },
 	"checkRunOutputLines": func() int { return CheckRunOutputLines },
 }
@@ -61,8 +63,15 @@ var statusEmoji = map[string]string{
 	StatusAborted:   "🛑",
 }
 
+// statusWords are the task statuses people read differently from their names: one phrase, "needs a
+// decision", wherever a person reads that a task waits for one.
+var statusWords = map[string]string{StatusEscalated: "needs a decision"}
+
 func statusLabel(s string) string {
 	if e, ok := statusEmoji[s]; ok {
+		if w, ok := statusWords[s]; ok {
+			return e + " " + w
+		}
 		return e + " " + s
 	}
 	if s == "" {
@@ -178,6 +187,14 @@ func IsLogin(s string) bool { return loginRE.MatchString(s) }
 func Who(s string) string {
 	if IsLogin(s) {
 		return "@" + s
+	}
+	return s
+}
+
+// stateWords is a run state as a person reads it: a parked run "needs a decision".
+func stateWords(s string) string {
+	if s == RunParked {
+		return "needs a decision"
 	}
 	return s
 }

@@ -278,6 +278,15 @@ var cases = []struct {
 		},
 	}},
 	{"checkrun_text_empty", "checkrun_text", CheckRun{TaskID: "T2"}},
+	// The engine's feedback as an attempt's output: the failure is stated once (the bullet), the output
+	// shown without the feedback's header, "$ cmd / exit code" lines and inner fences; an empty one not at all.
+	{"checkrun_text_feedback", "checkrun_text", CheckRun{TaskID: "1.3", Attempts: []Attempt{{Number: 1,
+		Verify: []Command{{Command: "go test ./...", ExitCode: 1}, {Command: "go vet ./...", ExitCode: 1}},
+		Output: "Attempt 1 failed: verification failed: `go test ./...` exited 1, `go vet ./...` exited 1.\n\n$ go test ./...\nexit code 1\n```\n--- FAIL: TestDiv (0.00s)\npanic: runtime error: integer divide by zero\n```\n\n$ go vet ./...\nexit code 1\n```\n\n```\n"}}}},
+	{"escalation_changed", "escalation", Escalation{RunID: "r1", TaskID: "1.3", TaskTitle: "Add Div", Attempts: 2, MaxAttempts: 2,
+		Reason: "every attempt failed", Error: "agent: exit status 1", Buttons: true,
+		Output:  "Attempt 2 failed: agent: exit status 1.\n\nThe end of the agent's output:\n\n```\nI cannot do this\n```\n",
+		Changed: []string{"calc.go", "calc_test.go"}}},
 
 	{"pr_body_issue", "pr_body", PRBody{RunID: "r1", Source: "issue #12", SourceURL: "https://github.com/o/r/issues/12", Issue: 12,
 		Tasks: []PRTask{{ID: "T1", Title: "One", Done: true}, {ID: "T2", Title: "Two"}}}},
