@@ -629,9 +629,11 @@ type PRTask struct {
 	ID    string
 	Title string
 	Done  bool
+	// Status is one of the Status constants ("" before the run reports one).
+	Status string
 }
 
-// PRBody is the body of the draft pull request a run opens.
+// PRBody is the body of the pull request a run opens, rendered again as the run's state changes.
 type PRBody struct {
 	RunID     string
 	Source    string
@@ -639,6 +641,48 @@ type PRBody struct {
 	// Issue is the issue the run came from; the body then says "Closes #<n>".
 	Issue int
 	Tasks []PRTask
+	// State is one of the Run constants; "" while the pull request opens (working).
+	State string
+	// ParkedTask, ParkedTitle and EscalationURL name the task that needs a decision (State parked).
+	ParkedTask, ParkedTitle, EscalationURL string
+	// StoppedBy, PausedBy and AbortedBy say who; Error why the run failed.
+	StoppedBy, PausedBy, AbortedBy, Error string
+}
+
+// PRBodyOf is the pull request's body for a run as its summary shows it; issue is the issue it came
+// from (0: none).
+func PRBodyOf(s Summary, issue int) PRBody {
+	b := PRBody{RunID: s.RunID, Source: s.Source, SourceURL: s.SourceURL, Issue: issue, State: s.State,
+		ParkedTask: s.ParkedTask, EscalationURL: s.EscalationURL, StoppedBy: s.StoppedBy, PausedBy: s.PausedBy,
+		AbortedBy: s.AbortedBy, Error: s.Error}
+	for _, t := range s.Tasks {
+		b.Tasks = append(b.Tasks, PRTask{ID: t.ID, Title: t.Title, Done: t.Status == StatusPassed, Status: t.Status})
+		if t.ID == s.ParkedTask {
+			b.ParkedTitle = t.Title
+		}
+	}
+	return b
+}
+
+// Done is how many tasks are ticked.
+func (p PRBody) Done() int {
+	n := 0
+	for _, t := range p.Tasks {
+		if t.Done {
+			n++
+		}
+	}
+	return n
+}
+
+// Skipped says some task was skipped.
+func (p PRBody) Skipped() bool {
+	for _, t := range p.Tasks {
+		if t.Status == StatusSkipped {
+			return true
+		}
+	}
+	return false
 }
 
 // Marker is the hidden line that ties the pull request to the run.

@@ -292,6 +292,15 @@ var cases = []struct {
 		Tasks: []PRTask{{ID: "T1", Title: "One", Done: true}, {ID: "T2", Title: "Two"}}}},
 	{"pr_body_roadmap", "pr_body", PRBody{RunID: "r2", Source: "ROADMAP.md", Tasks: []PRTask{{ID: "1.1", Title: "Only"}}}},
 	{"pr_body_empty", "pr_body", PRBody{RunID: "r3", Source: "ROADMAP.md"}},
+	// The body at each state of the run, as the summary's data makes it (PRBodyOf).
+	{"pr_body_working", "pr_body", PRBodyOf(prSummary(RunRunning, StatusPassed, StatusRunning, StatusPending), 12)},
+	{"pr_body_parked", "pr_body", PRBodyOf(withParked(prSummary(RunParked, StatusPassed, StatusEscalated, StatusPending)), 12)},
+	{"pr_body_done", "pr_body", PRBodyOf(prSummary(RunDone, StatusPassed, StatusPassed, StatusPassed), 12)},
+	{"pr_body_done_skipped", "pr_body", PRBodyOf(prSummary(RunDone, StatusPassed, StatusSkipped, StatusPassed), 0)},
+	{"pr_body_stopped", "pr_body", PRBodyOf(with(prSummary(RunHalted, StatusPassed, StatusPending, StatusPending), func(s *Summary) { s.StoppedBy = "ops (API)" }), 12)},
+	{"pr_body_paused", "pr_body", PRBodyOf(with(prSummary(RunPaused, StatusPassed, StatusPending, StatusPending), func(s *Summary) { s.PausedBy = "alice" }), 12)},
+	{"pr_body_failed", "pr_body", PRBodyOf(with(prSummary(RunFailed, StatusPassed, StatusFailed, StatusPending), func(s *Summary) { s.Error = "the roadmap no longer parses" }), 12)},
+	{"pr_body_aborted", "pr_body", PRBodyOf(with(prSummary(RunAborted, StatusPassed, StatusAborted, StatusPending), func(s *Summary) { s.AbortedBy = "bob" }), 12)},
 
 	{"blocked_checkrun", "blocked_checkrun", BlockedSection{Blocked: []Blocked{
 		{TaskID: "1.1", Attempt: 1, Who: "agent", Host: "evil.example", Port: 443, Count: 3, First: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
@@ -498,3 +507,21 @@ func TestWho(t *testing.T) {
 		}
 	}
 }
+
+// prSummary is a run of three tasks in state with the tasks' statuses, as the pull request's body
+// cases read it.
+func prSummary(state string, statuses ...string) Summary {
+	s := Summary{RunID: "r12", Source: "issue #12", SourceURL: "https://github.com/o/r/issues/12", State: state}
+	titles := []string{"Add the parser", "Report unknown keys", "Document the format"}
+	for i, st := range statuses {
+		s.Tasks = append(s.Tasks, Task{ID: fmt.Sprintf("1.%d", i+1), Title: titles[i], Status: st})
+	}
+	return s
+}
+
+func withParked(s Summary) Summary {
+	s.ParkedTask, s.EscalationURL = "1.2", "https://github.com/o/r/pull/13#issuecomment-7"
+	return s
+}
+
+func with(s Summary, f func(*Summary)) Summary { f(&s); return s }
