@@ -58,8 +58,8 @@ var uiFuncs = template.FuncMap{
 		}
 		return "next"
 	},
-	"dur":  func(d time.Duration) string { return d.Round(time.Second).String() },
-	"usd":  cost.Format,
+	"dur":   func(d time.Duration) string { return d.Round(time.Second).String() },
+	"usd":   cost.Format,
 	"words": words,
 	"plain": plainWords,
 	// rfc3339 is a time a script reads (tick.js).
