@@ -345,6 +345,8 @@ type runView struct {
 	TaskStarted time.Time
 	// StoppedBy, PausedBy and AbortedBy say who; Continue is where `/akira run` continues a stopped run.
 	StoppedBy, PausedBy, AbortedBy, Continue string
+	// ContinueOn names what Continue links: "the pull request" or "the issue".
+	ContinueOn string
 }
 
 func (s *server) runPage(c *gin.Context) {
@@ -358,9 +360,9 @@ func (s *server) runPage(c *gin.Context) {
 	if run.Status == jobs.StatusRunning {
 		v.TaskStarted = run.TaskStartedAt
 	}
-	v.Continue = run.PRURL
+	v.Continue, v.ContinueOn = run.PRURL, "the pull request"
 	if v.Continue == "" {
-		v.Continue = v.Name.RefURL
+		v.Continue, v.ContinueOn = v.Name.RefURL, "the issue"
 	}
 	s.render(c, http.StatusOK, "run", page{Title: v.Name.Title + " " + v.Name.Ref, Data: v})
 }

@@ -39,8 +39,9 @@ func words(state string) string {
 // runName is what a run is called on the pages: its issue's or pull request's title and number.
 type runName struct {
 	Title string
-	// Ref is "#12" and RefURL its page, when the run came from an issue or a pull request.
-	Ref, RefURL string
+	// Ref is "#12" and RefURL its page, when the run came from an issue or a pull request; Kind is
+	// "issue" or "pull request".
+	Ref, RefURL, Kind string
 	// By is who started it ("@alice", "ops (API)"); "" when not known.
 	By string
 }
@@ -52,7 +53,10 @@ func nameOf(r *jobs.Run) runName {
 		num, kind = r.PR, "pull"
 	}
 	if num > 0 {
-		n.Ref = "#" + strconv.Itoa(num)
+		n.Ref, n.Kind = "#"+strconv.Itoa(num), "issue"
+		if kind == "pull" {
+			n.Kind = "pull request"
+		}
 		if r.RepoURL != "" {
 			n.RefURL = r.RepoURL + "/" + kind + "/" + strconv.Itoa(num)
 		} else if kind == "pull" {
