@@ -2,9 +2,13 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +16,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/akira-bot/akira/internal/browsertest"
+	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/runner"
+	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/agent/llm/llmtest"
+	"github.com/akira-bot/akira/runner/judge"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -194,3 +203,83 @@ func TestDecisionScreenInBrowser(t *testing.T) {
 	wantText(t, "the stopped run's page", stopped, []string{"Stopped by ops", "reply /akira run on the pull request; to end it, abort below"})
 	t.Logf("dashboard screenshots in %s", b.artifacts)
 }
+
+// dashboardPage logs in to the dashboard with token and returns the page at path as HTML.
+func dashboardPage(t *testing.T, base, token, path string) string {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	must(t, err)
+	c := &http.Client{Jar: jar}
+	resp, err := c.PostForm(base+"/ui/login", url.Values{"token": {token}, "next": {path}})
+	must(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	must(t, err)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("dashboard %s: %d\n%s", path, resp.StatusCode, data)
+	}
+	return string(data)
+}
+
+// TestCostsAgree: one run, whose first task's judge calls a priced model ($0.0028, a fraction of a
+// cent) and whose second task's agent reports $0.60, shows the same cost strings on the dashboard, in
+// the summary comment, in the task's check run and in the command line's table: "$0.0028" for the
+// task (not "$0.00" or "<$0.01") and "$0.6028" for the run, the sum of the tasks' costs as shown.
+func TestCostsAgree(t *testing.T) {
+	verdict := llmtest.Turn{Calls: []llmtest.Call{{Name: judge.ToolName, Args: map[string]any{
+		"criteria": []any{map[string]any{"criterion": "no password is logged", "pass": true, "reason": "nothing is logged"}}, "confidence": 0.95}}},
+		InputTokens: 2000, OutputTokens: 200}
+	model := llmtest.NewOpenAI(t, "judge-mini", "sk-judge", verdict)
+	t.Setenv("E2E_JUDGE_KEY", "sk-judge")
+	e := newEnvWith(t, false, redisAddr(t), "judge:\n  kind: openai\n  model: judge-mini\n  base_url: "+model.BaseURL()+
+		"\n  api_key_env: E2E_JUDGE_KEY\n  prices: {judge-mini: {input_per_mtok: 1, output_per_mtok: 4}}\n")
+	ui := e.adminServer()
+	reader, err := e.store.CreateToken(context.Background(), "viewer", jobs.ScopeRead)
+	must(t, err)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Login", User: "alice",
+		Body: "- [ ] Add the login form\n  - accept: no password is logged\n- [ ] Write the costly notes\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitStatus(1, jobs.StatusSucceeded)
+	const task, total = "$0.0028", "$0.6028" // 2000 in at $1 + 200 out at $4 per million; then $0.60 more
+
+	if got := cost.Format(run.Task("1.1").CostUSD); got != task {
+		t.Fatalf("task 1.1 cost %s; want the judge's %s (the test's premise)", got, task)
+	}
+	pr := e.onlyPR(run.Branch)
+	var summary string
+	e.eventually("the summary with both tasks' costs", func() bool {
+		sums := e.commentsWith(pr.Number, templates.SummaryMarker(run.ID))
+		if len(sums) == 1 {
+			summary = sums[0].Body
+		}
+		return strings.Contains(summary, "$0.60 |")
+	})
+	check := e.latestCheckRuns()["akira: 1.1 Add the login form"].Summary
+	page := dashboardPage(t, ui.URL, reader, "/ui/runs/"+run.ID)
+	var cli strings.Builder
+	out := runner.Outcome{RunID: run.ID, Status: runner.StatusSucceeded, Branch: run.Branch}
+	for _, ts := range run.Tasks {
+		out.Tasks = append(out.Tasks, runner.TaskResult{ID: ts.ID, Title: ts.Title, Status: runner.TaskDone, Attempts: ts.Attempts,
+			Usage: agent.Usage{InputTokens: ts.InputTokens, OutputTokens: ts.OutputTokens, CostUSD: ts.CostUSD}})
+	}
+	must(t, runner.NewTerminal(&cli, false).Report(context.Background(), runner.Event{Type: runner.EventRunFinished, Outcome: &out}))
+
+	for _, s := range []struct {
+		surface, text string
+		want          []string
+	}{
+		{"the dashboard", page, []string{`<td class="num">` + task + `</td>`, `<td class="num">$0.60</td>`, `id="total-cost">` + total + `<`, "cost " + total}},
+		{"the summary comment", summary, []string{"| " + task + " |", "| $0.60 |", "· " + total}},
+		{"the task's check run", check, []string{"· " + task + " ·"}},
+		{"the command line", cli.String(), []string{" " + task + " ", " $0.60 ", "cost of the run: " + total}},
+	} {
+		wantText(t, s.surface, s.text, s.want, "<$0.01")
+		if m := zeroCost.FindString(s.text); m != "" {
+			t.Errorf("%s shows %q for a run that called a model:\n%s", s.surface, m, s.text)
+		}
+	}
+}
+
+// zeroCost is "$0.00" as a whole amount (not the start of "$0.0028").
+var zeroCost = regexp.MustCompile(`\$0\.00([^0-9]|$)`)

@@ -341,6 +341,14 @@ func (t *Terminal) summary(o Outcome) {
 			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, commit, r.Note)
 		}
 		tw.Flush()
+		if usage && total.CostUSD > 0 {
+			// The total is the tasks' costs as the column shows them, added up (internal/cost).
+			costs := make([]float64, 0, len(o.Tasks))
+			for _, r := range o.Tasks {
+				costs = append(costs, r.Usage.CostUSD)
+			}
+			t.printf("cost of the run: %s\n", cost.Format(cost.Sum(costs...)))
+		}
 		if total.Estimated {
 			t.printf("~ an estimate: the egress proxy metered a model answer that did not state its whole usage (from its bytes)\n")
 		}
