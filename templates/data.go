@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/akira-bot/akira/internal/cost"
 )
@@ -582,6 +583,34 @@ type CheckRun struct {
 	Verdict *Verdict
 	// Unverified: checkpointed with no verification command run and no acceptance criteria stated.
 	Unverified bool
+}
+
+// ShownReason is Reason as the check run's summary shows it above its verification table: without
+// the "verification failed: `cmd` exited 1" the table states again, row by row.
+func (c CheckRun) ShownReason() string {
+	failed := false
+	for _, v := range c.Verify {
+		failed = failed || !v.Passed()
+	}
+	r := c.Reason
+	if i := strings.Index(r, "verification failed: "); failed && i >= 0 {
+		r = strings.TrimRight(r[:i], " :;,")
+	}
+	return sentence(r)
+}
+
+// sentence starts s with a capital letter and ends it with a full stop, for a reason shown on its own.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	rs := []rune(s)
+	rs[0] = unicode.ToUpper(rs[0])
+	if !strings.ContainsRune(".!?:", rs[len(rs)-1]) {
+		rs = append(rs, '.')
+	}
+	return string(rs)
 }
 
 // Verdict is the acceptance judge's answer about one attempt.

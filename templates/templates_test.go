@@ -283,6 +283,10 @@ var cases = []struct {
 	{"checkrun_text_feedback", "checkrun_text", CheckRun{TaskID: "1.3", Attempts: []Attempt{{Number: 1,
 		Verify: []Command{{Command: "go test ./...", ExitCode: 1}, {Command: "go vet ./...", ExitCode: 1}},
 		Output: "Attempt 1 failed: verification failed: `go test ./...` exited 1, `go vet ./...` exited 1.\n\n$ go test ./...\nexit code 1\n```\n--- FAIL: TestDiv (0.00s)\npanic: runtime error: integer divide by zero\n```\n\n$ go vet ./...\nexit code 1\n```\n\n```\n"}}}},
+	// The reason names the failing command once, in the table, not again in the sentence above it.
+	{"checkrun_summary_escalated_verify", "checkrun_summary", CheckRun{RunID: "r1", TaskID: "1.2", TaskTitle: "Add Div", Status: StatusEscalated,
+		Attempt: 2, MaxAttempts: 2, Reason: "every attempt failed: verification failed: `go test ./...` exited 1",
+		Verify: []Command{{Command: "go vet ./...", Duration: time.Second}, {Command: "go test ./...", ExitCode: 1, Duration: 2 * time.Second}}}},
 	{"escalation_one_command", "escalation", Escalation{RunID: "r1", TaskID: "1.2", TaskTitle: "Add Div", Attempts: 2, MaxAttempts: 3,
 		Reason: "the same failure happened twice in a row", Failures: []Command{{Command: "sh check.sh", ExitCode: 1}},
 		Output: "--- FAIL: TestDivide (0.00s)\n", Changed: []string{"out.txt"}, Buttons: true}},
