@@ -277,10 +277,10 @@ var Commands = []HelpCommand{
 	{"/akira remember <text>", "Teach Akira something about this repository: the relevant lessons go into the prompts of later tasks."},
 	{"/akira forget <lesson id>", "Remove a lesson (its id is in the reply to /akira remember and in the check runs of tasks that used it)."},
 	{"/akira rollback <task> [--retry [guidance]]", "Undo a task's checkpoint and those of the later tasks that depend on it, with revert commits (no force push); they are pending again. --retry runs them again at once, with your guidance."},
-	{"/akira approve", "Accept the escalated task as it is and continue."},
-	{"/akira retry <guidance>", "Try the escalated task again; your guidance is given to the agent."},
-	{"/akira skip", "Leave the escalated task undone and continue with the next one."},
-	{"/akira abort", "End the run, parked or working; pushed checkpoints stay on the branch."},
+	{"/akira approve", "Accept the task that needs a decision as it is and continue."},
+	{"/akira retry <guidance>", "Try the task that needs a decision again; your guidance is given to the agent."},
+	{"/akira skip", "Leave the task that needs a decision undone and continue with the next one."},
+	{"/akira abort", "End the run, working or waiting for a decision; pushed checkpoints stay on the branch."},
 	{"/akira help", "Show this list."},
 }
 

@@ -38,6 +38,7 @@ var funcs = template.FuncMap{
 	"add":                 func(a, b int) int { return a + b },
 	"has":                 slices.Contains[[]string],
 	"state":               stateWords,
+	"runIs":               runIs,
 	"outputLines":         func() int { return OutputLines },
 	"checkRunOutputLines": func() int { return CheckRunOutputLines },
 }
@@ -197,4 +198,12 @@ func stateWords(s string) string {
 		return "needs a decision"
 	}
 	return s
+}
+
+// runIs says what a run is, for a sentence about it: "is running", "needs a decision".
+func runIs(s string) string {
+	if s == RunParked {
+		return "needs a decision"
+	}
+	return "is " + s
 }
