@@ -281,7 +281,7 @@ func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts 
 	data := templates.Escalation{
 		RunID: run.ID, TaskID: t.ID, TaskTitle: t.Title, Attempts: t.Attempts, MaxAttempts: maxAttempts,
 		Reason: reasonText(esc), CheckRunURL: t.CheckRunURL, Buttons: t.CheckRunID != 0,
-		Mentions: mentions(run), Changed: esc.Changed,
+		Mentions: mentions(run), Changed: esc.Changed, TaskURL: TaskPageURL(run.Dashboard, run.ID, t.ID),
 	}
 	switch esc.Reason {
 	case runner.ReasonGateBefore:

@@ -245,6 +245,8 @@ type Escalation struct {
 	Ceiling float64
 	// Changed are the paths the parked work changes (the first 30 are listed).
 	Changed []string
+	// TaskURL is the task's page on the dashboard (its attempts' logs, the decision), when there is one.
+	TaskURL string
 }
 
 // Marker lets a template call EscalationMarker.

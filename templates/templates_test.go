@@ -289,7 +289,7 @@ var cases = []struct {
 		Verify: []Command{{Command: "go vet ./...", Duration: time.Second}, {Command: "go test ./...", ExitCode: 1, Duration: 2 * time.Second}}}},
 	{"escalation_one_command", "escalation", Escalation{RunID: "r1", TaskID: "1.2", TaskTitle: "Add Div", Attempts: 2, MaxAttempts: 3,
 		Reason: "the same failure happened twice in a row", Failures: []Command{{Command: "sh check.sh", ExitCode: 1}},
-		Output: "--- FAIL: TestDivide (0.00s)\n", Changed: []string{"out.txt"}, Buttons: true}},
+		Output: "--- FAIL: TestDivide (0.00s)\n", Changed: []string{"out.txt"}, Buttons: true, TaskURL: "https://akira.example/ui/runs/r1/tasks/1.2"}},
 	{"escalation_changed", "escalation", Escalation{RunID: "r1", TaskID: "1.3", TaskTitle: "Add Div", Attempts: 2, MaxAttempts: 2,
 		Reason: "every attempt failed", Error: "agent: exit status 1", Buttons: true,
 		Output:  "Attempt 2 failed: agent: exit status 1.\n\nThe end of the agent's output:\n\n```\nI cannot do this\n```\n",
