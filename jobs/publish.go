@@ -46,8 +46,9 @@ func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
 	if err != nil {
 		return r, err
 	}
+	// The body is secondary to the summary: a failure waits for the summary's next edit.
 	if err := p.publishPullRequestBody(ctx, r); err != nil {
-		return r, err
+		p.log.Warn("pull request body not updated", "pr", r.PR, "err", err)
 	}
 	if r.SummaryCommentID != 0 {
 		err := p.gh.EditComment(ctx, r.Owner, r.Repo, r.SummaryCommentID, body)
