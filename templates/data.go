@@ -249,6 +249,15 @@ type Escalation struct {
 	TaskURL string
 }
 
+// ShownReason is Reason without the "verification failed: `cmd` exited 1" that "What failed" lists
+// below it.
+func (e Escalation) ShownReason() string {
+	if i := strings.Index(e.Reason, "verification failed: "); len(e.Failures) > 0 && i >= 0 {
+		return strings.TrimRight(e.Reason[:i], " :;,")
+	}
+	return e.Reason
+}
+
 // Marker lets a template call EscalationMarker.
 func (e Escalation) Marker() string { return EscalationMarker(e.RunID, e.TaskID) }
 

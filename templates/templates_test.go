@@ -288,7 +288,7 @@ var cases = []struct {
 		Attempt: 2, MaxAttempts: 2, Reason: "every attempt failed: verification failed: `go test ./...` exited 1",
 		Verify: []Command{{Command: "go vet ./...", Duration: time.Second}, {Command: "go test ./...", ExitCode: 1, Duration: 2 * time.Second}}}},
 	{"escalation_one_command", "escalation", Escalation{RunID: "r1", TaskID: "1.2", TaskTitle: "Add Div", Attempts: 2, MaxAttempts: 3,
-		Reason: "the same failure happened twice in a row", Failures: []Command{{Command: "sh check.sh", ExitCode: 1}},
+		Reason: "the same failure happened twice in a row: verification failed: `sh check.sh` exited 1", Failures: []Command{{Command: "sh check.sh", ExitCode: 1}},
 		Output: "--- FAIL: TestDivide (0.00s)\n", Changed: []string{"out.txt"}, Buttons: true, TaskURL: "https://akira.example/ui/runs/r1/tasks/1.2"}},
 	{"escalation_changed", "escalation", Escalation{RunID: "r1", TaskID: "1.3", TaskTitle: "Add Div", Attempts: 2, MaxAttempts: 2,
 		Reason: "every attempt failed", Error: "agent: exit status 1", Buttons: true,
