@@ -319,7 +319,7 @@ func TestRollbackRefusesARunThatIsNotFinished(t *testing.T) {
 	}{
 		{StatusQueued, "`/akira stop` first"},
 		{StatusRunning, "`/akira stop` first"},
-		{StatusParked, "waits for a decision"},
+		{StatusParked, "needs a decision"},
 		{StatusAborted, "start a new one with `/akira run`"},
 	} {
 		status := tc.status

@@ -1173,6 +1173,12 @@ func (e *engine) park(ctx context.Context, t *roadmap.Task, esc Escalation) erro
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
+	if esc.HeadSHA != "" {
+		// The list is for the person deciding; without it the escalation still stands.
+		if names, err := e.ws.Git(ctx, "diff", "--no-renames", "--name-only", esc.HeadSHA, sha, "--"); err == nil && names != "" {
+			esc.Changed = strings.Split(names, "\n")
+		}
+	}
 	if err := e.ws.Reset(ctx); err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}

@@ -297,6 +297,9 @@ type Escalation struct {
 	Verify   []verify.Result `json:"verify,omitempty"`
 	// HeadSHA is the branch head (the last checkpoint) when the task was parked.
 	HeadSHA string `json:"head_sha"`
+	// Changed are the paths the parked work changes from HeadSHA, from the work tree (not the
+	// agent's word): what a person deciding reads first.
+	Changed []string `json:"changed,omitempty"`
 	// ParkedRef holds the failed work as a commit on top of HeadSHA (ParkedCommit) on the remote, for
 	// a later DecisionApprove. A dry run pushes nothing, so a task it parks has a ParkedCommit that
 	// lives only in the workspace and no ParkedRef.

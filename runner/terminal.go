@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/verify"
 )
@@ -281,7 +282,7 @@ func (t *Terminal) print(ev Event) {
 			// Only a dry run parks without a ref (see Escalation.ParkedRef).
 			ref = "; dry run: its work is not kept, it goes with the temporary workspace"
 		}
-		t.printf("%s %s parked: %s%s\n", t.c(yellow, "⏸"), t.c(bold, ev.TaskID), ev.Message, ref)
+		t.printf("%s %s needs a decision: %s%s\n", t.c(yellow, "⏸"), t.c(bold, ev.TaskID), ev.Message, ref)
 	case EventTaskSkipped:
 		t.done(ev.TaskID)
 		t.settled++
@@ -327,23 +328,31 @@ func (t *Terminal) summary(o Outcome) {
 				commit = short(r.Commit)
 			}
 			if usage {
-				cost, tokens := "-", "-"
+				spent, tokens := "-", "-"
 				about := ""
 				if r.Usage.Estimated {
 					about = "~"
 				}
 				if r.Usage.CostUSD > 0 {
-					cost = fmt.Sprintf("%s$%.2f", about, r.Usage.CostUSD)
+					spent = about + cost.Format(r.Usage.CostUSD)
 				}
 				if n := r.Usage.InputTokens + r.Usage.OutputTokens; n > 0 {
 					tokens = fmt.Sprint(about, n)
 				}
-				fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, cost, tokens, commit, r.Note)
+				fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, spent, tokens, commit, r.Note)
 				continue
 			}
 			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, commit, r.Note)
 		}
 		tw.Flush()
+		if usage && total.CostUSD > 0 {
+			// The total is the tasks' costs as the column shows them, added up (internal/cost).
+			costs := make([]float64, 0, len(o.Tasks))
+			for _, r := range o.Tasks {
+				costs = append(costs, r.Usage.CostUSD)
+			}
+			t.printf("cost of the run: %s\n", cost.Format(cost.Sum(costs...)))
+		}
 		if total.Estimated {
 			t.printf("~ an estimate: the egress proxy metered a model answer that did not state its whole usage (from its bytes)\n")
 		}
@@ -353,7 +362,7 @@ func (t *Terminal) summary(o Outcome) {
 	case StatusSucceeded:
 		line = t.c(green, "done")
 	case StatusParked:
-		line = t.c(yellow, fmt.Sprintf("parked: %s waiting for a decision", plural(len(o.Parked), "task")))
+		line = t.c(yellow, "needs a decision on "+plural(len(o.Parked), "task"))
 	case StatusAborted:
 		line = t.c(yellow, "aborted")
 	default:
@@ -437,7 +446,7 @@ func usageText(ev Event) string {
 	}
 	s := fmt.Sprintf(", %d+%d tokens", ev.Usage.InputTokens, ev.Usage.OutputTokens)
 	if ev.Usage.CostUSD > 0 {
-		s += fmt.Sprintf(", $%.4f", ev.Usage.CostUSD)
+		s += ", " + cost.Format(ev.Usage.CostUSD)
 	}
 	if ev.Usage.Estimated {
 		s += " (estimated: a model answer did not state its whole usage)"

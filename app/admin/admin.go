@@ -23,6 +23,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
@@ -308,13 +309,17 @@ type ParkedTask struct {
 func summaryOf(r *jobs.Run) RunSummary {
 	s := RunSummary{ID: r.ID, Repo: r.Owner + "/" + r.Repo, Status: string(r.Status), Source: r.Source, Branch: r.Branch,
 		PRURL: r.PRURL, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, TasksTotal: len(r.Tasks), Reference: r.Reference}
+	costs := make([]float64, 0, len(r.Tasks))
 	for _, t := range r.Tasks {
 		if t.Checkpoint != "" {
 			s.TasksDone++
 		}
-		s.CostUSD += t.CostUSD
+		costs = append(costs, t.CostUSD)
 		s.CostEstimated = s.CostEstimated || t.UsageEstimated
 	}
+	// The run's cost is its tasks' costs as each is shown, added up (internal/cost): the pages'
+	// columns add up to it.
+	s.CostUSD = cost.Sum(costs...)
 	if len(r.Parked) > 0 {
 		s.WaitingOn = r.Parked[0].TaskID
 	}
@@ -517,6 +522,10 @@ type QueueInfo struct {
 	// OldestPendingSecs is how long the oldest pending task has waited.
 	OldestPendingSecs float64 `json:"oldest_pending_seconds"`
 }
+
+// Total is the sum of the states the queue page shows, so that its columns add up to it (asynq's
+// Size also counts grouped tasks, which Akira does not use).
+func (q QueueInfo) Total() int { return q.Pending + q.Active + q.Scheduled + q.Retry + q.Archived }
 
 // ServerInfo is one worker process.
 type ServerInfo struct {

@@ -34,7 +34,7 @@ func TestStatusInProcess(t *testing.T) {
 	}
 
 	f.touch(t, "fail-1.2")
-	if stdout, stderr, code := runCmd(t, f.inProcess(t)...); code != 3 || !strings.Contains(stderr, "task 1.2 (Second file) is parked") ||
+	if stdout, stderr, code := runCmd(t, f.inProcess(t)...); code != 3 || !strings.Contains(stderr, "task 1.2 (Second file) needs a decision") ||
 		!strings.Contains(stderr, "--approve ID") {
 		t.Fatalf("run with 1.2 failing: exit %d, want 3 and the parked task named\n%s%s", code, stdout, stderr)
 	}

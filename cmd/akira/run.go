@@ -305,7 +305,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 func parkedHelp(out runner.Outcome, dryRun bool) string {
 	var b strings.Builder
 	for _, p := range out.Parked {
-		fmt.Fprintf(&b, "akira: task %s (%s) is parked: %s\n", p.TaskID, p.Title, p.Summary)
+		fmt.Fprintf(&b, "akira: task %s (%s) needs a decision: %s\n", p.TaskID, p.Title, p.Summary)
 	}
 	if dryRun {
 		// A dry run pushes no parked ref, so there is nothing for --approve to accept later.

@@ -252,7 +252,7 @@ func TestRunBinaryEscalationAndResume(t *testing.T) {
 			t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", s, stdout, stderr)
 		}
 	}
-	if !strings.Contains(stderr, "task 1.1 (First file) is parked") {
+	if !strings.Contains(stderr, "task 1.1 (First file) needs a decision") {
 		t.Errorf("stderr does not name the escalation:\n%s", stderr)
 	}
 	if got := f.branch(t); !slices.Equal(got, []string{"akira: 1.3 Third file|1.3"}) {
