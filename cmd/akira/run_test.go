@@ -526,7 +526,7 @@ func TestRunBinaryDryRunParks(t *testing.T) {
 	if strings.Contains(stdout+stderr, "refs/akira/parked") || strings.Contains(stdout+stderr, "saved on") {
 		t.Errorf("a dry run names a parked ref it never pushed:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
-	for _, s := range []string{"1.1 parked", "dry run: its work is not kept, it goes with the temporary workspace"} {
+	for _, s := range []string{"1.1 needs a decision", "dry run: its work is not kept, it goes with the temporary workspace"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("stdout lacks %q:\n%s", s, stdout)
 		}
