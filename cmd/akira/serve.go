@@ -513,7 +513,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		// This process's workers count in the total the fair gate's caps are shares of.
 		go fair.Heartbeat(reapCtx)
 		// Every worker's scheduler queues the sweep; the task is unique per interval, so one runs.
-		sched = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: jobs.AsynqLogger(log), LogLevel: asynq.WarnLevel})
+		sched = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: sharedClientLogger{jobs.AsynqLogger(log)}, LogLevel: asynq.WarnLevel})
 		if _, err := sched.Register(fmt.Sprintf("@every %s", jobs.SweepInterval), jobs.NewSweepTask("")); err != nil {
 			return fmt.Errorf("serve: schedule the redelivery sweep: %w", err)
 		}
@@ -603,4 +603,18 @@ func knownSecrets(op config.Operator, getenv func(string) string) []string {
 		}
 	}
 	return out
+}
+
+// sharedClientLogger drops the one error asynq's scheduler logs at every shutdown when it was built
+// on a shared Redis client: it closes the client it was given, which asynq itself refuses ("redis
+// connection is shared"), and says so at error level. The client is serve's, closed by serve.
+type sharedClientLogger struct{ asynq.Logger }
+
+const sharedCloseError = "Failed to close redis client connection: redis connection is shared"
+
+func (l sharedClientLogger) Error(args ...any) {
+	if msg := fmt.Sprint(args...); strings.HasPrefix(msg, sharedCloseError) {
+		return
+	}
+	l.Logger.Error(args...)
 }
