@@ -13,8 +13,8 @@ import (
 // is lost (held, not written).
 func BenchmarkRedisGate(b *testing.B) {
 	base := slog.NewJSONHandler(io.Discard, nil)
-	w := &redisWatch{ping: func(context.Context) error { return nil }, addr: "127.0.0.1:6379", log: slog.New(base)}
-	connErr := errors.New("UNKNOWN: redis eval error: dial tcp 127.0.0.1:6379: connect: connection refused")
+	w := &redisWatch{ping: func(context.Context) error { return nil }, addr: "redis.example:6379", log: slog.New(base)}
+	connErr := errors.New("UNKNOWN: redis eval error: dial tcp 10.0.0.5:6379: connect: connection refused")
 	for _, bc := range []struct {
 		name string
 		log  *slog.Logger
