@@ -19,6 +19,7 @@ import (
 	"github.com/akira-bot/akira/internal/browsertest"
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // adminServer starts the admin address's handler for e, wired as akira serve wires it.
@@ -55,9 +56,9 @@ func TestControlThroughTheAPI(t *testing.T) {
 	e := newEnv(t, false)
 	api := e.adminServer()
 	ctx := context.Background()
-	ops, err := e.store.CreateToken(ctx, "ops", jobs.ScopeControl)
+	ops, err := e.store.CreateToken(ctx, "ops", store.ScopeControl)
 	must(t, err)
-	reader, err := e.store.CreateToken(ctx, "viewer", jobs.ScopeRead)
+	reader, err := e.store.CreateToken(ctx, "viewer", store.ScopeRead)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flaky", User: "alice", Body: "- [ ] Add a flaky thing\n- [ ] Add a slow thing\n"})
@@ -111,7 +112,7 @@ func TestControlThroughTheAPI(t *testing.T) {
 	}
 
 	code, body = apiCall(t, "GET", api.URL+"/api/v1/audit", reader, "")
-	var audit struct{ Entries []jobs.AuditEntry }
+	var audit struct{ Entries []store.AuditEntry }
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &audit) != nil || len(audit.Entries) < 3 {
 		t.Fatalf("audit: %d %s", code, body)
 	}
@@ -133,7 +134,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	browser := browsertest.New(t)
 	e := newEnv(t, false)
 	ui := e.adminServer()
-	ops, err := e.store.CreateToken(context.Background(), "ops", jobs.ScopeControl)
+	ops, err := e.store.CreateToken(context.Background(), "ops", store.ScopeControl)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flaky", User: "alice", Body: "- [ ] Add a flaky thing\n"})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // startRun posts a run to start and returns the status and the answer.
@@ -47,9 +48,9 @@ func TestHandoffThroughTheAPI(t *testing.T) {
 	e := newEnv(t, false)
 	api := e.adminServer()
 	ctx := context.Background()
-	editor, err := e.store.CreateTokenFor(ctx, "editor", jobs.ScopeStart, []string{e.owner + "/" + e.repo})
+	editor, err := e.store.CreateTokenFor(ctx, "editor", store.ScopeStart, []string{e.owner + "/" + e.repo})
 	must(t, err)
-	elsewhere, err := e.store.CreateTokenFor(ctx, "elsewhere", jobs.ScopeStart, []string{e.owner + "/other"})
+	elsewhere, err := e.store.CreateTokenFor(ctx, "elsewhere", store.ScopeStart, []string{e.owner + "/other"})
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 
@@ -96,7 +97,7 @@ func TestHandoffThroughTheAPI(t *testing.T) {
 	if code, out := startRun(t, api.URL, elsewhere, "", body); code != http.StatusForbidden {
 		t.Errorf("another repository's token: %d %v", code, out)
 	}
-	runs, err := e.store.Runs(ctx, jobs.RunFilter{Repo: "octo/demo"})
+	runs, err := e.store.Runs(ctx, store.RunFilter{Repo: "octo/demo"})
 	must(t, err)
 	if len(runs) != 1 || runs[0].ID != id {
 		t.Errorf("runs of octo/demo: %d, want only %s", len(runs), id)
@@ -118,7 +119,7 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 	e := newEnv(t, false)
 	api := e.adminServer()
 	ctx := context.Background()
-	ops, err := e.store.CreateToken(ctx, "ops", jobs.ScopeControl)
+	ops, err := e.store.CreateToken(ctx, "ops", store.ScopeControl)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	code, started := startRun(t, api.URL, ops, "", `{"repository":"octo/demo","plan":"- [ ] 1 Add a flaky thing\n"}`)
@@ -164,7 +165,7 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 func TestHandoffBranchPrefix(t *testing.T) {
 	e := newEnv(t, false)
 	api := e.adminServer()
-	ops, err := e.store.CreateToken(context.Background(), "ops", jobs.ScopeControl)
+	ops, err := e.store.CreateToken(context.Background(), "ops", store.ScopeControl)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n", ".github/akira.yml": "branch_prefix: bot/\n"})
 	body := `{"repository":"octo/demo","plan":"- [ ] 1 Add the greeting\n"}`

@@ -28,6 +28,7 @@ import (
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/workspace"
@@ -100,7 +101,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	}
 	client := asynq.NewClientFromRedisClient(rdb)
 	defer client.Close()
-	locker := jobs.NewLocker(rdb, ws.Prefix)
+	locker := store.NewLocker(rdb, ws.Prefix)
 	locker.TTL, locker.Logger = ws.LockTTL, log
 	// Every worker of a test shares one repository cache, as the workers of one machine do.
 	cache, err := workspace.NewCache(filepath.Join(ws.WorkDir, "akira-cache"), 0)
@@ -122,7 +123,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	fair.TaskQueue = ws.Queue
 	go fair.Heartbeat(ctx)
 	deps := jobs.Deps{
-		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fair,
+		Store: store.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fair,
 		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fair),
 		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
@@ -162,7 +163,7 @@ type env struct {
 	t      *testing.T
 	gh     *githubtest.Server
 	rdb    *redis.Client
-	store  *jobs.Store
+	store  *store.Store
 	web    *httptest.Server
 	spec   workerSpec
 	logDir string
@@ -272,7 +273,7 @@ func newEnvWith(t *testing.T, external bool, addr, operatorYAML string, ghOpts .
 		}
 		_ = e.rdb.Close()
 	})
-	e.store = jobs.NewStore(e.rdb, prefix)
+	e.store = store.NewStore(e.rdb, prefix)
 
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")

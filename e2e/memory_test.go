@@ -12,6 +12,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // TestLearningThroughGitHub: the guidance of a `/akira retry` that made a task pass becomes a lesson
@@ -28,7 +29,7 @@ func TestLearningThroughGitHub(t *testing.T) {
 	pr := e.onlyPR(run.Branch)
 	e.comment(pr.Number, "alice", "/akira retry the flaky things need the MAGIC-WORD in their prompt", true, http.StatusAccepted)
 	e.waitStatus(1, jobs.StatusSucceeded)
-	mem := jobs.NewStore(e.rdb, e.spec.Prefix).Lessons(e.gh.InstallationID(e.owner, e.repo), e.owner, e.repo)
+	mem := store.NewStore(e.rdb, e.spec.Prefix).Lessons(e.gh.InstallationID(e.owner, e.repo), e.owner, e.repo)
 	ls, err := mem.List(context.Background())
 	if err != nil || len(ls) != 1 || !strings.Contains(ls[0].Text, "MAGIC-WORD") {
 		t.Fatalf("lessons after the retry: %+v, %v", ls, err)

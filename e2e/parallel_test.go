@@ -11,6 +11,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // killAgent ends the process group of a task's scripted agent (an orphan of a killed worker).
@@ -64,7 +65,7 @@ func TestParallelWorkerKilled(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "akira.yml")
 	must(t, os.WriteFile(file, append(op, []byte("max_parallel: 2\n")...), 0o644))
 	e.spec.OperatorFile = file
-	e.spec.LockTTL = jobs.DefaultLockTTL
+	e.spec.LockTTL = store.DefaultLockTTL
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Crash two", User: "alice", Body: twoSlowParallel})
 	first := e.startWorkerProcess("worker-1")

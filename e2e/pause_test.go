@@ -11,6 +11,7 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -45,7 +46,7 @@ func TestPauseRestartResume(t *testing.T) {
 			pausedBy := "alice"
 			if now {
 				api = e.adminServer()
-				tok, err := e.store.CreateToken(context.Background(), "ops", jobs.ScopeControl)
+				tok, err := e.store.CreateToken(context.Background(), "ops", store.ScopeControl)
 				must(t, err)
 				ops, pausedBy = tok, "ops (API)"
 				if code, body := apiCall(t, "POST", api.URL+"/api/v1/runs/"+run.ID+"/pause?now=1", ops, ""); code != http.StatusAccepted || !strings.Contains(body, "pause requested now") {

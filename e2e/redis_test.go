@@ -16,6 +16,7 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -75,7 +76,7 @@ func (e *env) touch(name string) {
 func TestRedisOutageWithAOF(t *testing.T) {
 	srv := redistest.StartServer(t, true)
 	e := newEnvOn(t, true, srv.Addr)
-	e.spec.LockTTL = jobs.DefaultLockTTL // the production TTL: it bounds how long the outage stalls the run
+	e.spec.LockTTL = store.DefaultLockTTL // the production TTL: it bounds how long the outage stalls the run
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Outage", User: "alice",
 		Body: "- [ ] Add one\n- [ ] Add a slow thing\n- [ ] Add three\n"})
@@ -93,7 +94,7 @@ func TestRedisOutageWithAOF(t *testing.T) {
 	e.eventually("the agent to work on task 1.2 again", func() bool { return e.agentCalls("1.2") >= 2 })
 	recovery := time.Since(back)
 	t.Logf("recovery: the agent worked again %.1f s after Redis (AOF) came back from a 20 s outage (lock TTL %v, reaper every %v)",
-		recovery.Seconds(), jobs.DefaultLockTTL, jobs.DefaultReapInterval)
+		recovery.Seconds(), store.DefaultLockTTL, jobs.DefaultReapInterval)
 	if recovery > 30*time.Second {
 		t.Errorf("recovery took %v, want under 30 s", recovery.Round(100*time.Millisecond))
 	}
@@ -187,7 +188,7 @@ func TestRedisLostParkedRun(t *testing.T) {
 func TestRedisFlushedMidRun(t *testing.T) {
 	srv := redistest.StartServer(t, false)
 	e := newEnvOn(t, true, srv.Addr)
-	e.spec.LockTTL = jobs.DefaultLockTTL
+	e.spec.LockTTL = store.DefaultLockTTL
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flushed", User: "alice",
 		Body: "- [ ] Add one\n- [ ] Add a patient thing\n- [ ] Add three\n"})

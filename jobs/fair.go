@@ -49,6 +49,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -97,7 +98,7 @@ type Fair struct {
 // NewFair returns the gate whose keys start with prefix (DefaultPrefix when empty).
 func NewFair(rdb redis.UniversalClient, prefix string, cfg config.Fair, concurrency int) *Fair {
 	if prefix == "" {
-		prefix = DefaultPrefix
+		prefix = store.DefaultPrefix
 	}
 	host, _ := os.Hostname()
 	b := make([]byte, 4)

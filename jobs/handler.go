@@ -12,6 +12,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
@@ -53,8 +54,8 @@ type AgentFactory func(name string, p config.AgentProfile) (agent.Agent, error)
 
 // Deps is what the handlers need. Store, Locker, Enqueuer and GitHub are required.
 type Deps struct {
-	Store    *Store
-	Locker   *Locker
+	Store    *store.Store
+	Locker   *store.Locker
 	Enqueuer *Enqueuer
 	GitHub   Installations
 	// Operator is the operator's configuration: agent profiles, attempts, verification settings.
@@ -80,7 +81,7 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Masker masks the secrets Akira knows in the attempt logs it keeps for LogRetention (default
 	// DefaultLogRetention).
-	Masker       *Masker
+	Masker       *store.Masker
 	LogRetention time.Duration
 	// PublicURL is where people reach the dashboard (AKIRA_PUBLIC_URL): check runs and summaries
 	// link each task's attempts and logs there. Empty: no links.

@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/lessons"
@@ -209,7 +210,7 @@ const reactionAccepted = "eyes"
 // line fields every line of it carries.
 type intake struct {
 	p     IntakePayload
-	store *Store
+	store *store.Store
 	gh    GitHub
 	log   *slog.Logger
 	// retried says an earlier try of this job may have posted replies already.
@@ -252,7 +253,7 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	}
 	n, _ := asynq.GetRetryCount(ctx)
 	in := &intake{p: p, store: h.d.Store, gh: gh, log: log, retried: n > 0}
-	if in.answeredAt, in.recovered, err = h.d.Store.recovered(ctx, p.DeliveryID); err != nil {
+	if in.answeredAt, in.recovered, err = h.d.Store.Recovered(ctx, p.DeliveryID); err != nil {
 		return ResultRetry, err
 	}
 	if in.recovered {
@@ -408,7 +409,7 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 
 func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
-	text, err := h.d.Store.StatusText(ctx, in.p.Owner, in.p.Repo, c.Number)
+	text, err := StatusText(ctx, h.d.Store.Records, in.p.Owner, in.p.Repo, c.Number)
 	if err != nil {
 		return "", err
 	}
@@ -423,7 +424,7 @@ func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error)
 func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
 	run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, c.Number)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
 	data := templates.StopReply{}
@@ -448,7 +449,7 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, c.Number)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
 	data := templates.PauseReply{Now: cmd.Now, Resume: cmd.Name == command.CmdResume}
@@ -713,7 +714,7 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 	}
 	if cr.Decision == StopDecision {
 		_, asked, err := h.d.Store.RequestStop(ctx, cr.RunID, in.p.Sender, false)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return ResultNoop, nil
 		}
 		if err != nil {
@@ -753,7 +754,7 @@ func (h *Handler) onReview(ctx context.Context, in *intake) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, rv.Number); errors.Is(err, ErrNotFound) {
+	if _, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, rv.Number); errors.Is(err, store.ErrNotFound) {
 		if !strings.HasPrefix(rv.HeadRef, rc.BranchPrefix) {
 			return ResultNoop, nil // not a pull request Akira works on
 		}
@@ -833,7 +834,7 @@ func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error
 	}
 	if tr.Action == TriggerUnassigned || tr.Action == TriggerUnlabeled {
 		run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, tr.Number)
-		if errors.Is(err, ErrNotFound) || (err == nil && run.Status.Terminal()) {
+		if errors.Is(err, store.ErrNotFound) || (err == nil && run.Status.Terminal()) {
 			return ResultNoop, nil
 		}
 		if err != nil {

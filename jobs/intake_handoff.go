@@ -8,15 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
 )
@@ -31,44 +29,8 @@ import (
 // TriggerAPI starts a run handed off through the REST API.
 const TriggerAPI = lifecycle.TriggerAPI
 
-// ScopeStart may read runs and start them, but neither stop nor decide.
-const ScopeStart = "start"
-
 // TypeHandoff is a run handed off through the REST API, on its way to a run job.
 const TypeHandoff = "akira:handoff"
-
-// HandoffTTL is how long an Idempotency-Key returns the run it started, and how long a handoff's
-// record answers for a run that was not created.
-const HandoffTTL = 24 * time.Hour
-
-// CanStart says the token may start runs.
-func (t Token) CanStart() bool { return t.Scope == ScopeControl || t.Scope == ScopeStart }
-
-// Allows says the token may act on the repository "owner/name": a token without repositories
-// covers every repository.
-func (t Token) Allows(repo string) bool {
-	if len(t.Repos) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(t.Repos, func(r string) bool { return strings.EqualFold(r, repo) })
-}
-
-var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
-
-// ValidRepoName reports whether s is "owner/name" as GitHub spells them.
-func ValidRepoName(s string) bool {
-	return repoNameRE.MatchString(s) && !strings.HasSuffix(s, "/.") && !strings.HasSuffix(s, "/..")
-}
-
-// CreateTokenFor makes a token limited to repositories ("owner/name"; none: every repository).
-func (s *Store) CreateTokenFor(ctx context.Context, name, scope string, repos []string) (string, error) {
-	for _, r := range repos {
-		if !ValidRepoName(r) {
-			return "", fmt.Errorf("token repository %q: want owner/name", r)
-		}
-	}
-	return s.createToken(ctx, name, scope, repos)
-}
 
 // HandoffRequest is a run to start from outside GitHub, as the API received it.
 type HandoffRequest struct {
@@ -84,7 +46,7 @@ type HandoffRequest struct {
 	// Reference is the caller's conversation or ticket id, kept on the run and shown on its pull request.
 	Reference string
 	Notify    map[string][]string
-	Token     Token
+	Token     store.Token
 	// Key is the client's Idempotency-Key ("" for none).
 	Key string
 }
@@ -121,45 +83,6 @@ func (p HandoffPayload) Validate() error {
 		return fmt.Errorf("handoff payload: %w", err)
 	}
 	return nil
-}
-
-// Handoff is what the API answers for a handoff, kept for HandoffTTL: a repeat with the same key
-// gets it again, and the run's id answers with it until the run job has created the run.
-type Handoff struct {
-	ID        string    `json:"id"`
-	Repo      string    `json:"repo"`
-	Base      string    `json:"base,omitempty"`
-	Branch    string    `json:"branch"`
-	Reference string    `json:"reference,omitempty"`
-	Created   time.Time `json:"created"`
-	// Tasks is the number of tasks of a plan given as text (0 when the plan is a file).
-	Tasks int `json:"tasks,omitempty"`
-	// Error is why the handoff did not become a run (no installation, a bad configuration).
-	Error string `json:"error,omitempty"`
-}
-
-// HandoffBranch is the branch of a handed-off run: the repository's branch prefix (DefaultBranchPrefix
-// until its configuration is read) and the run's id.
-func HandoffBranch(prefix, id string) string { return prefix + "handoff-" + id }
-
-func (s *Store) handoffKey(id string) string { return s.prefix + "handoff:" + id }
-
-// idempotencyKey is where a token's Idempotency-Key is claimed: by the token's ID, so that another
-// token of the same name (revoked and created again) starts afresh.
-func (s *Store) idempotencyKey(tokenID, key string) string {
-	return s.prefix + "idem:" + tokenHash(tokenID+"\x00"+key)
-}
-
-// KeyReusedError is StartHandoff's answer to an Idempotency-Key that started a run for another
-// request in the last HandoffTTL: a retry sends the same request, so this is a mistake to report,
-// never the first run to return.
-type KeyReusedError struct {
-	// RunID is the run the key started.
-	RunID string
-}
-
-func (e *KeyReusedError) Error() string {
-	return "jobs: the Idempotency-Key started run " + e.RunID + " for another request"
 }
 
 // fingerprint is what makes two requests the same one: every field of the run to start, not the
@@ -206,52 +129,20 @@ func CheckPlanText(text string) (int, error) {
 // Idempotency-Key was seen in the last HandoffTTL, and the handoff returned is then the first one.
 // The key is claimed with SET NX and an expiry, so two concurrent repeats start one run; it holds the
 // run's id and the request's fingerprint, and a repeat whose request differs is a *KeyReusedError.
-func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks int) (Handoff, bool, error) {
+func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks int) (store.Handoff, bool, error) {
 	if req.Key != "" && req.Token.ID == "" {
-		return Handoff{}, false, errors.New("jobs: handoff: an Idempotency-Key needs the token's ID")
+		return store.Handoff{}, false, errors.New("jobs: handoff: an Idempotency-Key needs the token's ID")
 	}
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
-		return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
+		return store.Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
 	}
 	delivery := "api-" + hex.EncodeToString(b)
 	id := RunIDFor(delivery)
-	h := Handoff{ID: id, Repo: req.Owner + "/" + req.Repo, Base: req.Base, Branch: HandoffBranch(config.DefaultBranchPrefix, id),
+	h := store.Handoff{ID: id, Repo: req.Owner + "/" + req.Repo, Base: req.Base, Branch: store.HandoffBranch(config.DefaultBranchPrefix, id),
 		Reference: req.Reference, Created: time.Now().UTC(), Tasks: tasks}
-	data, _ := json.Marshal(h)
-	rdb, st := c.Store.rdb, c.Store
-	// The record is written before the key is claimed: a concurrent repeat that loses the claim then
-	// always finds the winner's record.
-	if err := rdb.Set(ctx, st.handoffKey(id), data, HandoffTTL).Err(); err != nil {
-		return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
-	}
-	var idem string
-	if req.Key != "" {
-		idem = st.idempotencyKey(req.Token.ID, req.Key)
-		fp := req.fingerprint()
-		ok, err := rdb.SetNX(ctx, idem, id+" "+fp, HandoffTTL).Result()
-		if err != nil {
-			return Handoff{}, false, errors.Join(fmt.Errorf("jobs: handoff: %w", err), st.forget(ctx, st.handoffKey(id)))
-		}
-		if !ok {
-			if err := st.forget(ctx, st.handoffKey(id)); err != nil {
-				return Handoff{}, false, err
-			}
-			claim, err := rdb.Get(ctx, idem).Result()
-			if err != nil {
-				return Handoff{}, false, fmt.Errorf("jobs: handoff: the first request of this key: %w", err)
-			}
-			// A claim without a fingerprint was made before requests had one: it is taken at its word.
-			first, firstFP, _ := strings.Cut(claim, " ")
-			if firstFP != "" && firstFP != fp {
-				return Handoff{}, false, &KeyReusedError{RunID: first}
-			}
-			prev, err := st.Handoff(ctx, first)
-			if err != nil {
-				return Handoff{}, false, err
-			}
-			return prev, false, nil
-		}
+	if prev, created, err := c.Store.Claim(ctx, h, req.Token.ID, req.Key, req.fingerprint()); err != nil || !created {
+		return prev, false, err
 	}
 	p := HandoffPayload{Version: PayloadVersion, DeliveryID: delivery, Owner: req.Owner, Repo: req.Repo, Base: req.Base,
 		Plan: req.Plan, PlanPath: req.PlanPath, Agent: req.Agent, BudgetUSD: req.BudgetUSD, Reference: req.Reference,
@@ -262,53 +153,11 @@ func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks
 	}
 	if err != nil {
 		// Nothing was queued: the key must not keep answering with a run that will never exist.
-		return Handoff{}, false, errors.Join(err, st.forget(ctx, idem, st.handoffKey(id)))
+		return store.Handoff{}, false, errors.Join(err, c.Store.Drop(ctx, id, req.Token.ID, req.Key))
 	}
-	_ = c.Store.Audit(ctx, AuditEntry{Time: h.Created, Token: req.Token.Name, Via: "API", Action: "start", RunID: id, Repo: h.Repo,
+	_ = c.Store.Audit(ctx, store.AuditEntry{Time: h.Created, Token: req.Token.Name, Via: "API", Action: "start", RunID: id, Repo: h.Repo,
 		Result: "queued"})
 	return h, true, nil
-}
-
-func (s *Store) forget(ctx context.Context, keys ...string) error {
-	keys = slices.DeleteFunc(keys, func(k string) bool { return k == "" })
-	if len(keys) == 0 {
-		return nil
-	}
-	return s.rdb.Del(context.WithoutCancel(ctx), keys...).Err()
-}
-
-// Handoff reads the record of a handoff by its run's id; ErrNotFound after HandoffTTL.
-func (s *Store) Handoff(ctx context.Context, id string) (Handoff, error) {
-	data, err := s.rdb.Get(ctx, s.handoffKey(id)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Handoff{}, ErrNotFound
-	}
-	if err != nil {
-		return Handoff{}, fmt.Errorf("jobs: handoff %s: %w", id, err)
-	}
-	var h Handoff
-	if err := json.Unmarshal(data, &h); err != nil {
-		return Handoff{}, fmt.Errorf("jobs: handoff %s: %w", id, err)
-	}
-	return h, nil
-}
-
-// failHandoff records why a handoff will never become a run, for whoever follows it through the API.
-func (s *Store) failHandoff(ctx context.Context, id, reason string) error {
-	return s.updateHandoff(ctx, id, func(h *Handoff) { h.Error = reason })
-}
-
-func (s *Store) updateHandoff(ctx context.Context, id string, change func(*Handoff)) error {
-	h, err := s.Handoff(ctx, id)
-	if err != nil {
-		return err
-	}
-	change(&h)
-	data, _ := json.Marshal(h)
-	if err := s.rdb.Set(ctx, s.handoffKey(id), data, redis.KeepTTL).Err(); err != nil {
-		return fmt.Errorf("jobs: handoff %s: %w", id, err)
-	}
-	return nil
 }
 
 // RepoInstallations finds the installation of the App on a repository (app/gh implements it);
@@ -334,7 +183,7 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 	log := h.log.With("task", TypeHandoff, "run", id, "repo", p.Owner+"/"+p.Repo, "token", p.TokenName)
 	refuse := func(reason string) (string, error) {
 		log.Info("handoff: refused", "reason", reason)
-		if err := h.d.Store.failHandoff(ctx, id, reason); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := h.d.Store.FailHandoff(ctx, id, reason); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return ResultRetry, err
 		}
 		return ResultRefused, nil
@@ -375,9 +224,9 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 		}
 		return refuse(err.Error())
 	}
-	if planned.Branch != HandoffBranch(config.DefaultBranchPrefix, id) {
+	if planned.Branch != store.HandoffBranch(config.DefaultBranchPrefix, id) {
 		// The repository's branch_prefix: a repeated request answers with the branch the run will have.
-		if err := h.d.Store.updateHandoff(ctx, id, func(r *Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := h.d.Store.UpdateHandoff(ctx, id, func(r *store.Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return ResultRetry, err
 		}
 	}
@@ -398,7 +247,7 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 
 // planAPIRun fills in what a handed-off run takes from its request instead of GitHub.
 func planAPIRun(run *Run, p RunPayload, rc config.Repo, op config.Operator) error {
-	run.Branch = HandoffBranch(rc.BranchPrefix, run.ID)
+	run.Branch = store.HandoffBranch(rc.BranchPrefix, run.ID)
 	if p.Base != "" {
 		run.Base = p.Base
 	}

@@ -51,12 +51,12 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 		t.Errorf("recover = %+v, redelivered %v; want the answer (its newest attempt, 5), the button (12), the edit (8), the skewed one (11)", res, f.redelivered)
 	}
 	for guid, want := range map[string]bool{"answer": true, "button": true, "completed": false, "edited": true, "skewed": true, "kept": false, "push": false, "failed": false, "after": false, "ancient": false} {
-		if _, got, err := jh.store.recovered(ctx, guid); err != nil || got != want {
+		if _, got, err := jh.store.Recovered(ctx, guid); err != nil || got != want {
 			t.Errorf("delivery %s marked recovered = %v (%v), want %v", guid, got, err, want)
 		}
 	}
 	// An answer is placed by its first attempt: GitHub's first delivery of it.
-	if got, _, _ := jh.store.recovered(ctx, "answer"); !got.Equal(at(6 * time.Minute)) {
+	if got, _, _ := jh.store.Recovered(ctx, "answer"); !got.Equal(at(6 * time.Minute)) {
 		t.Errorf("the answer is marked as given at %s, want its first attempt's %s", got, at(6*time.Minute))
 	}
 }
@@ -74,7 +74,7 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 		}
 	}
 	// Redis loses the epoch, and asynq's list of queues with it.
-	if err := jh.store.rdb.Del(ctx, jh.store.epochKey(), "asynq:queues").Err(); err != nil {
+	if err := jh.store.Client().Del(ctx, jh.prefix+"epoch", "asynq:queues").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := jh.h.checkEpoch(ctx, now.Add(time.Second)); err != nil || !got {
@@ -107,7 +107,7 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 	}
 	for i, c := range cases {
 		guid := "recovered-" + randomHex(t, 3)
-		if err := jh.store.markRecovered(ctx, guid, time.Now()); err != nil {
+		if err := jh.store.MarkRecovered(ctx, guid, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		err := jh.intake(IntakePayload{DeliveryID: guid, Event: "issue_comment",
@@ -131,7 +131,7 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 		queued   bool
 	}{{StopDecision, false}, {runner.DecisionApprove, true}} {
 		guid := "button-" + randomHex(t, 3)
-		if err := jh.store.markRecovered(ctx, guid, at); err != nil {
+		if err := jh.store.MarkRecovered(ctx, guid, at); err != nil {
 			t.Fatal(err)
 		}
 		if err := jh.intake(IntakePayload{DeliveryID: guid, Event: "check_run", Sender: "alice",

@@ -3,9 +3,10 @@ package jobs
 import (
 	"log/slog"
 
-	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // Metrics are the Prometheus metrics of the workers. A nil *Metrics records nothing, so tests and the

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // TestMetrics registers on a registry of its own and reads the queue size from a real queue.
@@ -81,21 +83,21 @@ func TestRefusedTransitionLoggedAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	store := NewStore(rdb, prefix)
-	if _, err := NewHandler(Deps{Store: store, Locker: NewLocker(rdb, prefix), Enqueuer: &Enqueuer{}, GitHub: newFakeGitHub().installations(),
+	st := store.NewStore(rdb, prefix)
+	if _, err := NewHandler(Deps{Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: &Enqueuer{}, GitHub: newFakeGitHub().installations(),
 		Metrics: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	run, _, err := store.Create(ctx, newRun("r1", "akira/issue-4"))
+	run, _, err := st.Create(ctx, newRun("r1", "akira/issue-4"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = store.Apply(ctx, run.ID, lifecycle.Revived{})
+	_, _, err = st.Apply(ctx, run.ID, lifecycle.Revived{})
 	if !errors.Is(err, lifecycle.ErrTransition) || !strings.Contains(err.Error(), `"revived" is not allowed in state queued`) {
 		t.Fatalf("err = %v", err)
 	}
-	after, err := store.Get(ctx, run.ID)
+	after, err := st.Get(ctx, run.ID)
 	if err != nil || after.Rev != run.Rev || after.Status != StatusQueued {
 		t.Fatalf("the refused event wrote the run: %+v, %v", after, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/verify"
 	"github.com/akira-bot/akira/templates"
@@ -22,7 +23,7 @@ import (
 // publisher renders a run's summary onto its pull request or issue.
 type publisher struct {
 	gh    Comments
-	store *Store
+	store *store.Store
 	log   *slog.Logger
 }
 
@@ -409,4 +410,12 @@ func (h *Handler) perform(ctx context.Context, gh ReporterGitHub, run *Run, e li
 		return h.escalate(ctx, gh, run, e)
 	}
 	return fmt.Errorf("publish: unknown effect %q", e.Kind)
+}
+
+// short is a commit's SHA as people read it.
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -64,7 +65,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	}
 }
 
-func mustGet(t *testing.T, s *Store, id string) *Run {
+func mustGet(t *testing.T, s *store.Store, id string) *Run {
 	t.Helper()
 	r, err := s.Get(context.Background(), id)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/templates"
@@ -168,7 +169,7 @@ func envSummary(run *Run) *templates.EnvSummary {
 }
 
 // envOptions are the engine's options about the environment of a run's job.
-func envOptions(opts *runner.Options, run *Run, store *Store, autoSetup bool, caches *env.Caches) {
+func envOptions(opts *runner.Options, run *Run, st *store.Store, autoSetup bool, caches *env.Caches) {
 	opts.AllowRedBase = run.AllowRedBase
 	opts.AutoSetup = autoSetup
 	if caches != nil {
@@ -176,7 +177,7 @@ func envOptions(opts *runner.Options, run *Run, store *Store, autoSetup bool, ca
 		opts.DepCaches = caches
 		opts.CacheScope = env.ScopeName("inst", strconv.FormatInt(run.InstallationID, 10), run.Owner, run.Repo)
 	}
-	if store != nil {
-		opts.BaseMemory = store.BaseMemory(run.InstallationID, run.Owner, run.Repo)
+	if st != nil {
+		opts.BaseMemory = st.BaseMemory(run.InstallationID, run.Owner, run.Repo)
 	}
 }

@@ -102,7 +102,7 @@ func (h *Handler) sendNotification(ctx context.Context, p NotifyPayload) (string
 	if rate == 0 {
 		rate = DefaultNotifyRate
 	}
-	if wait, err := h.d.Store.takeNotifySlot(ctx, p.Sink, rate); err != nil {
+	if wait, err := h.d.Store.TakeNotifySlot(ctx, p.Sink, rate); err != nil {
 		return ResultRetry, err
 	} else if wait > 0 {
 		later := p
@@ -125,25 +125,6 @@ func (h *Handler) sendNotification(ctx context.Context, p NotifyPayload) (string
 	}
 	log.Info("notify job: sent", "ms", time.Since(start).Milliseconds(), "since_event_ms", time.Since(p.Message.Time).Milliseconds())
 	return ResultSent, nil
-}
-
-// takeNotifySlot counts a notification against the sink's rate for this minute (INCR is atomic, so
-// workers never both take the last slot); over the rate, it says how long until the next minute.
-func (s *Store) takeNotifySlot(ctx context.Context, sink string, perMinute int) (time.Duration, error) {
-	now := s.now()
-	window := now.Truncate(time.Minute)
-	key := s.prefix + "notify-rate:" + sink + ":" + strconv.FormatInt(window.Unix(), 10)
-	n, err := s.rdb.Incr(ctx, key).Result()
-	if err != nil {
-		return 0, fmt.Errorf("jobs: notify rate: %w", err)
-	}
-	if n == 1 {
-		s.rdb.Expire(ctx, key, 2*time.Minute)
-	}
-	if n > int64(perMinute) {
-		return window.Add(time.Minute).Sub(now) + time.Second, nil
-	}
-	return 0, nil
 }
 
 // notifyRun enqueues a notification of a run's event to every sink the event goes to. A notification

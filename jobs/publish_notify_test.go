@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 func notifyTask(t *testing.T, jh *jobsHarness, p NotifyPayload) *asynq.Task {
@@ -82,19 +83,19 @@ func TestNotifyRateAndRetries(t *testing.T) {
 // TestAttemptLogs: a log is kept compressed, masked, capped, and read back; a missing one says so.
 func TestAttemptLogs(t *testing.T) {
 	rdb, prefix := testRedis(t)
-	s := NewStore(rdb, prefix)
+	s := store.NewStore(rdb, prefix)
 	ctx := context.Background()
-	m := NewMasker("sk-live-0123456789", "ghs_abcdefghijkl", "short")
+	m := store.NewMasker("sk-live-0123456789", "ghs_abcdefghijkl", "short")
 	text := m.Mask("calling with sk-live-0123456789 and token ghs_abcdefghijkl; short words stay\n")
 	if strings.Contains(text, "sk-live") || strings.Contains(text, "ghs_") || !strings.Contains(text, "short words") {
 		t.Fatalf("masked: %q", text)
 	}
-	big := strings.Repeat("a", MaxLogBytes) + "THE END"
+	big := strings.Repeat("a", store.MaxLogBytes) + "THE END"
 	if err := s.SaveLog(ctx, "r1", "1.1", 2, text+big, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Log(ctx, "r1", "1.1", 2)
-	if err != nil || !strings.HasPrefix(got, "calling with [masked]") || !strings.HasSuffix(got, "THE END") || len(got) > MaxLogBytes+100 {
+	if err != nil || !strings.HasPrefix(got, "calling with [masked]") || !strings.HasSuffix(got, "THE END") || len(got) > store.MaxLogBytes+100 {
 		t.Fatalf("log read back: %d bytes, %v", len(got), err)
 	}
 	if stored, _ := rdb.StrLen(ctx, prefix+"log:r1:1.1:2").Result(); stored > 64<<10 {
@@ -103,7 +104,7 @@ func TestAttemptLogs(t *testing.T) {
 	if ttl, _ := rdb.TTL(ctx, prefix+"log:r1:1.1:2").Result(); ttl <= 0 || ttl > time.Minute {
 		t.Errorf("retention %s", ttl)
 	}
-	if _, err := s.Log(ctx, "r1", "1.1", 3); !errors.Is(err, ErrNoLog) {
+	if _, err := s.Log(ctx, "r1", "1.1", 3); !errors.Is(err, store.ErrNoLog) {
 		t.Errorf("missing log: %v", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // The relay of the run's outbox. A transition and the effects it requires are written together (see
@@ -70,9 +72,9 @@ func (h *Handler) HandlePublish(ctx context.Context, t *asynq.Task) error {
 	}
 	log := h.log.With("task", TypePublish, "installation", p.InstallationID, "run", p.RunID)
 	run, err := h.d.Store.Get(ctx, p.RunID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		h.d.Metrics.job(TypePublish, ResultNoop)
-		return h.d.Store.forgetOutbox(ctx, p.RunID)
+		return h.d.Store.ForgetOutbox(ctx, p.RunID)
 	}
 	if err != nil {
 		h.d.Metrics.job(TypePublish, ResultRetry)
@@ -106,8 +108,8 @@ func (h *Handler) Relay(ctx context.Context, age time.Duration) (int, error) {
 	var errs []error
 	for _, id := range ids {
 		run, err := h.d.Store.Get(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			errs = append(errs, h.d.Store.forgetOutbox(ctx, id))
+		if errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, h.d.Store.ForgetOutbox(ctx, id))
 			continue
 		}
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/verify"
 	"github.com/akira-bot/akira/templates"
@@ -51,7 +52,7 @@ type Reporter struct {
 	// attemptBase is, per task, the attempts made by jobs that died on it: the engine counts this
 	// job's attempts from 1, and they are numbered after those (the dead attempts' logs are kept).
 	attemptBase  map[string]int
-	masker       *Masker
+	masker       *store.Masker
 	logRetention time.Duration
 	// publicURL is the dashboard's address: a check run's details link to the task's page there.
 	publicURL string
@@ -79,12 +80,12 @@ type Reporter struct {
 }
 
 // NewReporter returns the reporter of one job of the run.
-func NewReporter(gh ReporterGitHub, store *Store, metrics *Metrics, log *slog.Logger, run *Run) *Reporter {
+func NewReporter(gh ReporterGitHub, st *store.Store, metrics *Metrics, log *slog.Logger, run *Run) *Reporter {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Reporter{
-		gh: gh, pub: publisher{gh: gh, store: store, log: log}, metrics: metrics,
+		gh: gh, pub: publisher{gh: gh, store: st, log: log}, metrics: metrics,
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
 		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, attemptBase: map[string]int{}, now: time.Now,
@@ -456,7 +457,7 @@ func (r *Reporter) endInterruptedLog(ctx context.Context, taskID string, attempt
 		"; the run went on from its last pushed checkpoint (" + short(r.head) + ").\n"
 	text, err := r.pub.store.Log(ctx, r.runID, taskID, attempt)
 	switch {
-	case errors.Is(err, ErrNoLog):
+	case errors.Is(err, store.ErrNoLog):
 		text = fmt.Sprintf("==> Run %s, task %s, attempt %d: nothing of its log was kept\n", r.runID, taskID, attempt)
 	case err != nil:
 		r.pub.log.Warn("interrupted attempt log not read", "task", taskID, "attempt", attempt, "err", err)

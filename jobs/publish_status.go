@@ -5,14 +5,15 @@ import (
 	"errors"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
 // StatusText is the Markdown answer to `/akira status` on an issue or pull request, from the run
 // state alone.
-func (s *Store) StatusText(ctx context.Context, owner, repo string, number int) (string, error) {
+func StatusText(ctx context.Context, s *store.Records, owner, repo string, number int) (string, error) {
 	run, err := s.ByNumber(ctx, owner, repo, number)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return templates.Render("status", templates.Status{})
 	}
 	if err != nil {

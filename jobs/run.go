@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -165,7 +166,7 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 	run, err := h.resolveRun(ctx, gh, p)
 	up, untrusted := errors.AsType[*UntrustedPlanError](err)
 	cn, unconfirmed := errors.AsType[*ConfirmNeededError](err)
-	switch busy, isBusy := errors.AsType[*BranchBusyError](err); {
+	switch busy, isBusy := errors.AsType[*store.BranchBusyError](err); {
 	case errors.Is(err, errNothingToDo):
 		log.Info("run job: nothing to do")
 		return ResultNoop, nil
@@ -216,7 +217,7 @@ func isRepoConfigError(err error) bool {
 func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run, error) {
 	if p.Trigger == TriggerContinue {
 		run, err := h.d.Store.Get(ctx, p.RunID)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return nil, errNothingToDo
 		}
 		if err != nil {
@@ -245,7 +246,7 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 			return nil, errNothingToDo
 		}
 		return run, nil
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	in, err := h.gatherRunInputs(ctx, gh, p)
@@ -288,7 +289,7 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	}
 	// The branch's commits say whether a pull request's push left anything to do, and whether the
 	// branch belongs to a run Redis lost.
-	lostID, commits, known, err := branchRun(ctx, h.d.Store, gh, run)
+	lostID, commits, known, err := branchRun(ctx, h.d.Store.Records, gh, run)
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +461,7 @@ func (h *Handler) restoreLostRun(ctx context.Context, run *Run, worked time.Dura
 // branchBusy answers a trigger for a branch another run owns. People get a reply at once; a push or
 // a pull request update waits behind a working run (and is dropped, with a note, behind a parked one,
 // because a parked run may wait for days).
-func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy *BranchBusyError, log *slog.Logger) (string, error) {
+func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
 	active := busy.Active
 	if p.Trigger != TriggerIssue && active.Status != StatusParked {
 		log.Info("run job: branch busy, waiting", "active_run", active.ID)
@@ -488,8 +489,8 @@ func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy
 
 // work is the part of the run job under the branch lock.
 func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (result string, err error) {
-	lk, err := h.d.Locker.Acquire(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
-	if errors.Is(err, ErrLocked) {
+	lk, err := h.d.Locker.Acquire(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
+	if errors.Is(err, store.ErrLocked) {
 		if run.Status == StatusRunning {
 			// A job of this run holds the branch (a running run always has one, or the reaper gives it
 			// one when its worker dies): this copy, typically asynq recovering a job whose worker died,
@@ -510,7 +511,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		// A lost lock is different: asynq may not hear of the error at all (the lock is usually lost
 		// because Redis is unreachable), and the reaper continues a running run as soon as its lock is
 		// free, so the run stays running.
-		requeue := result == ResultRetry && !errors.Is(context.Cause(lk.Context()), ErrLockLost)
+		requeue := result == ResultRetry && !errors.Is(context.Cause(lk.Context()), store.ErrLockLost)
 		if _, uerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
 			// The time this job worked counts against the run's wall-time budget.
 			r.WorkTime += time.Since(jobStart)
@@ -519,7 +520,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 				return err
 			}
 			return nil
-		}); errors.Is(uerr, ErrNotFound) && result == ResultRetry {
+		}); errors.Is(uerr, store.ErrNotFound) && result == ResultRetry {
 			// Redis lost the run's record while this job worked (FLUSHALL, a restart without
 			// persistence), which cut the job short: it holds the freshest copy of the record,
 			// decisions and all. (A job that ended its work holds a copy older than its last write.)
@@ -752,9 +753,9 @@ func lastTry(ctx context.Context) bool {
 // (timeout, shutdown) leaves the state alone: another job carries on from the branch. A broken plan or
 // configuration, or the last retry, fails the run for good.
 func (h *Handler) retryOrFail(ctx, lctx context.Context, gh GitHub, run *Run, err error, log *slog.Logger) (string, error) {
-	if cause := context.Cause(lctx); errors.Is(cause, ErrLockLost) {
+	if cause := context.Cause(lctx); errors.Is(cause, store.ErrLockLost) {
 		log.Warn("run job: branch lock lost; another try continues", "err", err)
-		return ResultRetry, fmt.Errorf("jobs: %w: %w", ErrLockLost, err)
+		return ResultRetry, fmt.Errorf("jobs: %w: %w", store.ErrLockLost, err)
 	}
 	if ctx.Err() != nil {
 		log.Warn("run job: cancelled; another try continues", "err", err)

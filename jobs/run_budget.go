@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 )
@@ -40,7 +41,7 @@ func (h *Handler) raiseBudget(ctx context.Context, p RunPayload) (*Run, error) {
 		return nil, nil
 	}
 	prev, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil || !parkedForBudget(prev) {

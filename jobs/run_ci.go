@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -96,7 +97,7 @@ type ciVerdict struct {
 func (h *Handler) readCI(ctx context.Context, p CIPayload) (string, error) {
 	log := h.log.With("task", TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
 	run, err := h.d.Store.Get(ctx, p.RunID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return ResultNoop, nil
 	}
 	if err != nil {
@@ -412,7 +413,7 @@ func (h *Handler) PollCI(ctx context.Context, now time.Time) error {
 	for _, id := range ids {
 		run, err := h.d.Store.Get(ctx, id)
 		if err != nil {
-			if !errors.Is(err, ErrNotFound) {
+			if !errors.Is(err, store.ErrNotFound) {
 				errs = append(errs, err)
 			}
 			continue
@@ -459,8 +460,8 @@ func (h *Handler) escalate(ctx context.Context, gh ReporterGitHub, run *Run, e l
 // reading keyed by the delivery; any other commit or branch is not Akira's business.
 func (h *Handler) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
 	for _, branch := range p.CI.Branches {
-		run, err := h.d.Store.activeOnBranch(ctx, p.Owner, p.Repo, branch)
-		if errors.Is(err, ErrNotFound) {
+		run, err := h.d.Store.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)
+		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/templates"
@@ -241,7 +242,7 @@ func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 	if err != nil || again.ID != run.ID || again.Status != StatusSucceeded {
 		t.Fatalf("after /akira run: run %s status %s (%v); want run %s succeeded", again.ID, again.Status, err, run.ID)
 	}
-	if runs, _ := jh.store.Runs(ctx, RunFilter{Repo: "o/r"}); len(runs) != 1 {
+	if runs, _ := jh.store.Runs(ctx, store.RunFilter{Repo: "o/r"}); len(runs) != 1 {
 		t.Errorf("runs of o/r = %d, want the one continued", len(runs))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -105,7 +106,7 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
-	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: Token{Name: "ops"}, Via: "API", RequestID: "p1"}); err != nil || res != "pause requested after the current task" {
+	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "p1"}); err != nil || res != "pause requested after the current task" {
 		t.Fatalf("pause = %q, %v", res, err)
 	}
 	if err := jh.runJob(p); err != nil {
@@ -118,16 +119,16 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	if run.Status != lifecycle.StatusPaused || run.PausedBy != "ops (API)" {
 		t.Fatalf("run = %s by %q, want paused by ops (API)", run.Status, run.PausedBy)
 	}
-	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: Token{Name: "ops"}, Via: "API", RequestID: "p2"}); err == nil {
+	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "p2"}); err == nil {
 		t.Error("pausing a paused run must be refused")
 	}
-	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: Token{Name: "ops"}, Via: "API", RequestID: "r1"}); err != nil || res != "resumed" {
+	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r1"}); err != nil || res != "resumed" {
 		t.Fatalf("resume = %q, %v", res, err)
 	}
 	if got := queued[PublishPayload](jh, TypePublish); len(got) != 1 || got[0].RunID != r.ID {
 		t.Errorf("publish jobs after the resume = %+v, want one for the run", got)
 	}
-	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: Token{Name: "ops"}, Via: "API", RequestID: "r2"}); err == nil {
+	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r2"}); err == nil {
 		t.Error("resuming a queued run that was not asked to pause must be refused")
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -84,7 +85,7 @@ func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPay
 		}
 		in.PR = pr
 		prior, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return in, err
 		}
 		in.Prior = prior

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -110,7 +111,7 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 func TestTaskHistory(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	for i := 1; i <= historyLen+5; i++ {
+	for i := 1; i <= store.HistoryLen+5; i++ {
 		if err := jh.store.RecordTaskDuration(ctx, "Owner", "Repo", time.Duration(i)*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -122,8 +123,8 @@ func TestTaskHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != historyLen || got[0] != time.Duration(historyLen+5)*time.Second || got[historyLen-1] != 6*time.Second {
-		t.Errorf("history = %v; want the %d newest, newest first", got, historyLen)
+	if len(got) != store.HistoryLen || got[0] != time.Duration(store.HistoryLen+5)*time.Second || got[store.HistoryLen-1] != 6*time.Second {
+		t.Errorf("history = %v; want the %d newest, newest first", got, store.HistoryLen)
 	}
 	other, err := jh.store.TaskDurations(ctx, "owner", "other")
 	if err != nil {

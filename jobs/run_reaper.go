@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // DefaultReapInterval is how often each worker looks for runs whose worker died: with the lease
@@ -60,17 +62,17 @@ func (h *Handler) reap(ctx context.Context) (int, time.Duration, error) {
 
 func (h *Handler) reapOne(ctx context.Context, id string) (bool, time.Duration, error) {
 	run, err := h.d.Store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return false, 0, h.d.Store.forgetRunning(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, 0, h.d.Store.ForgetRunning(ctx, id)
 	}
 	if err != nil {
 		return false, 0, err
 	}
 	if run.Status != StatusRunning {
-		return false, 0, h.d.Store.forgetRunning(ctx, id)
+		return false, 0, h.d.Store.ForgetRunning(ctx, id)
 	}
 	// The lease of the job on the run: renewed every third of its TTL while the job's worker lives.
-	lapse, err := h.d.Locker.Lapse(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
+	lapse, err := h.d.Locker.Lapse(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
 	if err != nil || lapse > 0 {
 		return false, lapse, err
 	}

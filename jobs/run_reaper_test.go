@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // TestReaper: a running run whose branch lock nobody holds lost its worker and gets one continuation,
@@ -23,7 +25,7 @@ func TestReaper(t *testing.T) {
 	mk("dead", "akira/dead", StatusRunning)
 	mk("alive", "akira/alive", StatusRunning)
 	mk("waiting", "akira/waiting", StatusQueued)
-	lk, err := jh.h.d.Locker.Acquire(ctx, BranchLockName("o", "r", "akira/alive"))
+	lk, err := jh.h.d.Locker.Acquire(ctx, store.BranchLockName("o", "r", "akira/alive"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +67,8 @@ func TestReaperWakesWhenALeaseLapses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The dead worker's lease, as its last renewal left it: nobody renews it again.
-	key := jh.h.d.Locker.prefix + "lock:" + BranchLockName("o", "r", "akira/dying")
-	if err := jh.h.d.Locker.rdb.Set(ctx, key, "dead-token", 500*time.Millisecond).Err(); err != nil {
+	key := jh.prefix + "lock:" + store.BranchLockName("o", "r", "akira/dying")
+	if err := jh.store.Client().Set(ctx, key, "dead-token", 500*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
 	loop, cancel := context.WithCancel(ctx)

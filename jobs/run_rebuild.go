@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/workspace"
@@ -25,7 +26,7 @@ import (
 
 // branchRun reads which run the branch's commits belong to: its id ("" when the branch is missing or
 // has no Akira run), the branch's commits, and the run's record when Redis still has it.
-func branchRun(ctx context.Context, store *Store, gh Repos, run *Run) (id string, commits []BranchCommit, known *Run, err error) {
+func branchRun(ctx context.Context, runs *store.Records, gh Repos, run *Run) (id string, commits []BranchCommit, known *Run, err error) {
 	if run.Branch == "" || run.Base == "" || run.Branch == run.Base {
 		return "", nil, nil, nil
 	}
@@ -39,8 +40,8 @@ func branchRun(ctx context.Context, store *Store, gh Repos, run *Run) (id string
 	if id = runIDOf(commits); id == "" {
 		return "", commits, nil, nil
 	}
-	known, err = store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	known, err = runs.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
 		return id, commits, nil, nil
 	}
 	return id, commits, known, err
@@ -139,7 +140,7 @@ func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunReques
 	if err != nil {
 		return nil, fmt.Errorf("jobs: branch %s: %w", run.Branch, err)
 	}
-	id, commits, known, err := branchRun(ctx, h.d.Store, gh, run)
+	id, commits, known, err := branchRun(ctx, h.d.Store.Records, gh, run)
 	switch {
 	case err != nil:
 		return nil, err

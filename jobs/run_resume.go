@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -106,7 +107,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 	} else {
 		run, err = h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	}
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the record of a parked run: its branch still knows it.
 		run, err = h.rebuildParkedRun(ctx, gh, p)
 		// Nothing to rebuild: no branch with a lost run, nothing parked on it, or nothing GitHub knows
@@ -166,7 +167,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 	}
 	runID := run.ID
 	run, already, err := h.d.Store.Decide(ctx, runID, d, head)
-	if _, ok := errors.AsType[*NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
+	if _, ok := errors.AsType[*store.NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
 		// An abort of a run waiting for its CI, or paused, ends it here: no job works on it.
 		waiting, _, werr := h.d.Store.Transition(ctx, runID, func(r *Run) (lifecycle.Event, error) {
 			switch r.Status {
@@ -194,7 +195,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 			return ResultDecided, nil
 		}
 	}
-	if np, ok := errors.AsType[*NotParkedError](err); ok {
+	if np, ok := errors.AsType[*store.NotParkedError](err); ok {
 		return h.decisionIgnored(ctx, gh, p, run, np.Reason, log)
 	}
 	if err != nil {

@@ -169,7 +169,7 @@ func (h *Handler) answerReview(ctx context.Context, gh GitHub, run *Run) error {
 			continue // reply in the thread once, under its first comment
 		}
 		key := fmt.Sprintf("review-%s-%d", run.ID, c.ID)
-		done, err := h.d.Store.replied(ctx, key)
+		done, err := h.d.Store.Replied(ctx, key)
 		if err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func (h *Handler) answerReview(ctx context.Context, gh GitHub, run *Run) error {
 		if err := gh.ReplyToReviewComment(ctx, run.Owner, run.Repo, run.PR, c.ID, reply); err != nil {
 			return fmt.Errorf("jobs: reply to review comment %d: %w", c.ID, err)
 		}
-		if err := h.d.Store.markReplied(ctx, key); err != nil {
+		if err := h.d.Store.MarkReplied(ctx, key); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -126,7 +127,7 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 		return result, nil
 	}
 	run, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the run's record: its branch still says which tasks are done.
 		run, err = h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 			Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender, Settled: true})
@@ -155,8 +156,8 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackNoTask}, ResultReplied)
 	}
 
-	lk, err := h.d.Locker.Acquire(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
-	if errors.Is(err, ErrLocked) {
+	lk, err := h.d.Locker.Acquire(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
+	if errors.Is(err, store.ErrLocked) {
 		log.Info("rollback job: branch locked by another job, waiting")
 		return ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // A person can stop a run while it works: `/akira stop` (the run keeps its branch and waits; `/akira
@@ -26,35 +27,6 @@ var errStopRequested = errors.New("jobs: stopped by a person")
 // errPauseNow is the cause of a job's context when a person paused the run now.
 var errPauseNow = errors.New("jobs: paused now by a person")
 
-// RequestPause asks the job working on the run to pause it after its current task, or now (the
-// attempt is discarded); a queued run pauses when its job starts. It says false when the run is
-// neither queued nor running, and changes nothing then.
-func (s *Store) RequestPause(ctx context.Context, id, by string, now bool) (*Run, bool, error) {
-	asked := false
-	run, _, err := s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
-		asked = lifecycle.Allowed(r.Status, lifecycle.EventPauseAsked)
-		if !asked {
-			return nil, nil
-		}
-		return lifecycle.PauseAsked{Request: lifecycle.PauseRequest{By: by, Now: now, At: s.now()}}, nil
-	})
-	return run, asked, err
-}
-
-// Resume continues a paused run at its next task (its job is queued by the effect), or withdraws a
-// pause that has not taken effect yet. It says false when there is nothing to resume.
-func (s *Store) Resume(ctx context.Context, id, by string) (*Run, bool, error) {
-	resumed := false
-	run, _, err := s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
-		resumed = r.Status == lifecycle.StatusPaused || (r.Pause != nil && lifecycle.Allowed(r.Status, lifecycle.EventResumed))
-		if !resumed {
-			return nil, nil
-		}
-		return lifecycle.Resumed{By: by}, nil
-	})
-	return run, resumed, err
-}
-
 // pauseRun ends the job of a run paused now (or paused while it was queued): the task that was
 // running is pending again, its check run cancelled, and the summary says who paused it.
 func (h *Handler) pauseRun(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (string, error) {
@@ -72,20 +44,6 @@ func (h *Handler) pauseRun(ctx context.Context, gh GitHub, run *Run, log *slog.L
 	}
 	log.Info("run job: paused by a person", "by", run.PausedBy, "status", run.Status)
 	return ResultPaused, nil
-}
-
-// RequestStop asks the job working on the run to stop it. It says false when the run is not working
-// (queued or running), and changes nothing then.
-func (s *Store) RequestStop(ctx context.Context, id, by string, abort bool) (*Run, bool, error) {
-	asked := false
-	run, _, err := s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
-		asked = lifecycle.Allowed(r.Status, lifecycle.EventStopAsked)
-		if !asked {
-			return nil, nil
-		}
-		return lifecycle.StopAsked{Request: StopRequest{By: by, Abort: abort, At: s.now()}}, nil
-	})
-	return run, asked, err
 }
 
 // watchStop cancels the job's context when a stop request, or a request to pause now, appears in the
@@ -157,7 +115,7 @@ func (h *Handler) reviveStopped(ctx context.Context, p RunPayload) (*Run, error)
 		return nil, nil
 	}
 	prev, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil || prev.Status != StatusStopped {

@@ -1,6 +1,8 @@
 package jobs
 
-import "github.com/akira-bot/akira/jobs/lifecycle"
+import (
+	"github.com/akira-bot/akira/jobs/lifecycle"
+)
 
 // The run's state and its words belong to the lifecycle; these names keep the jobs' callers (the
 // admin API, the dashboard, the tests) reading as they did.

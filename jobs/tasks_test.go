@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 )
 
@@ -189,5 +190,13 @@ func TestEnqueuer(t *testing.T) {
 	info, err = insp.GetTaskInfo(queue, "intake:d-7")
 	if err != nil || info.Type != TypeIntake || info.MaxRetry != intakeMaxRetry || info.Timeout != intakeTimeout {
 		t.Fatalf("intake task = %+v, %v", info, err)
+	}
+}
+
+// TestStaleAfterOutlivesAJob: the store deems a run stale only after any job of it would have timed
+// out, so a run whose job is merely slow keeps its branch.
+func TestStaleAfterOutlivesAJob(t *testing.T) {
+	if store.DefaultStaleAfter <= DefaultTimeout {
+		t.Errorf("store.DefaultStaleAfter = %v; want longer than DefaultTimeout %v", store.DefaultStaleAfter, DefaultTimeout)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -35,13 +36,13 @@ var OpenAPI []byte
 
 // Store is what the API and the dashboard read.
 type Store interface {
-	Runs(ctx context.Context, f jobs.RunFilter) ([]*jobs.Run, error)
-	RunsPage(ctx context.Context, f jobs.RunFilter) (jobs.RunPage, error)
+	Runs(ctx context.Context, f store.RunFilter) ([]*jobs.Run, error)
+	RunsPage(ctx context.Context, f store.RunFilter) (store.RunPage, error)
 	Get(ctx context.Context, id string) (*jobs.Run, error)
 	Log(ctx context.Context, runID, taskID string, attempt int) (string, error)
-	TokenFor(ctx context.Context, secret string) (jobs.Token, error)
-	TokenByHash(ctx context.Context, hash string) (jobs.Token, error)
-	AuditLog(ctx context.Context, n int) ([]jobs.AuditEntry, error)
+	TokenFor(ctx context.Context, secret string) (store.Token, error)
+	TokenByHash(ctx context.Context, hash string) (store.Token, error)
+	AuditLog(ctx context.Context, n int) ([]store.AuditEntry, error)
 	SessionKey(ctx context.Context) ([]byte, error)
 }
 
@@ -204,7 +205,7 @@ func (s *server) apiAuth(c *gin.Context) {
 		return
 	}
 	tok, err := s.d.Store.TokenFor(c, strings.TrimSpace(secret))
-	if errors.Is(err, jobs.ErrBadToken) {
+	if errors.Is(err, store.ErrBadToken) {
 		c.Header("WWW-Authenticate", `Bearer realm="akira", error="invalid_token"`)
 		abortJSON(c, http.StatusUnauthorized, "the API token is not valid")
 		return
@@ -217,9 +218,9 @@ func (s *server) apiAuth(c *gin.Context) {
 	c.Next()
 }
 
-func tokenOf(c *gin.Context) jobs.Token {
+func tokenOf(c *gin.Context) store.Token {
 	t, _ := c.Get("token")
-	tok, _ := t.(jobs.Token)
+	tok, _ := t.(store.Token)
 	return tok
 }
 
@@ -355,8 +356,8 @@ var runStatuses = []jobs.RunStatus{jobs.StatusQueued, jobs.StatusRunning, lifecy
 	jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusAborted}
 
 // filterOf reads ?repo=owner/name&state=a,b&limit=n&cursor=c.
-func filterOf(c *gin.Context) (jobs.RunFilter, error) {
-	f := jobs.RunFilter{Repo: strings.TrimSpace(c.Query("repo")), Cursor: c.Query("cursor")}
+func filterOf(c *gin.Context) (store.RunFilter, error) {
+	f := store.RunFilter{Repo: strings.TrimSpace(c.Query("repo")), Cursor: c.Query("cursor")}
 	for _, st := range strings.Split(c.Query("state"), ",") {
 		st = strings.TrimSpace(st)
 		if st == "" {
@@ -390,7 +391,7 @@ func (s *server) apiRuns(c *gin.Context) {
 	}
 	f.Allow = tokenOf(c).Allows
 	page, err := s.d.Store.RunsPage(c, f)
-	if errors.Is(err, jobs.ErrBadCursor) {
+	if errors.Is(err, store.ErrBadCursor) {
 		abortJSON(c, http.StatusBadRequest, "cursor %q is not one a page of runs returned; start again without it", f.Cursor)
 		return
 	}
@@ -412,7 +413,7 @@ func (s *server) apiRuns(c *gin.Context) {
 // runOf reads the run of :id, answering 404 or 503 itself.
 func (s *server) runOf(c *gin.Context, api bool) *jobs.Run {
 	run, err := s.d.Store.Get(c, c.Param("id"))
-	if errors.Is(err, jobs.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		if api {
 			abortJSON(c, http.StatusNotFound, "no run %s", c.Param("id"))
 		} else {
@@ -440,7 +441,7 @@ func (s *server) readLog(c *gin.Context) (string, bool) {
 		return "", false
 	}
 	text, err := s.d.Store.Log(c, c.Param("id"), c.Param("task"), n)
-	if errors.Is(err, jobs.ErrNoLog) {
+	if errors.Is(err, store.ErrNoLog) {
 		abortJSON(c, http.StatusNotFound, "no log of attempt %d of task %s in run %s (never kept, or expired)", n, c.Param("task"), c.Param("id"))
 		return "", false
 	}
@@ -580,13 +581,13 @@ func (s *server) apiAudit(c *gin.Context) {
 	}
 	if tok := tokenOf(c); len(tok.Repos) > 0 {
 		// A token limited to repositories reads what was done on them only.
-		entries = slices.DeleteFunc(entries, func(e jobs.AuditEntry) bool { return !tok.Allows(e.Repo) })
+		entries = slices.DeleteFunc(entries, func(e store.AuditEntry) bool { return !tok.Allows(e.Repo) })
 	}
 	if entries == nil {
-		entries = []jobs.AuditEntry{}
+		entries = []store.AuditEntry{}
 	}
 	c.JSON(http.StatusOK, struct {
-		Entries []jobs.AuditEntry `json:"entries"`
+		Entries []store.AuditEntry `json:"entries"`
 	}{entries})
 }
 
@@ -641,7 +642,7 @@ func (s *server) control(c *gin.Context, req jobs.ControlRequest) {
 	log := s.log.With("run", req.RunID, "action", req.Action, "token", req.Token.Name, "via", req.Via)
 	result, err := s.d.Controller.Control(c, req)
 	switch {
-	case errors.Is(err, jobs.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		abortJSON(c, http.StatusNotFound, "no run %s", req.RunID)
 	case errors.Is(err, jobs.ErrNotNow):
 		abortJSON(c, http.StatusConflict, "%v", err)
@@ -656,7 +657,7 @@ func (s *server) control(c *gin.Context, req jobs.ControlRequest) {
 
 // requestID is the client's Idempotency-Key when it sends one (a retried request then acts once),
 // else a fresh id. The key is the token's: another token's same key is another request.
-func requestID(c *gin.Context, tok jobs.Token, scope string) string {
+func requestID(c *gin.Context, tok store.Token, scope string) string {
 	if k := strings.TrimSpace(c.GetHeader("Idempotency-Key")); k != "" && len(k) <= 128 {
 		return "key-" + tok.ID + "-" + scope + "-" + k
 	}

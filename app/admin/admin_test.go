@@ -27,6 +27,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -51,7 +52,7 @@ func (c *recordingController) Control(_ context.Context, req jobs.ControlRequest
 type fixture struct {
 	srv         *httptest.Server
 	h           http.Handler
-	store       *jobs.Store
+	store       *store.Store
 	ctl         *recordingController
 	read, write string
 	runID       string
@@ -71,9 +72,9 @@ func newFixture(t *testing.T) *fixture {
 		}
 		rdb.Close()
 	})
-	store := jobs.NewStore(rdb, prefix)
+	st := store.NewStore(rdb, prefix)
 	ctx := context.Background()
-	run, _, err := store.Create(ctx, &jobs.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
+	run, _, err := st.Create(ctx, &jobs.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
 		Source: "issue #1", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: jobs.StatusParked,
 		Tasks: []jobs.TaskState{
 			{ID: "1.1", Title: "Add <b>bold</b> parser", Status: templates.StatusPassed, Attempts: 2, Checkpoint: "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b",
@@ -84,26 +85,26 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.SaveLog(ctx, run.ID, "1.1", 1, "==> Agent\nhello from the agent\n", time.Hour); err != nil {
+	if err := st.SaveLog(ctx, run.ID, "1.1", 1, "==> Agent\nhello from the agent\n", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	read, err := store.CreateToken(ctx, "dash-reader", jobs.ScopeRead)
+	read, err := st.CreateToken(ctx, "dash-reader", store.ScopeRead)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write, err := store.CreateToken(ctx, "ops", jobs.ScopeControl)
+	write, err := st.CreateToken(ctx, "ops", store.ScopeControl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctl := &recordingController{}
 	fair := fairLine(t, rdb, prefix)
-	h, err := NewServer(Deps{Store: store, Controller: ctl, Queue: asynq.NewInspectorFromRedisClient(rdb), Fair: fair, Metrics: http.NotFoundHandler()})
+	h, err := NewServer(Deps{Store: st, Controller: ctl, Queue: asynq.NewInspectorFromRedisClient(rdb), Fair: fair, Metrics: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{srv: srv, h: h, store: store, ctl: ctl, read: read, write: write, runID: run.ID}
+	return &fixture{srv: srv, h: h, store: st, ctl: ctl, read: read, write: write, runID: run.ID}
 }
 
 func loadSpec(t *testing.T) (*openapi3.T, routers.Router) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -96,7 +97,7 @@ func TestQueueByInstallation(t *testing.T) {
 		t.Fatalf("installation 9 (the free worker is its): %+v", b)
 	}
 
-	limited, err := f.store.CreateTokenFor(context.Background(), "web-team", jobs.ScopeRead, []string{"acme/web"})
+	limited, err := f.store.CreateTokenFor(context.Background(), "web-team", store.ScopeRead, []string{"acme/web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestQueueOfALimitedToken(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	limited, err := f.store.CreateTokenFor(context.Background(), "web-team", jobs.ScopeRead, []string{"acme/web"})
+	limited, err := f.store.CreateTokenFor(context.Background(), "web-team", store.ScopeRead, []string{"acme/web"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // browser is a person at the dashboard: a cookie jar and no automatic redirects, so that each answer
@@ -352,7 +353,7 @@ func TestDashboardControl(t *testing.T) {
 	}{
 		{fmt.Errorf("%w: the run is not parked", jobs.ErrNotNow), "?error=" + url.QueryEscape(jobs.ErrNotNow.Error()+": the run is not parked"), http.StatusSeeOther},
 		{errors.New("redis: connection refused"), "?error=" + url.QueryEscape("the action could not be carried out now; try again"), http.StatusSeeOther},
-		{jobs.ErrNotFound, "", http.StatusNotFound},
+		{store.ErrNotFound, "", http.StatusNotFound},
 	} {
 		f.ctl.err = tt.err
 		a := ops.post(run+"/approve", url.Values{"csrf": {csrf}, "task_id": {"1.2"}})
@@ -370,8 +371,8 @@ func TestAdminWhenRedisIsDown(t *testing.T) {
 	b.login(f.write, "/ui/")
 
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
-	store := jobs.NewStore(rdb, "akira-admin-down:")
-	h, err := NewServer(Deps{Store: store, Controller: f.ctl, Queue: asynq.NewInspectorFromRedisClient(rdb)})
+	st := store.NewStore(rdb, "akira-admin-down:")
+	h, err := NewServer(Deps{Store: st, Controller: f.ctl, Queue: asynq.NewInspectorFromRedisClient(rdb)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +438,7 @@ func TestNewServerNeedsItsParts(t *testing.T) {
 func TestMetricsAndProfiles(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	limited, err := f.store.CreateTokenFor(ctx, "web-team", jobs.ScopeControl, []string{"acme/web"})
+	limited, err := f.store.CreateTokenFor(ctx, "web-team", store.ScopeControl, []string{"acme/web"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
@@ -138,7 +139,7 @@ func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 		}
 		e.PublicURL = strings.TrimRight(v, "/")
 	}
-	e.LogRetention = jobs.DefaultLogRetention
+	e.LogRetention = store.DefaultLogRetention
 	if v := getenv("AKIRA_LOG_RETENTION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -324,7 +325,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			"egress_allow", strings.Join(box.Allow.Entries(), ","))
 	}
 	// Read before forgetSecrets empties the environment of them.
-	masker := jobs.NewMasker(knownSecrets(op, getenv)...)
+	masker := store.NewMasker(knownSecrets(op, getenv)...)
 	if err := forgetSecrets(); err != nil {
 		log.Warn("serve: could not close /proc to processes of the same user", "err", err)
 	}
@@ -361,7 +362,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	}
 	asynqClient := asynq.NewClientFromRedisClient(rdb)
 	defer asynqClient.Close()
-	store := jobs.NewStore(rdb, "")
+	st := store.NewStore(rdb, "")
 	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{}).WithFair(fair)
 
 	ready := []app.ReadinessCheck{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}
@@ -446,7 +447,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
 		}
 		deps := jobs.Deps{
-			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
+			Store: st, Locker: store.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
 			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, getenv, log), WorkDir: env.WorkDir, Cache: cache,
 			DepCaches: depCachesBeside(env.CacheDir),
@@ -488,9 +489,9 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			log.Warn("serve: /metrics answers without a token (AKIRA_METRICS=open): keep the admin address where only the scraper reaches it")
 		}
 		adminHandler, err := admin.NewServer(admin.Deps{
-			Store: store, Queue: inspector, Fair: fair, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
+			Store: st, Queue: inspector, Fair: fair, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
 			MetricsOpen: env.MetricsOpen, Pprof: env.Pprof,
-			Controller:    &jobs.Controller{Store: store, Enqueuer: enq, Logger: log},
+			Controller:    &jobs.Controller{Store: st, Enqueuer: enq, Logger: log},
 			SecureCookies: strings.HasPrefix(env.PublicURL, "https://"),
 		})
 		if err != nil {
