@@ -429,7 +429,7 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 	}
 	data := templates.StopReply{}
 	if run != nil {
-		data.RunID, data.State = run.ID, templateState(run.Status)
+		data.RunID, data.State = run.ID, run.Status.Label()
 		if _, data.Asked, err = h.d.Store.RequestStop(ctx, run.ID, c.Author, false); err != nil {
 			return "", err
 		}
@@ -454,7 +454,7 @@ func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Comm
 	}
 	data := templates.PauseReply{Now: cmd.Now, Resume: cmd.Name == command.CmdResume}
 	if run != nil {
-		data.RunID, data.State = run.ID, templateState(run.Status)
+		data.RunID, data.State = run.ID, run.Status.Label()
 		if data.Resume {
 			run, data.Asked, err = h.d.Store.Resume(ctx, run.ID, c.Author)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,5 +107,17 @@ func TestRefusedTransitionLoggedAndCounted(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"msg":"lifecycle: event refused"`) {
 		t.Errorf("not logged: %s", logs.String())
+	}
+}
+
+// TestRunResultsAreJobResults: the result a run job reports for the state it leaves a run in is one
+// of the result labels akira_jobs_total documents.
+func TestRunResultsAreJobResults(t *testing.T) {
+	known := []string{ResultSucceeded, ResultParked, ResultFailed, ResultRetry, ResultBusy, ResultNoop, ResultAccepted,
+		ResultReplied, ResultDecided, ResultRefused, ResultAborted, ResultWaiting, ResultPaused, ResultInvalid, ResultQueued}
+	for _, s := range lifecycle.RunStatuses {
+		if r := s.Result(); r != "" && !slices.Contains(known, r) {
+			t.Errorf("state %s: result %q is not a result label of akira_jobs_total", s, r)
+		}
 	}
 }

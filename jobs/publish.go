@@ -84,34 +84,9 @@ func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
 	return r, nil
 }
 
-// templateState maps a run status to the summary's wording.
-func templateState(s RunStatus) string {
-	switch s {
-	case StatusQueued:
-		return templates.RunQueued
-	case StatusRunning:
-		return templates.RunRunning
-	case StatusParked:
-		return templates.RunParked
-	case StatusSucceeded:
-		return templates.RunDone
-	case StatusFailed:
-		return templates.RunFailed
-	case StatusAborted:
-		return templates.RunAborted
-	case StatusStopped:
-		return templates.RunHalted
-	case lifecycle.StatusWaitingCI:
-		return templates.RunWaitingCI
-	case lifecycle.StatusPaused:
-		return templates.RunPaused
-	}
-	return string(s)
-}
-
 func summaryData(r *Run) templates.Summary {
 	s := templates.Summary{
-		RunID: r.ID, Source: r.Source, SourceURL: r.SourceURL, Branch: r.Branch, State: templateState(r.Status),
+		RunID: r.ID, Source: r.Source, SourceURL: r.SourceURL, Branch: r.Branch, State: r.Status.Label(),
 		Error: r.Error, AbortedBy: r.AbortedBy, PRURL: r.PRURL,
 	}
 	if r.RepoURL != "" {

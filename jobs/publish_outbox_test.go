@@ -105,7 +105,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 				if summaries != 1 {
 					t.Fatalf("%d summary comments, want 1; effects %v", summaries, jh.gh.Effects())
 				}
-				if !strings.Contains(jh.gh.commentsOn(7)[0], templateState(run.Status)) {
+				if !strings.Contains(jh.gh.commentsOn(7)[0], run.Status.Label()) {
 					t.Errorf("the summary does not say the run is %s: %s", run.Status, jh.gh.commentsOn(7)[0])
 				}
 				for _, id := range tc.concluded {

@@ -24,7 +24,7 @@ func StatusText(ctx context.Context, s *store.Records, owner, repo string, numbe
 
 // statusData is the status template's data for a run.
 func statusData(run *Run) templates.Status {
-	s := templates.Status{RunID: run.ID, State: templateState(run.Status), Branch: run.Branch, Total: len(run.Tasks),
+	s := templates.Status{RunID: run.ID, State: run.Status.Label(), Branch: run.Branch, Total: len(run.Tasks),
 		SummaryURL: run.SummaryURL, PRURL: run.PRURL}
 	var current *TaskState
 	for i := range run.Tasks {

@@ -472,7 +472,7 @@ func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy
 		number = summaryNumber(active)
 	}
 	if number > 0 {
-		data := templates.BranchBusy{Branch: active.Branch, RunID: active.ID, State: templateState(active.Status),
+		data := templates.BranchBusy{Branch: active.Branch, RunID: active.ID, State: active.Status.Label(),
 			FromCommand: p.Trigger == TriggerIssue, SummaryURL: active.SummaryURL}
 		if active.Status == StatusParked && len(active.Parked) > 0 {
 			data.ParkedTask = active.Parked[0].TaskID
@@ -813,16 +813,8 @@ func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls Pulls, run *R
 // finish records how the engine's run ended, readies the pull request of a finished run and
 // publishes the final summary.
 func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Outcome, handed map[string]Decision, log *slog.Logger) (string, error) {
-	status, result := StatusSucceeded, ResultSucceeded
+	status := lifecycle.EngineStatus(out.Status)
 	yielded := out.Status == runner.StatusYielded
-	switch out.Status {
-	case runner.StatusParked:
-		status, result = StatusParked, ResultParked
-	case runner.StatusAborted:
-		status, result = StatusAborted, ResultAborted
-	case runner.StatusFailed:
-		status, result = StatusFailed, ResultFailed
-	}
 	// Only Akira's own draft is marked ready: a person's pull request (a spec pull request) is theirs.
 	// A run that watches its CI is readied when its CI is green (run_ci.go).
 	if status == StatusSucceeded && !yielded && run.PR != 0 && run.OpenedPR && run.CI == nil {
@@ -843,13 +835,12 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 		return ResultRetry, err
 	}
 	switch run.Status {
-	case StatusQueued:
-		status, result = StatusQueued, ResultDecided
-	case lifecycle.StatusWaitingCI:
-		status, result = lifecycle.StatusWaitingCI, ResultWaiting
-	case lifecycle.StatusPaused:
-		status, result = lifecycle.StatusPaused, ResultPaused
+	case StatusQueued, lifecycle.StatusWaitingCI, lifecycle.StatusPaused:
+		// The table handed the run on (a decision already made, the pull request's CI, a pause):
+		// that, not the engine's verdict, is how this job ended.
+		status = run.Status
 	}
+	result := status.Result()
 	if _, err := h.publish(ctx, gh, run, log); err != nil {
 		return ResultRetry, err
 	}

@@ -352,8 +352,8 @@ func logPath(runID, taskID string, n int) string {
 	return "/api/v1/runs/" + runID + "/tasks/" + taskID + "/attempts/" + strconv.Itoa(n) + "/log"
 }
 
-var runStatuses = []jobs.RunStatus{jobs.StatusQueued, jobs.StatusRunning, lifecycle.StatusWaitingCI, jobs.StatusParked, lifecycle.StatusPaused, jobs.StatusStopped,
-	jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusAborted}
+// runStatuses are the states a filter may name: the lifecycle's, in its order.
+var runStatuses = lifecycle.RunStatuses
 
 // filterOf reads ?repo=owner/name&state=a,b&limit=n&cursor=c.
 func filterOf(c *gin.Context) (store.RunFilter, error) {
@@ -370,7 +370,11 @@ func filterOf(c *gin.Context) (store.RunFilter, error) {
 			}
 		}
 		if !ok {
-			return f, fmt.Errorf("state %q is not one of queued, running, waiting_ci, parked, paused, stopped, succeeded, failed, aborted", st)
+			names := make([]string, len(runStatuses))
+			for i, known := range runStatuses {
+				names[i] = string(known)
+			}
+			return f, fmt.Errorf("state %q is not one of %s", st, strings.Join(names, ", "))
 		}
 	}
 	if l := c.Query("limit"); l != "" {

@@ -99,8 +99,7 @@ func (s *Records) active(r *lifecycle.Run) bool {
 	if r.Status.Terminal() {
 		return false
 	}
-	switch r.Status {
-	case lifecycle.StatusParked, lifecycle.StatusStopped, lifecycle.StatusPaused, lifecycle.StatusWaitingCI:
+	if r.Status.Waits() {
 		return true // waiting for people, or for CI, is not stale
 	}
 	return s.now().Sub(r.UpdatedAt) < s.staleAfter()
