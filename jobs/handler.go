@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -140,20 +141,26 @@ func NewHandler(d Deps) (*Handler, error) {
 	return &Handler{d: d, log: log}, nil
 }
 
+// taskType is one asynq task type: its name and its handler. Each lives in a file of its own with
+// its payload (Validate, JobID), its constructor and its enqueue method; taskTypes lists them.
+type taskType struct {
+	Name   string
+	Handle func(h *Handler, ctx context.Context, t *asynq.Task) error
+}
+
+// taskTypes are every task type a worker serves. A new task type is a file (its constant, payload
+// and handler, and a taskType value) and a line here.
+var taskTypes = []taskType{
+	intakeTaskType, runTaskType, resumeTaskType, planTaskType, rollbackTaskType, sweepTaskType, recoverTaskType, notifyTaskType,
+	auditLineTaskType, publishTaskType, ciTaskType, handoffTaskType,
+}
+
 // NewServeMux routes the task types to h.
 func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(TypeIntake, h.HandleIntake)
-	mux.HandleFunc(TypeRun, h.HandleRun)
-	mux.HandleFunc(TypeResume, h.HandleResume)
-	mux.HandleFunc(TypePlan, h.HandlePlan)
-	mux.HandleFunc(TypeRollback, h.HandleRollback)
-	mux.HandleFunc(TypeSweep, h.HandleSweep)
-	mux.HandleFunc(TypeRecover, h.HandleRecover)
-	mux.HandleFunc(TypeNotify, h.HandleNotify)
-	mux.HandleFunc(TypeAuditLine, h.HandleAuditLine)
-	mux.HandleFunc(TypePublish, h.HandlePublish)
-	mux.HandleFunc(TypeCI, h.HandleCI)
-	mux.HandleFunc(TypeHandoff, h.HandleHandoff)
+	for _, tt := range taskTypes {
+		handle := tt.Handle
+		mux.HandleFunc(tt.Name, func(ctx context.Context, t *asynq.Task) error { return handle(h, ctx, t) })
+	}
 	return mux
 }

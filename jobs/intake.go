@@ -23,6 +23,13 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
+// TypeIntake is one webhook delivery Akira acts on: everything that talks to GitHub before work
+// is queued (permission, configuration, replies) happens in its handler, where it can be retried.
+const TypeIntake = "akira:intake"
+
+// intakeTaskType is served by Handler.HandleIntake (see taskTypes).
+var intakeTaskType = taskType{Name: TypeIntake, Handle: (*Handler).HandleIntake}
+
 // Webhook events the intake acts on.
 const (
 	EventIssueComment = "issue_comment"
@@ -857,4 +864,27 @@ func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error
 		return "", err
 	}
 	return ResultAccepted, nil
+}
+
+// NewIntakeTask builds a TypeIntake task. A zero Version is filled in; an invalid payload is an error.
+func (o TaskOptions) NewIntakeTask(p IntakePayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	return o.newTask(TypeIntake, p, intakeTimeout, intakeMaxRetry)
+}
+
+// DecodeIntakePayload reads a TypeIntake payload; see decode.
+func DecodeIntakePayload(t *asynq.Task) (IntakePayload, error) {
+	var p IntakePayload
+	return p, decode(t, TypeIntake, &p)
+}
+
+// EnqueueIntake enqueues a TypeIntake task. It returns ErrDuplicate when a task with the same id exists.
+func (e *Enqueuer) EnqueueIntake(ctx context.Context, p IntakePayload) error {
+	t, err := e.opts.NewIntakeTask(p)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
 }

@@ -184,6 +184,9 @@ func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, r
 // TypeAuditLine posts the line on a pull request that mirrors an operator's control action.
 const TypeAuditLine = "akira:audit-line"
 
+// auditLineTaskType is served by Handler.HandleAuditLine (see taskTypes).
+var auditLineTaskType = taskType{Name: TypeAuditLine, Handle: (*Handler).HandleAuditLine}
+
 // AuditLinePayload is the payload of TypeAuditLine: the comment, already rendered.
 type AuditLinePayload struct {
 	Version        int    `json:"v"`

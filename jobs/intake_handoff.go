@@ -32,6 +32,9 @@ const TriggerAPI = lifecycle.TriggerAPI
 // TypeHandoff is a run handed off through the REST API, on its way to a run job.
 const TypeHandoff = "akira:handoff"
 
+// handoffTaskType is served by Handler.HandleHandoff (see taskTypes).
+var handoffTaskType = taskType{Name: TypeHandoff, Handle: (*Handler).HandleHandoff}
+
 // HandoffRequest is a run to start from outside GitHub, as the API received it.
 type HandoffRequest struct {
 	Owner, Repo string

@@ -19,6 +19,12 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
+// TypePlan asks the agent for a plan of an issue written in prose and posts it.
+const TypePlan = "akira:plan"
+
+// planTaskType is served by Handler.HandlePlan (see taskTypes).
+var planTaskType = taskType{Name: TypePlan, Handle: (*Handler).HandlePlan}
+
 // Most issues are written in prose. `/akira run` on one (no task checkboxes, no path) first asks the
 // repository's agent for a plan and posts it as a comment; the next `/akira run` runs that plan, read
 // back from the comment (or the issue's own checklist, if someone edited one in). `/akira plan
@@ -258,3 +264,27 @@ func (h *Handler) normalize(ctx context.Context, gh GitHub, p PlanPayload, in ru
 
 // planIssueKey names the plan job a `/akira run` starts for a prose issue.
 func planIssueKey(p RunPayload) string { return "run-" + p.DeliveryID + "-" + strconv.Itoa(p.Number) }
+
+// NewPlanTask builds a TypePlan task. A zero Version is filled in; an invalid payload is an error.
+func (o TaskOptions) NewPlanTask(p PlanPayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypePlan, p, planTimeout, o.MaxRetry)
+}
+
+// DecodePlanPayload reads a TypePlan payload; see decode.
+func DecodePlanPayload(t *asynq.Task) (PlanPayload, error) {
+	var p PlanPayload
+	return p, decode(t, TypePlan, &p)
+}
+
+// EnqueuePlan enqueues a TypePlan task. It returns ErrDuplicate when a task with the same id exists.
+func (e *Enqueuer) EnqueuePlan(ctx context.Context, p PlanPayload) error {
+	t, err := e.opts.NewPlanTask(p)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
+}

@@ -30,6 +30,9 @@ import (
 // TypeRecover is the job that replays the answers Redis may have lost.
 const TypeRecover = "akira:recover"
 
+// recoverTaskType is served by Handler.HandleRecover (see taskTypes).
+var recoverTaskType = taskType{Name: TypeRecover, Handle: (*Handler).HandleRecover}
+
 const (
 	// RecoverWindow is how far back a recovery looks: as far as the sweep, since an answer may wait
 	// in a long queue before a job acts on it.

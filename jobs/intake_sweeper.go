@@ -13,6 +13,9 @@ import (
 // TypeSweep is the periodic job that asks GitHub to redeliver the webhook deliveries Akira missed.
 const TypeSweep = "akira:sweep"
 
+// sweepTaskType is served by Handler.HandleSweep (see taskTypes).
+var sweepTaskType = taskType{Name: TypeSweep, Handle: (*Handler).HandleSweep}
+
 // Sweeper defaults.
 const (
 	// SweepInterval is how often the scheduler queues a sweep; one runs cluster-wide per interval.

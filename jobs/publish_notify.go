@@ -18,6 +18,9 @@ import (
 // delays nor repeats the others.
 const TypeNotify = "akira:notify"
 
+// notifyTaskType is served by Handler.HandleNotify (see taskTypes).
+var notifyTaskType = taskType{Name: TypeNotify, Handle: (*Handler).HandleNotify}
+
 // notifyTimeout bounds one notify job; notifyMaxRetry with RetryDelay's backoff spans about an hour.
 const (
 	notifyTimeout  = time.Minute

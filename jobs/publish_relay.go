@@ -21,6 +21,9 @@ import (
 // TypePublish performs the effects a run's transitions left in its outbox.
 const TypePublish = "akira:publish"
 
+// publishTaskType is served by Handler.HandlePublish (see taskTypes).
+var publishTaskType = taskType{Name: TypePublish, Handle: (*Handler).HandlePublish}
+
 // RelayAge is how long effects may wait in an outbox before the relay takes them for left behind:
 // longer than the job that wrote them needs to perform them.
 const RelayAge = 30 * time.Second

@@ -22,6 +22,12 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
+// TypeRun starts a run or continues one (after a resume decision, or after a crash).
+const TypeRun = "akira:run"
+
+// runTaskType is served by Handler.HandleRun (see taskTypes).
+var runTaskType = taskType{Name: TypeRun, Handle: (*Handler).HandleRun}
+
 // RunPayload is the payload of TypeRun.
 type RunPayload struct {
 	Version int `json:"v"`
@@ -846,4 +852,34 @@ func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Ou
 	}
 	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))
 	return result, nil
+}
+
+// NewRunTask builds a TypeRun task. A zero Version is filled in; an invalid payload is an error.
+func (o TaskOptions) NewRunTask(p RunPayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypeRun, p, o.Timeout, o.MaxRetry)
+}
+
+// DecodeRunPayload reads a TypeRun payload; see decode.
+func DecodeRunPayload(t *asynq.Task) (RunPayload, error) {
+	var p RunPayload
+	return p, decode(t, TypeRun, &p)
+}
+
+// EnqueueRun enqueues a TypeRun task. It returns ErrDuplicate when a task with the same id exists.
+func (e *Enqueuer) EnqueueRun(ctx context.Context, p RunPayload) error {
+	t, err := e.opts.NewRunTask(p)
+	if err != nil {
+		return err
+	}
+	if err := e.enqueue(ctx, t); err != nil {
+		return err
+	}
+	// The task is safe in asynq; a listing that fails now is made by the gate at the job's first
+	// try, so the run keeps its turn either way, only shown a moment later.
+	_ = e.fair.List(ctx, p)
+	return nil
 }

@@ -31,6 +31,9 @@ import (
 // TypeCI reads a waiting run's CI and moves the run on.
 const TypeCI = "akira:ci"
 
+// ciTaskType is served by Handler.HandleCI (see taskTypes).
+var ciTaskType = taskType{Name: TypeCI, Handle: (*Handler).HandleCI}
+
 // CIPollInterval is how often a waiting run's CI is read without a webhook.
 const CIPollInterval = 30 * time.Second
 

@@ -16,6 +16,12 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
+// TypeResume carries a human decision on a parked run: approve, retry, skip or abort.
+const TypeResume = "akira:resume"
+
+// resumeTaskType is served by Handler.HandleResume (see taskTypes).
+var resumeTaskType = taskType{Name: TypeResume, Handle: (*Handler).HandleResume}
+
 // ResumePayload is the payload of TypeResume: a person's decision on a parked run.
 type ResumePayload struct {
 	Version        int    `json:"v"`
@@ -232,4 +238,28 @@ func (h *Handler) decisionIgnored(ctx context.Context, c Comments, p ResumePaylo
 		return ResultRetry, fmt.Errorf("jobs: reply: %w", err)
 	}
 	return ResultRefused, nil
+}
+
+// NewResumeTask builds a TypeResume task. A zero Version is filled in; an invalid payload is an error.
+func (o TaskOptions) NewResumeTask(p ResumePayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypeResume, p, resumeTimeout, o.MaxRetry)
+}
+
+// DecodeResumePayload reads a TypeResume payload; see decode.
+func DecodeResumePayload(t *asynq.Task) (ResumePayload, error) {
+	var p ResumePayload
+	return p, decode(t, TypeResume, &p)
+}
+
+// EnqueueResume enqueues a TypeResume task. It returns ErrDuplicate when a task with the same id exists.
+func (e *Enqueuer) EnqueueResume(ctx context.Context, p ResumePayload) error {
+	t, err := e.opts.NewResumeTask(p)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
 }

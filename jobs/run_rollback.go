@@ -18,6 +18,9 @@ import (
 // TypeRollback undoes a task's checkpoint (and its dependents') on a run's branch: /akira rollback.
 const TypeRollback = "akira:rollback"
 
+// rollbackTaskType is served by Handler.HandleRollback (see taskTypes).
+var rollbackTaskType = taskType{Name: TypeRollback, Handle: (*Handler).HandleRollback}
+
 // RollbackPayload is the payload of TypeRollback.
 type RollbackPayload struct {
 	Version        int    `json:"v"`

@@ -29,19 +29,6 @@ import (
 	"github.com/hibiken/asynq"
 )
 
-// Task types, one handler each.
-const (
-	// TypeIntake is one webhook delivery Akira acts on: everything that talks to GitHub before work
-	// is queued (permission, configuration, replies) happens in its handler, where it can be retried.
-	TypeIntake = "akira:intake"
-	// TypeRun starts a run or continues one (after a resume decision, or after a crash).
-	TypeRun = "akira:run"
-	// TypeResume carries a human decision on a parked run: approve, retry, skip or abort.
-	TypeResume = "akira:resume"
-	// TypePlan asks the agent for a plan of an issue written in prose and posts it.
-	TypePlan = "akira:plan"
-)
-
 // Queue is the asynq queue every task type goes to. A worker must list it in asynq.Config.Queues
 // (see Queues).
 const Queue = "akira"
@@ -153,47 +140,6 @@ func (o TaskOptions) newTask(typ string, p payload, timeout time.Duration, maxRe
 	), nil
 }
 
-// NewIntakeTask builds a TypeIntake task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewIntakeTask(p IntakePayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	return o.newTask(TypeIntake, p, intakeTimeout, intakeMaxRetry)
-}
-
-// NewRunTask builds a TypeRun task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewRunTask(p RunPayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypeRun, p, o.Timeout, o.MaxRetry)
-}
-
-// NewResumeTask builds a TypeResume task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewResumeTask(p ResumePayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypeResume, p, resumeTimeout, o.MaxRetry)
-}
-
-// NewPlanTask builds a TypePlan task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewPlanTask(p PlanPayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypePlan, p, planTimeout, o.MaxRetry)
-}
-
-// DecodePlanPayload reads a TypePlan payload; see decode.
-func DecodePlanPayload(t *asynq.Task) (PlanPayload, error) {
-	var p PlanPayload
-	return p, decode(t, TypePlan, &p)
-}
-
 // decode reads a task's payload into p. A payload that can never be processed is an error wrapping
 // asynq.SkipRetry, so asynq archives it instead of retrying it.
 func decode(t *asynq.Task, typ string, p payload) error {
@@ -207,24 +153,6 @@ func decode(t *asynq.Task, typ string, p payload) error {
 		return fmt.Errorf("jobs: %v: %w", err, asynq.SkipRetry)
 	}
 	return nil
-}
-
-// DecodeIntakePayload reads a TypeIntake payload; see decode.
-func DecodeIntakePayload(t *asynq.Task) (IntakePayload, error) {
-	var p IntakePayload
-	return p, decode(t, TypeIntake, &p)
-}
-
-// DecodeRunPayload reads a TypeRun payload; see decode.
-func DecodeRunPayload(t *asynq.Task) (RunPayload, error) {
-	var p RunPayload
-	return p, decode(t, TypeRun, &p)
-}
-
-// DecodeResumePayload reads a TypeResume payload; see decode.
-func DecodeResumePayload(t *asynq.Task) (ResumePayload, error) {
-	var p ResumePayload
-	return p, decode(t, TypeResume, &p)
 }
 
 // Queues is the asynq.Config.Queues value for a worker of this package.
@@ -252,48 +180,6 @@ func (e *Enqueuer) WithFair(f *Fair) *Enqueuer {
 // NewEnqueuer wraps an asynq client (or anything with its EnqueueContext method).
 func NewEnqueuer(client taskEnqueuer, opts TaskOptions) *Enqueuer {
 	return &Enqueuer{client: client, opts: opts}
-}
-
-// EnqueueIntake enqueues a TypeIntake task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueueIntake(ctx context.Context, p IntakePayload) error {
-	t, err := e.opts.NewIntakeTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
-}
-
-// EnqueueRun enqueues a TypeRun task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueueRun(ctx context.Context, p RunPayload) error {
-	t, err := e.opts.NewRunTask(p)
-	if err != nil {
-		return err
-	}
-	if err := e.enqueue(ctx, t); err != nil {
-		return err
-	}
-	// The task is safe in asynq; a listing that fails now is made by the gate at the job's first
-	// try, so the run keeps its turn either way, only shown a moment later.
-	_ = e.fair.List(ctx, p)
-	return nil
-}
-
-// EnqueueResume enqueues a TypeResume task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueueResume(ctx context.Context, p ResumePayload) error {
-	t, err := e.opts.NewResumeTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
-}
-
-// EnqueuePlan enqueues a TypePlan task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueuePlan(ctx context.Context, p PlanPayload) error {
-	t, err := e.opts.NewPlanTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
 }
 
 func (e *Enqueuer) enqueue(ctx context.Context, t *asynq.Task, opts ...asynq.Option) error {
