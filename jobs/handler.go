@@ -13,6 +13,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
@@ -58,7 +59,7 @@ type Deps struct {
 	Store    *store.Store
 	Locker   *store.Locker
 	Enqueuer *Enqueuer
-	GitHub   Installations
+	GitHub   ports.Installations
 	// Operator is the operator's configuration: agent profiles, attempts, verification settings.
 	Operator config.Operator
 	// Sandbox confines the agent and verification commands of every run. cmd/akira resolves it from
@@ -163,4 +164,13 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 		mux.HandleFunc(tt.Name, func(ctx context.Context, t *asynq.Task) error { return handle(h, ctx, t) })
 	}
 	return mux
+}
+
+// installation returns the client of an installation; failing to get one is transient.
+func installation(ctx context.Context, in ports.Installations, id int64) (ports.GitHub, error) {
+	gh, err := in.Installation(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: installation %d: %w", id, err)
+	}
+	return gh, nil
 }

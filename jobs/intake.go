@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
@@ -218,7 +219,7 @@ const reactionAccepted = "eyes"
 type intake struct {
 	p     IntakePayload
 	store *store.Store
-	gh    GitHub
+	gh    ports.GitHub
 	log   *slog.Logger
 	// retried says an earlier try of this job may have posted replies already.
 	retried bool
@@ -265,7 +266,7 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	}
 	if in.recovered {
 		in.log = log.With("recovered", true)
-		if p.Comment == nil && (p.CheckRun == nil || p.CheckRun.Decision == StopDecision) {
+		if p.Comment == nil && (p.CheckRun == nil || p.CheckRun.Decision == ports.StopDecision) {
 			return ResultNoop, nil // only an answer can have been lost unacted
 		}
 	}
@@ -284,10 +285,10 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	case p.Trigger != nil:
 		result, err = h.onIssueTrigger(ctx, in)
 	}
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		// The delivery names a repository, issue or installation GitHub does not know (a forged or
 		// stale payload): no retry will change that.
-		log.Warn("intake: GitHub does not know what the delivery names; dropped", "err", err)
+		log.Warn("intake: ports.GitHub does not know what the delivery names; dropped", "err", err)
 		return ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	if err != nil {
@@ -308,7 +309,7 @@ type access struct {
 }
 
 // writeLevels may command Akira whatever the repository's configuration says.
-var writeLevels = []string{PermAdmin, PermMaintain, PermWrite}
+var writeLevels = []string{ports.PermAdmin, ports.PermMaintain, ports.PermWrite}
 
 // authorize allows write, maintain and admin, then the repository's allowlist. Errors are failures to
 // ask GitHub; a broken configuration only means the allowlist grants nothing.
@@ -719,7 +720,7 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 		}
 		return ResultRefused, nil
 	}
-	if cr.Decision == StopDecision {
+	if cr.Decision == ports.StopDecision {
 		_, asked, err := h.d.Store.RequestStop(ctx, cr.RunID, in.p.Sender, false)
 		if errors.Is(err, store.ErrNotFound) {
 			return ResultNoop, nil

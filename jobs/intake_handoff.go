@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -192,10 +193,10 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 		return ResultRefused, nil
 	}
 	if h.d.Repositories == nil {
-		return refuse("this server cannot find the App's installations (no GitHub App client)")
+		return refuse("this server cannot find the App's installations (no ports.GitHub App client)")
 	}
 	inst, err := h.d.Repositories.RepoInstallation(ctx, p.Owner, p.Repo)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return refuse(fmt.Sprintf("the App is not installed on %s/%s (or the repository does not exist)", p.Owner, p.Repo))
 	}
 	if err != nil {
@@ -214,7 +215,7 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 	if ce, bad := asRepoConfigError(err); bad {
 		return refuse(ce.Error())
 	}
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return refuse(fmt.Sprintf("GitHub does not know %s/%s: %v", p.Owner, p.Repo, err))
 	}
 	if err != nil {
@@ -234,7 +235,7 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 		}
 	}
 	if p.Base != "" {
-		if _, err := gh.GetRef(ctx, p.Owner, p.Repo, "heads/"+p.Base); errors.Is(err, ErrGitHubNotFound) {
+		if _, err := gh.GetRef(ctx, p.Owner, p.Repo, "heads/"+p.Base); errors.Is(err, ports.ErrGitHubNotFound) {
 			return refuse(fmt.Sprintf("%s/%s has no branch %s", p.Owner, p.Repo, p.Base))
 		} else if err != nil {
 			return ResultRetry, fmt.Errorf("jobs: branch %s: %w", p.Base, err)

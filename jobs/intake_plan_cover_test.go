@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -37,7 +38,7 @@ func planFor(number int, delivery string) PlanPayload {
 
 func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Greet people", Body: "Say hello somewhere.", Author: "alice"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet people", Body: "Say hello somewhere.", Author: "alice"}
 	planAgent(t, "Here is the plan:\n\n```markdown\n- [ ] 1.1 Add a greeting\n- [ ] 1.2 Test the greeting\n```")
 	ctx := context.Background()
 
@@ -75,7 +76,7 @@ func TestPlanJobUnderPlanAutoRunsForAWriterOnly(t *testing.T) {
 			jh, _ := runWorld(t, map[string]string{"README.md": "hi\n", ".github/akira.yml": "plan: auto\n"})
 			jh.gh.permissions["alice"] = "write"
 			jh.gh.permissions["rita"] = "read"
-			jh.gh.issues[4] = Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: tc.author}
+			jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: tc.author}
 			planAgent(t, "- [ ] 1.1 Add a greeting")
 			p := planFor(4, "d-auto")
 			p.FromRun = true
@@ -109,7 +110,7 @@ func TestPlanJobSaysWhyThereIsNoPlan(t *testing.T) {
 				files[".github/akira.yml"] = tc.config
 			}
 			jh, _ := runWorld(t, files)
-			jh.gh.issues[4] = Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
+			jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
 			planAgent(t, tc.answer)
 			if err := jh.planJob(planFor(4, "d-none")); err != nil {
 				t.Fatalf("plan job = %v, want it to end (another try would fail alike)", err)
@@ -124,7 +125,7 @@ func TestPlanJobSaysWhyThereIsNoPlan(t *testing.T) {
 
 func TestPlanJobExplainsABrokenConfiguration(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n", ".github/akira.yml": "roadmap: [\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
 	planAgent(t, "- [ ] 1.1 x")
 	if err := jh.planJob(planFor(4, "d-bad")); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
@@ -116,7 +117,7 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 		}
 		return ResultReplied, nil
 	}
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	if err != nil {
@@ -177,7 +178,7 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 }
 
 // planFailed says why there is no plan, once per job; the job ends (another try would fail alike).
-func (h *Handler) planFailed(ctx context.Context, c Comments, p PlanPayload, reason string, retried bool) error {
+func (h *Handler) planFailed(ctx context.Context, c ports.Comments, p PlanPayload, reason string, retried bool) error {
 	text := render("plan_failed", templates.PlanFailed{Reason: reason}, "Akira could not write a plan for this issue: "+reason+".")
 	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
 		return fmt.Errorf("jobs: reply: %w", err)
@@ -186,12 +187,12 @@ func (h *Handler) planFailed(ctx context.Context, c Comments, p PlanPayload, rea
 }
 
 // postOrEdit keeps one comment per marker: the one found is edited, else one is posted.
-func postOrEdit(ctx context.Context, c Comments, owner, repo string, number int, marker, body string) error {
+func postOrEdit(ctx context.Context, c ports.Comments, owner, repo string, number int, marker, body string) error {
 	id, _, err := c.FindComment(ctx, owner, repo, number, marker)
 	switch {
 	case err == nil:
 		return c.EditComment(ctx, owner, repo, id, body)
-	case errors.Is(err, ErrGitHubNotFound):
+	case errors.Is(err, ports.ErrGitHubNotFound):
 		_, _, err = c.CreateComment(ctx, owner, repo, number, body)
 		return err
 	}
@@ -201,9 +202,9 @@ func postOrEdit(ctx context.Context, c Comments, owner, repo string, number int,
 // postedPlan is the plan Akira posted for an issue, read back from its comment, with the comment's
 // link; "" when there is none. normalized says it is a rewrite of the issue's checklist, which runs
 // only when confirmed.
-func postedPlan(ctx context.Context, c Comments, owner, repo string, number int) (plan, url string, normalized bool, err error) {
+func postedPlan(ctx context.Context, c ports.Comments, owner, repo string, number int) (plan, url string, normalized bool, err error) {
 	id, url, err := c.FindComment(ctx, owner, repo, number, templates.PlanMarker(number))
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return "", "", false, nil
 	}
 	if err != nil {
@@ -223,7 +224,7 @@ func postedPlan(ctx context.Context, c Comments, owner, repo string, number int)
 // normalize has the planner agent rewrite an issue's checklist that no format reads with
 // confidence, and posts the rewrite beside the lines each task came from. Nothing runs: a person
 // reads it and replies /akira run --confirm (whatever plan: auto says).
-func (h *Handler) normalize(ctx context.Context, gh GitHub, p PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
+func (h *Handler) normalize(ctx context.Context, gh ports.GitHub, p PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
 	retried, _ := asynq.GetRetryCount(ctx)
 	body := in.Issue.Body
 	a := roadmap.Assess("issue.md", []byte(body), "")

@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -239,7 +240,7 @@ func (h *Handler) intakeLost() func(ctx context.Context, guid string) (bool, err
 // when Akira wrote it (a person quoting its marker cannot hide an answer); a reply may be on the pull
 // request or on the issue the run came from. A reply is placed by its comment's time, a button by
 // the time GitHub delivered it (p.AnsweredAt), which the recovery kept.
-func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p ResumePayload) (bool, string, error) {
+func (h *Handler) pendingAnswer(ctx context.Context, gh ports.GitHub, run *Run, p ResumePayload) (bool, string, error) {
 	numbers := []int{}
 	if pr := summaryNumber(run); pr != 0 {
 		numbers = append(numbers, pr)
@@ -248,7 +249,7 @@ func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p Resu
 		numbers = append(numbers, p.Number)
 	}
 	var escalated time.Time
-	var comments []ThreadComment
+	var comments []ports.ThreadComment
 	marker := strings.TrimSuffix(templates.EscalationMarker(run.ID, ""), " -->")
 	for _, n := range numbers {
 		thread, err := gh.Thread(ctx, run.Owner, run.Repo, n)
@@ -268,7 +269,7 @@ func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p Resu
 	// When this answer was given.
 	at := p.AnsweredAt
 	if p.CommentID != 0 {
-		i := slices.IndexFunc(comments, func(c ThreadComment) bool { return c.ID == p.CommentID })
+		i := slices.IndexFunc(comments, func(c ports.ThreadComment) bool { return c.ID == p.CommentID })
 		if i < 0 {
 			return false, fmt.Sprintf("comment %d is no longer there", p.CommentID), nil
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -20,7 +21,7 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 	ctx := context.Background()
 	since := time.Now()
 	at := func(ago time.Duration) time.Time { return since.Add(-ago) }
-	f := &fakeDeliveries{list: []Delivery{ // newest first, as GitHub lists them
+	f := &fakeDeliveries{list: []Delivery{ // newest first, as ports.GitHub lists them
 		{ID: 9, GUID: "after", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: since.Add(time.Hour)},
 		// GitHub's clock a little ahead of Akira's: still looked at.
 		{ID: 11, GUID: "skewed", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: since.Add(30 * time.Second)},
@@ -94,7 +95,7 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	jh.gh.permissions["alice"], jh.gh.permissions["mallory"] = PermWrite, "read"
+	jh.gh.permissions["alice"], jh.gh.permissions["mallory"] = ports.PermWrite, "read"
 	cases := []struct {
 		author, body string
 		queued       bool
@@ -129,7 +130,7 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 	for _, c := range []struct {
 		decision runner.DecisionKind
 		queued   bool
-	}{{StopDecision, false}, {runner.DecisionApprove, true}} {
+	}{{ports.StopDecision, false}, {runner.DecisionApprove, true}} {
 		guid := "button-" + randomHex(t, 3)
 		if err := jh.store.MarkRecovered(ctx, guid, at); err != nil {
 			t.Fatal(err)
@@ -195,7 +196,7 @@ func TestPendingAnswer(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeGitHub()
-			f.permissions["alice"], f.permissions["bob"], f.permissions["mallory"] = PermWrite, PermMaintain, "read"
+			f.permissions["alice"], f.permissions["bob"], f.permissions["mallory"] = ports.PermWrite, ports.PermMaintain, "read"
 			var id int64
 			var pressed time.Time
 			number := 0

@@ -33,7 +33,7 @@ const (
 type Delivery struct {
 	ID          int64
 	GUID        string
-	StatusCode  int // Akira's answer; 0 when GitHub got none (timeout, connection refused)
+	StatusCode  int // Akira's answer; 0 when ports.GitHub got none (timeout, connection refused)
 	Redelivery  bool
 	Event       string
 	Action      string // the payload's action ("created"), "" for events without one
@@ -111,7 +111,7 @@ func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *Metrics
 		}
 		res.Redelivered++
 		m.redelivery("requested")
-		log.Info("sweep: asked GitHub to redeliver", "delivery", guid, "event", hs.latest.Event,
+		log.Info("sweep: asked ports.GitHub to redeliver", "delivery", guid, "event", hs.latest.Event,
 			"attempts", hs.attempts, "last_status", hs.latest.StatusCode)
 	}
 	return res, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 )
 
@@ -86,7 +87,7 @@ func TestIntakeComments(t *testing.T) {
 		{
 			name: "run on a fork's pull request is refused",
 			setup: func(f *fakeGitHub) {
-				f.pulls[4] = &PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "evil/r"}
+				f.pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "evil/r"}
 			},
 			in: func() IntakePayload {
 				p := comment("alice", "/akira run", 4)
@@ -138,7 +139,7 @@ func TestIntakeComments(t *testing.T) {
 func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
 	jh := newJobsHarness(t)
 	jh.gh.permissions["alice"] = "admin"
-	jh.gh.pulls[9] = &PullRequest{Number: 9, HeadRef: "feature", HeadSHA: "abc", HeadRepo: "o/r"}
+	jh.gh.pulls[9] = &ports.PullRequest{Number: 9, HeadRef: "feature", HeadSHA: "abc", HeadRepo: "o/r"}
 	p := comment("alice", "/akira run docs/PLAN.md", 9)
 	p.Comment.OnPullRequest = true
 	if err := jh.intake(p); err != nil {
@@ -261,7 +262,7 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 				t.Fatalf("runs = %v, want %v", got, tt.want)
 			}
 			if effects := jh.gh.Effects(); len(effects) != 0 {
-				t.Errorf("effects on GitHub = %q, want none", effects)
+				t.Errorf("effects on ports.GitHub = %q, want none", effects)
 			}
 		})
 	}
@@ -329,9 +330,9 @@ func TestIntakePayloadValidate(t *testing.T) {
 // is dropped for good, never retried as if GitHub were down.
 func TestIntakeUnknownRepositoryIsNotRetried(t *testing.T) {
 	jh := newJobsHarness(t)
-	jh.gh.fail["Permission"] = fmt.Errorf("get permission: %w", ErrGitHubNotFound)
+	jh.gh.fail["Permission"] = fmt.Errorf("get permission: %w", ports.ErrGitHubNotFound)
 	err := jh.intake(comment("alice", "/akira run", 4))
-	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, ErrGitHubNotFound) {
+	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("intake = %v, want a not-found error that asynq does not retry", err)
 	}
 	if effects := jh.gh.Effects(); len(effects) != 0 {

@@ -36,7 +36,7 @@ const (
 	ResultDecided   = "decided"   // a decision was applied
 	ResultRefused   = "refused"   // not allowed, or a decision that did not apply; the reply says why
 	ResultAborted   = "aborted"
-	ResultWaiting   = "waiting_ci" // the tasks are done; the run waits for the pull request's CI
+	ResultWaiting   = "waiting_ci" // the tasks are done; the run waits for the pull request's ports.CI
 	ResultPaused    = "paused"     // a person paused the run; it waits to be resumed
 	ResultInvalid   = "invalid"    // a payload that can never be processed
 	ResultQueued    = "queued"     // the fair gate had no slot for the run's installation yet; it waits its turn
@@ -75,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer, insp QueueInspector, queues ...string
 			Name: "akira_runs_reaped_total", Help: "Runs whose worker died, continued by the reaper.",
 		}),
 		redelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "akira_redeliveries_total", Help: "Failed webhook deliveries the sweeper asked GitHub to redeliver, by result.",
+			Name: "akira_redeliveries_total", Help: "Failed webhook deliveries the sweeper asked ports.GitHub to redeliver, by result.",
 		}, []string{"result"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "akira_transitions_refused_total", Help: "Events the run's transition table did not allow in the run's state, by state and event.",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/verify"
@@ -22,7 +23,7 @@ import (
 
 // publisher renders a run's summary onto its pull request or issue.
 type publisher struct {
-	gh    Comments
+	gh    ports.Comments
 	store *store.Store
 	log   *slog.Logger
 }
@@ -52,7 +53,7 @@ func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
 		if err == nil {
 			return r, nil
 		}
-		if !errors.Is(err, ErrGitHubNotFound) {
+		if !errors.Is(err, ports.ErrGitHubNotFound) {
 			return r, fmt.Errorf("jobs: edit summary: %w", err)
 		}
 		// Someone deleted the summary: post it again and keep the new one.
@@ -64,7 +65,7 @@ func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
 	id, url, err := p.gh.FindComment(ctx, r.Owner, r.Repo, number, templates.SummaryMarker(r.ID))
 	found := err == nil
 	switch {
-	case errors.Is(err, ErrGitHubNotFound):
+	case errors.Is(err, ports.ErrGitHubNotFound):
 		id, url, err = p.gh.CreateComment(ctx, r.Owner, r.Repo, number, body)
 		if err != nil {
 			return r, fmt.Errorf("jobs: post summary: %w", err)
@@ -141,19 +142,19 @@ func pullRequestBody(run *Run, tasks []runner.TaskResult) (string, error) {
 
 // ensurePullRequest finds the draft pull request of the run's branch, or opens it; the branch already
 // has a commit ahead of the base (the engine's start commit), as GitHub requires.
-func ensurePullRequest(ctx context.Context, pulls Pulls, run *Run, tasks []runner.TaskResult) (*PullRequest, error) {
+func ensurePullRequest(ctx context.Context, pulls ports.Pulls, run *Run, tasks []runner.TaskResult) (*ports.PullRequest, error) {
 	pr, err := pulls.FindPullRequest(ctx, run.Owner, run.Repo, run.Branch, run.Base)
 	if err == nil {
 		return pr, nil
 	}
-	if !errors.Is(err, ErrGitHubNotFound) {
+	if !errors.Is(err, ports.ErrGitHubNotFound) {
 		return nil, fmt.Errorf("find pull request: %w", err)
 	}
 	body, err := pullRequestBody(run, tasks)
 	if err != nil {
 		return nil, err
 	}
-	pr, err = pulls.CreatePullRequest(ctx, run.Owner, run.Repo, NewPullRequest{Title: run.Title, Body: body,
+	pr, err = pulls.CreatePullRequest(ctx, run.Owner, run.Repo, ports.NewPullRequest{Title: run.Title, Body: body,
 		Head: run.Branch, Base: run.Base, Draft: true})
 	if err != nil {
 		return nil, fmt.Errorf("open pull request: %w", err)
@@ -187,9 +188,9 @@ func reasonText(esc *runner.Escalation) string {
 	case runner.ReasonBudget:
 		return strings.TrimPrefix(esc.Summary, "the run's budget is reached: ")
 	case lifecycle.ReasonCIFailed:
-		why = "the pull request's CI stays red"
+		why = "the pull request's ports.CI stays red"
 	case lifecycle.ReasonCITimeout:
-		why = "the pull request's CI did not finish"
+		why = "the pull request's ports.CI did not finish"
 	default:
 		why = esc.Reason
 	}
@@ -269,11 +270,11 @@ func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts 
 
 // postEscalation posts the escalation comment of the task's current round once: a comment a crashed
 // job posted is found by its round marker.
-func postEscalation(ctx context.Context, c Comments, run *Run, t *TaskState, body string) (int64, string, error) {
+func postEscalation(ctx context.Context, c ports.Comments, run *Run, t *TaskState, body string) (int64, string, error) {
 	number := summaryNumber(run)
 	marker := escalationRoundMarker(run.ID, t.ID, t.Escalations)
 	id, url, err := c.FindComment(ctx, run.Owner, run.Repo, number, marker)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		id, url, err = c.CreateComment(ctx, run.Owner, run.Repo, number, body)
 	}
 	if err != nil {
@@ -292,8 +293,8 @@ func commands(rs []verify.Result) []templates.Command {
 
 // annotations are the file/line problems of the failed verification commands: those the engine found
 // in each command's whole output, else what ParseAnnotations finds in the tail it kept.
-func annotations(rs []verify.Result) []Annotation {
-	var out []Annotation
+func annotations(rs []verify.Result) []ports.Annotation {
+	var out []ports.Annotation
 	for _, v := range rs {
 		if v.Passed() {
 			continue
@@ -303,7 +304,7 @@ func annotations(rs []verify.Result) []Annotation {
 			found = verify.ParseAnnotations(v.Output)
 		}
 		for _, a := range found {
-			out = append(out, Annotation{Path: a.Path, StartLine: a.StartLine, EndLine: a.EndLine, Level: a.Level,
+			out = append(out, ports.Annotation{Path: a.Path, StartLine: a.StartLine, EndLine: a.EndLine, Level: a.Level,
 				Message: a.Message, Title: v.Command})
 		}
 	}
@@ -322,7 +323,7 @@ func (h *Handler) publish(ctx context.Context, gh ReporterGitHub, run *Run, log 
 			continue // another worker performed it meanwhile
 		}
 		err := h.perform(ctx, gh, run, e)
-		if errors.Is(err, ErrGitHubNotFound) {
+		if errors.Is(err, ports.ErrGitHubNotFound) {
 			log.Warn("publish: the effect's target is gone; dropped", "effect", e.Kind, "tasks", e.TaskIDs, "err", err)
 			err = nil
 		}
@@ -352,8 +353,8 @@ func (h *Handler) perform(ctx context.Context, gh ReporterGitHub, run *Run, e li
 			if t == nil || t.CheckRunID == 0 {
 				continue
 			}
-			err := gh.UpdateCheckRun(ctx, run.Owner, run.Repo, t.CheckRunID, CheckRun{Conclusion: e.Conclusion, Title: e.Title, Summary: e.Text})
-			if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+			err := gh.UpdateCheckRun(ctx, run.Owner, run.Repo, t.CheckRunID, ports.CheckRun{Conclusion: e.Conclusion, Title: e.Title, Summary: e.Text})
+			if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 				return fmt.Errorf("conclude check run of %s: %w", id, err)
 			}
 			if _, err := h.d.Store.Update(ctx, run.ID, recordCheckRunDone(id)); err != nil {
@@ -380,7 +381,7 @@ func (h *Handler) perform(ctx context.Context, gh ReporterGitHub, run *Run, e li
 		return nil
 	case lifecycle.EffectReady:
 		// No node id: gh reads the pull request afresh, so a replay finds it ready.
-		return gh.MarkReady(ctx, run.Owner, run.Repo, &PullRequest{Number: run.PR, Draft: true})
+		return gh.MarkReady(ctx, run.Owner, run.Repo, &ports.PullRequest{Number: run.PR, Draft: true})
 	case lifecycle.EffectEscalation:
 		return h.escalate(ctx, gh, run, e)
 	}

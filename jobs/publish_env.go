@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/env"
@@ -110,15 +111,15 @@ func (r *Reporter) envCheckRun(ctx context.Context, name, title string, data tem
 	if err != nil {
 		return err
 	}
-	conclusion := ConclusionSuccess
+	conclusion := ports.ConclusionSuccess
 	switch {
 	case check.Allowed:
-		conclusion = ConclusionNeutral
+		conclusion = ports.ConclusionNeutral
 	case !check.Passed:
-		conclusion = ConclusionFailure
+		conclusion = ports.ConclusionFailure
 	}
-	cr := CheckRun{Name: name, HeadSHA: r.head, Conclusion: conclusion, Title: title, Summary: text,
-		ExternalID: CheckRunExternalID(r.runID, strings.TrimPrefix(name, "akira / ")+"@env"), DetailsURL: cmp.Or(check.LogURL, r.run.PRURL)}
+	cr := ports.CheckRun{Name: name, HeadSHA: r.head, Conclusion: conclusion, Title: title, Summary: text,
+		ExternalID: ports.CheckRunExternalID(r.runID, strings.TrimPrefix(name, "akira / ")+"@env"), DetailsURL: cmp.Or(check.LogURL, r.run.PRURL)}
 	switch {
 	case !post:
 	case r.head == "":

@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -33,16 +34,16 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 		closed     bool
 	}{
 		{name: "decided retry", from: StatusParked, event: lifecycle.Decided{Decision: retry}, continued: 1},
-		{name: "decided abort", from: StatusParked, event: lifecycle.Decided{Decision: abort}, concluded: []string{"1.2"}, conclusion: ConclusionCancelled},
-		{name: "stopped", from: StatusRunning, event: lifecycle.Stopped{}, concluded: []string{"1.1"}, conclusion: ConclusionCancelled},
+		{name: "decided abort", from: StatusParked, event: lifecycle.Decided{Decision: abort}, concluded: []string{"1.2"}, conclusion: ports.ConclusionCancelled},
+		{name: "stopped", from: StatusRunning, event: lifecycle.Stopped{}, concluded: []string{"1.1"}, conclusion: ports.ConclusionCancelled},
 		{name: "taken away", from: StatusRunning, event: lifecycle.TakenAway{Why: "pull request #7 was closed"},
-			concluded: []string{"1.1"}, conclusion: ConclusionCancelled, reply: true},
+			concluded: []string{"1.1"}, conclusion: ports.ConclusionCancelled, reply: true},
 		{name: "failed", from: StatusRunning, event: lifecycle.Failed{Message: "boom"}, closed: true},
 		{name: "engine finished", from: StatusRunning, event: lifecycle.EngineFinished{Status: StatusSucceeded,
 			Outcome: runner.Outcome{Status: runner.StatusSucceeded}}},
 		{name: "rolled back", from: StatusSucceeded, event: lifecycle.RolledBack{Reverted: map[string]string{"1.1": "rolled back"},
 			Texts: map[string]string{"1.1": "reverted"}, By: "frank", Task: "1.1", Key: "rollback:comment:3", Retry: true},
-			concluded: []string{"1.1"}, conclusion: ConclusionNeutral, continued: 1},
+			concluded: []string{"1.1"}, conclusion: ports.ConclusionNeutral, continued: 1},
 	}
 	for _, tc := range cases {
 		for _, performedFirst := range []bool{false, true} {
@@ -135,12 +136,12 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 func crashFixture(t *testing.T, jh *jobsHarness, from RunStatus) *Run {
 	t.Helper()
 	ctx := context.Background()
-	jh.gh.pulls[7] = &PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
-	open, _, err := jh.gh.CreateCheckRun(ctx, "o", "r", CheckRun{Name: "akira: 1.1 one", Status: CheckInProgress})
+	jh.gh.pulls[7] = &ports.PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
+	open, _, err := jh.gh.CreateCheckRun(ctx, "o", "r", ports.CheckRun{Name: "akira: 1.1 one", Status: ports.CheckInProgress})
 	if err != nil {
 		t.Fatal(err)
 	}
-	parked, _, err := jh.gh.CreateCheckRun(ctx, "o", "r", CheckRun{Name: "akira: 1.2 two", Status: CheckInProgress})
+	parked, _, err := jh.gh.CreateCheckRun(ctx, "o", "r", ports.CheckRun{Name: "akira: 1.2 two", Status: ports.CheckInProgress})
 	if err != nil {
 		t.Fatal(err)
 	}

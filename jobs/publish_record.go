@@ -3,6 +3,7 @@ package jobs
 import (
 	"slices"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/templates"
@@ -68,7 +69,7 @@ func recordEscalationComment(taskID string, id int64, url string) func(*Run) err
 	}
 }
 
-func recordPullRequest(pr *PullRequest) func(*Run) error {
+func recordPullRequest(pr *ports.PullRequest) func(*Run) error {
 	return func(run *Run) error {
 		run.PR, run.PRURL, run.PRNodeID = pr.Number, pr.URL, pr.NodeID
 		run.OpenedPR = true

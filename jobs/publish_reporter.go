@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/verify"
@@ -21,9 +22,9 @@ import (
 
 // ReporterGitHub is what the reporter does on GitHub: check runs, comments and the run's pull request.
 type ReporterGitHub interface {
-	Checks
-	Comments
-	Pulls
+	ports.Checks
+	ports.Comments
+	ports.Pulls
 }
 
 // Reporter is the runner.Reporter of a job: for each engine event it applies the lifecycle's transition
@@ -295,7 +296,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	// is found done from its trailers now, and its check run gets the conclusion it missed.
 	for _, t := range r.run.Tasks {
 		if t.Status == templates.StatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
-			if err := r.finishCheckRun(ctx, &t, templates.StatusPassed, "", CheckRun{Conclusion: ConclusionSuccess, Title: "Verified"}); err != nil {
+			if err := r.finishCheckRun(ctx, &t, templates.StatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
 				return err
 			}
 		}
@@ -368,10 +369,10 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 	if r.maxAttempts > 0 {
 		title += fmt.Sprintf(" of %d", r.maxAttempts)
 	}
-	cr := CheckRun{
-		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: CheckInProgress,
-		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: cmp.Or(TaskPageURL(r.publicURL, r.runID, t.ID), r.run.PRURL), Title: title, Summary: sum,
-		Buttons: RunningButtons(),
+	cr := ports.CheckRun{
+		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: ports.CheckInProgress,
+		ExternalID: ports.CheckRunExternalID(r.runID, t.ID), DetailsURL: cmp.Or(TaskPageURL(r.publicURL, r.runID, t.ID), r.run.PRURL), Title: title, Summary: sum,
+		Buttons: ports.RunningButtons(),
 	}
 	if t.CheckRunID != 0 && !t.CheckRunDone && t.CheckRunHead == r.head {
 		// A job that died left the task's check run open on this very commit: the task goes on there.
@@ -593,8 +594,8 @@ func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
 	if t == nil || t.CheckRunID == 0 || t.CheckRunDone {
 		return nil
 	}
-	return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, ev.Message, CheckRun{
-		Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d failed", ev.Attempt, r.maxAttempts),
+	return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, ev.Message, ports.CheckRun{
+		Status: ports.CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d failed", ev.Attempt, r.maxAttempts),
 		Annotations: annotations(ev.Verify)})
 }
 
@@ -704,8 +705,8 @@ func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string
 		if ok && announced == ev.Attempt {
 			return nil // opened for this very attempt a moment ago: one update per change of state
 		}
-		return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", CheckRun{
-			Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttemptsOf(t.ID))})
+		return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", ports.CheckRun{
+			Status: ports.CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttemptsOf(t.ID))})
 	case lifecycle.PhasePassed:
 		title := "Verified"
 		switch {
@@ -714,13 +715,13 @@ func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string
 		case ev.Unverified:
 			title = "Checkpointed, unverified"
 		}
-		return r.finishCheckRun(ctx, t, templates.StatusPassed, ev.Message, CheckRun{Conclusion: ConclusionSuccess, Title: title})
+		return r.finishCheckRun(ctx, t, templates.StatusPassed, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: title})
 	case lifecycle.PhaseSkipped:
-		return r.finishCheckRun(ctx, t, templates.StatusSkipped, ev.Message, CheckRun{Conclusion: ConclusionNeutral, Title: "Skipped"})
+		return r.finishCheckRun(ctx, t, templates.StatusSkipped, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionNeutral, Title: "Skipped"})
 	case lifecycle.PhaseEscalated:
 		esc := ev.Escalation
-		return r.finishCheckRun(ctx, t, templates.StatusEscalated, reasonText(esc), CheckRun{
-			Conclusion: ConclusionActionRequired, Title: "Needs a decision", Buttons: EscalationButtons(),
+		return r.finishCheckRun(ctx, t, templates.StatusEscalated, reasonText(esc), ports.CheckRun{
+			Conclusion: ports.ConclusionActionRequired, Title: "Needs a decision", Buttons: ports.EscalationButtons(),
 			Annotations: annotations(esc.Verify)})
 	}
 	return fmt.Errorf("unknown check-run phase %q", phase)
@@ -733,7 +734,7 @@ func (r *Reporter) escalationComment(ctx context.Context, t *TaskState, esc *run
 	fresh := esc.Reason != "awaiting_decision"
 	if t.EscalationCommentID != 0 && !fresh {
 		_, _, err := r.gh.FindComment(ctx, r.run.Owner, r.run.Repo, summaryNumber(r.run), escalationRoundMarker(r.run.ID, t.ID, t.Escalations))
-		if errors.Is(err, ErrGitHubNotFound) {
+		if errors.Is(err, ports.ErrGitHubNotFound) {
 			if err := r.record(ctx, recordEscalationComment(t.ID, 0, "")); err != nil {
 				return err
 			}
@@ -801,7 +802,7 @@ func (r *Reporter) interruptedAttempts(t *TaskState) []templates.Attempt {
 }
 
 // updateCheckRun sends cr with the output rendered from the task's state.
-func (r *Reporter) updateCheckRun(ctx context.Context, t *TaskState, status string, attempt int, reason string, cr CheckRun) error {
+func (r *Reporter) updateCheckRun(ctx context.Context, t *TaskState, status string, attempt int, reason string, cr ports.CheckRun) error {
 	data := r.checkRunData(t, status, attempt, reason)
 	sum, err := templates.Render("checkrun_summary", data)
 	if err != nil {
@@ -827,7 +828,7 @@ func (r *Reporter) updateCheckRun(ctx context.Context, t *TaskState, status stri
 
 // finishCheckRun completes the task's check run (creating one if the task never had one) and records
 // that it is completed.
-func (r *Reporter) finishCheckRun(ctx context.Context, t *TaskState, status, reason string, cr CheckRun) error {
+func (r *Reporter) finishCheckRun(ctx context.Context, t *TaskState, status, reason string, cr ports.CheckRun) error {
 	if t.CheckRunID == 0 {
 		if err := r.openCheckRun(ctx, t.ID, t.Attempts); err != nil {
 			return err

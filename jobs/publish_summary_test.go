@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -167,7 +168,7 @@ func TestOneCheckRunUpdatePerStateChange(t *testing.T) {
 	}
 	id := mustGet(t, jh.store, run.ID).Task("1.1").CheckRunID
 	cr := jh.gh.checkRuns[id]
-	if cr == nil || cr.Conclusion != ConclusionSuccess {
+	if cr == nil || cr.Conclusion != ports.ConclusionSuccess {
 		t.Fatalf("check run %+v, want it concluded success", cr)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -149,7 +150,7 @@ func (h *Handler) HandleRun(ctx context.Context, t *asynq.Task) error {
 // workFair is h.work behind the fair gate (fair.go): the run's turn and a slot of its installation
 // first, so that resolving it (cheap on a retry: the run is found by its id) is all a waiting run
 // costs, and an answer that needs no worker (a run already active on the branch) is not held back.
-func (h *Handler) workFair(ctx context.Context, gh GitHub, p RunPayload, run *Run, log *slog.Logger) (string, error) {
+func (h *Handler) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run *Run, log *slog.Logger) (string, error) {
 	if err := h.d.Fair.Acquire(ctx, p); err != nil {
 		if w, ok := errors.AsType[*SlotWaitError](err); ok {
 			log.Debug("run job: waits for a slot", "reason", w.Reason, "retry_in", w.Delay)
@@ -220,7 +221,7 @@ func isRepoConfigError(err error) bool {
 
 // resolveRun loads the run a payload continues, or creates the run a trigger starts. A run created
 // by an earlier try of the same job is found again by its id, derived from the delivery.
-func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run, error) {
+func (h *Handler) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*Run, error) {
 	if p.Trigger == TriggerContinue {
 		run, err := h.d.Store.Get(ctx, p.RunID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -259,7 +260,7 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	if err != nil {
 		return nil, err
 	}
-	var ownPR *PullRequest
+	var ownPR *ports.PullRequest
 	if n, ok := issueOfBranch(p.Branch, in.Config.BranchPrefix); ok && p.Trigger == TriggerPullRequest && p.CommentID != 0 && in.PR != nil {
 		// `/akira run` on the pull request of an issue's run that Redis has no record of (it would have
 		// been revived above): the run is the issue's, its plan the issue's checklist, not a plan file.
@@ -352,7 +353,7 @@ func (e *UntrustedPlanError) Error() string {
 // this is about who wrote the commands. A plan without verify commands is only text for the agent.
 // A plan file in the repository is not checked: only people with push access put files on a branch
 // (a fork's pull request is refused), and a commit's author field proves nothing about who pushed it.
-func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *Run, is *Issue) error {
+func checkPlanTrust(ctx context.Context, perms ports.Permissions, p RunPayload, run *Run, is *ports.Issue) error {
 	if run.Plan == "" || p.TrustPlan || is == nil || run.PlanFromComment {
 		return nil
 	}
@@ -372,7 +373,7 @@ func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *R
 		author = p.Sender // a plan pasted in the comment is the commenter's
 	}
 	if author == "" {
-		return &UntrustedPlanError{Author: "an unknown author", Permission: PermNone, Commands: cmds}
+		return &UntrustedPlanError{Author: "an unknown author", Permission: ports.PermNone, Commands: cmds}
 	}
 	level, err := perms.Permission(ctx, p.Owner, p.Repo, author)
 	if err != nil {
@@ -385,7 +386,7 @@ func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *R
 }
 
 // refuseUntrustedPlan shows the commands Akira will not run and how a writer confirms them.
-func (h *Handler) refuseUntrustedPlan(ctx context.Context, c Comments, p RunPayload, up *UntrustedPlanError) error {
+func (h *Handler) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
 	text := untrustedPlanText(up)
 	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
@@ -418,7 +419,7 @@ func clipAll(cmds []string) []string {
 
 // refuseConfig answers a configuration problem where the people who can fix it will see it, and
 // makes the job end without a retry. Other errors are returned as they are.
-func (h *Handler) refuseConfig(ctx context.Context, c Comments, p RunPayload, err error) error {
+func (h *Handler) refuseConfig(ctx context.Context, c ports.Comments, p RunPayload, err error) error {
 	ce, ok := asRepoConfigError(err)
 	if !ok {
 		return err
@@ -467,7 +468,7 @@ func (h *Handler) restoreLostRun(ctx context.Context, run *Run, worked time.Dura
 // branchBusy answers a trigger for a branch another run owns. People get a reply at once; a push or
 // a pull request update waits behind a working run (and is dropped, with a note, behind a parked one,
 // because a parked run may wait for days).
-func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
+func (h *Handler) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
 	active := busy.Active
 	if p.Trigger != TriggerIssue && active.Status != StatusParked {
 		log.Info("run job: branch busy, waiting", "active_run", active.ID)
@@ -494,7 +495,7 @@ func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy
 }
 
 // work is the part of the run job under the branch lock.
-func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (result string, err error) {
+func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (result string, err error) {
 	lk, err := h.d.Locker.Acquire(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
 	if errors.Is(err, store.ErrLocked) {
 		if run.Status == StatusRunning {
@@ -629,7 +630,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
 	}
 	if rv := run.Review; rv != nil {
-		var comments []ReviewComment
+		var comments []ports.ReviewComment
 		if opts.Context, comments, err = reviewContext(lctx, gh, run); err != nil {
 			return ResultRetry, err
 		}
@@ -689,10 +690,10 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 
 // goneByPeople says why the run cannot go on when a person closed its pull request or deleted its
 // branch since the last job; "" when both are still there.
-func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string, error) {
+func (h *Handler) goneByPeople(ctx context.Context, gh ports.GitHub, run *Run) (string, error) {
 	if run.PR != 0 {
 		pr, err := gh.GetPullRequest(ctx, run.Owner, run.Repo, run.PR)
-		if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+		if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 			return "", fmt.Errorf("jobs: pull request #%d: %w", run.PR, err)
 		}
 		switch {
@@ -708,7 +709,7 @@ func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string
 	// must still be there: the run never recreates it.
 	if run.PR != 0 || run.Checkpointed() {
 		_, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
-		if errors.Is(err, ErrGitHubNotFound) {
+		if errors.Is(err, ports.ErrGitHubNotFound) {
 			return fmt.Sprintf("the branch `%s` was deleted", run.Branch), nil
 		}
 		if err != nil {
@@ -721,7 +722,7 @@ func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string
 // stopForPeople ends a run whose pull request or branch a person took away: the run is stopped (not
 // failed: nothing went wrong), its open check runs are cancelled, the summary says why, and the issue
 // it came from gets a note, since the pull request's comments may no longer be read.
-func (h *Handler) stopForPeople(ctx context.Context, gh GitHub, run *Run, why string, log *slog.Logger) (string, error) {
+func (h *Handler) stopForPeople(ctx context.Context, gh ports.GitHub, run *Run, why string, log *slog.Logger) (string, error) {
 	log.Info("run job: stopped by what people did", "why", why)
 	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.TakenAway{Why: why})
 	if err != nil {
@@ -758,7 +759,7 @@ func lastTry(ctx context.Context) bool {
 // retryOrFail handles an error of the engine or of the preparation. A lost lock or a job cancelled
 // (timeout, shutdown) leaves the state alone: another job carries on from the branch. A broken plan or
 // configuration, or the last retry, fails the run for good.
-func (h *Handler) retryOrFail(ctx, lctx context.Context, gh GitHub, run *Run, err error, log *slog.Logger) (string, error) {
+func (h *Handler) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *Run, err error, log *slog.Logger) (string, error) {
 	if cause := context.Cause(lctx); errors.Is(cause, store.ErrLockLost) {
 		log.Warn("run job: branch lock lost; another try continues", "err", err)
 		return ResultRetry, fmt.Errorf("jobs: %w: %w", store.ErrLockLost, err)
@@ -802,7 +803,7 @@ func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err err
 
 // closeEmptyPullRequest closes the draft pull request of a run that failed before any task was done:
 // it holds nothing to review. The summary on it says why; a later /akira run opens a new one.
-func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls Pulls, run *Run, log *slog.Logger) *Run {
+func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls ports.Pulls, run *Run, log *slog.Logger) *Run {
 	if err := pulls.ClosePullRequest(ctx, run.Owner, run.Repo, run.PR); err != nil {
 		log.Warn("run job: empty draft pull request not closed", "pr", run.PR, "err", err)
 		return run
@@ -818,13 +819,13 @@ func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls Pulls, run *R
 
 // finish records how the engine's run ended, readies the pull request of a finished run and
 // publishes the final summary.
-func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Outcome, handed map[string]Decision, log *slog.Logger) (string, error) {
+func (h *Handler) finish(ctx context.Context, gh ports.GitHub, run *Run, out runner.Outcome, handed map[string]Decision, log *slog.Logger) (string, error) {
 	status := lifecycle.EngineStatus(out.Status)
 	yielded := out.Status == runner.StatusYielded
 	// Only Akira's own draft is marked ready: a person's pull request (a spec pull request) is theirs.
 	// A run that watches its CI is readied when its CI is green (run_ci.go).
 	if status == StatusSucceeded && !yielded && run.PR != 0 && run.OpenedPR && run.CI == nil {
-		pr := &PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
+		pr := &ports.PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
 		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
 			return ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -15,7 +16,7 @@ import (
 func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch) *Run {
 	t.Helper()
 	ctx := context.Background()
-	jh.gh.pulls[7] = &PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
+	jh.gh.pulls[7] = &ports.PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
 	w.Head = head
 	run, _, err := jh.store.Create(ctx, &Run{ID: "ci-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
 		Trigger: TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
@@ -49,7 +50,7 @@ func TestCIReadings(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 2})
 	jh.gh.ci.required = []string{"test"}
-	jh.gh.ci.checks["h1"] = []CICheck{{Name: "lint", Source: CISourceCheckRun, App: CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
+	jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "lint", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
 	run = jh.readCI(t, run, "d1")
 	if run.Status != lifecycle.StatusWaitingCI || len(run.CI.Checks) != 2 || run.CI.Checks[0].Name != "test" || !run.CI.Checks[0].Required {
 		t.Fatalf("a required check that has not reported is waited for: %s %+v", run.Status, run.CI.Checks)
@@ -59,7 +60,7 @@ func TestCIReadings(t *testing.T) {
 	}
 
 	token := "ghs_" + strings.Repeat("A1b2", 9)
-	jh.gh.ci.checks["h1"] = append(jh.gh.ci.checks["h1"], CICheck{Name: "test", Source: CISourceCheckRun, App: CIAppActions, ID: 2,
+	jh.gh.ci.checks["h1"] = append(jh.gh.ci.checks["h1"], ports.CICheck{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 2,
 		Status: "completed", Conclusion: "failure", URL: "https://example.invalid/job/2"})
 	jh.gh.ci.evidence["test"] = "##[group]Run go test\ncurl -H 'Authorization: token " + token + "'\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\n##[error]Process completed with exit code 1.\n"
 	for _, key := range []string{"d2", "d2-again", "poll-1"} {
@@ -99,8 +100,8 @@ func TestCIReadings(t *testing.T) {
 	if _, err := jh.store.Update(context.Background(), run.ID, func(r *Run) error { r.CI.Head = "h2"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	jh.gh.ci.checks["h2"] = []CICheck{{Name: "test", Source: CISourceCheckRun, Status: "completed", Conclusion: "success"},
-		{Name: "ci/jenkins", Source: CISourceStatus, Status: "completed", Conclusion: "success"}}
+	jh.gh.ci.checks["h2"] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, Status: "completed", Conclusion: "success"},
+		{Name: "ci/jenkins", Source: ports.CISourceStatus, Status: "completed", Conclusion: "success"}}
 	if _, err := jh.h.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestCIGivesUp(t *testing.T) {
 	t.Run("red after the last round", func(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1, Round: 1})
-		jh.gh.ci.checks["h1"] = []CICheck{{Name: "build", Source: CISourceCheckRun, App: "circleci", ID: 3, Status: "completed", Conclusion: "failure"}}
+		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "build", Source: ports.CISourceCheckRun, App: "circleci", ID: 3, Status: "completed", Conclusion: "failure"}}
 		jh.gh.ci.evidence["build"] = "main.go:3: undefined: x"
 		run = jh.readCI(t, run, "d1")
 		run = jh.readCI(t, run, "d2")
@@ -150,14 +151,14 @@ func TestCIGivesUp(t *testing.T) {
 		if run = jh.readCI(t, run, "d2"); run.Status != StatusSucceeded || !run.CI.None || jh.gh.pulls[7].Draft {
 			t.Fatalf("after it: %s %+v", run.Status, run.CI)
 		}
-		if sum := jh.gh.commentsOn(7); !strings.Contains(sum[0], "No CI reported a check") {
+		if sum := jh.gh.commentsOn(7); !strings.Contains(sum[0], "No ports.CI reported a check") {
 			t.Errorf("summary = %s", sum[0])
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now().Add(-time.Hour), Timeout: time.Minute, Grace: time.Minute, MaxRounds: 1})
-		jh.gh.ci.checks["h1"] = []CICheck{{Name: "slow", Source: CISourceStatus, Status: "in_progress"}}
+		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "slow", Source: ports.CISourceStatus, Status: "in_progress"}}
 		if run = jh.readCI(t, run, "d1"); run.Status != StatusParked || run.Parked[0].Reason != lifecycle.ReasonCITimeout {
 			t.Fatalf("%s %+v", run.Status, run.Parked)
 		}
@@ -166,8 +167,8 @@ func TestCIGivesUp(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1, RerunFlaky: true})
 		// e2e lost its runner; unit failed a test: only e2e is re-run, unit waits for the fix task.
-		jh.gh.ci.checks["h1"] = []CICheck{{Name: "e2e", Source: CISourceCheckRun, App: CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"},
-			{Name: "unit", Source: CISourceCheckRun, App: CIAppActions, ID: 10, Status: "completed", Conclusion: "failure"}}
+		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "e2e", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"},
+			{Name: "unit", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 10, Status: "completed", Conclusion: "failure"}}
 		jh.gh.ci.evidence["e2e"] = "##[group]Run make e2e\nok so far\n##[error]The runner has received a shutdown signal.\n"
 		jh.gh.ci.evidence["unit"] = "--- FAIL: TestAdd\n##[error]Process completed with exit code 1.\n"
 		run = jh.readCI(t, run, "d1")

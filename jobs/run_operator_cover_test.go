@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/gittest"
@@ -108,7 +109,7 @@ func (jh *jobsHarness) rollbackJob(p RollbackPayload) error {
 
 func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	rb := func(task string, id int64) RollbackPayload {
 		return RollbackPayload{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Number: 4, CommentID: id, TaskID: task, Sender: "alice"}
@@ -201,7 +202,7 @@ func stopAgent(t *testing.T) (mark string) {
 func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
 	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	mark := stopAgent(t)
 	ctx := context.Background()
 
@@ -249,7 +250,7 @@ func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 
 func TestStopOfAQueuedRunEndsItsJob(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	// The run exists and waits in the queue when the abort comes.
 	p := issueRun(4)
@@ -273,7 +274,7 @@ func TestStopOfAQueuedRunEndsItsJob(t *testing.T) {
 
 func TestBudgetRaiseContinuesARunParkedForItsBudget(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	ctx := context.Background()
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -19,7 +20,7 @@ import (
 func TestPauseWhileWorkingThenResume(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
 	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	mark := stopAgent(t)
 	ctx := context.Background()
 
@@ -96,7 +97,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 // paused run takes an abort.
 func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	p := issueRun(4)
 	mark := stopAgent(t)

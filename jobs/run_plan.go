@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
@@ -20,11 +21,11 @@ import (
 
 // runInputs is what GitHub says about a new run's repository and the issue or pull request it is for.
 type runInputs struct {
-	Repo   RepoInfo
+	Repo   ports.RepoInfo
 	Config config.Repo
 	// Issue is set for TriggerIssue, PR for TriggerPullRequest.
-	Issue *Issue
-	PR    *PullRequest
+	Issue *ports.Issue
+	PR    *ports.PullRequest
 	// PlanFiles are the plan files the pull request changes (trigger pull_request), in path order.
 	PlanFiles []string
 	// Prior is the latest run of the pull request a review run addresses, when Redis knows it.
@@ -47,9 +48,9 @@ var errNeedsConfirm = errors.New("jobs: the proposed plan waits for /akira run -
 
 // inputsGitHub is what gatherRunInputs reads on GitHub.
 type inputsGitHub interface {
-	Repos
-	Pulls
-	Comments
+	ports.Repos
+	ports.Pulls
+	ports.Comments
 }
 
 // gatherRunInputs asks GitHub what planRun needs.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -21,14 +22,14 @@ func testOperator(t *testing.T) config.Operator {
 
 func TestPlanRunOfAProseIssueNeedsAPlan(t *testing.T) {
 	p := RunPayload{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Trigger: TriggerIssue, Number: 4}
-	in := runInputs{Repo: RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Issue: &Issue{Number: 4, Body: "Please fix the login."}}
+	in := runInputs{Repo: ports.RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Issue: &ports.Issue{Number: 4, Body: "Please fix the login."}}
 	if _, err := planRun(p, "run1", in, testOperator(t)); !errors.Is(err, errNeedsPlan) {
 		t.Fatalf("planRun = %v, want errNeedsPlan", err)
 	}
 }
 
 func TestPlanRun(t *testing.T) {
-	info := RepoInfo{DefaultBranch: "main", CloneURL: "https://gh.example/o/r.git", HTMLURL: "https://gh.example/o/r"}
+	info := ports.RepoInfo{DefaultBranch: "main", CloneURL: "https://gh.example/o/r.git", HTMLURL: "https://gh.example/o/r"}
 	base := RunPayload{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}
 	tests := []struct {
 		name  string
@@ -40,7 +41,7 @@ func TestPlanRun(t *testing.T) {
 			name: "issue with task checkboxes runs them",
 			edit: func(p *RunPayload, in *runInputs) {
 				p.Trigger, p.Number = TriggerIssue, 4
-				in.Issue = &Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n- [ ] 1.2 Session\n", URL: "https://gh.example/o/r/issues/4"}
+				in.Issue = &ports.Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n- [ ] 1.2 Session\n", URL: "https://gh.example/o/r/issues/4"}
 			},
 			check: func(t *testing.T, r *Run) {
 				if r.Branch != "akira/issue-4" || r.Issue != 4 || r.Plan == "" || r.PlanSource != "issue #4" || r.Roadmap != "" ||
@@ -53,7 +54,7 @@ func TestPlanRun(t *testing.T) {
 			name: "a plan pasted under /akira run runs instead of the issue's checklist",
 			edit: func(p *RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.CommentID, p.Plan = TriggerIssue, 4, 77, "- [ ] 9 Pasted\n"
-				in.Issue = &Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n"}
+				in.Issue = &ports.Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n"}
 			},
 			check: func(t *testing.T, r *Run) {
 				if r.Plan != "- [ ] 9 Pasted\n" || r.PlanFromComment || r.Roadmap != "" || r.PlanSource != "the plan in a comment on #4" ||
@@ -66,7 +67,7 @@ func TestPlanRun(t *testing.T) {
 			name: "issue in prose with Akira's plan runs the plan",
 			edit: func(p *RunPayload, in *runInputs) {
 				p.Trigger, p.Number = TriggerIssue, 4
-				in.Issue = &Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
+				in.Issue = &ports.Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
 				in.PostedPlan, in.PostedPlanURL = "- [ ] 1 Fix it\n", "https://gh.example/o/r/issues/4#issuecomment-9"
 			},
 			check: func(t *testing.T, r *Run) {
@@ -79,7 +80,7 @@ func TestPlanRun(t *testing.T) {
 			name: "issue in prose with a path runs the file",
 			edit: func(p *RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Path = TriggerIssue, 4, "ROADMAP.md"
-				in.Issue = &Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
+				in.Issue = &ports.Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
 			},
 			check: func(t *testing.T, r *Run) {
 				if r.Plan != "" || r.Roadmap != "ROADMAP.md" || r.Source != "ROADMAP.md" || r.SourceURL != "https://gh.example/o/r/blob/main/ROADMAP.md" {
@@ -91,7 +92,7 @@ func TestPlanRun(t *testing.T) {
 			name: "a path wins over the issue's checkboxes",
 			edit: func(p *RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Path = TriggerIssue, 4, "docs/PLAN.md"
-				in.Issue = &Issue{Number: 4, Body: "- [ ] one\n"}
+				in.Issue = &ports.Issue{Number: 4, Body: "- [ ] one\n"}
 			},
 			check: func(t *testing.T, r *Run) {
 				if r.Plan != "" || r.Roadmap != "docs/PLAN.md" || r.Title != "Akira: docs/PLAN.md" {
@@ -115,7 +116,7 @@ func TestPlanRun(t *testing.T) {
 			name: "pull request runs on its own branch into its base",
 			edit: func(p *RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Branch = TriggerPullRequest, 9, "spec"
-				in.PR = &PullRequest{Number: 9, URL: "https://gh.example/o/r/pull/9", NodeID: "PR_9", HeadRef: "spec", BaseRef: "develop", HeadRepo: "O/R"}
+				in.PR = &ports.PullRequest{Number: 9, URL: "https://gh.example/o/r/pull/9", NodeID: "PR_9", HeadRef: "spec", BaseRef: "develop", HeadRepo: "O/R"}
 			},
 			check: func(t *testing.T, r *Run) {
 				if r.Branch != "spec" || r.Base != "develop" || r.PR != 9 || r.PRNodeID != "PR_9" || r.MaxAttempts != 4 || r.Agent != "sh" {
@@ -127,7 +128,7 @@ func TestPlanRun(t *testing.T) {
 			name: "pull request from a fork is never run",
 			edit: func(p *RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Branch = TriggerPullRequest, 9, "spec"
-				in.PR = &PullRequest{Number: 9, HeadRef: "spec", HeadRepo: "mallory/r"}
+				in.PR = &ports.PullRequest{Number: 9, HeadRef: "spec", HeadRepo: "mallory/r"}
 			},
 			err: "fork",
 		},
@@ -135,7 +136,7 @@ func TestPlanRun(t *testing.T) {
 			name: "pull request whose branch changed",
 			edit: func(p *RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Branch = TriggerPullRequest, 9, "spec"
-				in.PR = &PullRequest{Number: 9, HeadRef: "other", HeadRepo: "o/r"}
+				in.PR = &ports.PullRequest{Number: 9, HeadRef: "other", HeadRepo: "o/r"}
 			},
 			err: "now comes from other",
 		},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/gittest"
 )
 
@@ -33,7 +34,7 @@ func TestSpecPullRequestRunsEachChangedPlan(t *testing.T) {
 	for path, content := range specs {
 		jh.gh.files["feature:"+path] = content
 	}
-	jh.gh.pulls[6] = &PullRequest{Number: 6, HeadRef: "feature", BaseRef: "main", HeadRepo: "o/r", URL: "https://example.invalid/o/r/pull/6"}
+	jh.gh.pulls[6] = &ports.PullRequest{Number: 6, HeadRef: "feature", BaseRef: "main", HeadRepo: "o/r", URL: "https://example.invalid/o/r/pull/6"}
 	jh.gh.pullFiles[6] = []string{"specs/beta/tasks.md", "specs/alpha/tasks.md", "README.md"}
 	ctx := context.Background()
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -26,12 +27,12 @@ import (
 
 // branchRun reads which run the branch's commits belong to: its id ("" when the branch is missing or
 // has no Akira run), the branch's commits, and the run's record when Redis still has it.
-func branchRun(ctx context.Context, runs *store.Records, gh Repos, run *Run) (id string, commits []BranchCommit, known *Run, err error) {
+func branchRun(ctx context.Context, runs *store.Records, gh ports.Repos, run *Run) (id string, commits []ports.BranchCommit, known *Run, err error) {
 	if run.Branch == "" || run.Base == "" || run.Branch == run.Base {
 		return "", nil, nil, nil
 	}
 	commits, err = gh.BranchCommits(ctx, run.Owner, run.Repo, run.Base, run.Branch)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return "", nil, nil, nil
 	}
 	if err != nil {
@@ -62,7 +63,7 @@ func adoptLostRun(run *Run, key, id string, known *Run) (existing *Run) {
 }
 
 // runIDOf is the run named by the latest Akira-Run trailer of the commits.
-func runIDOf(commits []BranchCommit) string {
+func runIDOf(commits []ports.BranchCommit) string {
 	id := ""
 	for _, c := range commits {
 		if v := trailerValues(c.Message, runner.TrailerRun); len(v) > 0 {
@@ -80,7 +81,7 @@ var errNoLostRun = errors.New("jobs: no lost run to rebuild")
 // `/akira run` on it would plan, under the id its branch names, with its done tasks from the trailers
 // and its parked tasks from their parked refs. The rebuilt run is stored parked so that the decision
 // applies to it as to any parked run. errNoLostRun when there is nothing to rebuild or nothing waits.
-func (h *Handler) rebuildParkedRun(ctx context.Context, gh GitHub, p ResumePayload) (*Run, error) {
+func (h *Handler) rebuildParkedRun(ctx context.Context, gh ports.GitHub, p ResumePayload) (*Run, error) {
 	return h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 		Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender})
 }
@@ -98,7 +99,7 @@ type lostRunRequest struct {
 
 // rebuildLostRun is rebuildParkedRun for any command: with Settled, a lost run with nothing parked is
 // rebuilt too (succeeded when every task is done on its branch, else stopped).
-func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunRequest) (*Run, error) {
+func (h *Handler) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunRequest) (*Run, error) {
 	if p.Number <= 0 {
 		return nil, errNoLostRun
 	}
@@ -106,7 +107,7 @@ func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunReques
 		Trigger: TriggerIssue, Number: p.Number, Sender: p.Sender}
 	pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 	switch {
-	case errors.Is(err, ErrGitHubNotFound):
+	case errors.Is(err, ports.ErrGitHubNotFound):
 	case err != nil:
 		return nil, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
 	default:
@@ -134,7 +135,7 @@ func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunReques
 		run.PR, run.PRURL, run.PRNodeID, run.OpenedPR = pr.Number, pr.URL, pr.NodeID, true
 	}
 	head, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return nil, errNoLostRun
 	}
 	if err != nil {
@@ -167,7 +168,7 @@ func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunReques
 		rt := lifecycle.RebuiltTask{ID: t.ID, Title: t.Title, Checkpoint: done[t.ID], Done: done[t.ID] != "" || t.Done}
 		if !rt.Done {
 			_, err := gh.GetRef(ctx, run.Owner, run.Repo, strings.TrimPrefix(workspace.ParkedRefOf(run.Branch, t.ID), "refs/"))
-			if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+			if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 				return nil, fmt.Errorf("jobs: parked work of %s: %w", t.ID, err)
 			}
 			rt.Parked = err == nil
@@ -197,7 +198,7 @@ func issueOfBranch(branch, prefix string) (int, bool) {
 
 // checkpointsOf is the latest checkpoint of each task among commits (oldest first), without the
 // tasks a later commit reverted (Akira-Revert), as the engine reads a branch.
-func checkpointsOf(commits []BranchCommit) map[string]string {
+func checkpointsOf(commits []ports.BranchCommit) map[string]string {
 	done := map[string]string{}
 	for _, c := range commits {
 		for _, t := range trailerValues(c.Message, runner.TrailerTask) {

@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
@@ -118,7 +119,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		run, err = h.rebuildParkedRun(ctx, gh, p)
 		// Nothing to rebuild: no branch with a lost run, nothing parked on it, or nothing GitHub knows
 		// or Akira can read to rebuild it from.
-		if errors.Is(err, errNoLostRun) || errors.Is(err, ErrGitHubNotFound) || isRepoConfigError(err) {
+		if errors.Is(err, errNoLostRun) || errors.Is(err, ports.ErrGitHubNotFound) || isRepoConfigError(err) {
 			log.Info("resume job: no run, and no lost run to rebuild", "why", err)
 			return h.decisionIgnored(ctx, gh, p, nil, "there is no Akira run here to "+string(p.Decision), log)
 		}
@@ -160,7 +161,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		}
 	}
 	head, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return h.decisionIgnored(ctx, gh, p, run, fmt.Sprintf("the branch `%s` of run `%s` no longer exists", run.Branch, run.ID), log)
 	}
 	if err != nil {
@@ -219,7 +220,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 }
 
 // decisionIgnored answers a decision that did nothing, on the issue or pull request it came from.
-func (h *Handler) decisionIgnored(ctx context.Context, c Comments, p ResumePayload, run *Run, why string, log *slog.Logger) (string, error) {
+func (h *Handler) decisionIgnored(ctx context.Context, c ports.Comments, p ResumePayload, run *Run, why string, log *slog.Logger) (string, error) {
 	log.Info("resume job: nothing happened", "why", why)
 	if p.Recovered {
 		return ResultNoop, nil // said when it first came, or never needed saying

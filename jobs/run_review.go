@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/templates"
@@ -81,7 +82,7 @@ func planReviewRun(run *Run, p RunPayload, prior *Run) {
 
 // reviewContext is the prompt section of a review run: the review, each comment with its place in the
 // diff, and the guidance.
-func reviewContext(ctx context.Context, gh Reviews, run *Run) (string, []ReviewComment, error) {
+func reviewContext(ctx context.Context, gh ports.Reviews, run *Run) (string, []ports.ReviewComment, error) {
 	rv := run.Review
 	comments, err := gh.ReviewComments(ctx, run.Owner, run.Repo, run.PR, rv.ID)
 	if err != nil {
@@ -116,7 +117,7 @@ const maxReviewLesson = 600
 // reviewLessons are what a review teaches once the run addressed it: the review's text and each
 // thread's first comment, with the reviewer and a link. Their ids come from the review and the
 // comment, so a review addressed again replaces its lessons instead of adding more.
-func reviewLessons(run *Run, comments []ReviewComment) []lessons.Lesson {
+func reviewLessons(run *Run, comments []ports.ReviewComment) []lessons.Lesson {
 	rv := run.Review
 	source := fmt.Sprintf("review %d by @%s, addressed", rv.ID, rv.By)
 	var out []lessons.Lesson
@@ -149,7 +150,7 @@ func quoteBlock(s string) string {
 
 // answerReview replies in each thread of the review with the commit that addresses it, once, and asks
 // the reviewer to review again.
-func (h *Handler) answerReview(ctx context.Context, gh GitHub, run *Run) error {
+func (h *Handler) answerReview(ctx context.Context, gh ports.GitHub, run *Run) error {
 	rv := run.Review
 	t := run.Task(reviewTaskID)
 	if rv == nil || t == nil || t.Checkpoint == "" {

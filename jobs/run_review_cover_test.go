@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/gittest"
 )
 
@@ -52,7 +53,7 @@ func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {
 
 func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
@@ -61,7 +62,7 @@ func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 	if err != nil || first.PR != 5 {
 		t.Fatalf("issue run = %+v, %v; want pull request 5", first, err)
 	}
-	jh.gh.reviewComments = map[int64][]ReviewComment{77: {
+	jh.gh.reviewComments = map[int64][]ports.ReviewComment{77: {
 		{ID: 901, Path: "main.go", Line: 3, DiffHunk: "@@ -1 +1 @@\n-a\n+b", Body: "Name this better.", User: "rev"},
 		{ID: 902, Path: "main.go", Line: 3, Body: "Agreed.", User: "alice", InReplyTo: 901},
 	}}

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
@@ -134,7 +135,7 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 		// Redis may have lost the run's record: its branch still says which tasks are done.
 		run, err = h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 			Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender, Settled: true})
-		if errors.Is(err, errNoLostRun) || errors.Is(err, ErrGitHubNotFound) || isRepoConfigError(err) {
+		if errors.Is(err, errNoLostRun) || errors.Is(err, ports.ErrGitHubNotFound) || isRepoConfigError(err) {
 			log.Info("rollback job: no run, and no lost run to rebuild", "why", err)
 			return reply(templates.RollbackReply{Refusal: templates.RollbackNoRun}, ResultReplied)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -29,7 +30,7 @@ var errPauseNow = errors.New("jobs: paused now by a person")
 
 // pauseRun ends the job of a run paused now (or paused while it was queued): the task that was
 // running is pending again, its check run cancelled, and the summary says who paused it.
-func (h *Handler) pauseRun(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (string, error) {
+func (h *Handler) pauseRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (string, error) {
 	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
 		if r.Pause == nil || r.Status != StatusRunning {
 			return nil, nil
@@ -87,7 +88,7 @@ func (h *Handler) watchStop(ctx context.Context, id string, cancel context.Cance
 
 // stopRun ends the job of a run a person stopped: the run is stopped (or aborted), the check run of
 // the task that was in progress is cancelled, and the summary says who did it.
-func (h *Handler) stopRun(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (string, error) {
+func (h *Handler) stopRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (string, error) {
 	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
 		if r.Stop == nil {
 			return nil, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/gittest"
@@ -80,7 +81,7 @@ func roadmapRun(number int) RunPayload {
 
 func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n", URL: "https://example.invalid/o/r/issues/4"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n", URL: "https://example.invalid/o/r/issues/4"}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatalf("run job: %v", err)
 	}
@@ -130,7 +131,7 @@ func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 
 func TestRunJobEscalatesThenResumes(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatalf("run job: %v", err)
 	}
@@ -146,7 +147,7 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 	if esc.EscalationCommentID == 0 || esc.CheckRunID == 0 {
 		t.Fatalf("task 1.2 = %+v", esc)
 	}
-	if cr := jh.gh.checkRuns[esc.CheckRunID]; cr.Conclusion != ConclusionActionRequired || len(cr.Buttons) != 3 || cr.Buttons[0].Decision != runner.DecisionApprove {
+	if cr := jh.gh.checkRuns[esc.CheckRunID]; cr.Conclusion != ports.ConclusionActionRequired || len(cr.Buttons) != 3 || cr.Buttons[0].Decision != runner.DecisionApprove {
 		t.Fatalf("check run = %+v", cr)
 	}
 
@@ -190,7 +191,7 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 
 func TestRunJobAbort(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n- [ ] 1.2 Later\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "prose"}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestRunJobAbort(t *testing.T) {
 	if run.Status != StatusAborted || run.AbortedBy != "alice" {
 		t.Fatalf("run = %s by %q", run.Status, run.AbortedBy)
 	}
-	if cr := jh.gh.checkRuns[run.Task("1.1").CheckRunID]; cr.Conclusion != ConclusionCancelled {
+	if cr := jh.gh.checkRuns[run.Task("1.1").CheckRunID]; cr.Conclusion != ports.ConclusionCancelled {
 		t.Fatalf("check run = %+v", cr)
 	}
 	if got := queued[RunPayload](jh, TypeRun); len(got) != 0 {
@@ -226,7 +227,7 @@ func TestResumeWithoutARun(t *testing.T) {
 
 func TestRunJobRefusesBrokenConfiguration(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 One\n", ".github/akira.yml": "agent: nobody-has-this\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	err := jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("run job = %v, want a final error", err)
@@ -238,7 +239,7 @@ func TestRunJobRefusesBrokenConfiguration(t *testing.T) {
 
 func TestRunJobBranchBusy(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestRunJobBranchBusy(t *testing.T) {
 
 func TestRunJobNothingToDoOpensNoPullRequest(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Done already", Body: "- [x] 1.1 Done\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Done already", Body: "- [x] 1.1 Done\n"}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestCheckRunName(t *testing.T) {
 
 func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "no roadmap here\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	err := jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, runner.ErrInvalidPlan) {
 		t.Fatalf("run job = %v, want a final invalid-plan error", err)
@@ -305,7 +306,7 @@ func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
 // the start commit, and the summary on it says why.
 func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	jh.gh.fail["CreateCheckRun"] = fmt.Errorf("checks app not installed: %w", asynq.SkipRetry)
 	err := jh.runJob(issueRun(4))
 	if !errors.Is(err, asynq.SkipRetry) {
@@ -338,7 +339,7 @@ func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
 // A run that fails after a checkpoint keeps its pull request open: the work there is reviewable.
 func TestRunJobFailingAfterACheckpointKeepsItsPullRequest(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	jh.gh.failAfter("CreateCheckRun", 1, fmt.Errorf("checks app removed: %w", asynq.SkipRetry))
 	if err := jh.runJob(issueRun(4)); !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("run job = %v, want a final error", err)
@@ -354,7 +355,7 @@ func TestRunJobFailingAfterACheckpointKeepsItsPullRequest(t *testing.T) {
 // check run it left in progress. No task gets a second check run or a second checkpoint.
 func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	jh.gh.mu.Lock()
 	// 1.1's check run is opened for attempt 1 (no update when the attempt starts); call 1, its
 	// completion after the push, fails.
@@ -379,7 +380,7 @@ func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 		t.Errorf("%d check runs created, want one per task", n)
 	}
 	for id, cr := range jh.gh.checkRuns {
-		if cr.Status != "completed" || cr.Conclusion != ConclusionSuccess {
+		if cr.Status != "completed" || cr.Conclusion != ports.ConclusionSuccess {
 			t.Errorf("check run %d %q: %s %s", id, cr.Name, cr.Status, cr.Conclusion)
 		}
 	}
@@ -394,7 +395,7 @@ func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 // are posted again (their new ids stored), and the skipped task's escalation is not.
 func TestRunSurvivesDeletedComments(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n- [ ] 1.3 Will fail too\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +455,7 @@ func TestRunSurvivesDeletedComments(t *testing.T) {
 func TestStatusOfARun(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
 	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +543,7 @@ func TestRunStopsWhenPeopleTakeItsPullRequestOrBranch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			jh, repo := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-			jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+			jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 			if err := jh.runJob(roadmapRun(4)); err != nil {
 				t.Fatal(err)
 			}

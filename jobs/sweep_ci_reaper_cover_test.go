@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // fakeDeliveries is GitHub's list of the App's webhook deliveries, in pages of two, newest first.
@@ -78,7 +79,7 @@ func TestSweepRedeliversWhatFailedOnServerSide(t *testing.T) {
 
 	f.failList = errors.New("401 bad credentials")
 	if _, err := Sweep(context.Background(), f, now, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "sweep: 401 bad credentials") {
-		t.Errorf("sweep with GitHub refusing = %v", err)
+		t.Errorf("sweep with ports.GitHub refusing = %v", err)
 	}
 }
 
@@ -141,7 +142,7 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 	}
 
 	// A reading through the task: a green head marks the pull request ready and ends the wait.
-	jh.gh.ci.checks[h1] = []CICheck{{Name: "test", Source: CISourceCheckRun, App: CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
+	jh.gh.ci.checks[h1] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
 	task, err := TaskOptions{}.withDefaults().newTask(TypeCI, CIPayload{Version: PayloadVersion, RunID: run.ID, InstallationID: 7, Head: h1, Key: "d-green"}, resumeTimeout, intakeMaxRetry)
 	if err != nil {
 		t.Fatal(err)
@@ -155,11 +156,11 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 	}
 	// Nothing waits any more: the poll queues nothing new.
 	if ids, _ := jh.store.WaitingForCI(ctx); len(ids) != 0 {
-		t.Errorf("waiting for CI = %v, want none", ids)
+		t.Errorf("waiting for ports.CI = %v, want none", ids)
 	}
 
 	if err := (CIPayload{Version: PayloadVersion}).Validate(); err == nil || !strings.Contains(err.Error(), "run, installation and key are required") {
-		t.Errorf("Validate of an empty CI payload = %v", err)
+		t.Errorf("Validate of an empty ports.CI payload = %v", err)
 	}
 }
 

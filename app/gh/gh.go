@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // DefaultBaseURL is the REST API of github.com.
@@ -239,13 +240,13 @@ func (a *App) touch(id int64) {
 }
 
 // Installations hands the jobs the clients of this app's installations.
-func (a *App) Installations() jobs.Installations {
-	return jobs.InstallationsFunc(func(_ context.Context, id int64) (jobs.GitHub, error) {
+func (a *App) Installations() ports.Installations {
+	return ports.InstallationsFunc(func(_ context.Context, id int64) (ports.GitHub, error) {
 		return a.Installation(id)
 	})
 }
 
-var _ jobs.GitHub = (*Client)(nil)
+var _ ports.GitHub = (*Client)(nil)
 
 // Client is the GitHub client of one installation, implementing the interfaces jobs declares. It is
 // safe for concurrent use.
