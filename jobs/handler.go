@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
@@ -79,7 +80,7 @@ type Deps struct {
 	DepCaches *env.Caches
 	// Author of checkpoint commits (runner.DefaultAuthor when empty).
 	Author  runner.Identity
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	// Masker masks the secrets Akira knows in the attempt logs it keeps for LogRetention (default
 	// DefaultLogRetention).

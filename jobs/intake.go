@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
@@ -236,15 +237,15 @@ type intake struct {
 func (h *Handler) HandleIntake(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeIntakePayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypeIntake, ResultInvalid)
+		h.d.Metrics.Job(TypeIntake, metrics.ResultInvalid)
 		return err
 	}
 	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.job(TypeIntake, ResultQueued)
+		h.d.Metrics.Job(TypeIntake, metrics.ResultQueued)
 		return err
 	}
 	result, err := h.intake(ctx, p)
-	h.d.Metrics.job(TypeIntake, result)
+	h.d.Metrics.Job(TypeIntake, result)
 	return err
 }
 
@@ -257,17 +258,17 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	}
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	n, _ := asynq.GetRetryCount(ctx)
 	in := &intake{p: p, store: h.d.Store, gh: gh, log: log, retried: n > 0}
 	if in.answeredAt, in.recovered, err = h.d.Store.Recovered(ctx, p.DeliveryID); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if in.recovered {
 		in.log = log.With("recovered", true)
 		if p.Comment == nil && (p.CheckRun == nil || p.CheckRun.Decision == ports.StopDecision) {
-			return ResultNoop, nil // only an answer can have been lost unacted
+			return metrics.ResultNoop, nil // only an answer can have been lost unacted
 		}
 	}
 	var result string
@@ -288,12 +289,12 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	if errors.Is(err, ports.ErrGitHubNotFound) {
 		// The delivery names a repository, issue or installation GitHub does not know (a forged or
 		// stale payload): no retry will change that.
-		log.Warn("intake: ports.GitHub does not know what the delivery names; dropped", "err", err)
-		return ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+		log.Warn("intake: GitHub does not know what the delivery names; dropped", "err", err)
+		return metrics.ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	if err != nil {
 		log.Warn("intake: failed, will retry", "err", err)
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("intake: done", "result", result)
 	return result, nil
@@ -357,14 +358,14 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
 	res := command.ParseComment(c.Body)
 	if _, ok := res.(command.Ignore); ok {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if in.recovered {
 		// Replayed after Redis lost its data: only an answer can have been lost unacted.
 		if cmd, ok := res.(command.Command); !ok {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		} else if _, ok := cmd.Decision(); !ok {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 	}
 	acc, err := h.authorize(ctx, in, c.Author)
@@ -372,20 +373,20 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 		return "", err
 	}
 	if !acc.allowed && in.recovered {
-		return ResultRefused, nil // refused when it first came
+		return metrics.ResultRefused, nil // refused when it first came
 	}
 	if !acc.allowed {
 		if err := in.reply(ctx, c.Number, refusalText(c.Author, commandText(res), acc.level)); err != nil {
 			return "", err
 		}
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	switch r := res.(type) {
 	case command.Reply:
 		if err := in.reply(ctx, c.Number, r.Text); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	case command.Command:
 		if d, ok := r.Decision(); ok {
 			return h.commandDecision(ctx, in, d, r.Guidance)
@@ -405,14 +406,14 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 			if err := in.reply(ctx, c.Number, commandElsewhereText(command.CmdFix)); err != nil {
 				return "", err
 			}
-			return ResultReplied, nil
+			return metrics.ResultReplied, nil
 		case command.CmdStatus:
 			return h.commandStatus(ctx, in)
 		case command.CmdRun:
 			return h.commandRun(ctx, in, acc, r)
 		}
 	}
-	return ResultNoop, nil
+	return metrics.ResultNoop, nil
 }
 
 func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error) {
@@ -425,7 +426,7 @@ func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error)
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultReplied, nil
+	return metrics.ResultReplied, nil
 }
 
 // commandStop asks the job working on the run of this issue or pull request to stop it.
@@ -447,9 +448,9 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 	}
 	in.react(ctx, c.ID)
 	if data.Asked {
-		return ResultAccepted, nil
+		return metrics.ResultAccepted, nil
 	}
-	return ResultReplied, nil
+	return metrics.ResultReplied, nil
 }
 
 // commandPause pauses (/akira pause [--now]) or resumes (/akira resume) the run of the issue or pull
@@ -483,9 +484,9 @@ func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Comm
 	}
 	in.react(ctx, c.ID)
 	if data.Asked {
-		return ResultAccepted, nil
+		return metrics.ResultAccepted, nil
 	}
-	return ResultReplied, nil
+	return metrics.ResultReplied, nil
 }
 
 // commandMemory adds (/akira remember) or removes (/akira forget) a lesson of the repository.
@@ -512,7 +513,7 @@ func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd command.Com
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultReplied, nil
+	return metrics.ResultReplied, nil
 }
 
 // commandRollback hands /akira rollback to a job, which takes the branch's lock.
@@ -525,7 +526,7 @@ func (h *Handler) commandRollback(ctx context.Context, in *intake, cmd command.C
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd command.Command) (string, error) {
@@ -534,7 +535,7 @@ func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd command.Comma
 		if err := in.reply(ctx, c.Number, commandElsewhereText(command.CmdPlan)); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	err := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
 		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Number: c.Number, CommentID: c.ID,
@@ -543,7 +544,7 @@ func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd command.Comma
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.DecisionKind, guidance string) (string, error) {
@@ -559,7 +560,7 @@ func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.Deci
 	if !in.recovered {
 		in.react(ctx, c.ID)
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd command.Command) (string, error) {
@@ -569,13 +570,13 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd co
 		if err := in.reply(ctx, c.Number, configErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	if err != nil {
 		return "", err
 	}
 	if !rc.Triggers.IssueComment {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	run := RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
@@ -592,7 +593,7 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd co
 				"Akira did not start: the plan under your /akira run cannot be read: "+problem)); err != nil {
 				return "", err
 			}
-			return ResultReplied, nil
+			return metrics.ResultReplied, nil
 		}
 		run.Plan = command.CapUserText(plan)
 	}
@@ -605,7 +606,7 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd co
 			if err := in.reply(ctx, c.Number, forkRefusalText()); err != nil {
 				return "", err
 			}
-			return ResultRefused, nil
+			return metrics.ResultRefused, nil
 		}
 		run.Trigger, run.Branch, run.HeadSHA = TriggerPullRequest, pr.HeadRef, pr.HeadSHA
 	}
@@ -613,7 +614,7 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd co
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 // configOf is the repository configuration, reusing what authorize read for the allowlist.
@@ -636,16 +637,16 @@ func (h *Handler) onPush(ctx context.Context, in *intake) (string, error) {
 	if _, bad := asRepoConfigError(err); bad {
 		// Nobody to answer on a push; the next command or pull request reports it.
 		in.log.Warn("intake: invalid repository configuration", "err", err)
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
 		return "", err
 	}
 	switch {
 	case strings.HasPrefix(push.Branch, rc.BranchPrefix), !rc.Triggers.Push:
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	case !push.Truncated && !slices.Contains(push.Changed, rc.Roadmap):
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
@@ -654,7 +655,7 @@ func (h *Handler) onPush(ctx context.Context, in *intake) (string, error) {
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 func (h *Handler) onPullRequest(ctx context.Context, in *intake) (string, error) {
@@ -663,25 +664,25 @@ func (h *Handler) onPullRequest(ctx context.Context, in *intake) (string, error)
 	if ce, bad := asRepoConfigError(err); bad {
 		// Said once when the pull request opens, not on every push to it.
 		if pr.Action == "synchronize" {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		if err := in.reply(ctx, pr.Number, configErrorText(ce, "start a run for this pull request", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	if err != nil {
 		return "", err
 	}
 	if strings.HasPrefix(pr.HeadRef, rc.BranchPrefix) || !rc.Triggers.PullRequest {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	files, err := in.gh.PullRequestFiles(ctx, in.p.Owner, in.p.Repo, pr.Number)
 	if err != nil {
 		return "", fmt.Errorf("jobs: files of pull request #%d: %w", pr.Number, err)
 	}
 	if !slices.ContainsFunc(files, func(f string) bool { return f == rc.Roadmap || config.MatchAny(rc.Specs, f) }) {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	// Pushing to a branch of the repository needs write access, but reopening a pull request needs only
 	// triage: the person who set it going must be allowed to start runs.
@@ -690,7 +691,7 @@ func (h *Handler) onPullRequest(ctx context.Context, in *intake) (string, error)
 		return "", err
 	}
 	if !acc.allowed {
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
@@ -700,7 +701,7 @@ func (h *Handler) onPullRequest(ctx context.Context, in *intake) (string, error)
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
@@ -710,7 +711,7 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 		return "", err
 	}
 	if !acc.allowed && in.recovered {
-		return ResultRefused, nil // refused when it first came
+		return metrics.ResultRefused, nil // refused when it first came
 	}
 	if !acc.allowed {
 		if cr.Number != 0 {
@@ -718,18 +719,18 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 				return "", err
 			}
 		}
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	if cr.Decision == ports.StopDecision {
 		_, asked, err := h.d.Store.RequestStop(ctx, cr.RunID, in.p.Sender, false)
 		if errors.Is(err, store.ErrNotFound) {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		if err != nil {
 			return "", err
 		}
 		in.log.Info("intake: Stop pressed", "run", cr.RunID, "by", in.p.Sender, "asked", asked)
-		return ResultAccepted, nil
+		return metrics.ResultAccepted, nil
 	}
 	err = h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
@@ -739,7 +740,7 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 // onReview starts a follow-up task for a review: only from someone who may command Akira, and only on a
@@ -753,18 +754,18 @@ func (h *Handler) onReview(ctx context.Context, in *intake) (string, error) {
 	}
 	if !acc.allowed {
 		in.log.Info("intake: review by someone who may not command Akira", "author", rv.Author, "permission", acc.level)
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	rc, err := h.configOf(ctx, in, acc)
 	if _, bad := asRepoConfigError(err); bad {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
 		return "", err
 	}
 	if _, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, rv.Number); errors.Is(err, store.ErrNotFound) {
 		if !strings.HasPrefix(rv.HeadRef, rc.BranchPrefix) {
-			return ResultNoop, nil // not a pull request Akira works on
+			return metrics.ResultNoop, nil // not a pull request Akira works on
 		}
 	} else if err != nil {
 		return "", err
@@ -778,7 +779,7 @@ func (h *Handler) onReview(ctx context.Context, in *intake) (string, error) {
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 // inlinePlanProblem says what is wrong with a plan pasted in a comment, with the lines of the comment
@@ -815,19 +816,19 @@ func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error
 	}
 	if !acc.allowed {
 		if tr.Action == TriggerUnassigned || tr.Action == TriggerUnlabeled {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		if err := in.reply(ctx, tr.Number, refusalText(tr.Actor, string(command.CmdRun), acc.level)); err != nil {
 			return "", err
 		}
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	rc, err := h.configOf(ctx, in, acc)
 	if ce, bad := asRepoConfigError(err); bad {
 		if err := in.reply(ctx, tr.Number, configErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	if err != nil {
 		return "", err
@@ -838,12 +839,12 @@ func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error
 	}
 	labelled := tr.Action == TriggerLabeled || tr.Action == TriggerUnlabeled
 	if !rc.Triggers.IssueComment || (labelled && !strings.EqualFold(tr.Label, label)) {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if tr.Action == TriggerUnassigned || tr.Action == TriggerUnlabeled {
 		run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, tr.Number)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && run.Status.Terminal()) {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		if err != nil {
 			return "", err
@@ -857,14 +858,14 @@ func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error
 		if err := in.reply(ctx, tr.Number, text); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	err = enqueued(h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
 		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: tr.Number, Sender: tr.Actor}))
 	if err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 // NewIntakeTask builds a TypeIntake task. A zero Version is filled in; an invalid payload is an error.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
@@ -230,7 +231,7 @@ func (e *Enqueuer) EnqueueAuditLine(ctx context.Context, p AuditLinePayload) err
 func (h *Handler) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
 	var p AuditLinePayload
 	if err := decode(t, TypeAuditLine, &p); err != nil {
-		h.d.Metrics.job(TypeAuditLine, ResultInvalid)
+		h.d.Metrics.Job(TypeAuditLine, metrics.ResultInvalid)
 		return err
 	}
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
@@ -238,9 +239,9 @@ func (h *Handler) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
 		_, _, err = gh.CreateComment(ctx, p.Owner, p.Repo, p.Number, p.Body)
 	}
 	if err != nil {
-		h.d.Metrics.job(TypeAuditLine, ResultRetry)
+		h.d.Metrics.Job(TypeAuditLine, metrics.ResultRetry)
 		return fmt.Errorf("jobs: audit line on %s/%s#%d: %w", p.Owner, p.Repo, p.Number, err)
 	}
-	h.d.Metrics.job(TypeAuditLine, ResultSent)
+	h.d.Metrics.Job(TypeAuditLine, ResultSent)
 	return nil
 }

@@ -271,7 +271,7 @@ func TestHandleAuditLinePostsAndRetries(t *testing.T) {
 	}
 	jh.gh.failOnce("CreateComment", errors.New("502 bad gateway"))
 	if err := jh.h.HandleAuditLine(ctx, task); err == nil || !strings.Contains(err.Error(), "o/r#9") {
-		t.Fatalf("HandleAuditLine with ports.GitHub down = %v, want an error naming o/r#9", err)
+		t.Fatalf("HandleAuditLine with GitHub down = %v, want an error naming o/r#9", err)
 	}
 	if err := jh.h.HandleAuditLine(ctx, task); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
@@ -174,11 +175,11 @@ type RepoInstallations interface {
 func (h *Handler) HandleHandoff(ctx context.Context, t *asynq.Task) error {
 	var p HandoffPayload
 	if err := decode(t, TypeHandoff, &p); err != nil {
-		h.d.Metrics.job(TypeHandoff, ResultInvalid)
+		h.d.Metrics.Job(TypeHandoff, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.handoff(ctx, p)
-	h.d.Metrics.job(TypeHandoff, result)
+	h.d.Metrics.Job(TypeHandoff, result)
 	return err
 }
 
@@ -188,23 +189,23 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 	refuse := func(reason string) (string, error) {
 		log.Info("handoff: refused", "reason", reason)
 		if err := h.d.Store.FailHandoff(ctx, id, reason); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	if h.d.Repositories == nil {
-		return refuse("this server cannot find the App's installations (no ports.GitHub App client)")
+		return refuse("this server cannot find the App's installations (no GitHub App client)")
 	}
 	inst, err := h.d.Repositories.RepoInstallation(ctx, p.Owner, p.Repo)
 	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return refuse(fmt.Sprintf("the App is not installed on %s/%s (or the repository does not exist)", p.Owner, p.Repo))
 	}
 	if err != nil {
-		return ResultRetry, fmt.Errorf("jobs: installation of %s/%s: %w", p.Owner, p.Repo, err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: installation of %s/%s: %w", p.Owner, p.Repo, err)
 	}
 	gh, err := installation(ctx, h.d.GitHub, inst)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	rp := RunPayload{Version: PayloadVersion, DeliveryID: p.DeliveryID, Trigger: TriggerAPI, InstallationID: inst,
 		Owner: p.Owner, Repo: p.Repo, Path: p.PlanPath, Plan: p.Plan, BudgetUSD: p.BudgetUSD, Sender: p.TokenName + " (API)",
@@ -219,7 +220,7 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 		return refuse(fmt.Sprintf("GitHub does not know %s/%s: %v", p.Owner, p.Repo, err))
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	planned, err := planRun(rp, id, in, h.d.Operator)
 	if err != nil {
@@ -231,22 +232,22 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 	if planned.Branch != store.HandoffBranch(config.DefaultBranchPrefix, id) {
 		// The repository's branch_prefix: a repeated request answers with the branch the run will have.
 		if err := h.d.Store.UpdateHandoff(ctx, id, func(r *store.Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 	}
 	if p.Base != "" {
 		if _, err := gh.GetRef(ctx, p.Owner, p.Repo, "heads/"+p.Base); errors.Is(err, ports.ErrGitHubNotFound) {
 			return refuse(fmt.Sprintf("%s/%s has no branch %s", p.Owner, p.Repo, p.Base))
 		} else if err != nil {
-			return ResultRetry, fmt.Errorf("jobs: branch %s: %w", p.Base, err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: branch %s: %w", p.Base, err)
 		}
 	}
 	rp.DefaultBranch = in.Repo.DefaultBranch
 	if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, rp)); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("handoff: run queued")
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 // planAPIRun fills in what a handed-off run takes from its request instead of GitHub.

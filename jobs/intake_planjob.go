@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
@@ -88,15 +89,15 @@ const (
 func (h *Handler) HandlePlan(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodePlanPayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypePlan, ResultInvalid)
+		h.d.Metrics.Job(TypePlan, metrics.ResultInvalid)
 		return err
 	}
 	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.job(TypePlan, ResultQueued)
+		h.d.Metrics.Job(TypePlan, metrics.ResultQueued)
 		return err
 	}
 	result, err := h.plan(ctx, p)
-	h.d.Metrics.job(TypePlan, result)
+	h.d.Metrics.Job(TypePlan, result)
 	return err
 }
 
@@ -105,7 +106,7 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 		"repo", p.Owner+"/"+p.Repo, "issue", p.Number)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
 	in, err := h.gatherRunInputs(ctx, gh, RunPayload{Owner: p.Owner, Repo: p.Repo, DefaultBranch: p.DefaultBranch,
@@ -113,23 +114,23 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 	if ce, bad := asRepoConfigError(err); bad {
 		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
 			configErrorText(ce, "write a plan", "", ""), retried > 0); rerr != nil {
-			return ResultRetry, rerr
+			return metrics.ResultRetry, rerr
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	if errors.Is(err, ports.ErrGitHubNotFound) {
-		return ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+		return metrics.ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	name, profile, err := h.d.Operator.Agent(in.Config.Agent)
 	if err != nil {
-		return ResultFailed, h.planFailed(ctx, gh, p, "the agent `"+in.Config.Agent+"` is not one the operator offers", retried > 0)
+		return metrics.ResultFailed, h.planFailed(ctx, gh, p, "the agent `"+in.Config.Agent+"` is not one the operator offers", retried > 0)
 	}
 	ag, err := h.d.NewAgent(name, profile)
 	if err != nil {
-		return ResultFailed, h.planFailed(ctx, gh, p, "the agent could not start: "+err.Error(), retried > 0)
+		return metrics.ResultFailed, h.planFailed(ctx, gh, p, "the agent could not start: "+err.Error(), retried > 0)
 	}
 	if p.Normalize {
 		return h.normalize(ctx, gh, p, in, ag, profile, log)
@@ -144,10 +145,10 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 	if errors.Is(err, runner.ErrNoPlan) {
 		log.Info("plan job: no plan", "err", err, "attempts", res.Attempts)
 		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), runner.ErrNoPlan.Error()), ": ")
-		return ResultFailed, h.planFailed(ctx, gh, p, "the agent's answers held no plan that parses ("+reason+")", retried > 0)
+		return metrics.ResultFailed, h.planFailed(ctx, gh, p, "the agent's answers held no plan that parses ("+reason+")", retried > 0)
 	}
 	if err != nil {
-		return ResultRetry, fmt.Errorf("jobs: plan: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: plan: %w", err)
 	}
 
 	auto := p.FromRun && in.Config.Plan == config.PlanAuto
@@ -155,7 +156,7 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 	if auto {
 		level, err := gh.Permission(ctx, p.Owner, p.Repo, in.Issue.Author)
 		if err != nil {
-			return ResultRetry, fmt.Errorf("jobs: permission of the issue's author: %w", err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: permission of the issue's author: %w", err)
 		}
 		if !slices.Contains(writeLevels, strings.ToLower(level)) {
 			auto, refused = false, true
@@ -164,14 +165,14 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 	body := render("plan", templates.Plan{Issue: p.Number, Plan: res.Plan, Tasks: res.Tasks, Auto: auto, AutoRefused: refused, By: person(p.Sender)},
 		templates.PlanMarker(p.Number)+"\n```markdown\n"+res.Plan+"```\n")
 	if err := postOrEdit(ctx, gh, p.Owner, p.Repo, p.Number, templates.PlanMarker(p.Number), body); err != nil {
-		return ResultRetry, fmt.Errorf("jobs: post the plan: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: post the plan: %w", err)
 	}
 	log.Info("plan job: plan posted", "tasks", res.Tasks, "attempts", res.Attempts, "auto", auto)
 	if auto {
 		err := h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: "planned-" + p.DeliveryID, InstallationID: p.InstallationID,
 			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Trigger: TriggerIssue, Number: p.Number, Sender: p.Sender})
 		if err := enqueued(err); err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 	}
 	return ResultPlanned, nil
@@ -238,10 +239,10 @@ func (h *Handler) normalize(ctx context.Context, gh ports.GitHub, p PlanPayload,
 		Sandbox: h.d.Sandbox, AgentNetwork: profile.AgentNetwork(), Logger: log})
 	if errors.Is(err, runner.ErrNoPlan) {
 		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), runner.ErrNoPlan.Error()), ": ")
-		return ResultFailed, h.planFailed(ctx, gh, p, "the planner agent's answers held no plan that parses ("+reason+")", retried > 0)
+		return metrics.ResultFailed, h.planFailed(ctx, gh, p, "the planner agent's answers held no plan that parses ("+reason+")", retried > 0)
 	}
 	if err != nil {
-		return ResultRetry, fmt.Errorf("jobs: normalize: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: normalize: %w", err)
 	}
 	lines := strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n")
 	data := templates.PlanNormalized{Issue: p.Number, Plan: res.Plan, Problem: problem, Dropped: res.Dropped, By: person(p.Sender)}
@@ -257,7 +258,7 @@ func (h *Handler) normalize(ctx context.Context, gh ports.GitHub, p PlanPayload,
 	}
 	text := render("plan_normalized", data, templates.PlanMarker(p.Number)+"\n"+templates.NormalizedMarker+"\n```markdown\n"+res.Plan+"```\n")
 	if err := postOrEdit(ctx, gh, p.Owner, p.Repo, p.Number, templates.PlanMarker(p.Number), text); err != nil {
-		return ResultRetry, fmt.Errorf("jobs: post the proposed plan: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: post the proposed plan: %w", err)
 	}
 	log.Info("plan job: proposed plan posted", "tasks", len(res.Tasks), "dropped_verify", len(res.Dropped))
 	return ResultPlanned, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
@@ -197,20 +198,20 @@ func Recover(ctx context.Context, deliveries Deliveries, st *store.Store, since 
 func (h *Handler) HandleRecover(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeRecoverPayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypeRecover, ResultInvalid)
+		h.d.Metrics.Job(TypeRecover, metrics.ResultInvalid)
 		return err
 	}
 	if h.d.Deliveries == nil {
 		h.log.Warn("recover: no access to the App's deliveries; answers Redis lost are not replayed", "epoch", p.Epoch)
-		h.d.Metrics.job(TypeRecover, ResultNoop)
+		h.d.Metrics.Job(TypeRecover, metrics.ResultNoop)
 		return nil
 	}
 	res, err := Recover(ctx, h.d.Deliveries, h.d.Store, p.Since, h.intakeLost())
 	if err != nil {
-		h.d.Metrics.job(TypeRecover, ResultRetry)
+		h.d.Metrics.Job(TypeRecover, metrics.ResultRetry)
 		return err
 	}
-	h.d.Metrics.job(TypeRecover, ResultSucceeded)
+	h.d.Metrics.Job(TypeRecover, metrics.ResultSucceeded)
 	h.log.Info("recover: done", "epoch", p.Epoch, "comments", res.Seen, "kept", res.Kept, "redelivered", res.Redelivered, "capped", res.Capped)
 	return nil
 }

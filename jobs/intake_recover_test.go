@@ -21,7 +21,7 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 	ctx := context.Background()
 	since := time.Now()
 	at := func(ago time.Duration) time.Time { return since.Add(-ago) }
-	f := &fakeDeliveries{list: []Delivery{ // newest first, as ports.GitHub lists them
+	f := &fakeDeliveries{list: []Delivery{ // newest first, as GitHub lists them
 		{ID: 9, GUID: "after", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: since.Add(time.Hour)},
 		// GitHub's clock a little ahead of Akira's: still looked at.
 		{ID: 11, GUID: "skewed", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: since.Add(30 * time.Second)},

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/metrics"
 )
 
 // TypeSweep is the periodic job that asks GitHub to redeliver the webhook deliveries Akira missed.
@@ -33,7 +35,7 @@ const (
 type Delivery struct {
 	ID          int64
 	GUID        string
-	StatusCode  int // Akira's answer; 0 when ports.GitHub got none (timeout, connection refused)
+	StatusCode  int // Akira's answer; 0 when GitHub got none (timeout, connection refused)
 	Redelivery  bool
 	Event       string
 	Action      string // the payload's action ("created"), "" for events without one
@@ -68,7 +70,7 @@ type SweepResult struct {
 // or no answer. A delivery Akira answered with a 4xx (bad signature, malformed, unknown repository)
 // is never redelivered: it would fail the same way. Akira drops duplicate deliveries by GUID, so a
 // redelivery of something that did arrive after all does no harm.
-func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *Metrics, log *slog.Logger) (SweepResult, error) {
+func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *metrics.Metrics, log *slog.Logger) (SweepResult, error) {
 	type history struct {
 		latest   Delivery
 		attempts int
@@ -103,15 +105,15 @@ func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *Metrics
 		}
 		if hs.attempts >= MaxRedeliveries {
 			res.GivenUp++
-			m.redelivery("given_up")
+			m.Redelivery("given_up")
 			continue
 		}
 		if err := deliveries.Redeliver(ctx, hs.latest.ID); err != nil {
 			return res, fmt.Errorf("jobs: redeliver %s: %w", guid, err)
 		}
 		res.Redelivered++
-		m.redelivery("requested")
-		log.Info("sweep: asked ports.GitHub to redeliver", "delivery", guid, "event", hs.latest.Event,
+		m.Redelivery("requested")
+		log.Info("sweep: asked GitHub to redeliver", "delivery", guid, "event", hs.latest.Event,
 			"attempts", hs.attempts, "last_status", hs.latest.StatusCode)
 	}
 	return res, nil
@@ -149,10 +151,10 @@ func (h *Handler) HandleSweep(ctx context.Context, _ *asynq.Task) error {
 	}
 	res, err := Sweep(ctx, h.d.Deliveries, time.Now(), h.d.Metrics, h.log)
 	if err != nil {
-		h.d.Metrics.job(TypeSweep, ResultRetry)
+		h.d.Metrics.Job(TypeSweep, metrics.ResultRetry)
 		return err
 	}
-	h.d.Metrics.job(TypeSweep, ResultSucceeded)
+	h.d.Metrics.Job(TypeSweep, metrics.ResultSucceeded)
 	if res.Redelivered > 0 || res.GivenUp > 0 {
 		b, _ := json.Marshal(res)
 		h.log.Info("sweep: done", "result", string(b))

@@ -262,7 +262,7 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 				t.Fatalf("runs = %v, want %v", got, tt.want)
 			}
 			if effects := jh.gh.Effects(); len(effects) != 0 {
-				t.Errorf("effects on ports.GitHub = %q, want none", effects)
+				t.Errorf("effects on GitHub = %q, want none", effects)
 			}
 		})
 	}

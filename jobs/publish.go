@@ -188,9 +188,9 @@ func reasonText(esc *runner.Escalation) string {
 	case runner.ReasonBudget:
 		return strings.TrimPrefix(esc.Summary, "the run's budget is reached: ")
 	case lifecycle.ReasonCIFailed:
-		why = "the pull request's ports.CI stays red"
+		why = "the pull request's CI stays red"
 	case lifecycle.ReasonCITimeout:
-		why = "the pull request's ports.CI did not finish"
+		why = "the pull request's CI did not finish"
 	default:
 		why = esc.Reason
 	}

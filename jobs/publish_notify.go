@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/templates"
 )
@@ -86,11 +87,11 @@ const (
 func (h *Handler) HandleNotify(ctx context.Context, t *asynq.Task) error {
 	var p NotifyPayload
 	if err := decode(t, TypeNotify, &p); err != nil {
-		h.d.Metrics.job(TypeNotify, ResultInvalid)
+		h.d.Metrics.Job(TypeNotify, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.sendNotification(ctx, p)
-	h.d.Metrics.job(TypeNotify, result)
+	h.d.Metrics.Job(TypeNotify, result)
 	return err
 }
 
@@ -99,19 +100,19 @@ func (h *Handler) sendNotification(ctx context.Context, p NotifyPayload) (string
 	sink, ok := h.d.Sinks[p.Sink]
 	if !ok {
 		log.Warn("notify job: the sink is not configured (any more)")
-		return ResultInvalid, fmt.Errorf("jobs: notify: no sink %q: %w", p.Sink, asynq.SkipRetry)
+		return metrics.ResultInvalid, fmt.Errorf("jobs: notify: no sink %q: %w", p.Sink, asynq.SkipRetry)
 	}
 	rate := h.d.Operator.Notify.RatePerMinute
 	if rate == 0 {
 		rate = DefaultNotifyRate
 	}
 	if wait, err := h.d.Store.TakeNotifySlot(ctx, p.Sink, rate); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	} else if wait > 0 {
 		later := p
 		later.ID = p.ID + ":later-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		if err := h.d.Enqueuer.EnqueueNotify(ctx, later, asynq.ProcessIn(wait)); err != nil && !errors.Is(err, ErrDuplicate) {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		log.Info("notify job: over the sink's rate; sent later", "in", wait)
 		return ResultDeferred, nil
@@ -120,11 +121,11 @@ func (h *Handler) sendNotification(ctx context.Context, p NotifyPayload) (string
 	err := sink.Send(ctx, h.d.NotifyClient, p.JobID(), p.Message)
 	if se, ok := errors.AsType[*notify.SendError](err); ok && !se.Retry {
 		log.Error("notify job: the sink refused the notification", "status", se.Status, "err", err)
-		return ResultInvalid, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry)
+		return metrics.ResultInvalid, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry)
 	}
 	if err != nil {
 		log.Warn("notify job: not delivered; retried", "err", err)
-		return ResultRetry, fmt.Errorf("jobs: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: %w", err)
 	}
 	log.Info("notify job: sent", "ms", time.Since(start).Milliseconds(), "since_event_ms", time.Since(p.Message.Time).Milliseconds())
 	return ResultSent, nil

@@ -121,7 +121,7 @@ func TestAuditLineRetried(t *testing.T) {
 	}
 	jh.gh.failOnce("CreateComment", errors.New("github: 502 Bad Gateway"))
 	if err := jh.h.HandleAuditLine(context.Background(), task); err == nil || errors.Is(err, asynq.SkipRetry) {
-		t.Fatalf("a ports.GitHub failure must be retried: %v", err)
+		t.Fatalf("a GitHub failure must be retried: %v", err)
 	}
 	if err := jh.h.HandleAuditLine(context.Background(), task); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -70,21 +71,21 @@ func (e *Enqueuer) EnqueuePublish(ctx context.Context, p PublishPayload) error {
 func (h *Handler) HandlePublish(ctx context.Context, t *asynq.Task) error {
 	var p PublishPayload
 	if err := decode(t, TypePublish, &p); err != nil {
-		h.d.Metrics.job(TypePublish, ResultInvalid)
+		h.d.Metrics.Job(TypePublish, metrics.ResultInvalid)
 		return err
 	}
 	log := h.log.With("task", TypePublish, "installation", p.InstallationID, "run", p.RunID)
 	run, err := h.d.Store.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
-		h.d.Metrics.job(TypePublish, ResultNoop)
+		h.d.Metrics.Job(TypePublish, metrics.ResultNoop)
 		return h.d.Store.ForgetOutbox(ctx, p.RunID)
 	}
 	if err != nil {
-		h.d.Metrics.job(TypePublish, ResultRetry)
+		h.d.Metrics.Job(TypePublish, metrics.ResultRetry)
 		return err
 	}
 	if len(run.Outbox) == 0 {
-		h.d.Metrics.job(TypePublish, ResultNoop)
+		h.d.Metrics.Job(TypePublish, metrics.ResultNoop)
 		return nil
 	}
 	gh, err := installation(ctx, h.d.GitHub, run.InstallationID)
@@ -93,10 +94,10 @@ func (h *Handler) HandlePublish(ctx context.Context, t *asynq.Task) error {
 		_, err = h.publish(ctx, gh, run, log)
 	}
 	if err != nil {
-		h.d.Metrics.job(TypePublish, ResultRetry)
+		h.d.Metrics.Job(TypePublish, metrics.ResultRetry)
 		return err
 	}
-	h.d.Metrics.job(TypePublish, ResultSucceeded)
+	h.d.Metrics.Job(TypePublish, metrics.ResultSucceeded)
 	return nil
 }
 

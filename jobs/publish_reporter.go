@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
@@ -34,7 +35,7 @@ type ReporterGitHub interface {
 type Reporter struct {
 	gh      ReporterGitHub
 	pub     publisher
-	metrics *Metrics
+	metrics *metrics.Metrics
 	runID   string
 	run     *Run
 
@@ -81,7 +82,7 @@ type Reporter struct {
 }
 
 // NewReporter returns the reporter of one job of the run.
-func NewReporter(gh ReporterGitHub, st *store.Store, metrics *Metrics, log *slog.Logger, run *Run) *Reporter {
+func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, log *slog.Logger, run *Run) *Reporter {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -532,7 +533,7 @@ func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
 	if ev.Usage == nil || (ev.Usage.InputTokens == 0 && ev.Usage.OutputTokens == 0 && ev.Usage.CostUSD == 0) {
 		return nil
 	}
-	r.metrics.usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CostUSD)
+	r.metrics.Usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CostUSD)
 	return r.record(ctx, func(run *Run) error { return recordUsage(run, ev) })
 }
 
@@ -655,12 +656,12 @@ func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev r
 		case lifecycle.EffectMetric:
 			switch e.Event {
 			case templates.StatusPassed:
-				r.metrics.task(e.Event, ev.Duration.Seconds(), t.Attempts)
+				r.metrics.Task(e.Event, ev.Duration.Seconds(), t.Attempts)
 			case templates.StatusEscalated:
-				r.metrics.escalated()
-				r.metrics.task(e.Event, 0, ev.Escalation.Attempts)
+				r.metrics.Escalated()
+				r.metrics.Task(e.Event, 0, ev.Escalation.Attempts)
 			default:
-				r.metrics.task(e.Event, 0, t.Attempts)
+				r.metrics.Task(e.Event, 0, t.Attempts)
 			}
 		case lifecycle.EffectNotify:
 			r.tell(ctx, e.Event, e.Occasion, templates.Notification{TaskID: t.ID, TaskTitle: t.Title,

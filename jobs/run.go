@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
@@ -129,17 +130,17 @@ func (p RunPayload) Validate() error {
 func (h *Handler) HandleRun(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeRunPayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypeRun, ResultInvalid)
+		h.d.Metrics.Job(TypeRun, metrics.ResultInvalid)
 		return err
 	}
 	// A rate-limited installation's run waits out the limit in the queue, before any GitHub call.
 	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.job(TypeRun, ResultQueued)
+		h.d.Metrics.Job(TypeRun, metrics.ResultQueued)
 		return err
 	}
 	result, err := h.runJob(ctx, p)
-	h.d.Metrics.job(TypeRun, result)
-	if result != ResultQueued && (err == nil || errors.Is(err, asynq.SkipRetry)) {
+	h.d.Metrics.Job(TypeRun, result)
+	if result != metrics.ResultQueued && (err == nil || errors.Is(err, asynq.SkipRetry)) {
 		// The job ended without taking its turn (nothing to do, a reply, a plan first) and will not
 		// be tried again: its place in line goes. A slot it took was freed by work's caller.
 		_ = h.d.Fair.Unlist(context.WithoutCancel(ctx), p)
@@ -154,9 +155,9 @@ func (h *Handler) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, r
 	if err := h.d.Fair.Acquire(ctx, p); err != nil {
 		if w, ok := errors.AsType[*SlotWaitError](err); ok {
 			log.Debug("run job: waits for a slot", "reason", w.Reason, "retry_in", w.Delay)
-			return ResultQueued, err
+			return metrics.ResultQueued, err
 		}
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	release := h.d.Fair.Hold(ctx, p)
 	defer release()
@@ -168,7 +169,7 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 		"repo", p.Owner+"/"+p.Repo, "trigger", p.Trigger)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	run, err := h.resolveRun(ctx, gh, p)
 	up, untrusted := errors.AsType[*UntrustedPlanError](err)
@@ -176,7 +177,7 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 	switch busy, isBusy := errors.AsType[*store.BranchBusyError](err); {
 	case errors.Is(err, errNothingToDo):
 		log.Info("run job: nothing to do")
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	case errors.Is(err, errPlanning):
 		log.Info("run job: the issue has no checklist; a plan job writes one first")
 		return ResultPlanned, nil
@@ -186,17 +187,17 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 		text := render("plan_confirm", templates.PlanConfirm{URL: cn.URL},
 			"Akira did not start: the plan it proposed for this issue runs only with `/akira run --confirm`.")
 		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "confirm-"+p.JobID(), text, retried > 0); rerr != nil {
-			return ResultRetry, rerr
+			return metrics.ResultRetry, rerr
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	case isBusy:
 		return h.branchBusy(ctx, gh, p, busy, log)
 	case untrusted:
 		log.Info("run job: untrusted plan", "author", up.Author, "permission", up.Permission, "commands", len(up.Commands))
 		if rerr := h.refuseUntrustedPlan(ctx, gh, p, up); rerr != nil {
-			return ResultRetry, rerr
+			return metrics.ResultRetry, rerr
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	case err != nil:
 		return resultOf(err), h.refuseConfig(ctx, gh, p, err)
 	}
@@ -207,11 +208,11 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 func resultOf(err error) string {
 	switch {
 	case errors.Is(err, ErrBusy):
-		return ResultBusy
+		return metrics.ResultBusy
 	case errors.Is(err, asynq.SkipRetry), isRepoConfigError(err):
-		return ResultFailed
+		return metrics.ResultFailed
 	}
-	return ResultRetry
+	return metrics.ResultRetry
 }
 
 func isRepoConfigError(err error) bool {
@@ -472,7 +473,7 @@ func (h *Handler) branchBusy(ctx context.Context, c ports.Comments, p RunPayload
 	active := busy.Active
 	if p.Trigger != TriggerIssue && active.Status != StatusParked {
 		log.Info("run job: branch busy, waiting", "active_run", active.ID)
-		return ResultBusy, fmt.Errorf("%w (run %s)", ErrBusy, active.ID)
+		return metrics.ResultBusy, fmt.Errorf("%w (run %s)", ErrBusy, active.ID)
 	}
 	number := p.Number
 	if number == 0 {
@@ -487,11 +488,11 @@ func (h *Handler) branchBusy(ctx context.Context, c ports.Comments, p RunPayload
 		msg := render("branch_busy", data, "A run is already in progress on `"+active.Branch+"`.")
 		retried, _ := asynq.GetRetryCount(ctx)
 		if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
-			return ResultRetry, fmt.Errorf("jobs: reply that the branch is busy: %w", err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: reply that the branch is busy: %w", err)
 		}
 	}
 	log.Info("run job: branch owned by another run", "active_run", active.ID, "status", active.Status)
-	return ResultRefused, nil
+	return metrics.ResultRefused, nil
 }
 
 // work is the part of the run job under the branch lock.
@@ -503,13 +504,13 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 			// one when its worker dies): this copy, typically asynq recovering a job whose worker died,
 			// has nothing to add.
 			log.Info("run job: the run is moving under another job; nothing to do")
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		log.Info("run job: branch locked by another worker, waiting")
-		return ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
+		return metrics.ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	jobStart := time.Now()
 	defer func() {
@@ -518,7 +519,7 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 		// A lost lock is different: asynq may not hear of the error at all (the lock is usually lost
 		// because Redis is unreachable), and the reaper continues a running run as soon as its lock is
 		// free, so the run stays running.
-		requeue := result == ResultRetry && !errors.Is(context.Cause(lk.Context()), store.ErrLockLost)
+		requeue := result == metrics.ResultRetry && !errors.Is(context.Cause(lk.Context()), store.ErrLockLost)
 		if _, uerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
 			// The time this job worked counts against the run's wall-time budget.
 			r.WorkTime += time.Since(jobStart)
@@ -527,7 +528,7 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 				return err
 			}
 			return nil
-		}); errors.Is(uerr, store.ErrNotFound) && result == ResultRetry {
+		}); errors.Is(uerr, store.ErrNotFound) && result == metrics.ResultRetry {
 			// Redis lost the run's record while this job worked (FLUSHALL, a restart without
 			// persistence), which cut the job short: it holds the freshest copy of the record,
 			// decisions and all. (A job that ended its work holds a copy older than its last write.)
@@ -550,15 +551,15 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 		return lifecycle.JobStarted{Dashboard: h.d.PublicURL}, nil
 	})
 	if errors.Is(err, errNothingToDo) {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if len(run.Outbox) > 0 {
 		// A job that died after a transition left its effects; they come before anything new.
 		if run, err = h.publish(lctx, gh, run, log); err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 	}
 	log.Info("run job: working", "job", run.Jobs, "decisions", len(run.Decisions), "parked", len(run.Parked))
@@ -572,18 +573,18 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 	if d, ok := run.Decisions[lifecycle.CITaskID]; ok && run.CI != nil {
 		// A person answered the CI's escalation: another fix round, or the pull request as it is.
 		if run, _, err = h.d.Store.Apply(lctx, run.ID, lifecycle.CIDecided{Decision: d.Decision}); err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		if run, err = h.publish(ctx, gh, run, log); err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		if run.Status == StatusSucceeded {
-			return ResultSucceeded, nil
+			return metrics.ResultSucceeded, nil
 		}
 	}
 
 	if why, err := h.goneByPeople(lctx, gh, run); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	} else if why != "" {
 		return h.stopForPeople(ctx, gh, run, why, log)
 	}
@@ -632,7 +633,7 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 	if rv := run.Review; rv != nil {
 		var comments []ports.ReviewComment
 		if opts.Context, comments, err = reviewContext(lctx, gh, run); err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		opts.Teach = reviewLessons(run, comments)
 		opts.TaskScope = reviewScope(rv.ID)
@@ -726,12 +727,12 @@ func (h *Handler) stopForPeople(ctx context.Context, gh ports.GitHub, run *Run, 
 	log.Info("run job: stopped by what people did", "why", why)
 	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.TakenAway{Why: why})
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if _, err := h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
-	return ResultAborted, nil
+	return metrics.ResultAborted, nil
 }
 
 // engineDecisions hands the run's decisions to the engine, and keeps every other parked task parked:
@@ -762,18 +763,18 @@ func lastTry(ctx context.Context) bool {
 func (h *Handler) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *Run, err error, log *slog.Logger) (string, error) {
 	if cause := context.Cause(lctx); errors.Is(cause, store.ErrLockLost) {
 		log.Warn("run job: branch lock lost; another try continues", "err", err)
-		return ResultRetry, fmt.Errorf("jobs: %w: %w", store.ErrLockLost, err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: %w: %w", store.ErrLockLost, err)
 	}
 	if ctx.Err() != nil {
 		log.Warn("run job: cancelled; another try continues", "err", err)
-		return ResultRetry, fmt.Errorf("jobs: run %s interrupted: %w", run.ID, err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: run %s interrupted: %w", run.ID, err)
 	}
 	// A red base or a failed setup would fail the same way again: a person starts the run anew.
 	permanent := errors.Is(err, runner.ErrInvalidPlan) || errors.Is(err, runner.ErrUsage) || errors.Is(err, asynq.SkipRetry) ||
 		errors.Is(err, runner.ErrRedBase) || errors.Is(err, runner.ErrSetupFailed)
 	if !permanent && !lastTry(ctx) {
 		log.Warn("run job: failed, will retry", "err", err)
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if permanent && !errors.Is(err, asynq.SkipRetry) {
 		err = fmt.Errorf("%w: %w", err, asynq.SkipRetry)
@@ -792,13 +793,13 @@ func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err err
 		return lifecycle.Failed{Message: msg}, nil
 	})
 	if uerr != nil {
-		return ResultRetry, errors.Join(err, uerr)
+		return metrics.ResultRetry, errors.Join(err, uerr)
 	}
 	if _, perr := h.publish(ctx, gh, run, log); perr != nil {
 		// The job ends here all the same: the relay performs what is left.
 		log.Warn("run job: the failed run's effects are not all performed yet", "err", perr)
 	}
-	return ResultFailed, err
+	return metrics.ResultFailed, err
 }
 
 // closeEmptyPullRequest closes the draft pull request of a run that failed before any task was done:
@@ -827,19 +828,19 @@ func (h *Handler) finish(ctx context.Context, gh ports.GitHub, run *Run, out run
 	if status == StatusSucceeded && !yielded && run.PR != 0 && run.OpenedPR && run.CI == nil {
 		pr := &ports.PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
 		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
-			return ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
 		}
 	}
 	if status == StatusSucceeded && !yielded && run.Review != nil {
 		// Before the run is marked done: a retry finds the checkpoint on the branch and answers again.
 		if err := h.answerReview(ctx, gh, run); err != nil {
 			log.Warn("run job: review not answered; will retry", "err", err)
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 	}
 	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.EngineFinished{Status: status, Outcome: out, Handed: handed, Yielded: yielded})
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	switch run.Status {
 	case StatusQueued, lifecycle.StatusWaitingCI, lifecycle.StatusPaused:
@@ -849,7 +850,7 @@ func (h *Handler) finish(ctx context.Context, gh ports.GitHub, run *Run, out run
 	}
 	result := status.Result()
 	if _, err := h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))
 	return result, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
@@ -83,11 +84,11 @@ func (e *Enqueuer) EnqueueCI(ctx context.Context, p CIPayload) error {
 func (h *Handler) HandleCI(ctx context.Context, t *asynq.Task) error {
 	var p CIPayload
 	if err := decode(t, TypeCI, &p); err != nil {
-		h.d.Metrics.job(TypeCI, ResultInvalid)
+		h.d.Metrics.Job(TypeCI, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.readCI(ctx, p)
-	h.d.Metrics.job(TypeCI, result)
+	h.d.Metrics.Job(TypeCI, result)
 	return err
 }
 
@@ -102,23 +103,23 @@ func (h *Handler) readCI(ctx context.Context, p CIPayload) (string, error) {
 	log := h.log.With("task", TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
 	run, err := h.d.Store.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || (p.Head != "" && p.Head != run.CI.Head) {
 		log.Info("ci job: the run is not waiting for this commit's CI", "status", run.Status, "head", p.Head)
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	log = log.With("repo", run.Owner+"/"+run.Repo, "head", short(run.CI.Head))
 	gh, err := installation(ctx, h.d.GitHub, run.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	checks, err := gh.CIChecks(ctx, run.Owner, run.Repo, run.CI.Head)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	required, err := gh.RequiredChecks(ctx, run.Owner, run.Repo, run.Base)
 	if err != nil {
@@ -128,15 +129,15 @@ func (h *Handler) readCI(ctx context.Context, p CIPayload) (string, error) {
 	}
 	v, err := h.judgeCI(ctx, gh, run, checks, required, time.Now())
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if v.event == nil {
 		log.Info("ci job: still waiting", "checks", len(checks))
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	for _, c := range v.rerun {
 		if err := gh.RerunFailedJobs(ctx, run.Owner, run.Repo, c.ID); err != nil {
-			return ResultRetry, fmt.Errorf("jobs: re-run %s: %w", c.Name, err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: re-run %s: %w", c.Name, err)
 		}
 	}
 	head := run.CI.Head
@@ -147,16 +148,16 @@ func (h *Handler) readCI(ctx context.Context, p CIPayload) (string, error) {
 		return v.event, nil
 	})
 	if errors.Is(err, errNothingToDo) {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("ci job: moved on", "event", v.event.Kind(), "status", run.Status)
 	if _, err := h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
-	return ResultDecided, nil
+	return metrics.ResultDecided, nil
 }
 
 // judgeCI decides what a reading of the head's checks means for the run; a nil event waits.
@@ -380,8 +381,8 @@ func ciFixPlan(run *Run) (plan, source string) {
 func ciFixContext(run *Run) string {
 	fix := run.CI.Fix
 	var b strings.Builder
-	fmt.Fprintf(&b, "## The pull request's ports.CI is red\n\nThe checks below failed on commit %s of this branch after the earlier tasks. "+
-		"Change the code so that they pass; the excerpts are the ports.CI's own output, quoted as data.\n\n%s", short(run.CI.Head), fix.Evidence)
+	fmt.Fprintf(&b, "## The pull request's CI is red\n\nThe checks below failed on commit %s of this branch after the earlier tasks. "+
+		"Change the code so that they pass; the excerpts are the CI's own output, quoted as data.\n\n%s", short(run.CI.Head), fix.Evidence)
 	if g := strings.TrimSpace(fix.Guidance); g != "" {
 		fmt.Fprintf(&b, "\n### Guidance\n\n%s\n", quoteBlock(g))
 	}
@@ -469,20 +470,20 @@ func (h *Handler) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (
 			continue
 		}
 		if err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || run.CI.Head != p.CI.HeadSHA {
-			log.Info("intake: ports.CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(p.CI.HeadSHA))
+			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(p.CI.HeadSHA))
 			continue
 		}
 		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: p.CI.HeadSHA, Key: p.DeliveryID})
 		if err != nil && !errors.Is(err, ErrDuplicate) {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
-		log.Info("intake: ports.CI report routed", "run", run.ID, "check", p.CI.Name, "conclusion", p.CI.Conclusion)
-		return ResultAccepted, nil
+		log.Info("intake: CI report routed", "run", run.ID, "check", p.CI.Name, "conclusion", p.CI.Conclusion)
+		return metrics.ResultAccepted, nil
 	}
-	return ResultNoop, nil
+	return metrics.ResultNoop, nil
 }
 
 // yieldAfterFirst lets the engine start one task (or one wave of tasks run at once) and then asks it

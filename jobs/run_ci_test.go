@@ -151,7 +151,7 @@ func TestCIGivesUp(t *testing.T) {
 		if run = jh.readCI(t, run, "d2"); run.Status != StatusSucceeded || !run.CI.None || jh.gh.pulls[7].Draft {
 			t.Fatalf("after it: %s %+v", run.Status, run.CI)
 		}
-		if sum := jh.gh.commentsOn(7); !strings.Contains(sum[0], "No ports.CI reported a check") {
+		if sum := jh.gh.commentsOn(7); !strings.Contains(sum[0], "No CI reported a check") {
 			t.Errorf("summary = %s", sum[0])
 		}
 	})

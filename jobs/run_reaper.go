@@ -86,7 +86,7 @@ func (h *Handler) reapOne(ctx context.Context, id string) (bool, time.Duration, 
 	}
 	h.log.Warn("reaper: run lost its worker; continuing it", "run", run.ID, "repo", run.Owner+"/"+run.Repo,
 		"branch", run.Branch, "job", run.Jobs, "since", time.Since(run.UpdatedAt).Round(time.Second))
-	h.d.Metrics.reaped()
+	h.d.Metrics.Reaped()
 	return true, 0, nil
 }
 

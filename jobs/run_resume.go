@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
@@ -93,11 +94,11 @@ func (p ResumePayload) Validate() error {
 func (h *Handler) HandleResume(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeResumePayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypeResume, ResultInvalid)
+		h.d.Metrics.Job(TypeResume, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.resume(ctx, p)
-	h.d.Metrics.job(TypeResume, result)
+	h.d.Metrics.Job(TypeResume, result)
 	return err
 }
 
@@ -106,7 +107,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		"repo", p.Owner+"/"+p.Repo, "decision", p.Decision, "by", p.Sender)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	var run *Run
 	if p.RunID != "" {
@@ -128,17 +129,17 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		}
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log = log.With("run", run.ID)
 	if p.Recovered {
 		pending, why, err := h.pendingAnswer(ctx, gh, run, p)
 		if err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		if !pending {
 			log.Info("resume job: a replayed answer that was acted on before Redis lost it, or never the answer; nothing to do", "why", why)
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		log.Warn("resume job: an answer Redis lost before any job acted on it; acting on it now")
 	}
@@ -151,13 +152,13 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 			return lifecycle.PauseAborted{By: p.Sender}, nil
 		})
 		if err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		if paused.Status == StatusAborted {
 			if _, err := h.publish(ctx, gh, paused, log); err != nil {
-				return ResultRetry, err
+				return metrics.ResultRetry, err
 			}
-			return ResultAborted, nil
+			return metrics.ResultAborted, nil
 		}
 	}
 	head, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
@@ -165,7 +166,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		return h.decisionIgnored(ctx, gh, p, run, fmt.Sprintf("the branch `%s` of run `%s` no longer exists", run.Branch, run.ID), log)
 	}
 	if err != nil {
-		return ResultRetry, fmt.Errorf("jobs: branch head: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: branch head: %w", err)
 	}
 	d := Decision{Key: p.JobID(), TaskID: p.TaskID, Decision: runner.Decision{Kind: p.Decision, Guidance: p.Guidance, By: p.Sender}}
 	if p.CommentID != 0 && p.Number != 0 && run.RepoURL != "" {
@@ -186,59 +187,59 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 			return nil, nil
 		})
 		if werr != nil {
-			return ResultRetry, werr
+			return metrics.ResultRetry, werr
 		}
 		if waiting.Status == StatusAborted {
 			if _, err := h.publish(ctx, gh, waiting, log); err != nil {
-				return ResultRetry, err
+				return metrics.ResultRetry, err
 			}
-			return ResultAborted, nil
+			return metrics.ResultAborted, nil
 		}
 		// An abort of a run that is working: the job working on it stops it and ends it.
 		if _, asked, serr := h.d.Store.RequestStop(ctx, runID, p.Sender, true); serr != nil {
-			return ResultRetry, serr
+			return metrics.ResultRetry, serr
 		} else if asked {
 			log.Info("resume job: abort requested of a working run")
-			return ResultDecided, nil
+			return metrics.ResultDecided, nil
 		}
 	}
 	if np, ok := errors.AsType[*store.NotParkedError](err); ok {
 		return h.decisionIgnored(ctx, gh, p, run, np.Reason, log)
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("resume job: decision taken", "already", already)
 	// A retried job whose decision was taken finds what its first try left in the outbox.
 	if _, err := h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if p.Decision == runner.DecisionAbort {
-		return ResultAborted, nil
+		return metrics.ResultAborted, nil
 	}
-	return ResultDecided, nil
+	return metrics.ResultDecided, nil
 }
 
 // decisionIgnored answers a decision that did nothing, on the issue or pull request it came from.
 func (h *Handler) decisionIgnored(ctx context.Context, c ports.Comments, p ResumePayload, run *Run, why string, log *slog.Logger) (string, error) {
 	log.Info("resume job: nothing happened", "why", why)
 	if p.Recovered {
-		return ResultNoop, nil // said when it first came, or never needed saying
+		return metrics.ResultNoop, nil // said when it first came, or never needed saying
 	}
 	number := p.Number
 	if number == 0 && run != nil {
 		number = summaryNumber(run)
 	}
 	if number == 0 {
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	msg := render("decision_ignored", templates.DecisionIgnored{Decision: string(p.Decision), ByButton: p.ByButton, Reason: why},
 		"`/akira "+string(p.Decision)+"` did nothing: "+why+".")
 	retried, _ := asynq.GetRetryCount(ctx)
 	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
-		return ResultRetry, fmt.Errorf("jobs: reply: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: reply: %w", err)
 	}
-	return ResultRefused, nil
+	return metrics.ResultRefused, nil
 }
 
 // NewResumeTask builds a TypeResume task. A zero Version is filled in; an invalid payload is an error.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
 )
@@ -38,13 +39,13 @@ func (h *Handler) pauseRun(ctx context.Context, gh ports.GitHub, run *Run, log *
 		return lifecycle.Paused{}, nil
 	})
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if run, err = h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("run job: paused by a person", "by", run.PausedBy, "status", run.Status)
-	return ResultPaused, nil
+	return metrics.ResultPaused, nil
 }
 
 // watchStop cancels the job's context when a stop request, or a request to pause now, appears in the
@@ -96,17 +97,17 @@ func (h *Handler) stopRun(ctx context.Context, gh ports.GitHub, run *Run, log *s
 		return lifecycle.Stopped{}, nil
 	})
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	by := run.StoppedBy
 	if run.Status == StatusAborted {
 		by = run.AbortedBy
 	}
 	if run, err = h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("run job: stopped by a person", "by", by, "status", run.Status)
-	return ResultAborted, nil
+	return metrics.ResultAborted, nil
 }
 
 // reviveStopped continues a stopped run of the issue or pull request instead of starting a second one

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 )
 
@@ -60,7 +60,7 @@ func TestSweepRedeliversWhatFailedOnServerSide(t *testing.T) {
 		{ID: 10, GUID: "ancient", StatusCode: 500, DeliveredAt: at(SweepWindow + time.Hour)},
 	}}
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg, nil)
+	m, err := metrics.NewMetrics(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +73,13 @@ func TestSweepRedeliversWhatFailedOnServerSide(t *testing.T) {
 	if res != (SweepResult{Seen: 4, Redelivered: 1, GivenUp: 1}) || !slices.Equal(f.redelivered, []int64{1}) {
 		t.Errorf("sweep = %+v, redelivered %v; want 4 seen, delivery 1 redelivered, 1 given up", res, f.redelivered)
 	}
-	if got := testutil.ToFloat64(m.redelivered.WithLabelValues("given_up")); got != 1 {
+	if got := counterValue(t, reg, "akira_redeliveries_total", "result", "given_up"); got != 1 {
 		t.Errorf("given_up metric = %v", got)
 	}
 
 	f.failList = errors.New("401 bad credentials")
 	if _, err := Sweep(context.Background(), f, now, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "sweep: 401 bad credentials") {
-		t.Errorf("sweep with ports.GitHub refusing = %v", err)
+		t.Errorf("sweep with GitHub refusing = %v", err)
 	}
 }
 
@@ -156,11 +156,11 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 	}
 	// Nothing waits any more: the poll queues nothing new.
 	if ids, _ := jh.store.WaitingForCI(ctx); len(ids) != 0 {
-		t.Errorf("waiting for ports.CI = %v, want none", ids)
+		t.Errorf("waiting for CI = %v, want none", ids)
 	}
 
 	if err := (CIPayload{Version: PayloadVersion}).Validate(); err == nil || !strings.Contains(err.Error(), "run, installation and key are required") {
-		t.Errorf("Validate of an empty ports.CI payload = %v", err)
+		t.Errorf("Validate of an empty CI payload = %v", err)
 	}
 }
 
@@ -195,4 +195,27 @@ func TestRunReaperLoop(t *testing.T) {
 	if rs := queued[CIPayload](jh, TypeCI); len(rs) != 1 || rs[0].RunID != waiting.ID {
 		t.Errorf("CI readings = %+v, want one of %s", rs, waiting.ID)
 	}
+}
+
+// counterValue reads the counter name{label=value} from reg, as a scraper would.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("%s{%s=%q} not gathered", name, label, value)
+	return 0
 }

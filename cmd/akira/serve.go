@@ -27,6 +27,7 @@ import (
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/agent"
@@ -353,7 +354,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	inspector := asynq.NewInspectorFromRedisClient(rdb)
-	metrics, err := jobs.NewMetrics(reg, inspector, jobs.Queue)
+	metrics, err := metrics.NewMetrics(reg, inspector, jobs.Queue)
 	if err != nil {
 		return err
 	}
