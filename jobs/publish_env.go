@@ -170,9 +170,8 @@ func envSummary(run *Run) *templates.EnvSummary {
 }
 
 // envOptions are the engine's options about the environment of a run's job.
-func envOptions(opts *runner.Options, run *Run, st *store.Store, autoSetup bool, caches *env.Caches) {
+func envOptions(opts *runner.Options, run *Run, st *store.Store, caches *env.Caches) {
 	opts.AllowRedBase = run.AllowRedBase
-	opts.AutoSetup = autoSetup
 	if caches != nil {
 		// Never shared between installations: the scope names the installation and the repository.
 		opts.DepCaches = caches

@@ -607,20 +607,20 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 	opts := runner.Options{
 		Repo: run.CloneURL, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base, RunID: run.ID,
 		Agent: ag, MaxAttempts: run.MaxAttempts, MaxParallel: run.MaxParallel, Decisions: engineDecisions(run),
-		Env: h.d.Operator.Env, VerifyTimeout: time.Duration(h.d.Operator.VerifyTimeout),
-		StallTimeout: time.Duration(h.d.Operator.StallTimeout),
-		Budget:       runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)},
 		Spent:        runner.Spent{Usage: spentUsage(run), WorkTime: run.WorkTime},
-		AgentTimeout: time.Duration(profile.Timeout), ProtectedPaths: h.d.Operator.ProtectedPaths,
-		Author: h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, Reporter: rep,
+		AgentTimeout: time.Duration(profile.Timeout),
+		Author:       h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, Reporter: rep,
 		Lessons: h.d.Store.Lessons(run.InstallationID, run.Owner, run.Repo), Semantic: h.d.Semantic,
-		Judge: h.d.Judge, MinConfidence: h.d.Operator.MinConfidence(), GitAuth: gh.GitAuthHeader, Logger: log,
+		Judge: h.d.Judge, GitAuth: gh.GitAuthHeader, Logger: log,
 		// The pull request is opened from this workspace's branch (see Reporter), so a new branch
 		// needs a commit before the first task: the one clone of the run makes it.
 		StartCommit: run.PR == 0,
 		Sandbox:     h.d.Sandbox, AgentNetwork: profile.AgentNetwork(),
 	}
-	envOptions(&opts, run, h.d.Store, h.d.Operator.AutoSetup, h.d.DepCaches)
+	opts.ApplyOperator(h.d.Operator)
+	// The run's budget, not the operator's: a person may have raised it on this run.
+	opts.Budget = runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)}
+	envOptions(&opts, run, h.d.Store, h.d.DepCaches)
 	if profile.AgentNetwork() == sandbox.NetAllow || h.d.Sandbox.VerifyNetwork == sandbox.NetAllow {
 		log.Warn("run job: " + sandbox.AllowWarning)
 	}
