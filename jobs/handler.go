@@ -113,11 +113,38 @@ func ExecAgent(workDir string) AgentFactory {
 	}
 }
 
-// Handler processes the task types of this package.
+// Handler is a worker's wiring: the dependencies, and one small type per flow that serves the flow's
+// task types. A flow reaches another only through its field here (h.pub.publish, h.runs.escalate),
+// so what a flow needs of the others shows at the call.
 type Handler struct {
 	d   Deps
 	log *slog.Logger
+
+	intake    *Intake    // webhook deliveries: permission, commands, triggers, replies (intake*.go)
+	api       *API       // what arrives through the REST API: audit lines, hand-offs
+	planner   *Planner   // plans the agent proposes for issues in prose
+	recovery  *Recovery  // deliveries GitHub or Redis lost: the sweep and the recovery after a loss
+	runs      *Runs      // the run job: lock, engine, stop, pause, budget, review, rebuild (run*.go)
+	resumer   *Resumer   // decisions on parked runs
+	rollbacks *Rollbacks // /akira rollback
+	ci        *CIWatch   // the pull request's own CI after the last checkpoint
+	reaper    *Reaper    // runs whose worker died
+	pub       *Publish   // effects performed: summary, check runs, notifications, the outbox relay
 }
+
+// The flows' types. Each embeds the Handler for the dependencies and the other flows.
+type (
+	Intake    struct{ *Handler }
+	API       struct{ *Handler }
+	Planner   struct{ *Handler }
+	Recovery  struct{ *Handler }
+	Runs      struct{ *Handler }
+	Resumer   struct{ *Handler }
+	Rollbacks struct{ *Handler }
+	CIWatch   struct{ *Handler }
+	Reaper    struct{ *Handler }
+	Publish   struct{ *Handler }
+)
 
 // NewHandler checks the dependencies.
 func NewHandler(d Deps) (*Handler, error) {
@@ -140,14 +167,19 @@ func NewHandler(d Deps) (*Handler, error) {
 			d.Metrics.RefusedTransition(te)
 		}
 	}
-	return &Handler{d: d, log: log}, nil
+	h := &Handler{d: d, log: log}
+	h.intake, h.api, h.planner, h.recovery = &Intake{h}, &API{h}, &Planner{h}, &Recovery{h}
+	h.runs, h.resumer, h.rollbacks, h.ci, h.reaper = &Runs{h}, &Resumer{h}, &Rollbacks{h}, &CIWatch{h}, &Reaper{h}
+	h.pub = &Publish{h}
+	return h, nil
 }
 
 // taskType is one asynq task type: its name and its handler. Each lives in a file of its own with
 // its payload (Validate, JobID), its constructor and its enqueue method; taskTypes lists them.
 type taskType struct {
-	Name   string
-	Handle func(h *Handler, ctx context.Context, t *asynq.Task) error
+	Name string
+	// Handle picks the handler of the type from a worker's flows.
+	Handle func(h *Handler) asynq.HandlerFunc
 }
 
 // taskTypes are every task type a worker serves. A new task type is a file (its constant, payload
@@ -161,8 +193,7 @@ var taskTypes = []taskType{
 func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	for _, tt := range taskTypes {
-		handle := tt.Handle
-		mux.HandleFunc(tt.Name, func(ctx context.Context, t *asynq.Task) error { return handle(h, ctx, t) })
+		mux.HandleFunc(tt.Name, tt.Handle(h))
 	}
 	return mux
 }
@@ -174,4 +205,10 @@ func installation(ctx context.Context, in ports.Installations, id int64) (ports.
 		return nil, fmt.Errorf("jobs: installation %d: %w", id, err)
 	}
 	return gh, nil
+}
+
+// RunReaper runs the worker's reaper until ctx ends (see Reaper.RunReaper): the one loop a worker
+// runs beside its task handlers.
+func (h *Handler) RunReaper(ctx context.Context, interval time.Duration) {
+	h.reaper.RunReaper(ctx, interval)
 }

@@ -117,7 +117,7 @@ func (jh *jobsHarness) process(ps ...IntakePayload) {
 		Logger:         slogAsynq{slog.New(slog.NewJSONHandler(jh.logs, nil))}, LogLevel: asynq.ErrorLevel,
 	})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(TypeIntake, jh.h.HandleIntake)
+	mux.HandleFunc(TypeIntake, jh.h.intake.HandleIntake)
 	// What an intake queues is only looked at: it completes untouched and is kept for queued.
 	done := func(context.Context, *asynq.Task) error { return nil }
 	mux.HandleFunc(TypeRun, done)
@@ -174,7 +174,7 @@ func (jh *jobsHarness) intake(p IntakePayload) error {
 	if err != nil {
 		jh.t.Fatalf("intake payload: %v", err)
 	}
-	return jh.h.HandleIntake(context.Background(), task)
+	return jh.h.intake.HandleIntake(context.Background(), task)
 }
 
 // withDefaults fills in what every test intake has: the repository o/r of installation 7.

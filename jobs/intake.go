@@ -29,8 +29,8 @@ import (
 // is queued (permission, configuration, replies) happens in its handler, where it can be retried.
 const TypeIntake = "akira:intake"
 
-// intakeTaskType is served by Handler.HandleIntake (see taskTypes).
-var intakeTaskType = taskType{Name: TypeIntake, Handle: (*Handler).HandleIntake}
+// intakeTaskType is served by Intake.HandleIntake (see taskTypes).
+var intakeTaskType = taskType{Name: TypeIntake, Handle: func(h *Handler) asynq.HandlerFunc { return h.intake.HandleIntake }}
 
 // Webhook events the intake acts on.
 const (
@@ -234,7 +234,7 @@ type intake struct {
 // HandleIntake acts on one delivery. Nothing is written to GitHub or queued before the permission check
 // passes, except the refusal itself. Every failure to talk to GitHub is returned, so asynq retries the
 // job with backoff; every reply is keyed by the delivery, so a retry never posts it twice.
-func (h *Handler) HandleIntake(ctx context.Context, t *asynq.Task) error {
+func (h *Intake) HandleIntake(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeIntakePayload(t)
 	if err != nil {
 		h.d.Metrics.Job(TypeIntake, metrics.ResultInvalid)
@@ -249,12 +249,12 @@ func (h *Handler) HandleIntake(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
+func (h *Intake) intake(ctx context.Context, p IntakePayload) (string, error) {
 	log := h.log.With("task", TypeIntake, "delivery", p.DeliveryID, "event", p.Event,
 		"installation", p.InstallationID, "repo", p.Owner+"/"+p.Repo)
 	if p.CI != nil {
 		// Nothing to ask GitHub yet: a CI report only matters to a run waiting for that commit.
-		return h.onCI(ctx, p, log)
+		return h.ci.onCI(ctx, p, log)
 	}
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
@@ -314,7 +314,7 @@ var writeLevels = []string{ports.PermAdmin, ports.PermMaintain, ports.PermWrite}
 
 // authorize allows write, maintain and admin, then the repository's allowlist. Errors are failures to
 // ask GitHub; a broken configuration only means the allowlist grants nothing.
-func (h *Handler) authorize(ctx context.Context, in *intake, login string) (access, error) {
+func (h *Intake) authorize(ctx context.Context, in *intake, login string) (access, error) {
 	level, err := in.gh.Permission(ctx, in.p.Owner, in.p.Repo, login)
 	if err != nil {
 		return access{}, fmt.Errorf("jobs: permission of %s: %w", login, err)
@@ -354,7 +354,7 @@ func enqueued(err error) error {
 	return err
 }
 
-func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
 	res := command.ParseComment(c.Body)
 	if _, ok := res.(command.Ignore); ok {
@@ -416,7 +416,7 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 	return metrics.ResultNoop, nil
 }
 
-func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) commandStatus(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
 	text, err := StatusText(ctx, h.d.Store.Records, in.p.Owner, in.p.Repo, c.Number)
 	if err != nil {
@@ -430,7 +430,7 @@ func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error)
 }
 
 // commandStop asks the job working on the run of this issue or pull request to stop it.
-func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) commandStop(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
 	run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, c.Number)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -455,7 +455,7 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 
 // commandPause pauses (/akira pause [--now]) or resumes (/akira resume) the run of the issue or pull
 // request.
-func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Command) (string, error) {
+func (h *Intake) commandPause(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, c.Number)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -474,7 +474,7 @@ func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Comm
 		}
 		if data.Asked && len(run.Outbox) > 0 {
 			// A resume queues the next job: the publisher performs it (the relay repairs a crash here).
-			if _, err := h.publish(ctx, in.gh, run, in.log); err != nil {
+			if _, err := h.pub.publish(ctx, in.gh, run, in.log); err != nil {
 				return "", err
 			}
 		}
@@ -490,7 +490,7 @@ func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Comm
 }
 
 // commandMemory adds (/akira remember) or removes (/akira forget) a lesson of the repository.
-func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd command.Command) (string, error) {
+func (h *Intake) commandMemory(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	mem := h.d.Store.Lessons(in.p.InstallationID, in.p.Owner, in.p.Repo)
 	data := templates.MemoryReply{ID: cmd.TaskID, Remembered: cmd.Name == command.CmdRemember}
@@ -517,7 +517,7 @@ func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd command.Com
 }
 
 // commandRollback hands /akira rollback to a job, which takes the branch's lock.
-func (h *Handler) commandRollback(ctx context.Context, in *intake, cmd command.Command) (string, error) {
+func (h *Intake) commandRollback(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	err := h.d.Enqueuer.EnqueueRollback(ctx, RollbackPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
 		Owner: in.p.Owner, Repo: in.p.Repo, Number: c.Number, CommentID: c.ID, TaskID: cmd.TaskID, Retry: cmd.Retry,
@@ -529,7 +529,7 @@ func (h *Handler) commandRollback(ctx context.Context, in *intake, cmd command.C
 	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd command.Command) (string, error) {
+func (h *Intake) commandPlan(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	if c.OnPullRequest {
 		if err := in.reply(ctx, c.Number, commandElsewhereText(command.CmdPlan)); err != nil {
@@ -547,7 +547,7 @@ func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd command.Comma
 	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.DecisionKind, guidance string) (string, error) {
+func (h *Intake) commandDecision(ctx context.Context, in *intake, d runner.DecisionKind, guidance string) (string, error) {
 	c := in.p.Comment
 	err := h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
 		DeliveryID: in.p.DeliveryID, CommentID: c.ID, InstallationID: in.p.InstallationID, Owner: in.p.Owner,
@@ -563,7 +563,7 @@ func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.Deci
 	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd command.Command) (string, error) {
+func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	rc, err := h.configOf(ctx, in, acc)
 	if ce, bad := asRepoConfigError(err); bad {
@@ -618,7 +618,7 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd co
 }
 
 // configOf is the repository configuration, reusing what authorize read for the allowlist.
-func (h *Handler) configOf(ctx context.Context, in *intake, acc access) (config.Repo, error) {
+func (h *Intake) configOf(ctx context.Context, in *intake, acc access) (config.Repo, error) {
 	if acc.cfg != nil {
 		return *acc.cfg, nil
 	}
@@ -631,7 +631,7 @@ func isFork(headRepo, owner, repo string) bool {
 	return headRepo == "" || !strings.EqualFold(headRepo, owner+"/"+repo)
 }
 
-func (h *Handler) onPush(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onPush(ctx context.Context, in *intake) (string, error) {
 	push := in.p.Push
 	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
 	if _, bad := asRepoConfigError(err); bad {
@@ -658,7 +658,7 @@ func (h *Handler) onPush(ctx context.Context, in *intake) (string, error) {
 	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) onPullRequest(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) {
 	pr := in.p.PullRequest
 	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
 	if ce, bad := asRepoConfigError(err); bad {
@@ -704,7 +704,7 @@ func (h *Handler) onPullRequest(ctx context.Context, in *intake) (string, error)
 	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onCheckRun(ctx context.Context, in *intake) (string, error) {
 	cr := in.p.CheckRun
 	acc, err := h.authorize(ctx, in, in.p.Sender)
 	if err != nil {
@@ -746,7 +746,7 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 // onReview starts a follow-up task for a review: only from someone who may command Akira, and only on a
 // pull request Akira opened or runs on. Anything else is left alone without a word: reviews are
 // everyday traffic, not commands.
-func (h *Handler) onReview(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onReview(ctx context.Context, in *intake) (string, error) {
 	rv := in.p.Review
 	acc, err := h.authorize(ctx, in, rv.Author)
 	if err != nil {
@@ -808,7 +808,7 @@ func inlinePlanProblem(err error, offset int) string {
 // onIssueTrigger starts a run when a writer assigns the issue to Akira's bot or adds the repository's
 // trigger label, exactly as `/akira run` on the issue would (the delivery makes it once); taking the
 // assignment or the label back stops nothing, and the reply says how to.
-func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error) {
 	tr := in.p.Trigger
 	acc, err := h.authorize(ctx, in, tr.Actor)
 	if err != nil {

@@ -185,8 +185,8 @@ func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, r
 // TypeAuditLine posts the line on a pull request that mirrors an operator's control action.
 const TypeAuditLine = "akira:audit-line"
 
-// auditLineTaskType is served by Handler.HandleAuditLine (see taskTypes).
-var auditLineTaskType = taskType{Name: TypeAuditLine, Handle: (*Handler).HandleAuditLine}
+// auditLineTaskType is served by API.HandleAuditLine (see taskTypes).
+var auditLineTaskType = taskType{Name: TypeAuditLine, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleAuditLine }}
 
 // AuditLinePayload is the payload of TypeAuditLine: the comment, already rendered.
 type AuditLinePayload struct {
@@ -228,7 +228,7 @@ func (e *Enqueuer) EnqueueAuditLine(ctx context.Context, p AuditLinePayload) err
 }
 
 // HandleAuditLine posts the line.
-func (h *Handler) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
+func (h *API) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
 	var p AuditLinePayload
 	if err := decode(t, TypeAuditLine, &p); err != nil {
 		h.d.Metrics.Job(TypeAuditLine, metrics.ResultInvalid)

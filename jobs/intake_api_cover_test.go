@@ -270,10 +270,10 @@ func TestHandleAuditLinePostsAndRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	jh.gh.failOnce("CreateComment", errors.New("502 bad gateway"))
-	if err := jh.h.HandleAuditLine(ctx, task); err == nil || !strings.Contains(err.Error(), "o/r#9") {
+	if err := jh.h.api.HandleAuditLine(ctx, task); err == nil || !strings.Contains(err.Error(), "o/r#9") {
 		t.Fatalf("HandleAuditLine with GitHub down = %v, want an error naming o/r#9", err)
 	}
-	if err := jh.h.HandleAuditLine(ctx, task); err != nil {
+	if err := jh.h.api.HandleAuditLine(ctx, task); err != nil {
 		t.Fatal(err)
 	}
 	if got := jh.gh.commentsOn(9); len(got) != 1 || got[0] != p.Body {

@@ -34,8 +34,8 @@ const TriggerAPI = lifecycle.TriggerAPI
 // TypeHandoff is a run handed off through the REST API, on its way to a run job.
 const TypeHandoff = "akira:handoff"
 
-// handoffTaskType is served by Handler.HandleHandoff (see taskTypes).
-var handoffTaskType = taskType{Name: TypeHandoff, Handle: (*Handler).HandleHandoff}
+// handoffTaskType is served by API.HandleHandoff (see taskTypes).
+var handoffTaskType = taskType{Name: TypeHandoff, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleHandoff }}
 
 // HandoffRequest is a run to start from outside GitHub, as the API received it.
 type HandoffRequest struct {
@@ -172,7 +172,7 @@ type RepoInstallations interface {
 }
 
 // HandleHandoff turns a handoff into a run job.
-func (h *Handler) HandleHandoff(ctx context.Context, t *asynq.Task) error {
+func (h *API) HandleHandoff(ctx context.Context, t *asynq.Task) error {
 	var p HandoffPayload
 	if err := decode(t, TypeHandoff, &p); err != nil {
 		h.d.Metrics.Job(TypeHandoff, metrics.ResultInvalid)
@@ -183,7 +183,7 @@ func (h *Handler) HandleHandoff(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error) {
+func (h *API) handoff(ctx context.Context, p HandoffPayload) (string, error) {
 	id := RunIDFor(p.DeliveryID)
 	log := h.log.With("task", TypeHandoff, "run", id, "repo", p.Owner+"/"+p.Repo, "token", p.TokenName)
 	refuse := func(reason string) (string, error) {
@@ -212,7 +212,7 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 		Base: p.Base, Reference: p.Reference, Agent: p.Agent, Notify: p.Notify}
 	// Plan the run now as the run job will: a configuration or an agent the run job would refuse is
 	// told to the caller, who has no issue to read a reply on.
-	in, err := h.gatherRunInputs(ctx, gh, rp)
+	in, err := h.runs.gatherRunInputs(ctx, gh, rp)
 	if ce, bad := asRepoConfigError(err); bad {
 		return refuse(ce.Error())
 	}

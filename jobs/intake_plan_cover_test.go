@@ -29,7 +29,7 @@ func (jh *jobsHarness) planJob(p PlanPayload) error {
 	if err != nil {
 		jh.t.Fatal(err)
 	}
-	return jh.h.HandlePlan(context.Background(), task)
+	return jh.h.planner.HandlePlan(context.Background(), task)
 }
 
 func planFor(number int, delivery string) PlanPayload {

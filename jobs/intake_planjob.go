@@ -24,8 +24,8 @@ import (
 // TypePlan asks the agent for a plan of an issue written in prose and posts it.
 const TypePlan = "akira:plan"
 
-// planTaskType is served by Handler.HandlePlan (see taskTypes).
-var planTaskType = taskType{Name: TypePlan, Handle: (*Handler).HandlePlan}
+// planTaskType is served by Planner.HandlePlan (see taskTypes).
+var planTaskType = taskType{Name: TypePlan, Handle: func(h *Handler) asynq.HandlerFunc { return h.planner.HandlePlan }}
 
 // Most issues are written in prose. `/akira run` on one (no task checkboxes, no path) first asks the
 // repository's agent for a plan and posts it as a comment; the next `/akira run` runs that plan, read
@@ -86,7 +86,7 @@ const (
 )
 
 // HandlePlan writes and posts a plan for an issue.
-func (h *Handler) HandlePlan(ctx context.Context, t *asynq.Task) error {
+func (h *Planner) HandlePlan(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodePlanPayload(t)
 	if err != nil {
 		h.d.Metrics.Job(TypePlan, metrics.ResultInvalid)
@@ -101,7 +101,7 @@ func (h *Handler) HandlePlan(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
+func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 	log := h.log.With("task", TypePlan, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "issue", p.Number)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
@@ -109,7 +109,7 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 		return metrics.ResultRetry, err
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
-	in, err := h.gatherRunInputs(ctx, gh, RunPayload{Owner: p.Owner, Repo: p.Repo, DefaultBranch: p.DefaultBranch,
+	in, err := h.runs.gatherRunInputs(ctx, gh, RunPayload{Owner: p.Owner, Repo: p.Repo, DefaultBranch: p.DefaultBranch,
 		Trigger: TriggerIssue, Number: p.Number})
 	if ce, bad := asRepoConfigError(err); bad {
 		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
@@ -179,7 +179,7 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 }
 
 // planFailed says why there is no plan, once per job; the job ends (another try would fail alike).
-func (h *Handler) planFailed(ctx context.Context, c ports.Comments, p PlanPayload, reason string, retried bool) error {
+func (h *Planner) planFailed(ctx context.Context, c ports.Comments, p PlanPayload, reason string, retried bool) error {
 	text := render("plan_failed", templates.PlanFailed{Reason: reason}, "Akira could not write a plan for this issue: "+reason+".")
 	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
 		return fmt.Errorf("jobs: reply: %w", err)
@@ -225,7 +225,7 @@ func postedPlan(ctx context.Context, c ports.Comments, owner, repo string, numbe
 // normalize has the planner agent rewrite an issue's checklist that no format reads with
 // confidence, and posts the rewrite beside the lines each task came from. Nothing runs: a person
 // reads it and replies /akira run --confirm (whatever plan: auto says).
-func (h *Handler) normalize(ctx context.Context, gh ports.GitHub, p PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
+func (h *Planner) normalize(ctx context.Context, gh ports.GitHub, p PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
 	retried, _ := asynq.GetRetryCount(ctx)
 	body := in.Issue.Body
 	a := roadmap.Assess("issue.md", []byte(body), "")

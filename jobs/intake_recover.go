@@ -32,8 +32,8 @@ import (
 // TypeRecover is the job that replays the answers Redis may have lost.
 const TypeRecover = "akira:recover"
 
-// recoverTaskType is served by Handler.HandleRecover (see taskTypes).
-var recoverTaskType = taskType{Name: TypeRecover, Handle: (*Handler).HandleRecover}
+// recoverTaskType is served by Recovery.HandleRecover (see taskTypes).
+var recoverTaskType = taskType{Name: TypeRecover, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleRecover }}
 
 const (
 	// RecoverWindow is how far back a recovery looks: as far as the sweep, since an answer may wait
@@ -98,7 +98,7 @@ func DecodeRecoverPayload(t *asynq.Task) (RecoverPayload, error) {
 }
 
 // checkEpoch queues a recovery when Redis has lost the epoch key. It reports whether it queued one.
-func (h *Handler) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
+func (h *Recovery) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
 	epoch := now.UTC().Format(time.RFC3339Nano)
 	fresh, err := h.d.Store.NewEpoch(ctx, epoch)
 	if err != nil || !fresh {
@@ -195,7 +195,7 @@ func Recover(ctx context.Context, deliveries Deliveries, st *store.Store, since 
 }
 
 // HandleRecover runs one recovery.
-func (h *Handler) HandleRecover(ctx context.Context, t *asynq.Task) error {
+func (h *Recovery) HandleRecover(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeRecoverPayload(t)
 	if err != nil {
 		h.d.Metrics.Job(TypeRecover, metrics.ResultInvalid)
@@ -218,7 +218,7 @@ func (h *Handler) HandleRecover(ctx context.Context, t *asynq.Task) error {
 
 // intakeLost returns a check of whether Redis no longer has the intake task of a delivery (the webhook
 // enqueues it, with the delivery's GUID in its id, before it answers GitHub).
-func (h *Handler) intakeLost() func(ctx context.Context, guid string) (bool, error) {
+func (h *Recovery) intakeLost() func(ctx context.Context, guid string) (bool, error) {
 	insp := asynq.NewInspectorFromRedisClient(h.d.Store.Client()) // shares the store's pool; not closed
 	queue := h.d.Enqueuer.opts.withDefaults().Queue
 	return func(ctx context.Context, guid string) (bool, error) {
@@ -241,7 +241,7 @@ func (h *Handler) intakeLost() func(ctx context.Context, guid string) (bool, err
 // when Akira wrote it (a person quoting its marker cannot hide an answer); a reply may be on the pull
 // request or on the issue the run came from. A reply is placed by its comment's time, a button by
 // the time GitHub delivered it (p.AnsweredAt), which the recovery kept.
-func (h *Handler) pendingAnswer(ctx context.Context, gh ports.GitHub, run *Run, p ResumePayload) (bool, string, error) {
+func (h *Recovery) pendingAnswer(ctx context.Context, gh ports.GitHub, run *Run, p ResumePayload) (bool, string, error) {
 	numbers := []int{}
 	if pr := summaryNumber(run); pr != 0 {
 		numbers = append(numbers, pr)

@@ -44,7 +44,7 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 		Comment: &CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Recover(ctx, f, jh.store, since, jh.h.intakeLost())
+	res, err := Recover(ctx, f, jh.store, since, jh.h.recovery.intakeLost())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	for i, want := range []bool{true, false, false} {
-		got, err := jh.h.checkEpoch(ctx, now.Add(time.Duration(i)*time.Millisecond))
+		got, err := jh.h.recovery.checkEpoch(ctx, now.Add(time.Duration(i)*time.Millisecond))
 		if err != nil || got != want {
 			t.Fatalf("check %d = %v, %v; want %v", i, got, err, want)
 		}
@@ -78,7 +78,7 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 	if err := jh.store.Client().Del(ctx, jh.prefix+"epoch", "asynq:queues").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := jh.h.checkEpoch(ctx, now.Add(time.Second)); err != nil || !got {
+	if got, err := jh.h.recovery.checkEpoch(ctx, now.Add(time.Second)); err != nil || !got {
 		t.Fatalf("check after the loss = %v, %v; want a recovery", got, err)
 	}
 	if got := queued[RecoverPayload](jh, TypeRecover); len(got) != 2 || got[0].Epoch == got[1].Epoch {
@@ -226,7 +226,7 @@ func TestPendingAnswer(t *testing.T) {
 			if !pressed.IsZero() {
 				p.ByButton, p.AnsweredAt, p.RunID, p.TaskID = true, pressed, "r1", "1.2"
 			}
-			got, why, err := h.pendingAnswer(ctx, f, run, p)
+			got, why, err := h.recovery.pendingAnswer(ctx, f, run, p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -28,7 +28,7 @@ func DefaultBranchFiles(repos ports.Repos, owner, repo, defaultBranch string) co
 // branch a run works on, with the one loader akira run and the engine use too. A file that cannot be
 // used is a *config.RepoError (see asRepoConfigError): the repository's mistake, answered where its
 // people see it; other errors are failures to ask GitHub.
-func (h *Handler) repoConfig(ctx context.Context, repos ports.Repos, owner, repo, defaultBranch string) (config.Repo, error) {
+func (h *Intake) repoConfig(ctx context.Context, repos ports.Repos, owner, repo, defaultBranch string) (config.Repo, error) {
 	rc, _, err := config.LoadRepo(ctx, DefaultBranchFiles(repos, owner, repo, defaultBranch), h.d.Operator.ValidateRepo)
 	if _, bad := asRepoConfigError(err); bad {
 		return config.Repo{}, err

@@ -15,8 +15,8 @@ import (
 // TypeSweep is the periodic job that asks GitHub to redeliver the webhook deliveries Akira missed.
 const TypeSweep = "akira:sweep"
 
-// sweepTaskType is served by Handler.HandleSweep (see taskTypes).
-var sweepTaskType = taskType{Name: TypeSweep, Handle: (*Handler).HandleSweep}
+// sweepTaskType is served by Recovery.HandleSweep (see taskTypes).
+var sweepTaskType = taskType{Name: TypeSweep, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleSweep }}
 
 // Sweeper defaults.
 const (
@@ -145,7 +145,7 @@ func deliveriesSince(ctx context.Context, deliveries Deliveries, cutoff time.Tim
 }
 
 // HandleSweep runs one sweep.
-func (h *Handler) HandleSweep(ctx context.Context, _ *asynq.Task) error {
+func (h *Recovery) HandleSweep(ctx context.Context, _ *asynq.Task) error {
 	if h.d.Deliveries == nil {
 		return nil
 	}

@@ -317,7 +317,7 @@ func annotations(rs []verify.Result) []ports.Annotation {
 // between performing one and removing it only makes the next one repeat it. An effect whose target
 // is gone (a deleted pull request, a check run GitHub no longer has) is dropped with a log line. It
 // stops at the first effect that fails and returns the error: the rest wait for the next try.
-func (h *Handler) publish(ctx context.Context, gh ReporterGitHub, run *Run, log *slog.Logger) (*Run, error) {
+func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *Run, log *slog.Logger) (*Run, error) {
 	for _, e := range slices.Clone(run.Outbox) {
 		if !slices.ContainsFunc(run.Outbox, func(o lifecycle.Effect) bool { return o.ID == e.ID }) {
 			continue // another worker performed it meanwhile
@@ -341,7 +341,7 @@ func (h *Handler) publish(ctx context.Context, gh ReporterGitHub, run *Run, log 
 }
 
 // perform carries out one effect of a durable transition.
-func (h *Handler) perform(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
+func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
 	switch e.Kind {
 	case lifecycle.EffectSummary:
 		p := publisher{gh: gh, store: h.d.Store, log: h.log}
@@ -377,13 +377,13 @@ func (h *Handler) perform(ctx context.Context, gh ReporterGitHub, run *Run, e li
 		// Always look for the reply first: the effect may be replayed after a worker died mid-post.
 		return replyOnce(ctx, h.d.Store, gh, run.Owner, run.Repo, run.Issue, e.Key, note, true)
 	case lifecycle.EffectClosePullRequest:
-		h.closeEmptyPullRequest(ctx, gh, run, h.log)
+		h.runs.closeEmptyPullRequest(ctx, gh, run, h.log)
 		return nil
 	case lifecycle.EffectReady:
 		// No node id: gh reads the pull request afresh, so a replay finds it ready.
 		return gh.MarkReady(ctx, run.Owner, run.Repo, &ports.PullRequest{Number: run.PR, Draft: true})
 	case lifecycle.EffectEscalation:
-		return h.escalate(ctx, gh, run, e)
+		return h.ci.escalate(ctx, gh, run, e)
 	}
 	return fmt.Errorf("publish: unknown effect %q", e.Kind)
 }

@@ -19,8 +19,8 @@ import (
 // delays nor repeats the others.
 const TypeNotify = "akira:notify"
 
-// notifyTaskType is served by Handler.HandleNotify (see taskTypes).
-var notifyTaskType = taskType{Name: TypeNotify, Handle: (*Handler).HandleNotify}
+// notifyTaskType is served by Publish.HandleNotify (see taskTypes).
+var notifyTaskType = taskType{Name: TypeNotify, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandleNotify }}
 
 // notifyTimeout bounds one notify job; notifyMaxRetry with RetryDelay's backoff spans about an hour.
 const (
@@ -84,7 +84,7 @@ const (
 
 // HandleNotify sends a notification, within the sink's rate: over it, the job is put back for the
 // next minute. A sink that answers 5xx or 429 is retried by asynq; one that refuses (4xx) is not.
-func (h *Handler) HandleNotify(ctx context.Context, t *asynq.Task) error {
+func (h *Publish) HandleNotify(ctx context.Context, t *asynq.Task) error {
 	var p NotifyPayload
 	if err := decode(t, TypeNotify, &p); err != nil {
 		h.d.Metrics.Job(TypeNotify, metrics.ResultInvalid)
@@ -95,7 +95,7 @@ func (h *Handler) HandleNotify(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-func (h *Handler) sendNotification(ctx context.Context, p NotifyPayload) (string, error) {
+func (h *Publish) sendNotification(ctx context.Context, p NotifyPayload) (string, error) {
 	log := h.log.With("task", TypeNotify, "sink", p.Sink, "event", p.Message.Event, "run", p.Message.RunID, "repo", p.Message.Repo)
 	sink, ok := h.d.Sinks[p.Sink]
 	if !ok {
@@ -133,7 +133,7 @@ func (h *Handler) sendNotification(ctx context.Context, p NotifyPayload) (string
 
 // notifyRun enqueues a notification of a run's event to every sink the event goes to. A notification
 // is a courtesy: failing to enqueue one is logged, never a reason to fail the run's work.
-func (h *Handler) notifyRun(ctx context.Context, run *Run, event, occasion string, data templates.Notification) {
+func (h *Publish) notifyRun(ctx context.Context, run *Run, event, occasion string, data templates.Notification) {
 	sinks := h.d.Operator.NotifyRoute(run.Notify, event)
 	if len(sinks) == 0 {
 		return

@@ -48,7 +48,7 @@ func TestNotifyRateAndRetries(t *testing.T) {
 
 	msg := notify.Message{Event: notify.EventEscalation, Title: "Akira needs a decision", Text: "x", Time: time.Now()}
 	for i, id := range []string{"a", "b", "c"} {
-		if err := jh.h.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: id, Sink: "team", Message: msg})); err != nil {
+		if err := jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: id, Sink: "team", Message: msg})); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
@@ -65,16 +65,16 @@ func TestNotifyRateAndRetries(t *testing.T) {
 
 	jh.store.Now = nil
 	status.Store(http.StatusServiceUnavailable)
-	err = jh.h.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "d", Sink: "team", Message: msg}))
+	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "d", Sink: "team", Message: msg}))
 	if err == nil || errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("a 503 must be retried: %v", err)
 	}
 	status.Store(http.StatusNotFound)
-	err = jh.h.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "e", Sink: "team", Message: msg}))
+	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "e", Sink: "team", Message: msg}))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("a 404 (a deleted webhook) must not be retried: %v", err)
 	}
-	err = jh.h.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "f", Sink: "gone", Message: msg}))
+	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "f", Sink: "gone", Message: msg}))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("an unknown sink: %v", err)
 	}
@@ -120,10 +120,10 @@ func TestAuditLineRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	jh.gh.failOnce("CreateComment", errors.New("github: 502 Bad Gateway"))
-	if err := jh.h.HandleAuditLine(context.Background(), task); err == nil || errors.Is(err, asynq.SkipRetry) {
+	if err := jh.h.api.HandleAuditLine(context.Background(), task); err == nil || errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("a GitHub failure must be retried: %v", err)
 	}
-	if err := jh.h.HandleAuditLine(context.Background(), task); err != nil {
+	if err := jh.h.api.HandleAuditLine(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
 	if got := jh.gh.commentsOn(7); len(got) != 1 || !strings.Contains(got[0], "stopped through the API") {

@@ -66,14 +66,14 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 				}
 				if performedFirst {
 					gh, _ := jh.gh.installations().Installation(ctx, 7)
-					if err := jh.h.perform(ctx, gh, run, run.Outbox[0]); err != nil {
+					if err := jh.h.pub.perform(ctx, gh, run, run.Outbox[0]); err != nil {
 						t.Fatal(err)
 					}
 				}
 
 				// Recovery: every worker's relay finds the outbox; two of them publish it.
 				for range 2 {
-					if _, err := jh.h.Relay(ctx, 0); err != nil {
+					if _, err := jh.h.pub.Relay(ctx, 0); err != nil {
 						t.Fatal(err)
 					}
 					for _, p := range queued[PublishPayload](jh, TypePublish) {
@@ -81,7 +81,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if err := jh.h.HandlePublish(ctx, asynq.NewTask(TypePublish, task.Payload())); err != nil {
+						if err := jh.h.pub.HandlePublish(ctx, asynq.NewTask(TypePublish, task.Payload())); err != nil {
 							t.Fatal(err)
 						}
 					}

@@ -22,8 +22,8 @@ import (
 // TypePublish performs the effects a run's transitions left in its outbox.
 const TypePublish = "akira:publish"
 
-// publishTaskType is served by Handler.HandlePublish (see taskTypes).
-var publishTaskType = taskType{Name: TypePublish, Handle: (*Handler).HandlePublish}
+// publishTaskType is served by Publish.HandlePublish (see taskTypes).
+var publishTaskType = taskType{Name: TypePublish, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandlePublish }}
 
 // RelayAge is how long effects may wait in an outbox before the relay takes them for left behind:
 // longer than the job that wrote them needs to perform them.
@@ -68,7 +68,7 @@ func (e *Enqueuer) EnqueuePublish(ctx context.Context, p PublishPayload) error {
 }
 
 // HandlePublish performs what the run's outbox holds.
-func (h *Handler) HandlePublish(ctx context.Context, t *asynq.Task) error {
+func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
 	var p PublishPayload
 	if err := decode(t, TypePublish, &p); err != nil {
 		h.d.Metrics.Job(TypePublish, metrics.ResultInvalid)
@@ -103,7 +103,7 @@ func (h *Handler) HandlePublish(ctx context.Context, t *asynq.Task) error {
 
 // Relay queues a publish job for each run whose effects waited longer than age, and returns how many
 // it queued.
-func (h *Handler) Relay(ctx context.Context, age time.Duration) (int, error) {
+func (h *Publish) Relay(ctx context.Context, age time.Duration) (int, error) {
 	ids, err := h.d.Store.LeftEffects(ctx, age)
 	if err != nil {
 		return 0, err

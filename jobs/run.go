@@ -27,8 +27,8 @@ import (
 // TypeRun starts a run or continues one (after a resume decision, or after a crash).
 const TypeRun = "akira:run"
 
-// runTaskType is served by Handler.HandleRun (see taskTypes).
-var runTaskType = taskType{Name: TypeRun, Handle: (*Handler).HandleRun}
+// runTaskType is served by Runs.HandleRun (see taskTypes).
+var runTaskType = taskType{Name: TypeRun, Handle: func(h *Handler) asynq.HandlerFunc { return h.runs.HandleRun }}
 
 // RunPayload is the payload of TypeRun.
 type RunPayload struct {
@@ -127,7 +127,7 @@ func (p RunPayload) Validate() error {
 // HandleRun starts or continues a run: branch lock, fresh installation token for git, the engine with
 // the GitHub reporter, and the run state at the end. A parked run ends the job (successfully): it
 // holds no worker while people decide.
-func (h *Handler) HandleRun(ctx context.Context, t *asynq.Task) error {
+func (h *Runs) HandleRun(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeRunPayload(t)
 	if err != nil {
 		h.d.Metrics.Job(TypeRun, metrics.ResultInvalid)
@@ -151,7 +151,7 @@ func (h *Handler) HandleRun(ctx context.Context, t *asynq.Task) error {
 // workFair is h.work behind the fair gate (fair.go): the run's turn and a slot of its installation
 // first, so that resolving it (cheap on a retry: the run is found by its id) is all a waiting run
 // costs, and an answer that needs no worker (a run already active on the branch) is not held back.
-func (h *Handler) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run *Run, log *slog.Logger) (string, error) {
+func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run *Run, log *slog.Logger) (string, error) {
 	if err := h.d.Fair.Acquire(ctx, p); err != nil {
 		if w, ok := errors.AsType[*SlotWaitError](err); ok {
 			log.Debug("run job: waits for a slot", "reason", w.Reason, "retry_in", w.Delay)
@@ -164,7 +164,7 @@ func (h *Handler) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, r
 	return h.work(ctx, gh, run, log)
 }
 
-func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
+func (h *Runs) runJob(ctx context.Context, p RunPayload) (string, error) {
 	log := h.log.With("task", TypeRun, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "trigger", p.Trigger)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
@@ -222,7 +222,7 @@ func isRepoConfigError(err error) bool {
 
 // resolveRun loads the run a payload continues, or creates the run a trigger starts. A run created
 // by an earlier try of the same job is found again by its id, derived from the delivery.
-func (h *Handler) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*Run, error) {
+func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*Run, error) {
 	if p.Trigger == TriggerContinue {
 		run, err := h.d.Store.Get(ctx, p.RunID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -387,7 +387,7 @@ func checkPlanTrust(ctx context.Context, perms ports.Permissions, p RunPayload, 
 }
 
 // refuseUntrustedPlan shows the commands Akira will not run and how a writer confirms them.
-func (h *Handler) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p RunPayload, up *UntrustedPlanError) error {
+func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
 	text := untrustedPlanText(up)
 	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
@@ -420,7 +420,7 @@ func clipAll(cmds []string) []string {
 
 // refuseConfig answers a configuration problem where the people who can fix it will see it, and
 // makes the job end without a retry. Other errors are returned as they are.
-func (h *Handler) refuseConfig(ctx context.Context, c ports.Comments, p RunPayload, err error) error {
+func (h *Runs) refuseConfig(ctx context.Context, c ports.Comments, p RunPayload, err error) error {
 	ce, ok := asRepoConfigError(err)
 	if !ok {
 		return err
@@ -439,7 +439,7 @@ func (h *Handler) refuseConfig(ctx context.Context, c ports.Comments, p RunPaylo
 // last wrote it, queued, and queues the job that continues it (the queue went with the record): the
 // run goes on from its branch with its decisions, attempts and check runs, and no person has to
 // notice. A record someone rebuilt meanwhile (a `/akira run` that found the branch) is left alone.
-func (h *Handler) restoreLostRun(ctx context.Context, run *Run, worked time.Duration, log *slog.Logger) {
+func (h *Runs) restoreLostRun(ctx context.Context, run *Run, worked time.Duration, log *slog.Logger) {
 	r := *run
 	r.WorkTime += worked
 	if lifecycle.Allowed(r.Status, lifecycle.EventJobRequeued) {
@@ -469,7 +469,7 @@ func (h *Handler) restoreLostRun(ctx context.Context, run *Run, worked time.Dura
 // branchBusy answers a trigger for a branch another run owns. People get a reply at once; a push or
 // a pull request update waits behind a working run (and is dropped, with a note, behind a parked one,
 // because a parked run may wait for days).
-func (h *Handler) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
+func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
 	active := busy.Active
 	if p.Trigger != TriggerIssue && active.Status != StatusParked {
 		log.Info("run job: branch busy, waiting", "active_run", active.ID)
@@ -496,7 +496,7 @@ func (h *Handler) branchBusy(ctx context.Context, c ports.Comments, p RunPayload
 }
 
 // work is the part of the run job under the branch lock.
-func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (result string, err error) {
+func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (result string, err error) {
 	lk, err := h.d.Locker.Acquire(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
 	if errors.Is(err, store.ErrLocked) {
 		if run.Status == StatusRunning {
@@ -558,7 +558,7 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 	}
 	if len(run.Outbox) > 0 {
 		// A job that died after a transition left its effects; they come before anything new.
-		if run, err = h.publish(lctx, gh, run, log); err != nil {
+		if run, err = h.pub.publish(lctx, gh, run, log); err != nil {
 			return metrics.ResultRetry, err
 		}
 	}
@@ -575,7 +575,7 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 		if run, _, err = h.d.Store.Apply(lctx, run.ID, lifecycle.CIDecided{Decision: d.Decision}); err != nil {
 			return metrics.ResultRetry, err
 		}
-		if run, err = h.publish(ctx, gh, run, log); err != nil {
+		if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
 			return metrics.ResultRetry, err
 		}
 		if run.Status == StatusSucceeded {
@@ -602,7 +602,7 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 	rep.judging = h.d.Judge != nil
 	rep.masker, rep.logRetention, rep.publicURL = h.d.Masker, h.d.LogRetention, h.d.PublicURL
 	rep.notify = func(ctx context.Context, event, occasion string, data templates.Notification) {
-		h.notifyRun(ctx, rep.Run(), event, occasion, data)
+		h.pub.notifyRun(ctx, rep.Run(), event, occasion, data)
 	}
 	opts := runner.Options{
 		Repo: run.CloneURL, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base, RunID: run.ID,
@@ -691,7 +691,7 @@ func (h *Handler) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 
 // goneByPeople says why the run cannot go on when a person closed its pull request or deleted its
 // branch since the last job; "" when both are still there.
-func (h *Handler) goneByPeople(ctx context.Context, gh ports.GitHub, run *Run) (string, error) {
+func (h *Runs) goneByPeople(ctx context.Context, gh ports.GitHub, run *Run) (string, error) {
 	if run.PR != 0 {
 		pr, err := gh.GetPullRequest(ctx, run.Owner, run.Repo, run.PR)
 		if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
@@ -723,13 +723,13 @@ func (h *Handler) goneByPeople(ctx context.Context, gh ports.GitHub, run *Run) (
 // stopForPeople ends a run whose pull request or branch a person took away: the run is stopped (not
 // failed: nothing went wrong), its open check runs are cancelled, the summary says why, and the issue
 // it came from gets a note, since the pull request's comments may no longer be read.
-func (h *Handler) stopForPeople(ctx context.Context, gh ports.GitHub, run *Run, why string, log *slog.Logger) (string, error) {
+func (h *Runs) stopForPeople(ctx context.Context, gh ports.GitHub, run *Run, why string, log *slog.Logger) (string, error) {
 	log.Info("run job: stopped by what people did", "why", why)
 	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.TakenAway{Why: why})
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	if _, err := h.publish(ctx, gh, run, log); err != nil {
+	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	return metrics.ResultAborted, nil
@@ -760,7 +760,7 @@ func lastTry(ctx context.Context) bool {
 // retryOrFail handles an error of the engine or of the preparation. A lost lock or a job cancelled
 // (timeout, shutdown) leaves the state alone: another job carries on from the branch. A broken plan or
 // configuration, or the last retry, fails the run for good.
-func (h *Handler) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *Run, err error, log *slog.Logger) (string, error) {
+func (h *Runs) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *Run, err error, log *slog.Logger) (string, error) {
 	if cause := context.Cause(lctx); errors.Is(cause, store.ErrLockLost) {
 		log.Warn("run job: branch lock lost; another try continues", "err", err)
 		return metrics.ResultRetry, fmt.Errorf("jobs: %w: %w", store.ErrLockLost, err)
@@ -783,7 +783,7 @@ func (h *Handler) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *R
 }
 
 // fail marks the run failed and says why in the summary.
-func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err error, log *slog.Logger) (string, error) {
+func (h *Runs) fail(ctx context.Context, gh ReporterGitHub, run *Run, err error, log *slog.Logger) (string, error) {
 	log.Error("run job: run failed", "err", err)
 	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "jobs: "), ": "+asynq.SkipRetry.Error())
 	run, _, uerr := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
@@ -795,7 +795,7 @@ func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err err
 	if uerr != nil {
 		return metrics.ResultRetry, errors.Join(err, uerr)
 	}
-	if _, perr := h.publish(ctx, gh, run, log); perr != nil {
+	if _, perr := h.pub.publish(ctx, gh, run, log); perr != nil {
 		// The job ends here all the same: the relay performs what is left.
 		log.Warn("run job: the failed run's effects are not all performed yet", "err", perr)
 	}
@@ -804,7 +804,7 @@ func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err err
 
 // closeEmptyPullRequest closes the draft pull request of a run that failed before any task was done:
 // it holds nothing to review. The summary on it says why; a later /akira run opens a new one.
-func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls ports.Pulls, run *Run, log *slog.Logger) *Run {
+func (h *Runs) closeEmptyPullRequest(ctx context.Context, pulls ports.Pulls, run *Run, log *slog.Logger) *Run {
 	if err := pulls.ClosePullRequest(ctx, run.Owner, run.Repo, run.PR); err != nil {
 		log.Warn("run job: empty draft pull request not closed", "pr", run.PR, "err", err)
 		return run
@@ -820,7 +820,7 @@ func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls ports.Pulls, 
 
 // finish records how the engine's run ended, readies the pull request of a finished run and
 // publishes the final summary.
-func (h *Handler) finish(ctx context.Context, gh ports.GitHub, run *Run, out runner.Outcome, handed map[string]Decision, log *slog.Logger) (string, error) {
+func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *Run, out runner.Outcome, handed map[string]Decision, log *slog.Logger) (string, error) {
 	status := lifecycle.EngineStatus(out.Status)
 	yielded := out.Status == runner.StatusYielded
 	// Only Akira's own draft is marked ready: a person's pull request (a spec pull request) is theirs.
@@ -849,7 +849,7 @@ func (h *Handler) finish(ctx context.Context, gh ports.GitHub, run *Run, out run
 		status = run.Status
 	}
 	result := status.Result()
-	if _, err := h.publish(ctx, gh, run, log); err != nil {
+	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))

@@ -36,7 +36,7 @@ func parkedForBudget(run *Run) bool {
 // raiseBudget raises the cost limit of the issue's or pull request's run to what `/akira run --budget`
 // asks (cut at the operator's ceiling) and, when the run waits because its budget is spent, continues
 // it. nil when there is no such run: the command then starts a run with that budget.
-func (h *Handler) raiseBudget(ctx context.Context, p RunPayload) (*Run, error) {
+func (h *Runs) raiseBudget(ctx context.Context, p RunPayload) (*Run, error) {
 	if p.Number <= 0 {
 		return nil, nil
 	}

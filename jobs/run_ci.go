@@ -33,8 +33,8 @@ import (
 // TypeCI reads a waiting run's CI and moves the run on.
 const TypeCI = "akira:ci"
 
-// ciTaskType is served by Handler.HandleCI (see taskTypes).
-var ciTaskType = taskType{Name: TypeCI, Handle: (*Handler).HandleCI}
+// ciTaskType is served by CIWatch.HandleCI (see taskTypes).
+var ciTaskType = taskType{Name: TypeCI, Handle: func(h *Handler) asynq.HandlerFunc { return h.ci.HandleCI }}
 
 // CIPollInterval is how often a waiting run's CI is read without a webhook.
 const CIPollInterval = 30 * time.Second
@@ -81,7 +81,7 @@ func (e *Enqueuer) EnqueueCI(ctx context.Context, p CIPayload) error {
 }
 
 // HandleCI reads a waiting run's CI.
-func (h *Handler) HandleCI(ctx context.Context, t *asynq.Task) error {
+func (h *CIWatch) HandleCI(ctx context.Context, t *asynq.Task) error {
 	var p CIPayload
 	if err := decode(t, TypeCI, &p); err != nil {
 		h.d.Metrics.Job(TypeCI, metrics.ResultInvalid)
@@ -99,7 +99,7 @@ type ciVerdict struct {
 	changed bool            // the reading differs from the run's last
 }
 
-func (h *Handler) readCI(ctx context.Context, p CIPayload) (string, error) {
+func (h *CIWatch) readCI(ctx context.Context, p CIPayload) (string, error) {
 	log := h.log.With("task", TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
 	run, err := h.d.Store.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -154,14 +154,14 @@ func (h *Handler) readCI(ctx context.Context, p CIPayload) (string, error) {
 		return metrics.ResultRetry, err
 	}
 	log.Info("ci job: moved on", "event", v.event.Kind(), "status", run.Status)
-	if _, err := h.publish(ctx, gh, run, log); err != nil {
+	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	return metrics.ResultDecided, nil
 }
 
 // judgeCI decides what a reading of the head's checks means for the run; a nil event waits.
-func (h *Handler) judgeCI(ctx context.Context, gh ports.CI, run *Run, checks []ports.CICheck, required []string, now time.Time) (ciVerdict, error) {
+func (h *CIWatch) judgeCI(ctx context.Context, gh ports.CI, run *Run, checks []ports.CICheck, required []string, now time.Time) (ciVerdict, error) {
 	w := run.CI
 	results, pending := ciResults(checks, required)
 	elapsed := now.Sub(w.Since)
@@ -266,7 +266,7 @@ const (
 
 // ciEvidence is what explains the failed checks, each cut to the lines that matter, with secrets
 // masked: those Akira knows, GitHub's own *** and anything shaped like a token.
-func (h *Handler) ciEvidence(ctx context.Context, gh ports.CI, run *Run, failed []ports.CICheck) (string, error) {
+func (h *CIWatch) ciEvidence(ctx context.Context, gh ports.CI, run *Run, failed []ports.CICheck) (string, error) {
 	var b strings.Builder
 	for _, c := range failed {
 		text, err := gh.CIEvidence(ctx, run.Owner, run.Repo, c)
@@ -409,7 +409,7 @@ func ciPollKey(now time.Time) string {
 
 // PollCI queues a reading of the CI of every run waiting for it, once per poll slot whichever
 // workers poll: webhooks may be lost, and only a reading ends a wait that timed out.
-func (h *Handler) PollCI(ctx context.Context, now time.Time) error {
+func (h *CIWatch) PollCI(ctx context.Context, now time.Time) error {
 	ids, err := h.d.Store.WaitingForCI(ctx)
 	if err != nil {
 		return err
@@ -433,7 +433,7 @@ func (h *Handler) PollCI(ctx context.Context, now time.Time) error {
 
 // escalate posts the escalation comment of a task parked by a transition of the run itself (its CI),
 // once per round: a comment a crashed job posted is found by its round marker.
-func (h *Handler) escalate(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
+func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
 	if len(e.TaskIDs) == 0 {
 		return errors.New("an escalation names no task")
 	}
@@ -463,7 +463,7 @@ func (h *Handler) escalate(ctx context.Context, gh ReporterGitHub, run *Run, e l
 
 // onCI routes a CI report to the run waiting for that commit's CI on one of its branches, as a
 // reading keyed by the delivery; any other commit or branch is not Akira's business.
-func (h *Handler) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
+func (h *CIWatch) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
 	for _, branch := range p.CI.Branches {
 		run, err := h.d.Store.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)
 		if errors.Is(err, store.ErrNotFound) {

@@ -33,7 +33,7 @@ func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch)
 
 func (jh *jobsHarness) readCI(t *testing.T, run *Run, key string) *Run {
 	t.Helper()
-	if _, err := jh.h.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Key: key}); err != nil {
+	if _, err := jh.h.ci.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Key: key}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := jh.store.Get(context.Background(), run.ID)
@@ -102,7 +102,7 @@ func TestCIReadings(t *testing.T) {
 	}
 	jh.gh.ci.checks["h2"] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, Status: "completed", Conclusion: "success"},
 		{Name: "ci/jenkins", Source: ports.CISourceStatus, Status: "completed", Conclusion: "success"}}
-	if _, err := jh.h.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
+	if _, err := jh.h.ci.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := jh.store.Get(context.Background(), run.ID); r.Status != lifecycle.StatusWaitingCI {
@@ -229,7 +229,7 @@ func TestAbortWhileWaitingForCI(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})
 	jh.gh.refs["heads/akira/issue-5"] = "h1"
-	if _, err := jh.h.resume(context.Background(), ResumePayload{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r",
+	if _, err := jh.h.resumer.resume(context.Background(), ResumePayload{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r",
 		Number: 7, CommentID: 99, Decision: "abort", Sender: "alice"}); err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func (jh *jobsHarness) rollbackJob(p RollbackPayload) error {
 	if err != nil {
 		jh.t.Fatal(err)
 	}
-	return jh.h.HandleRollback(context.Background(), task)
+	return jh.h.rollbacks.HandleRollback(context.Background(), task)
 }
 
 func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {

@@ -54,7 +54,7 @@ type inputsGitHub interface {
 }
 
 // gatherRunInputs asks GitHub what planRun needs.
-func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPayload) (runInputs, error) {
+func (h *Runs) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPayload) (runInputs, error) {
 	var in runInputs
 	info, err := gh.Repository(ctx, p.Owner, p.Repo)
 	if err != nil {
@@ -64,7 +64,7 @@ func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPay
 	if p.DefaultBranch != "" {
 		in.Repo.DefaultBranch = p.DefaultBranch
 	}
-	if in.Config, err = h.repoConfig(ctx, gh, p.Owner, p.Repo, in.Repo.DefaultBranch); err != nil {
+	if in.Config, err = h.intake.repoConfig(ctx, gh, p.Owner, p.Repo, in.Repo.DefaultBranch); err != nil {
 		return in, err
 	}
 	switch p.Trigger {

@@ -32,7 +32,7 @@ func TestReaper(t *testing.T) {
 	defer lk.Release(ctx)
 
 	for sweep := range 3 {
-		n, err := jh.h.Reap(ctx)
+		n, err := jh.h.reaper.Reap(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestReaperWakesWhenALeaseLapses(t *testing.T) {
 	}
 	loop, cancel := context.WithCancel(ctx)
 	ended := make(chan struct{})
-	go func() { jh.h.RunReaper(loop, time.Hour); close(ended) }()
+	go func() { jh.h.reaper.RunReaper(loop, time.Hour); close(ended) }()
 	defer func() { cancel(); <-ended }()
 	deadline := time.Now().Add(30 * time.Second)
 	for len(queued[RunPayload](jh, TypeRun)) == 0 {

@@ -21,8 +21,8 @@ import (
 // TypeResume carries a human decision on a parked run: approve, retry, skip or abort.
 const TypeResume = "akira:resume"
 
-// resumeTaskType is served by Handler.HandleResume (see taskTypes).
-var resumeTaskType = taskType{Name: TypeResume, Handle: (*Handler).HandleResume}
+// resumeTaskType is served by Resumer.HandleResume (see taskTypes).
+var resumeTaskType = taskType{Name: TypeResume, Handle: func(h *Handler) asynq.HandlerFunc { return h.resumer.HandleResume }}
 
 // ResumePayload is the payload of TypeResume: a person's decision on a parked run.
 type ResumePayload struct {
@@ -91,7 +91,7 @@ func (p ResumePayload) Validate() error {
 // HandleResume applies a human decision to a parked run: it acts only while the run is parked on that
 // task and its branch is where the run left it; otherwise it replies why nothing happened. Approve,
 // retry and skip enqueue a job that continues the run; abort ends it.
-func (h *Handler) HandleResume(ctx context.Context, t *asynq.Task) error {
+func (h *Resumer) HandleResume(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeResumePayload(t)
 	if err != nil {
 		h.d.Metrics.Job(TypeResume, metrics.ResultInvalid)
@@ -102,7 +102,7 @@ func (h *Handler) HandleResume(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
+func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	log := h.log.With("task", TypeResume, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "decision", p.Decision, "by", p.Sender)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
@@ -117,7 +117,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the record of a parked run: its branch still knows it.
-		run, err = h.rebuildParkedRun(ctx, gh, p)
+		run, err = h.runs.rebuildParkedRun(ctx, gh, p)
 		// Nothing to rebuild: no branch with a lost run, nothing parked on it, or nothing GitHub knows
 		// or Akira can read to rebuild it from.
 		if errors.Is(err, errNoLostRun) || errors.Is(err, ports.ErrGitHubNotFound) || isRepoConfigError(err) {
@@ -133,7 +133,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 	}
 	log = log.With("run", run.ID)
 	if p.Recovered {
-		pending, why, err := h.pendingAnswer(ctx, gh, run, p)
+		pending, why, err := h.recovery.pendingAnswer(ctx, gh, run, p)
 		if err != nil {
 			return metrics.ResultRetry, err
 		}
@@ -155,7 +155,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 			return metrics.ResultRetry, err
 		}
 		if paused.Status == StatusAborted {
-			if _, err := h.publish(ctx, gh, paused, log); err != nil {
+			if _, err := h.pub.publish(ctx, gh, paused, log); err != nil {
 				return metrics.ResultRetry, err
 			}
 			return metrics.ResultAborted, nil
@@ -190,7 +190,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 			return metrics.ResultRetry, werr
 		}
 		if waiting.Status == StatusAborted {
-			if _, err := h.publish(ctx, gh, waiting, log); err != nil {
+			if _, err := h.pub.publish(ctx, gh, waiting, log); err != nil {
 				return metrics.ResultRetry, err
 			}
 			return metrics.ResultAborted, nil
@@ -211,7 +211,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 	}
 	log.Info("resume job: decision taken", "already", already)
 	// A retried job whose decision was taken finds what its first try left in the outbox.
-	if _, err := h.publish(ctx, gh, run, log); err != nil {
+	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	if p.Decision == runner.DecisionAbort {
@@ -221,7 +221,7 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 }
 
 // decisionIgnored answers a decision that did nothing, on the issue or pull request it came from.
-func (h *Handler) decisionIgnored(ctx context.Context, c ports.Comments, p ResumePayload, run *Run, why string, log *slog.Logger) (string, error) {
+func (h *Resumer) decisionIgnored(ctx context.Context, c ports.Comments, p ResumePayload, run *Run, why string, log *slog.Logger) (string, error) {
 	log.Info("resume job: nothing happened", "why", why)
 	if p.Recovered {
 		return metrics.ResultNoop, nil // said when it first came, or never needed saying

@@ -150,7 +150,7 @@ func quoteBlock(s string) string {
 
 // answerReview replies in each thread of the review with the commit that addresses it, once, and asks
 // the reviewer to review again.
-func (h *Handler) answerReview(ctx context.Context, gh ports.GitHub, run *Run) error {
+func (h *Runs) answerReview(ctx context.Context, gh ports.GitHub, run *Run) error {
 	rv := run.Review
 	t := run.Task(reviewTaskID)
 	if rv == nil || t == nil || t.Checkpoint == "" {

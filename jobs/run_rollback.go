@@ -20,8 +20,8 @@ import (
 // TypeRollback undoes a task's checkpoint (and its dependents') on a run's branch: /akira rollback.
 const TypeRollback = "akira:rollback"
 
-// rollbackTaskType is served by Handler.HandleRollback (see taskTypes).
-var rollbackTaskType = taskType{Name: TypeRollback, Handle: (*Handler).HandleRollback}
+// rollbackTaskType is served by Rollbacks.HandleRollback (see taskTypes).
+var rollbackTaskType = taskType{Name: TypeRollback, Handle: func(h *Handler) asynq.HandlerFunc { return h.rollbacks.HandleRollback }}
 
 // RollbackPayload is the payload of TypeRollback.
 type RollbackPayload struct {
@@ -104,7 +104,7 @@ const (
 )
 
 // HandleRollback reverts a task's checkpoint on the branch of the run of an issue or pull request.
-func (h *Handler) HandleRollback(ctx context.Context, t *asynq.Task) error {
+func (h *Rollbacks) HandleRollback(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeRollbackPayload(t)
 	if err != nil {
 		h.d.Metrics.Job(TypeRollback, metrics.ResultInvalid)
@@ -115,7 +115,7 @@ func (h *Handler) HandleRollback(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, error) {
+func (h *Rollbacks) rollback(ctx context.Context, p RollbackPayload) (string, error) {
 	log := h.log.With("task", TypeRollback, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "number", p.Number, "rollback", p.TaskID, "by", p.Sender)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
@@ -134,7 +134,7 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 	run, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the run's record: its branch still says which tasks are done.
-		run, err = h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
+		run, err = h.runs.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 			Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender, Settled: true})
 		if errors.Is(err, errNoLostRun) || errors.Is(err, ports.ErrGitHubNotFound) || isRepoConfigError(err) {
 			log.Info("rollback job: no run, and no lost run to rebuild", "why", err)
@@ -208,7 +208,7 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	if run, err = h.publish(ctx, gh, run, log); err != nil {
+	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	data := templates.RollbackReply{Branch: run.Branch, By: p.Sender, Retry: p.Retry, Guidance: p.Guidance}

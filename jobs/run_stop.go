@@ -31,7 +31,7 @@ var errPauseNow = errors.New("jobs: paused now by a person")
 
 // pauseRun ends the job of a run paused now (or paused while it was queued): the task that was
 // running is pending again, its check run cancelled, and the summary says who paused it.
-func (h *Handler) pauseRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (string, error) {
+func (h *Runs) pauseRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (string, error) {
 	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
 		if r.Pause == nil || r.Status != StatusRunning {
 			return nil, nil
@@ -41,7 +41,7 @@ func (h *Handler) pauseRun(ctx context.Context, gh ports.GitHub, run *Run, log *
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	if run, err = h.publish(ctx, gh, run, log); err != nil {
+	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	log.Info("run job: paused by a person", "by", run.PausedBy, "status", run.Status)
@@ -51,7 +51,7 @@ func (h *Handler) pauseRun(ctx context.Context, gh ports.GitHub, run *Run, log *
 // watchStop cancels the job's context when a stop request, or a request to pause now, appears in the
 // run's record; a request to pause after the current task sets pause, which the engine reads before
 // it starts the next.
-func (h *Handler) watchStop(ctx context.Context, id string, cancel context.CancelCauseFunc, pause *atomic.Bool, log *slog.Logger) {
+func (h *Runs) watchStop(ctx context.Context, id string, cancel context.CancelCauseFunc, pause *atomic.Bool, log *slog.Logger) {
 	t := time.NewTicker(stopPollInterval)
 	defer t.Stop()
 	for {
@@ -89,7 +89,7 @@ func (h *Handler) watchStop(ctx context.Context, id string, cancel context.Cance
 
 // stopRun ends the job of a run a person stopped: the run is stopped (or aborted), the check run of
 // the task that was in progress is cancelled, and the summary says who did it.
-func (h *Handler) stopRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (string, error) {
+func (h *Runs) stopRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (string, error) {
 	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
 		if r.Stop == nil {
 			return nil, nil
@@ -103,7 +103,7 @@ func (h *Handler) stopRun(ctx context.Context, gh ports.GitHub, run *Run, log *s
 	if run.Status == StatusAborted {
 		by = run.AbortedBy
 	}
-	if run, err = h.publish(ctx, gh, run, log); err != nil {
+	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	log.Info("run job: stopped by a person", "by", by, "status", run.Status)
@@ -112,7 +112,7 @@ func (h *Handler) stopRun(ctx context.Context, gh ports.GitHub, run *Run, log *s
 
 // reviveStopped continues a stopped run of the issue or pull request instead of starting a second one
 // beside it; nil when its latest run is not stopped.
-func (h *Handler) reviveStopped(ctx context.Context, p RunPayload) (*Run, error) {
+func (h *Runs) reviveStopped(ctx context.Context, p RunPayload) (*Run, error) {
 	if p.Number <= 0 || (p.Trigger != TriggerIssue && p.Trigger != TriggerPullRequest) {
 		return nil, nil
 	}

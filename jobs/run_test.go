@@ -56,7 +56,7 @@ func (jh *jobsHarness) runJob(p RunPayload) error {
 	if err != nil {
 		jh.t.Fatal(err)
 	}
-	return jh.h.HandleRun(context.Background(), task)
+	return jh.h.runs.HandleRun(context.Background(), task)
 }
 
 func (jh *jobsHarness) resumeJob(p ResumePayload) error {
@@ -65,7 +65,7 @@ func (jh *jobsHarness) resumeJob(p ResumePayload) error {
 	if err != nil {
 		jh.t.Fatal(err)
 	}
-	return jh.h.HandleResume(context.Background(), task)
+	return jh.h.resumer.HandleResume(context.Background(), task)
 }
 
 func issueRun(number int) RunPayload {

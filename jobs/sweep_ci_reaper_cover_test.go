@@ -90,16 +90,16 @@ func TestHandleSweep(t *testing.T) {
 		t.Fatalf("sweep task type %q", task.Type())
 	}
 	// A worker without the App's credentials has nothing to sweep with.
-	if err := jh.h.HandleSweep(context.Background(), task); err != nil {
+	if err := jh.h.recovery.HandleSweep(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
 	f := &fakeDeliveries{list: []Delivery{{ID: 41, GUID: "g", StatusCode: 503, DeliveredAt: time.Now()}}}
 	jh.h.d.Deliveries = f
-	if err := jh.h.HandleSweep(context.Background(), task); err != nil || !slices.Equal(f.redelivered, []int64{41}) {
+	if err := jh.h.recovery.HandleSweep(context.Background(), task); err != nil || !slices.Equal(f.redelivered, []int64{41}) {
 		t.Errorf("HandleSweep = %v, redelivered %v; want 41", err, f.redelivered)
 	}
 	f.failList = errors.New("boom")
-	if err := jh.h.HandleSweep(context.Background(), task); err == nil {
+	if err := jh.h.recovery.HandleSweep(context.Background(), task); err == nil {
 		t.Error("HandleSweep hid a failed listing")
 	}
 }
@@ -113,7 +113,7 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 	// The poll queues one reading per run and slot, however many workers poll.
 	now := time.Now()
 	for range 2 {
-		if err := jh.h.PollCI(ctx, now); err != nil {
+		if err := jh.h.ci.PollCI(ctx, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -147,7 +147,7 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jh.h.HandleCI(ctx, task); err != nil {
+	if err := jh.h.ci.HandleCI(ctx, task); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := jh.store.Get(ctx, run.ID)
@@ -179,7 +179,7 @@ func TestRunReaperLoop(t *testing.T) {
 	// The loop sweeps at once; the test waits for what the first round queues, then ends the loop.
 	loop, cancel := context.WithCancel(ctx)
 	ended := make(chan struct{})
-	go func() { jh.h.RunReaper(loop, time.Hour); close(ended) }()
+	go func() { jh.h.reaper.RunReaper(loop, time.Hour); close(ended) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for len(queued[RunPayload](jh, TypeRun)) == 0 || len(queued[CIPayload](jh, TypeCI)) == 0 {
 		if time.Now().After(deadline) {
