@@ -22,7 +22,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	}
 	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
 	rep.head = "abc1234"
-	if err := rep.openCheckRun(ctx, "1.1", 1); err != nil {
+	if err := rep.checks.openCheckRun(ctx, "1.1", 1); err != nil {
 		t.Fatal(err)
 	}
 	stored, _ := jh.store.Get(ctx, run.ID)
@@ -33,7 +33,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 
 	// A job died between the create and the storing of its id: the mark is there.
 	jh.gh.failOnce("CreateCheckRun", errors.New("github: 502 Bad Gateway"))
-	if err := rep.openCheckRun(ctx, "1.2", 1); err == nil {
+	if err := rep.checks.openCheckRun(ctx, "1.2", 1); err == nil {
 		t.Fatal("the create failed, the open must fail")
 	}
 	if marked, _ := jh.store.Get(ctx, run.ID); !marked.Task("1.2").CheckRunAsked {
@@ -41,7 +41,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	}
 	again := NewReporter(jh.gh, jh.store, nil, nil, mustGet(t, jh.store, run.ID))
 	again.head = "abc1234"
-	if err := again.openCheckRun(ctx, "1.2", 1); err != nil {
+	if err := again.checks.openCheckRun(ctx, "1.2", 1); err != nil {
 		t.Fatal(err)
 	}
 	done, _ := jh.store.Get(ctx, run.ID)
@@ -57,7 +57,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	}
 	rep = NewReporter(jh.gh, jh.store, nil, nil, rebuilt)
 	rep.head = "def5678"
-	if err := rep.openCheckRun(ctx, "1.1", 1); err != nil {
+	if err := rep.checks.openCheckRun(ctx, "1.1", 1); err != nil {
 		t.Fatal(err)
 	}
 	if r := mustGet(t, jh.store, rebuilt.ID); !jh.gh.checkRuns[r.Task("1.1").CheckRunID].MayExist {

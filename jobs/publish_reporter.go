@@ -79,20 +79,37 @@ type Reporter struct {
 	// announced is, per task, the attempt its check run was opened for: the start of that attempt
 	// changes nothing on it.
 	announced map[string]int
+
+	// The reporter's concerns, each a small type over the state above.
+	logBook *attemptLogs // attempt logs, kept as they grow
+	checks  *checkRuns   // a check run per task
+	sums    *summaries   // the summary comment, rate-limited
 }
+
+// attemptLogs keeps each attempt's log in the store, masked, as it grows and when the attempt ends.
+type attemptLogs struct{ *Reporter }
+
+// checkRuns opens, updates and concludes a task's check run, and the environment's.
+type checkRuns struct{ *Reporter }
+
+// summaries edits the run's summary comment for progress and a task's end, at most every
+// summaryEvery, with a held-back edit flushed later.
+type summaries struct{ *Reporter }
 
 // NewReporter returns the reporter of one job of the run.
 func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, log *slog.Logger, run *Run) *Reporter {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Reporter{
+	r := &Reporter{
 		gh: gh, pub: publisher{gh: gh, store: st, log: log}, metrics: metrics,
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
 		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, attemptBase: map[string]int{}, now: time.Now,
 		announced: map[string]int{}, summaryEvery: minSummaryInterval,
 	}
+	r.logBook, r.checks, r.sums = &attemptLogs{r}, &checkRuns{r}, &summaries{r}
+	return r
 }
 
 // Run is the run state as the reporter last wrote or read it.
@@ -127,15 +144,15 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 		if ev.VerifyPlan != nil && len(ev.VerifyPlan.Commands) > 0 {
 			what = "verifying: " + clipText(strings.Join(ev.VerifyPlan.Commands, " && "), 120)
 		}
-		err = r.progress(ctx, what)
+		err = r.sums.progress(ctx, what)
 	case runner.EventVerifyFinished:
 		if err = r.recordRefused(ctx, ev, "verification"); err != nil {
 			break
 		}
-		r.logVerify(ev)
-		r.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
+		r.logBook.logVerify(ev)
+		r.logBook.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
 		r.verify[ev.TaskID] = ev.Verify
-		if a := r.lastAttempt(ev.TaskID); a != nil {
+		if a := r.checks.lastAttempt(ev.TaskID); a != nil {
 			a.Verify = commands(ev.Verify)
 		}
 	case runner.EventJudged:
@@ -187,7 +204,7 @@ func (r *Reporter) record(ctx context.Context, fn func(*Run) error) error {
 }
 
 // progress records the working job's sign of life and shows it, at most every minSummaryInterval.
-func (r *Reporter) progress(ctx context.Context, activity string) error {
+func (r *summaries) progress(ctx context.Context, activity string) error {
 	now := r.now()
 	if err := r.record(ctx, func(run *Run) error {
 		run.Activity, run.ActivityAt = activity, now
@@ -200,7 +217,7 @@ func (r *Reporter) progress(ctx context.Context, activity string) error {
 
 // progressSummary edits the summary for progress alone, unless it was edited less than
 // minSummaryInterval ago.
-func (r *Reporter) progressSummary(ctx context.Context) error {
+func (r *summaries) progressSummary(ctx context.Context) error {
 	if !r.lastSummary.IsZero() && r.now().Sub(r.lastSummary) < r.summaryEvery {
 		return nil
 	}
@@ -210,7 +227,7 @@ func (r *Reporter) progressSummary(ctx context.Context) error {
 // taskSummary shows a task's end on the summary: at once when the summary was last edited
 // minSummaryInterval ago or more, else when that interval is over (a run of fast tasks edits its
 // summary once per interval, not once per task).
-func (r *Reporter) taskSummary(ctx context.Context) error {
+func (r *summaries) taskSummary(ctx context.Context) error {
 	wait := r.summaryEvery - r.now().Sub(r.lastSummary)
 	if r.lastSummary.IsZero() || wait <= 0 {
 		return r.summary(ctx)
@@ -226,7 +243,7 @@ func (r *Reporter) taskSummary(ctx context.Context) error {
 
 // flushSummary makes the summary edit taskSummary held back, from the job's latest state, unless an
 // edit since made it or the job is over.
-func (r *Reporter) flushSummary(ctx context.Context) {
+func (r *summaries) flushSummary(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.flushTimer = nil
@@ -259,7 +276,7 @@ func (r *Reporter) Close() {
 	}
 }
 
-func (r *Reporter) summary(ctx context.Context) error {
+func (r *summaries) summary(ctx context.Context) error {
 	r.summaryDue = false
 	r.lastSummary = r.now()
 	run, err := r.pub.publishSummary(ctx, r.run)
@@ -282,7 +299,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 			running[t.ID] = true
 		}
 	}
-	effects, err := r.transition(ctx, lifecycle.PlanRead{Engine: ev, Past: r.pastDurations(ctx)})
+	effects, err := r.transition(ctx, lifecycle.PlanRead{Engine: ev, Past: r.sums.pastDurations(ctx)})
 	if err != nil {
 		return err
 	}
@@ -290,14 +307,14 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	for _, t := range r.run.Tasks {
 		if running[t.ID] && t.Status == templates.StatusPending {
 			r.attemptBase[t.ID] = t.Attempts
-			r.endInterruptedLog(ctx, t.ID, t.Attempts)
+			r.logBook.endInterruptedLog(ctx, t.ID, t.Attempts)
 		}
 	}
 	// A job that died after a task's checkpoint was pushed left its check run in progress; the task
 	// is found done from its trailers now, and its check run gets the conclusion it missed.
 	for _, t := range r.run.Tasks {
 		if t.Status == templates.StatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
-			if err := r.finishCheckRun(ctx, &t, templates.StatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
+			if err := r.checks.finishCheckRun(ctx, &t, templates.StatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
 				return err
 			}
 		}
@@ -318,7 +335,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 // run has: the history is read until the run finishes a task of its own, which then joins it (a
 // later read would count the run's own tasks twice). The estimate is a courtesy: a failed read
 // leaves it unknown and the run goes on.
-func (r *Reporter) pastDurations(ctx context.Context) []time.Duration {
+func (r *summaries) pastDurations(ctx context.Context) []time.Duration {
 	for _, t := range r.run.Tasks {
 		if t.Attempts > 0 && t.Duration > 0 {
 			return nil
@@ -357,7 +374,7 @@ func (r *Reporter) taskStarted(ctx context.Context, ev runner.Event) error {
 // openCheckRun creates a new in-progress check run for the task and stores its id at once. It says
 // which attempt runs (the next one when attempt is 0, as at the task's start), so that the start of
 // that attempt need not update it.
-func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int) error {
+func (r *checkRuns) openCheckRun(ctx context.Context, taskID string, attempt int) error {
 	t := r.run.Task(taskID)
 	if attempt == 0 {
 		attempt = t.Attempts + 1
@@ -403,7 +420,7 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 	return nil
 }
 
-func (r *Reporter) lastAttempt(taskID string) *templates.Attempt {
+func (r *checkRuns) lastAttempt(taskID string) *templates.Attempt {
 	as := r.attempts[taskID]
 	if len(as) == 0 {
 		return nil
@@ -412,7 +429,7 @@ func (r *Reporter) lastAttempt(taskID string) *templates.Attempt {
 }
 
 // logf adds to the task's current attempt's log.
-func (r *Reporter) logf(taskID, format string, a ...any) {
+func (r *attemptLogs) logf(taskID, format string, a ...any) {
 	b := r.logs[taskID]
 	if b == nil {
 		b = &strings.Builder{}
@@ -441,7 +458,7 @@ func interruptedText(taskID string, attempt int) string {
 
 // keepPartialLog stores the attempt's log as far as it went, the attempt still running: a worker
 // killed now leaves it to be read. A few writes per attempt, at its steps.
-func (r *Reporter) keepPartialLog(ctx context.Context, taskID string, attempt int) {
+func (r *attemptLogs) keepPartialLog(ctx context.Context, taskID string, attempt int) {
 	b := r.logs[taskID]
 	if b == nil || attempt == 0 {
 		return
@@ -454,7 +471,7 @@ func (r *Reporter) keepPartialLog(ctx context.Context, taskID string, attempt in
 
 // endInterruptedLog ends the log a dead job left of its attempt with why it ended, or writes one that
 // says so when nothing was left (Redis lost it, or the job died before writing).
-func (r *Reporter) endInterruptedLog(ctx context.Context, taskID string, attempt int) {
+func (r *attemptLogs) endInterruptedLog(ctx context.Context, taskID string, attempt int) {
 	end := "\n==> " + strings.ToUpper(interruptedText(taskID, attempt)[:1]) + interruptedText(taskID, attempt)[1:] +
 		"; the run went on from its last pushed checkpoint (" + short(r.head) + ").\n"
 	text, err := r.pub.store.Log(ctx, r.runID, taskID, attempt)
@@ -473,7 +490,7 @@ func (r *Reporter) endInterruptedLog(ctx context.Context, taskID string, attempt
 	}
 }
 
-func (r *Reporter) logVerify(ev runner.Event) {
+func (r *attemptLogs) logVerify(ev runner.Event) {
 	r.logf(ev.TaskID, "\n==> Verification\n")
 	for _, v := range ev.Verify {
 		status := fmt.Sprintf("exit %d", v.ExitCode)
@@ -486,7 +503,7 @@ func (r *Reporter) logVerify(ev runner.Event) {
 
 // keepLog stores the attempt's log, masked, and starts afresh; a log that cannot be kept is a loss
 // for later reading, not a reason to stop the run.
-func (r *Reporter) keepLog(ctx context.Context, taskID string, attempt int, end string) {
+func (r *attemptLogs) keepLog(ctx context.Context, taskID string, attempt int, end string) {
 	b := r.logs[taskID]
 	if b == nil || attempt == 0 {
 		return
@@ -500,16 +517,16 @@ func (r *Reporter) keepLog(ctx context.Context, taskID string, attempt int, end 
 
 func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
 	delete(r.logs, ev.TaskID)
-	r.logf(ev.TaskID, "==> Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
+	r.logBook.logf(ev.TaskID, "==> Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
 	if ev.Feedback != "" {
-		r.logf(ev.TaskID, "\n==> What the agent was told went wrong before\n%s\n", strings.TrimRight(ev.Feedback, "\n"))
+		r.logBook.logf(ev.TaskID, "\n==> What the agent was told went wrong before\n%s\n", strings.TrimRight(ev.Feedback, "\n"))
 	}
 	if ev.MaxAttempts > 0 {
 		r.maxAttempts = ev.MaxAttempts
 	}
 	r.attempts[ev.TaskID] = append(r.attempts[ev.TaskID], templates.Attempt{Number: ev.Attempt, Guidance: r.guidance[ev.TaskID], Lessons: ev.Lessons})
 	delete(r.guidance, ev.TaskID)
-	r.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
+	r.logBook.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
 	effects, err := r.transition(ctx, lifecycle.AttemptStarted{Engine: ev})
 	if err != nil {
 		return err
@@ -522,9 +539,9 @@ func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
 	if ev.Message != "" {
 		failed = ": " + ev.Message
 	}
-	r.logf(ev.TaskID, "\n==> Agent (%s)%s\n%s\n", ev.Duration.Round(time.Millisecond), failed, strings.TrimRight(ev.Output, "\n"))
-	r.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
-	if a := r.lastAttempt(ev.TaskID); a != nil {
+	r.logBook.logf(ev.TaskID, "\n==> Agent (%s)%s\n%s\n", ev.Duration.Round(time.Millisecond), failed, strings.TrimRight(ev.Output, "\n"))
+	r.logBook.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
+	if a := r.checks.lastAttempt(ev.TaskID); a != nil {
 		a.Duration = ev.Duration
 		if ev.Message != "" {
 			a.Error = ev.Message
@@ -548,18 +565,18 @@ func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
 		}
 	}
 	r.verdicts[ev.TaskID] = v
-	if a := r.lastAttempt(ev.TaskID); a != nil {
+	if a := r.checks.lastAttempt(ev.TaskID); a != nil {
 		a.Verdict = v
 	}
-	r.logf(ev.TaskID, "\n==> Acceptance judge\n")
+	r.logBook.logf(ev.TaskID, "\n==> Acceptance judge\n")
 	if v.Error != "" {
-		r.logf(ev.TaskID, "%s\n", v.Error)
+		r.logBook.logf(ev.TaskID, "%s\n", v.Error)
 	}
 	for _, c := range v.Criteria {
-		r.logf(ev.TaskID, "- %s: met=%v: %s\n", c.Criterion, c.Met, c.Reason)
+		r.logBook.logf(ev.TaskID, "- %s: met=%v: %s\n", c.Criterion, c.Met, c.Reason)
 	}
 	if v.Error == "" {
-		r.logf(ev.TaskID, "confidence %.2f (at least %.2f), accepted=%v\n", v.Confidence, v.MinConfidence, v.Accepted)
+		r.logBook.logf(ev.TaskID, "confidence %.2f (at least %.2f), accepted=%v\n", v.Confidence, v.MinConfidence, v.Accepted)
 	}
 	return r.record(ctx, func(run *Run) error {
 		if err := recordUsage(run, ev); err != nil {
@@ -580,12 +597,12 @@ func (r *Reporter) tell(ctx context.Context, event, occasion string, data templa
 }
 
 func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
-	r.keepLog(ctx, ev.TaskID, ev.Attempt, "Attempt failed: "+ev.Message)
+	r.logBook.keepLog(ctx, ev.TaskID, ev.Attempt, "Attempt failed: "+ev.Message)
 	if ev.Stalled {
 		r.tell(ctx, "stalled", fmt.Sprintf("%s-%d", ev.TaskID, ev.Attempt), templates.Notification{TaskID: ev.TaskID,
 			TaskTitle: ev.TaskTitle, Reason: ev.Message})
 	}
-	if a := r.lastAttempt(ev.TaskID); a != nil {
+	if a := r.checks.lastAttempt(ev.TaskID); a != nil {
 		a.Output = ev.Feedback
 		if len(ev.Verify) == 0 && a.Error == "" {
 			a.Error = ev.Message
@@ -595,13 +612,13 @@ func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
 	if t == nil || t.CheckRunID == 0 || t.CheckRunDone {
 		return nil
 	}
-	return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, ev.Message, ports.CheckRun{
+	return r.checks.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, ev.Message, ports.CheckRun{
 		Status: ports.CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d failed", ev.Attempt, r.maxAttempts),
 		Annotations: annotations(ev.Verify)})
 }
 
 func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error {
-	r.keepLog(ctx, ev.TaskID, ev.Attempt, "Checkpoint "+ev.Commit)
+	r.logBook.keepLog(ctx, ev.TaskID, ev.Attempt, "Checkpoint "+ev.Commit)
 	r.head = ev.Commit
 	effects, err := r.transition(ctx, lifecycle.TaskCheckpointed{Engine: ev})
 	if err != nil {
@@ -633,7 +650,7 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 		esc = &runner.Escalation{TaskID: ev.TaskID, Title: ev.TaskTitle, Summary: ev.Message}
 		ev.Escalation = esc
 	}
-	r.keepLog(ctx, ev.TaskID, esc.Attempts, "Parked: "+esc.Summary)
+	r.logBook.keepLog(ctx, ev.TaskID, esc.Attempts, "Parked: "+esc.Summary)
 	effects, err := r.transition(ctx, lifecycle.TaskParked{Escalation: esc, Fresh: esc.Reason != "awaiting_decision"})
 	if err != nil {
 		return err
@@ -667,19 +684,19 @@ func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev r
 			r.tell(ctx, e.Event, e.Occasion, templates.Notification{TaskID: t.ID, TaskTitle: t.Title,
 				Attempts: ev.Escalation.Attempts, Reason: e.Reason})
 		case lifecycle.EffectCheckRun:
-			err = r.checkRunPhase(ctx, t, e.Phase, ev)
+			err = r.checks.checkRunPhase(ctx, t, e.Phase, ev)
 		case lifecycle.EffectEscalation:
 			err = r.escalationComment(ctx, t, ev.Escalation)
 		case lifecycle.EffectSummary:
 			switch ev.Type {
 			case runner.EventTaskStarted:
-				err = r.progressSummary(ctx)
+				err = r.sums.progressSummary(ctx)
 			case runner.EventAttemptStarted:
-				err = r.progress(ctx, fmt.Sprintf("the agent is working on attempt %d", ev.Attempt))
+				err = r.sums.progress(ctx, fmt.Sprintf("the agent is working on attempt %d", ev.Attempt))
 			case runner.EventTaskCheckpointed, runner.EventTaskSkipped:
-				err = r.taskSummary(ctx)
+				err = r.sums.taskSummary(ctx)
 			default:
-				err = r.summary(ctx)
+				err = r.sums.summary(ctx)
 			}
 		default:
 			err = fmt.Errorf("the reporter does not perform %s effects", e.Kind)
@@ -692,7 +709,7 @@ func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev r
 }
 
 // checkRunPhase shows the task's new state on its check run.
-func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string, ev runner.Event) error {
+func (r *checkRuns) checkRunPhase(ctx context.Context, t *TaskState, phase string, ev runner.Event) error {
 	switch phase {
 	case lifecycle.PhaseOpen:
 		return r.openCheckRun(ctx, t.ID, ev.Attempt)
@@ -759,7 +776,7 @@ func (r *Reporter) escalationComment(ctx context.Context, t *TaskState, esc *run
 }
 
 // checkRunData is the template data of a task's check run.
-func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason string) templates.CheckRun {
+func (r *checkRuns) checkRunData(t *TaskState, status string, attempt int, reason string) templates.CheckRun {
 	if attempt == 0 {
 		attempt = t.Attempts
 	}
@@ -781,7 +798,7 @@ func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason
 
 // maxAttemptsOf is the task's last allowed attempt in this job: the engine's limit after those of
 // dead jobs.
-func (r *Reporter) maxAttemptsOf(taskID string) int {
+func (r *checkRuns) maxAttemptsOf(taskID string) int {
 	if r.maxAttempts == 0 {
 		return 0
 	}
@@ -790,7 +807,7 @@ func (r *Reporter) maxAttemptsOf(taskID string) int {
 
 // interruptedAttempts is this job's attempts of the task for its check run, after the attempts dead
 // jobs left of it, each with a link to its kept log.
-func (r *Reporter) interruptedAttempts(t *TaskState) []templates.Attempt {
+func (r *checkRuns) interruptedAttempts(t *TaskState) []templates.Attempt {
 	mine := r.attempts[t.ID]
 	var out []templates.Attempt
 	for _, n := range t.Interrupted {
@@ -803,7 +820,7 @@ func (r *Reporter) interruptedAttempts(t *TaskState) []templates.Attempt {
 }
 
 // updateCheckRun sends cr with the output rendered from the task's state.
-func (r *Reporter) updateCheckRun(ctx context.Context, t *TaskState, status string, attempt int, reason string, cr ports.CheckRun) error {
+func (r *checkRuns) updateCheckRun(ctx context.Context, t *TaskState, status string, attempt int, reason string, cr ports.CheckRun) error {
 	data := r.checkRunData(t, status, attempt, reason)
 	sum, err := templates.Render("checkrun_summary", data)
 	if err != nil {
@@ -829,7 +846,7 @@ func (r *Reporter) updateCheckRun(ctx context.Context, t *TaskState, status stri
 
 // finishCheckRun completes the task's check run (creating one if the task never had one) and records
 // that it is completed.
-func (r *Reporter) finishCheckRun(ctx context.Context, t *TaskState, status, reason string, cr ports.CheckRun) error {
+func (r *checkRuns) finishCheckRun(ctx context.Context, t *TaskState, status, reason string, cr ports.CheckRun) error {
 	if t.CheckRunID == 0 {
 		if err := r.openCheckRun(ctx, t.ID, t.Attempts); err != nil {
 			return err

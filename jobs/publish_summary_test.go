@@ -88,9 +88,9 @@ func TestHeldBackSummaryEdit(t *testing.T) {
 
 	// Held back again, then the job ends: no edit after Close.
 	rep.mu.Lock()
-	err := rep.progress(ctx, "one more thing")
+	err := rep.sums.progress(ctx, "one more thing")
 	if err == nil {
-		err = rep.taskSummary(ctx)
+		err = rep.sums.taskSummary(ctx)
 	}
 	rep.mu.Unlock()
 	if err != nil {
@@ -111,7 +111,7 @@ func TestHeldBackSummaryAfterACrash(t *testing.T) {
 	ctx := context.Background()
 	run := twoTaskRun(t, jh, "r-crash")
 	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
-	if err := rep.summary(ctx); err != nil {
+	if err := rep.sums.summary(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rep.head = "c0ffee1"

@@ -64,13 +64,13 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 	rep.now = func() time.Time { return now }
 	edits := func() int { return jh.gh.calls["CreateComment"] + jh.gh.calls["EditComment"] }
 
-	if err := rep.summary(ctx); err != nil {
+	if err := rep.sums.summary(ctx); err != nil {
 		t.Fatal(err)
 	}
 	first := edits()
 	for i := range 5 {
 		now = now.Add(time.Second)
-		if err := rep.progress(ctx, "working "+string(rune('a'+i))); err != nil {
+		if err := rep.sums.progress(ctx, "working "+string(rune('a'+i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,7 +78,7 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 		t.Errorf("%d summary edits for progress within %v, want 0", got, minSummaryInterval)
 	}
 	now = now.Add(minSummaryInterval)
-	if err := rep.progress(ctx, "verifying"); err != nil {
+	if err := rep.sums.progress(ctx, "verifying"); err != nil {
 		t.Fatal(err)
 	}
 	if got := edits() - first; got != 1 {
