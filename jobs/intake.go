@@ -391,29 +391,53 @@ func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
 		if d, ok := r.Decision(); ok {
 			return h.commandDecision(ctx, in, d, r.Guidance)
 		}
-		switch r.Name {
-		case command.CmdPlan:
-			return h.commandPlan(ctx, in, r)
-		case command.CmdStop:
-			return h.commandStop(ctx, in)
-		case command.CmdPause, command.CmdResume:
-			return h.commandPause(ctx, in, r)
-		case command.CmdRollback:
-			return h.commandRollback(ctx, in, r)
-		case command.CmdRemember, command.CmdForget:
-			return h.commandMemory(ctx, in, r)
-		case command.CmdFix:
-			if err := in.reply(ctx, c.Number, commandElsewhereText(command.CmdFix)); err != nil {
-				return "", err
-			}
-			return metrics.ResultReplied, nil
-		case command.CmdStatus:
-			return h.commandStatus(ctx, in)
-		case command.CmdRun:
-			return h.commandRun(ctx, in, acc, r)
+		if handle, ok := commandHandlers[r.Name]; ok {
+			return handle(h, ctx, in, acc, r)
 		}
 	}
 	return metrics.ResultNoop, nil
+}
+
+// commandHandler runs a command whose author may run it, on the issue or pull request of in.
+type commandHandler func(h *Intake, ctx context.Context, in *intake, acc access, cmd command.Command) (string, error)
+
+// commandHandlers are the handlers of the commands the intake runs, one each. The four decisions go
+// to commandDecision before this list is read, and help is answered by the parser. A new command is
+// a constant and a pattern in jobs/command and a line here.
+var commandHandlers = map[command.CommandName]commandHandler{
+	command.CmdRun: (*Intake).commandRun,
+	command.CmdPlan: func(h *Intake, ctx context.Context, in *intake, _ access, cmd command.Command) (string, error) {
+		return h.commandPlan(ctx, in, cmd)
+	},
+	command.CmdFix: func(h *Intake, ctx context.Context, in *intake, _ access, _ command.Command) (string, error) {
+		// /akira fix acts in a review comment (the review intake); in a conversation comment the
+		// reply says where it goes.
+		if err := in.reply(ctx, in.p.Comment.Number, commandElsewhereText(command.CmdFix)); err != nil {
+			return "", err
+		}
+		return metrics.ResultReplied, nil
+	},
+	command.CmdStop: func(h *Intake, ctx context.Context, in *intake, _ access, _ command.Command) (string, error) {
+		return h.commandStop(ctx, in)
+	},
+	command.CmdPause:  pauseCommand,
+	command.CmdResume: pauseCommand,
+	command.CmdRollback: func(h *Intake, ctx context.Context, in *intake, _ access, cmd command.Command) (string, error) {
+		return h.commandRollback(ctx, in, cmd)
+	},
+	command.CmdRemember: memoryCommand,
+	command.CmdForget:   memoryCommand,
+	command.CmdStatus: func(h *Intake, ctx context.Context, in *intake, _ access, _ command.Command) (string, error) {
+		return h.commandStatus(ctx, in)
+	},
+}
+
+func pauseCommand(h *Intake, ctx context.Context, in *intake, _ access, cmd command.Command) (string, error) {
+	return h.commandPause(ctx, in, cmd)
+}
+
+func memoryCommand(h *Intake, ctx context.Context, in *intake, _ access, cmd command.Command) (string, error) {
+	return h.commandMemory(ctx, in, cmd)
 }
 
 func (h *Intake) commandStatus(ctx context.Context, in *intake) (string, error) {
