@@ -15,6 +15,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -124,7 +125,7 @@ func TestFairShareAcrossInstallations(t *testing.T) {
 	a.waitQueued(10)
 	bQueued := time.Now()
 	b.queueRuns("B", 1, 1)
-	b.waitStatus(1, jobs.StatusSucceeded)
+	b.waitStatus(1, lifecycle.StatusSucceeded)
 
 	calls := e.fairCalls()
 	var before []string // A's runs that had started when B's agent was first called
@@ -194,7 +195,7 @@ func TestRateLimitSlowsOnlyItsInstallation(t *testing.T) {
 	a.gh.AddIssue(a.owner, a.repo, githubtest.Issue{Number: 2, Title: "A02", User: "alice", Body: "- [ ] Add A02 piece 1\n"})
 	a.comment(2, "alice", "/akira run", false, 202)
 	b.queueRuns("B", 1, 1)
-	b.waitStatus(1, jobs.StatusSucceeded)
+	b.waitStatus(1, lifecycle.StatusSucceeded)
 	// The worker A's second delivery reached did not ask GitHub: it left the slot to B.
 	if n := limitedCalls(); n != 1 {
 		t.Fatalf("A's rate-limited permission check was called %d times while B ran, want 1 (A's other delivery must wait out the limit in the queue)", n)
@@ -205,6 +206,6 @@ func TestRateLimitSlowsOnlyItsInstallation(t *testing.T) {
 		}
 	}
 	e.gh.ClearFaults()
-	a.waitStatus(1, jobs.StatusSucceeded)
-	a.waitStatus(2, jobs.StatusSucceeded)
+	a.waitStatus(1, lifecycle.StatusSucceeded)
+	a.waitStatus(2, lifecycle.StatusSucceeded)
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -70,7 +70,7 @@ func TestHandoffThroughTheAPI(t *testing.T) {
 		if run["status"] == "failed" {
 			t.Fatalf("the run failed: %v", run)
 		}
-		return run["status"] == string(jobs.StatusSucceeded)
+		return run["status"] == string(lifecycle.StatusSucceeded)
 	})
 	if run["reference"] != "chat-7" || run["tasks_done"] != 2.0 || run["branch"] != "akira/handoff-"+id {
 		t.Errorf("run %v", run)
@@ -85,7 +85,7 @@ func TestHandoffThroughTheAPI(t *testing.T) {
 
 	// The same key: the same run, nothing new.
 	code, again := startRun(t, api.URL, editor, "handoff-1", body)
-	if code != http.StatusAccepted || again["id"] != id || again["repeated"] != true || again["status"] != string(jobs.StatusSucceeded) {
+	if code != http.StatusAccepted || again["id"] != id || again["repeated"] != true || again["status"] != string(lifecycle.StatusSucceeded) {
 		t.Errorf("repeat: %d %v, want run %s", code, again, id)
 	}
 
@@ -127,13 +127,13 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 		t.Fatalf("start: %d %v", code, started)
 	}
 	id := started["id"].(string)
-	e.eventually("the run to park", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(jobs.StatusParked) })
+	e.eventually("the run to park", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(lifecycle.StatusParked) })
 	pr := e.onlyPR("akira/handoff-" + id)
 	esc := api.URL + "/api/v1/runs/" + id + "/escalations/1"
 	if code, body := apiCall(t, "POST", esc, ops, `{"action":"retry","guidance":"say the MAGIC-WORD"}`); code != http.StatusAccepted {
 		t.Fatalf("answer: %d %s", code, body)
 	}
-	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(jobs.StatusSucceeded) })
+	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(lifecycle.StatusSucceeded) })
 	if got := e.commentsWith(pr.Number, "was answered by `ops` via the API: `retry`"); len(got) != 1 {
 		t.Errorf("%d lines saying who answered, want 1", len(got))
 	}
@@ -153,7 +153,7 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 	var failed map[string]any
 	e.eventually("the ghost handoff to fail", func() bool {
 		failed = apiRun(t, api.URL, ops, ghost["id"].(string))
-		return failed["status"] == string(jobs.StatusFailed)
+		return failed["status"] == string(lifecycle.StatusFailed)
 	})
 	if msg, _ := failed["error"].(string); !strings.Contains(msg, "not installed on octo/ghost") {
 		t.Errorf("ghost handoff: %v", failed)
@@ -174,7 +174,7 @@ func TestHandoffBranchPrefix(t *testing.T) {
 		t.Fatalf("start: %d %v", code, first)
 	}
 	id := first["id"].(string)
-	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(jobs.StatusSucceeded) })
+	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(lifecycle.StatusSucceeded) })
 	if pr := e.onlyPR("bot/handoff-" + id); pr.Draft {
 		t.Errorf("pull request still a draft: %+v", pr)
 	}

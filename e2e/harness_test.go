@@ -27,6 +27,7 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/agent/profiles"
@@ -409,7 +410,7 @@ func (e *env) eventually(what string, cond func() bool) {
 }
 
 // runOf returns the run of an issue or pull request, nil when there is none yet.
-func (e *env) runOf(number int) *jobs.Run {
+func (e *env) runOf(number int) *lifecycle.Run {
 	r, err := e.store.ByNumber(context.Background(), e.owner, e.repo, number)
 	if err != nil {
 		return nil
@@ -418,9 +419,9 @@ func (e *env) runOf(number int) *jobs.Run {
 }
 
 // waitStatus waits until the run of issue number has one of the statuses want and GitHub shows it.
-func (e *env) waitStatus(number int, want ...jobs.RunStatus) *jobs.Run {
+func (e *env) waitStatus(number int, want ...lifecycle.RunStatus) *lifecycle.Run {
 	e.t.Helper()
-	var run *jobs.Run
+	var run *lifecycle.Run
 	e.eventually(fmt.Sprintf("the run of #%d to be %v", number, want), func() bool {
 		run = e.runOf(number)
 		if run == nil {

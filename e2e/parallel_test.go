@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -43,13 +43,13 @@ func TestParallelStopAndContinue(t *testing.T) {
 	run := e.runOf(1)
 	e.comment(1, "alice", "/akira stop", false, http.StatusAccepted)
 	e.eventually("both agents to be ended", func() bool { return !e.agentAlive("T1") && !e.agentAlive("T2") })
-	stopped := e.waitStatus(1, jobs.StatusStopped)
+	stopped := e.waitStatus(1, lifecycle.StatusStopped)
 	if got := e.taskCommits(stopped.Branch); len(got) != 0 {
 		t.Errorf("checkpoints after the stop = %v; want none", got)
 	}
 	e.touch("release")
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	done := e.waitStatus(1, jobs.StatusSucceeded)
+	done := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if done.ID != run.ID {
 		t.Errorf("/akira run after the stop made run %s beside %s", done.ID, run.ID)
 	}
@@ -78,6 +78,6 @@ func TestParallelWorkerKilled(t *testing.T) {
 	e.killAgent("T2")
 	e.touch("release")
 	e.startWorkerProcess("worker-2")
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	e.checkOneOfEach(run, "T1", "T2", "T3")
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
@@ -90,7 +89,7 @@ func TestPauseRestartResume(t *testing.T) {
 			} else {
 				e.comment(1, "alice", "/akira resume", false, http.StatusAccepted)
 			}
-			done := e.waitStatus(1, jobs.StatusSucceeded)
+			done := e.waitStatus(1, lifecycle.StatusSucceeded)
 			if done.ID != run.ID {
 				t.Errorf("the resume made run %s beside %s", done.ID, run.ID)
 			}

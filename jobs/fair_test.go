@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -30,7 +31,7 @@ func newTestFair(t *testing.T, cfg config.Fair, workers int) (*Fair, *fairClock)
 
 func fairRun(inst int64, repo, delivery string) RunPayload {
 	owner, name, _ := strings.Cut(repo, "/")
-	return RunPayload{Version: PayloadVersion, DeliveryID: delivery, Trigger: TriggerIssue, InstallationID: inst, Owner: owner, Repo: name, Number: 1}
+	return RunPayload{Version: PayloadVersion, DeliveryID: delivery, Trigger: lifecycle.TriggerIssue, InstallationID: inst, Owner: owner, Repo: name, Number: 1}
 }
 
 // mustWait asserts that p is refused, for a reason containing why, and returns the refusal.
@@ -192,7 +193,7 @@ func TestFairRunKeepsItsSlot(t *testing.T) {
 	f, _ := newTestFair(t, config.Fair{MaxRunsPerInstallation: 1}, 2)
 	first := fairRun(1, "a/x", "a1")
 	mustGrant(t, f, first)
-	reaped := RunPayload{Version: PayloadVersion, DeliveryID: "reap:x", Trigger: TriggerContinue, RunID: entryOf(first).Run,
+	reaped := RunPayload{Version: PayloadVersion, DeliveryID: "reap:x", Trigger: lifecycle.TriggerContinue, RunID: entryOf(first).Run,
 		InstallationID: 1, Owner: "a", Repo: "x"}
 	mustGrant(t, f, reaped)
 	mustWait(t, f, fairRun(1, "a/x", "a2"), "cap of 1")

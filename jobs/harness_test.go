@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/templates"
@@ -184,7 +185,7 @@ func withDefaults(p IntakePayload) IntakePayload {
 }
 
 // newRun is a run of two pending tasks on branch.
-func newRun(id, branch string) *Run {
-	return &Run{ID: id, Owner: "Octo", Repo: "Hello", InstallationID: 1, Trigger: TriggerIssue, Issue: 4, Branch: branch,
-		Tasks: []TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPending}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
+func newRun(id, branch string) *lifecycle.Run {
+	return &lifecycle.Run{ID: id, Owner: "Octo", Repo: "Hello", InstallationID: 1, Trigger: lifecycle.TriggerIssue, Issue: 4, Branch: branch,
+		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPending}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
@@ -604,7 +605,7 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 	}
 	run := RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
 		TrustPlan: cmd.TrustPlan, BudgetUSD: cmd.BudgetUSD, Confirm: cmd.Confirm, AllowRedBase: cmd.AllowRedBase,
 		Sender: c.Author,
 	}
@@ -632,7 +633,7 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 			}
 			return metrics.ResultRefused, nil
 		}
-		run.Trigger, run.Branch, run.HeadSHA = TriggerPullRequest, pr.HeadRef, pr.HeadSHA
+		run.Trigger, run.Branch, run.HeadSHA = lifecycle.TriggerPullRequest, pr.HeadRef, pr.HeadSHA
 	}
 	if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, run)); err != nil {
 		return "", err
@@ -674,7 +675,7 @@ func (h *Intake) onPush(ctx context.Context, in *intake) (string, error) {
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerPush, HeadSHA: push.After, Sender: in.p.Sender,
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerPush, HeadSHA: push.After, Sender: in.p.Sender,
 	})
 	if err := enqueued(err); err != nil {
 		return "", err
@@ -719,7 +720,7 @@ func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) 
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerPullRequest, Number: pr.Number, Branch: pr.HeadRef,
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerPullRequest, Number: pr.Number, Branch: pr.HeadRef,
 		HeadSHA: pr.HeadSHA, Sender: in.p.Sender,
 	})
 	if err := enqueued(err); err != nil {
@@ -796,8 +797,8 @@ func (h *Intake) onReview(ctx context.Context, in *intake) (string, error) {
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerReview, Number: rv.Number, Branch: rv.HeadRef,
-		Review: &ReviewRequest{ID: rv.ReviewID, By: rv.Author, Body: command.CapUserText(rv.Body), Guidance: rv.Guidance, CommentID: rv.CommentID},
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerReview, Number: rv.Number, Branch: rv.HeadRef,
+		Review: &lifecycle.ReviewRequest{ID: rv.ReviewID, By: rv.Author, Body: command.CapUserText(rv.Body), Guidance: rv.Guidance, CommentID: rv.CommentID},
 		Sender: rv.Author,
 	})
 	if err := enqueued(err); err != nil {
@@ -885,7 +886,7 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 		return metrics.ResultReplied, nil
 	}
 	err = enqueued(h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
-		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: tr.Number, Sender: tr.Actor}))
+		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: tr.Number, Sender: tr.Actor}))
 	if err != nil {
 		return "", err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
@@ -84,7 +85,7 @@ func (c *Controller) Control(ctx context.Context, req ControlRequest) (string, e
 	return result, nil
 }
 
-func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, by string) (string, error) {
+func (c *Controller) control(ctx context.Context, run *lifecycle.Run, req ControlRequest, by string) (string, error) {
 	switch req.Action {
 	case ActionStop:
 		_, asked, err := c.Store.RequestStop(ctx, run.ID, by, false)
@@ -129,7 +130,7 @@ func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, 
 			return "", fmt.Errorf("%w: run %s is %s", ErrNotNow, run.ID, run.Status)
 		}
 		if req.Action != ActionAbort {
-			if run.Status != StatusParked {
+			if run.Status != lifecycle.StatusParked {
 				return "", fmt.Errorf("%w: run %s is %s, not waiting for a decision", ErrNotNow, run.ID, run.Status)
 			}
 			if len(run.Parked) == 0 {
@@ -139,7 +140,7 @@ func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, 
 				return "", fmt.Errorf("%w: task %s of run %s is not waiting for a decision", ErrNotNow, req.TaskID, run.ID)
 			}
 		}
-		if req.Action == ActionAbort && run.Status != StatusParked {
+		if req.Action == ActionAbort && run.Status != lifecycle.StatusParked {
 			if _, asked, err := c.Store.RequestStop(ctx, run.ID, by, true); err != nil {
 				return "", err
 			} else if asked {
@@ -164,7 +165,7 @@ func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, 
 // mirror queues the line on the pull request that says what an operator did: posting it is a job
 // with retries, so a stalled GitHub neither holds the operator's request nor loses the line. The
 // audit in Redis is the record; a line that cannot be queued is logged.
-func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, result string) {
+func (c *Controller) mirror(ctx context.Context, run *lifecycle.Run, req ControlRequest, result string) {
 	number := cmp.Or(run.PR, run.Issue)
 	if number == 0 {
 		return

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 )
@@ -113,11 +114,11 @@ func TestRunsFilter(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, tc := range []struct {
 		id, owner, repo string
-		status          RunStatus
+		status          lifecycle.RunStatus
 	}{
-		{"a", "Octo", "Hello", StatusRunning},
-		{"b", "octo", "hello", StatusSucceeded},
-		{"c", "other", "repo", StatusRunning},
+		{"a", "Octo", "Hello", lifecycle.StatusRunning},
+		{"b", "octo", "hello", lifecycle.StatusSucceeded},
+		{"c", "other", "repo", lifecycle.StatusRunning},
 	} {
 		now := base.Add(time.Duration(i) * time.Hour)
 		s.Now = func() time.Time { return now }
@@ -126,11 +127,11 @@ func TestRunsFilter(t *testing.T) {
 		if _, _, err := s.Create(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Update(ctx, tc.id, func(r *Run) error { r.Status = tc.status; return nil }); err != nil {
+		if _, err := s.Update(ctx, tc.id, func(r *lifecycle.Run) error { r.Status = tc.status; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ids := func(rs []*Run) string {
+	ids := func(rs []*lifecycle.Run) string {
 		var out []string
 		for _, r := range rs {
 			out = append(out, r.ID)
@@ -144,8 +145,8 @@ func TestRunsFilter(t *testing.T) {
 	}{
 		{"all, newest first", store.RunFilter{}, "c,b,a"},
 		{"repository in any case", store.RunFilter{Repo: "OCTO/hello"}, "b,a"},
-		{"status", store.RunFilter{Status: []RunStatus{StatusRunning}}, "c,a"},
-		{"both", store.RunFilter{Repo: "octo/hello", Status: []RunStatus{StatusSucceeded}}, "b"},
+		{"status", store.RunFilter{Status: []lifecycle.RunStatus{lifecycle.StatusRunning}}, "c,a"},
+		{"both", store.RunFilter{Repo: "octo/hello", Status: []lifecycle.RunStatus{lifecycle.StatusSucceeded}}, "b"},
 		{"limit", store.RunFilter{Limit: 1}, "c"},
 		{"nothing", store.RunFilter{Repo: "no/such"}, ""},
 	} {
@@ -171,14 +172,14 @@ func TestSessionKeyIsSharedAndStable(t *testing.T) {
 }
 
 // controlRun stores a run of o/r on pull request 9 in the given state.
-func controlRun(t *testing.T, s *store.Store, id string, status RunStatus, parked ...Parked) {
+func controlRun(t *testing.T, s *store.Store, id string, status lifecycle.RunStatus, parked ...lifecycle.Parked) {
 	t.Helper()
 	r := newRun(id, "akira/"+id)
 	r.Owner, r.Repo, r.InstallationID, r.PR = "o", "r", 7, 9
 	if _, _, err := s.Create(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Update(context.Background(), id, func(r *Run) error { r.Status, r.Parked = status, parked; return nil }); err != nil {
+	if _, err := s.Update(context.Background(), id, func(r *lifecycle.Run) error { r.Status, r.Parked = status, parked; return nil }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -187,11 +188,11 @@ func TestControlActions(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
 	c := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
-	controlRun(t, jh.store, "working", StatusRunning)
-	controlRun(t, jh.store, "parked", StatusParked, Parked{TaskID: "1.2"})
-	controlRun(t, jh.store, "parked-none", StatusParked)
-	controlRun(t, jh.store, "done", StatusSucceeded)
-	controlRun(t, jh.store, "queued", StatusQueued)
+	controlRun(t, jh.store, "working", lifecycle.StatusRunning)
+	controlRun(t, jh.store, "parked", lifecycle.StatusParked, lifecycle.Parked{TaskID: "1.2"})
+	controlRun(t, jh.store, "parked-none", lifecycle.StatusParked)
+	controlRun(t, jh.store, "done", lifecycle.StatusSucceeded)
+	controlRun(t, jh.store, "queued", lifecycle.StatusQueued)
 	ops := store.Token{Name: "ops", Scope: store.ScopeControl}
 
 	for _, tc := range []struct {

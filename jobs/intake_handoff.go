@@ -251,7 +251,7 @@ func (h *API) handoff(ctx context.Context, p HandoffPayload) (string, error) {
 }
 
 // planAPIRun fills in what a handed-off run takes from its request instead of GitHub.
-func planAPIRun(run *Run, p RunPayload, rc config.Repo, op config.Operator) error {
+func planAPIRun(run *lifecycle.Run, p RunPayload, rc config.Repo, op config.Operator) error {
 	run.Branch = store.HandoffBranch(rc.BranchPrefix, run.ID)
 	if p.Base != "" {
 		run.Base = p.Base

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
@@ -62,7 +63,7 @@ func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := jh.store.ByNumber(ctx, "o", "r", 4)
-	if err != nil || run.Status != StatusSucceeded || len(run.Tasks) != 2 || run.Tasks[1].Title != "Test the greeting" {
+	if err != nil || run.Status != lifecycle.StatusSucceeded || len(run.Tasks) != 2 || run.Tasks[1].Title != "Test the greeting" {
 		t.Fatalf("run = %+v, %v; want the plan's two tasks done", run, err)
 	}
 }
@@ -87,7 +88,7 @@ func TestPlanJobUnderPlanAutoRunsForAWriterOnly(t *testing.T) {
 			if len(runs) != tc.runs {
 				t.Fatalf("runs = %+v, want %d", runs, tc.runs)
 			}
-			if tc.runs == 1 && (runs[0].Number != 4 || runs[0].Trigger != TriggerIssue) {
+			if tc.runs == 1 && (runs[0].Number != 4 || runs[0].Trigger != lifecycle.TriggerIssue) {
 				t.Errorf("run = %+v, want issue 4", runs[0])
 			}
 			if got := jh.gh.commentsOn(4); len(got) != 1 || !strings.Contains(got[0], "1.1 Add a greeting") {
@@ -181,7 +182,7 @@ func TestIssueTriggers(t *testing.T) {
 				t.Errorf("runs = %+v, want %d", runs, tt.runs)
 			}
 			for _, r := range runs {
-				if r.Number != 4 || r.Trigger != TriggerIssue || r.Sender != "alice" {
+				if r.Number != 4 || r.Trigger != lifecycle.TriggerIssue || r.Sender != "alice" {
 					t.Errorf("run = %+v, want issue 4 by alice", r)
 				}
 			}

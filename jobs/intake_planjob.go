@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
@@ -110,7 +111,7 @@ func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
 	in, err := h.runs.gatherRunInputs(ctx, gh, RunPayload{Owner: p.Owner, Repo: p.Repo, DefaultBranch: p.DefaultBranch,
-		Trigger: TriggerIssue, Number: p.Number})
+		Trigger: lifecycle.TriggerIssue, Number: p.Number})
 	if ce, bad := asRepoConfigError(err); bad {
 		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
 			configErrorText(ce, "write a plan", "", ""), retried > 0); rerr != nil {
@@ -170,7 +171,7 @@ func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 	log.Info("plan job: plan posted", "tasks", res.Tasks, "attempts", res.Attempts, "auto", auto)
 	if auto {
 		err := h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: "planned-" + p.DeliveryID, InstallationID: p.InstallationID,
-			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Trigger: TriggerIssue, Number: p.Number, Sender: p.Sender})
+			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: p.Number, Sender: p.Sender})
 		if err := enqueued(err); err != nil {
 			return metrics.ResultRetry, err
 		}

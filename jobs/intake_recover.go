@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
@@ -241,7 +242,7 @@ func (h *Recovery) intakeLost() func(ctx context.Context, guid string) (bool, er
 // when Akira wrote it (a person quoting its marker cannot hide an answer); a reply may be on the pull
 // request or on the issue the run came from. A reply is placed by its comment's time, a button by
 // the time GitHub delivered it (p.AnsweredAt), which the recovery kept.
-func (h *Recovery) pendingAnswer(ctx context.Context, gh ports.GitHub, run *Run, p ResumePayload) (bool, string, error) {
+func (h *Recovery) pendingAnswer(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, p ResumePayload) (bool, string, error) {
 	numbers := []int{}
 	if pr := summaryNumber(run); pr != 0 {
 		numbers = append(numbers, pr)

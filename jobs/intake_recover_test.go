@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
@@ -221,7 +222,7 @@ func TestPendingAnswer(t *testing.T) {
 				}
 			}
 			h := &Handler{}
-			run := &Run{ID: "r1", Owner: "o", Repo: "r", PR: 5, Issue: 3}
+			run := &lifecycle.Run{ID: "r1", Owner: "o", Repo: "r", PR: 5, Issue: 3}
 			p := ResumePayload{CommentID: id, Number: number, Decision: runner.DecisionRetry, Recovered: true}
 			if !pressed.IsZero() {
 				p.ByButton, p.AnsweredAt, p.RunID, p.TaskID = true, pressed, "r1", "1.2"

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 )
@@ -151,7 +152,7 @@ func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
 		t.Fatalf("runs = %+v", runs)
 	}
 	r := runs[0]
-	if r.Trigger != TriggerPullRequest || r.Number != 9 || r.Branch != "feature" || r.HeadSHA != "abc" || r.Path != "docs/PLAN.md" || r.Sender != "alice" {
+	if r.Trigger != lifecycle.TriggerPullRequest || r.Number != 9 || r.Branch != "feature" || r.HeadSHA != "abc" || r.Path != "docs/PLAN.md" || r.Sender != "alice" {
 		t.Fatalf("run = %+v", r)
 	}
 }
@@ -219,24 +220,24 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 		name  string
 		setup func(*fakeGitHub)
 		in    IntakePayload
-		want  []Trigger
+		want  []lifecycle.Trigger
 	}{
 		{"push changing the roadmap", nil,
 			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
-			[]Trigger{TriggerPush}},
+			[]lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push changing other files", nil,
 			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"README.md"}}}, nil},
 		{"push cut at 20 commits", nil,
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Truncated: true}}, []Trigger{TriggerPush}},
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Truncated: true}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push with the trigger off", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "triggers:\n  push: false\n" },
 			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
 		{"push with a configured roadmap", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "roadmap: docs/PLAN.md\n" },
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []Trigger{TriggerPush}},
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push with a broken configuration", func(f *fakeGitHub) { f.files[":.github/akira.yml"] = "nope: 1\n" },
 			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
 		{"pull request changing a spec", func(f *fakeGitHub) { f.pullFiles[3] = []string{"specs/login/tasks.md"} },
 			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}},
-			[]Trigger{TriggerPullRequest}},
+			[]lifecycle.Trigger{lifecycle.TriggerPullRequest}},
 		{"pull request changing code", func(f *fakeGitHub) { f.pullFiles[3] = []string{"main.go"} },
 			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}}, nil},
 		{"pull request reopened by a triager", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
@@ -255,7 +256,7 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 			if err := jh.intake(tt.in); err != nil {
 				t.Fatal(err)
 			}
-			var got []Trigger
+			var got []lifecycle.Trigger
 			for _, r := range queued[RunPayload](jh, TypeRun) {
 				got = append(got, r.Trigger)
 			}

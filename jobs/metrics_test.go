@@ -40,7 +40,7 @@ func TestRefusedTransitionLoggedAndCounted(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	after, err := st.Get(ctx, run.ID)
-	if err != nil || after.Rev != run.Rev || after.Status != StatusQueued {
+	if err != nil || after.Rev != run.Rev || after.Status != lifecycle.StatusQueued {
 		t.Fatalf("the refused event wrote the run: %+v, %v", after, err)
 	}
 	want := `

@@ -29,7 +29,7 @@ type publisher struct {
 }
 
 // summaryNumber is where the run's comments go: its pull request, else the issue it came from.
-func summaryNumber(r *Run) int {
+func summaryNumber(r *lifecycle.Run) int {
 	if r.PR > 0 {
 		return r.PR
 	}
@@ -39,7 +39,7 @@ func summaryNumber(r *Run) int {
 // publishSummary creates the run's one summary comment or edits it in place. The comment id is stored
 // in the run state as soon as the comment exists; a job that died before storing it finds the comment
 // again by its hidden marker, so a run never gets a second summary.
-func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
+func (p *publisher) publishSummary(ctx context.Context, r *lifecycle.Run) (*lifecycle.Run, error) {
 	number := summaryNumber(r)
 	if number == 0 {
 		return r, nil // nowhere to post (a push run before its pull request)
@@ -85,7 +85,7 @@ func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
 	return r, nil
 }
 
-func summaryData(r *Run) templates.Summary {
+func summaryData(r *lifecycle.Run) templates.Summary {
 	s := templates.Summary{
 		RunID: r.ID, Source: r.Source, SourceURL: r.SourceURL, Branch: r.Branch, State: r.Status.Label(),
 		Error: r.Error, AbortedBy: r.AbortedBy, PRURL: r.PRURL,
@@ -95,7 +95,7 @@ func summaryData(r *Run) templates.Summary {
 	}
 	s.PRClosed, s.Rebuilt = r.PRClosed, r.Rebuilt != ""
 	s.StartedBy, s.AnsweredBy, s.StoppedBy, s.PausedBy = person(r.Sender), person(r.AnsweredBy), r.StoppedBy, r.PausedBy
-	if r.Status == StatusRunning {
+	if r.Status == lifecycle.StatusRunning {
 		p := progressData(r, time.Now())
 		s.Progress = &p
 	}
@@ -122,7 +122,7 @@ func summaryData(r *Run) templates.Summary {
 		}
 	}
 	s.Environment = envSummary(r)
-	if r.Status == StatusParked && len(r.Parked) > 0 {
+	if r.Status == lifecycle.StatusParked && len(r.Parked) > 0 {
 		s.ParkedTask = r.Parked[0].TaskID
 		if t := r.Task(s.ParkedTask); t != nil {
 			s.EscalationURL = t.EscalationURL
@@ -132,7 +132,7 @@ func summaryData(r *Run) templates.Summary {
 }
 
 // pullRequestBody is the body of a run's draft pull request: where the tasks come from, and the tasks.
-func pullRequestBody(run *Run, tasks []runner.TaskResult) (string, error) {
+func pullRequestBody(run *lifecycle.Run, tasks []runner.TaskResult) (string, error) {
 	body := templates.PRBody{RunID: run.ID, Source: run.Source, SourceURL: run.SourceURL, Issue: run.Issue}
 	for _, t := range tasks {
 		body.Tasks = append(body.Tasks, templates.PRTask{ID: t.ID, Title: t.Title, Done: t.Status == runner.TaskDone})
@@ -142,7 +142,7 @@ func pullRequestBody(run *Run, tasks []runner.TaskResult) (string, error) {
 
 // ensurePullRequest finds the draft pull request of the run's branch, or opens it; the branch already
 // has a commit ahead of the base (the engine's start commit), as GitHub requires.
-func ensurePullRequest(ctx context.Context, pulls ports.Pulls, run *Run, tasks []runner.TaskResult) (*ports.PullRequest, error) {
+func ensurePullRequest(ctx context.Context, pulls ports.Pulls, run *lifecycle.Run, tasks []runner.TaskResult) (*ports.PullRequest, error) {
 	pr, err := pulls.FindPullRequest(ctx, run.Owner, run.Repo, run.Branch, run.Base)
 	if err == nil {
 		return pr, nil
@@ -217,7 +217,7 @@ func person(login string) string {
 }
 
 // mentions are the people an escalation notifies: who started the run and who answered it last.
-func mentions(run *Run) []string {
+func mentions(run *lifecycle.Run) []string {
 	var out []string
 	for _, l := range []string{person(run.Sender), person(run.AnsweredBy)} {
 		if l != "" && !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, l) }) {
@@ -228,7 +228,7 @@ func mentions(run *Run) []string {
 }
 
 // escalationBody is the escalation comment of a task: why it stopped, what failed, what to reply.
-func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts int) (string, error) {
+func escalationBody(run *lifecycle.Run, t *lifecycle.TaskState, esc *runner.Escalation, maxAttempts int) (string, error) {
 	data := templates.Escalation{
 		RunID: run.ID, TaskID: t.ID, TaskTitle: t.Title, Attempts: t.Attempts, MaxAttempts: maxAttempts,
 		Reason: reasonText(esc), CheckRunURL: t.CheckRunURL, Buttons: t.CheckRunID != 0,
@@ -270,7 +270,7 @@ func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts 
 
 // postEscalation posts the escalation comment of the task's current round once: a comment a crashed
 // job posted is found by its round marker.
-func postEscalation(ctx context.Context, c ports.Comments, run *Run, t *TaskState, body string) (int64, string, error) {
+func postEscalation(ctx context.Context, c ports.Comments, run *lifecycle.Run, t *lifecycle.TaskState, body string) (int64, string, error) {
 	number := summaryNumber(run)
 	marker := escalationRoundMarker(run.ID, t.ID, t.Escalations)
 	id, url, err := c.FindComment(ctx, run.Owner, run.Repo, number, marker)
@@ -317,7 +317,7 @@ func annotations(rs []verify.Result) []ports.Annotation {
 // between performing one and removing it only makes the next one repeat it. An effect whose target
 // is gone (a deleted pull request, a check run GitHub no longer has) is dropped with a log line. It
 // stops at the first effect that fails and returns the error: the rest wait for the next try.
-func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *Run, log *slog.Logger) (*Run, error) {
+func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, log *slog.Logger) (*lifecycle.Run, error) {
 	for _, e := range slices.Clone(run.Outbox) {
 		if !slices.ContainsFunc(run.Outbox, func(o lifecycle.Effect) bool { return o.ID == e.ID }) {
 			continue // another worker performed it meanwhile
@@ -330,7 +330,7 @@ func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *Run, log 
 		if err != nil {
 			return run, fmt.Errorf("jobs: %s of run %s: %w", e.Kind, run.ID, err)
 		}
-		if run, err = h.d.Store.Update(ctx, run.ID, func(r *Run) error {
+		if run, err = h.d.Store.Update(ctx, run.ID, func(r *lifecycle.Run) error {
 			lifecycle.Done(r, e.ID)
 			return nil
 		}); err != nil {
@@ -341,7 +341,7 @@ func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *Run, log 
 }
 
 // perform carries out one effect of a durable transition.
-func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
+func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, e lifecycle.Effect) error {
 	switch e.Kind {
 	case lifecycle.EffectSummary:
 		p := publisher{gh: gh, store: h.d.Store, log: h.log}

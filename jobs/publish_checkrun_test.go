@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -15,8 +16,8 @@ import (
 func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	run, _, err := jh.store.Create(ctx, &Run{ID: "r-checks", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
-		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}, {ID: "1.2", Title: "Two", Status: templates.StatusRunning}}})
+	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-checks", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
+		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}, {ID: "1.2", Title: "Two", Status: templates.StatusRunning}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +51,8 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	}
 
 	// A run rebuilt from its branch lost its marks with Redis: its creates look first.
-	rebuilt, _, err := jh.store.Create(ctx, &Run{ID: "r-rebuilt", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
-		Status: StatusRunning, Rebuilt: "d-rebuild", Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}}})
+	rebuilt, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-rebuilt", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
+		Status: lifecycle.StatusRunning, Rebuilt: "d-rebuild", Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	}
 }
 
-func mustGet(t *testing.T, s *store.Store, id string) *Run {
+func mustGet(t *testing.T, s *store.Store, id string) *lifecycle.Run {
 	t.Helper()
 	r, err := s.Get(context.Background(), id)
 	if err != nil {

@@ -43,7 +43,7 @@ func (r *Reporter) setupFinished(ctx context.Context, ev runner.Event) error {
 	if res.Proposed != "" {
 		// Nothing ran: a line in the summary with the next edit, no check run.
 		check := &lifecycle.EnvCheck{Passed: true, Proposed: true, Detail: ev.Message}
-		return r.checks.envCheckRun(ctx, SetupCheckRunName, "", templates.EnvCheckRun{Kind: "setup"}, check, false, func(run *Run) **lifecycle.EnvCheck { return &run.Setup })
+		return r.checks.envCheckRun(ctx, SetupCheckRunName, "", templates.EnvCheckRun{Kind: "setup"}, check, false, func(run *lifecycle.Run) **lifecycle.EnvCheck { return &run.Setup })
 	}
 	text := r.masker.Mask(res.Log)
 	if err := r.pub.store.SaveLog(ctx, r.runID, SetupLogTask, 1, text, r.logRetention); err != nil {
@@ -72,7 +72,7 @@ func (r *Reporter) setupFinished(ctx context.Context, ev runner.Event) error {
 		}
 	}
 	check := &lifecycle.EnvCheck{Passed: data.Passed, Detail: ev.Message, Duration: res.Duration, LogURL: data.LogURL}
-	return r.checks.envCheckRun(ctx, SetupCheckRunName, title, data, check, true, func(run *Run) **lifecycle.EnvCheck { return &run.Setup })
+	return r.checks.envCheckRun(ctx, SetupCheckRunName, title, data, check, true, func(run *lifecycle.Run) **lifecycle.EnvCheck { return &run.Setup })
 }
 
 func (r *Reporter) baseChecked(ctx context.Context, ev runner.Event) error {
@@ -92,7 +92,7 @@ func (r *Reporter) baseChecked(ctx context.Context, ev runner.Event) error {
 	}
 	check := &lifecycle.EnvCheck{Passed: b.Passed, Detail: detail, Commit: ev.Commit, Allowed: !b.Passed && ev.AllowRedBase}
 	// A green base is a line in the summary; only a red one gets a check run (and the REST calls).
-	return r.checks.envCheckRun(ctx, BaseCheckRunName, title, data, check, !b.Passed, func(run *Run) **lifecycle.EnvCheck { return &run.BaseCheck })
+	return r.checks.envCheckRun(ctx, BaseCheckRunName, title, data, check, !b.Passed, func(run *lifecycle.Run) **lifecycle.EnvCheck { return &run.BaseCheck })
 }
 
 func shortCommit(sha string) string {
@@ -106,7 +106,7 @@ func shortCommit(sha string) string {
 // the run; a failed step shows in the summary at once, a passed one with the next edit. A job that
 // repeats the step (a retry, a continuation) updates the check run it posted before on the same head
 // instead of adding one.
-func (r *checkRuns) envCheckRun(ctx context.Context, name, title string, data templates.EnvCheckRun, check *lifecycle.EnvCheck, post bool, field func(*Run) **lifecycle.EnvCheck) error {
+func (r *checkRuns) envCheckRun(ctx context.Context, name, title string, data templates.EnvCheckRun, check *lifecycle.EnvCheck, post bool, field func(*lifecycle.Run) **lifecycle.EnvCheck) error {
 	text, err := templates.Render("env_checkrun", data)
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func (r *checkRuns) envCheckRun(ctx context.Context, name, title string, data te
 	if check.CheckRunID != 0 {
 		check.Head = r.head
 	}
-	if err := r.record(ctx, func(run *Run) error {
+	if err := r.record(ctx, func(run *lifecycle.Run) error {
 		*field(run) = check
 		return nil
 	}); err != nil {
@@ -155,7 +155,7 @@ func (r *checkRuns) envCheckRun(ctx context.Context, name, title string, data te
 }
 
 // envSummary is the summary's environment line of a run; nil when it had neither setup nor check.
-func envSummary(run *Run) *templates.EnvSummary {
+func envSummary(run *lifecycle.Run) *templates.EnvSummary {
 	if run.Setup == nil && run.BaseCheck == nil {
 		return nil
 	}
@@ -170,7 +170,7 @@ func envSummary(run *Run) *templates.EnvSummary {
 }
 
 // envOptions are the engine's options about the environment of a run's job.
-func envOptions(opts *runner.Options, run *Run, st *store.Store, caches *env.Caches) {
+func envOptions(opts *runner.Options, run *lifecycle.Run, st *store.Store, caches *env.Caches) {
 	opts.AllowRedBase = run.AllowRedBase
 	if caches != nil {
 		// Never shared between installations: the scope names the installation and the repository.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 )
 
@@ -71,7 +72,7 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 			t.Fatalf("the agent was called %v, want never", got)
 		}
 		want := "the base branch fails `sh check.sh` before any change: --- FAIL: TestSum (want 3, got 4)"
-		if run.Status != StatusFailed || !strings.Contains(run.Error, want) {
+		if run.Status != lifecycle.StatusFailed || !strings.Contains(run.Error, want) {
 			t.Fatalf("run = status %s error %q, want failed saying %q", run.Status, run.Error, want)
 		}
 		cr := jh.gh.checkRunNamed(BaseCheckRunName)
@@ -99,7 +100,7 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if run.Status != StatusSucceeded || len(agentCalls(t, calls)) != 1 {
+		if run.Status != lifecycle.StatusSucceeded || len(agentCalls(t, calls)) != 1 {
 			t.Fatalf("run = status %s error %q, calls %v; want it done by one agent call", run.Status, run.Error, agentCalls(t, calls))
 		}
 		if cr := jh.gh.checkRunNamed(BaseCheckRunName); cr == nil || cr.Conclusion != ports.ConclusionNeutral {
@@ -122,7 +123,7 @@ func TestRunJobSetupFailureShowsTheCommandAndKeepsTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := agentCalls(t, calls); len(got) != 0 || run.Status != StatusFailed {
+	if got := agentCalls(t, calls); len(got) != 0 || run.Status != lifecycle.StatusFailed {
 		t.Fatalf("run = status %s, agent calls %v; want failed with no call", run.Status, got)
 	}
 	cr := jh.gh.checkRunNamed(SetupCheckRunName)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/templates"
@@ -133,7 +134,7 @@ func (h *Publish) sendNotification(ctx context.Context, p NotifyPayload) (string
 
 // notifyRun enqueues a notification of a run's event to every sink the event goes to. A notification
 // is a courtesy: failing to enqueue one is logged, never a reason to fail the run's work.
-func (h *Publish) notifyRun(ctx context.Context, run *Run, event, occasion string, data templates.Notification) {
+func (h *Publish) notifyRun(ctx context.Context, run *lifecycle.Run, event, occasion string, data templates.Notification) {
 	sinks := h.d.Operator.NotifyRoute(run.Notify, event)
 	if len(sinks) == 0 {
 		return

@@ -37,7 +37,7 @@ type Reporter struct {
 	pub     publisher
 	metrics *metrics.Metrics
 	runID   string
-	run     *Run
+	run     *lifecycle.Run
 
 	head        string
 	maxAttempts int
@@ -97,7 +97,7 @@ type checkRuns struct{ *Reporter }
 type summaries struct{ *Reporter }
 
 // NewReporter returns the reporter of one job of the run.
-func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, log *slog.Logger, run *Run) *Reporter {
+func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, log *slog.Logger, run *lifecycle.Run) *Reporter {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -113,7 +113,7 @@ func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, l
 }
 
 // Run is the run state as the reporter last wrote or read it.
-func (r *Reporter) Run() *Run { return r.run }
+func (r *Reporter) Run() *lifecycle.Run { return r.run }
 
 // Report handles one engine event. An error stops the run; the job is retried and carries on from the
 // branch and the state, which is why every step here is safe to repeat.
@@ -166,7 +166,7 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 	case runner.EventTaskSkipped:
 		err = r.taskSkipped(ctx, ev)
 	case runner.EventTaskBlocked:
-		err = r.record(ctx, func(run *Run) error { return recordBlocked(run, ev) })
+		err = r.record(ctx, func(run *lifecycle.Run) error { return recordBlocked(run, ev) })
 	case runner.EventSetupFinished:
 		err = r.setupFinished(ctx, ev)
 	case runner.EventBaseChecked:
@@ -194,7 +194,7 @@ func (r *Reporter) transition(ctx context.Context, ev lifecycle.Event) ([]lifecy
 }
 
 // record applies a change to the stored run and keeps the result.
-func (r *Reporter) record(ctx context.Context, fn func(*Run) error) error {
+func (r *Reporter) record(ctx context.Context, fn func(*lifecycle.Run) error) error {
 	run, err := r.pub.store.Update(ctx, r.runID, fn)
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func (r *Reporter) record(ctx context.Context, fn func(*Run) error) error {
 // progress records the working job's sign of life and shows it, at most every minSummaryInterval.
 func (r *summaries) progress(ctx context.Context, activity string) error {
 	now := r.now()
-	if err := r.record(ctx, func(run *Run) error {
+	if err := r.record(ctx, func(run *lifecycle.Run) error {
 		run.Activity, run.ActivityAt = activity, now
 		return nil
 	}); err != nil {
@@ -477,7 +477,7 @@ func (r *attemptLogs) endInterruptedLog(ctx context.Context, taskID string, atte
 	text, err := r.pub.store.Log(ctx, r.runID, taskID, attempt)
 	switch {
 	case errors.Is(err, store.ErrNoLog):
-		text = fmt.Sprintf("==> Run %s, task %s, attempt %d: nothing of its log was kept\n", r.runID, taskID, attempt)
+		text = fmt.Sprintf("==> lifecycle.Run %s, task %s, attempt %d: nothing of its log was kept\n", r.runID, taskID, attempt)
 	case err != nil:
 		r.pub.log.Warn("interrupted attempt log not read", "task", taskID, "attempt", attempt, "err", err)
 		return
@@ -517,7 +517,7 @@ func (r *attemptLogs) keepLog(ctx context.Context, taskID string, attempt int, e
 
 func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
 	delete(r.logs, ev.TaskID)
-	r.logBook.logf(ev.TaskID, "==> Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
+	r.logBook.logf(ev.TaskID, "==> lifecycle.Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
 	if ev.Feedback != "" {
 		r.logBook.logf(ev.TaskID, "\n==> What the agent was told went wrong before\n%s\n", strings.TrimRight(ev.Feedback, "\n"))
 	}
@@ -551,7 +551,7 @@ func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
 		return nil
 	}
 	r.metrics.Usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CostUSD)
-	return r.record(ctx, func(run *Run) error { return recordUsage(run, ev) })
+	return r.record(ctx, func(run *lifecycle.Run) error { return recordUsage(run, ev) })
 }
 
 // judged keeps the judge's verdict for the check run (the attempt's failure or checkpoint that
@@ -578,7 +578,7 @@ func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
 	if v.Error == "" {
 		r.logBook.logf(ev.TaskID, "confidence %.2f (at least %.2f), accepted=%v\n", v.Confidence, v.MinConfidence, v.Accepted)
 	}
-	return r.record(ctx, func(run *Run) error {
+	return r.record(ctx, func(run *lifecycle.Run) error {
 		if err := recordUsage(run, ev); err != nil {
 			return err
 		}
@@ -662,7 +662,7 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 // knows of the task's attempts for the check run's text.
 func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev runner.Event) error {
 	for _, e := range effects {
-		var t *TaskState
+		var t *lifecycle.TaskState
 		if len(e.TaskIDs) > 0 {
 			if t = r.run.Task(e.TaskIDs[0]); t == nil {
 				return fmt.Errorf("task %s is not in the run", e.TaskIDs[0])
@@ -709,7 +709,7 @@ func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev r
 }
 
 // checkRunPhase shows the task's new state on its check run.
-func (r *checkRuns) checkRunPhase(ctx context.Context, t *TaskState, phase string, ev runner.Event) error {
+func (r *checkRuns) checkRunPhase(ctx context.Context, t *lifecycle.TaskState, phase string, ev runner.Event) error {
 	switch phase {
 	case lifecycle.PhaseOpen:
 		return r.openCheckRun(ctx, t.ID, ev.Attempt)
@@ -748,7 +748,7 @@ func (r *checkRuns) checkRunPhase(ctx context.Context, t *TaskState, phase strin
 // escalationComment posts the escalation comment of the task's current round, once per escalation:
 // the engine reports a task that stays parked across jobs again (reason awaiting_decision), which
 // posts nothing new unless its comment was deleted since.
-func (r *Reporter) escalationComment(ctx context.Context, t *TaskState, esc *runner.Escalation) error {
+func (r *Reporter) escalationComment(ctx context.Context, t *lifecycle.TaskState, esc *runner.Escalation) error {
 	fresh := esc.Reason != "awaiting_decision"
 	if t.EscalationCommentID != 0 && !fresh {
 		_, _, err := r.gh.FindComment(ctx, r.run.Owner, r.run.Repo, summaryNumber(r.run), escalationRoundMarker(r.run.ID, t.ID, t.Escalations))
@@ -776,7 +776,7 @@ func (r *Reporter) escalationComment(ctx context.Context, t *TaskState, esc *run
 }
 
 // checkRunData is the template data of a task's check run.
-func (r *checkRuns) checkRunData(t *TaskState, status string, attempt int, reason string) templates.CheckRun {
+func (r *checkRuns) checkRunData(t *lifecycle.TaskState, status string, attempt int, reason string) templates.CheckRun {
 	if attempt == 0 {
 		attempt = t.Attempts
 	}
@@ -807,7 +807,7 @@ func (r *checkRuns) maxAttemptsOf(taskID string) int {
 
 // interruptedAttempts is this job's attempts of the task for its check run, after the attempts dead
 // jobs left of it, each with a link to its kept log.
-func (r *checkRuns) interruptedAttempts(t *TaskState) []templates.Attempt {
+func (r *checkRuns) interruptedAttempts(t *lifecycle.TaskState) []templates.Attempt {
 	mine := r.attempts[t.ID]
 	var out []templates.Attempt
 	for _, n := range t.Interrupted {
@@ -820,7 +820,7 @@ func (r *checkRuns) interruptedAttempts(t *TaskState) []templates.Attempt {
 }
 
 // updateCheckRun sends cr with the output rendered from the task's state.
-func (r *checkRuns) updateCheckRun(ctx context.Context, t *TaskState, status string, attempt int, reason string, cr ports.CheckRun) error {
+func (r *checkRuns) updateCheckRun(ctx context.Context, t *lifecycle.TaskState, status string, attempt int, reason string, cr ports.CheckRun) error {
 	data := r.checkRunData(t, status, attempt, reason)
 	sum, err := templates.Render("checkrun_summary", data)
 	if err != nil {
@@ -846,7 +846,7 @@ func (r *checkRuns) updateCheckRun(ctx context.Context, t *TaskState, status str
 
 // finishCheckRun completes the task's check run (creating one if the task never had one) and records
 // that it is completed.
-func (r *checkRuns) finishCheckRun(ctx context.Context, t *TaskState, status, reason string, cr ports.CheckRun) error {
+func (r *checkRuns) finishCheckRun(ctx context.Context, t *lifecycle.TaskState, status, reason string, cr ports.CheckRun) error {
 	if t.CheckRunID == 0 {
 		if err := r.openCheckRun(ctx, t.ID, t.Attempts); err != nil {
 			return err

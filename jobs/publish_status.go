@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -23,10 +24,10 @@ func StatusText(ctx context.Context, s *store.Records, owner, repo string, numbe
 }
 
 // statusData is the status template's data for a run.
-func statusData(run *Run) templates.Status {
+func statusData(run *lifecycle.Run) templates.Status {
 	s := templates.Status{RunID: run.ID, State: run.Status.Label(), Branch: run.Branch, Total: len(run.Tasks),
 		SummaryURL: run.SummaryURL, PRURL: run.PRURL}
-	var current *TaskState
+	var current *lifecycle.TaskState
 	for i := range run.Tasks {
 		t := &run.Tasks[i]
 		switch t.Status {
@@ -36,13 +37,13 @@ func statusData(run *Run) templates.Status {
 			current = t
 		}
 	}
-	if run.Status == StatusParked && len(run.Parked) > 0 {
+	if run.Status == lifecycle.StatusParked && len(run.Parked) > 0 {
 		current = run.Task(run.Parked[0].TaskID)
 	}
 	if current != nil {
 		s.CurrentID, s.CurrentTitle, s.Attempt = current.ID, current.Title, current.Attempts
 	}
-	if run.Status == StatusRunning {
+	if run.Status == lifecycle.StatusRunning {
 		p := progressData(run, time.Now())
 		s.Progress = &p
 	}

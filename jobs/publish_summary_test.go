@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
@@ -30,10 +31,10 @@ func (c *lockedClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func twoTaskRun(t *testing.T, jh *jobsHarness, id string) *Run {
+func twoTaskRun(t *testing.T, jh *jobsHarness, id string) *lifecycle.Run {
 	t.Helper()
-	run, _, err := jh.store.Create(context.Background(), &Run{ID: id, Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
-		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
+	run, _, err := jh.store.Create(context.Background(), &lifecycle.Run{ID: id, Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
+		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +140,8 @@ func TestHeldBackSummaryAfterACrash(t *testing.T) {
 func TestOneCheckRunUpdatePerStateChange(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	run, _, err := jh.store.Create(ctx, &Run{ID: "r-cr", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5, MaxAttempts: 2,
-		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}}})
+	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-cr", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5, MaxAttempts: 2,
+		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}

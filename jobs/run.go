@@ -35,11 +35,11 @@ type RunPayload struct {
 	Version int `json:"v"`
 	// DeliveryID is the webhook's X-GitHub-Delivery; with Trigger continue it is the resume task's key.
 	// It becomes the task id, so a redelivered webhook enqueues nothing.
-	DeliveryID     string  `json:"delivery_id"`
-	Trigger        Trigger `json:"trigger"`
-	InstallationID int64   `json:"installation_id"`
-	Owner          string  `json:"owner"`
-	Repo           string  `json:"repo"`
+	DeliveryID     string            `json:"delivery_id"`
+	Trigger        lifecycle.Trigger `json:"trigger"`
+	InstallationID int64             `json:"installation_id"`
+	Owner          string            `json:"owner"`
+	Repo           string            `json:"repo"`
 	// Number is the issue (trigger issue) or pull request (trigger pull_request) number.
 	Number int `json:"number,omitempty"`
 	// Branch is the pull request's head branch (trigger pull_request).
@@ -69,7 +69,7 @@ type RunPayload struct {
 	// DefaultBranch is the repository's, from the webhook; when empty the job asks GitHub.
 	DefaultBranch string `json:"default_branch,omitempty"`
 	// Review is the review to address (trigger review).
-	Review *ReviewRequest `json:"review,omitempty"`
+	Review *lifecycle.ReviewRequest `json:"review,omitempty"`
 	// RunID names the run to continue (trigger continue). For a new run it is left empty and derived
 	// from DeliveryID, so a retried or redelivered job finds the run it already created.
 	RunID string `json:"run_id,omitempty"`
@@ -98,20 +98,20 @@ func (p RunPayload) Validate() error {
 		errs = append(errs, errors.New("no repository"))
 	}
 	switch p.Trigger {
-	case TriggerIssue:
+	case lifecycle.TriggerIssue:
 		if p.Number <= 0 {
 			errs = append(errs, errors.New("issue trigger without an issue number"))
 		}
-	case TriggerPush, TriggerAPI:
-	case TriggerPullRequest:
+	case lifecycle.TriggerPush, TriggerAPI:
+	case lifecycle.TriggerPullRequest:
 		if p.Number <= 0 || p.Branch == "" {
 			errs = append(errs, errors.New("pull_request trigger without a number and a branch"))
 		}
-	case TriggerContinue:
+	case lifecycle.TriggerContinue:
 		if p.RunID == "" {
 			errs = append(errs, errors.New("continue without a run id"))
 		}
-	case TriggerReview:
+	case lifecycle.TriggerReview:
 		if p.Number <= 0 || p.Branch == "" || p.Review == nil || p.Review.ID <= 0 || p.Review.By == "" {
 			errs = append(errs, errors.New("review trigger without a pull request, a branch and a review"))
 		}
@@ -151,7 +151,7 @@ func (h *Runs) HandleRun(ctx context.Context, t *asynq.Task) error {
 // workFair is h.work behind the fair gate (fair.go): the run's turn and a slot of its installation
 // first, so that resolving it (cheap on a retry: the run is found by its id) is all a waiting run
 // costs, and an answer that needs no worker (a run already active on the branch) is not held back.
-func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run *Run, log *slog.Logger) (string, error) {
+func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run *lifecycle.Run, log *slog.Logger) (string, error) {
 	if err := h.d.Fair.Acquire(ctx, p); err != nil {
 		if w, ok := errors.AsType[*SlotWaitError](err); ok {
 			log.Debug("run job: waits for a slot", "reason", w.Reason, "retry_in", w.Delay)
@@ -222,8 +222,8 @@ func isRepoConfigError(err error) bool {
 
 // resolveRun loads the run a payload continues, or creates the run a trigger starts. A run created
 // by an earlier try of the same job is found again by its id, derived from the delivery.
-func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*Run, error) {
-	if p.Trigger == TriggerContinue {
+func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*lifecycle.Run, error) {
+	if p.Trigger == lifecycle.TriggerContinue {
 		run, err := h.d.Store.Get(ctx, p.RunID)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errNothingToDo
@@ -231,7 +231,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*
 		if err != nil {
 			return nil, err
 		}
-		if run.Status != StatusQueued && run.Status != StatusRunning {
+		if run.Status != lifecycle.StatusQueued && run.Status != lifecycle.StatusRunning {
 			return nil, errNothingToDo
 		}
 		return run, nil
@@ -250,7 +250,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*
 	}
 	id := RunIDFor(p.DeliveryID)
 	if run, err := h.d.Store.Get(ctx, id); err == nil {
-		if run.Status.Terminal() || run.Status == StatusParked {
+		if run.Status.Terminal() || run.Status == lifecycle.StatusParked {
 			return nil, errNothingToDo
 		}
 		return run, nil
@@ -262,11 +262,11 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*
 		return nil, err
 	}
 	var ownPR *ports.PullRequest
-	if n, ok := issueOfBranch(p.Branch, in.Config.BranchPrefix); ok && p.Trigger == TriggerPullRequest && p.CommentID != 0 && in.PR != nil {
+	if n, ok := issueOfBranch(p.Branch, in.Config.BranchPrefix); ok && p.Trigger == lifecycle.TriggerPullRequest && p.CommentID != 0 && in.PR != nil {
 		// `/akira run` on the pull request of an issue's run that Redis has no record of (it would have
 		// been revived above): the run is the issue's, its plan the issue's checklist, not a plan file.
 		ownPR = in.PR
-		p.Trigger, p.Number, p.Branch, p.HeadSHA = TriggerIssue, n, "", ""
+		p.Trigger, p.Number, p.Branch, p.HeadSHA = lifecycle.TriggerIssue, n, "", ""
 		if in, err = h.gatherRunInputs(ctx, gh, p); err != nil {
 			return nil, err
 		}
@@ -301,7 +301,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*
 	if err != nil {
 		return nil, err
 	}
-	if p.Trigger == TriggerPullRequest && p.CommentID == 0 {
+	if p.Trigger == lifecycle.TriggerPullRequest && p.CommentID == 0 {
 		// A push to the pull request runs only what it left to do: ticking boxes by hand or changing
 		// code starts nothing.
 		pending, err := pendingPlans(ctx, gh, run, commits)
@@ -316,7 +316,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*
 		}
 	}
 	if existing := adoptLostRun(run, p.DeliveryID, lostID, known); existing != nil {
-		if existing.Status.Terminal() || existing.Status == StatusParked {
+		if existing.Status.Terminal() || existing.Status == lifecycle.StatusParked {
 			return nil, errNothingToDo
 		}
 		return existing, nil
@@ -354,7 +354,7 @@ func (e *UntrustedPlanError) Error() string {
 // this is about who wrote the commands. A plan without verify commands is only text for the agent.
 // A plan file in the repository is not checked: only people with push access put files on a branch
 // (a fork's pull request is refused), and a commit's author field proves nothing about who pushed it.
-func checkPlanTrust(ctx context.Context, perms ports.Permissions, p RunPayload, run *Run, is *ports.Issue) error {
+func checkPlanTrust(ctx context.Context, perms ports.Permissions, p RunPayload, run *lifecycle.Run, is *ports.Issue) error {
 	if run.Plan == "" || p.TrustPlan || is == nil || run.PlanFromComment {
 		return nil
 	}
@@ -439,7 +439,7 @@ func (h *Runs) refuseConfig(ctx context.Context, c ports.Comments, p RunPayload,
 // last wrote it, queued, and queues the job that continues it (the queue went with the record): the
 // run goes on from its branch with its decisions, attempts and check runs, and no person has to
 // notice. A record someone rebuilt meanwhile (a `/akira run` that found the branch) is left alone.
-func (h *Runs) restoreLostRun(ctx context.Context, run *Run, worked time.Duration, log *slog.Logger) {
+func (h *Runs) restoreLostRun(ctx context.Context, run *lifecycle.Run, worked time.Duration, log *slog.Logger) {
 	r := *run
 	r.WorkTime += worked
 	if lifecycle.Allowed(r.Status, lifecycle.EventJobRequeued) {
@@ -457,7 +457,7 @@ func (h *Runs) restoreLostRun(ctx context.Context, run *Run, worked time.Duratio
 		return
 	}
 	log.Warn("run job: Redis lost the run's record while the job worked; restored it from the job's copy", "status", restored.Status)
-	if restored.Status != StatusQueued {
+	if restored.Status != lifecycle.StatusQueued {
 		return // parked, finished: nothing runs until people act, as before the loss
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, continuation(restored, "restored:"+restored.ID+":"+strconv.Itoa(restored.Jobs), restored.Sender))
@@ -471,7 +471,7 @@ func (h *Runs) restoreLostRun(ctx context.Context, run *Run, worked time.Duratio
 // because a parked run may wait for days).
 func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
 	active := busy.Active
-	if p.Trigger != TriggerIssue && active.Status != StatusParked {
+	if p.Trigger != lifecycle.TriggerIssue && active.Status != lifecycle.StatusParked {
 		log.Info("run job: branch busy, waiting", "active_run", active.ID)
 		return metrics.ResultBusy, fmt.Errorf("%w (run %s)", ErrBusy, active.ID)
 	}
@@ -481,8 +481,8 @@ func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, b
 	}
 	if number > 0 {
 		data := templates.BranchBusy{Branch: active.Branch, RunID: active.ID, State: active.Status.Label(),
-			FromCommand: p.Trigger == TriggerIssue, SummaryURL: active.SummaryURL}
-		if active.Status == StatusParked && len(active.Parked) > 0 {
+			FromCommand: p.Trigger == lifecycle.TriggerIssue, SummaryURL: active.SummaryURL}
+		if active.Status == lifecycle.StatusParked && len(active.Parked) > 0 {
 			data.ParkedTask = active.Parked[0].TaskID
 		}
 		msg := render("branch_busy", data, "A run is already in progress on `"+active.Branch+"`.")
@@ -496,10 +496,10 @@ func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, b
 }
 
 // work is the part of the run job under the branch lock.
-func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (result string, err error) {
+func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, log *slog.Logger) (result string, err error) {
 	lk, err := h.d.Locker.Acquire(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
 	if errors.Is(err, store.ErrLocked) {
-		if run.Status == StatusRunning {
+		if run.Status == lifecycle.StatusRunning {
 			// A job of this run holds the branch (a running run always has one, or the reaper gives it
 			// one when its worker dies): this copy, typically asynq recovering a job whose worker died,
 			// has nothing to add.
@@ -520,7 +520,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Lo
 		// because Redis is unreachable), and the reaper continues a running run as soon as its lock is
 		// free, so the run stays running.
 		requeue := result == metrics.ResultRetry && !errors.Is(context.Cause(lk.Context()), store.ErrLockLost)
-		if _, uerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
+		if _, uerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *lifecycle.Run) error {
 			// The time this job worked counts against the run's wall-time budget.
 			r.WorkTime += time.Since(jobStart)
 			if requeue && lifecycle.Allowed(r.Status, lifecycle.EventJobRequeued) {
@@ -544,7 +544,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Lo
 
 	// Read the state again under the lock: the run may have finished, parked or been aborted while
 	// this job waited.
-	run, _, err = h.d.Store.Transition(lctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+	run, _, err = h.d.Store.Transition(lctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if !lifecycle.Allowed(r.Status, lifecycle.EventJobStarted) {
 			return nil, errNothingToDo
 		}
@@ -578,7 +578,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Lo
 		if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
 			return metrics.ResultRetry, err
 		}
-		if run.Status == StatusSucceeded {
+		if run.Status == lifecycle.StatusSucceeded {
 			return metrics.ResultSucceeded, nil
 		}
 	}
@@ -691,7 +691,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Lo
 
 // goneByPeople says why the run cannot go on when a person closed its pull request or deleted its
 // branch since the last job; "" when both are still there.
-func (h *Runs) goneByPeople(ctx context.Context, gh ports.GitHub, run *Run) (string, error) {
+func (h *Runs) goneByPeople(ctx context.Context, gh ports.GitHub, run *lifecycle.Run) (string, error) {
 	if run.PR != 0 {
 		pr, err := gh.GetPullRequest(ctx, run.Owner, run.Repo, run.PR)
 		if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
@@ -723,7 +723,7 @@ func (h *Runs) goneByPeople(ctx context.Context, gh ports.GitHub, run *Run) (str
 // stopForPeople ends a run whose pull request or branch a person took away: the run is stopped (not
 // failed: nothing went wrong), its open check runs are cancelled, the summary says why, and the issue
 // it came from gets a note, since the pull request's comments may no longer be read.
-func (h *Runs) stopForPeople(ctx context.Context, gh ports.GitHub, run *Run, why string, log *slog.Logger) (string, error) {
+func (h *Runs) stopForPeople(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, why string, log *slog.Logger) (string, error) {
 	log.Info("run job: stopped by what people did", "why", why)
 	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.TakenAway{Why: why})
 	if err != nil {
@@ -737,7 +737,7 @@ func (h *Runs) stopForPeople(ctx context.Context, gh ports.GitHub, run *Run, why
 
 // engineDecisions hands the run's decisions to the engine, and keeps every other parked task parked:
 // without a decision the engine would run it again.
-func engineDecisions(run *Run) map[string]runner.Decision {
+func engineDecisions(run *lifecycle.Run) map[string]runner.Decision {
 	out := map[string]runner.Decision{}
 	for id, d := range run.Decisions {
 		out[id] = d.Decision
@@ -760,7 +760,7 @@ func lastTry(ctx context.Context) bool {
 // retryOrFail handles an error of the engine or of the preparation. A lost lock or a job cancelled
 // (timeout, shutdown) leaves the state alone: another job carries on from the branch. A broken plan or
 // configuration, or the last retry, fails the run for good.
-func (h *Runs) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *Run, err error, log *slog.Logger) (string, error) {
+func (h *Runs) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *lifecycle.Run, err error, log *slog.Logger) (string, error) {
 	if cause := context.Cause(lctx); errors.Is(cause, store.ErrLockLost) {
 		log.Warn("run job: branch lock lost; another try continues", "err", err)
 		return metrics.ResultRetry, fmt.Errorf("jobs: %w: %w", store.ErrLockLost, err)
@@ -783,10 +783,10 @@ func (h *Runs) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *Run,
 }
 
 // fail marks the run failed and says why in the summary.
-func (h *Runs) fail(ctx context.Context, gh ReporterGitHub, run *Run, err error, log *slog.Logger) (string, error) {
+func (h *Runs) fail(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, err error, log *slog.Logger) (string, error) {
 	log.Error("run job: run failed", "err", err)
 	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "jobs: "), ": "+asynq.SkipRetry.Error())
-	run, _, uerr := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+	run, _, uerr := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if !lifecycle.Allowed(r.Status, lifecycle.EventFailed) {
 			return nil, nil // it ended while the job worked (aborted): it stays as it is
 		}
@@ -804,12 +804,12 @@ func (h *Runs) fail(ctx context.Context, gh ReporterGitHub, run *Run, err error,
 
 // closeEmptyPullRequest closes the draft pull request of a run that failed before any task was done:
 // it holds nothing to review. The summary on it says why; a later /akira run opens a new one.
-func (h *Runs) closeEmptyPullRequest(ctx context.Context, pulls ports.Pulls, run *Run, log *slog.Logger) *Run {
+func (h *Runs) closeEmptyPullRequest(ctx context.Context, pulls ports.Pulls, run *lifecycle.Run, log *slog.Logger) *lifecycle.Run {
 	if err := pulls.ClosePullRequest(ctx, run.Owner, run.Repo, run.PR); err != nil {
 		log.Warn("run job: empty draft pull request not closed", "pr", run.PR, "err", err)
 		return run
 	}
-	closed, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error { r.PRClosed = true; return nil })
+	closed, err := h.d.Store.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.PRClosed = true; return nil })
 	if err != nil {
 		log.Warn("run job: record closed pull request", "err", err)
 		return run
@@ -820,18 +820,18 @@ func (h *Runs) closeEmptyPullRequest(ctx context.Context, pulls ports.Pulls, run
 
 // finish records how the engine's run ended, readies the pull request of a finished run and
 // publishes the final summary.
-func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *Run, out runner.Outcome, handed map[string]Decision, log *slog.Logger) (string, error) {
+func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, out runner.Outcome, handed map[string]lifecycle.Decision, log *slog.Logger) (string, error) {
 	status := lifecycle.EngineStatus(out.Status)
 	yielded := out.Status == runner.StatusYielded
 	// Only Akira's own draft is marked ready: a person's pull request (a spec pull request) is theirs.
 	// A run that watches its CI is readied when its CI is green (run_ci.go).
-	if status == StatusSucceeded && !yielded && run.PR != 0 && run.OpenedPR && run.CI == nil {
+	if status == lifecycle.StatusSucceeded && !yielded && run.PR != 0 && run.OpenedPR && run.CI == nil {
 		pr := &ports.PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
 		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
 			return metrics.ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
 		}
 	}
-	if status == StatusSucceeded && !yielded && run.Review != nil {
+	if status == lifecycle.StatusSucceeded && !yielded && run.Review != nil {
 		// Before the run is marked done: a retry finds the checkpoint on the branch and answers again.
 		if err := h.answerReview(ctx, gh, run); err != nil {
 			log.Warn("run job: review not answered; will retry", "err", err)
@@ -843,7 +843,7 @@ func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *Run, out runner
 		return metrics.ResultRetry, err
 	}
 	switch run.Status {
-	case StatusQueued, lifecycle.StatusWaitingCI, lifecycle.StatusPaused:
+	case lifecycle.StatusQueued, lifecycle.StatusWaitingCI, lifecycle.StatusPaused:
 		// The table handed the run on (a decision already made, the pull request's CI, a pause):
 		// that, not the engine's verdict, is how this job ended.
 		status = run.Status

@@ -141,7 +141,7 @@ func (h *CIWatch) readCI(ctx context.Context, p CIPayload) (string, error) {
 		}
 	}
 	head := run.CI.Head
-	run, _, err = h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+	run, _, err = h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if r.Status != lifecycle.StatusWaitingCI || r.CI == nil || r.CI.Head != head {
 			return nil, errNothingToDo // another reading moved it on
 		}
@@ -161,7 +161,7 @@ func (h *CIWatch) readCI(ctx context.Context, p CIPayload) (string, error) {
 }
 
 // judgeCI decides what a reading of the head's checks means for the run; a nil event waits.
-func (h *CIWatch) judgeCI(ctx context.Context, gh ports.CI, run *Run, checks []ports.CICheck, required []string, now time.Time) (ciVerdict, error) {
+func (h *CIWatch) judgeCI(ctx context.Context, gh ports.CI, run *lifecycle.Run, checks []ports.CICheck, required []string, now time.Time) (ciVerdict, error) {
 	w := run.CI
 	results, pending := ciResults(checks, required)
 	elapsed := now.Sub(w.Since)
@@ -266,7 +266,7 @@ const (
 
 // ciEvidence is what explains the failed checks, each cut to the lines that matter, with secrets
 // masked: those Akira knows, GitHub's own *** and anything shaped like a token.
-func (h *CIWatch) ciEvidence(ctx context.Context, gh ports.CI, run *Run, failed []ports.CICheck) (string, error) {
+func (h *CIWatch) ciEvidence(ctx context.Context, gh ports.CI, run *lifecycle.Run, failed []ports.CICheck) (string, error) {
 	var b strings.Builder
 	for _, c := range failed {
 		text, err := gh.CIEvidence(ctx, run.Owner, run.Repo, c)
@@ -368,7 +368,7 @@ var tokenShapes = regexp.MustCompile(`(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-
 func MaskTokens(text string) string { return tokenShapes.ReplaceAllString(text, "[masked]") }
 
 // ciFixPlan is a fix round's one-task plan, verified with the commands of the plan the run followed.
-func ciFixPlan(run *Run) (plan, source string) {
+func ciFixPlan(run *lifecycle.Run) (plan, source string) {
 	task := map[string]any{"id": "fix", "title": "fix CI: " + run.CI.Fix.String()}
 	if v := verifyOf(run.Plan, run.PlanSource); len(v) > 0 {
 		task["verify"] = v
@@ -378,7 +378,7 @@ func ciFixPlan(run *Run) (plan, source string) {
 }
 
 // ciFixContext is the prompt section of a fix round: what failed, and a person's guidance.
-func ciFixContext(run *Run) string {
+func ciFixContext(run *lifecycle.Run) string {
 	fix := run.CI.Fix
 	var b strings.Builder
 	fmt.Fprintf(&b, "## The pull request's CI is red\n\nThe checks below failed on commit %s of this branch after the earlier tasks. "+
@@ -390,7 +390,7 @@ func ciFixContext(run *Run) string {
 }
 
 // ciFixOptions turn the engine's options into a fix round's: its one task, its evidence, its trailer.
-func ciFixOptions(opts runner.Options, run *Run) runner.Options {
+func ciFixOptions(opts runner.Options, run *lifecycle.Run) runner.Options {
 	opts.Plan, opts.PlanSource = nil, ""
 	plan, source := ciFixPlan(run)
 	opts.Plan, opts.PlanSource, opts.Roadmap = []byte(plan), source, ""
@@ -433,7 +433,7 @@ func (h *CIWatch) PollCI(ctx context.Context, now time.Time) error {
 
 // escalate posts the escalation comment of a task parked by a transition of the run itself (its CI),
 // once per round: a comment a crashed job posted is found by its round marker.
-func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
+func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, e lifecycle.Effect) error {
 	if len(e.TaskIDs) == 0 {
 		return errors.New("an escalation names no task")
 	}

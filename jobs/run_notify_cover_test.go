@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/config"
 )
@@ -33,7 +34,7 @@ func TestRunNotifiesTheOperatorsSinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := jh.store.ByNumber(ctx, "o", "r", 4)
-	if err != nil || run.Status != StatusParked {
+	if err != nil || run.Status != lifecycle.StatusParked {
 		t.Fatalf("run = %+v, %v; want parked", run, err)
 	}
 	msgs := queued[NotifyPayload](jh, TypeNotify)
@@ -62,7 +63,7 @@ func TestRepositoryChoosesItsNotifications(t *testing.T) {
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
 	}
-	if run, err := jh.store.ByNumber(context.Background(), "o", "r", 4); err != nil || run.Status != StatusSucceeded {
+	if run, err := jh.store.ByNumber(context.Background(), "o", "r", 4); err != nil || run.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("run = %+v, %v", run, err)
 	}
 	if msgs := queued[NotifyPayload](jh, TypeNotify); len(msgs) != 0 {

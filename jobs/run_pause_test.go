@@ -65,7 +65,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed, _ := jh.store.Get(ctx, run.ID)
-	if resumed.Status != StatusQueued || len(resumed.Outbox) != 0 {
+	if resumed.Status != lifecycle.StatusQueued || len(resumed.Outbox) != 0 {
 		t.Fatalf("after /akira resume: %s, outbox %v; want queued with its effects performed", resumed.Status, resumed.Outbox)
 	}
 	next := queued[RunPayload](jh, TypeRun)
@@ -81,7 +81,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 	if err := jh.runJob(*cont); err != nil {
 		t.Fatal(err)
 	}
-	if end, _ := jh.store.Get(ctx, run.ID); end.Status != StatusSucceeded {
+	if end, _ := jh.store.Get(ctx, run.ID); end.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("after the continuation: %s", end.Status)
 	}
 	if err := jh.intake(commentBy("alice", "/akira resume", 4, 904)); err != nil {
@@ -144,7 +144,7 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 		Number: 4, RunID: r.ID, Decision: "abort", Sender: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if end, _ := jh.store.Get(ctx, r.ID); end.Status != StatusAborted || end.AbortedBy != "alice" {
+	if end, _ := jh.store.Get(ctx, r.ID); end.Status != lifecycle.StatusAborted || end.AbortedBy != "alice" {
 		t.Fatalf("after abort: %s by %q", end.Status, end.AbortedBy)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/gittest"
 )
@@ -39,7 +40,7 @@ func TestSpecPullRequestRunsEachChangedPlan(t *testing.T) {
 	ctx := context.Background()
 
 	push := func(delivery string) RunPayload {
-		return RunPayload{DeliveryID: delivery, Trigger: TriggerPullRequest, InstallationID: 7, Owner: "o", Repo: "r", Number: 6, Branch: "feature", Sender: "alice"}
+		return RunPayload{DeliveryID: delivery, Trigger: lifecycle.TriggerPullRequest, InstallationID: 7, Owner: "o", Repo: "r", Number: 6, Branch: "feature", Sender: "alice"}
 	}
 	if err := jh.runJob(push("d-pr")); err != nil {
 		t.Fatalf("run job: %v", err)
@@ -48,7 +49,7 @@ func TestSpecPullRequestRunsEachChangedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != StatusSucceeded || strings.Join(run.Plans, ",") != "specs/alpha/tasks.md,specs/beta/tasks.md" {
+	if run.Status != lifecycle.StatusSucceeded || strings.Join(run.Plans, ",") != "specs/alpha/tasks.md,specs/beta/tasks.md" {
 		t.Fatalf("run = %s plans %v, want both plans, succeeded", run.Status, run.Plans)
 	}
 	var ids []string

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -68,7 +69,7 @@ func (h *Reaper) reapOne(ctx context.Context, id string) (bool, time.Duration, e
 	if err != nil {
 		return false, 0, err
 	}
-	if run.Status != StatusRunning {
+	if run.Status != lifecycle.StatusRunning {
 		return false, 0, h.d.Store.ForgetRunning(ctx, id)
 	}
 	// The lease of the job on the run: renewed every third of its TTL while the job's worker lives.

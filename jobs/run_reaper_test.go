@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -13,18 +14,18 @@ import (
 func TestReaper(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	mk := func(id, branch string, status RunStatus) {
+	mk := func(id, branch string, status lifecycle.RunStatus) {
 		t.Helper()
-		if _, _, err := jh.store.Create(ctx, &Run{ID: id, Owner: "o", Repo: "r", Branch: branch, InstallationID: 7}); err != nil {
+		if _, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: id, Owner: "o", Repo: "r", Branch: branch, InstallationID: 7}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := jh.store.Update(ctx, id, func(r *Run) error { r.Status, r.Jobs = status, 1; return nil }); err != nil {
+		if _, err := jh.store.Update(ctx, id, func(r *lifecycle.Run) error { r.Status, r.Jobs = status, 1; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mk("dead", "akira/dead", StatusRunning)
-	mk("alive", "akira/alive", StatusRunning)
-	mk("waiting", "akira/waiting", StatusQueued)
+	mk("dead", "akira/dead", lifecycle.StatusRunning)
+	mk("alive", "akira/alive", lifecycle.StatusRunning)
+	mk("waiting", "akira/waiting", lifecycle.StatusQueued)
 	lk, err := jh.h.d.Locker.Acquire(ctx, store.BranchLockName("o", "r", "akira/alive"))
 	if err != nil {
 		t.Fatal(err)
@@ -41,11 +42,11 @@ func TestReaper(t *testing.T) {
 		}
 	}
 	conts := queued[RunPayload](jh, TypeRun)
-	if len(conts) != 1 || conts[0].RunID != "dead" || conts[0].Trigger != TriggerContinue {
+	if len(conts) != 1 || conts[0].RunID != "dead" || conts[0].Trigger != lifecycle.TriggerContinue {
 		t.Fatalf("continuations = %+v, want one for the dead run", conts)
 	}
 	// Once the run stops running, the reaper forgets it.
-	if _, err := jh.store.Update(ctx, "dead", func(r *Run) error { r.Status = StatusParked; return nil }); err != nil {
+	if _, err := jh.store.Update(ctx, "dead", func(r *lifecycle.Run) error { r.Status = lifecycle.StatusParked; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	ids, _ := jh.store.Running(ctx)
@@ -60,10 +61,10 @@ func TestReaper(t *testing.T) {
 func TestReaperWakesWhenALeaseLapses(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	if _, _, err := jh.store.Create(ctx, &Run{ID: "dying", Owner: "o", Repo: "r", Branch: "akira/dying", InstallationID: 7}); err != nil {
+	if _, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "dying", Owner: "o", Repo: "r", Branch: "akira/dying", InstallationID: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jh.store.Update(ctx, "dying", func(r *Run) error { r.Status, r.Jobs = StatusRunning, 1; return nil }); err != nil {
+	if _, err := jh.store.Update(ctx, "dying", func(r *lifecycle.Run) error { r.Status, r.Jobs = lifecycle.StatusRunning, 1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// The dead worker's lease, as its last renewal left it: nobody renews it again.

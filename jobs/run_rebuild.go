@@ -27,7 +27,7 @@ import (
 
 // branchRun reads which run the branch's commits belong to: its id ("" when the branch is missing or
 // has no Akira run), the branch's commits, and the run's record when Redis still has it.
-func branchRun(ctx context.Context, runs *store.Records, gh ports.Repos, run *Run) (id string, commits []ports.BranchCommit, known *Run, err error) {
+func branchRun(ctx context.Context, runs *store.Records, gh ports.Repos, run *lifecycle.Run) (id string, commits []ports.BranchCommit, known *lifecycle.Run, err error) {
 	if run.Branch == "" || run.Base == "" || run.Branch == run.Base {
 		return "", nil, nil, nil
 	}
@@ -51,7 +51,7 @@ func branchRun(ctx context.Context, runs *store.Records, gh ports.Repos, run *Ru
 // adoptLostRun gives a new run the id of the lost run its branch belongs to (id and known are what
 // branchRun found), marked rebuilt by key (the delivery that found it). It returns the run an earlier
 // try of the same delivery rebuilt already, else nil.
-func adoptLostRun(run *Run, key, id string, known *Run) (existing *Run) {
+func adoptLostRun(run *lifecycle.Run, key, id string, known *lifecycle.Run) (existing *lifecycle.Run) {
 	switch {
 	case known != nil && known.Rebuilt == key:
 		return known
@@ -81,7 +81,7 @@ var errNoLostRun = errors.New("jobs: no lost run to rebuild")
 // `/akira run` on it would plan, under the id its branch names, with its done tasks from the trailers
 // and its parked tasks from their parked refs. The rebuilt run is stored parked so that the decision
 // applies to it as to any parked run. errNoLostRun when there is nothing to rebuild or nothing waits.
-func (h *Runs) rebuildParkedRun(ctx context.Context, gh ports.GitHub, p ResumePayload) (*Run, error) {
+func (h *Runs) rebuildParkedRun(ctx context.Context, gh ports.GitHub, p ResumePayload) (*lifecycle.Run, error) {
 	return h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 		Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender})
 }
@@ -99,19 +99,19 @@ type lostRunRequest struct {
 
 // rebuildLostRun is rebuildParkedRun for any command: with Settled, a lost run with nothing parked is
 // rebuilt too (succeeded when every task is done on its branch, else stopped).
-func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunRequest) (*Run, error) {
+func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunRequest) (*lifecycle.Run, error) {
 	if p.Number <= 0 {
 		return nil, errNoLostRun
 	}
 	rp := RunPayload{DeliveryID: p.Key, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo,
-		Trigger: TriggerIssue, Number: p.Number, Sender: p.Sender}
+		Trigger: lifecycle.TriggerIssue, Number: p.Number, Sender: p.Sender}
 	pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 	switch {
 	case errors.Is(err, ports.ErrGitHubNotFound):
 	case err != nil:
 		return nil, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
 	default:
-		rp.Trigger, rp.Branch = TriggerPullRequest, pr.HeadRef
+		rp.Trigger, rp.Branch = lifecycle.TriggerPullRequest, pr.HeadRef
 	}
 	in, err := h.gatherRunInputs(ctx, gh, rp)
 	if err != nil {
@@ -124,7 +124,7 @@ func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunReq
 			if err != nil {
 				return nil, fmt.Errorf("jobs: issue #%d: %w", n, err)
 			}
-			rp.Trigger, rp.Number, rp.Branch, in.Issue, in.PR = TriggerIssue, n, "", &is, nil
+			rp.Trigger, rp.Number, rp.Branch, in.Issue, in.PR = lifecycle.TriggerIssue, n, "", &is, nil
 		}
 	}
 	run, err := planRun(rp, "", in, h.d.Operator)

@@ -109,7 +109,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	var run *Run
+	var run *lifecycle.Run
 	if p.RunID != "" {
 		run, err = h.d.Store.Get(ctx, p.RunID)
 	} else {
@@ -145,7 +145,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	}
 	if p.Decision == runner.DecisionAbort && run.Status == lifecycle.StatusPaused {
 		// A paused run may have no branch yet (paused in the queue): it ends here, no job needed.
-		paused, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+		paused, _, err := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 			if r.Status != lifecycle.StatusPaused {
 				return nil, nil
 			}
@@ -154,7 +154,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 		if err != nil {
 			return metrics.ResultRetry, err
 		}
-		if paused.Status == StatusAborted {
+		if paused.Status == lifecycle.StatusAborted {
 			if _, err := h.pub.publish(ctx, gh, paused, log); err != nil {
 				return metrics.ResultRetry, err
 			}
@@ -168,7 +168,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	if err != nil {
 		return metrics.ResultRetry, fmt.Errorf("jobs: branch head: %w", err)
 	}
-	d := Decision{Key: p.JobID(), TaskID: p.TaskID, Decision: runner.Decision{Kind: p.Decision, Guidance: p.Guidance, By: p.Sender}}
+	d := lifecycle.Decision{Key: p.JobID(), TaskID: p.TaskID, Decision: runner.Decision{Kind: p.Decision, Guidance: p.Guidance, By: p.Sender}}
 	if p.CommentID != 0 && p.Number != 0 && run.RepoURL != "" {
 		// GitHub sends /issues/N of a pull request on to /pull/N.
 		d.Link = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
@@ -177,7 +177,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	run, already, err := h.d.Store.Decide(ctx, runID, d, head)
 	if _, ok := errors.AsType[*store.NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
 		// An abort of a run waiting for its CI, or paused, ends it here: no job works on it.
-		waiting, _, werr := h.d.Store.Transition(ctx, runID, func(r *Run) (lifecycle.Event, error) {
+		waiting, _, werr := h.d.Store.Transition(ctx, runID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 			switch r.Status {
 			case lifecycle.StatusWaitingCI:
 				return lifecycle.CIAborted{By: p.Sender}, nil
@@ -189,7 +189,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 		if werr != nil {
 			return metrics.ResultRetry, werr
 		}
-		if waiting.Status == StatusAborted {
+		if waiting.Status == lifecycle.StatusAborted {
 			if _, err := h.pub.publish(ctx, gh, waiting, log); err != nil {
 				return metrics.ResultRetry, err
 			}
@@ -221,7 +221,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 }
 
 // decisionIgnored answers a decision that did nothing, on the issue or pull request it came from.
-func (h *Resumer) decisionIgnored(ctx context.Context, c ports.Comments, p ResumePayload, run *Run, why string, log *slog.Logger) (string, error) {
+func (h *Resumer) decisionIgnored(ctx context.Context, c ports.Comments, p ResumePayload, run *lifecycle.Run, why string, log *slog.Logger) (string, error) {
 	log.Info("resume job: nothing happened", "why", why)
 	if p.Recovered {
 		return metrics.ResultNoop, nil // said when it first came, or never needed saying

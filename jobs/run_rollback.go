@@ -149,11 +149,11 @@ func (h *Rollbacks) rollback(ctx context.Context, p RollbackPayload) (string, er
 	}
 	log = log.With("run", run.ID)
 	switch {
-	case run.Status == StatusQueued || run.Status == StatusRunning:
+	case run.Status == lifecycle.StatusQueued || run.Status == lifecycle.StatusRunning:
 		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackWorking}, metrics.ResultReplied)
-	case run.Status == StatusParked:
+	case run.Status == lifecycle.StatusParked:
 		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackParked}, metrics.ResultReplied)
-	case run.Status == StatusAborted:
+	case run.Status == lifecycle.StatusAborted:
 		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackAborted}, metrics.ResultReplied)
 	case len(run.Plans) > 0 || run.Review != nil:
 		return reply(templates.RollbackReply{Refusal: templates.RollbackSeveralPlans}, metrics.ResultReplied)

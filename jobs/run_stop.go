@@ -31,9 +31,9 @@ var errPauseNow = errors.New("jobs: paused now by a person")
 
 // pauseRun ends the job of a run paused now (or paused while it was queued): the task that was
 // running is pending again, its check run cancelled, and the summary says who paused it.
-func (h *Runs) pauseRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (string, error) {
-	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
-		if r.Pause == nil || r.Status != StatusRunning {
+func (h *Runs) pauseRun(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, log *slog.Logger) (string, error) {
+	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
+		if r.Pause == nil || r.Status != lifecycle.StatusRunning {
 			return nil, nil
 		}
 		return lifecycle.Paused{}, nil
@@ -89,8 +89,8 @@ func (h *Runs) watchStop(ctx context.Context, id string, cancel context.CancelCa
 
 // stopRun ends the job of a run a person stopped: the run is stopped (or aborted), the check run of
 // the task that was in progress is cancelled, and the summary says who did it.
-func (h *Runs) stopRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog.Logger) (string, error) {
-	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+func (h *Runs) stopRun(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, log *slog.Logger) (string, error) {
+	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if r.Stop == nil {
 			return nil, nil
 		}
@@ -100,7 +100,7 @@ func (h *Runs) stopRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 		return metrics.ResultRetry, err
 	}
 	by := run.StoppedBy
-	if run.Status == StatusAborted {
+	if run.Status == lifecycle.StatusAborted {
 		by = run.AbortedBy
 	}
 	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
@@ -112,18 +112,18 @@ func (h *Runs) stopRun(ctx context.Context, gh ports.GitHub, run *Run, log *slog
 
 // reviveStopped continues a stopped run of the issue or pull request instead of starting a second one
 // beside it; nil when its latest run is not stopped.
-func (h *Runs) reviveStopped(ctx context.Context, p RunPayload) (*Run, error) {
-	if p.Number <= 0 || (p.Trigger != TriggerIssue && p.Trigger != TriggerPullRequest) {
+func (h *Runs) reviveStopped(ctx context.Context, p RunPayload) (*lifecycle.Run, error) {
+	if p.Number <= 0 || (p.Trigger != lifecycle.TriggerIssue && p.Trigger != lifecycle.TriggerPullRequest) {
 		return nil, nil
 	}
 	prev, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
-	if err != nil || prev.Status != StatusStopped {
+	if err != nil || prev.Status != lifecycle.StatusStopped {
 		return nil, err
 	}
-	run, _, err := h.d.Store.Transition(ctx, prev.ID, func(r *Run) (lifecycle.Event, error) {
+	run, _, err := h.d.Store.Transition(ctx, prev.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if !lifecycle.Allowed(r.Status, lifecycle.EventRevived) {
 			return nil, errNothingToDo
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 )
 
@@ -42,7 +43,7 @@ func TestCheckPlanTrust(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := checkPlanTrust(context.Background(), perms, RunPayload{Owner: "o", Repo: "r", TrustPlan: tt.trust},
-				&Run{Plan: tt.plan}, &ports.Issue{Author: tt.author})
+				&lifecycle.Run{Plan: tt.plan}, &ports.Issue{Author: tt.author})
 			var up *UntrustedPlanError
 			switch {
 			case tt.untrusted:

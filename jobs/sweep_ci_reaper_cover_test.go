@@ -151,7 +151,7 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := jh.store.Get(ctx, run.ID)
-	if got.Status != StatusSucceeded || jh.gh.pulls[7].Draft {
+	if got.Status != lifecycle.StatusSucceeded || jh.gh.pulls[7].Draft {
 		t.Errorf("after a green reading: run %s, draft %v; want succeeded and ready", got.Status, jh.gh.pulls[7].Draft)
 	}
 	// Nothing waits any more: the poll queues nothing new.
@@ -169,10 +169,10 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 func TestRunReaperLoop(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	if _, _, err := jh.store.Create(ctx, &Run{ID: "dead", Owner: "o", Repo: "r", Branch: "akira/dead", InstallationID: 7}); err != nil {
+	if _, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "dead", Owner: "o", Repo: "r", Branch: "akira/dead", InstallationID: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jh.store.Update(ctx, "dead", func(r *Run) error { r.Status, r.Jobs = StatusRunning, 1; return nil }); err != nil {
+	if _, err := jh.store.Update(ctx, "dead", func(r *lifecycle.Run) error { r.Status, r.Jobs = lifecycle.StatusRunning, 1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	waiting := waitingRun(t, jh, "h2", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})

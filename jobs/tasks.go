@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // Queue is the asynq queue every task type goes to. A worker must list it in asynq.Config.Queues
@@ -197,8 +199,8 @@ func (e *Enqueuer) enqueue(ctx context.Context, t *asynq.Task, opts ...asynq.Opt
 // task's own id makes it unique, so a retried resume job enqueues the continuation once.
 // continuation is the run task that continues run; key tells continuations of the same run apart
 // (it becomes the task id, so each key enqueues once).
-func continuation(run *Run, key, sender string) RunPayload {
-	return RunPayload{Trigger: TriggerContinue, RunID: run.ID, DeliveryID: key,
+func continuation(run *lifecycle.Run, key, sender string) RunPayload {
+	return RunPayload{Trigger: lifecycle.TriggerContinue, RunID: run.ID, DeliveryID: key,
 		InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: sender}
 }
 

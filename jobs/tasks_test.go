@@ -10,12 +10,13 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 )
 
 func validRun() RunPayload {
-	return RunPayload{DeliveryID: "d-1", Trigger: TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: 3}
+	return RunPayload{DeliveryID: "d-1", Trigger: lifecycle.TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: 3}
 }
 
 func validResume() ResumePayload {
@@ -29,11 +30,11 @@ func TestRunPayloadValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"issue", func(*RunPayload) {}, ""},
-		{"push", func(p *RunPayload) { p.Trigger, p.Number = TriggerPush, 0 }, ""},
-		{"pull request", func(p *RunPayload) { p.Trigger, p.Branch = TriggerPullRequest, "feature" }, ""},
-		{"pull request without branch", func(p *RunPayload) { p.Trigger = TriggerPullRequest }, "without a number and a branch"},
-		{"continue", func(p *RunPayload) { p.Trigger, p.RunID = TriggerContinue, "abc" }, ""},
-		{"continue without run", func(p *RunPayload) { p.Trigger = TriggerContinue }, "continue without a run id"},
+		{"push", func(p *RunPayload) { p.Trigger, p.Number = lifecycle.TriggerPush, 0 }, ""},
+		{"pull request", func(p *RunPayload) { p.Trigger, p.Branch = lifecycle.TriggerPullRequest, "feature" }, ""},
+		{"pull request without branch", func(p *RunPayload) { p.Trigger = lifecycle.TriggerPullRequest }, "without a number and a branch"},
+		{"continue", func(p *RunPayload) { p.Trigger, p.RunID = lifecycle.TriggerContinue, "abc" }, ""},
+		{"continue without run", func(p *RunPayload) { p.Trigger = lifecycle.TriggerContinue }, "continue without a run id"},
 		{"issue without number", func(p *RunPayload) { p.Number = 0 }, "without an issue number"},
 		{"unknown trigger", func(p *RunPayload) { p.Trigger = "cron" }, `unknown trigger "cron"`},
 		{"no delivery", func(p *RunPayload) { p.DeliveryID = "" }, "no delivery id"},
@@ -120,7 +121,7 @@ func TestDecodeRejectsWithoutRetry(t *testing.T) {
 	if p, err := DecodeRunPayload(good); err != nil || p.Number != 3 || p.Version != PayloadVersion {
 		t.Fatalf("DecodeRunPayload(good) = %+v, %v", p, err)
 	}
-	future, _ := json.Marshal(RunPayload{Version: 99, DeliveryID: "d", Trigger: TriggerPush, InstallationID: 1, Owner: "o", Repo: "r"})
+	future, _ := json.Marshal(RunPayload{Version: 99, DeliveryID: "d", Trigger: lifecycle.TriggerPush, InstallationID: 1, Owner: "o", Repo: "r"})
 	tests := []struct {
 		name string
 		task *asynq.Task

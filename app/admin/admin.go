@@ -36,9 +36,9 @@ var OpenAPI []byte
 
 // Store is what the API and the dashboard read.
 type Store interface {
-	Runs(ctx context.Context, f store.RunFilter) ([]*jobs.Run, error)
+	Runs(ctx context.Context, f store.RunFilter) ([]*lifecycle.Run, error)
 	RunsPage(ctx context.Context, f store.RunFilter) (store.RunPage, error)
-	Get(ctx context.Context, id string) (*jobs.Run, error)
+	Get(ctx context.Context, id string) (*lifecycle.Run, error)
 	Log(ctx context.Context, runID, taskID string, attempt int) (string, error)
 	TokenFor(ctx context.Context, secret string) (store.Token, error)
 	TokenByHash(ctx context.Context, hash string) (store.Token, error)
@@ -306,7 +306,7 @@ type ParkedTask struct {
 	Since   time.Time `json:"since"`
 }
 
-func summaryOf(r *jobs.Run) RunSummary {
+func summaryOf(r *lifecycle.Run) RunSummary {
 	s := RunSummary{ID: r.ID, Repo: r.Owner + "/" + r.Repo, Status: string(r.Status), Source: r.Source, Branch: r.Branch,
 		PRURL: r.PRURL, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, TasksTotal: len(r.Tasks), Reference: r.Reference}
 	for _, t := range r.Tasks {
@@ -322,7 +322,7 @@ func summaryOf(r *jobs.Run) RunSummary {
 	return s
 }
 
-func detailOf(r *jobs.Run) RunDetail {
+func detailOf(r *lifecycle.Run) RunDetail {
 	d := RunDetail{RunSummary: summaryOf(r), Agent: r.Agent, Error: r.Error, Tasks: []TaskDetail{}, Parked: []ParkedTask{}}
 	for _, t := range r.Tasks {
 		td := TaskDetail{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, DurationSecs: t.Duration.Seconds(),
@@ -415,7 +415,7 @@ func (s *server) apiRuns(c *gin.Context) {
 }
 
 // runOf reads the run of :id, answering 404 or 503 itself.
-func (s *server) runOf(c *gin.Context, api bool) *jobs.Run {
+func (s *server) runOf(c *gin.Context, api bool) *lifecycle.Run {
 	run, err := s.d.Store.Get(c, c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) {
 		if api {

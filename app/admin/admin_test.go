@@ -27,6 +27,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -74,14 +75,14 @@ func newFixture(t *testing.T) *fixture {
 	})
 	st := store.NewStore(rdb, prefix)
 	ctx := context.Background()
-	run, _, err := st.Create(ctx, &jobs.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
-		Source: "issue #1", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: jobs.StatusParked,
-		Tasks: []jobs.TaskState{
+	run, _, err := st.Create(ctx, &lifecycle.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
+		Source: "issue #1", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: lifecycle.StatusParked,
+		Tasks: []lifecycle.TaskState{
 			{ID: "1.1", Title: "Add <b>bold</b> parser", Status: templates.StatusPassed, Attempts: 2, Checkpoint: "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b",
 				CostUSD: 0.12, InputTokens: 1000, OutputTokens: 200, UsageEstimated: true, Judgement: &templates.Judgement{Confidence: 0.93, Accepted: true}},
 			{ID: "1.2", Title: "Write docs", Status: templates.StatusEscalated, Attempts: 3},
 		},
-		Parked: []jobs.Parked{{TaskID: "1.2", Attempt: 3, Reason: "max_attempts", Summary: "verification failed", At: time.Now().Add(-time.Hour)}}})
+		Parked: []lifecycle.Parked{{TaskID: "1.2", Attempt: 3, Reason: "max_attempts", Summary: "verification failed", At: time.Now().Add(-time.Hour)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestAPIAgainstOpenAPI(t *testing.T) {
 	call("GET", "/api/v1/runs?state=sleeping", f.read, "", http.StatusBadRequest)
 	// Pages: two more runs, one per page, each page's next leading to the following one.
 	for _, id := range []string{"r-admin-2", "r-admin-3"} {
-		if _, _, err := f.store.Create(context.Background(), &jobs.Run{ID: id, Owner: "octo", Repo: "demo", Branch: "akira/" + id}); err != nil {
+		if _, _, err := f.store.Create(context.Background(), &lifecycle.Run{ID: id, Owner: "octo", Repo: "demo", Branch: "akira/" + id}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,12 +17,13 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 )
 
 func fairPayload(inst int64, owner, repo, delivery string) jobs.RunPayload {
-	return jobs.RunPayload{Version: jobs.PayloadVersion, DeliveryID: delivery, Trigger: jobs.TriggerIssue,
+	return jobs.RunPayload{Version: jobs.PayloadVersion, DeliveryID: delivery, Trigger: lifecycle.TriggerIssue,
 		InstallationID: inst, Owner: owner, Repo: repo, Number: 3}
 }
 

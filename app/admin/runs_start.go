@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -188,11 +189,11 @@ func (s *server) apiStart(c *gin.Context) {
 	}
 	s.log.Info("admin: run handed off", "run", h.ID, "repo", h.Repo, "token", tok.Name, "repeated", !created)
 	out := StartResult{ID: h.ID, URL: baseURL(c) + "/ui/runs/" + h.ID, APIURL: baseURL(c) + "/api/v1/runs/" + h.ID, Branch: h.Branch,
-		Status: string(jobs.StatusQueued), Repeated: !created, Reference: h.Reference}
+		Status: string(lifecycle.StatusQueued), Repeated: !created, Reference: h.Reference}
 	if run, err := s.d.Store.Get(c, h.ID); err == nil {
 		out.Status, out.Branch = string(run.Status), run.Branch
 	} else if h.Error != "" {
-		out.Status, out.Error = string(jobs.StatusFailed), h.Error
+		out.Status, out.Error = string(lifecycle.StatusFailed), h.Error
 	}
 	out.Estimate = s.estimate(c, owner, repo, h.Tasks)
 	c.JSON(http.StatusAccepted, out)
@@ -227,10 +228,10 @@ func baseURL(c *gin.Context) string {
 // handoffDetail is a run handed off that the run job has not created (yet, or ever): queued, or
 // failed with the reason.
 func handoffDetail(h store.Handoff) RunDetail {
-	d := RunDetail{RunSummary: RunSummary{ID: h.ID, Repo: h.Repo, Status: string(jobs.StatusQueued), Source: "API", Branch: h.Branch,
+	d := RunDetail{RunSummary: RunSummary{ID: h.ID, Repo: h.Repo, Status: string(lifecycle.StatusQueued), Source: "API", Branch: h.Branch,
 		CreatedAt: h.Created, UpdatedAt: h.Created, TasksTotal: h.Tasks}, Tasks: []TaskDetail{}, Parked: []ParkedTask{}}
 	if h.Error != "" {
-		d.Status, d.Error = string(jobs.StatusFailed), h.Error
+		d.Status, d.Error = string(lifecycle.StatusFailed), h.Error
 	}
 	return d
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -185,7 +186,7 @@ func TestStartRunThroughOpenAPI(t *testing.T) {
 		t.Errorf("%d handoff jobs after the refusals, want 2", n)
 	}
 	// A token limited to octo/demo sees no run of another repository.
-	if _, _, err := f.store.Create(ctx, &jobs.Run{ID: "r-elsewhere", Owner: "octo", Repo: "other", Branch: "akira/roadmap", Status: jobs.StatusRunning}); err != nil {
+	if _, _, err := f.store.Create(ctx, &lifecycle.Run{ID: "r-elsewhere", Owner: "octo", Repo: "other", Branch: "akira/roadmap", Status: lifecycle.StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
 	call("GET", "/api/v1/runs/r-elsewhere", f.starter, "", "", http.StatusNotFound)

@@ -313,7 +313,7 @@ func (s *server) runPage(c *gin.Context) {
 	if run == nil {
 		return
 	}
-	v := runView{Run: detailOf(run), Working: run.Status == jobs.StatusRunning || run.Status == jobs.StatusQueued, Over: run.Status.Terminal(),
+	v := runView{Run: detailOf(run), Working: run.Status == lifecycle.StatusRunning || run.Status == lifecycle.StatusQueued, Over: run.Status.Terminal(),
 		Paused: run.Status == lifecycle.StatusPaused}
 	s.render(c, http.StatusOK, "run", page{Title: "Run " + run.ID, Data: v})
 }
@@ -371,7 +371,7 @@ type escalation struct {
 }
 
 func (s *server) escalationsPage(c *gin.Context) {
-	runs, err := s.d.Store.Runs(c, store.RunFilter{Status: []jobs.RunStatus{jobs.StatusParked}, Limit: 1000})
+	runs, err := s.d.Store.Runs(c, store.RunFilter{Status: []lifecycle.RunStatus{lifecycle.StatusParked}, Limit: 1000})
 	if err != nil {
 		s.render(c, http.StatusServiceUnavailable, "error", page{Title: "Escalations", Error: "Runs cannot be read now."})
 		return

@@ -21,6 +21,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -246,7 +247,7 @@ func TestDashboardPages(t *testing.T) {
 	wantPage(t, "a bad state filter", b.get("/ui/?state=sleeping"), http.StatusBadRequest, "state &#34;sleeping&#34; is not one of")
 	wantPage(t, "a bad limit", b.get("/ui/?limit=0"), http.StatusBadRequest, "limit &#34;0&#34; is not a number from 1 to 1000")
 	// A page of one run links the older runs and, from there, the newest again.
-	if _, _, err := f.store.Create(context.Background(), &jobs.Run{ID: "r-admin-newer", Owner: "octo", Repo: "demo", Branch: "akira/newer"}); err != nil {
+	if _, _, err := f.store.Create(context.Background(), &lifecycle.Run{ID: "r-admin-newer", Owner: "octo", Repo: "demo", Branch: "akira/newer"}); err != nil {
 		t.Fatal(err)
 	}
 	first := b.get("/ui/?limit=1")

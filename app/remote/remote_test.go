@@ -16,6 +16,7 @@ import (
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -100,9 +101,9 @@ func TestMCPInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := rs.Create(ctx, &jobs.Run{ID: "r-parked", Owner: "octo", Repo: "demo", InstallationID: 7, PR: 2, Branch: "akira/issue-1", Status: jobs.StatusParked,
-		Tasks:  []jobs.TaskState{{ID: "1", Title: "Flaky", Status: templates.StatusEscalated}},
-		Parked: []jobs.Parked{{TaskID: "1", Reason: "max_attempts", At: time.Now()}}}); err != nil {
+	if _, _, err := rs.Create(ctx, &lifecycle.Run{ID: "r-parked", Owner: "octo", Repo: "demo", InstallationID: 7, PR: 2, Branch: "akira/issue-1", Status: lifecycle.StatusParked,
+		Tasks:  []lifecycle.TaskState{{ID: "1", Title: "Flaky", Status: templates.StatusEscalated}},
+		Parked: []lifecycle.Parked{{TaskID: "1", Reason: "max_attempts", At: time.Now()}}}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := admin.NewServer(admin.Deps{Store: rs, Queue: insp,

@@ -21,6 +21,7 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -146,8 +147,8 @@ func TestMCPAnswersAPipedSession(t *testing.T) {
 	queue := "akira-mcp-pipe-" + fmt.Sprint(time.Now().UnixNano())
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	t.Cleanup(func() { _ = insp.DeleteQueue(queue, true) })
-	run, _, err := st.Create(ctx, &jobs.Run{ID: "r-piped-" + fmt.Sprint(time.Now().UnixNano()), Owner: "octo", Repo: "svc",
-		Branch: "akira/issue-1", Status: jobs.StatusRunning})
+	run, _, err := st.Create(ctx, &lifecycle.Run{ID: "r-piped-" + fmt.Sprint(time.Now().UnixNano()), Owner: "octo", Repo: "svc",
+		Branch: "akira/issue-1", Status: lifecycle.StatusRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
