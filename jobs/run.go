@@ -605,17 +605,37 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		h.pub.notifyRun(ctx, rep.Run(), event, occasion, data)
 	}
 	opts := runner.Options{
-		Repo: run.CloneURL, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base, RunID: run.ID,
-		Agent: ag, MaxAttempts: run.MaxAttempts, MaxParallel: run.MaxParallel, Decisions: engineDecisions(run),
-		Spent:        runner.Spent{Usage: spentUsage(run), WorkTime: run.WorkTime},
-		AgentTimeout: time.Duration(profile.Timeout),
-		Author:       h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, Reporter: rep,
-		Lessons: h.d.Store.Lessons(run.InstallationID, run.Owner, run.Repo), Semantic: h.d.Semantic,
-		Judge: h.d.Judge, GitAuth: gh.GitAuthHeader, Logger: log,
-		// The pull request is opened from this workspace's branch (see Reporter), so a new branch
-		// needs a commit before the first task: the one clone of the run makes it.
-		StartCommit: run.PR == 0,
-		Sandbox:     h.d.Sandbox, AgentNetwork: profile.AgentNetwork(),
+		Inputs: runner.Inputs{
+			Repo:      run.CloneURL,
+			Roadmap:   run.Roadmap,
+			Branch:    run.Branch,
+			Base:      run.Base,
+			RunID:     run.ID,
+			Decisions: engineDecisions(run),
+			// The pull request is opened from this workspace's branch (see Reporter), so a new branch
+			// needs a commit before the first task: the one clone of the run makes it.
+			StartCommit: run.PR == 0,
+		},
+		Limits: runner.Limits{
+			MaxAttempts:  run.MaxAttempts,
+			MaxParallel:  run.MaxParallel,
+			Spent:        runner.Spent{Usage: spentUsage(run), WorkTime: run.WorkTime},
+			AgentTimeout: time.Duration(profile.Timeout),
+		},
+		Hooks: runner.Hooks{
+			Reporter: rep,
+			Logger:   log,
+		},
+		Agent:        ag,
+		Author:       h.d.Author,
+		WorkDir:      h.d.WorkDir,
+		Cache:        h.d.Cache,
+		Lessons:      h.d.Store.Lessons(run.InstallationID, run.Owner, run.Repo),
+		Semantic:     h.d.Semantic,
+		Judge:        h.d.Judge,
+		GitAuth:      gh.GitAuthHeader,
+		Sandbox:      h.d.Sandbox,
+		AgentNetwork: profile.AgentNetwork(),
 	}
 	opts.ApplyOperator(h.d.Operator)
 	// The run's budget, not the operator's: a person may have raised it on this run.

@@ -229,17 +229,45 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		decisions[id] = runner.Decision{Kind: runner.DecisionApprove}
 	}
 	opts := runner.Options{
-		Repo: repo, Roadmap: f.roadmap, Branch: f.branch, Base: f.base, RunID: f.runID,
-		Agent: ag, MaxAttempts: f.maxAttempts, MaxParallel: f.parallel, Verify: f.verify, Skip: f.skip, Decisions: decisions,
-		Env: f.env, AgentTimeout: f.agentTimeout, DryRun: f.dryRun, Author: author,
-		WorkDir: f.workDir, Cache: localCache(), Lessons: localLessons(repo), Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
+		Inputs: runner.Inputs{
+			Repo:            repo,
+			Roadmap:         f.roadmap,
+			Branch:          f.branch,
+			Base:            f.base,
+			RunID:           f.runID,
+			Verify:          f.verify,
+			Skip:            f.skip,
+			Decisions:       decisions,
+			DryRun:          f.dryRun,
+			Convention:      f.format,
+			IncludeOptional: f.includeOptional,
+		},
+		Limits: runner.Limits{
+			MaxAttempts:  f.maxAttempts,
+			MaxParallel:  f.parallel,
+			AgentTimeout: f.agentTimeout,
+			AllowRedBase: f.allowRedBase,
+			// Only akira run reads allow_workflows; the App takes it up next (see the README).
+			AllowWorkflows: op.AllowWorkflows,
+		},
+		Hooks: runner.Hooks{
+			Reporter: reporter,
+			Output:   stream,
+			Secrets:  secrets,
+		},
+		Agent:   ag,
+		Env:     f.env,
+		Author:  author,
+		WorkDir: f.workDir,
+		Cache:   localCache(),
+		Lessons: localLessons(repo),
+		GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
-		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic,
-		Convention: f.format, IncludeOptional: f.includeOptional,
-		AllowRedBase: f.allowRedBase, DepCaches: localDepCaches(), Secrets: secrets,
-		// Only akira run reads allow_workflows; the App takes it up next (see the README).
-		AllowWorkflows: op.AllowWorkflows,
+		Sandbox:      box,
+		AgentNetwork: agentNet,
+		Semantic:     semantic,
+		DepCaches:    localDepCaches(),
 	}
 	opts.ApplyOperator(op) // the operator's file, as a worker reads it; then the flags given
 	if cmd.Flags().Changed("verify-timeout") || op.VerifyTimeout <= 0 {
