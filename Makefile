@@ -15,7 +15,7 @@ install:
 	$(GO) install -trimpath -ldflags "$(LDFLAGS)" ./cmd/akira
 	@bin=$$($(GO) env GOBIN); bin=$${bin:-$$($(GO) env GOPATH)/bin}; \
 	echo "installed $$bin/akira"; \
-	case ":$$PATH:" in *":$$bin:"*) ;; *) echo "$$bin is not on your PATH: add it, e.g. export PATH=\"\$$PATH:$$bin\"";; esac
+	sh scripts/path-hint.sh "$$bin"
 
 # The test command of the README: formatting, vet, and every test with the race detector (about six
 # minutes on two cores). Tests get Redis from internal/redistest: the server AKIRA_TEST_REDIS

@@ -208,10 +208,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.Contains(escalations, parked.ID) || !strings.Contains(escalations, "1.1") {
 		t.Errorf("escalations page:\n%s", escalations)
 	}
-	if !strings.Contains(runs, parked.ID) || !strings.Contains(runs, working.ID) || !strings.Contains(runs, "parked") {
+	if !strings.Contains(runs, parked.ID) || !strings.Contains(runs, working.ID) || !strings.Contains(runs, "needs a decision") {
 		t.Errorf("runs page:\n%s", runs)
 	}
-	for _, want := range []string{"Waiting for a decision: 1.1", "Add a flaky thing", "attempt 1", "attempt 2"} {
+	for _, want := range []string{"Task 1.1 “Add a flaky thing” needs a decision", "I cannot do this without the magic word", "attempt 1", "attempt 2"} {
 		if !strings.Contains(runPage, want) {
 			t.Errorf("run page lacks %q:\n%s", want, runPage)
 		}

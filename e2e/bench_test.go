@@ -3,12 +3,16 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,14 +34,201 @@ const ackConcurrency = 200
 // signed before the clock starts, as GitHub signs it before sending. Each delivery is timed twice: by
 // the sender, from the request sent to the answer read (the HTTP round trip on this machine, its
 // client's work included), and by the server, from the request's headers read to its answer written
-// (what akira_webhook_ack_seconds records: Akira's own hold on the delivery). Next to them, in the
-// same run and at the same concurrency, two floors: a bare asynq enqueue of the same intake payloads,
-// and the same enqueue behind a bare net/http handler that only reads the body (what any HTTP answer
-// costs here, so that the table tells the HTTP hop from Akira's own work). It reports the latency
-// percentiles and the ratios: the server's hold to the bare enqueue (x-held-floor-p50, -p99; the goal
-// for both is 1.5 or less), the round trip to the bare enqueue (x-floor-p50, -p99) and to the bare
-// HTTP floor (x-http-p50, -p99).
+// (what akira_webhook_ack_seconds records: Akira's own hold on the delivery). Next to them,
+// interleaved with the deliveries request by request (see interleaved) so that they move with the
+// machine's load, two floors: a bare asynq enqueue of the same intake payloads, and the same enqueue
+// behind a bare net/http handler that only reads the body (what any HTTP answer costs here, so that
+// the table tells the HTTP hop from Akira's own work). It reports the latency percentiles and the
+// ratios: the server's hold to the bare enqueue (x-held-floor-p50, -p99; the goal for both is 1.5 or
+// less), the round trip to the bare enqueue (x-floor-p50, -p99) and to the bare HTTP floor
+// (x-http-p50, -p99).
 func BenchmarkWebhookAck(b *testing.B) {
+	a := newAckBench(b)
+	webhook, floor, httpFloor, queue := a.webhook, a.floor, a.httpFloor, a.queue
+	// Warm every path: connections, Redis scripts.
+	must(b, webhook("warm-web-"+queue))
+	must(b, floor("warm-floor-"+queue))
+	must(b, httpFloor("warm-http-"+queue))
+
+	var webLat, floorLat, httpLat []time.Duration
+	a.takeHeld() // not the warm-up's
+	round := 0
+	for b.Loop() {
+		round++
+		// Interleaved request by request: each of the ackConcurrency senders makes one webhook
+		// delivery, one bare enqueue and one bare HTTP enqueue, in an order that rotates with the
+		// sender, so that the floors are measured under the very load the webhook meets (a busy
+		// machine slows all three alike) rather than in a quieter moment before or after.
+		lats := interleaved(b, fmt.Sprintf("%s-%d", queue, round), webhook, floor, httpFloor)
+		webLat, floorLat, httpLat = append(webLat, lats[0]...), append(floorLat, lats[1]...), append(httpLat, lats[2]...)
+	}
+	wp50, wp99 := percentiles(webLat)
+	fp50, fp99 := percentiles(floorLat)
+	hp50, hp99 := percentiles(httpLat)
+	held := a.takeHeld()
+	if len(held) != len(webLat) {
+		b.Fatalf("the server saw %d deliveries accepted, the sender %d", len(held), len(webLat))
+	}
+	sp50, sp99 := percentiles(held)
+	b.ReportMetric(float64(wp50.Microseconds()), "ack-p50-µs")
+	b.ReportMetric(float64(wp99.Microseconds()), "ack-p99-µs")
+	b.ReportMetric(float64(fp50.Microseconds()), "floor-p50-µs")
+	b.ReportMetric(float64(fp99.Microseconds()), "floor-p99-µs")
+	b.ReportMetric(float64(wp50)/float64(fp50), "x-floor-p50")
+	b.ReportMetric(float64(wp99)/float64(fp99), "x-floor-p99")
+	b.ReportMetric(float64(sp50)/float64(fp50), "x-held-floor-p50")
+	b.ReportMetric(float64(sp99)/float64(fp99), "x-held-floor-p99")
+	b.ReportMetric(float64(wp50)/float64(hp50), "x-http-p50")
+	b.ReportMetric(float64(wp99)/float64(hp99), "x-http-p99")
+	b.Logf("akira-bench: ack.p50.ms %.2f", float64(wp50.Microseconds())/1000)
+	b.Logf("akira-bench: ack.p99.ms %.2f", float64(wp99.Microseconds())/1000)
+	b.Logf("akira-bench: ack.held_p50.ms %.2f", float64(sp50.Microseconds())/1000)
+	b.Logf("akira-bench: ack.held_p99.ms %.2f", float64(sp99.Microseconds())/1000)
+	b.Logf("akira-bench: ack.floor_p50.ms %.2f", float64(fp50.Microseconds())/1000)
+	b.Logf("akira-bench: ack.floor_p99.ms %.2f", float64(fp99.Microseconds())/1000)
+	b.Logf("akira-bench: ack.http_p50.ms %.2f", float64(hp50.Microseconds())/1000)
+	b.Logf("akira-bench: ack.http_p99.ms %.2f", float64(hp99.Microseconds())/1000)
+}
+
+// BenchmarkWebhookBurst sends a burst of deliveries at a steady pace, 1,000 in 10 s (200 in 2 s with
+// BENCH_QUICK=1), each with its own id, and GitHub's redelivery of every tenth one right after its
+// first answer. Each delivery is paired with a bare enqueue of the same payload made by the same
+// sender at the same moment (the order alternating), the floor that moves with the machine. When the
+// burst is over it reads the queue: every delivery must have left exactly one intake task (0 lost,
+// 0 doubled, the redeliveries answered without a second task), and it reports the server's hold
+// p50/p99 beside the bare enqueue's (goal for p99: 1.5× or less).
+func BenchmarkWebhookBurst(b *testing.B) {
+	n, over := 1000, 10*time.Second
+	if os.Getenv("BENCH_QUICK") != "" {
+		n, over = 200, 2*time.Second
+	}
+	a := newAckBench(b)
+	must(b, a.webhook("warm-web-"+a.queue))
+	must(b, a.floor("warm-floor-"+a.queue))
+	var held, floorLat []time.Duration
+	round := 0
+	for b.Loop() {
+		round++
+		a.takeHeld()
+		prefix := fmt.Sprintf("burst-%s-%d-", a.queue, round)
+		floorPrefix := fmt.Sprintf("burst-floor-%s-%d-", a.queue, round)
+		lat := make([]time.Duration, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := range n {
+			time.Sleep(time.Until(start.Add(over * time.Duration(i) / time.Duration(n))))
+			wg.Go(func() {
+				id := prefix + strconv.Itoa(i)
+				floorCall := func() {
+					t0 := time.Now()
+					if err := a.floor(floorPrefix + strconv.Itoa(i)); err != nil {
+						errs[i] = err
+					}
+					lat[i] = time.Since(t0)
+				}
+				if i%2 == 0 {
+					floorCall()
+				}
+				if err := a.webhook(id); err != nil {
+					errs[i] = err
+					return
+				}
+				if i%2 == 1 {
+					floorCall()
+				}
+				if i%10 == 0 {
+					// GitHub's redelivery: the same id again.
+					if err := a.webhook(id); err != nil {
+						errs[i] = fmt.Errorf("redelivery of %s: %w", id, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		lost, doubled := a.queuedIntakes(b, prefix, n)
+		b.Logf("akira-bench: burst.lost %d", lost)
+		b.Logf("akira-bench: burst.doubled %d", doubled)
+		if lost != 0 || doubled != 0 {
+			b.Errorf("a burst of %d deliveries: %d lost, %d doubled", n, lost, doubled)
+		}
+		held = append(held, a.takeHeld()...)
+		floorLat = append(floorLat, lat...)
+	}
+	hp50, hp99 := percentiles(held)
+	fp50, fp99 := percentiles(floorLat)
+	b.ReportMetric(float64(hp99)/float64(fp99), "x-held-floor-p99")
+	b.Logf("akira-bench: burst.deliveries %d", n)
+	b.Logf("akira-bench: burst.seconds %.0f", over.Seconds())
+	b.Logf("akira-bench: burst.held_p50.ms %.2f", float64(hp50.Microseconds())/1000)
+	b.Logf("akira-bench: burst.held_p99.ms %.2f", float64(hp99.Microseconds())/1000)
+	b.Logf("akira-bench: burst.floor_p50.ms %.2f", float64(fp50.Microseconds())/1000)
+	b.Logf("akira-bench: burst.floor_p99.ms %.2f", float64(fp99.Microseconds())/1000)
+}
+
+// queuedIntakes reads every task waiting in the bench's queue and counts, of the deliveries
+// prefix0 … prefix(n-1), those that left no intake task (lost) and the tasks beyond one per
+// delivery (doubled).
+func (a *ackBench) queuedIntakes(b *testing.B, prefix string, n int) (lost, doubled int) {
+	b.Helper()
+	ins := asynq.NewInspectorFromRedisClient(a.rdb)
+	seen := map[string]int{}
+	for page := 1; ; page++ {
+		tasks, err := ins.ListPendingTasks(a.queue, asynq.PageSize(1000), asynq.Page(page))
+		must(b, err)
+		for _, t := range tasks {
+			var p jobs.IntakePayload
+			must(b, json.Unmarshal(t.Payload, &p))
+			if strings.HasPrefix(p.DeliveryID, prefix) {
+				seen[p.DeliveryID]++
+			}
+		}
+		if len(tasks) < 1000 {
+			break
+		}
+	}
+	for i := range n {
+		switch c := seen[prefix+strconv.Itoa(i)]; {
+		case c == 0:
+			lost++
+		case c > 1:
+			doubled += c - 1
+		}
+	}
+	return lost, doubled
+}
+
+// ackBench is the webhook server of the acknowledgement benchmarks, with its floors: the same intake
+// enqueue bare, and behind a bare net/http handler.
+type ackBench struct {
+	fake         *githubtest.Server
+	rdb          *redis.Client
+	queue        string
+	installation int64
+	// webhook delivers the signed comment with the delivery id given and wants a 202; floor enqueues
+	// the same intake payload bare; httpFloor posts the body to a bare handler that enqueues it.
+	webhook, floor, httpFloor func(id string) error
+	heldMu                    sync.Mutex
+	held                      []time.Duration
+}
+
+// takeHeld returns the server's holds of the deliveries accepted since the last call.
+func (a *ackBench) takeHeld() []time.Duration {
+	a.heldMu.Lock()
+	defer a.heldMu.Unlock()
+	h := a.held
+	a.held = nil
+	return h
+}
+
+func newAckBench(b *testing.B) *ackBench {
+	b.Helper()
+	a := &ackBench{}
 	fake := githubtest.New(b)
 	fake.CreateRepo("octo", "bench", map[string]string{"README.md": "x\n"})
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr(b), PoolSize: ackConcurrency})
@@ -51,8 +242,6 @@ func BenchmarkWebhookAck(b *testing.B) {
 	})
 	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), jobs.TaskOptions{Queue: queue})
 	// The server's own view of each delivery, through the hook that feeds akira_webhook_ack_seconds.
-	var heldMu sync.Mutex
-	var held []time.Duration
 	handler, err := app.NewServer(
 		app.ServerConfig{AppID: fake.AppID(), WebhookSecret: []byte(webhookSecret), BotLogin: fake.BotLogin()},
 		app.Deps{Enqueuer: enq,
@@ -60,9 +249,9 @@ func BenchmarkWebhookAck(b *testing.B) {
 			Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 			Observe: func(_, result string, took time.Duration) {
 				if result == "accepted" {
-					heldMu.Lock()
-					held = append(held, took)
-					heldMu.Unlock()
+					a.heldMu.Lock()
+					a.held = append(a.held, took)
+					a.heldMu.Unlock()
 				}
 			}})
 	must(b, err)
@@ -126,62 +315,34 @@ func BenchmarkWebhookAck(b *testing.B) {
 		}
 		return nil
 	}
-	// Warm every path: connections, Redis scripts.
-	must(b, webhook("warm-web-"+queue))
-	must(b, floor("warm-floor-"+queue))
-	must(b, httpFloor("warm-http-"+queue))
-
-	var webLat, floorLat, httpLat []time.Duration
-	heldMu.Lock()
-	held = held[:0] // not the warm-up's
-	heldMu.Unlock()
-	round := 0
-	for b.Loop() {
-		round++
-		floorLat = append(floorLat, concurrently(b, fmt.Sprintf("floor-%s-%d", queue, round), floor)...)
-		httpLat = append(httpLat, concurrently(b, fmt.Sprintf("http-%s-%d", queue, round), httpFloor)...)
-		webLat = append(webLat, concurrently(b, fmt.Sprintf("web-%s-%d", queue, round), webhook)...)
-	}
-	wp50, wp99 := percentiles(webLat)
-	fp50, fp99 := percentiles(floorLat)
-	hp50, hp99 := percentiles(httpLat)
-	if len(held) != len(webLat) {
-		b.Fatalf("the server saw %d deliveries accepted, the sender %d", len(held), len(webLat))
-	}
-	sp50, sp99 := percentiles(held)
-	b.ReportMetric(float64(wp50.Microseconds()), "ack-p50-µs")
-	b.ReportMetric(float64(wp99.Microseconds()), "ack-p99-µs")
-	b.ReportMetric(float64(fp50.Microseconds()), "floor-p50-µs")
-	b.ReportMetric(float64(fp99.Microseconds()), "floor-p99-µs")
-	b.ReportMetric(float64(wp50)/float64(fp50), "x-floor-p50")
-	b.ReportMetric(float64(wp99)/float64(fp99), "x-floor-p99")
-	b.ReportMetric(float64(sp50)/float64(fp50), "x-held-floor-p50")
-	b.ReportMetric(float64(sp99)/float64(fp99), "x-held-floor-p99")
-	b.ReportMetric(float64(wp50)/float64(hp50), "x-http-p50")
-	b.ReportMetric(float64(wp99)/float64(hp99), "x-http-p99")
-	b.Logf("akira-bench: ack.p50.ms %.2f", float64(wp50.Microseconds())/1000)
-	b.Logf("akira-bench: ack.p99.ms %.2f", float64(wp99.Microseconds())/1000)
-	b.Logf("akira-bench: ack.held_p50.ms %.2f", float64(sp50.Microseconds())/1000)
-	b.Logf("akira-bench: ack.held_p99.ms %.2f", float64(sp99.Microseconds())/1000)
-	b.Logf("akira-bench: ack.floor_p50.ms %.2f", float64(fp50.Microseconds())/1000)
-	b.Logf("akira-bench: ack.floor_p99.ms %.2f", float64(fp99.Microseconds())/1000)
-	b.Logf("akira-bench: ack.http_p50.ms %.2f", float64(hp50.Microseconds())/1000)
-	b.Logf("akira-bench: ack.http_p99.ms %.2f", float64(hp99.Microseconds())/1000)
+	a.fake, a.rdb, a.queue, a.installation = fake, rdb, queue, installation
+	a.webhook, a.floor, a.httpFloor = webhook, floor, httpFloor
+	return a
 }
 
-// concurrently runs ackConcurrency calls at once, released together, and returns each one's latency.
-func concurrently(b *testing.B, prefix string, call func(id string) error) []time.Duration {
+// interleaved runs ackConcurrency senders at once, released together; each makes one call of every
+// kind, one after the other, starting with kind i%len(calls) for sender i, so that no kind is always
+// first into a quiet machine or last into a loaded one. It returns each kind's latencies.
+func interleaved(b *testing.B, prefix string, calls ...func(id string) error) [][]time.Duration {
 	b.Helper()
-	lat := make([]time.Duration, ackConcurrency)
+	lat := make([][]time.Duration, len(calls))
+	for k := range lat {
+		lat[k] = make([]time.Duration, ackConcurrency)
+	}
 	errs := make([]error, ackConcurrency)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range ackConcurrency {
 		wg.Go(func() {
 			<-start
-			t0 := time.Now()
-			errs[i] = call(fmt.Sprintf("%s-%d", prefix, i))
-			lat[i] = time.Since(t0)
+			for j := range calls {
+				k := (i + j) % len(calls)
+				t0 := time.Now()
+				if err := calls[k](fmt.Sprintf("%d-%s-%d", k, prefix, i)); err != nil && errs[i] == nil {
+					errs[i] = err
+				}
+				lat[k][i] = time.Since(t0)
+			}
 		})
 	}
 	close(start)

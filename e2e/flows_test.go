@@ -60,6 +60,12 @@ func TestIssueRun(t *testing.T) {
 	if pr.Title != "Greet the world" || !strings.Contains(pr.Body, "Closes #1") || pr.Draft {
 		t.Errorf("pull request: title %q draft %v body:\n%s", pr.Title, pr.Draft, pr.Body)
 	}
+	// The body Akira opened the pull request with is kept current: finished, both boxes ticked.
+	e.eventually("the pull request's body to say the run is finished", func() bool {
+		b := e.onlyPR("akira/issue-1").Body
+		return strings.Contains(b, "**✅ Finished: ready for review.**") && strings.Contains(b, "- [x] `1.1` Add hello") &&
+			strings.Contains(b, "- [x] `1.2` Add goodbye") && !strings.Contains(b, "stays a draft")
+	})
 	if got := e.taskCommits("akira/issue-1"); len(got) != 2 || got["1.1"] != 1 || got["1.2"] != 1 {
 		t.Errorf("checkpoints per task = %v, want one each for 1.1 and 1.2", got)
 	}

@@ -192,6 +192,7 @@ func randomHex(t testing.TB, n int) string {
 //   - a task titled "... slow ..." signals that it started and waits for the file "release" (the crash test
 //     kills its worker meanwhile);
 //   - a task titled "... patient ..." needs MAGIC-WORD like a flaky one, then behaves like a slow one;
+//   - a task titled "... breaking ..." changes two files, which fail a check.sh unless MAGIC-WORD;
 //   - any other task writes one file named after the task.
 const agentScript = `#!/bin/sh
 set -e
@@ -228,6 +229,10 @@ case "$AKIRA_TASK_TITLE" in
 		echo "I cannot do this without the magic word" >&2
 		exit 3
 	fi ;;
+*breaking*)
+	# changes two files; fails the repository's check.sh unless a person's guidance holds MAGIC-WORD
+	if grep -q MAGIC-WORD "$AKIRA_PROMPT_FILE"; then echo fixed > "out-$AKIRA_TASK_ID.txt"; else echo broken > "out-$AKIRA_TASK_ID.txt"; fi
+	echo "notes of $AKIRA_ATTEMPT" > "notes-$AKIRA_TASK_ID.txt" ;;
 *paced*)
 	# an agent that takes a second, as a model call takes some (the fair-share test and its figures)
 	sleep 1

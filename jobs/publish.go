@@ -48,6 +48,10 @@ func (p *publisher) publishSummary(ctx context.Context, r *lifecycle.Run) (*life
 	if err != nil {
 		return r, err
 	}
+	// The body is secondary to the summary: a failure waits for the summary's next edit.
+	if err := p.publishPullRequestBody(ctx, r); err != nil {
+		p.log.Warn("pull request body not updated", "pr", r.PR, "err", err)
+	}
 	if r.SummaryCommentID != 0 {
 		err := p.gh.EditComment(ctx, r.Owner, r.Repo, r.SummaryCommentID, body)
 		if err == nil {
@@ -83,6 +87,29 @@ func (p *publisher) publishSummary(ctx context.Context, r *lifecycle.Run) (*life
 		}
 	}
 	return r, nil
+}
+
+// pullRequestBodies edits a pull request's body when its current body holds marker (gh.Client does).
+type pullRequestBodies interface {
+	EditPullRequestBody(ctx context.Context, owner, repo string, number int, marker, body string) error
+}
+
+// publishPullRequestBody keeps the body of the pull request the run opened as current as its summary:
+// the state, the ticked tasks, what's next. A pull request the run did not open is left alone.
+func (p *publisher) publishPullRequestBody(ctx context.Context, r *lifecycle.Run) error {
+	e, ok := p.gh.(pullRequestBodies)
+	if !ok || r.PR == 0 || !r.OpenedPR {
+		return nil
+	}
+	data := templates.PRBodyOf(summaryData(r), r.Issue)
+	body, err := templates.Render("pr_body", data)
+	if err != nil {
+		return err
+	}
+	if err := e.EditPullRequestBody(ctx, r.Owner, r.Repo, r.PR, data.Marker(), body); err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
+		return fmt.Errorf("jobs: pull request body: %w", err)
+	}
+	return nil
 }
 
 func summaryData(r *lifecycle.Run) templates.Summary {
@@ -232,7 +259,7 @@ func escalationBody(run *lifecycle.Run, t *lifecycle.TaskState, esc *runner.Esca
 	data := templates.Escalation{
 		RunID: run.ID, TaskID: t.ID, TaskTitle: t.Title, Attempts: t.Attempts, MaxAttempts: maxAttempts,
 		Reason: reasonText(esc), CheckRunURL: t.CheckRunURL, Buttons: t.CheckRunID != 0,
-		Mentions: mentions(run),
+		Mentions: mentions(run), Changed: esc.Changed, TaskURL: TaskPageURL(run.Dashboard, run.ID, t.ID),
 	}
 	switch esc.Reason {
 	case runner.ReasonGateBefore:

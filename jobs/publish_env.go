@@ -95,6 +95,26 @@ func (r *Reporter) baseChecked(ctx context.Context, ev runner.Event) error {
 	return r.checks.envCheckRun(ctx, BaseCheckRunName, title, data, check, !b.Passed, func(run *lifecycle.Run) **lifecycle.EnvCheck { return &run.BaseCheck })
 }
 
+// AgentCheckRunName is the check run of an agent that cannot run at all (runner.EventAgentUnusable).
+const AgentCheckRunName = "akira / agent"
+
+// agentUnusable posts a failed check run naming what keeps the agent from running and the fix: no
+// attempt was made, so no task's check run says it, and the run fails next (never an escalation:
+// no decision fixes a CLI that is not installed).
+func (r *Reporter) agentUnusable(ctx context.Context, ev runner.Event) error {
+	head := cmp.Or(ev.Commit, r.head)
+	if head == "" {
+		return nil
+	}
+	cr := ports.CheckRun{Name: AgentCheckRunName, HeadSHA: head, Conclusion: ports.ConclusionFailure, Title: "The agent cannot run",
+		Summary:    "Akira checked the agent before the first attempt:\n\n" + r.masker.Mask(ev.Message) + "\n\nFix it in the operator's configuration or in the repository, then start the run again.",
+		ExternalID: ports.CheckRunExternalID(r.runID, "agent@env"), DetailsURL: r.run.PRURL, MayExist: true}
+	if _, _, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, cr); err != nil {
+		return fmt.Errorf("create %s check run: %w", AgentCheckRunName, err)
+	}
+	return nil
+}
+
 func shortCommit(sha string) string {
 	if len(sha) > 7 {
 		return sha[:7]

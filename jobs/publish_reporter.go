@@ -171,6 +171,8 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 		err = r.setupFinished(ctx, ev)
 	case runner.EventBaseChecked:
 		err = r.baseChecked(ctx, ev)
+	case runner.EventAgentUnusable:
+		err = r.agentUnusable(ctx, ev)
 	case runner.EventRunFinished:
 		if ev.Outcome != nil && ev.Outcome.Head != "" {
 			r.head = ev.Outcome.Head
@@ -477,7 +479,7 @@ func (r *attemptLogs) endInterruptedLog(ctx context.Context, taskID string, atte
 	text, err := r.pub.store.Log(ctx, r.runID, taskID, attempt)
 	switch {
 	case errors.Is(err, store.ErrNoLog):
-		text = fmt.Sprintf("==> lifecycle.Run %s, task %s, attempt %d: nothing of its log was kept\n", r.runID, taskID, attempt)
+		text = fmt.Sprintf("==> Run %s, task %s, attempt %d: nothing of its log was kept\n", r.runID, taskID, attempt)
 	case err != nil:
 		r.pub.log.Warn("interrupted attempt log not read", "task", taskID, "attempt", attempt, "err", err)
 		return
@@ -517,7 +519,7 @@ func (r *attemptLogs) keepLog(ctx context.Context, taskID string, attempt int, e
 
 func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
 	delete(r.logs, ev.TaskID)
-	r.logBook.logf(ev.TaskID, "==> lifecycle.Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
+	r.logBook.logf(ev.TaskID, "==> Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
 	if ev.Feedback != "" {
 		r.logBook.logf(ev.TaskID, "\n==> What the agent was told went wrong before\n%s\n", strings.TrimRight(ev.Feedback, "\n"))
 	}

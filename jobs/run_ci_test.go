@@ -62,7 +62,7 @@ func TestCIReadings(t *testing.T) {
 	token := "ghs_" + strings.Repeat("A1b2", 9)
 	jh.gh.ci.checks["h1"] = append(jh.gh.ci.checks["h1"], ports.CICheck{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 2,
 		Status: "completed", Conclusion: "failure", URL: "https://example.invalid/job/2"})
-	jh.gh.ci.evidence["test"] = "##[group]lifecycle.Run go test\ncurl -H 'Authorization: token " + token + "'\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\n##[error]Process completed with exit code 1.\n"
+	jh.gh.ci.evidence["test"] = "##[group]Run go test\ncurl -H 'Authorization: token " + token + "'\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\n##[error]Process completed with exit code 1.\n"
 	for _, key := range []string{"d2", "d2-again", "poll-1"} {
 		run = jh.readCI(t, run, key)
 	}
@@ -169,7 +169,7 @@ func TestCIGivesUp(t *testing.T) {
 		// e2e lost its runner; unit failed a test: only e2e is re-run, unit waits for the fix task.
 		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "e2e", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"},
 			{Name: "unit", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 10, Status: "completed", Conclusion: "failure"}}
-		jh.gh.ci.evidence["e2e"] = "##[group]lifecycle.Run make e2e\nok so far\n##[error]The runner has received a shutdown signal.\n"
+		jh.gh.ci.evidence["e2e"] = "##[group]Run make e2e\nok so far\n##[error]The runner has received a shutdown signal.\n"
 		jh.gh.ci.evidence["unit"] = "--- FAIL: TestAdd\n##[error]Process completed with exit code 1.\n"
 		run = jh.readCI(t, run, "d1")
 		if run.Status != lifecycle.StatusWaitingCI || !slices.Equal(jh.gh.ci.reruns, []int64{9}) || !slices.Equal(run.CI.Reran, []string{"e2e"}) {

@@ -322,7 +322,7 @@ func TestRollbackRefusesARunThatIsNotFinished(t *testing.T) {
 	}{
 		{lifecycle.StatusQueued, "`/akira stop` first"},
 		{lifecycle.StatusRunning, "`/akira stop` first"},
-		{lifecycle.StatusParked, "waits for a decision"},
+		{lifecycle.StatusParked, "needs a decision"},
 		{lifecycle.StatusAborted, "start a new one with `/akira run`"},
 	} {
 		status := tc.status

@@ -37,6 +37,7 @@ type engine struct {
 	roadmapData []byte // the roadmap file as of the last checkpoint
 	results     map[string]*TaskResult
 	out         Outcome
+	pushed      bool // this engine pushed the branch (a checkpoint, a start commit, a merge of the base)
 	verifyEnv   []string
 	// agentEnv are the variables the agent's commands get besides its profile's (the dependency cache's).
 	agentEnv []string
@@ -321,6 +322,11 @@ func (e *engine) prepare(ctx context.Context) error {
 		}
 	}
 	if e.hasPending() {
+		// Before setup, which may take minutes, and on the run's own head (the App shows the
+		// failure on its pull request, never on the base branch).
+		if err := e.checkAgent(ctx); err != nil {
+			return err
+		}
 		return e.prepareEnv(ctx, repoCfg)
 	}
 	return nil
@@ -369,11 +375,16 @@ func (e *engine) startCommit(ctx context.Context) error {
 // push publishes the last checkpoint: through GitHub's API when Options.CommitAPI is set (GitHub signs
 // the commit, and the workspace then stands on it), else with git push.
 func (e *engine) push(ctx context.Context) error {
+	var err error
 	if e.o.CommitAPI != nil {
-		_, err := e.ws.PushAPI(ctx, e.o.CommitAPI)
-		return err
+		_, err = e.ws.PushAPI(ctx, e.o.CommitAPI)
+	} else {
+		err = e.ws.Push(ctx)
 	}
-	return e.ws.Push(ctx)
+	if err == nil {
+		e.pushed = true
+	}
+	return err
 }
 
 func (e *engine) order() []string {
@@ -1162,6 +1173,12 @@ func (e *engine) park(ctx context.Context, t *roadmap.Task, esc Escalation) erro
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
+	if esc.HeadSHA != "" {
+		// The list is for the person deciding; without it the escalation still stands.
+		if names, err := e.ws.Git(ctx, "diff", "--no-renames", "--name-only", esc.HeadSHA, sha, "--"); err == nil && names != "" {
+			esc.Changed = strings.Split(names, "\n")
+		}
+	}
 	if err := e.ws.Reset(ctx); err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
@@ -1197,6 +1214,7 @@ func (e *engine) finish(ctx context.Context, runErr error) (Outcome, error) {
 	if e.rm != nil {
 		e.out.Tasks = e.snapshot()
 	}
+	e.out.NoBranch = e.ws != nil && e.ws.Created && !e.pushed && !slices.ContainsFunc(e.out.Tasks, func(r TaskResult) bool { return r.Commit != "" })
 	if runErr != nil {
 		e.out.Status = StatusFailed
 		if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) {

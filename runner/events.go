@@ -57,6 +57,10 @@ const (
 	// EventBaseChecked: the base-branch health check's result (BaseCheck) for the base Commit; a red base
 	// ends the run next unless AllowRedBase.
 	EventBaseChecked EventType = "base_checked"
+	// EventAgentUnusable: the agent cannot run at all (agent.ErrUnusable), found before the first
+	// attempt; Message names the problem and its fix, Commit the base it was checked on. The run
+	// ends next (run_finished, status failed), no task attempted.
+	EventAgentUnusable EventType = "agent_unusable"
 	// EventRunFinished: Outcome is the result of the run.
 	EventRunFinished EventType = "run_finished"
 )

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/akira-bot/akira/runner/agent"
 	"regexp"
 	"strconv"
 	"strings"
@@ -251,7 +252,8 @@ type failure struct {
 func (f *failure) summary() string {
 	switch {
 	case f.agentErr != "":
-		return "the agent failed: " + f.agentErr
+		// An exec agent's error says "agent failed: exit status 1" already.
+		return "the agent failed: " + strings.TrimPrefix(f.agentErr, agent.ErrAgentFailed.Error()+": ")
 	case f.judgeErr != "":
 		return f.judgeErr
 	case f.verdict != nil:

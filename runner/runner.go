@@ -315,6 +315,9 @@ type Escalation struct {
 	Verify   []verify.Result `json:"verify,omitempty"`
 	// HeadSHA is the branch head (the last checkpoint) when the task was parked.
 	HeadSHA string `json:"head_sha"`
+	// Changed are the paths the parked work changes from HeadSHA, from the work tree (not the
+	// agent's word): what a person deciding reads first.
+	Changed []string `json:"changed,omitempty"`
 	// ParkedRef holds the failed work as a commit on top of HeadSHA (ParkedCommit) on the remote, for
 	// a later DecisionApprove. A dry run pushes nothing, so a task it parks has a ParkedCommit that
 	// lives only in the workspace and no ParkedRef.
@@ -377,7 +380,10 @@ type Outcome struct {
 	Tasks   []TaskResult `json:"tasks"`
 	Parked  []Escalation `json:"parked,omitempty"`
 	// Head is the branch head when the run ended (the last checkpoint).
-	Head     string        `json:"head"`
+	Head string `json:"head"`
+	// NoBranch: Branch does not exist on the remote; the run would have created it and pushed
+	// nothing to it (it failed first, parked its only tasks, or was a dry run).
+	NoBranch bool          `json:"no_branch,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
 	Error    string        `json:"error,omitempty"`
 	// Diff is what a dry run would have pushed (DryRun only).

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/verify"
 )
@@ -163,7 +164,7 @@ func (t *Terminal) print(ev Event) {
 		}
 		t.settled = done
 		t.printf("%s %s → branch %s (%s)\n", t.c(bold, "akira run"), ev.Roadmap, t.c(bold, ev.Branch), ev.Message)
-		t.printf("%s\n", t.c(dim, fmt.Sprintf("run %s · %d tasks: %d to do, %d already done or skipped", ev.RunID, len(ev.Tasks), todo, done)))
+		t.printf("%s\n", t.c(dim, fmt.Sprintf("run %s · %s: %d to do, %d already done or skipped", ev.RunID, plural(len(ev.Tasks), "task"), todo, done)))
 		for _, r := range ev.Tasks {
 			if r.Status == TaskDone {
 				t.printf("%s %s %s %s\n", t.c(green, "✓"), r.ID, r.Title, t.c(dim, "("+r.Note+")"))
@@ -187,7 +188,11 @@ func (t *Terminal) print(ev Event) {
 		}
 	case EventAgentFinished:
 		if ev.Message != "" {
-			t.printf("%s%s agent: %s %s\n", t.indent(ev.TaskID), t.c(red, "✗"), ev.Message, t.c(dim, "("+FormatDuration(ev.Duration)+")"))
+			msg := ev.Message
+			if !strings.HasPrefix(msg, agent.ErrAgentFailed.Error()) {
+				msg = "agent: " + msg
+			}
+			t.printf("%s%s %s %s\n", t.indent(ev.TaskID), t.c(red, "✗"), msg, t.c(dim, "("+FormatDuration(ev.Duration)+")"))
 		} else {
 			t.printf("%s· agent done %s\n", t.indent(ev.TaskID), t.c(dim, "("+FormatDuration(ev.Duration)+usageText(ev)+")"))
 		}
@@ -277,7 +282,7 @@ func (t *Terminal) print(ev Event) {
 			// Only a dry run parks without a ref (see Escalation.ParkedRef).
 			ref = "; dry run: its work is not kept, it goes with the temporary workspace"
 		}
-		t.printf("%s %s parked: %s%s\n", t.c(yellow, "⏸"), t.c(bold, ev.TaskID), ev.Message, ref)
+		t.printf("%s %s needs a decision: %s%s\n", t.c(yellow, "⏸"), t.c(bold, ev.TaskID), ev.Message, ref)
 	case EventTaskSkipped:
 		t.done(ev.TaskID)
 		t.settled++
@@ -323,23 +328,31 @@ func (t *Terminal) summary(o Outcome) {
 				commit = short(r.Commit)
 			}
 			if usage {
-				cost, tokens := "-", "-"
+				spent, tokens := "-", "-"
 				about := ""
 				if r.Usage.Estimated {
 					about = "~"
 				}
 				if r.Usage.CostUSD > 0 {
-					cost = fmt.Sprintf("%s$%.2f", about, r.Usage.CostUSD)
+					spent = about + cost.Format(r.Usage.CostUSD)
 				}
 				if n := r.Usage.InputTokens + r.Usage.OutputTokens; n > 0 {
 					tokens = fmt.Sprint(about, n)
 				}
-				fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, cost, tokens, commit, r.Note)
+				fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, spent, tokens, commit, r.Note)
 				continue
 			}
 			fmt.Fprintf(tw, "%s %s\t%s\t%d\t%s\t%s\t%s\n", r.ID, truncate(r.Title, 40), status, r.Attempts, dur, commit, r.Note)
 		}
 		tw.Flush()
+		if usage && total.CostUSD > 0 {
+			// The total is the tasks' costs as the column shows them, added up (internal/cost).
+			costs := make([]float64, 0, len(o.Tasks))
+			for _, r := range o.Tasks {
+				costs = append(costs, r.Usage.CostUSD)
+			}
+			t.printf("cost of the run: %s\n", cost.Format(cost.Sum(costs...)))
+		}
 		if total.Estimated {
 			t.printf("~ an estimate: the egress proxy metered a model answer that did not state its whole usage (from its bytes)\n")
 		}
@@ -349,20 +362,23 @@ func (t *Terminal) summary(o Outcome) {
 	case StatusSucceeded:
 		line = t.c(green, "done")
 	case StatusParked:
-		line = t.c(yellow, fmt.Sprintf("parked: %s waiting for a decision", plural(len(o.Parked), "task")))
+		line = t.c(yellow, "needs a decision on "+plural(len(o.Parked), "task"))
 	case StatusAborted:
 		line = t.c(yellow, "aborted")
 	default:
+		// The error itself is the command's to say, once, after this view (akira run prints it).
 		line = t.c(red, "failed")
-		if o.Error != "" {
-			line += ": " + o.Error
-		}
 	}
-	head := ""
-	if o.Head != "" {
-		head = " at " + short(o.Head)
+	branch := "branch " + o.Branch
+	switch {
+	case o.Branch == "":
+		branch = "no branch"
+	case o.NoBranch:
+		branch += " not created (nothing pushed)"
+	case o.Head != "":
+		branch += " at " + short(o.Head)
 	}
-	t.printf("\n%s · branch %s%s · %s\n", line, o.Branch, head, FormatDuration(o.Duration))
+	t.printf("\n%s · %s · %s\n", line, branch, FormatDuration(o.Duration))
 }
 
 func (t *Terminal) ofMax(n int) string {
@@ -430,7 +446,7 @@ func usageText(ev Event) string {
 	}
 	s := fmt.Sprintf(", %d+%d tokens", ev.Usage.InputTokens, ev.Usage.OutputTokens)
 	if ev.Usage.CostUSD > 0 {
-		s += fmt.Sprintf(", $%.4f", ev.Usage.CostUSD)
+		s += ", " + cost.Format(ev.Usage.CostUSD)
 	}
 	if ev.Usage.Estimated {
 		s += " (estimated: a model answer did not state its whole usage)"

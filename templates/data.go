@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/akira-bot/akira/internal/cost"
 )
 
 // Task is one row of the run summary.
@@ -131,7 +134,14 @@ func (s Summary) Tally() string {
 	var parts []string
 	for _, st := range []string{StatusPassed, StatusFailed, StatusEscalated, StatusSkipped, StatusAborted, StatusRunning, StatusPending} {
 		if n := s.Count(st); n > 0 {
-			parts = append(parts, strconv.Itoa(n)+" "+st)
+			word := st
+			if st == StatusEscalated {
+				word = "need a decision"
+				if n == 1 {
+					word = "needs a decision"
+				}
+			}
+			parts = append(parts, strconv.Itoa(n)+" "+word)
 		}
 	}
 	if len(parts) == 0 {
@@ -164,6 +174,19 @@ func SummaryMarker(runID string) string { return "<!-- akira:summary run=" + run
 // EscalationMarker is the hidden line of an escalation comment.
 func EscalationMarker(runID, taskID string) string {
 	return "<!-- akira:escalation run=" + runID + " task=" + taskID + " -->"
+}
+
+// Cost is the run's cost as the summary shows it: the sum of its tasks' costs each rounded as shown
+// (internal/cost), so that the column adds up to the total; Usage.CostUSD when no task has a cost.
+func (s Summary) Cost() float64 {
+	parts := make([]float64, 0, len(s.Tasks))
+	for _, t := range s.Tasks {
+		parts = append(parts, t.Usage.CostUSD)
+	}
+	if total := cost.Sum(parts...); total > 0 {
+		return total
+	}
+	return s.Usage.CostUSD
 }
 
 // Marker lets a template call SummaryMarker.
@@ -205,6 +228,19 @@ type Escalation struct {
 	// Budget says the run's budget is spent; Ceiling is the most `/akira run --budget` may give (0: none).
 	Budget  bool
 	Ceiling float64
+	// Changed are the paths the parked work changes (the first 30 are listed).
+	Changed []string
+	// TaskURL is the task's page on the dashboard (its attempts' logs, the decision), when there is one.
+	TaskURL string
+}
+
+// ShownReason is Reason without the "verification failed: `cmd` exited 1" that "What failed" lists
+// below it.
+func (e Escalation) ShownReason() string {
+	if i := strings.Index(e.Reason, "verification failed: "); len(e.Failures) > 0 && i >= 0 {
+		return strings.TrimRight(e.Reason[:i], " :;,")
+	}
+	return e.Reason
 }
 
 // Marker lets a template call EscalationMarker.
@@ -237,10 +273,10 @@ var Commands = []HelpCommand{
 	{"/akira remember <text>", "Teach Akira something about this repository: the relevant lessons go into the prompts of later tasks."},
 	{"/akira forget <lesson id>", "Remove a lesson (its id is in the reply to /akira remember and in the check runs of tasks that used it)."},
 	{"/akira rollback <task> [--retry [guidance]]", "Undo a task's checkpoint and those of the later tasks that depend on it, with revert commits (no force push); they are pending again. --retry runs them again at once, with your guidance."},
-	{"/akira approve", "Accept the escalated task as it is and continue."},
-	{"/akira retry <guidance>", "Try the escalated task again; your guidance is given to the agent."},
-	{"/akira skip", "Leave the escalated task undone and continue with the next one."},
-	{"/akira abort", "End the run, parked or working; pushed checkpoints stay on the branch."},
+	{"/akira approve", "Accept the task that needs a decision as it is and continue."},
+	{"/akira retry <guidance>", "Try the task that needs a decision again; your guidance is given to the agent."},
+	{"/akira skip", "Leave the task that needs a decision undone and continue with the next one."},
+	{"/akira abort", "End the run, working or waiting for a decision; pushed checkpoints stay on the branch."},
 	{"/akira help", "Show this list."},
 }
 
@@ -545,6 +581,34 @@ type CheckRun struct {
 	Unverified bool
 }
 
+// ShownReason is Reason as the check run's summary shows it above its verification table: without
+// the "verification failed: `cmd` exited 1" the table states again, row by row.
+func (c CheckRun) ShownReason() string {
+	failed := false
+	for _, v := range c.Verify {
+		failed = failed || !v.Passed()
+	}
+	r := c.Reason
+	if i := strings.Index(r, "verification failed: "); failed && i >= 0 {
+		r = strings.TrimRight(r[:i], " :;,")
+	}
+	return sentence(r)
+}
+
+// sentence starts s with a capital letter and ends it with a full stop, for a reason shown on its own.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	rs := []rune(s)
+	rs[0] = unicode.ToUpper(rs[0])
+	if !strings.ContainsRune(".!?:", rs[len(rs)-1]) {
+		rs = append(rs, '.')
+	}
+	return string(rs)
+}
+
 // Verdict is the acceptance judge's answer about one attempt.
 type Verdict struct {
 	Model         string
@@ -590,9 +654,11 @@ type PRTask struct {
 	ID    string
 	Title string
 	Done  bool
+	// Status is one of the Status constants ("" before the run reports one).
+	Status string
 }
 
-// PRBody is the body of the draft pull request a run opens.
+// PRBody is the body of the pull request a run opens, rendered again as the run's state changes.
 type PRBody struct {
 	RunID     string
 	Source    string
@@ -600,6 +666,48 @@ type PRBody struct {
 	// Issue is the issue the run came from; the body then says "Closes #<n>".
 	Issue int
 	Tasks []PRTask
+	// State is one of the Run constants; "" while the pull request opens (working).
+	State string
+	// ParkedTask, ParkedTitle and EscalationURL name the task that needs a decision (State parked).
+	ParkedTask, ParkedTitle, EscalationURL string
+	// StoppedBy, PausedBy and AbortedBy say who; Error why the run failed.
+	StoppedBy, PausedBy, AbortedBy, Error string
+}
+
+// PRBodyOf is the pull request's body for a run as its summary shows it; issue is the issue it came
+// from (0: none).
+func PRBodyOf(s Summary, issue int) PRBody {
+	b := PRBody{RunID: s.RunID, Source: s.Source, SourceURL: s.SourceURL, Issue: issue, State: s.State,
+		ParkedTask: s.ParkedTask, EscalationURL: s.EscalationURL, StoppedBy: s.StoppedBy, PausedBy: s.PausedBy,
+		AbortedBy: s.AbortedBy, Error: s.Error}
+	for _, t := range s.Tasks {
+		b.Tasks = append(b.Tasks, PRTask{ID: t.ID, Title: t.Title, Done: t.Status == StatusPassed, Status: t.Status})
+		if t.ID == s.ParkedTask {
+			b.ParkedTitle = t.Title
+		}
+	}
+	return b
+}
+
+// Done is how many tasks are ticked.
+func (p PRBody) Done() int {
+	n := 0
+	for _, t := range p.Tasks {
+		if t.Done {
+			n++
+		}
+	}
+	return n
+}
+
+// Skipped says some task was skipped.
+func (p PRBody) Skipped() bool {
+	for _, t := range p.Tasks {
+		if t.Status == StatusSkipped {
+			return true
+		}
+	}
+	return false
 }
 
 // Marker is the hidden line that ties the pull request to the run.

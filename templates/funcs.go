@@ -1,13 +1,14 @@
 package templates
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/akira-bot/akira/internal/cost"
 )
 
 // OutputLines is how many lines of command output an escalation comment shows.
@@ -33,8 +34,11 @@ var funcs = template.FuncMap{
 	"who":                 Who,
 	"trim":                strings.TrimSpace,
 	"lines":               nonEmptyLines,
+	"blocks":              OutputBlocks,
 	"add":                 func(a, b int) int { return a + b },
 	"has":                 slices.Contains[[]string],
+	"state":               stateWords,
+	"runIs":               runIs,
 	"outputLines":         func() int { return OutputLines },
 	"checkRunOutputLines": func() int { return CheckRunOutputLines },
 }
@@ -60,8 +64,15 @@ var statusEmoji = map[string]string{
 	StatusAborted:   "🛑",
 }
 
+// statusWords are the task statuses people read differently from their names: one phrase, "needs a
+// decision", wherever a person reads that a task waits for one.
+var statusWords = map[string]string{StatusEscalated: "needs a decision"}
+
 func statusLabel(s string) string {
 	if e, ok := statusEmoji[s]; ok {
+		if w, ok := statusWords[s]; ok {
+			return e + " " + w
+		}
 		return e + " " + s
 	}
 	if s == "" {
@@ -143,12 +154,8 @@ func formatInt(n int64) string {
 	return b.String()
 }
 
-func formatUSD(v float64) string {
-	if v > 0 && v < 0.01 {
-		return "<$0.01"
-	}
-	return fmt.Sprintf("$%.2f", v)
-}
+// formatUSD is the one cost format of every surface (internal/cost): fractions of a cent shown as such.
+func formatUSD(v float64) string { return cost.Format(v) }
 
 func plural(n int, word string) string {
 	if n == 1 {
@@ -183,4 +190,24 @@ func Who(s string) string {
 		return "@" + s
 	}
 	return s
+}
+
+// parkedLabel is the label jobs/lifecycle gives a parked run (its status table owns the words; this
+// package sits below jobs and cannot import it, and a lifecycle test renders it to keep the two one).
+const parkedLabel = "parked"
+
+// stateWords is a run state as a person reads it: a parked run "needs a decision".
+func stateWords(s string) string {
+	if s == parkedLabel {
+		return "needs a decision"
+	}
+	return s
+}
+
+// runIs says what a run is, for a sentence about it: "is running", "needs a decision".
+func runIs(s string) string {
+	if s == parkedLabel {
+		return "needs a decision"
+	}
+	return "is " + s
 }

@@ -44,7 +44,7 @@ var cases = []struct {
 				Usage: Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.25}},
 			{ID: "T5", Title: "Release\nnotes", Status: StatusPending},
 		},
-		Usage: Usage{InputTokens: 1234567, OutputTokens: 89012, CostUSD: 4.2},
+		Usage: Usage{InputTokens: 1234567, OutputTokens: 89012, CostUSD: 0.25},
 	}},
 	{"summary_parked", "summary", Summary{
 		RunID: "r2", Source: "issue #12", SourceURL: "https://github.com/o/r/issues/12", Branch: "akira/issue-12",
@@ -278,11 +278,36 @@ var cases = []struct {
 		},
 	}},
 	{"checkrun_text_empty", "checkrun_text", CheckRun{TaskID: "T2"}},
+	// The engine's feedback as an attempt's output: the failure is stated once (the bullet), the output
+	// shown without the feedback's header, "$ cmd / exit code" lines and inner fences; an empty one not at all.
+	{"checkrun_text_feedback", "checkrun_text", CheckRun{TaskID: "1.3", Attempts: []Attempt{{Number: 1,
+		Verify: []Command{{Command: "go test ./...", ExitCode: 1}, {Command: "go vet ./...", ExitCode: 1}},
+		Output: "Attempt 1 failed: verification failed: `go test ./...` exited 1, `go vet ./...` exited 1.\n\n$ go test ./...\nexit code 1\n```\n--- FAIL: TestDiv (0.00s)\npanic: runtime error: integer divide by zero\n```\n\n$ go vet ./...\nexit code 1\n```\n\n```\n"}}}},
+	// The reason names the failing command once, in the table, not again in the sentence above it.
+	{"checkrun_summary_escalated_verify", "checkrun_summary", CheckRun{RunID: "r1", TaskID: "1.2", TaskTitle: "Add Div", Status: StatusEscalated,
+		Attempt: 2, MaxAttempts: 2, Reason: "every attempt failed: verification failed: `go test ./...` exited 1",
+		Verify: []Command{{Command: "go vet ./...", Duration: time.Second}, {Command: "go test ./...", ExitCode: 1, Duration: 2 * time.Second}}}},
+	{"escalation_one_command", "escalation", Escalation{RunID: "r1", TaskID: "1.2", TaskTitle: "Add Div", Attempts: 2, MaxAttempts: 3,
+		Reason: "the same failure happened twice in a row: verification failed: `sh check.sh` exited 1", Failures: []Command{{Command: "sh check.sh", ExitCode: 1}},
+		Output: "--- FAIL: TestDivide (0.00s)\n", Changed: []string{"out.txt"}, Buttons: true, TaskURL: "https://akira.example/ui/runs/r1/tasks/1.2"}},
+	{"escalation_changed", "escalation", Escalation{RunID: "r1", TaskID: "1.3", TaskTitle: "Add Div", Attempts: 2, MaxAttempts: 2,
+		Reason: "every attempt failed", Error: "agent: exit status 1", Buttons: true,
+		Output:  "Attempt 2 failed: agent: exit status 1.\n\nThe end of the agent's output:\n\n```\nI cannot do this\n```\n",
+		Changed: []string{"calc.go", "calc_test.go"}}},
 
 	{"pr_body_issue", "pr_body", PRBody{RunID: "r1", Source: "issue #12", SourceURL: "https://github.com/o/r/issues/12", Issue: 12,
 		Tasks: []PRTask{{ID: "T1", Title: "One", Done: true}, {ID: "T2", Title: "Two"}}}},
 	{"pr_body_roadmap", "pr_body", PRBody{RunID: "r2", Source: "ROADMAP.md", Tasks: []PRTask{{ID: "1.1", Title: "Only"}}}},
 	{"pr_body_empty", "pr_body", PRBody{RunID: "r3", Source: "ROADMAP.md"}},
+	// The body at each state of the run, as the summary's data makes it (PRBodyOf).
+	{"pr_body_working", "pr_body", PRBodyOf(prSummary("running", StatusPassed, StatusRunning, StatusPending), 12)},
+	{"pr_body_parked", "pr_body", PRBodyOf(withParked(prSummary("parked", StatusPassed, StatusEscalated, StatusPending)), 12)},
+	{"pr_body_done", "pr_body", PRBodyOf(prSummary("done", StatusPassed, StatusPassed, StatusPassed), 12)},
+	{"pr_body_done_skipped", "pr_body", PRBodyOf(prSummary("done", StatusPassed, StatusSkipped, StatusPassed), 0)},
+	{"pr_body_stopped", "pr_body", PRBodyOf(with(prSummary("stopped", StatusPassed, StatusPending, StatusPending), func(s *Summary) { s.StoppedBy = "ops (API)" }), 12)},
+	{"pr_body_paused", "pr_body", PRBodyOf(with(prSummary("paused", StatusPassed, StatusPending, StatusPending), func(s *Summary) { s.PausedBy = "alice" }), 12)},
+	{"pr_body_failed", "pr_body", PRBodyOf(with(prSummary("failed", StatusPassed, StatusFailed, StatusPending), func(s *Summary) { s.Error = "the roadmap no longer parses" }), 12)},
+	{"pr_body_aborted", "pr_body", PRBodyOf(with(prSummary("aborted", StatusPassed, StatusAborted, StatusPending), func(s *Summary) { s.AbortedBy = "bob" }), 12)},
 
 	{"blocked_checkrun", "blocked_checkrun", BlockedSection{Blocked: []Blocked{
 		{TaskID: "1.1", Attempt: 1, Who: "agent", Host: "evil.example", Port: 443, Count: 3, First: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
@@ -442,8 +467,8 @@ func TestHelpers(t *testing.T) {
 		{formatInt(1234567), "1,234,567"},
 		{formatInt(-1000), "-1,000"},
 		{formatInt(12), "12"},
-		{formatUSD(0.004), "<$0.01"},
-		{formatUSD(1.234), "$1.23"},
+		{formatUSD(0.004), "$0.004"},
+		{formatUSD(1.234), "$1.234"},
 		{formatDuration(0), "—"},
 		{formatDuration(90*time.Second + 400*time.Millisecond), "1m30s"},
 		{statusLabel("weird"), "weird"},
@@ -489,3 +514,21 @@ func TestWho(t *testing.T) {
 		}
 	}
 }
+
+// prSummary is a run of three tasks in state with the tasks' statuses, as the pull request's body
+// cases read it.
+func prSummary(state string, statuses ...string) Summary {
+	s := Summary{RunID: "r12", Source: "issue #12", SourceURL: "https://github.com/o/r/issues/12", State: state}
+	titles := []string{"Add the parser", "Report unknown keys", "Document the format"}
+	for i, st := range statuses {
+		s.Tasks = append(s.Tasks, Task{ID: fmt.Sprintf("1.%d", i+1), Title: titles[i], Status: st})
+	}
+	return s
+}
+
+func withParked(s Summary) Summary {
+	s.ParkedTask, s.EscalationURL = "1.2", "https://github.com/o/r/pull/13#issuecomment-7"
+	return s
+}
+
+func with(s Summary, f func(*Summary)) Summary { f(&s); return s }

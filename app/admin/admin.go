@@ -23,6 +23,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
@@ -309,13 +310,17 @@ type ParkedTask struct {
 func summaryOf(r *lifecycle.Run) RunSummary {
 	s := RunSummary{ID: r.ID, Repo: r.Owner + "/" + r.Repo, Status: string(r.Status), Source: r.Source, Branch: r.Branch,
 		PRURL: r.PRURL, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, TasksTotal: len(r.Tasks), Reference: r.Reference}
+	costs := make([]float64, 0, len(r.Tasks))
 	for _, t := range r.Tasks {
 		if t.Checkpoint != "" {
 			s.TasksDone++
 		}
-		s.CostUSD += t.CostUSD
+		costs = append(costs, t.CostUSD)
 		s.CostEstimated = s.CostEstimated || t.UsageEstimated
 	}
+	// The run's cost is its tasks' costs as each is shown, added up (internal/cost): the pages'
+	// columns add up to it.
+	s.CostUSD = cost.Sum(costs...)
 	if len(r.Parked) > 0 {
 		s.WaitingOn = r.Parked[0].TaskID
 	}
@@ -408,10 +413,44 @@ func (s *server) apiRuns(c *gin.Context) {
 		Runs []RunSummary `json:"runs"`
 		Next string       `json:"next,omitempty"`
 	}{Runs: []RunSummary{}, Next: page.Next}
+	if f.Cursor == "" {
+		out.Runs = append(out.Runs, s.pendingHandoffs(c, f)...)
+	}
 	for _, r := range page.Runs {
 		out.Runs = append(out.Runs, summaryOf(r))
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// pendingLister lists the handoffs no worker has made runs yet (store.Store).
+type pendingLister interface {
+	PendingHandoffs(ctx context.Context) ([]store.Handoff, error)
+}
+
+// pendingHandoffs are the runs the API accepted that are not runs in the store yet, as the first
+// page of a listing shows them (newest first, before the runs): a handed-off run is listed from the
+// moment it is accepted, queued (or failed, when a worker found it cannot become one). They are
+// few (a worker takes them up within seconds), so the page may hold them besides its limit of runs.
+func (s *server) pendingHandoffs(c *gin.Context, f store.RunFilter) []RunSummary {
+	pl, ok := s.d.Store.(pendingLister)
+	if !ok {
+		return nil
+	}
+	hs, err := pl.PendingHandoffs(c)
+	if err != nil {
+		s.log.Warn("admin: list pending handoffs", "err", err)
+		return nil
+	}
+	var out []RunSummary
+	for _, h := range hs {
+		sum := handoffDetail(h).RunSummary
+		if f.Allow != nil && !f.Allow(h.Repo) || f.Repo != "" && !strings.EqualFold(f.Repo, h.Repo) ||
+			len(f.Status) > 0 && !slices.Contains(f.Status, lifecycle.RunStatus(sum.Status)) {
+			continue
+		}
+		out = append(out, sum)
+	}
+	return out
 }
 
 // runOf reads the run of :id, answering 404 or 503 itself.
@@ -488,6 +527,10 @@ type QueueInfo struct {
 	// OldestPendingSecs is how long the oldest pending task has waited.
 	OldestPendingSecs float64 `json:"oldest_pending_seconds"`
 }
+
+// Total is the sum of the states the queue page shows, so that its columns add up to it (asynq's
+// Size also counts grouped tasks, which Akira does not use).
+func (q QueueInfo) Total() int { return q.Pending + q.Active + q.Scheduled + q.Retry + q.Archived }
 
 // ServerInfo is one worker process.
 type ServerInfo struct {

@@ -76,17 +76,24 @@ func newFixture(t *testing.T) *fixture {
 	st := store.NewStore(rdb, prefix)
 	ctx := context.Background()
 	run, _, err := st.Create(ctx, &lifecycle.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
-		Source: "issue #1", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: lifecycle.StatusParked,
+		Source: "issue #1", Issue: 1, Title: "Docs for the parser", Sender: "alice", RepoURL: "https://github.example/octo/demo", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: lifecycle.StatusParked,
 		Tasks: []lifecycle.TaskState{
 			{ID: "1.1", Title: "Add <b>bold</b> parser", Status: templates.StatusPassed, Attempts: 2, Checkpoint: "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b",
 				CostUSD: 0.12, InputTokens: 1000, OutputTokens: 200, UsageEstimated: true, Judgement: &templates.Judgement{Confidence: 0.93, Accepted: true}},
 			{ID: "1.2", Title: "Write docs", Status: templates.StatusEscalated, Attempts: 3},
 		},
-		Parked: []lifecycle.Parked{{TaskID: "1.2", Attempt: 3, Reason: "max_attempts", Summary: "verification failed", At: time.Now().Add(-time.Hour)}}})
+		Parked: []lifecycle.Parked{{TaskID: "1.2", Attempt: 3, Reason: "max_attempts", Summary: "verification failed: `mkdocs build --strict` exited 1",
+			At: time.Now().Add(-time.Hour), Changed: []string{"docs/guide.md", "mkdocs.yml"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := st.SaveLog(ctx, run.ID, "1.1", 1, "==> Agent\nhello from the agent\n", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// The parked attempt's log as the reporter writes it: one command passes, one fails.
+	if err := st.SaveLog(ctx, run.ID, "1.2", 3, "==> Run r-admin-1, task 1.2 (Write docs), attempt 3\n\n==> Agent (2s)\nedited the guide\n"+
+		"\n==> Verification\n\n$ go vet ./...\n(exit 0, 1.2s)\npassing-output\n\n$ mkdocs build --strict\n(exit 1, 3.4s)\nINFO - Building\n"+
+		"WARNING - Doc file 'guide.md' contains a link to 'missing.md'\n", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	read, err := st.CreateToken(ctx, "dash-reader", store.ScopeRead)

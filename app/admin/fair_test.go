@@ -110,7 +110,7 @@ func TestQueueByInstallation(t *testing.T) {
 	br.login(f.read, "/ui/queue")
 	page := br.get("/ui/queue")
 	for _, want := range []string{"Installation 7: 1 running (at most 1), 2 waiting", "Installation 9: 0 running (at most 1), 1 waiting",
-		`<td class="num">2</td><td><a href="/ui/runs/` + jobs.RunIDFor("d3") + `">`, "acme/web</td><td>waiting</td><td>next</td>"} {
+		`<td class="num">2</td><td><a href="/ui/runs/` + jobs.RunIDFor("d3") + `">`, `acme/web</td><td><span class="state state-queued">waiting</span></td><td>next</td>`} {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("the queue page lacks %q:\n%s", want, page.body)
 		}

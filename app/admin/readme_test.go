@@ -11,7 +11,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// apiReference is the README's table of the API, generated from the served description: a route,
+// apiReference is the API page's table (docs/api.md), generated from the served description: a route,
 // what it does, its body's fields and its answers.
 func apiReference(doc *openapi3.T) string {
 	var b strings.Builder
@@ -59,14 +59,14 @@ func apiReference(doc *openapi3.T) string {
 }
 
 const (
-	apiBegin = "<!-- api:begin (generated from app/admin/openapi.json: AKIRA_UPDATE_README=1 go test ./app/admin -run TestAPIReferenceInREADME) -->"
+	apiBegin = "<!-- api:begin (generated from app/admin/openapi.json: AKIRA_UPDATE_README=1 go test ./app/admin -run TestAPIReferenceInDocs) -->"
 	apiEnd   = "<!-- api:end -->"
 )
 
-// TestAPIReferenceInREADME: the README's API reference is the one generated from the description.
-func TestAPIReferenceInREADME(t *testing.T) {
+// TestAPIReferenceInDocs: the API reference of docs/api.md is the one generated from the description.
+func TestAPIReferenceInDocs(t *testing.T) {
 	doc, _ := loadSpec(t)
-	path := filepath.Join("..", "..", "README.md")
+	path := filepath.Join("..", "..", "docs", "api.md")
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -75,12 +75,12 @@ func TestAPIReferenceInREADME(t *testing.T) {
 	want := apiBegin + "\n" + apiReference(doc) + apiEnd
 	start, end := strings.Index(readme, "<!-- api:begin"), strings.Index(readme, apiEnd)
 	if start < 0 || end < start {
-		t.Fatal("README.md has no API reference section (<!-- api:begin … --> … <!-- api:end -->)")
+		t.Fatal("docs/api.md has no API reference section (<!-- api:begin … --> … <!-- api:end -->)")
 	}
 	if got := readme[start : end+len(apiEnd)]; got == want {
 		return
 	} else if os.Getenv("AKIRA_UPDATE_README") != "1" {
-		t.Fatalf("the README's API reference differs from openapi.json; regenerate it with AKIRA_UPDATE_README=1 go test ./app/admin -run TestAPIReferenceInREADME\n--- got\n%s\n--- want\n%s", got, want)
+		t.Fatalf("the API reference of docs/api.md differs from openapi.json; regenerate it with AKIRA_UPDATE_README=1 go test ./app/admin -run TestAPIReferenceInDocs\n--- got\n%s\n--- want\n%s", got, want)
 	}
 	if err := os.WriteFile(path, []byte(readme[:start]+want+readme[end+len(apiEnd):]), 0o644); err != nil {
 		t.Fatal(err)

@@ -18,17 +18,21 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
+	"github.com/akira-bot/akira/templates"
 )
 
-// The dashboard is server-rendered html/template pages, one {{define}} per file, no JavaScript.
+// The dashboard is server-rendered html/template pages, one {{define}} per file. Its one script,
+// ui/tick.js (served from here, the only script the pages' policy allows), moves the durations of
+// running tasks; the pages read the same without it.
 // A person logs in with an operator token; the session cookie holds the token's hash, an expiry and
 // a MAC (HttpOnly, SameSite=Strict, Secure over HTTPS), so revoking the token ends its sessions.
 // Every form that acts carries a CSRF token derived from the session.
 
-//go:embed ui/*.html
+//go:embed ui/*.html ui/tick.js
 var uiFiles embed.FS
 
 var uiFuncs = template.FuncMap{
@@ -55,10 +59,30 @@ var uiFuncs = template.FuncMap{
 		}
 		return "next"
 	},
-	"dur":  func(d time.Duration) string { return d.Round(time.Second).String() },
-	"usd":  func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+	"dur":   func(d time.Duration) string { return d.Round(time.Second).String() },
+	"usd":   cost.Format,
+	"words": words,
+	"plain": plainWords,
+	// rfc3339 is a time a script reads (tick.js).
+	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"elapsed": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return time.Since(t).Round(time.Second).String()
+	},
+	"pendingAge": func(q QueueInfo) string {
+		if q.Pending == 0 {
+			return "—"
+		}
+		return (time.Duration(q.OldestPendingSecs) * time.Second).String()
+	},
 	"pct":  func(f float64) string { return fmt.Sprintf("%.2f", f) },
 	"path": url.PathEscape,
+	// decisionArgs hands the decision template its run, the form's CSRF token and the decision.
+	"decisionArgs": func(runID, csrf string, d decision) map[string]any {
+		return map[string]any{"RunID": runID, "CSRF": csrf, "D": d}
+	},
 	"states": func() []string {
 		out := make([]string, len(runStatuses))
 		for i, s := range runStatuses {
@@ -86,6 +110,14 @@ func (s *server) routesUI(r *gin.Engine) error {
 	s.ui = tmpl
 	r.GET("/ui", func(c *gin.Context) { c.Redirect(http.StatusFound, "/ui/") })
 	r.GET("/ui/login", s.loginPage)
+	tick, err := uiFiles.ReadFile("ui/tick.js")
+	if err != nil {
+		return fmt.Errorf("admin: dashboard script: %w", err)
+	}
+	r.GET("/ui/static/tick.js", func(c *gin.Context) {
+		c.Header("Cache-Control", "max-age=3600")
+		c.Data(http.StatusOK, "text/javascript; charset=utf-8", tick)
+	})
 	r.POST("/ui/login", s.login)
 	ui := r.Group("/ui", s.uiAuth)
 	ui.POST("/logout", s.csrf, s.logout)
@@ -195,8 +227,9 @@ func (s *server) render(c *gin.Context, status int, name string, p page) {
 	}
 	p.Flash, p.Error = firstNonEmpty(p.Flash, c.Query("done")), firstNonEmpty(p.Error, c.Query("error"))
 	c.Header("Content-Type", "text/html; charset=utf-8")
-	// The pages show code and text strangers wrote: no script runs, none is loaded from elsewhere.
-	c.Header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+	// The pages show code and text strangers wrote: no inline script runs, none is loaded from
+	// elsewhere; the dashboard's own tick.js is the one script.
+	c.Header("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Header("Referrer-Policy", "same-origin")
 	c.Status(status)
@@ -273,7 +306,7 @@ func (s *server) runsPage(c *gin.Context) {
 	}
 	v := runsView{}
 	for _, r := range pg.Runs {
-		v.Runs = append(v.Runs, summaryOf(r))
+		v.Runs = append(v.Runs, rowOf(r))
 	}
 	if pg.Next != "" {
 		q := c.Request.URL.Query()
@@ -295,17 +328,26 @@ const runsPerPage = 50
 // runsView is the runs page's data: a page of runs and the links to the next (older) one and back
 // to the first.
 type runsView struct {
-	Runs          []RunSummary
+	Runs          []runRow
 	Older, Newest string
 }
 
 // runView is the run page's data.
 type runView struct {
 	Run     RunDetail
+	Name    runName
 	Working bool
 	// Paused: the run waits to be resumed.
 	Paused bool
 	Over   bool
+	// Decisions are the tasks that need a decision, with what a person needs to decide.
+	Decisions []decision
+	// TaskStarted is when the running task started (zero when none runs).
+	TaskStarted time.Time
+	// StoppedBy, PausedBy and AbortedBy say who; Continue is where `/akira run` continues a stopped run.
+	StoppedBy, PausedBy, AbortedBy, Continue string
+	// ContinueOn names what Continue links: "the pull request" or "the issue".
+	ContinueOn string
 }
 
 func (s *server) runPage(c *gin.Context) {
@@ -313,16 +355,29 @@ func (s *server) runPage(c *gin.Context) {
 	if run == nil {
 		return
 	}
-	v := runView{Run: detailOf(run), Working: run.Status == lifecycle.StatusRunning || run.Status == lifecycle.StatusQueued, Over: run.Status.Terminal(),
-		Paused: run.Status == lifecycle.StatusPaused}
-	s.render(c, http.StatusOK, "run", page{Title: "Run " + run.ID, Data: v})
+	v := runView{Run: detailOf(run), Name: nameOf(run), Working: run.Status == lifecycle.StatusRunning || run.Status == lifecycle.StatusQueued,
+		Over: run.Status.Terminal(), Paused: run.Status == lifecycle.StatusPaused, Decisions: s.decisionsOf(c, run),
+		StoppedBy: templates.Who(run.StoppedBy), PausedBy: templates.Who(run.PausedBy), AbortedBy: templates.Who(run.AbortedBy)}
+	if run.Status == lifecycle.StatusRunning {
+		v.TaskStarted = run.TaskStartedAt
+	}
+	v.Continue, v.ContinueOn = run.PRURL, "the pull request"
+	if v.Continue == "" {
+		v.Continue, v.ContinueOn = v.Name.RefURL, "the issue"
+	}
+	s.render(c, http.StatusOK, "run", page{Title: v.Name.Title + " " + v.Name.Ref, Data: v})
 }
 
 // taskView is the task page's data: the task and its attempts' log links.
 type taskView struct {
 	RunID string
 	Repo  string
+	Run   runName
 	Task  TaskDetail
+	// Started is when the task, running now, started (zero otherwise).
+	Started time.Time
+	// Decision is set when the task needs one.
+	Decision *decision
 }
 
 func (s *server) taskPage(c *gin.Context) {
@@ -331,10 +386,20 @@ func (s *server) taskPage(c *gin.Context) {
 		return
 	}
 	for _, t := range detailOf(run).Tasks {
-		if t.ID == c.Param("task") {
-			s.render(c, http.StatusOK, "task", page{Title: "Task " + t.ID, Data: taskView{RunID: run.ID, Repo: run.Owner + "/" + run.Repo, Task: t}})
-			return
+		if t.ID != c.Param("task") {
+			continue
 		}
+		v := taskView{RunID: run.ID, Repo: run.Owner + "/" + run.Repo, Run: nameOf(run), Task: t}
+		if t.Status == templates.StatusRunning && run.Status == lifecycle.StatusRunning {
+			v.Started = run.TaskStartedAt
+		}
+		for _, d := range s.decisionsOf(c, run) {
+			if d.TaskID == t.ID {
+				v.Decision = &d
+			}
+		}
+		s.render(c, http.StatusOK, "task", page{Title: "Task " + t.ID + ": " + t.Title, Data: v})
+		return
 	}
 	c.AbortWithStatus(http.StatusNotFound)
 }
@@ -367,6 +432,9 @@ func (s *server) queuePage(c *gin.Context) {
 // escalation is a task waiting for a person, with how long it has waited.
 type escalation struct {
 	Run    RunSummary
+	Name   runName
+	Title  string
+	Why    template.HTML
 	Parked ParkedTask
 }
 
@@ -379,11 +447,16 @@ func (s *server) escalationsPage(c *gin.Context) {
 	var rows []escalation
 	for _, r := range runs {
 		for _, p := range r.Parked {
-			rows = append(rows, escalation{Run: summaryOf(r), Parked: ParkedTask{TaskID: p.TaskID, Reason: p.Reason, Summary: p.Summary, Since: p.At}})
+			e := escalation{Run: summaryOf(r), Name: nameOf(r), Why: plainWords(reasonWords(p.Reason, p.Summary)),
+				Parked: ParkedTask{TaskID: p.TaskID, Reason: p.Reason, Summary: p.Summary, Since: p.At}}
+			if t := r.Task(p.TaskID); t != nil {
+				e.Title = t.Title
+			}
+			rows = append(rows, e)
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Parked.Since.Before(rows[j].Parked.Since) }) // longest waiting first
-	s.render(c, http.StatusOK, "escalations", page{Title: "Escalations", Data: rows})
+	s.render(c, http.StatusOK, "escalations", page{Title: "Needs a decision", Data: rows})
 }
 
 func (s *server) uiControl(c *gin.Context) {

@@ -240,7 +240,9 @@ func TestDashboardPages(t *testing.T) {
 	b.login(f.read, "/ui/")
 	run := "/ui/runs/" + f.runID
 
-	wantPage(t, "runs", b.get("/ui/?repo=octo/demo&state=parked"), http.StatusOK, f.runID, "octo/demo")
+	// A run is named by its issue's title and number and who started it; its state is in words.
+	wantPage(t, "runs", b.get("/ui/?repo=octo/demo&state=parked"), http.StatusOK, f.runID, "octo/demo",
+		`>Docs for the parser #1</a>`, "<td>@alice</td>", `<span class="state state-parked">needs a decision</span>`, "<td>1.2 Write docs</td>")
 	if a := b.get("/ui/?state=succeeded"); strings.Contains(a.body, f.runID) {
 		t.Errorf("a parked run is listed under succeeded:\n%s", a.body)
 	}
@@ -264,8 +266,15 @@ func TestDashboardPages(t *testing.T) {
 	wantPage(t, "a bad cursor", b.get("/ui/?cursor=nonsense"), http.StatusBadRequest, "start again from the first page")
 
 	a := b.get(run)
-	wantPage(t, "run", a, http.StatusOK, "Add &lt;b&gt;bold&lt;/b&gt; parser", "Waiting for a decision: 1.2", "verification failed",
+	wantPage(t, "run", a, http.StatusOK, "Add &lt;b&gt;bold&lt;/b&gt; parser", "Task 1.2 “Write docs” needs a decision", "every attempt failed: verification failed",
+		"Files the agent changed", "<code>docs/guide.md</code>", "accepts the agent's work as it is", "Abort the run", "<code>mkdocs build --strict</code> exited with code 1",
+		"WARNING - Doc file &#39;guide.md&#39; contains a link to &#39;missing.md&#39;",
 		"3f2a9c1", "accepted 0.93", `/ui/runs/`+f.runID+`/tasks/1.1/attempts/2/log`, `action="/ui/runs/`+f.runID+`/retry"`)
+	for _, code := range []string{"max_attempts", "`", ">parked<", "passing-output"} {
+		if strings.Contains(a.body, code) {
+			t.Errorf("the run page shows %q: a person reads the reason in words, the failing output only", code)
+		}
+	}
 	if strings.Contains(a.body, "<b>bold</b>") {
 		t.Error("a task title reached the page unescaped")
 	}
@@ -289,7 +298,12 @@ func TestDashboardPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = asynq.NewInspectorFromRedisClient(rdb).DeleteQueue(queue, true) })
-	wantPage(t, "queue", b.get("/ui/queue"), http.StatusOK, "<td>"+queue+"</td><td class=\"num\">1</td><td class=\"num\">1</td>")
+	// Waiting 1, running, scheduled, retrying and failed 0, total 1: the columns add up; it takes work.
+	q := b.get("/ui/queue")
+	wantPage(t, "queue", q, http.StatusOK, "<td>"+queue+"</td>"+strings.Repeat(`<td class="num">`, 1)+`1</td><td class="num">0</td><td class="num">0</td><td class="num">0</td><td class="num">0</td><td class="num">1</td>`)
+	if strings.Contains(q.body, "false") || strings.Contains(q.body, "true") {
+		t.Errorf("the queue page shows a raw boolean:\n%s", q.body)
+	}
 	wantPage(t, "escalations", b.get("/ui/escalations"), http.StatusOK, f.runID, "1.2", "verification failed")
 }
 

@@ -903,3 +903,50 @@ func TestSweepRedeliversWhatFailed(t *testing.T) {
 		t.Errorf("%d pages read, want the cursor followed", pages)
 	}
 }
+
+// TestEditPullRequestBody: the body of a pull request Akira opened (its marker in the body) is
+// replaced, once: the same body again sends no PATCH; a body a person replaced (no marker) is left as
+// they wrote it.
+func TestEditPullRequestBody(t *testing.T) {
+	e := newEnv(t, nil, nil)
+	ctx := context.Background()
+	const marker = "<!-- akira:pr run=r1 -->"
+	e.srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/x", Files: map[string]string{"x": "x\n"}})
+	pr, err := e.c.CreatePullRequest(ctx, owner, repo, ports.NewPullRequest{Title: "x", Body: marker + "\n**🔄 Working.**", Head: "akira/x", Base: "main", Draft: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished := marker + "\n**✅ Finished: ready for review.**\n\n- [x] `1.1` One\n"
+	for _, tc := range []struct {
+		name    string
+		body    string
+		patches int
+	}{
+		{"a new state", finished, 1},
+		{"the same body again", finished, 0},
+	} {
+		e.srv.ResetRequests()
+		if err := e.c.EditPullRequestBody(ctx, owner, repo, pr.Number, marker, tc.body); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got, _ := e.srv.PullRequest(owner, repo, pr.Number); got.Body != tc.body {
+			t.Errorf("%s: body %q, want %q", tc.name, got.Body, tc.body)
+		}
+		if n := len(e.requests(http.MethodPatch, "/pulls/")); n != tc.patches {
+			t.Errorf("%s: %d PATCH requests, want %d", tc.name, n, tc.patches)
+		}
+	}
+
+	e.srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/y", Files: map[string]string{"y": "y\n"}})
+	theirs := e.srv.AddPullRequest(owner, repo, githubtest.PullRequest{Title: "mine", Body: "I describe this change myself.", Head: "akira/y", Base: "main", User: "alice"})
+	e.srv.ResetRequests()
+	if err := e.c.EditPullRequestBody(ctx, owner, repo, theirs.Number, marker, finished); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.srv.PullRequest(owner, repo, theirs.Number); got.Body != "I describe this change myself." || len(e.requests(http.MethodPatch, "/pulls/")) != 0 {
+		t.Errorf("a body without Akira's marker was changed: %q", got.Body)
+	}
+	if err := e.c.EditPullRequestBody(ctx, owner, repo, 9999, marker, finished); !errors.Is(err, ports.ErrGitHubNotFound) {
+		t.Errorf("a missing pull request: %v, want not found", err)
+	}
+}

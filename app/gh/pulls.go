@@ -84,6 +84,25 @@ func alreadyExists(err error) bool {
 	return false
 }
 
+// EditPullRequestBody sets the body of a pull request Akira opened, whose current body holds marker;
+// a body someone replaced (without the marker) is theirs and is left alone, and an unchanged one is
+// not sent again. The read is conditional (see conditional.go), so a body that did not change costs
+// no rate limit.
+func (c *Client) EditPullRequestBody(ctx context.Context, owner, repo string, number int, marker, body string) error {
+	p, _, err := c.gh.PullRequests.Get(ctx, owner, repo, number)
+	if err != nil {
+		return apiErr("read pull request body", err)
+	}
+	body = TruncateComment(body)
+	if cur := p.GetBody(); cur == body || !strings.Contains(cur, marker) {
+		return nil
+	}
+	if _, _, err := c.gh.PullRequests.Edit(ctx, owner, repo, number, &github.PullRequest{Body: github.String(body)}); err != nil {
+		return apiErr("edit pull request body", err)
+	}
+	return nil
+}
+
 // ClosePullRequest closes a pull request (PATCH state=closed); closing a closed one changes nothing.
 func (c *Client) ClosePullRequest(ctx context.Context, owner, repo string, number int) error {
 	if _, _, err := c.gh.PullRequests.Edit(ctx, owner, repo, number, &github.PullRequest{State: github.String("closed")}); err != nil {

@@ -26,12 +26,12 @@ type Client struct {
 	http   *http.Client
 }
 
-// New checks the server's address (AKIRA_SERVER: the admin address, e.g. http://akira.internal:8081)
+// New checks the server's address (AKIRA_SERVER: the admin address, e.g. http://127.0.0.1:9090, the default of AKIRA_ADMIN_ADDR)
 // and the token (AKIRA_TOKEN); hc nil is a client with a timeout.
 func New(server, token string, hc *http.Client) (*Client, error) {
 	server = strings.TrimRight(strings.TrimSpace(server), "/")
 	if server == "" {
-		return nil, errors.New("remote: no server: set AKIRA_SERVER to the admin address of your Akira, e.g. http://akira.internal:8081")
+		return nil, errors.New("remote: no server: set AKIRA_SERVER to the admin address of your Akira (AKIRA_ADMIN_ADDR of akira serve, default 127.0.0.1:9090), e.g. http://127.0.0.1:9090")
 	}
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

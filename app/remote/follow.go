@@ -77,7 +77,8 @@ func diff(prev, cur admin.RunDetail, first bool, seen map[string]bool, emit func
 		}
 		text := "run " + cur.ID + ": " + cur.Status
 		if cur.Status == "parked" && cur.WaitingOn != "" {
-			text += " (waiting for a decision on task " + cur.WaitingOn + ")"
+			// People read "needs a decision"; "parked" is the state's name in the API.
+			text = "run " + cur.ID + ": task " + cur.WaitingOn + " needs a decision"
 		}
 		if cur.Error != "" {
 			text += ": " + cur.Error

@@ -69,7 +69,7 @@ func TestFollowEvents(t *testing.T) {
 		"task_started task 1 started: Task 1",
 		"checkpoint task 1 checkpoint abcdef1: Task 1",
 		"task_started task 2 started: Task 2",
-		"status run r1: parked (waiting for a decision on task 2)",
+		"status run r1: task 2 needs a decision",
 		"escalation escalation 1: task 2 needs a decision (max_attempts)",
 		"checkpoint task 2 checkpoint 0123456: Task 2",
 		"status run r1: succeeded · https://github.example/octo/demo/pull/3",

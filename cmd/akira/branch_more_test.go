@@ -34,7 +34,7 @@ func TestStatusInProcess(t *testing.T) {
 	}
 
 	f.touch(t, "fail-1.2")
-	if stdout, stderr, code := runCmd(t, f.inProcess(t)...); code != 3 || !strings.Contains(stderr, "task 1.2 (Second file) is parked") ||
+	if stdout, stderr, code := runCmd(t, f.inProcess(t)...); code != 3 || !strings.Contains(stderr, "task 1.2 (Second file) needs a decision") ||
 		!strings.Contains(stderr, "--approve ID") {
 		t.Fatalf("run with 1.2 failing: exit %d, want 3 and the parked task named\n%s%s", code, stdout, stderr)
 	}
@@ -160,7 +160,7 @@ func TestRollbackInProcess(t *testing.T) {
 	if !strings.Contains(stdout, "1.3 Third file: checkpoint") {
 		t.Errorf("the rollback before the run was not reported:\n%s", stdout)
 	}
-	stdout, stderr, code = runCmd(t, append(append(slices.Clone(rollback), "1.3", "--roadmap", "ROADMAP.md", "--base", "main", "--retry", "--"), runFlags...)...)
+	_, stderr, code = runCmd(t, append(append(slices.Clone(rollback), "1.3", "--roadmap", "ROADMAP.md", "--base", "main", "--retry", "--"), runFlags...)...)
 	if code != 2 || !strings.Contains(stderr, "task 1.3 has no checkpoint") {
 		t.Errorf("rollback of a rolled-back task: exit %d, want 2 naming the missing checkpoint: %s", code, stderr)
 	}

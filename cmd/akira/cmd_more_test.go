@@ -235,8 +235,8 @@ func TestKnownSecrets(t *testing.T) {
 // exit code and a message saying what is wrong.
 func TestTokenCommandErrors(t *testing.T) {
 	// TestMain points REDIS_URL at a port that refuses.
-	if _, stderr, code := runCmd(t, "token", "list"); code != 1 || !strings.Contains(stderr, "127.0.0.1:1") {
-		t.Errorf("Redis down: exit %d, %q; want exit 1 naming the address", code, stderr)
+	if _, stderr, code := runCmd(t, "token", "list"); code != 2 || !strings.Contains(stderr, "127.0.0.1:1") || !strings.Contains(stderr, "start Redis or set REDIS_URL") {
+		t.Errorf("Redis down: exit %d, %q; want exit 2 naming the address and the fix", code, stderr)
 	}
 	t.Setenv("REDIS_URL", "mysql://db.example/0")
 	if _, stderr, code := runCmd(t, "token", "list"); code != 2 || !strings.Contains(stderr, "REDIS_URL") {

@@ -191,7 +191,7 @@ func remoteStatus(ctx context.Context, out io.Writer, server, runID, repo string
 	}
 	_ = tw.Flush()
 	for i, p := range run.Parked {
-		fmt.Fprintf(out, "\nescalation %d: task %s waits for a decision (%s) — answer with POST %s/api/v1/runs/%s/escalations/%d\n",
+		fmt.Fprintf(out, "\nescalation %d: task %s needs a decision (%s) — answer with POST %s/api/v1/runs/%s/escalations/%d\n",
 			i+1, p.TaskID, p.Reason, strings.TrimRight(server, "/"), run.ID, i+1)
 	}
 	switch run.Status {

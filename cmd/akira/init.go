@@ -51,6 +51,8 @@ It refuses to replace an existing file unless --force is given.`,
 				return withExit(1, fmt.Errorf("init: %w", err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s:\n\n%s", path, text)
+			// akira run reads the file from the repository's commits, never from the disk.
+			fmt.Fprintf(cmd.ErrOrStderr(), "akira: commit it for akira run to use it: git add .github/akira.yml && git commit -m 'Akira configuration'\n")
 			return nil
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,9 +42,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return withExit(2, fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
-	})
+	root.SetFlagErrorFunc(flagError)
 	for _, add := range subcommands {
 		root.AddCommand(add())
 	}
@@ -98,16 +97,26 @@ func execute(ctx context.Context, args []string) int {
 	if err == nil {
 		return 0
 	}
-	code := 1
+	code := exitCode(err)
 	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
-		if ee.err == nil {
-			return code
-		}
+	if errors.As(err, &ee) && ee.err == nil {
+		return code
 	}
 	fmt.Fprintln(os.Stderr, "akira:", err)
 	return code
+}
+
+// exitCode is the process exit code of a command's error: the code it carries, 2 for a command
+// cobra does not know (a usage error, with cobra's "Did you mean this?"), else 1.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		return 2
+	}
+	return 1
 }
 
 // untilStopped runs the command and returns what it returns, or, once ctx has ended, what it

@@ -42,7 +42,7 @@ func appLessons(ctx context.Context, repo string, installation int64) (lessons.S
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return nil, fmt.Errorf("--app %q: want OWNER/REPO", repo)
 	}
-	rdb, err := redisClient(cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"), os.Getenv("REDIS_PASSWORD"))
+	rdb, err := redisConnect(ctx, cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"), os.Getenv("REDIS_PASSWORD"))
 	if err != nil {
 		return nil, err
 	}

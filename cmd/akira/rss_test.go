@@ -18,7 +18,7 @@ import (
 )
 
 // rssKiB reads a process's resident set size from /proc.
-func rssKiB(t *testing.T, pid int) int {
+func rssKiB(t testing.TB, pid int) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

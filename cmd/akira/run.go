@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -78,8 +80,8 @@ verification, egress refusals, the verdict) and its log are kept, secrets masked
 AKIRA_RUNS_DIR (default akira/runs in the user's cache directory; off keeps nothing) for
 AKIRA_LOG_RETENTION (336h): akira status --attempt TASK/N prints one.
 
-Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage,
-1 other failure, 130 interrupted.`,
+Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or usage, or an
+agent that cannot run (found before the first attempt), 1 other failure, 130 interrupted.`,
 		Example: `  akira run --agent-cmd 'claude -p --permission-mode acceptEdits' --model claude-sonnet-4-5 --env ANTHROPIC_API_KEY
   akira run --agent-cmd 'codex exec -m "$AKIRA_MODEL" -c openai_base_url="$OPENAI_BASE_URL" -c web_search=disabled -s workspace-write --skip-git-repo-check --json -' --model gpt-5 --env CODEX_API_KEY
   akira run --roadmap docs/ROADMAP.md --verify 'make lint' --verify 'go test ./...' --agent-cmd ./agent.sh
@@ -125,6 +127,10 @@ Exit codes: 0 all tasks done, 3 an escalation is pending, 2 invalid roadmap or u
 
 func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	// The engine's and the proxy's log lines read like the command's other messages, on stderr.
+	logger := slog.New(newCLIHandler(stderr, f.verbose))
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(logger)
 	if f.parallel < 1 || f.parallel > 32 {
 		return withExit(2, fmt.Errorf("--parallel: %d is out of range (1 to 32)", f.parallel))
 	}
@@ -137,6 +143,9 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	repo, err := resolveRepo(ctx, f.repo)
 	if err != nil {
 		return withExit(2, err)
+	}
+	for _, line := range uncommittedPlan(ctx, repo, f.roadmap) {
+		fmt.Fprintln(stderr, "akira: "+line)
 	}
 	author, err := runner.ParseIdentity(f.author)
 	if err != nil {
@@ -254,6 +263,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 			Reporter: reporter,
 			Output:   stream,
 			Secrets:  secrets,
+			Logger:   logger,
 		},
 		Agent:   ag,
 		Env:     f.env,
@@ -305,9 +315,9 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 	case err != nil && ctx.Err() != nil:
 		return withExit(130, fmt.Errorf("interrupted: the workspace is removed and branch %s is at its last checkpoint", out.Branch))
 	case errors.Is(err, runner.ErrInvalidPlan), errors.Is(err, runner.ErrUsage):
-		return withExit(2, err)
+		return withExit(2, engineError{err})
 	case err != nil:
-		return withExit(1, err)
+		return withExit(1, engineError{err})
 	}
 	switch out.Status {
 	case runner.StatusParked:
@@ -322,7 +332,7 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 func parkedHelp(out runner.Outcome, dryRun bool) string {
 	var b strings.Builder
 	for _, p := range out.Parked {
-		fmt.Fprintf(&b, "akira: task %s (%s) is parked: %s\n", p.TaskID, p.Title, p.Summary)
+		fmt.Fprintf(&b, "akira: task %s (%s) needs a decision: %s\n", p.TaskID, p.Title, p.Summary)
 	}
 	if dryRun {
 		// A dry run pushes no parked ref, so there is nothing for --approve to accept later.
@@ -568,4 +578,33 @@ func (p *linePrompter) readLine(ctx context.Context) (string, error) {
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// uncommittedPlan says, one line a file, which of the files a run reads (the roadmap, default
+// ROADMAP.md, and .github/akira.yml) differ on disk from the repository's commits: the run works in a
+// fresh clone and runs the committed ones, so a task added and not committed would silently not run.
+// Nothing for a repository given by URL, or when git cannot tell.
+func uncommittedPlan(ctx context.Context, repo, roadmapPath string) []string {
+	if isURL(repo) {
+		return nil
+	}
+	paths := []string{cmp.Or(roadmapPath, runner.DefaultRoadmap), ".github/akira.yml"}
+	res, err := proc.Run(ctx, proc.Cmd{Args: append([]string{"git", "status", "--porcelain=v1", "--untracked-files=all", "--"}, paths...),
+		Dir: repo, Env: proc.Environ(nil, "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1"), Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(string(res.Output), "\n"), "\n") {
+		if len(l) < 4 {
+			continue
+		}
+		file := strings.Trim(l[3:], `"`)
+		what := "has changes that are not committed"
+		if strings.HasPrefix(l, "??") {
+			what = "is not committed"
+		}
+		out = append(out, fmt.Sprintf("%s %s: akira run runs the committed one; commit it to run it", file, what))
+	}
+	return out
 }

@@ -156,7 +156,7 @@ func TestRunOperatorProfileTimeouts(t *testing.T) {
 
 	stdout, stderr, code = runCmd(t, "run", "--repo", f.repo.Work, "--config", cfg, "--agent", "slow", "--branch", "akira/slow",
 		"--max-attempts", "1", "--work-dir", f.workDir, "--non-interactive")
-	if code != 3 || !strings.Contains(stderr, "task 1.1 (First file) is parked") || !strings.Contains(stdout+stderr, "timed out") {
+	if code != 3 || !strings.Contains(stderr, "task 1.1 (First file) needs a decision") || !strings.Contains(stdout+stderr, "timed out") {
 		t.Errorf("an agent over its profile's timeout: exit %d, want 3 with the task parked for timing out\n%s%s", code, stdout, stderr)
 	}
 }

@@ -252,7 +252,7 @@ func TestRunBinaryEscalationAndResume(t *testing.T) {
 			t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", s, stdout, stderr)
 		}
 	}
-	if !strings.Contains(stderr, "task 1.1 (First file) is parked") {
+	if !strings.Contains(stderr, "task 1.1 (First file) needs a decision") {
 		t.Errorf("stderr does not name the escalation:\n%s", stderr)
 	}
 	if got := f.branch(t); !slices.Equal(got, []string{"akira: 1.3 Third file|1.3"}) {
@@ -593,7 +593,7 @@ func TestRollbackBinary(t *testing.T) {
 		t.Fatalf("branch = %q, want %q", got, want)
 	}
 	runFlags := f.args()[1:]
-	stdout, stderr, code = f.run(t, append([]string{"rollback", "1.3", "--work-dir", f.workDir, "--retry", "--"}, runFlags...)...)
+	_, stderr, code = f.run(t, append([]string{"rollback", "1.3", "--work-dir", f.workDir, "--retry", "--"}, runFlags...)...)
 	if code != 2 || !strings.Contains(stderr, "has no checkpoint") {
 		t.Errorf("rollback of a rolled-back task: exit %d, %s; want exit 2, no checkpoint", code, stderr)
 	}

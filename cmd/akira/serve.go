@@ -70,6 +70,9 @@ type serveEnv struct {
 	LogLevel        slog.Level
 }
 
+// redisWatchInterval is how often a server checks that Redis answers, to say when it is lost and back.
+const redisWatchInterval = 2 * time.Second
+
 // DefaultCacheMax caps the repository cache when AKIRA_CACHE_MAX is not set.
 const DefaultCacheMax = 20 << 30
 
@@ -275,8 +278,23 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	if err := errors.Join(appErr, envErr, opErr); err != nil {
 		return withExit(2, fmt.Errorf("configuration:\n%w", err))
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: env.LogLevel}))
+	logHandler := slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: env.LogLevel})
+	log := slog.New(logHandler)
 	slog.SetDefault(log)
+	// Every listener is bound before anything starts: a taken port ends serve here, with exit 2 and
+	// the variable to change, not after workers, a scheduler and an "akira serving" line.
+	webLn, err := net.Listen("tcp", appCfg.Addr)
+	if err != nil {
+		return withExit(2, fmt.Errorf("AKIRA_ADDR: %w: stop the program that holds %s or set AKIRA_ADDR", err, appCfg.Addr))
+	}
+	defer webLn.Close()
+	var adminLn net.Listener
+	if env.AdminAddr != "" {
+		if adminLn, err = net.Listen("tcp", env.AdminAddr); err != nil {
+			return withExit(2, fmt.Errorf("AKIRA_ADMIN_ADDR: %w: stop the program that holds %s, set AKIRA_ADMIN_ADDR, or off to disable it", err, env.AdminAddr))
+		}
+		defer adminLn.Close()
+	}
 	var box sandbox.Config
 	if roles.worker {
 		var (
@@ -331,11 +349,16 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		log.Warn("serve: could not close /proc to processes of the same user", "err", err)
 	}
 
-	rdb, err := redisClient(env.RedisURL, env.RedisPassword)
+	rdb, err := redisConnect(ctx, env.RedisURL, env.RedisPassword)
 	if err != nil {
-		return withExit(2, err)
+		return err
 	}
 	defer rdb.Close()
+	// From here on, a Redis lost is said once, and once more when it is back, however many parts poll it.
+	watch := newRedisWatch(rdb, redisAddr(env.RedisURL), log)
+	log = slog.New(watch.Handler(logHandler))
+	slog.SetDefault(log)
+	go watch.Run(ctx, redisWatchInterval)
 	// The fair gate: caps and turns of installations for run jobs, paused by GitHub's rate limits.
 	fair := jobs.NewFair(rdb, "", op.Fair, env.Concurrency)
 	onRateLimit := func(id int64, wait time.Duration) {
@@ -434,6 +457,11 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 				return withExit(2, fmt.Errorf("AKIRA_CACHE_DIR: %w", err))
 			}
 			cache.Logger = log
+			// One checked-out tree kept per run slot: the next run of the same repository changes
+			// what changed upstream instead of writing the whole tree again (a large repository's
+			// cold workspace is mostly that). Removed when the process stops.
+			cache.KeepWorkTrees = env.Concurrency
+			defer cache.DropWorkTrees()
 		}
 		judge, err := profiles.NewJudge(op.JudgeProfile(), profiles.Options{Getenv: getenv, Logger: log})
 		if err != nil {
@@ -484,7 +512,6 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		}
 	}
 
-	log.Info("akira serving", "addr", appCfg.Addr, "admin_addr", env.AdminAddr, "web", roles.web, "worker", roles.worker, "version", version)
 	if env.AdminAddr != "" {
 		if env.MetricsOpen {
 			log.Warn("serve: /metrics answers without a token (AKIRA_METRICS=open): keep the admin address where only the scraper reaches it")
@@ -498,21 +525,14 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		if err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", env.AdminAddr)
-		if err != nil {
-			return withExit(2, fmt.Errorf("AKIRA_ADMIN_ADDR: %w", err))
-		}
 		go func() {
-			if err := app.Serve(ctx, ln, adminHandler, 5*time.Second); err != nil {
+			if err := app.Serve(ctx, adminLn, adminHandler, 5*time.Second); err != nil {
 				log.Warn("admin server stopped", "err", err)
 			}
 		}()
 	}
-	if ln, lerr := net.Listen("tcp", appCfg.Addr); lerr != nil {
-		err = withExit(2, fmt.Errorf("AKIRA_ADDR: %w", lerr))
-	} else {
-		err = app.Serve(ctx, ln, mux, 30*time.Second)
-	}
+	log.Info("akira serving", "addr", webLn.Addr().String(), "admin_addr", env.AdminAddr, "web", roles.web, "worker", roles.worker, "version", version)
+	err = app.Serve(ctx, webLn, mux, 30*time.Second)
 	if worker != nil {
 		// Stop taking jobs; running ones get AKIRA_SHUTDOWN_TIMEOUT to reach a safe point, after which
 		// their context ends and asynq puts them back: a retried run resumes from its last checkpoint.

@@ -25,7 +25,7 @@ import (
 	"github.com/akira-bot/akira/jobs/store"
 )
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -94,7 +94,7 @@ func adminBase(t *testing.T, base string) string {
 	return v.(string)
 }
 
-func startServeWith(t *testing.T, fake *githubtest.Server, s serveSetup) (string, *exec.Cmd, *lockedLog) {
+func startServeWith(t testing.TB, fake *githubtest.Server, s serveSetup) (string, *exec.Cmd, *lockedLog) {
 	t.Helper()
 	sandboxtest.Require(t)
 	if s.redisURL == "" {
@@ -168,7 +168,7 @@ func commentPayload(fake *githubtest.Server, issue githubtest.Issue, login, body
 }
 
 // deliver sends a signed webhook to akira serve, wants it accepted and returns the answer's reason.
-func deliver(t *testing.T, fake *githubtest.Server, base, event, delivery string, payload any) string {
+func deliver(t testing.TB, fake *githubtest.Server, base, event, delivery string, payload any) string {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(fake.SignedWebhook(base+"/webhook", "serve-secret", event, delivery, payload))
 	if err != nil {
@@ -184,7 +184,7 @@ func deliver(t *testing.T, fake *githubtest.Server, base, event, delivery string
 	return answer.Reason
 }
 
-func mustWrite(t *testing.T, path, content string) {
+func mustWrite(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
 		t.Fatal(err)
@@ -198,12 +198,21 @@ func mustWrite(t *testing.T, path, content string) {
 const waitLimit = 4 * time.Minute
 
 // waitFor polls cond until it holds, or fails the test after waitLimit (or near its deadline).
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	waitWithin(t, waitLimit, what, cond)
+}
+
+// waitWithin is waitFor with a limit of its own, for a benchmark's long wait.
+func waitWithin(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	start := time.Now()
-	deadline := start.Add(waitLimit)
-	if d, ok := t.Deadline(); ok && d.Add(-15*time.Second).Before(deadline) {
-		deadline = d.Add(-15 * time.Second)
+	deadline := start.Add(limit)
+	// A benchmark (testing.B) has no deadline of its own.
+	if dl, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if d, ok := dl.Deadline(); ok && d.Add(-15*time.Second).Before(deadline) {
+			deadline = d.Add(-15 * time.Second)
+		}
 	}
 	for !cond() {
 		if time.Now().After(deadline) {

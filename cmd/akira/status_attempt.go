@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/runner"
 	attempt "github.com/akira-bot/akira/runner/timeline"
 )
@@ -63,8 +64,8 @@ func printAttempt(out io.Writer, a localAttempt, task string, n int) {
 	}
 }
 
-// usd shows a cost to the hundredth of a cent: fractions of a cent are shown as such.
-func usd(v float64) string { return fmt.Sprintf("$%.4f", v) }
+// usd writes a cost as every surface does (internal/cost).
+func usd(v float64) string { return cost.Format(v) }
 
 // describe is an event's step and what it says, on one line.
 func describe(ev attempt.Event) (string, string) {

@@ -31,9 +31,9 @@ REDIS_PASSWORD like akira serve.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rdb, err := redisClient(cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"), os.Getenv("REDIS_PASSWORD"))
+			rdb, err := redisConnect(ctx, cmp.Or(os.Getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"), os.Getenv("REDIS_PASSWORD"))
 			if err != nil {
-				return withExit(2, err)
+				return err
 			}
 			defer rdb.Close()
 			st := store.NewStore(rdb, "")

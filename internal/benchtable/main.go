@@ -40,11 +40,18 @@ func main() {
 	}
 	steps := []step{
 		{"engine overhead per task", "./runner/", "^$", "^BenchmarkTaskOverhead$", overheadTasks, true},
+		// Five runs of 1,000 tasks (BENCH_GROWTH_RUNS=N for fewer): the longest step.
 		{"per-task overhead as tasks accumulate", "./runner/", "^$", "^BenchmarkTaskGrowth$", "1x", true},
 		{"the run record's cost per event as tasks accumulate", "./jobs/", "^$", "^BenchmarkStoreUpdate$", "300x", true},
 		{"parallel tasks", "./runner/", "^$", "^BenchmarkParallel$", "1x", true},
+		{"akira plan on 1,000 to 100,000 tasks", "./runner/roadmap/", "^$", "^BenchmarkPlan$", "1x", true},
 		{"webhook acknowledgement", "./e2e/", "^$", "^BenchmarkWebhookAck$", ackRounds, true},
+		{"a burst of deliveries", "./e2e/", "^$", "^BenchmarkWebhookBurst$", "1x", true},
 		{"workspaces", "./runner/workspace/", "^$", "^BenchmarkWorkspace$", "1x", true},
+		// The repository of 100,000 files is generated once and kept in the user's cache directory.
+		{"a repository of 100,000 files", "./runner/", "^$", "^BenchmarkWide$", "1x", true},
+		{"workers on more than one machine", "./cmd/akira/", "^$", "^BenchmarkScaleOut$", "1x", true},
+		{"worker memory over a long run", "./cmd/akira/", "^$", "^BenchmarkWorkerRSS$", "1x", true},
 		{"recovery after SIGKILL", "./e2e/", "^TestWorkerKilledMidRun$", "", "", false},
 		{"idle RSS", "./cmd/akira/", "^TestIdleRSS$", "", "", true},
 		{"GitHub calls per task", "./e2e/", "^TestGitHubCallsPerTask$", "", "", true},
@@ -131,9 +138,9 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 	// hop's (client and server on the same cores) and what is Akira's own.
 	kb := get("ack.payload.bytes") / 1000
 	rows = append(rows, ratioRow(fmt.Sprintf("webhook ack p50, held by the server (headers read → 202 written), 200 concurrent %.0f kB deliveries", kb), "ms",
-		get("ack.held_p50.ms"), get("ack.floor_p50.ms"), "bare asynq enqueue", 1.5))
+		get("ack.held_p50.ms"), get("ack.floor_p50.ms"), "bare asynq enqueue, interleaved request by request", 1.5))
 	rows = append(rows, ratioRow(fmt.Sprintf("webhook ack p99, held by the server (headers read → 202 written), 200 concurrent %.0f kB deliveries", kb), "ms",
-		get("ack.held_p99.ms"), get("ack.floor_p99.ms"), "bare asynq enqueue", 1.5))
+		get("ack.held_p99.ms"), get("ack.floor_p99.ms"), "bare asynq enqueue, interleaved request by request", 1.5))
 	rows = append(rows, ratioRow("webhook round trip p50 as the sender sees it (its HTTP client on the same cores)", "ms",
 		get("ack.p50.ms"), get("ack.floor_p50.ms"), "bare asynq enqueue", 0))
 	rows = append(rows, ratioRow("webhook round trip p99 as the sender sees it (its HTTP client on the same cores)", "ms",
@@ -142,11 +149,38 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 		get("ack.p50.ms"), get("ack.http_p50.ms"), "net/http + enqueue", 0))
 	rows = append(rows, ratioRow("webhook round trip p99 vs a bare HTTP handler that enqueues", "ms",
 		get("ack.p99.ms"), get("ack.http_p99.ms"), "net/http + enqueue", 0))
+	burstN, burstS := get("burst.deliveries"), get("burst.seconds")
+	lost, doubled := get("burst.lost"), get("burst.doubled")
+	rows = append(rows, row{fmt.Sprintf("a burst of %.0f deliveries in %.0f s (every tenth redelivered): deliveries lost, doubled", burstN, burstS),
+		fmt.Sprintf("%.0f lost, %.0f doubled", lost, doubled), "—", "—", "0, 0", verdict(lost == 0 && doubled == 0)})
+	rows = append(rows, ratioRow(fmt.Sprintf("webhook hold p50 during the burst of %.0f deliveries", burstN), "ms",
+		get("burst.held_p50.ms"), get("burst.floor_p50.ms"), "bare asynq enqueue by the same sender", 0))
+	rows = append(rows, ratioRow(fmt.Sprintf("webhook hold p99 during the burst of %.0f deliveries", burstN), "ms",
+		get("burst.held_p99.ms"), get("burst.floor_p99.ms"), "bare asynq enqueue by the same sender", 1.5))
 	mib := f["workspace.objects.mib"]
 	rows = append(rows, ratioRow(fmt.Sprintf("cold workspace, %.0f MiB repository over smart HTTP", mib), "s",
 		get("workspace.cold.seconds"), get("workspace.clone.seconds"), "git clone", 0))
 	rows = append(rows, ratioRow("warm workspace (mirror present, 3 new commits upstream)", "s",
 		get("workspace.warm.seconds"), get("workspace.cold.seconds"), "cold workspace", 0.1))
+	wideFiles, wideMiB := get("wide.files"), get("wide.tree.mib")
+	rows = append(rows, ratioRow(fmt.Sprintf("cold workspace, repository of %.0f files (%.0f MiB of tree) over smart HTTP", wideFiles, wideMiB), "s",
+		get("wide.cold.seconds"), get("wide.clone.seconds"), "git clone", 1.2))
+	rows = append(rows, ratioRow(fmt.Sprintf("warm workspace, %.0f files (mirror and a kept work tree present, 3 new commits upstream)", wideFiles), "s",
+		get("wide.warm.seconds"), get("wide.cold.seconds"), "cold workspace", 0.05))
+	rows = append(rows, ratioRow(fmt.Sprintf("engine CPU per task on %.0f files (no-op agent, `true` verify; engine + its git, push included; median, in step)", wideFiles), "ms",
+		get("wide.task_cpu.ms"), get("wide.floor_cpu.ms"), "git add -A && git commit", 1.3))
+	one, two := get("scaleout.one.seconds"), get("scaleout.two.seconds")
+	rows = append(rows, row{fmt.Sprintf("throughput of 2 `akira serve --worker-only` processes vs 1 (one `--web-only`, one Redis; %.0f runs of %.0f tasks, agent %.1f s per task)",
+		get("scaleout.runs"), get("scaleout.tasks"), get("scaleout.agent.seconds")),
+		fmt.Sprintf("%.1f s", two), fmt.Sprintf("%.1f s (one worker process)", one), fmt.Sprintf("%.2f× throughput", one/two), "≥ 1.8×", verdict(one/two >= 1.8)})
+	rec2 := get("scaleout.recovery.seconds")
+	rows = append(rows, row{"SIGKILL of one of 2 worker processes mid-run → its task started again in the other (no task committed or started twice: checked)",
+		fmt.Sprintf("%.1f s", rec2), "—", "—", "≤ 5 s", verdict(rec2 <= 5)})
+	rssStart, rssMiddle, rssEnd, rssMax := get("worker_rss.start.mib"), get("worker_rss.middle.mib"), get("worker_rss.end.mib"), get("worker_rss.max.mib")
+	rows = append(rows, row{fmt.Sprintf("RSS of `akira serve --worker-only` over a run of %.0f tasks: after the first task / the middle / the end (most seen %.1f MiB; idle before %.1f MiB)",
+		get("worker_rss.tasks"), rssMax, get("worker_rss.idle.mib")),
+		fmt.Sprintf("%.1f / %.1f / %.1f MiB", rssStart, rssMiddle, rssEnd), "—", fmt.Sprintf("end %.2f× middle", rssEnd/rssMiddle),
+		"≤ 100 MiB, flat (end ≤ 1.1× middle)", verdict(rssMax <= 100 && rssEnd <= 1.1*rssMiddle)})
 	if quick {
 		rows = append(rows, row{"recovery after SIGKILL of a worker (kill → next attempt running)", "not run (BENCH_QUICK)", "—", "—", "≤ 5 s", ""})
 	} else {
@@ -160,14 +194,17 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 		fmt.Sprintf("%.1f", restPerTask), "—", "—", "≤ 3", verdict(restPerTask <= 3)})
 	rows = append(rows, row{"git requests per task (marginal, 1 vs 11 tasks; one push is 2)",
 		fmt.Sprintf("%.1f", get("github.git_per_task")), "—", "—", "—", ""})
-	growthSizes := []int{200, 1000}
+	growthSizes, growthRuns := []int{1000}, "the median of 5 runs"
 	if quick {
-		growthSizes = []int{40}
+		growthSizes, growthRuns = []int{40}, "one run"
+	}
+	if v := os.Getenv("BENCH_GROWTH_RUNS"); v != "" && !quick {
+		growthRuns = "the median of " + v + " runs"
 	}
 	for _, n := range growthSizes {
 		k := fmt.Sprintf("growth.%d.", n)
 		stepped := get(k + "stepped")
-		rows = append(rows, row{fmt.Sprintf("per-task CPU growth over plain git's, measured in step (each task's CPU over git's for the same change right after it; last 20 of %d tasks vs first 20, medians; the median of 3 runs)", n),
+		rows = append(rows, row{fmt.Sprintf("per-task CPU growth over plain git's, measured in step (each task's CPU over git's for the same change right after it; last 20 of %d tasks vs first 20, medians; %s)", n, growthRuns),
 			fmt.Sprintf("%.3f×", stepped), "—", "—", "≤ 1.05×", verdict(stepped <= 1.05)})
 		rows = append(rows, ratioRow(fmt.Sprintf("per-task CPU (engine + git), last 20 of %d tasks vs first 20 (medians; moves with the machine, and with git's own growth below)", n), "ms",
 			get(k+"last_cpu.ms"), get(k+"first_cpu.ms"), "first 20 tasks", 0))
@@ -181,6 +218,24 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 	for _, n := range []int{200, 1000} {
 		rows = append(rows, ratioRow(fmt.Sprintf("the run record's change per event (Redis, one task changed), run of %d tasks vs 20", n), "µs",
 			get(fmt.Sprintf("store.update.%d.us", n)), get("store.update.20.us"), "run of 20 tasks", 0))
+	}
+	// The plans of each convention (checklist, GSD, spec-kit with and without its order section,
+	// Kiro, OpenSpec): the slowest one of each size, next to what a linear growth from its own
+	// 1,000-task plan would give.
+	for _, size := range []struct {
+		n    int
+		goal float64
+	}{{10_000, 1}, {100_000, 10}} {
+		slowest, conv := 0.0, ""
+		for _, c := range []string{"checklist", "gsd", "spec-kit", "spec-kit-order", "kiro", "openspec"} {
+			if v := get(fmt.Sprintf("plan.%s.%d.seconds", c, size.n)); v >= slowest {
+				slowest, conv = v, c
+			}
+		}
+		linear := get(fmt.Sprintf("plan.%s.1000.seconds", conv)) * float64(size.n) / 1000
+		rows = append(rows, row{fmt.Sprintf("`akira plan --parallel 8` without printing (parse, check, order, waves), %d tasks: the slowest of 6 conventions (%s)", size.n, conv),
+			fmt.Sprintf("%.2f s", slowest), fmt.Sprintf("%.2f s (its 1,000-task plan × %d)", linear, size.n/1000), fmt.Sprintf("%.2f×", slowest/linear),
+			fmt.Sprintf("≤ %.0f s", size.goal), verdict(slowest <= size.goal)})
 	}
 	rows = append(rows, ratioRow("three [P] tasks with a 3 s agent, 3 at once", "s",
 		get("parallel.parallel.seconds"), get("parallel.sequential.seconds"), "one at a time", 0.5))

@@ -328,7 +328,7 @@ func (e TaskParked) apply(r *Run, now time.Time) ([]Effect, error) {
 		t.EscalationCommentID, t.EscalationURL = 0, ""
 		t.Note = esc.Summary
 		r.Parked = append(removeParked(r.Parked, t.ID), Parked{TaskID: t.ID, Attempt: esc.Attempts,
-			HeadSHA: esc.HeadSHA, Reason: esc.Reason, Summary: esc.Summary, At: now.UTC()})
+			HeadSHA: esc.HeadSHA, Reason: esc.Reason, Summary: esc.Summary, At: now.UTC(), Changed: esc.Changed})
 	}
 	ids := []string{t.ID}
 	var out []Effect

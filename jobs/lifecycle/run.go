@@ -254,6 +254,8 @@ type Parked struct {
 	Reason  string    `json:"reason,omitempty"`
 	Summary string    `json:"summary,omitempty"`
 	At      time.Time `json:"at"`
+	// Changed are the paths the parked work changes, for the person deciding.
+	Changed []string `json:"changed,omitempty"`
 }
 
 // Decision is a human decision on a parked task: the engine's decision, who took it, and the key of the

@@ -534,11 +534,11 @@ func TestEffectKindsAreListed(t *testing.T) {
 	}
 }
 
-// TestDiagramInREADME: the README's architecture section shows the diagram and the table generated
-// from the code; run `go test ./jobs/lifecycle -run TestDiagramInREADME -update` after changing the
+// TestDiagramInDocs: the architecture page (docs/architecture.md) shows the diagram and the table generated
+// from the code; run `go test ./jobs/lifecycle -run TestDiagramInDocs -update` after changing the
 // table to write them.
-func TestDiagramInREADME(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
+func TestDiagramInDocs(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "architecture.md")
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -549,7 +549,7 @@ func TestDiagramInREADME(t *testing.T) {
 	start := strings.Index(readme, "<!-- lifecycle:begin")
 	end := strings.Index(readme, "<!-- lifecycle:end -->")
 	if start < 0 || end < start {
-		t.Fatal("README.md has no lifecycle section (<!-- lifecycle:begin … --> … <!-- lifecycle:end -->)")
+		t.Fatal("docs/architecture.md has no lifecycle section (<!-- lifecycle:begin … --> … <!-- lifecycle:end -->)")
 	}
 	got := readme[start : end+len("<!-- lifecycle:end -->")]
 	if got == want {
@@ -561,7 +561,7 @@ func TestDiagramInREADME(t *testing.T) {
 		}
 		return
 	}
-	t.Fatalf("the README's lifecycle diagram differs from the table; regenerate it with AKIRA_UPDATE_README=1 go test ./jobs/lifecycle -run TestDiagramInREADME\n--- got\n%s\n--- want\n%s", got, want)
+	t.Fatalf("the lifecycle diagram of docs/architecture.md differs from the table; regenerate it with AKIRA_UPDATE_README=1 go test ./jobs/lifecycle -run TestDiagramInDocs\n--- got\n%s\n--- want\n%s", got, want)
 }
 
 // TestDiagramDrawsEveryMove: each move between two states is an arrow labelled with its event.

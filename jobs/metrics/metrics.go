@@ -39,7 +39,7 @@ const (
 	ResultDecided   = "decided"   // a decision was applied
 	ResultRefused   = "refused"   // not allowed, or a decision that did not apply; the reply says why
 	ResultAborted   = "aborted"
-	ResultWaiting   = "waiting_ci" // the tasks are done; the run waits for the pull request's ports.CI
+	ResultWaiting   = "waiting_ci" // the tasks are done; the run waits for the pull request's CI
 	ResultPaused    = "paused"     // a person paused the run; it waits to be resumed
 	ResultInvalid   = "invalid"    // a payload that can never be processed
 	ResultQueued    = "queued"     // the fair gate had no slot for the run's installation yet; it waits its turn

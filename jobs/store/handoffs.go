@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,6 +111,10 @@ func (s *Handoffs) Claim(ctx context.Context, h Handoff, tokenID, key, fp string
 	if err := rdb.Set(ctx, s.handoffKey(id), data, HandoffTTL).Err(); err != nil {
 		return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
 	}
+	// Listed from now on (PendingHandoffs), not only once a worker has made it a run.
+	if err := rdb.ZAdd(ctx, s.handoffsKey(), redis.Z{Score: indexScore(h.Created), Member: id}).Err(); err != nil {
+		return Handoff{}, false, errors.Join(fmt.Errorf("jobs: handoff: %w", err), s.forget(ctx, s.handoffKey(id)))
+	}
 	var idem string
 	if key != "" {
 		idem = s.idempotencyKey(tokenID, key)
@@ -148,4 +153,52 @@ func (s *Handoffs) Drop(ctx context.Context, id, tokenID, key string) error {
 		keys = append(keys, s.idempotencyKey(tokenID, key))
 	}
 	return s.forget(ctx, keys...)
+}
+
+// handoffsKey indexes the handoffs by creation time, for PendingHandoffs.
+func (s *Handoffs) handoffsKey() string { return s.prefix + "handoffs" }
+
+// PendingHandoffs are the handoffs of the last HandoffTTL that are not runs yet, newest first: the
+// API accepted them and no worker has made them runs (or one found they cannot be, Error says why).
+// A listing of runs shows them, so that a run is listed from the moment it was accepted.
+func (s *Handoffs) PendingHandoffs(ctx context.Context) ([]Handoff, error) {
+	key := s.handoffsKey()
+	oldest := indexScore(time.Now().Add(-HandoffTTL))
+	if err := s.rdb.ZRemRangeByScore(ctx, key, "-inf", "("+strconv.FormatFloat(oldest, 'f', 0, 64)).Err(); err != nil {
+		return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
+	}
+	ids, err := s.rdb.ZRevRange(ctx, key, 0, -1).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	records := make([]*redis.StringCmd, len(ids))
+	runs := make([]*redis.IntCmd, len(ids))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			records[i], runs[i] = p.Get(ctx, s.handoffKey(id)), p.Exists(ctx, s.runKey(id))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
+	}
+	var out []Handoff
+	var done []any
+	for i, id := range ids {
+		data, err := records[i].Bytes()
+		var h Handoff
+		switch {
+		case err != nil || json.Unmarshal(data, &h) != nil:
+			done = append(done, id) // expired, or forgotten: nothing to list
+		case runs[i].Val() != 0:
+			done = append(done, id) // a run now, listed as one: the index keeps only what is pending
+		default:
+			out = append(out, h)
+		}
+	}
+	if len(done) > 0 {
+		if err := s.rdb.ZRem(ctx, key, done...).Err(); err != nil {
+			return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
+		}
+	}
+	return out, nil
 }

@@ -39,10 +39,25 @@ func (o *Operator) MissingPrograms(lookPath func(string) (string, error)) []stri
 		}
 		if prog := ProgramOf(p.Command); prog != "" {
 			if _, err := lookPath(prog); err != nil {
-				missing = append(missing, fmt.Sprintf("agent %q: %s is not installed (not found on PATH)", name, prog))
+				line := fmt.Sprintf("agent %q: %s is not installed (not found on PATH)", name, prog)
+				if hint := InstallHint(prog); hint != "" {
+					line += ": install " + prog + ": " + hint
+				}
+				missing = append(missing, line)
 			}
 		}
 	}
 	sort.Strings(missing)
 	return missing
 }
+
+// installHints say how to install the coding-agent CLIs the shipped profiles run (examples/akira.yaml;
+// deploy/Dockerfile installs the same packages).
+var installHints = map[string]string{
+	"claude": "npm i -g @anthropic-ai/claude-code",
+	"codex":  "npm i -g @openai/codex",
+}
+
+// InstallHint is the command that installs a coding-agent CLI Akira ships a profile for, "" for
+// another program.
+func InstallHint(program string) string { return installHints[program] }

@@ -39,7 +39,7 @@ func TestMissingPrograms(t *testing.T) {
 		return "", errors.New("not found")
 	}
 	got := op.MissingPrograms(installed)
-	want := []string{`agent "claude": claude is not installed (not found on PATH)`}
+	want := []string{`agent "claude": claude is not installed (not found on PATH): install claude: npm i -g @anthropic-ai/claude-code`}
 	if !slices.Equal(got, want) {
 		t.Errorf("MissingPrograms = %q; want %q", got, want)
 	}

@@ -907,7 +907,7 @@ func (s *Session) modelCall(w http.ResponseWriter, r *http.Request) {
 // that the CLI shows the agent why, and lists it with the session's refusals.
 func (s *Session) refuseCall(w http.ResponseWriter, status int, method, path, why, hint string) {
 	m := s.cfg.Model
-	s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: method, Path: path, Reason: why, Fix: hint})
+	s.refused(&Refused{Host: m.Host(), Port: s.upstreamPort, Method: method, Path: path, Reason: why})
 	s.callRefused(method, path, why)
 	w.Header().Set("X-Akira-Egress", "refused")
 	modelError(w, m.Protocol, status, "permission_error", fmt.Sprintf("akira egress proxy: %s %s refused: %s; %s", method, path, why, hint))

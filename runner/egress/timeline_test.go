@@ -135,9 +135,10 @@ func TestSessionRecordsCallsAndRefusals(t *testing.T) {
 	if len(refusals) != 1 || refusals[0].Host != "meta.example" || refusals[0].Port != 80 || !strings.Contains(refusals[0].Reason, "link-local") {
 		t.Errorf("refusals = %+v, want one of meta.example:80 (link-local) for its three tries", refusals)
 	}
-	// The report lists every refusal with its fix: the two calls the model route refused, and the
+	// The report lists every refusal: the two calls the model route refused (the route's own, whose
+	// fix the runner words for the path, and the unpriced model's with its prices: fix), and the
 	// metadata address tried three times.
-	if len(rep.Blocked) != 3 || rep.Blocked[0].Path != "/v1/nothing-here" || !strings.Contains(rep.Blocked[0].Fix, "api_paths") ||
+	if len(rep.Blocked) != 3 || rep.Blocked[0].Path != "/v1/nothing-here" || rep.Blocked[0].Reason != egress.ReasonUnmetered ||
 		!strings.Contains(rep.Blocked[1].Fix, `prices: {"dear"`) || rep.Blocked[2].Host != "meta.example" || rep.Blocked[2].Count != 3 {
 		t.Errorf("report's blocked = %+v", rep.Blocked)
 	}

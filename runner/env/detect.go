@@ -64,7 +64,7 @@ func Detect(dir string) Proposal {
 // the file it was chosen from, or commented examples when nothing was found.
 func StartingConfig(dir string) string {
 	var b strings.Builder
-	b.WriteString("# Akira's configuration of this repository; see \"Repository environments\" in Akira's README.\n\n")
+	b.WriteString("# Akira's configuration of this repository; see docs/configuration.md, \"Repository environments\", in Akira's repository.\n\n")
 	b.WriteString("# setup runs once per run, in the sandbox, after the clone and before the first task.\n")
 	if p := Detect(dir); p.Install != "" {
 		fmt.Fprintf(&b, "# Detected from %s.\nsetup:\n  commands:\n    - %s\n  timeout: 15m\n", p.Reason, yamlString(p.Install))

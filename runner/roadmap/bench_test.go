@@ -82,6 +82,8 @@ func BenchmarkPlan(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(g.ids)), "ns/task")
+				// For `make bench`: the time of one plan, per convention and size.
+				b.Logf("akira-bench: plan.%s.%d.seconds %.4f", strings.ReplaceAll(conv, "+", "-"), n, b.Elapsed().Seconds()/float64(b.N))
 			})
 		}
 	}

@@ -60,6 +60,11 @@ func appendCommits(tb testing.TB, remote string, files, commits, blobSize int, s
 		when++
 		fmt.Fprintf(w, "commit refs/heads/main\ncommitter Gen <gen@example.com> %d +0000\n", when)
 		data(fmt.Sprintf("commit %d of seed %d", c, seed))
+		if c == 1 && !initial {
+			// Without it fast-import starts the branch afresh (a root commit of the new files alone)
+			// and --force replaces the repository's main with it.
+			fmt.Fprintln(w, "from refs/heads/main^0")
+		}
 		if c == 0 {
 			for f := range files {
 				fmt.Fprintf(w, "M 100644 inline src/pkg%02d/file%05d.txt\n", f%50, f)
@@ -87,7 +92,8 @@ func packBytes(remote string) int64 { return dirSize(filepath.Join(remote, "obje
 // BenchmarkWorkspace measures, on a generated repository with a long history served over git's
 // smart HTTP: a cold workspace (no mirror yet: the mirror is made, the workspace cloned from it and
 // checked out) against the floor of a plain `git clone` of the same URL, and a warm workspace (the
-// mirror present, three new commits upstream) against the cold one. It reports akira-bench lines
+// mirror and the last workspace's kept tree present, as in akira serve's workers, three new commits
+// upstream) against the cold one. It reports akira-bench lines
 // for `make bench`.
 func BenchmarkWorkspace(b *testing.B) {
 	gittest.Isolate(b)
@@ -120,6 +126,7 @@ func BenchmarkWorkspace(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		cache.KeepWorkTrees = 2 // as akira serve's workers keep them (one per run slot)
 		workspace := func() time.Duration {
 			t0 := time.Now()
 			// The base branch is named, as the App names the repository's default branch.

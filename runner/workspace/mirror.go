@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -50,6 +51,79 @@ type Cache struct {
 	MaxBytes int64
 	// Logger receives what the cache did (rebuilt, evicted); nil discards it.
 	Logger *slog.Logger
+	// KeepWorkTrees is how many checked-out work trees of closed workspaces the cache keeps per
+	// remote, in this process, for the next workspace of the same remote (see spare); zero keeps
+	// none. A long-lived worker sets it: on a repository of 100,000 files, writing the tree is most
+	// of a cold workspace's time, and a kept tree only has to change what changed upstream. A
+	// one-run process (akira run) leaves it zero, or the tree would outlive it on disk.
+	KeepWorkTrees int
+
+	mu     sync.Mutex
+	spares map[string][]spare
+}
+
+// spare is a closed workspace's directory kept for the next workspace of its remote: the work tree
+// and git directory as the last run left them (its scratch directories and files removed), and the
+// git configuration Akira sealed, which is written back before the tree is used again.
+//
+// Why a kept tree can be trusted: inside the sandbox the agent never writes the git directory, so
+// the index's stat data is Akira's own, and git compares a file's ctime and inode as well as its
+// size and mtime, which nothing in the sandbox can set back; so `checkout --force` rewrites every
+// file the last run changed, and `clean -ffdx` removes every file it added, ignored ones included.
+// Without a sandbox the agent already runs as the worker's user, cache included.
+type spare struct {
+	root, gitDir string
+	config       []byte
+	uses         int
+}
+
+// maxSpareUses bounds how often one kept tree is reused: its git directory gathers every run's
+// objects (gc is off inside workspaces), so now and then a fresh clone starts over.
+const maxSpareUses = 50
+
+// putSpare keeps s for the next workspace of remote, and reports whether it did.
+func (c *Cache) putSpare(remote string, s spare) bool {
+	if c.KeepWorkTrees <= 0 || s.uses >= maxSpareUses {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := key(remote)
+	if len(c.spares[k]) >= c.KeepWorkTrees {
+		return false
+	}
+	if c.spares == nil {
+		c.spares = map[string][]spare{}
+	}
+	c.spares[k] = append(c.spares[k], s)
+	return true
+}
+
+// takeSpare returns a kept tree of remote, if there is one.
+func (c *Cache) takeSpare(remote string) (spare, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := key(remote)
+	list := c.spares[k]
+	if len(list) == 0 {
+		return spare{}, false
+	}
+	s := list[len(list)-1]
+	c.spares[k] = list[:len(list)-1]
+	return s, true
+}
+
+// DropWorkTrees removes every kept work tree (when the worker stops).
+func (c *Cache) DropWorkTrees() {
+	c.mu.Lock()
+	spares := c.spares
+	c.spares = nil
+	c.mu.Unlock()
+	for _, list := range spares {
+		for _, s := range list {
+			_ = removeAll(s.root)
+		}
+	}
 }
 
 // NewCache returns the cache in dir, creating the directory.
@@ -248,17 +322,33 @@ func (m *mirror) sound(ctx context.Context, w *Workspace) bool {
 // drop removes the mirror (the caller holds its lock).
 func (m *mirror) drop() { _ = os.RemoveAll(m.dir) }
 
-// cloneFromCache makes w's clone in dir from the remote's mirror, with gitDir beside it. It holds
-// the mirror's lock from the fetch to the end of the local clone, so a concurrent fetch's
-// maintenance never removes a file the clone is linking.
-func (c *Cache) cloneFromCache(ctx context.Context, w *Workspace, gitDir string) error {
+// cloneFromCache makes w's clone in dir from the remote's mirror, with gitDir beside it, or takes a
+// kept work tree of the remote (see spare) and brings it to the mirror's state; then w's root, Dir
+// and the returned git directory are the kept tree's. It holds the mirror's lock from the fetch to
+// the end of the local clone, so a concurrent fetch's maintenance never removes a file the clone is
+// linking.
+func (c *Cache) cloneFromCache(ctx context.Context, w *Workspace, gitDir string) (string, error) {
 	m, err := c.open(ctx, w.opts.Remote)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer m.close()
 	for attempt := 0; ; attempt++ {
 		err := m.update(ctx, w)
+		if err == nil && attempt == 0 {
+			if s, ok := c.takeSpare(w.opts.Remote); ok {
+				fresh := w.root
+				rerr := m.reuse(ctx, w, s)
+				if rerr == nil {
+					_ = removeAll(fresh)
+					c.evict(filepath.Base(m.dir))
+					return s.gitDir, nil
+				}
+				c.log().Warn("repository cache: a kept work tree could not be reused; cloning afresh", "mirror", filepath.Base(m.dir), "err", rerr)
+				_ = removeAll(s.root)
+				w.root, w.Dir, w.gitDir, w.config, w.uses = fresh, filepath.Join(fresh, "repo"), "", nil, 0
+			}
+		}
 		if err == nil {
 			err = m.cloneInto(ctx, w, gitDir)
 		}
@@ -266,7 +356,7 @@ func (c *Cache) cloneFromCache(ctx context.Context, w *Workspace, gitDir string)
 			if err == nil {
 				c.evict(filepath.Base(m.dir))
 			}
-			return err
+			return gitDir, err
 		}
 		c.log().Warn("repository cache corrupt; rebuilding it", "mirror", filepath.Base(m.dir), "err", err)
 		m.drop()
@@ -301,6 +391,57 @@ func (m *mirror) cloneInto(ctx context.Context, w *Workspace, gitDir string) err
 		return nil
 	}
 	if _, err := g.exec(ctx, w.Dir, false, nil, "--git-dir="+gitDir, "rev-list", "--objects", "--missing=error", "--no-walk", base); err != nil {
+		return fmt.Errorf("workspace: %w: the base tree cannot be read: %w", ErrCorruptMirror, err)
+	}
+	return nil
+}
+
+// reuse makes the kept tree s w's: its sealed configuration written back, the mirror's branches,
+// tags and parked work fetched into it (pruned), the tree checked out at the base with every change
+// and untracked or ignored file of the last run undone, and no local branch left. Checkout then
+// changes only the files that differ.
+func (m *mirror) reuse(ctx context.Context, w *Workspace, s spare) error {
+	w.root, w.Dir, w.gitDir, w.config, w.uses = s.root, filepath.Join(s.root, "repo"), s.gitDir, s.config, s.uses+1
+	if err := w.restoreGitDir(); err != nil {
+		return err
+	}
+	// A .git the last run left at the top of the tree is not the workspace's (commands name GIT_DIR).
+	if err := removeAll(filepath.Join(w.Dir, ".git")); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	if _, err := w.Git(ctx, "fetch", "--quiet", "--prune", "--no-tags", "--force", "--", m.dir,
+		"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*", "+refs/akira/*:refs/akira/*"); err != nil {
+		return fmt.Errorf("workspace: fetch the repository cache into a kept tree: %w", err)
+	}
+	if head, err := m.git(ctx, w, false, "symbolic-ref", "--quiet", "HEAD"); err == nil {
+		if _, err := w.Git(ctx, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/"+strings.TrimPrefix(strings.TrimSpace(head), "refs/heads/")); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
+	base := "refs/remotes/origin/HEAD"
+	if w.opts.Base != "" {
+		base = "refs/remotes/origin/" + w.opts.Base
+	}
+	if _, err := w.Git(ctx, "rev-parse", "--verify", "--quiet", base+"^{commit}"); err != nil {
+		return fmt.Errorf("workspace: base %s not in the repository cache", base)
+	}
+	_, _ = w.Git(ctx, "reset", "--quiet", "--merge")
+	if _, err := w.Git(ctx, "checkout", "--quiet", "--force", "--detach", base); err != nil {
+		return fmt.Errorf("workspace: reset a kept tree: %w", err)
+	}
+	if _, err := w.Git(ctx, "clean", "-ffdxq"); err != nil {
+		return fmt.Errorf("workspace: clean a kept tree: %w", err)
+	}
+	out, err := w.Git(ctx, "for-each-ref", "--format=delete %(refname)", "refs/heads/")
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	if out != "" {
+		if _, err := w.exec(ctx, w.Dir, false, strings.NewReader(out+"\n"), "update-ref", "--stdin"); err != nil {
+			return fmt.Errorf("workspace: drop a kept tree's branches: %w", err)
+		}
+	}
+	if _, err := w.Git(ctx, "rev-list", "--objects", "--missing=error", "--no-walk", base); err != nil {
 		return fmt.Errorf("workspace: %w: the base tree cannot be read: %w", ErrCorruptMirror, err)
 	}
 	return nil

@@ -451,3 +451,98 @@ func TestCachedWorkspaceSeesParkedWork(t *testing.T) {
 		t.Errorf("dropped parked work still comes through the mirror: %s", w3.Parked("1.2"))
 	}
 }
+
+// TestKeptWorkTreeIsReused: with KeepWorkTrees, a closed workspace's tree is the next workspace's,
+// and that workspace is exactly what a fresh clone would be: upstream's new commit checked out, every
+// file the last run changed, added or left ignored undone, its branch and scratch directory gone,
+// its hooks and configuration changes cleared; only files that did not change keep their inode.
+// Without KeepWorkTrees, or once the cache holds as many trees as it keeps, Close removes the tree.
+func TestKeptWorkTreeIsReused(t *testing.T) {
+	ctx := context.Background()
+	f := newCacheFixture(t, 0)
+	gittest.WriteFiles(t, f.repo.Work, map[string]string{".gitignore": "build/\n"})
+	f.upstream(t, "keep.txt", "unchanged\n")
+	f.cache.KeepWorkTrees = 1
+	w1 := f.clone(t, f.srv.URL)
+	if err := w1.Checkout(ctx, "akira/one"); err != nil {
+		t.Fatal(err)
+	}
+	keepInode := inode(t, filepath.Join(w1.Dir, "keep.txt"))
+	// What a run leaves: a change, a new file, an ignored file, a commit on its branch, a scratch
+	// HOME, a hook and a configuration change in the git directory.
+	write(t, w1.Dir, "README.md", "changed by the last run\n")
+	write(t, w1.Dir, "new.txt", "added by the last run\n")
+	write(t, w1.Dir, "build/out.bin", "ignored\n")
+	if _, err := w1.Scratch("home"); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, w1, "last run\n")
+	write(t, w1.Dir, "README.md", "changed again, not committed\n")
+	write(t, w1.GitDir(), "hooks/post-checkout", "#!/bin/sh\ntouch /nonexistent\n")
+	root := filepath.Dir(w1.Dir)
+	if err := w1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "home")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the kept tree's scratch directory is still there: %v", err)
+	}
+	head := f.upstream(t, "upstream.txt", "new upstream\n")
+
+	w2 := f.clone(t, f.srv.URL)
+	if filepath.Dir(w2.Dir) != root {
+		t.Fatalf("the second workspace is in %s, not the kept tree %s", filepath.Dir(w2.Dir), root)
+	}
+	if err := w2.Checkout(ctx, "akira/two"); err != nil {
+		t.Fatal(err)
+	}
+	if w2.Head() != head {
+		t.Errorf("akira/two starts at %s, want upstream's %s", w2.Head(), head)
+	}
+	fresh := f.clone(t, f.srv.URL) // the cache keeps one tree, given to w2: this one is a fresh clone
+	if filepath.Dir(fresh.Dir) == root {
+		t.Fatal("one kept tree given to two workspaces")
+	}
+	if err := fresh.Checkout(ctx, "akira/two"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := treeDigest(t, w2.Dir), treeDigest(t, fresh.Dir); got != want {
+		t.Errorf("the reused tree differs from a fresh clone's")
+	}
+	if out, _ := w2.Git(ctx, "status", "--porcelain", "--ignored"); out != "" {
+		t.Errorf("the reused tree is not clean:\n%s", out)
+	}
+	if out, _ := w2.Git(ctx, "for-each-ref", "--format=%(refname)", "refs/heads/"); out != "refs/heads/akira/two" {
+		t.Errorf("local branches of the reused tree: %q, want akira/two alone", out)
+	}
+	if _, err := os.Stat(filepath.Join(w2.GitDir(), "hooks")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the last run's hooks are still in the git directory: %v", err)
+	}
+	if got := inode(t, filepath.Join(w2.Dir, "keep.txt")); got != keepInode {
+		t.Error("an unchanged file was written again: the tree was not reused")
+	}
+
+	// One tree is kept: closing both keeps w2's, removes the other.
+	freshRoot := filepath.Dir(fresh.Dir)
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(freshRoot); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a tree beyond KeepWorkTrees was kept: %v", err)
+	}
+	f.cache.DropWorkTrees()
+	if _, err := os.Stat(root); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("DropWorkTrees left the kept tree: %v", err)
+	}
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Sys().(*syscall.Stat_t).Ino
+}

@@ -106,6 +106,7 @@ type Workspace struct {
 	pushed string
 	parked map[string]string // sanitized task id -> sha of refs/akira/parked/<branch>/<id>
 	cached bool              // made from Options.Cache's mirror
+	uses   int               // how many workspaces had this directory before (see spare)
 	// excludes is a file of Akira's, outside the work tree, of paths no checkpoint takes (what the
 	// repository's setup left untracked: node_modules, .venv); "" for none.
 	excludes string
@@ -130,7 +131,7 @@ func Clone(ctx context.Context, opts Options) (*Workspace, error) {
 	w := &Workspace{Dir: filepath.Join(root, "repo"), opts: opts, root: root}
 	gitDir := filepath.Join(root, "git")
 	if opts.Cache != nil && Cacheable(opts.Remote) {
-		if err := opts.Cache.cloneFromCache(ctx, w, gitDir); err != nil {
+		if gitDir, err = opts.Cache.cloneFromCache(ctx, w, gitDir); err != nil {
 			_ = w.Close()
 			return nil, err
 		}
@@ -139,8 +140,9 @@ func Clone(ctx context.Context, opts Options) (*Workspace, error) {
 		_ = w.Close()
 		return nil, fmt.Errorf("workspace: clone: %w", err)
 	}
-	// The work tree keeps no pointer to the git directory: commands name it through GIT_DIR.
-	if err := os.Remove(filepath.Join(w.Dir, ".git")); err != nil {
+	// The work tree keeps no pointer to the git directory: commands name it through GIT_DIR. (A
+	// kept tree has none already.)
+	if err := os.Remove(filepath.Join(w.Dir, ".git")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		_ = w.Close()
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
@@ -307,28 +309,57 @@ func escapeError(err error) error {
 // read-only, never writable.
 func (w *Workspace) GitDir() string { return w.gitDir }
 
-// Close removes the workspace directory. It is safe to call more than once.
+// Close removes the workspace directory, or hands its checked-out tree to the cache for the next
+// workspace of the same remote (Cache.KeepWorkTrees), its scratch directories removed. It is safe to
+// call more than once.
 func (w *Workspace) Close() error {
 	if w == nil || w.root == "" {
 		return nil
 	}
-	err := os.RemoveAll(w.root)
+	if w.cached && w.checkpoint != "" && w.opts.Cache != nil && w.opts.Cache.KeepWorkTrees > 0 && w.keepable() {
+		if w.opts.Cache.putSpare(w.opts.Remote, spare{root: w.root, gitDir: w.gitDir, config: w.config, uses: w.uses}) {
+			w.root = ""
+			return nil
+		}
+	}
+	if err := removeAll(w.root); err != nil {
+		return fmt.Errorf("workspace: remove: %w", err)
+	}
+	w.root = ""
+	return nil
+}
+
+// keepable empties the workspace's directory of all but its work tree and git directory (the
+// scratch HOMEs, the setup's exclude file) and reports whether that left them alone.
+func (w *Workspace) keepable() bool {
+	entries, err := os.ReadDir(w.root)
+	if err != nil || w.gitDir != filepath.Join(w.root, "git") || w.Dir != filepath.Join(w.root, "repo") {
+		return false
+	}
+	for _, e := range entries {
+		if e.Name() != "repo" && e.Name() != "git" {
+			if removeAll(filepath.Join(w.root, e.Name())) != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// removeAll is os.RemoveAll that also removes read-only directories a tool left (Go's module cache
+// does this): it makes everything writable and tries again.
+func removeAll(dir string) error {
+	err := os.RemoveAll(dir)
 	if err != nil {
-		// A read-only directory left by a tool (Go's module cache does this) must not keep the clone
-		// around: make everything writable and try again.
-		_ = filepath.WalkDir(w.root, func(p string, d os.DirEntry, err error) error {
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
 				_ = os.Chmod(p, 0o700)
 			}
 			return nil
 		})
-		err = os.RemoveAll(w.root)
+		err = os.RemoveAll(dir)
 	}
-	if err != nil {
-		return fmt.Errorf("workspace: remove: %w", err)
-	}
-	w.root = ""
-	return nil
+	return err
 }
 
 // ReadBase returns a file as it is on the base branch, and false when it does not exist there.
