@@ -173,3 +173,16 @@ func TestOneCheckRunUpdatePerStateChange(t *testing.T) {
 		t.Fatalf("check run %+v, want it concluded success", cr)
 	}
 }
+
+// TestParkedLabelReadsAsNeedsADecision: templates words a parked run "needs a decision" by the label
+// lifecycle gives it; the two packages cannot import each other that way round, so this holds them
+// together.
+func TestParkedLabelReadsAsNeedsADecision(t *testing.T) {
+	text, err := templates.Render("stop_reply", templates.StopReply{RunID: "r1", State: lifecycle.StatusParked.Label()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "needs a decision") || !strings.Contains(text, "Answer its escalation") {
+		t.Errorf("stop reply for a parked run = %q; want it worded as needing a decision", text)
+	}
+}

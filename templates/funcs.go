@@ -193,7 +193,8 @@ func Who(s string) string {
 }
 
 // parkedLabel is the label jobs/lifecycle gives a parked run (its status table owns the words; this
-// package sits below jobs and cannot import it, and a lifecycle test renders it to keep the two one).
+// package sits below jobs and cannot import it; TestParkedLabelReadsAsNeedsADecision in jobs holds the
+// two together).
 const parkedLabel = "parked"
 
 // stateWords is a run state as a person reads it: a parked run "needs a decision".
