@@ -1,17 +1,19 @@
-// Package jobs is Akira's use cases, run by asynq workers. Its files are grouped by flow:
+// Package jobs is Akira's use cases, run by asynq workers. Its root is the worker's wiring and the
+// three flows, each a small type of its own that Handler holds:
 //
-//   - intake*.go: what arrives (a webhook's intake task, the REST API's control actions, the plan job
-//     for an issue in prose, the sweeper of failed deliveries) up to the work it queues; the commands
-//     themselves are parsed by jobs/command.
-//   - run*.go: the run job (branch lock, the engine, stop, budget, decisions, rollback, rebuild from
-//     the branch, the reaper of dead workers, progress and estimates). Every status change is an event
-//     of jobs/lifecycle, the run's transition table, applied through Store.Transition.
-//   - publish*.go: what goes back to GitHub and elsewhere: the effects a transition returns (summary,
-//     check runs, escalation comments, replies, notifications, continuations), performed by the
-//     reporter or the publisher, and replayed from the run's outbox by the relay after a crash.
-//   - store*.go: what is kept in Redis: run records, branch locks, attempt logs, lessons.
-//   - handler.go, tasks.go, worker.go, ports.go, metrics.go: the task types and their wiring, and the
-//     small GitHub interfaces this package declares in its own types, which app/gh implements.
+//   - intake*.go: what arrives (Intake: a webhook's intake task and the slash commands; API: audit
+//     lines and hand-offs; Planner: plans for issues in prose; Recovery: the sweeper and the recovery
+//     after Redis lost its data) up to the work it queues; the commands' grammar is jobs/command.
+//   - run*.go: the run (Runs: the run job, its branch lock, the engine, stop, pause, budget, review,
+//     rebuild; Resumer, Rollbacks, CIWatch, Reaper). Every status change is an event of
+//     jobs/lifecycle, the run's transition table, applied through store.Records.Transition.
+//   - publish*.go: what goes back to GitHub and elsewhere (Publish, and the Reporter with its attempt
+//     logs, check runs and summary), replayed from the run's outbox by the relay after a crash.
+//   - handler.go, tasks.go, worker.go, fair.go: the task types (taskTypes) and their wiring, and the
+//     fair gate.
+//
+// What the flows share is below them: jobs/store (Redis, a type per concern), jobs/ports (the GitHub
+// interfaces app/gh implements), jobs/metrics, jobs/lifecycle, jobs/command and jobs/notify.
 //
 // It never imports app, gin, go-github or ghinstallation.
 package jobs
