@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner/config"
 )
@@ -89,10 +89,10 @@ func (e *env) queueRuns(prefix string, runs, tasks int) {
 // waitQueued waits until the fair gate holds n runs (running or waiting) of e's installation.
 func (e *env) waitQueued(n int) {
 	e.t.Helper()
-	fair := jobs.NewFair(e.rdb, e.spec.Prefix, config.Fair{}, e.spec.Concurrency)
+	fg := fair.New(e.rdb, e.spec.Prefix, config.Fair{}, e.spec.Concurrency)
 	inst := e.gh.InstallationID(e.owner, e.repo)
 	e.eventually(fmt.Sprintf("%d runs of installation %d in the fair queue", n, inst), func() bool {
-		q, err := fair.Queue(context.Background())
+		q, err := fg.Queue(context.Background())
 		if err != nil {
 			return false
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/jobs/store"
@@ -90,9 +91,9 @@ type workerSpec struct {
 func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	rdb := redis.NewClient(&redis.Options{Addr: ws.RedisAddr})
 	defer rdb.Close()
-	var fair *jobs.Fair // made once the operator's file is read, before any job runs
+	var fg *fair.Gate // made once the operator's file is read, before any job runs
 	ghApp, err := gh.NewApp(gh.AppConfig{AppID: ws.AppID, PrivateKeyPEM: ws.KeyPEM, BaseURL: ws.APIURL, Logger: log, Clock: ws.Clock,
-		OnRateLimit: func(id int64, wait time.Duration) { _ = fair.Pause(context.Background(), id, time.Now().Add(wait)) }})
+		OnRateLimit: func(id int64, wait time.Duration) { _ = fg.Pause(context.Background(), id, time.Now().Add(wait)) }})
 	if err != nil {
 		return err
 	}
@@ -120,12 +121,12 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	}
 	// The fair gate, as serve wires it: this worker's slots count, and its rate limits pause only
 	// the installation that met them.
-	fair = jobs.NewFair(rdb, ws.Prefix, op.Fair, ws.Concurrency)
-	fair.TaskQueue = ws.Queue
-	go fair.Heartbeat(ctx)
+	fg = fair.New(rdb, ws.Prefix, op.Fair, ws.Concurrency)
+	fg.TaskQueue = ws.Queue
+	go fg.Heartbeat(ctx)
 	deps := jobs.Deps{
-		Store: store.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fair,
-		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fair),
+		Store: store.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fg,
+		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fg),
 		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
 		PublicURL: ws.PublicURL, Deliveries: ghApp,

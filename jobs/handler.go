@@ -11,6 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
@@ -36,7 +37,7 @@ var errNothingToDo = errors.New("jobs: nothing to do")
 // IsFailure is the asynq.Config.IsFailure of a worker: waiting for a busy branch, or for a slot of
 // the fair gate, is not a failure.
 func IsFailure(err error) bool {
-	_, waits := errors.AsType[*SlotWaitError](err)
+	_, waits := errors.AsType[*fair.SlotWaitError](err)
 	return !errors.Is(err, ErrBusy) && !waits
 }
 
@@ -46,7 +47,7 @@ func RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	if errors.Is(err, ErrBusy) {
 		return 5 * time.Second
 	}
-	if w, ok := errors.AsType[*SlotWaitError](err); ok {
+	if w, ok := errors.AsType[*fair.SlotWaitError](err); ok {
 		return w.Delay
 	}
 	return time.Duration(math.Min(float64(10*time.Second)*math.Pow(2, float64(n)), float64(10*time.Minute)))
@@ -99,7 +100,7 @@ type Deps struct {
 	Repositories RepoInstallations
 	// Fair, when set, is the gate every run job passes first: per-installation caps and the least
 	// recently served installation first (fair.go). Nil lets every run in.
-	Fair *Fair
+	Fair *fair.Gate
 }
 
 // ExecAgent is the AgentFactory for exec profiles: the profile's command, with only the variables it

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
@@ -143,7 +144,7 @@ func (h *Runs) HandleRun(ctx context.Context, t *asynq.Task) error {
 	if result != metrics.ResultQueued && (err == nil || errors.Is(err, asynq.SkipRetry)) {
 		// The job ended without taking its turn (nothing to do, a reply, a plan first) and will not
 		// be tried again: its place in line goes. A slot it took was freed by work's caller.
-		_ = h.d.Fair.Unlist(context.WithoutCancel(ctx), p)
+		_ = h.d.Fair.Unlist(context.WithoutCancel(ctx), p.Ticket())
 	}
 	return err
 }
@@ -152,14 +153,14 @@ func (h *Runs) HandleRun(ctx context.Context, t *asynq.Task) error {
 // first, so that resolving it (cheap on a retry: the run is found by its id) is all a waiting run
 // costs, and an answer that needs no worker (a run already active on the branch) is not held back.
 func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run *lifecycle.Run, log *slog.Logger) (string, error) {
-	if err := h.d.Fair.Acquire(ctx, p); err != nil {
-		if w, ok := errors.AsType[*SlotWaitError](err); ok {
+	if err := h.d.Fair.Acquire(ctx, p.Ticket()); err != nil {
+		if w, ok := errors.AsType[*fair.SlotWaitError](err); ok {
 			log.Debug("run job: waits for a slot", "reason", w.Reason, "retry_in", w.Delay)
 			return metrics.ResultQueued, err
 		}
 		return metrics.ResultRetry, err
 	}
-	release := h.d.Fair.Hold(ctx, p)
+	release := h.d.Fair.Hold(ctx, p.Ticket())
 	defer release()
 	return h.work(ctx, gh, run, log)
 }
@@ -902,6 +903,15 @@ func (e *Enqueuer) EnqueueRun(ctx context.Context, p RunPayload) error {
 	}
 	// The task is safe in asynq; a listing that fails now is made by the gate at the job's first
 	// try, so the run keeps its turn either way, only shown a moment later.
-	_ = e.fair.List(ctx, p)
+	_ = e.fair.List(ctx, p.Ticket())
 	return nil
+}
+
+// Ticket is the run job of p as the fair gate sees it.
+func (p RunPayload) Ticket() fair.Ticket {
+	id := p.RunID
+	if id == "" {
+		id = RunIDFor(p.DeliveryID)
+	}
+	return fair.Ticket{JobID: p.JobID(), RunID: id, Installation: p.InstallationID, Repo: p.Owner + "/" + p.Repo, Number: p.Number}
 }

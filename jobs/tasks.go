@@ -30,6 +30,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
@@ -172,11 +173,11 @@ type taskEnqueuer interface {
 type Enqueuer struct {
 	client taskEnqueuer
 	opts   TaskOptions
-	fair   *Fair
+	fair   *fair.Gate
 }
 
 // WithFair makes e list every run it enqueues in the fair gate's line (see Fair.List) and returns e.
-func (e *Enqueuer) WithFair(f *Fair) *Enqueuer {
+func (e *Enqueuer) WithFair(f *fair.Gate) *Enqueuer {
 	e.fair = f
 	return e
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
@@ -59,9 +60,9 @@ type Queue interface {
 	Servers() ([]*asynq.ServerInfo, error)
 }
 
-// FairQueue reads the fair gate's line per installation (jobs.Fair).
+// FairQueue reads the fair gate's line per installation (fair.Gate).
 type FairQueue interface {
-	Queue(ctx context.Context) (jobs.FairQueue, error)
+	Queue(ctx context.Context) (fair.Line, error)
 }
 
 // Deps are the admin server's collaborators. Metrics, when set, is served at /metrics.
@@ -511,7 +512,7 @@ type QueueState struct {
 	Limited bool `json:"limited,omitempty"`
 	// Installations is the fair gate's line: per installation its cap, its running runs and its
 	// waiting ones in the order they will start, with an estimated start.
-	Installations []jobs.InstallationQueue `json:"installations"`
+	Installations []fair.InstallationQueue `json:"installations"`
 }
 
 // QueueInfo is one queue's depth.
@@ -543,7 +544,7 @@ type ServerInfo struct {
 }
 
 func (s *server) queueState(ctx context.Context, allows func(repo string) bool) (QueueState, error) {
-	st := QueueState{Queues: []QueueInfo{}, Servers: []ServerInfo{}, Installations: []jobs.InstallationQueue{}}
+	st := QueueState{Queues: []QueueInfo{}, Servers: []ServerInfo{}, Installations: []fair.InstallationQueue{}}
 	if s.d.Fair != nil {
 		fq, err := s.d.Fair.Queue(ctx)
 		if err != nil {
@@ -583,12 +584,12 @@ func (s *server) queueState(ctx context.Context, allows func(repo string) bool) 
 
 // fairFor keeps the runs of the repositories a caller may see (a token limited to repositories sees
 // only theirs; their position stays the one in the installation's whole line).
-func fairFor(insts []jobs.InstallationQueue, allows func(repo string) bool) []jobs.InstallationQueue {
+func fairFor(insts []fair.InstallationQueue, allows func(repo string) bool) []fair.InstallationQueue {
 	if allows == nil {
 		return insts
 	}
-	keep := func(runs []jobs.QueuedRun) []jobs.QueuedRun {
-		out := []jobs.QueuedRun{}
+	keep := func(runs []fair.QueuedRun) []fair.QueuedRun {
+		out := []fair.QueuedRun{}
 		for _, r := range runs {
 			if allows(r.Repository) {
 				out = append(out, r)
@@ -596,7 +597,7 @@ func fairFor(insts []jobs.InstallationQueue, allows func(repo string) bool) []jo
 		}
 		return out
 	}
-	out := []jobs.InstallationQueue{}
+	out := []fair.InstallationQueue{}
 	for _, q := range insts {
 		q.Running, q.Waiting = keep(q.Running), keep(q.Waiting)
 		if len(q.Running)+len(q.Waiting) > 0 {

@@ -48,7 +48,7 @@ type AppConfig struct {
 	Clock func() time.Time
 	// OnRateLimit, when set, hears of every rate limit (429, 403 with Retry-After or an exhausted
 	// primary limit, a secondary limit) an installation's calls meet, with the wait GitHub asked
-	// for: the fair gate pauses that installation's new runs (jobs.Fair.Pause), and only its.
+	// for: the fair gate pauses that installation's new runs (fair.Gate.Pause), and only its.
 	OnRateLimit func(installationID int64, wait time.Duration)
 }
 

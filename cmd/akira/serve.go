@@ -27,6 +27,7 @@ import (
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/jobs/store"
@@ -360,11 +361,11 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	slog.SetDefault(log)
 	go watch.Run(ctx, redisWatchInterval)
 	// The fair gate: caps and turns of installations for run jobs, paused by GitHub's rate limits.
-	fair := jobs.NewFair(rdb, "", op.Fair, env.Concurrency)
+	fg := fair.New(rdb, "", op.Fair, env.Concurrency)
 	onRateLimit := func(id int64, wait time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if err := fair.Pause(ctx, id, time.Now().Add(wait)); err != nil {
+		if err := fg.Pause(ctx, id, time.Now().Add(wait)); err != nil {
 			log.Warn("serve: pause a rate-limited installation", "installation", id, "err", err)
 		}
 	}
@@ -387,7 +388,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	asynqClient := asynq.NewClientFromRedisClient(rdb)
 	defer asynqClient.Close()
 	st := store.NewStore(rdb, "")
-	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{}).WithFair(fair)
+	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{}).WithFair(fg)
 
 	ready := []app.ReadinessCheck{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}
 	health, err := app.NewHealth(ready, 0, log)
@@ -482,7 +483,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			DepCaches: depCachesBeside(env.CacheDir),
 			Semantic:  semantic, Sinks: sinks, Metrics: metrics, Logger: log, Deliveries: ghApp,
 			Masker: masker, LogRetention: env.LogRetention, PublicURL: env.PublicURL, Repositories: ghApp,
-			Fair: fair,
+			Fair: fg,
 		}
 		if judge != nil {
 			deps.Judge = judge // a nil *llm.Judge must not become a non-nil interface
@@ -501,7 +502,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		reaperStarted = true
 		go func() { defer close(reaperDone); h.RunReaper(reapCtx, 0) }()
 		// This process's workers count in the total the fair gate's caps are shares of.
-		go fair.Heartbeat(reapCtx)
+		go fg.Heartbeat(reapCtx)
 		// Every worker's scheduler queues the sweep; the task is unique per interval, so one runs.
 		sched = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: jobs.AsynqLogger(log), LogLevel: asynq.WarnLevel})
 		if _, err := sched.Register(fmt.Sprintf("@every %s", jobs.SweepInterval), jobs.NewSweepTask("")); err != nil {
@@ -517,7 +518,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			log.Warn("serve: /metrics answers without a token (AKIRA_METRICS=open): keep the admin address where only the scraper reaches it")
 		}
 		adminHandler, err := admin.NewServer(admin.Deps{
-			Store: st, Queue: inspector, Fair: fair, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
+			Store: st, Queue: inspector, Fair: fg, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
 			MetricsOpen: env.MetricsOpen, Pprof: env.Pprof,
 			Controller:    &jobs.Controller{Store: st, Enqueuer: enq, Logger: log},
 			SecureCookies: strings.HasPrefix(env.PublicURL, "https://"),
