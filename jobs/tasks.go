@@ -9,11 +9,10 @@
 //     jobs/lifecycle, the run's transition table, applied through store.Records.Transition.
 //   - publish*.go: what goes back to GitHub and elsewhere (Publish, and the Reporter with its attempt
 //     logs, check runs and summary), replayed from the run's outbox by the relay after a crash.
-//   - handler.go, tasks.go, worker.go, fair.go: the task types (taskTypes) and their wiring, and the
-//     fair gate.
+//   - handler.go, tasks.go, worker.go: the task types (taskTypes) and their wiring.
 //
 // What the flows share is below them: jobs/store (Redis, a type per concern), jobs/ports (the GitHub
-// interfaces app/gh implements), jobs/metrics, jobs/lifecycle, jobs/command and jobs/notify.
+// interfaces app/gh implements), jobs/metrics, jobs/fair, jobs/lifecycle, jobs/command and jobs/notify.
 //
 // It never imports app, gin, go-github or ghinstallation.
 package jobs
