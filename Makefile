@@ -17,7 +17,7 @@ install:
 	echo "installed $$bin/akira"; \
 	sh scripts/path-hint.sh "$$bin"
 
-# The test command of the README: formatting, vet, and every test with the race detector (about six
+# The test command of the README: formatting, vet, and every test with the race detector (about ten
 # minutes on two cores). Tests get Redis from internal/redistest: the server AKIRA_TEST_REDIS
 # (host:port) names, else a throwaway redis-server per test binary, else an embedded Redis-compatible
 # server; a Redis of your own is never touched unless AKIRA_TEST_REDIS names it. CI sets

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,6 +67,26 @@ func TestIssueRun(t *testing.T) {
 		return strings.Contains(b, "**✅ Finished: ready for review.**") && strings.Contains(b, "- [x] `1.1` Add hello") &&
 			strings.Contains(b, "- [x] `1.2` Add goodbye") && !strings.Contains(b, "stays a draft")
 	})
+	// The body is sent when it changes only; its reads are conditional (a 304 costs no rate limit).
+	patches, reads, unchanged := 0, 0, 0
+	for _, r := range e.gh.Requests() {
+		if !strings.HasSuffix(r.Path, "/pulls/"+strconv.Itoa(pr.Number)) {
+			continue
+		}
+		switch {
+		case r.Method == http.MethodPatch && strings.Contains(string(r.Body), `"body"`):
+			patches++
+		case r.Method == http.MethodGet:
+			reads++
+			if r.Status == http.StatusNotModified {
+				unchanged++
+			}
+		}
+	}
+	t.Logf("the pull request's body: %d edits, %d reads (%d answered 304 Not Modified)", patches, reads, unchanged)
+	if patches == 0 || patches > 4 {
+		t.Errorf("the body was edited %d times for a run of two tasks: want once per change of what it shows (at most 4)", patches)
+	}
 	if got := e.taskCommits("akira/issue-1"); len(got) != 2 || got["1.1"] != 1 || got["1.2"] != 1 {
 		t.Errorf("checkpoints per task = %v, want one each for 1.1 and 1.2", got)
 	}

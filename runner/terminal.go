@@ -258,7 +258,7 @@ func (t *Terminal) print(ev Event) {
 		if ev.Escalation != nil && ev.Escalation.Reason == "repeated_failure" {
 			why += ": the same failure twice in a row"
 		}
-		t.printf("%s %s %s needs a human (%s)\n", t.c(yellow, "!"), t.c(bold, ev.TaskID), ev.TaskTitle, why)
+		t.printf("%s %s %s needs a decision (%s)\n", t.c(yellow, "!"), t.c(bold, ev.TaskID), ev.TaskTitle, why)
 		for _, l := range lastLines(ev.Feedback, 20) {
 			t.printf("    %s %s\n", t.c(dim, "│"), l)
 		}

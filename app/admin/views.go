@@ -144,7 +144,7 @@ func (s *server) decisionsOf(ctx context.Context, r *lifecycle.Run) []decision {
 			if text, err := s.d.Store.Log(ctx, r.ID, p.TaskID, d.Attempt); err == nil {
 				d.Failed = failedCommands(text)
 				if len(d.Failed) == 0 {
-					d.Output, _ = templates.Tail(text, outputLines)
+					d.Output = lastLines(text, outputLines)
 				}
 			}
 		}
@@ -218,9 +218,24 @@ func failedCommands(log string) []failedCommand {
 		}
 		c := failedCommand{Command: lines[0], Result: strings.Replace(result, "exit ", "exited with code ", 1)}
 		if len(lines) == 3 {
-			c.Output, _ = templates.Tail(lines[2], outputLines)
+			c.Output = lastLines(lines[2], outputLines)
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// lastLines is the last n lines of s, found from its end: a log can be megabytes, and only its end
+// is shown.
+func lastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	i := len(s)
+	for ; n > 0; n-- {
+		j := strings.LastIndexByte(s[:i], '\n')
+		if j < 0 {
+			return s
+		}
+		i = j
+	}
+	return s[i+1:]
 }

@@ -29,7 +29,7 @@ func TestStatusInProcess(t *testing.T) {
 
 	stdout, stderr, code := runCmd(t, status...)
 	if code != 4 || !strings.Contains(stdout, "branch akira/roadmap (not pushed yet, from main) · plan ROADMAP.md") ||
-		!strings.Contains(stdout, "0 done · 0 parked · 3 pending") {
+		!strings.Contains(stdout, "0 done · 0 need a decision · 3 pending") {
 		t.Fatalf("before a run: exit %d, want 4\n%s%s", code, stdout, stderr)
 	}
 
@@ -42,7 +42,7 @@ func TestStatusInProcess(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("with 1.2 parked: exit %d, want 3\n%s", code, stdout)
 	}
-	for _, want := range []string{"TASK", "COMMIT", "1.2 Second file  parked", "2 done · 1 parked · 0 pending"} {
+	for _, want := range []string{"TASK", "COMMIT", "1.2 Second file  needs a decision", "2 done · 1 need a decision · 0 pending"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, stdout)
 		}
@@ -53,7 +53,7 @@ func TestStatusInProcess(t *testing.T) {
 		t.Fatalf("run again: exit %d\n%s%s", code, stdout, stderr)
 	}
 	stdout, _, code = runCmd(t, status...)
-	if code != 0 || !strings.Contains(stdout, "(on the remote, from main)") || !strings.Contains(stdout, "3 done · 0 parked · 0 pending") {
+	if code != 0 || !strings.Contains(stdout, "(on the remote, from main)") || !strings.Contains(stdout, "3 done · 0 need a decision · 0 pending") {
 		t.Fatalf("all done: exit %d, want 0\n%s", code, stdout)
 	}
 	// Each done task shows its checkpoint's short commit.

@@ -59,8 +59,8 @@ func TestExecuteExitCodes(t *testing.T) {
 	}{
 		{"success", []string{"version"}, 0, "akira ", ""},
 		{"unknown flag", []string{"plan", "--bogus"}, 2, "", "akira: unknown flag: --bogus\nsee 'akira plan --help'\n"},
-		{"unknown command", []string{"frobnicate"}, 1, "", `akira: unknown command "frobnicate" for "akira"`},
-		{"code without message", []string{"status", "--repo", f.repo.Work, "--work-dir", f.workDir}, 4, "0 done · 0 parked · 3 pending", ""},
+		{"unknown command", []string{"frobnicate"}, 2, "", `akira: unknown command "frobnicate" for "akira"`},
+		{"code without message", []string{"status", "--repo", f.repo.Work, "--work-dir", f.workDir}, 4, "0 done · 0 need a decision · 3 pending", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -197,7 +197,7 @@ func TestDemoApp(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != runPath {
 		t.Fatalf("logging in with the demo's token: %d at %s:\n%s", resp.StatusCode, resp.Request.URL, page)
 	}
-	for _, want := range []string{runID, "octo/calc", `id="state">succeeded<`, "Document the supported operators"} {
+	for _, want := range []string{runID, "octo/calc", `id="state">finished<`, "Document the supported operators"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the dashboard's page of the run lacks %q:\n%s", want, page)
 		}

@@ -247,7 +247,7 @@ func TestRunBinaryEscalationAndResume(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, s := range []string{"1.1 First file needs a human", "refusing task 1.1", "parked"} {
+	for _, s := range []string{"1.1 First file needs a decision", "refusing task 1.1", "parked"} {
 		if !strings.Contains(stdout+stderr, s) {
 			t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", s, stdout, stderr)
 		}
@@ -526,7 +526,7 @@ func TestRunBinaryDryRunParks(t *testing.T) {
 	if strings.Contains(stdout+stderr, "refs/akira/parked") || strings.Contains(stdout+stderr, "saved on") {
 		t.Errorf("a dry run names a parked ref it never pushed:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
-	for _, s := range []string{"1.1 parked", "dry run: its work is not kept, it goes with the temporary workspace"} {
+	for _, s := range []string{"1.1 needs a decision", "dry run: its work is not kept, it goes with the temporary workspace"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("stdout lacks %q:\n%s", s, stdout)
 		}
@@ -558,7 +558,7 @@ func TestRunBinaryDryRunParks(t *testing.T) {
 func TestStatusBinary(t *testing.T) {
 	f := newRunFixture(t, "")
 	stdout, stderr, code := f.run(t, "status", "--work-dir", f.workDir)
-	if code != 4 || !strings.Contains(stdout, "not pushed yet") || !strings.Contains(stdout, "0 done · 0 parked · 3 pending") {
+	if code != 4 || !strings.Contains(stdout, "not pushed yet") || !strings.Contains(stdout, "0 done · 0 need a decision · 3 pending") {
 		t.Fatalf("status before a run: exit %d\n%s%s", code, stdout, stderr)
 	}
 	f.touch(t, "fail-1.2")
@@ -569,7 +569,7 @@ func TestStatusBinary(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("status after the run: exit %d, want 3\n%s%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"branch akira/roadmap (on the remote", "1.1 First file", "1.2 Second file  parked", "refs/akira/parked/akira/roadmap/1.2", "2 done · 1 parked · 0 pending"} {
+	for _, want := range []string{"branch akira/roadmap (on the remote", "1.1 First file", "1.2 Second file  needs a decision", "refs/akira/parked/akira/roadmap/1.2", "2 done · 1 need a decision · 0 pending"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, stdout)
 		}

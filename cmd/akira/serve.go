@@ -440,6 +440,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 
 	var worker *asynq.Server
 	var sched *asynq.Scheduler
+	var schedStarted, workersStopped bool
 	reapCtx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
 	// reaperDone is waited for only once the reaper runs: a worker that fails to start (a cache
 	// directory it cannot make, a bad judge) returns before it, and must not wait forever.
@@ -496,6 +497,17 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		if err := worker.Start(jobs.NewServeMux(h)); err != nil {
 			return fmt.Errorf("serve: start workers: %w", err)
 		}
+		// A start error from here on stops the workers it started, rather than leaving asynq's
+		// goroutines to the process's exit.
+		defer func() {
+			if !workersStopped {
+				stopReaper()
+				if schedStarted {
+					sched.Shutdown()
+				}
+				worker.Shutdown()
+			}
+		}()
 		log.Info("workers started", "concurrency", env.Concurrency, "workdir", env.WorkDir, "agents", strings.Join(op.AgentNames(), ","))
 		// Runs whose worker died are continued within a lock TTL and a sweep, not at asynq's lease
 		// recovery a minute or more later (see jobs/run_reaper.go).
@@ -511,6 +523,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		if err := sched.Start(); err != nil {
 			return fmt.Errorf("serve: start the scheduler: %w", err)
 		}
+		schedStarted = true
 	}
 
 	if env.AdminAddr != "" {
@@ -541,6 +554,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		stopReaper()
 		sched.Shutdown()
 		worker.Shutdown()
+		workersStopped = true
 	}
 	if err != nil && ctx.Err() == nil {
 		return err

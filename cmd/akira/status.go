@@ -85,10 +85,14 @@ the cost so far.`,
 				if len(commit) > 7 {
 					commit = commit[:7]
 				}
-				fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", t.ID, strings.Join(strings.Fields(t.Title), " "), t.Status, commit, t.Note)
+				status := string(t.Status)
+				if t.Status == runner.TaskParked {
+					status = "needs a decision" // the one phrase people read; the exit status says parked
+				}
+				fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", t.ID, strings.Join(strings.Fields(t.Title), " "), status, commit, t.Note)
 			}
 			_ = tw.Flush()
-			fmt.Fprintf(out, "\n%d done · %d parked · %d pending\n", count[runner.TaskDone], count[runner.TaskParked], count[runner.TaskPending])
+			fmt.Fprintf(out, "\n%d done · %d need a decision · %d pending\n", count[runner.TaskDone], count[runner.TaskParked], count[runner.TaskPending])
 			switch {
 			case count[runner.TaskParked] > 0:
 				return withExit(3, nil)

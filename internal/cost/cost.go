@@ -1,4 +1,4 @@
-// Package cost is the one way Akira rounds and writes a amount of money in US dollars, on every surface
+// Package cost is the one way Akira rounds and writes an amount of money in US dollars, on every surface
 // a person reads it: the dashboard, the GitHub comments and check runs, and the command line.
 //
 // The rule: an amount is rounded to a hundredth of a cent ($0.0001), half away from zero, and a
