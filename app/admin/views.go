@@ -4,6 +4,7 @@ import (
 	"context"
 	"html/template"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,19 +18,16 @@ import (
 // or pull request, its state is a phrase ("needs a decision", not "parked"), and a parked task comes
 // with what a person needs to decide on it. The API keeps the state names; these are the pages' only.
 
-// stateWords are the run states as the pages say them.
-var stateWords = map[string]string{
-	string(lifecycle.StatusQueued): "queued", string(lifecycle.StatusRunning): "running", string(lifecycle.StatusWaitingCI): "waiting for CI",
-	string(lifecycle.StatusParked): "needs a decision", string(lifecycle.StatusPaused): "paused", string(lifecycle.StatusStopped): "stopped",
-	string(lifecycle.StatusSucceeded): "finished", string(lifecycle.StatusFailed): "failed", string(lifecycle.StatusAborted): "aborted",
-	// task statuses
-	templates.StatusPending: "pending", templates.StatusPassed: "passed", templates.StatusEscalated: "needs a decision",
-	templates.StatusSkipped: "skipped",
-}
+// taskWords are the task statuses the pages say otherwise; a run's state is said as lifecycle
+// phrases it.
+var taskWords = map[string]string{templates.StatusEscalated: "needs a decision"}
 
 // words is a run's or a task's state as the pages say it.
 func words(state string) string {
-	if w, ok := stateWords[state]; ok {
+	if slices.Contains(lifecycle.RunStatuses, lifecycle.RunStatus(state)) {
+		return lifecycle.RunStatus(state).Phrase()
+	}
+	if w, ok := taskWords[state]; ok {
 		return w
 	}
 	return strings.ReplaceAll(state, "_", " ")

@@ -1,6 +1,10 @@
 package lifecycle
 
-import "github.com/akira-bot/akira/runner"
+import (
+	"strings"
+
+	"github.com/akira-bot/akira/runner"
+)
 
 // A run's status is one vocabulary, owned here: each state is a constant and a row of statusTable
 // that says what the state means to everyone who reads it — the store (does the run keep its
@@ -45,6 +49,9 @@ type StatusInfo struct {
 	Waits bool
 	// Label is the word the summary comment and the /akira status reply show.
 	Label string
+	// Phrase is the state in the words a person uses on the dashboard: a parked run "needs a
+	// decision", a succeeded one is "finished".
+	Phrase string
 	// Result is the result label of akira_jobs_total for a run job that leaves the run in this
 	// state; empty when no run job ends there.
 	Result string
@@ -52,15 +59,15 @@ type StatusInfo struct {
 
 // statusTable is every state, in the order the dashboard lists them and the diagram draws them.
 var statusTable = []StatusInfo{
-	{Status: StatusQueued, Label: "queued", Result: "decided"},
-	{Status: StatusRunning, Label: "running"},
-	{Status: StatusWaitingCI, Waits: true, Label: "waiting for CI", Result: "waiting_ci"},
-	{Status: StatusParked, Waits: true, Label: "parked", Result: "parked"},
-	{Status: StatusPaused, Waits: true, Label: "paused", Result: "paused"},
-	{Status: StatusStopped, Waits: true, Label: "stopped"},
-	{Status: StatusSucceeded, Terminal: true, Label: "done", Result: "succeeded"},
-	{Status: StatusFailed, Terminal: true, Label: "failed", Result: "failed"},
-	{Status: StatusAborted, Terminal: true, Label: "aborted", Result: "aborted"},
+	{Status: StatusQueued, Label: "queued", Phrase: "queued", Result: "decided"},
+	{Status: StatusRunning, Label: "running", Phrase: "running"},
+	{Status: StatusWaitingCI, Waits: true, Label: "waiting for CI", Phrase: "waiting for CI", Result: "waiting_ci"},
+	{Status: StatusParked, Waits: true, Label: "parked", Phrase: "needs a decision", Result: "parked"},
+	{Status: StatusPaused, Waits: true, Label: "paused", Phrase: "paused", Result: "paused"},
+	{Status: StatusStopped, Waits: true, Label: "stopped", Phrase: "stopped"},
+	{Status: StatusSucceeded, Terminal: true, Label: "done", Phrase: "finished", Result: "succeeded"},
+	{Status: StatusFailed, Terminal: true, Label: "failed", Phrase: "failed", Result: "failed"},
+	{Status: StatusAborted, Terminal: true, Label: "aborted", Phrase: "aborted", Result: "aborted"},
 }
 
 // RunStatuses are a run's states, in the order the dashboard lists them and the diagram draws them.
@@ -80,7 +87,7 @@ func (s RunStatus) Info() StatusInfo {
 			return info
 		}
 	}
-	return StatusInfo{Status: s, Label: string(s)}
+	return StatusInfo{Status: s, Label: string(s), Phrase: strings.ReplaceAll(string(s), "_", " ")}
 }
 
 // Terminal reports whether the run is over; a terminal run frees its branch.
@@ -91,6 +98,9 @@ func (s RunStatus) Waits() bool { return s.Info().Waits }
 
 // Label is the word people read for s in the summary and the status reply.
 func (s RunStatus) Label() string { return s.Info().Label }
+
+// Phrase is how the dashboard says s: "needs a decision" for a parked run.
+func (s RunStatus) Phrase() string { return s.Info().Phrase }
 
 // Result is the akira_jobs_total result of a run job that leaves the run in state s.
 func (s RunStatus) Result() string { return s.Info().Result }

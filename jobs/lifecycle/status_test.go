@@ -27,8 +27,8 @@ func TestStatusTableCoversTheTable(t *testing.T) {
 					t.Errorf("event %s moves a run through %s, which has no row in statusTable", rule.Event, s)
 					continue
 				}
-				if info.Label == "" {
-					t.Errorf("state %s has no label", s)
+				if info.Label == "" || info.Phrase == "" {
+					t.Errorf("state %s has no label or no phrase", s)
 				}
 				if info.Terminal && info.Waits {
 					t.Errorf("state %s is both terminal and waiting", s)
@@ -40,20 +40,20 @@ func TestStatusTableCoversTheTable(t *testing.T) {
 
 func TestStatusProperties(t *testing.T) {
 	tests := []struct {
-		status          RunStatus
-		terminal, waits bool
-		label, result   string
+		status                RunStatus
+		terminal, waits       bool
+		label, phrase, result string
 	}{
-		{StatusQueued, false, false, "queued", "decided"},
-		{StatusRunning, false, false, "running", ""},
-		{StatusWaitingCI, false, true, "waiting for CI", "waiting_ci"},
-		{StatusParked, false, true, "parked", "parked"},
-		{StatusPaused, false, true, "paused", "paused"},
-		{StatusStopped, false, true, "stopped", ""},
-		{StatusSucceeded, true, false, "done", "succeeded"},
-		{StatusFailed, true, false, "failed", "failed"},
-		{StatusAborted, true, false, "aborted", "aborted"},
-		{"from-a-newer-akira", false, false, "from-a-newer-akira", ""},
+		{StatusQueued, false, false, "queued", "queued", "decided"},
+		{StatusRunning, false, false, "running", "running", ""},
+		{StatusWaitingCI, false, true, "waiting for CI", "waiting for CI", "waiting_ci"},
+		{StatusParked, false, true, "parked", "needs a decision", "parked"},
+		{StatusPaused, false, true, "paused", "paused", "paused"},
+		{StatusStopped, false, true, "stopped", "stopped", ""},
+		{StatusSucceeded, true, false, "done", "finished", "succeeded"},
+		{StatusFailed, true, false, "failed", "failed", "failed"},
+		{StatusAborted, true, false, "aborted", "aborted", "aborted"},
+		{"from_a_newer_akira", false, false, "from_a_newer_akira", "from a newer akira", ""},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.status), func(t *testing.T) {
@@ -65,6 +65,9 @@ func TestStatusProperties(t *testing.T) {
 			}
 			if got := tt.status.Label(); got != tt.label {
 				t.Errorf("Label() = %q, want %q", got, tt.label)
+			}
+			if got := tt.status.Phrase(); got != tt.phrase {
+				t.Errorf("Phrase() = %q, want %q", got, tt.phrase)
 			}
 			if got := tt.status.Result(); got != tt.result {
 				t.Errorf("Result() = %q, want %q", got, tt.result)
