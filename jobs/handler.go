@@ -99,7 +99,7 @@ type Deps struct {
 	// Repositories, when set, finds a repository's installation for runs handed off through the API.
 	Repositories RepoInstallations
 	// Fair, when set, is the gate every run job passes first: per-installation caps and the least
-	// recently served installation first (fair.go). Nil lets every run in.
+	// recently served installation first (jobs/fair). Nil lets every run in.
 	Fair *fair.Gate
 }
 

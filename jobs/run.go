@@ -149,7 +149,7 @@ func (h *Runs) HandleRun(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-// workFair is h.work behind the fair gate (fair.go): the run's turn and a slot of its installation
+// workFair is h.work behind the fair gate (jobs/fair): the run's turn and a slot of its installation
 // first, so that resolving it (cheap on a retry: the run is found by its id) is all a waiting run
 // costs, and an answer that needs no worker (a run already active on the branch) is not held back.
 func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run *lifecycle.Run, log *slog.Logger) (string, error) {
