@@ -14,6 +14,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // decodeEvent reads a payload once, into the struct of its event (which holds the envelope too): a
@@ -309,13 +310,13 @@ func (s *server) onCheckRun(ev *checkRunEvent) (jobs.IntakePayload, string) {
 	cr := &jobs.CheckRunIntake{ID: ev.CheckRun.ID}
 	switch ev.Action {
 	case "requested_action":
-		d, ok := jobs.ButtonDecision(ev.RequestedAction.Identifier)
+		d, ok := ports.ButtonDecision(ev.RequestedAction.Identifier)
 		if !ok {
 			return p, "unknown check run action " + ev.RequestedAction.Identifier
 		}
 		cr.Decision = d
 	case "rerequested":
-		cr.Decision, cr.Rerequested = jobs.RerunDecision, true
+		cr.Decision, cr.Rerequested = ports.RerunDecision, true
 	default:
 		return p, "check run " + ev.Action
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/akira-bot/akira/internal/browsertest"
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // adminServer starts the admin address's handler for e, wired as akira serve wires it.
@@ -55,9 +57,9 @@ func TestControlThroughTheAPI(t *testing.T) {
 	e := newEnv(t, false)
 	api := e.adminServer()
 	ctx := context.Background()
-	ops, err := e.store.CreateToken(ctx, "ops", jobs.ScopeControl)
+	ops, err := e.store.CreateToken(ctx, "ops", store.ScopeControl)
 	must(t, err)
-	reader, err := e.store.CreateToken(ctx, "viewer", jobs.ScopeRead)
+	reader, err := e.store.CreateToken(ctx, "viewer", store.ScopeRead)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flaky", User: "alice", Body: "- [ ] Add a flaky thing\n- [ ] Add a slow thing\n"})
@@ -73,7 +75,7 @@ func TestControlThroughTheAPI(t *testing.T) {
 		t.Fatalf("stop: %d %s", code, body)
 	}
 	e.eventually("the agent to be ended", func() bool { return !e.agentAlive("1.2") })
-	stopped := e.waitStatus(1, jobs.StatusStopped)
+	stopped := e.waitStatus(1, lifecycle.StatusStopped)
 	if cr := e.latestCheckRuns()["akira: 1.2 Add a slow thing"]; cr.Conclusion != "cancelled" {
 		t.Errorf("check run of the stopped task: %+v", cr)
 	}
@@ -91,7 +93,7 @@ func TestControlThroughTheAPI(t *testing.T) {
 	}
 	must(t, os.WriteFile(filepath.Join(e.logDir, "release"), nil, 0o644)) // the slow task may finish now
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	e.waitStatus(1, jobs.StatusParked)
+	e.waitStatus(1, lifecycle.StatusParked)
 
 	// The parked task: a retry with guidance through the API, like `/akira retry`.
 	code, body := apiCall(t, "POST", api.URL+"/api/v1/runs/"+run.ID+"/retry", ops,
@@ -102,7 +104,7 @@ func TestControlThroughTheAPI(t *testing.T) {
 	e.eventually("the retry's line on the pull request", func() bool {
 		return len(e.commentsWith(pr.Number, "Task `1.1` of run `"+run.ID+"` retried through the API by operator token `ops`")) == 1
 	})
-	done := e.waitStatus(1, jobs.StatusSucceeded)
+	done := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if done.ID != run.ID {
 		t.Errorf("a new run %s instead of %s", done.ID, run.ID)
 	}
@@ -111,7 +113,7 @@ func TestControlThroughTheAPI(t *testing.T) {
 	}
 
 	code, body = apiCall(t, "GET", api.URL+"/api/v1/audit", reader, "")
-	var audit struct{ Entries []jobs.AuditEntry }
+	var audit struct{ Entries []store.AuditEntry }
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &audit) != nil || len(audit.Entries) < 3 {
 		t.Fatalf("audit: %d %s", code, body)
 	}
@@ -133,12 +135,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	browser := browsertest.New(t)
 	e := newEnv(t, false)
 	ui := e.adminServer()
-	ops, err := e.store.CreateToken(context.Background(), "ops", jobs.ScopeControl)
+	ops, err := e.store.CreateToken(context.Background(), "ops", store.ScopeControl)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flaky", User: "alice", Body: "- [ ] Add a flaky thing\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	parked := e.waitStatus(1, jobs.StatusParked)
+	parked := e.waitStatus(1, lifecycle.StatusParked)
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 3, Title: "Long", User: "alice", Body: "- [ ] Add a slow thing\n"})
 	e.comment(3, "alice", "/akira run", false, http.StatusAccepted)
 	e.waitFile("started-1.1")
@@ -218,13 +220,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("log page:\n%s", logText)
 	}
 	e.eventually("the agent to be ended", func() bool { return !e.agentAlive("1.1") })
-	if st := e.waitStatus(3, jobs.StatusStopped); !strings.HasPrefix(st.StoppedBy, "ops") {
+	if st := e.waitStatus(3, lifecycle.StatusStopped); !strings.HasPrefix(st.StoppedBy, "ops") {
 		t.Errorf("stopped by %q", st.StoppedBy)
 	}
 	if !strings.Contains(refused, "CSRF token is missing or wrong") {
 		t.Errorf("a form without the CSRF token: %q", refused)
 	}
-	if r := e.runOf(1); r.Status != jobs.StatusParked {
+	if r := e.runOf(1); r.Status != lifecycle.StatusParked {
 		t.Errorf("the refused abort changed the run: %s", r.Status)
 	}
 	t.Logf("dashboard screenshots in %s", artifacts)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // callCount is what one run cost GitHub, from the fake's own request log.
@@ -63,7 +63,7 @@ func runTasks(t *testing.T, n int) callCount {
 	}
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Many things", User: "alice", Body: body.String()})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	e.eventually("every check run concluded and the final summary", func() bool {
 		done := 0
 		for _, cr := range e.latestCheckRuns() {

@@ -14,9 +14,9 @@ import (
 const ciOperator = "ci:\n  watch: last\n  timeout: 10m\n  grace: 5m\n  max_fix_rounds: 1\n"
 
 // waitCI waits until the run of number waits for the CI of a commit other than old, and returns it.
-func (e *env) waitCI(number int, old string) *jobs.Run {
+func (e *env) waitCI(number int, old string) *lifecycle.Run {
 	e.t.Helper()
-	var run *jobs.Run
+	var run *lifecycle.Run
 	e.eventually("the run to wait for CI on a new head", func() bool {
 		run = e.runOf(number)
 		return run != nil && run.Status == lifecycle.StatusWaitingCI && run.CI != nil && run.CI.Head != old
@@ -129,7 +129,7 @@ func TestCIThroughGitHub(t *testing.T) {
 
 			tc.pass(e, branch, run.CI.Head)
 			e.ciReport(tc.event, branch, run.CI.Head, "success")
-			run = e.waitStatus(1, jobs.StatusSucceeded)
+			run = e.waitStatus(1, lifecycle.StatusSucceeded)
 			e.eventually("the pull request to be ready", func() bool { return !e.onlyPR(branch).Draft })
 			for _, c := range e.gh.Comments(e.owner, e.repo, e.onlyPR(branch).Number) {
 				if strings.Contains(c.Body, token) {
@@ -160,7 +160,7 @@ func TestCIStaysRed(t *testing.T) {
 	run = e.waitCI(1, run.CI.Head)
 	red(run.CI.Head)
 	red(run.CI.Head) // delivered twice
-	run = e.waitStatus(1, jobs.StatusParked)
+	run = e.waitStatus(1, lifecycle.StatusParked)
 	pr := e.onlyPR(branch)
 	e.eventually("the escalation comment", func() bool { return len(e.commentsWith(pr.Number, "escalation-round")) > 0 })
 	escalations := e.commentsWith(pr.Number, "escalation-round")
@@ -174,7 +174,7 @@ func TestCIStaysRed(t *testing.T) {
 	}
 	e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: run.CI.Head, Context: "ci/jenkins", State: "success"})
 	e.ciReport(jobs.EventStatus, branch, run.CI.Head, "success")
-	e.waitStatus(1, jobs.StatusSucceeded)
+	e.waitStatus(1, lifecycle.StatusSucceeded)
 	e.eventually("the pull request to be ready", func() bool { return !e.onlyPR(branch).Draft })
 }
 
@@ -210,6 +210,6 @@ func TestCIWatchEach(t *testing.T) {
 		t.Fatal("the pull request is ready before the last task's CI is green")
 	}
 	status(run.CI.Head, "success")
-	e.waitStatus(1, jobs.StatusSucceeded)
+	e.waitStatus(1, lifecycle.StatusSucceeded)
 	e.eventually("the pull request to be ready", func() bool { return !e.onlyPR(branch).Draft })
 }

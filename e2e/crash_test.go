@@ -17,6 +17,8 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -58,7 +60,7 @@ func (e *env) startWorkerProcess(name string) *exec.Cmd {
 // the figure of `make bench` (goal: 5 s); the dead attempt's log is kept and linked from the check run.
 func TestWorkerKilledMidRun(t *testing.T) {
 	e := newEnv(t, true)
-	e.spec.LockTTL = jobs.DefaultLockTTL
+	e.spec.LockTTL = store.DefaultLockTTL
 	e.spec.PublicURL = "https://akira.example"
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Crash me", User: "alice",
@@ -96,9 +98,9 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	})
 	recovery := time.Since(killed)
 	t.Logf("recovery: the agent worked again %.1f s after its worker was killed (lease %v, reaper every %v)",
-		recovery.Seconds(), jobs.DefaultLockTTL, jobs.DefaultReapInterval)
+		recovery.Seconds(), store.DefaultLockTTL, jobs.DefaultReapInterval)
 	t.Logf("akira-bench: recovery.seconds %.1f", recovery.Seconds()) // held to its goal by `make bench`
-	run = e.waitStatus(1, jobs.StatusSucceeded)
+	run = e.waitStatus(1, lifecycle.StatusSucceeded)
 
 	if got := e.taskCommits(run.Branch); len(got) != 3 || got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {
 		t.Errorf("checkpoints = %v, want each task exactly once", got)
@@ -138,7 +140,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 // checkInterrupted: the attempt of task whose worker was killed is kept: the task counts it (the
 // next attempt is numbered after it), its log holds what it wrote before the kill and says how it
 // ended, and the task's check run names it with a link to that log.
-func (e *env) checkInterrupted(run *jobs.Run, task string, attempt int) {
+func (e *env) checkInterrupted(run *lifecycle.Run, task string, attempt int) {
 	e.t.Helper()
 	ctx := context.Background()
 	ts := run.Task(task)
@@ -200,7 +202,7 @@ func TestWorkerKilledAtEachStep(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.step, func(t *testing.T) {
 			e := newEnv(t, true)
-			e.spec.LockTTL = jobs.DefaultLockTTL
+			e.spec.LockTTL = store.DefaultLockTTL
 			e.createRepo(map[string]string{"README.md": "# demo\n"})
 			// Task 1.2's agent waits for "release", its verification for "verified".
 			verify := fmt.Sprintf("test -f out-1.2.txt && touch %[1]s/verifying && until test -f %[1]s/verified; do sleep 0.1; done", e.logDir)
@@ -235,8 +237,8 @@ func TestWorkerKilledAtEachStep(t *testing.T) {
 			e.touch("release")
 			e.touch("verified")
 
-			run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusFailed)
-			if run.Status != jobs.StatusSucceeded {
+			run := e.waitStatus(1, lifecycle.StatusSucceeded, lifecycle.StatusFailed)
+			if run.Status != lifecycle.StatusSucceeded {
 				t.Fatalf("run %s: %s", run.Status, run.Error)
 			}
 			if run.Jobs < 2 {

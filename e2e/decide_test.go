@@ -18,7 +18,8 @@ import (
 	"github.com/akira-bot/akira/internal/browsertest"
 	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/llm/llmtest"
@@ -108,14 +109,14 @@ func TestDecisionScreenInBrowser(t *testing.T) {
 	b := newTab(t)
 	e := newEnv(t, false)
 	ui := e.adminServer()
-	ops, err := e.store.CreateToken(context.Background(), "ops", jobs.ScopeControl)
+	ops, err := e.store.CreateToken(context.Background(), "ops", store.ScopeControl)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n",
 		"check.sh": "grep -q fixed out-1.2.txt || { echo '--- FAIL: TestDivide (0.00s)'; echo \"    want fixed, got $(cat out-1.2.txt)\"; exit 1; }\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Grow the calculator", User: "alice",
 		Body: "- [ ] Add a stable thing\n- [ ] Add a breaking thing\n  - verify: `sh check.sh`\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	parked := e.waitStatus(1, jobs.StatusParked)
+	parked := e.waitStatus(1, lifecycle.StatusParked)
 	pr := e.onlyPR(parked.Branch)
 
 	// On GitHub: the escalation lists the files; the pull request's body says what waits.
@@ -172,7 +173,7 @@ func TestDecisionScreenInBrowser(t *testing.T) {
 	b.do("retry with guidance", chromedp.Navigate(ui.URL+"/ui/runs/"+parked.ID), chromedp.WaitVisible(chromedp.CSS(".decision")),
 		chromedp.SendKeys(chromedp.CSS(`.decision input[name="guidance"]`), "the check wants the MAGIC-WORD"),
 		chromedp.Click(chromedp.CSS(".decision button.retry")), chromedp.WaitVisible(chromedp.CSS("#flash")))
-	done := e.waitStatus(1, jobs.StatusSucceeded)
+	done := e.waitStatus(1, lifecycle.StatusSucceeded)
 	e.eventually("the pull request's body to say the run is finished", func() bool {
 		body := e.onlyPR(done.Branch).Body
 		return strings.Contains(body, "**✅ Finished: ready for review.**") && strings.Contains(body, "- [x] `1.2` Add a breaking thing") &&
@@ -196,7 +197,7 @@ func TestDecisionScreenInBrowser(t *testing.T) {
 	b.do("stop", chromedp.Navigate(ui.URL+"/ui/runs/"+working.ID), chromedp.WaitVisible(chromedp.CSS("#stop")),
 		chromedp.Click(chromedp.CSS("#stop")), chromedp.WaitVisible(chromedp.CSS("#flash")))
 	e.eventually("the agent to be ended", func() bool { return !e.agentAlive("1.1") })
-	e.waitStatus(3, jobs.StatusStopped)
+	e.waitStatus(3, lifecycle.StatusStopped)
 	b.do("the stopped run's page", chromedp.Navigate(ui.URL+"/ui/runs/"+working.ID), chromedp.WaitVisible(chromedp.CSS("#stopped")))
 	stopped := b.text("#stopped")
 	b.shot("decide-run-stopped")
@@ -234,13 +235,13 @@ func TestCostsAgree(t *testing.T) {
 	e := newEnvWith(t, false, redisAddr(t), "judge:\n  kind: openai\n  model: judge-mini\n  base_url: "+model.BaseURL()+
 		"\n  api_key_env: E2E_JUDGE_KEY\n  prices: {judge-mini: {input_per_mtok: 1, output_per_mtok: 4}}\n")
 	ui := e.adminServer()
-	reader, err := e.store.CreateToken(context.Background(), "viewer", jobs.ScopeRead)
+	reader, err := e.store.CreateToken(context.Background(), "viewer", store.ScopeRead)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Login", User: "alice",
 		Body: "- [ ] Add the login form\n  - accept: no password is logged\n- [ ] Write the costly notes\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	const task, total = "$0.0028", "$0.6028" // 2000 in at $1 + 200 out at $4 per million; then $0.60 more
 
 	if got := cost.Format(run.Task("1.1").CostUSD); got != task {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -29,7 +30,7 @@ func TestRedBaseThroughGitHub(t *testing.T) {
 		"action": "created", "installation": e.installation(), "repository": e.repository(), "sender": user("alice"),
 		"issue": map[string]any{"number": 1}, "comment": map[string]any{"id": c.ID, "body": "/akira run", "user": user("alice")},
 	}, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusFailed)
+	run := e.waitStatus(1, lifecycle.StatusFailed)
 	if _, err := os.Stat(filepath.Join(e.logDir, "calls")); !os.IsNotExist(err) {
 		t.Fatalf("the agent was called on a red base (%v)", err)
 	}
@@ -56,7 +57,7 @@ func TestRedBaseThroughGitHub(t *testing.T) {
 	}, http.StatusAccepted)
 	e.eventually("the allowed run to succeed", func() bool {
 		r := e.runOf(1)
-		return r != nil && r.ID == jobs.RunIDFor("delivery-allowed") && r.Status == jobs.StatusSucceeded
+		return r != nil && r.ID == jobs.RunIDFor("delivery-allowed") && r.Status == lifecycle.StatusSucceeded
 	})
 	if got := e.taskCommits("akira/issue-1"); got["1.1"] != 1 {
 		t.Errorf("checkpoints = %v, want one for 1.1", got)

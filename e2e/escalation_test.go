@@ -8,19 +8,19 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
 // parkedIssueRun starts a run on a new issue whose second task (flaky) fails every attempt, and waits for
 // it to park.
-func (e *env) parkedIssueRun(title string) (*jobs.Run, githubtest.PullRequest) {
+func (e *env) parkedIssueRun(title string) (*lifecycle.Run, githubtest.PullRequest) {
 	e.t.Helper()
 	is := e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Title: title, User: "alice",
 		Body: "- [ ] Add a stable thing\n- [ ] Add a flaky thing\n- [ ] Add a last thing\n  - depends: 1.2\n"})
 	number := is.Number
 	e.comment(number, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(number, jobs.StatusParked)
+	run := e.waitStatus(number, lifecycle.StatusParked)
 	pr := e.onlyPR(run.Branch)
 	return run, pr
 }
@@ -61,13 +61,13 @@ func TestEscalation(t *testing.T) {
 	if n := len(e.commentsWith(pr.Number, "Sorry @mallory")); n != 1 {
 		t.Fatalf("%d refusals", n)
 	}
-	if r := e.runOf(pr.Number); r.Status != jobs.StatusParked || len(r.Decisions) != 0 {
+	if r := e.runOf(pr.Number); r.Status != lifecycle.StatusParked || len(r.Decisions) != 0 {
 		t.Fatalf("after a reply without write access: status %s decisions %v", r.Status, r.Decisions)
 	}
 
 	// A collaborator's retry with guidance.
 	e.comment(pr.Number, "alice", "/akira retry\nUse the MAGIC-WORD this time.", true, http.StatusAccepted)
-	run = e.waitStatus(pr.Number, jobs.StatusSucceeded)
+	run = e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
 	if got := e.taskCommits(run.Branch); got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {
 		t.Errorf("checkpoints after retry = %v, want one per task", got)
 	}
@@ -111,7 +111,7 @@ func TestDecisions(t *testing.T) {
 		e := e.sub(t)
 		_, pr := e.parkedIssueRun("Issue 1")
 		e.comment(pr.Number, "alice", "/akira skip", true, http.StatusAccepted)
-		run := e.waitStatus(pr.Number, jobs.StatusSucceeded)
+		run := e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
 		if s := run.Task("1.2").Status; s != templates.StatusSkipped {
 			t.Errorf("skipped task status %q", s)
 		}
@@ -133,7 +133,7 @@ func TestDecisions(t *testing.T) {
 				"app": map[string]any{"id": e.gh.AppID()}, "pull_requests": []map[string]any{{"number": pr.Number}}},
 			"requested_action": map[string]any{"identifier": "approve"},
 		}, http.StatusAccepted)
-		run := e.waitStatus(pr.Number, jobs.StatusSucceeded)
+		run := e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
 		if got := e.taskCommits(run.Branch); got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {
 			t.Errorf("checkpoints after approve = %v, want one per task", got)
 		}
@@ -143,7 +143,7 @@ func TestDecisions(t *testing.T) {
 		e := e.sub(t)
 		_, pr := e.parkedIssueRun("Issue 3")
 		e.comment(pr.Number, "alice", "/akira abort", true, http.StatusAccepted)
-		run := e.waitStatus(pr.Number, jobs.StatusAborted)
+		run := e.waitStatus(pr.Number, lifecycle.StatusAborted)
 		if run.AbortedBy != "alice" {
 			t.Errorf("aborted by %q", run.AbortedBy)
 		}
@@ -163,7 +163,7 @@ func TestDecisions(t *testing.T) {
 		e.eventually("a reply saying why nothing happened", func() bool {
 			return len(e.commentsWith(pr.Number, "did nothing")) == 1
 		})
-		if r := e.runOf(pr.Number); r.Status != jobs.StatusParked || len(r.Parked) != 1 {
+		if r := e.runOf(pr.Number); r.Status != lifecycle.StatusParked || len(r.Parked) != 1 {
 			t.Errorf("after a refused decision: status %s parked %+v", r.Status, r.Parked)
 		}
 		if reply := e.commentsWith(pr.Number, "did nothing")[0].Body; !strings.Contains(reply, "moved") {

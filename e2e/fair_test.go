@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/fair"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -88,10 +89,10 @@ func (e *env) queueRuns(prefix string, runs, tasks int) {
 // waitQueued waits until the fair gate holds n runs (running or waiting) of e's installation.
 func (e *env) waitQueued(n int) {
 	e.t.Helper()
-	fair := jobs.NewFair(e.rdb, e.spec.Prefix, config.Fair{}, e.spec.Concurrency)
+	fg := fair.New(e.rdb, e.spec.Prefix, config.Fair{}, e.spec.Concurrency)
 	inst := e.gh.InstallationID(e.owner, e.repo)
 	e.eventually(fmt.Sprintf("%d runs of installation %d in the fair queue", n, inst), func() bool {
-		q, err := fair.Queue(context.Background())
+		q, err := fg.Queue(context.Background())
 		if err != nil {
 			return false
 		}
@@ -124,7 +125,7 @@ func TestFairShareAcrossInstallations(t *testing.T) {
 	a.waitQueued(10)
 	bQueued := time.Now()
 	b.queueRuns("B", 1, 1)
-	b.waitStatus(1, jobs.StatusSucceeded)
+	b.waitStatus(1, lifecycle.StatusSucceeded)
 
 	calls := e.fairCalls()
 	var before []string // A's runs that had started when B's agent was first called
@@ -194,7 +195,7 @@ func TestRateLimitSlowsOnlyItsInstallation(t *testing.T) {
 	a.gh.AddIssue(a.owner, a.repo, githubtest.Issue{Number: 2, Title: "A02", User: "alice", Body: "- [ ] Add A02 piece 1\n"})
 	a.comment(2, "alice", "/akira run", false, 202)
 	b.queueRuns("B", 1, 1)
-	b.waitStatus(1, jobs.StatusSucceeded)
+	b.waitStatus(1, lifecycle.StatusSucceeded)
 	// The worker A's second delivery reached did not ask GitHub: it left the slot to B.
 	if n := limitedCalls(); n != 1 {
 		t.Fatalf("A's rate-limited permission check was called %d times while B ran, want 1 (A's other delivery must wait out the limit in the queue)", n)
@@ -205,6 +206,6 @@ func TestRateLimitSlowsOnlyItsInstallation(t *testing.T) {
 		}
 	}
 	e.gh.ClearFaults()
-	a.waitStatus(1, jobs.StatusSucceeded)
-	a.waitStatus(2, jobs.StatusSucceeded)
+	a.waitStatus(1, lifecycle.StatusSucceeded)
+	a.waitStatus(2, lifecycle.StatusSucceeded)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -30,7 +31,7 @@ func TestIssueRun(t *testing.T) {
 	// GitHub redelivers: the same delivery id must not start a second run.
 	e.deliver("issue_comment", "delivery-1", payload, http.StatusAccepted)
 
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if run.ID != jobs.RunIDFor("delivery-1") || run.Branch != "akira/issue-1" {
 		t.Fatalf("run %s on %s", run.ID, run.Branch)
 	}
@@ -153,7 +154,7 @@ func TestSecondRunWhileActive(t *testing.T) {
 		return len(e.commentsWith(1, "already in progress")) == 1
 	})
 	must(t, os.WriteFile(filepath.Join(e.logDir, "release"), nil, 0o644))
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if got := e.taskCommits(run.Branch); got["1.1"] != 1 {
 		t.Errorf("checkpoints = %v", got)
 	}

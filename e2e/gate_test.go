@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -18,7 +18,7 @@ func TestGates(t *testing.T) {
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Careful", User: "alice",
 		Body: "- [ ] Drop the old table\n  - gate: before\n- [ ] Rotate the keys\n  - gate: after\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusParked)
+	run := e.waitStatus(1, lifecycle.StatusParked)
 	if len(run.Parked) != 2 || e.agentCalls("1.1") != 0 || e.agentCalls("1.2") != 1 {
 		t.Fatalf("parked %+v; agent calls: 1.1 %d, 1.2 %d", run.Parked, e.agentCalls("1.1"), e.agentCalls("1.2"))
 	}
@@ -32,9 +32,9 @@ func TestGates(t *testing.T) {
 
 	e.comment(pr.Number, "alice", "/akira approve", true, http.StatusAccepted) // the first parked: 1.1
 	e.eventually("task 1.1's checkpoint", func() bool { return e.taskCommits(run.Branch)["1.1"] == 1 })
-	e.waitStatus(1, jobs.StatusParked)
+	e.waitStatus(1, lifecycle.StatusParked)
 	e.comment(pr.Number, "alice", "/akira approve", true, http.StatusAccepted) // now 1.2
-	done := e.waitStatus(1, jobs.StatusSucceeded)
+	done := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if got := e.taskCommits(done.Branch); got["1.1"] != 1 || got["1.2"] != 1 {
 		t.Errorf("checkpoints = %v", got)
 	}

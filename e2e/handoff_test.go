@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // startRun posts a run to start and returns the status and the answer.
@@ -47,9 +48,9 @@ func TestHandoffThroughTheAPI(t *testing.T) {
 	e := newEnv(t, false)
 	api := e.adminServer()
 	ctx := context.Background()
-	editor, err := e.store.CreateTokenFor(ctx, "editor", jobs.ScopeStart, []string{e.owner + "/" + e.repo})
+	editor, err := e.store.CreateTokenFor(ctx, "editor", store.ScopeStart, []string{e.owner + "/" + e.repo})
 	must(t, err)
-	elsewhere, err := e.store.CreateTokenFor(ctx, "elsewhere", jobs.ScopeStart, []string{e.owner + "/other"})
+	elsewhere, err := e.store.CreateTokenFor(ctx, "elsewhere", store.ScopeStart, []string{e.owner + "/other"})
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 
@@ -69,7 +70,7 @@ func TestHandoffThroughTheAPI(t *testing.T) {
 		if run["status"] == "failed" {
 			t.Fatalf("the run failed: %v", run)
 		}
-		return run["status"] == string(jobs.StatusSucceeded)
+		return run["status"] == string(lifecycle.StatusSucceeded)
 	})
 	if run["reference"] != "chat-7" || run["tasks_done"] != 2.0 || run["branch"] != "akira/handoff-"+id {
 		t.Errorf("run %v", run)
@@ -84,7 +85,7 @@ func TestHandoffThroughTheAPI(t *testing.T) {
 
 	// The same key: the same run, nothing new.
 	code, again := startRun(t, api.URL, editor, "handoff-1", body)
-	if code != http.StatusAccepted || again["id"] != id || again["repeated"] != true || again["status"] != string(jobs.StatusSucceeded) {
+	if code != http.StatusAccepted || again["id"] != id || again["repeated"] != true || again["status"] != string(lifecycle.StatusSucceeded) {
 		t.Errorf("repeat: %d %v, want run %s", code, again, id)
 	}
 
@@ -96,7 +97,7 @@ func TestHandoffThroughTheAPI(t *testing.T) {
 	if code, out := startRun(t, api.URL, elsewhere, "", body); code != http.StatusForbidden {
 		t.Errorf("another repository's token: %d %v", code, out)
 	}
-	runs, err := e.store.Runs(ctx, jobs.RunFilter{Repo: "octo/demo"})
+	runs, err := e.store.Runs(ctx, store.RunFilter{Repo: "octo/demo"})
 	must(t, err)
 	if len(runs) != 1 || runs[0].ID != id {
 		t.Errorf("runs of octo/demo: %d, want only %s", len(runs), id)
@@ -118,7 +119,7 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 	e := newEnv(t, false)
 	api := e.adminServer()
 	ctx := context.Background()
-	ops, err := e.store.CreateToken(ctx, "ops", jobs.ScopeControl)
+	ops, err := e.store.CreateToken(ctx, "ops", store.ScopeControl)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	code, started := startRun(t, api.URL, ops, "", `{"repository":"octo/demo","plan":"- [ ] 1 Add a flaky thing\n"}`)
@@ -126,13 +127,13 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 		t.Fatalf("start: %d %v", code, started)
 	}
 	id := started["id"].(string)
-	e.eventually("the run to park", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(jobs.StatusParked) })
+	e.eventually("the run to park", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(lifecycle.StatusParked) })
 	pr := e.onlyPR("akira/handoff-" + id)
 	esc := api.URL + "/api/v1/runs/" + id + "/escalations/1"
 	if code, body := apiCall(t, "POST", esc, ops, `{"action":"retry","guidance":"say the MAGIC-WORD"}`); code != http.StatusAccepted {
 		t.Fatalf("answer: %d %s", code, body)
 	}
-	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(jobs.StatusSucceeded) })
+	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(lifecycle.StatusSucceeded) })
 	if got := e.commentsWith(pr.Number, "was answered by `ops` via the API: `retry`"); len(got) != 1 {
 		t.Errorf("%d lines saying who answered, want 1", len(got))
 	}
@@ -152,7 +153,7 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 	var failed map[string]any
 	e.eventually("the ghost handoff to fail", func() bool {
 		failed = apiRun(t, api.URL, ops, ghost["id"].(string))
-		return failed["status"] == string(jobs.StatusFailed)
+		return failed["status"] == string(lifecycle.StatusFailed)
 	})
 	if msg, _ := failed["error"].(string); !strings.Contains(msg, "not installed on octo/ghost") {
 		t.Errorf("ghost handoff: %v", failed)
@@ -164,7 +165,7 @@ func TestEscalationAnsweredThroughTheAPI(t *testing.T) {
 func TestHandoffBranchPrefix(t *testing.T) {
 	e := newEnv(t, false)
 	api := e.adminServer()
-	ops, err := e.store.CreateToken(context.Background(), "ops", jobs.ScopeControl)
+	ops, err := e.store.CreateToken(context.Background(), "ops", store.ScopeControl)
 	must(t, err)
 	e.createRepo(map[string]string{"README.md": "# demo\n", ".github/akira.yml": "branch_prefix: bot/\n"})
 	body := `{"repository":"octo/demo","plan":"- [ ] 1 Add the greeting\n"}`
@@ -173,7 +174,7 @@ func TestHandoffBranchPrefix(t *testing.T) {
 		t.Fatalf("start: %d %v", code, first)
 	}
 	id := first["id"].(string)
-	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(jobs.StatusSucceeded) })
+	e.eventually("the run to succeed", func() bool { return apiRun(t, api.URL, ops, id)["status"] == string(lifecycle.StatusSucceeded) })
 	if pr := e.onlyPR("bot/handoff-" + id); pr.Draft {
 		t.Errorf("pull request still a draft: %+v", pr)
 	}

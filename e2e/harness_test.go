@@ -27,7 +27,10 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/fair"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/workspace"
@@ -88,9 +91,9 @@ type workerSpec struct {
 func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	rdb := redis.NewClient(&redis.Options{Addr: ws.RedisAddr})
 	defer rdb.Close()
-	var fair *jobs.Fair // made once the operator's file is read, before any job runs
+	var fg *fair.Gate // made once the operator's file is read, before any job runs
 	ghApp, err := gh.NewApp(gh.AppConfig{AppID: ws.AppID, PrivateKeyPEM: ws.KeyPEM, BaseURL: ws.APIURL, Logger: log, Clock: ws.Clock,
-		OnRateLimit: func(id int64, wait time.Duration) { _ = fair.Pause(context.Background(), id, time.Now().Add(wait)) }})
+		OnRateLimit: func(id int64, wait time.Duration) { _ = fg.Pause(context.Background(), id, time.Now().Add(wait)) }})
 	if err != nil {
 		return err
 	}
@@ -100,7 +103,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	}
 	client := asynq.NewClientFromRedisClient(rdb)
 	defer client.Close()
-	locker := jobs.NewLocker(rdb, ws.Prefix)
+	locker := store.NewLocker(rdb, ws.Prefix)
 	locker.TTL, locker.Logger = ws.LockTTL, log
 	// Every worker of a test shares one repository cache, as the workers of one machine do.
 	cache, err := workspace.NewCache(filepath.Join(ws.WorkDir, "akira-cache"), 0)
@@ -118,12 +121,12 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	}
 	// The fair gate, as serve wires it: this worker's slots count, and its rate limits pause only
 	// the installation that met them.
-	fair = jobs.NewFair(rdb, ws.Prefix, op.Fair, ws.Concurrency)
-	fair.TaskQueue = ws.Queue
-	go fair.Heartbeat(ctx)
+	fg = fair.New(rdb, ws.Prefix, op.Fair, ws.Concurrency)
+	fg.TaskQueue = ws.Queue
+	go fg.Heartbeat(ctx)
 	deps := jobs.Deps{
-		Store: jobs.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fair,
-		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fair),
+		Store: store.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fg,
+		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fg),
 		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
 		PublicURL: ws.PublicURL, Deliveries: ghApp,
@@ -162,7 +165,7 @@ type env struct {
 	t      *testing.T
 	gh     *githubtest.Server
 	rdb    *redis.Client
-	store  *jobs.Store
+	store  *store.Store
 	web    *httptest.Server
 	spec   workerSpec
 	logDir string
@@ -277,7 +280,7 @@ func newEnvWith(t *testing.T, external bool, addr, operatorYAML string, ghOpts .
 		}
 		_ = e.rdb.Close()
 	})
-	e.store = jobs.NewStore(e.rdb, prefix)
+	e.store = store.NewStore(e.rdb, prefix)
 
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")
@@ -413,7 +416,7 @@ func (e *env) eventually(what string, cond func() bool) {
 }
 
 // runOf returns the run of an issue or pull request, nil when there is none yet.
-func (e *env) runOf(number int) *jobs.Run {
+func (e *env) runOf(number int) *lifecycle.Run {
 	r, err := e.store.ByNumber(context.Background(), e.owner, e.repo, number)
 	if err != nil {
 		return nil
@@ -422,9 +425,9 @@ func (e *env) runOf(number int) *jobs.Run {
 }
 
 // waitStatus waits until the run of issue number has one of the statuses want and GitHub shows it.
-func (e *env) waitStatus(number int, want ...jobs.RunStatus) *jobs.Run {
+func (e *env) waitStatus(number int, want ...lifecycle.RunStatus) *lifecycle.Run {
 	e.t.Helper()
-	var run *jobs.Run
+	var run *lifecycle.Run
 	e.eventually(fmt.Sprintf("the run of #%d to be %v", number, want), func() bool {
 		run = e.runOf(number)
 		if run == nil {

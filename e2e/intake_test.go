@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // TestGitHubSlowOrLimitedAtEveryCall stalls or rate-limits, in turn, each GitHub call that acting on a
@@ -100,7 +100,7 @@ func TestGitHubSlowOrLimitedAtEveryCall(t *testing.T) {
 	}
 	// Nothing ran that should not have: every run above is on its own branch, one per issue.
 	for _, n := range numbers {
-		if r := e.runOf(n); r != nil && !strings.HasPrefix(r.Branch, "akira/issue-") && r.Trigger != jobs.TriggerPullRequest {
+		if r := e.runOf(n); r != nil && !strings.HasPrefix(r.Branch, "akira/issue-") && r.Trigger != lifecycle.TriggerPullRequest {
 			t.Errorf("run %s of #%d on %s", r.ID, n, r.Branch)
 		}
 	}

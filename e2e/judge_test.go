@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner/agent/llm/llmtest"
 	"github.com/akira-bot/akira/runner/judge"
 )
@@ -30,7 +30,7 @@ func TestJudgeThroughGitHub(t *testing.T) {
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Login", User: "alice",
 		Body: "- [ ] Add the login form\n  - accept: no password is logged\n- [ ] Write the notes\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 
 	if model.Remaining() != 0 || model.Requests() != 2 {
 		t.Errorf("the judge was asked %d times with %d answers left; want 2 and 0", model.Requests(), model.Remaining())

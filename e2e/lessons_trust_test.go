@@ -11,7 +11,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/mdtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner/lessons"
 )
 
@@ -53,8 +53,8 @@ func TestPlantedOutputNeverTaughtThroughGitHub(t *testing.T) {
 	e.comment(1, "alice", "/akira remember config parser changes need PERSON-RULE-MARKER in the changelog", false, http.StatusAccepted)
 	e.eventually("the remember reply", func() bool { return len(e.commentsWith(1, "Remembered as")) == 1 })
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusParked, jobs.StatusFailed)
-	if run.Status != jobs.StatusSucceeded {
+	run := e.waitStatus(1, lifecycle.StatusSucceeded, lifecycle.StatusParked, lifecycle.StatusFailed)
+	if run.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("run 1 is %s; want the task to pass at its second attempt", run.Status)
 	}
 	var recorded []lessons.Lesson
@@ -72,7 +72,7 @@ func TestPlantedOutputNeverTaughtThroughGitHub(t *testing.T) {
 
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 3, Title: "More", User: "alice", Body: "- [ ] Extend the config parser\n"})
 	e.comment(3, "alice", "/akira run", false, http.StatusAccepted)
-	if run := e.waitStatus(3, jobs.StatusSucceeded, jobs.StatusParked, jobs.StatusFailed); run.Status != jobs.StatusSucceeded {
+	if run := e.waitStatus(3, lifecycle.StatusSucceeded, lifecycle.StatusParked, lifecycle.StatusFailed); run.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("run 2 is %s", run.Status)
 	}
 	prompt := e.promptOf("1.1")

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // simClock is the simulated time of a long run, shared by the fake GitHub (which issues installation
@@ -75,8 +75,8 @@ func TestLongRunWithShortTokens(t *testing.T) {
 	}
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "A long one", User: "alice", Body: body.String()})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusFailed)
-	if run.Status != jobs.StatusSucceeded {
+	run := e.waitStatus(1, lifecycle.StatusSucceeded, lifecycle.StatusFailed)
+	if run.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("run %s: %s", run.Status, run.Error)
 	}
 	if got := e.taskCommits(run.Branch); len(got) != tasks {

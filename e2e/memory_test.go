@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // TestLearningThroughGitHub: the guidance of a `/akira retry` that made a task pass becomes a lesson
@@ -24,11 +25,11 @@ func TestLearningThroughGitHub(t *testing.T) {
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flaky", User: "alice", Body: "- [ ] Add a flaky thing\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusParked)
+	run := e.waitStatus(1, lifecycle.StatusParked)
 	pr := e.onlyPR(run.Branch)
 	e.comment(pr.Number, "alice", "/akira retry the flaky things need the MAGIC-WORD in their prompt", true, http.StatusAccepted)
-	e.waitStatus(1, jobs.StatusSucceeded)
-	mem := jobs.NewStore(e.rdb, e.spec.Prefix).Lessons(e.gh.InstallationID(e.owner, e.repo), e.owner, e.repo)
+	e.waitStatus(1, lifecycle.StatusSucceeded)
+	mem := store.NewStore(e.rdb, e.spec.Prefix).Lessons(e.gh.InstallationID(e.owner, e.repo), e.owner, e.repo)
 	ls, err := mem.List(context.Background())
 	if err != nil || len(ls) != 1 || !strings.Contains(ls[0].Text, "MAGIC-WORD") {
 		t.Fatalf("lessons after the retry: %+v, %v", ls, err)
@@ -41,7 +42,7 @@ func TestLearningThroughGitHub(t *testing.T) {
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 3, Title: "More", User: "alice",
 		Body: "- [ ] Add another flaky thing\n- [ ] Write the release notes\n"})
 	e.comment(3, "alice", "/akira run", false, http.StatusAccepted)
-	e.waitStatus(3, jobs.StatusSucceeded)
+	e.waitStatus(3, lifecycle.StatusSucceeded)
 	after, _ := os.ReadFile(filepath.Join(e.logDir, "calls"))
 	if got := strings.Fields(strings.TrimPrefix(string(after), string(before))); strings.Join(got, " ") != "1.1 1 1.2 1" {
 		t.Errorf("the second issue's agent calls = %v; want each task once (the flaky one passing at once)", got)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/notify"
 )
 
@@ -76,7 +76,7 @@ func TestNotifications(t *testing.T) {
 	e.createRepo(map[string]string{"README.md": "# demo\n", ".github/akira.yml": "notify:\n  run_finished: [pager]\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flaky", User: "alice", Body: "- [ ] Add a flaky thing\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusParked)
+	run := e.waitStatus(1, lifecycle.StatusParked)
 	pr := e.onlyPR(run.Branch)
 
 	e.eventually("the escalation at every sink", func() bool {
@@ -106,7 +106,7 @@ func TestNotifications(t *testing.T) {
 	}
 
 	e.comment(pr.Number, "alice", "/akira retry the flaky things need the MAGIC-WORD in their prompt", true, http.StatusAccepted)
-	e.waitStatus(1, jobs.StatusSucceeded)
+	e.waitStatus(1, lifecycle.StatusSucceeded)
 	e.eventually("the finished run at the repository's sink", func() bool { return len(hook.all()) == 2 })
 	if err := json.Unmarshal([]byte(hook.all()[1].body), &m); err != nil || m.Event != "run_finished" || !strings.Contains(m.Text, "1 passed") {
 		t.Errorf("second webhook %s (%v)", hook.all()[1].body, err)

@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // killAgent ends the process group of a task's scripted agent (an orphan of a killed worker).
@@ -42,13 +43,13 @@ func TestParallelStopAndContinue(t *testing.T) {
 	run := e.runOf(1)
 	e.comment(1, "alice", "/akira stop", false, http.StatusAccepted)
 	e.eventually("both agents to be ended", func() bool { return !e.agentAlive("T1") && !e.agentAlive("T2") })
-	stopped := e.waitStatus(1, jobs.StatusStopped)
+	stopped := e.waitStatus(1, lifecycle.StatusStopped)
 	if got := e.taskCommits(stopped.Branch); len(got) != 0 {
 		t.Errorf("checkpoints after the stop = %v; want none", got)
 	}
 	e.touch("release")
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	done := e.waitStatus(1, jobs.StatusSucceeded)
+	done := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if done.ID != run.ID {
 		t.Errorf("/akira run after the stop made run %s beside %s", done.ID, run.ID)
 	}
@@ -64,7 +65,7 @@ func TestParallelWorkerKilled(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "akira.yml")
 	must(t, os.WriteFile(file, append(op, []byte("max_parallel: 2\n")...), 0o644))
 	e.spec.OperatorFile = file
-	e.spec.LockTTL = jobs.DefaultLockTTL
+	e.spec.LockTTL = store.DefaultLockTTL
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Crash two", User: "alice", Body: twoSlowParallel})
 	first := e.startWorkerProcess("worker-1")
@@ -77,6 +78,6 @@ func TestParallelWorkerKilled(t *testing.T) {
 	e.killAgent("T2")
 	e.touch("release")
 	e.startWorkerProcess("worker-2")
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	e.checkOneOfEach(run, "T1", "T2", "T3")
 }

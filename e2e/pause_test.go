@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -45,7 +45,7 @@ func TestPauseRestartResume(t *testing.T) {
 			pausedBy := "alice"
 			if now {
 				api = e.adminServer()
-				tok, err := e.store.CreateToken(context.Background(), "ops", jobs.ScopeControl)
+				tok, err := e.store.CreateToken(context.Background(), "ops", store.ScopeControl)
 				must(t, err)
 				ops, pausedBy = tok, "ops (API)"
 				if code, body := apiCall(t, "POST", api.URL+"/api/v1/runs/"+run.ID+"/pause?now=1", ops, ""); code != http.StatusAccepted || !strings.Contains(body, "pause requested now") {
@@ -89,7 +89,7 @@ func TestPauseRestartResume(t *testing.T) {
 			} else {
 				e.comment(1, "alice", "/akira resume", false, http.StatusAccepted)
 			}
-			done := e.waitStatus(1, jobs.StatusSucceeded)
+			done := e.waitStatus(1, lifecycle.StatusSucceeded)
 			if done.ID != run.ID {
 				t.Errorf("the resume made run %s beside %s", done.ID, run.ID)
 			}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -32,7 +32,7 @@ func TestProseIssue(t *testing.T) {
 	}
 
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if !run.PlanFromComment || run.Source != "the plan for issue #1" {
 		t.Errorf("run source %q, plan from comment %v", run.Source, run.PlanFromComment)
 	}
@@ -53,7 +53,7 @@ func TestProseIssuePlanAuto(t *testing.T) {
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Login", User: "alice", Body: "A login form, please."})
 
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if got := e.taskCommits(run.Branch); len(got) != 2 {
 		t.Errorf("checkpoints = %v, want the plan's two tasks", got)
 	}
@@ -115,7 +115,7 @@ func TestUnreadChecklistNormalized(t *testing.T) {
 	}
 
 	e.comment(1, "alice", "/akira run --confirm", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if got := e.taskCommits(run.Branch); len(got) != 2 || got["1"] != 1 || got["2"] != 1 || !run.PlanFromComment {
 		t.Errorf("checkpoints = %v (plan from comment %v), want the proposed plan's two tasks once each", got, run.PlanFromComment)
 	}

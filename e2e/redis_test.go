@@ -16,6 +16,8 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -23,7 +25,7 @@ import (
 
 // checkOneOfEach asserts the end state every interrupted run must reach: each task committed once, one
 // summary comment, and no check run left in progress.
-func (e *env) checkOneOfEach(run *jobs.Run, tasks ...string) githubtest.PullRequest {
+func (e *env) checkOneOfEach(run *lifecycle.Run, tasks ...string) githubtest.PullRequest {
 	e.t.Helper()
 	got := e.taskCommits(run.Branch)
 	for _, id := range tasks {
@@ -75,7 +77,7 @@ func (e *env) touch(name string) {
 func TestRedisOutageWithAOF(t *testing.T) {
 	srv := redistest.StartServer(t, true)
 	e := newEnvOn(t, true, srv.Addr)
-	e.spec.LockTTL = jobs.DefaultLockTTL // the production TTL: it bounds how long the outage stalls the run
+	e.spec.LockTTL = store.DefaultLockTTL // the production TTL: it bounds how long the outage stalls the run
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Outage", User: "alice",
 		Body: "- [ ] Add one\n- [ ] Add a slow thing\n- [ ] Add three\n"})
@@ -93,12 +95,12 @@ func TestRedisOutageWithAOF(t *testing.T) {
 	e.eventually("the agent to work on task 1.2 again", func() bool { return e.agentCalls("1.2") >= 2 })
 	recovery := time.Since(back)
 	t.Logf("recovery: the agent worked again %.1f s after Redis (AOF) came back from a 20 s outage (lock TTL %v, reaper every %v)",
-		recovery.Seconds(), jobs.DefaultLockTTL, jobs.DefaultReapInterval)
+		recovery.Seconds(), store.DefaultLockTTL, jobs.DefaultReapInterval)
 	if recovery > 30*time.Second {
 		t.Errorf("recovery took %v, want under 30 s", recovery.Round(100*time.Millisecond))
 	}
 
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if run.ID != before.ID {
 		t.Errorf("the run is %s after the outage, was %s", run.ID, before.ID)
 	}
@@ -133,7 +135,7 @@ func TestRedisLostRunningRun(t *testing.T) {
 	e.eventually("the agent to work on 1.2 again", func() bool { return e.agentCalls("1.2") >= 2 })
 	e.touch("release")
 
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if run.ID != before.ID {
 		t.Errorf("the run is %s after the restart, was %s", run.ID, before.ID)
 	}
@@ -154,7 +156,7 @@ func TestRedisLostParkedRun(t *testing.T) {
 		Body: "- [ ] Add one\n- [ ] Add a flaky thing\n- [ ] Add three\n"})
 
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	before := e.waitStatus(1, jobs.StatusParked)
+	before := e.waitStatus(1, lifecycle.StatusParked)
 	pr := e.onlyPR(before.Branch)
 
 	srv.Restart()
@@ -162,7 +164,7 @@ func TestRedisLostParkedRun(t *testing.T) {
 		t.Fatal("the run's record survived a restart without persistence; the test proves nothing")
 	}
 	e.comment(pr.Number, "alice", "/akira retry say MAGIC-WORD", true, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if run.ID != before.ID {
 		t.Errorf("the run is %s after the rebuild, was %s", run.ID, before.ID)
 	}
@@ -187,14 +189,14 @@ func TestRedisLostParkedRun(t *testing.T) {
 func TestRedisFlushedMidRun(t *testing.T) {
 	srv := redistest.StartServer(t, false)
 	e := newEnvOn(t, true, srv.Addr)
-	e.spec.LockTTL = jobs.DefaultLockTTL
+	e.spec.LockTTL = store.DefaultLockTTL
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flushed", User: "alice",
 		Body: "- [ ] Add one\n- [ ] Add a patient thing\n- [ ] Add three\n"})
 	first := e.startWorkerProcess("worker-1")
 
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	before := e.waitStatus(1, jobs.StatusParked)
+	before := e.waitStatus(1, lifecycle.StatusParked)
 	pr := e.onlyPR(before.Branch)
 	e.comment(pr.Number, "alice", "/akira retry say MAGIC-WORD", true, http.StatusAccepted)
 	e.waitFile("started-1.2")
@@ -211,8 +213,8 @@ func TestRedisFlushedMidRun(t *testing.T) {
 
 	e.eventually("the agent to work on the retried task again", func() bool { return e.agentCalls("1.2") > callsBefore })
 	e.touch("release")
-	run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusParked, jobs.StatusFailed)
-	if run.Status != jobs.StatusSucceeded {
+	run := e.waitStatus(1, lifecycle.StatusSucceeded, lifecycle.StatusParked, lifecycle.StatusFailed)
+	if run.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("run %s after the flush (%s); the answer was lost", run.Status, run.Error)
 	}
 	if run.ID != before.ID {
@@ -244,7 +246,7 @@ func TestRedisFlushedAroundRollback(t *testing.T) {
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Three", User: "alice",
 		Body: "- [ ] Add one\n- [ ] Add two\n- [ ] Add three\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	pr := e.onlyPR(run.Branch)
 
 	must(t, srv.Wipe(ctx))
@@ -258,14 +260,14 @@ func TestRedisFlushedAroundRollback(t *testing.T) {
 	if last := e.gh.Log(e.owner, e.repo, run.Branch)[0]; last.Trailers["Akira-Revert"] != "1.2" {
 		t.Errorf("the newest commit is not the revert of 1.2: %q %v", last.Subject, last.Trailers)
 	}
-	stopped := e.waitStatus(1, jobs.StatusStopped)
+	stopped := e.waitStatus(1, lifecycle.StatusStopped)
 	if stopped.ID != run.ID || stopped.Rebuilt == "" {
 		t.Errorf("the rolled-back run is %s (rebuilt %q), want %s rebuilt", stopped.ID, stopped.Rebuilt, run.ID)
 	}
 
 	must(t, srv.Wipe(ctx))
 	e.comment(pr.Number, "alice", "/akira run", true, http.StatusAccepted)
-	again := e.waitStatus(1, jobs.StatusSucceeded)
+	again := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if again.ID != run.ID {
 		t.Errorf("/akira run after the flush made run %s beside %s", again.ID, run.ID)
 	}
@@ -289,7 +291,7 @@ func TestRedisFlushedAroundRollback(t *testing.T) {
 
 // parkedWithNoWorker starts a run on a Redis of the test's own whose second task escalates, waits
 // for it to park, and stops its worker: what is delivered next waits in the queue.
-func parkedWithNoWorker(t *testing.T) (*redistest.Server, *env, *jobs.Run, githubtest.PullRequest) {
+func parkedWithNoWorker(t *testing.T) (*redistest.Server, *env, *lifecycle.Run, githubtest.PullRequest) {
 	t.Helper()
 	srv := redistest.StartServer(t, false)
 	e := newEnvOn(t, true, srv.Addr)
@@ -298,7 +300,7 @@ func parkedWithNoWorker(t *testing.T) (*redistest.Server, *env, *jobs.Run, githu
 		Body: "- [ ] Add one\n- [ ] Add a flaky thing\n- [ ] Add three\n"})
 	first := e.startWorkerProcess("worker-1")
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	before := e.waitStatus(1, jobs.StatusParked)
+	before := e.waitStatus(1, lifecycle.StatusParked)
 	pr := e.onlyPR(before.Branch)
 	must(t, first.Process.Signal(syscall.SIGTERM))
 	_ = first.Wait()
@@ -324,8 +326,8 @@ func TestRedisFlushedBeforeTheAnswerActs(t *testing.T) {
 	redelivered := len(e.gh.Redeliveries())
 	e.startWorkerProcess("worker-2")
 
-	run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusFailed)
-	if run.Status != jobs.StatusSucceeded {
+	run := e.waitStatus(1, lifecycle.StatusSucceeded, lifecycle.StatusFailed)
+	if run.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("run %s after the flush (%s); the answer was lost", run.Status, run.Error)
 	}
 	if len(e.gh.Redeliveries()) <= redelivered {
@@ -362,7 +364,7 @@ func TestRedisFlushedBeforeTheAnswerActs(t *testing.T) {
 	if n := e.agentCalls("1.2"); n != calls12 {
 		t.Errorf("the replayed answer made the agent work on 1.2 again (%d calls, was %d)", n, calls12)
 	}
-	if r := e.runOf(1); r != nil && r.Status != jobs.StatusSucceeded {
+	if r := e.runOf(1); r != nil && r.Status != lifecycle.StatusSucceeded {
 		t.Errorf("the replayed answer left the run %s", r.Status)
 	}
 	if n := len(e.commentsWith(pr.Number, "did nothing")) + len(e.commentsWith(pr.Number, "no Akira run")); n != 0 {
@@ -386,8 +388,8 @@ func TestRedisFlushedBeforeTheButtonActs(t *testing.T) {
 	must(t, srv.Wipe(context.Background()))
 	e.startWorkerProcess("worker-2")
 
-	run := e.waitStatus(1, jobs.StatusSucceeded, jobs.StatusFailed)
-	if run.Status != jobs.StatusSucceeded || run.ID != before.ID {
+	run := e.waitStatus(1, lifecycle.StatusSucceeded, lifecycle.StatusFailed)
+	if run.Status != lifecycle.StatusSucceeded || run.ID != before.ID {
 		t.Fatalf("run %s %s after the flush (%s); the button's answer was lost", run.ID, run.Status, run.Error)
 	}
 	if got := e.taskCommits(run.Branch); got["1.1"] != 1 || got["1.2"] != 1 || got["1.3"] != 1 {

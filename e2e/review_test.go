@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner/lessons"
 )
 
@@ -67,7 +67,7 @@ func TestReviews(t *testing.T) {
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Two things", User: "alice",
 		Body: "- [ ] Add one\n- [ ] Add two\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	first := e.waitStatus(1, jobs.StatusSucceeded)
+	first := e.waitStatus(1, lifecycle.StatusSucceeded)
 	pr := e.onlyPR(first.Branch)
 
 	// A read-only user's review: nothing happens.
@@ -81,8 +81,8 @@ func TestReviews(t *testing.T) {
 	rv := e.review(pr, githubtest.Review{User: "alice", State: "CHANGES_REQUESTED", Body: "Close, but not yet.",
 		Comments: []githubtest.ReviewComment{{Path: "out-1.1.txt", Line: 1, Body: "Say SHOUT-IT here"}}})
 	e.eventually("the review's checkpoint", func() bool { return len(e.reviewCommits(first.Branch, rv.ID)) == 1 })
-	run := e.waitStatus(pr.Number, jobs.StatusSucceeded)
-	if run.Trigger != jobs.TriggerReview || run.Review == nil || run.Review.ID != rv.ID {
+	run := e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
+	if run.Trigger != lifecycle.TriggerReview || run.Review == nil || run.Review.ID != rv.ID {
 		t.Fatalf("run %s: trigger %s review %+v", run.ID, run.Trigger, run.Review)
 	}
 	mem := e.store.Lessons(e.gh.InstallationID(e.owner, e.repo), e.owner, e.repo)
@@ -125,7 +125,7 @@ func TestReviews(t *testing.T) {
 		Comments: []githubtest.ReviewComment{{Path: "out-1.2.txt", Line: 1, Body: "/akira fix make it LOUDER"}}})
 	e.reviewCommentEvent(pr, fix.Comments[0])
 	e.eventually("the fix's checkpoint", func() bool { return len(e.reviewCommits(first.Branch, fix.ID)) == 1 })
-	fixed := e.waitStatus(pr.Number, jobs.StatusSucceeded)
+	fixed := e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
 	if fixed.Review == nil || fixed.Review.Guidance != "make it LOUDER" {
 		t.Errorf("fix run review = %+v", fixed.Review)
 	}

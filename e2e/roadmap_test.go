@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -38,9 +38,9 @@ func TestPushToDefaultBranch(t *testing.T) {
 		return false
 	})
 	pr := e.onlyPR("akira/roadmap")
-	run := e.waitStatus(pr.Number, jobs.StatusSucceeded)
+	run := e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
 	pr = e.onlyPR("akira/roadmap")
-	if run.Trigger != jobs.TriggerPush || pr.Base != "main" || pr.Draft {
+	if run.Trigger != lifecycle.TriggerPush || pr.Base != "main" || pr.Draft {
 		t.Errorf("run trigger %s, PR base %s draft %v", run.Trigger, pr.Base, pr.Draft)
 	}
 	if got := e.taskCommits("akira/roadmap"); len(got) != 2 || got["1.2"] != 1 || got["1.3"] != 1 {
@@ -71,7 +71,7 @@ func TestPullRequestChangingRoadmap(t *testing.T) {
 			"base": map[string]any{"ref": "main", "sha": e.gh.Branch(e.owner, e.repo, "main"), "repo": repo}},
 	}, http.StatusAccepted)
 
-	run := e.waitStatus(pr.Number, jobs.StatusSucceeded)
+	run := e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
 	if run.Branch != "feature" || run.PR != pr.Number {
 		t.Fatalf("run on %s for #%d", run.Branch, run.PR)
 	}

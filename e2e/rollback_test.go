@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -23,7 +23,7 @@ func TestRollbackThroughGitHub(t *testing.T) {
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Three", User: "alice",
 		Body: "- [ ] Add one\n- [ ] Add two\n- [ ] Add three\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	before := len(e.gh.Log(e.owner, e.repo, run.Branch))
 
 	e.comment(1, "mallory", "/akira rollback 1.2", false, http.StatusAccepted)
@@ -46,7 +46,7 @@ func TestRollbackThroughGitHub(t *testing.T) {
 	if _, ok := e.gh.FileAt(e.owner, e.repo, run.Branch, "out-1.2.txt"); ok {
 		t.Error("out-1.2.txt is still on the branch")
 	}
-	stopped := e.waitStatus(1, jobs.StatusStopped)
+	stopped := e.waitStatus(1, lifecycle.StatusStopped)
 	if tk := stopped.Task("1.2"); tk.Status != templates.StatusPending || tk.Checkpoint != "" {
 		t.Errorf("task 1.2 after the rollback: %+v", tk)
 	}
@@ -55,7 +55,7 @@ func TestRollbackThroughGitHub(t *testing.T) {
 	}
 
 	e.comment(pr.Number, "alice", "/akira run", true, http.StatusAccepted)
-	again := e.waitStatus(1, jobs.StatusSucceeded)
+	again := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if again.ID != run.ID {
 		t.Errorf("/akira run after the rollback made run %s beside %s", again.ID, run.ID)
 	}
@@ -65,7 +65,7 @@ func TestRollbackThroughGitHub(t *testing.T) {
 
 	e.comment(pr.Number, "alice", "/akira rollback 1.3 --retry write it in capitals", true, http.StatusAccepted)
 	e.eventually("1.3 done again", func() bool { return e.taskCommits(run.Branch)["1.3"] == 2 })
-	e.waitStatus(1, jobs.StatusSucceeded)
+	e.waitStatus(1, lifecycle.StatusSucceeded)
 	prompts, _ := filepath.Glob(filepath.Join(e.logDir, "prompt-1.3-*"))
 	guided := false
 	for _, p := range prompts {

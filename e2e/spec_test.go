@@ -9,7 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 const (
@@ -51,7 +51,7 @@ func TestSpecPullRequest(t *testing.T) {
 	pr := e.gh.AddPullRequest(e.owner, e.repo, githubtest.PullRequest{Title: "Login and search", User: "alice", Head: "spec", Base: "main"})
 	e.pullRequestEvent("opened", pr, "pr-open")
 
-	run := e.waitStatus(pr.Number, jobs.StatusSucceeded)
+	run := e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
 	if run.Branch != "spec" || strings.Join(run.Plans, ",") != "specs/login/tasks.md,specs/search/tasks.md" {
 		t.Fatalf("run on %s over %v", run.Branch, run.Plans)
 	}
@@ -83,7 +83,7 @@ func TestSpecPullRequest(t *testing.T) {
 		Files: map[string]string{"specs/login/tasks.md": done + "- [ ] T003 Add remember-me\n"}})
 	e.pullRequestEvent("synchronize", pr, "pr-sync-1")
 	e.eventually("the new task's checkpoint", func() bool { return e.taskCommits("spec")["specs/login/tasks.md#T003"] == 1 })
-	second := e.waitStatus(pr.Number, jobs.StatusSucceeded)
+	second := e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
 	if second.ID == run.ID || strings.Join(second.Plans, ",") != "specs/login/tasks.md" {
 		t.Errorf("the second run %s runs %v, want the login spec alone", second.ID, second.Plans)
 	}

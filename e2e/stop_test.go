@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -38,7 +38,7 @@ func TestStopAndContinue(t *testing.T) {
 
 	e.comment(1, "mallory", "/akira stop", false, http.StatusAccepted)
 	e.eventually("the refusal", func() bool { return len(e.commentsWith(1, "Sorry @mallory")) == 1 })
-	if !e.agentAlive("1.2") || e.runOf(1).Status != jobs.StatusRunning {
+	if !e.agentAlive("1.2") || e.runOf(1).Status != lifecycle.StatusRunning {
 		t.Fatal("a read-only user's stop stopped the run")
 	}
 
@@ -50,7 +50,7 @@ func TestStopAndContinue(t *testing.T) {
 	if took > 5*time.Second {
 		t.Errorf("stopping took %v, want under 5 s", took.Round(100*time.Millisecond))
 	}
-	stopped := e.waitStatus(1, jobs.StatusStopped)
+	stopped := e.waitStatus(1, lifecycle.StatusStopped)
 	if stopped.ID != run.ID || stopped.StoppedBy != "alice" {
 		t.Errorf("run %s stopped by %q", stopped.ID, stopped.StoppedBy)
 	}
@@ -70,7 +70,7 @@ func TestStopAndContinue(t *testing.T) {
 
 	e.touch("release")
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	done := e.waitStatus(1, jobs.StatusSucceeded)
+	done := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if done.ID != run.ID {
 		t.Errorf("/akira run after a stop made run %s beside %s", done.ID, run.ID)
 	}
@@ -86,7 +86,7 @@ func TestAbortWhileWorking(t *testing.T) {
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
 	e.waitFile("started-1.2")
 	e.comment(1, "alice", "/akira abort", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusAborted)
+	run := e.waitStatus(1, lifecycle.StatusAborted)
 	if run.AbortedBy != "alice" {
 		t.Errorf("aborted by %q", run.AbortedBy)
 	}
@@ -116,7 +116,7 @@ func TestStopButton(t *testing.T) {
 			"app": map[string]any{"id": e.gh.AppID()}, "pull_requests": []map[string]any{{"number": pr.Number}}},
 		"requested_action": map[string]any{"identifier": "stop"},
 	}, http.StatusAccepted)
-	stopped := e.waitStatus(1, jobs.StatusStopped)
+	stopped := e.waitStatus(1, lifecycle.StatusStopped)
 	if stopped.StoppedBy != "alice" {
 		t.Errorf("stopped by %q", stopped.StoppedBy)
 	}
@@ -136,7 +136,7 @@ func TestStalledAgent(t *testing.T) {
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
 	e.eventually("a second attempt", func() bool { return e.agentCalls("1.1") >= 2 })
 	e.touch("release")
-	run := e.waitStatus(1, jobs.StatusSucceeded)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if prompt := e.promptOf("1.1"); !strings.Contains(prompt, "stalled: no output and no change in the work tree for 1s") {
 		t.Errorf("the second attempt was not told the first stalled:\n%s", prompt)
 	}
@@ -155,7 +155,7 @@ func TestBudget(t *testing.T) {
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Costly", User: "alice",
 		Body: "- [ ] Add a costly one\n- [ ] Add a costly two\n- [ ] Add a costly three\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusParked)
+	run := e.waitStatus(1, lifecycle.StatusParked)
 	if len(run.Parked) != 1 || run.Parked[0].TaskID != "1.3" || e.agentCalls("1.3") != 0 {
 		t.Fatalf("parked %+v, agent calls for 1.3: %d", run.Parked, e.agentCalls("1.3"))
 	}
@@ -167,7 +167,7 @@ func TestBudget(t *testing.T) {
 	}
 
 	e.comment(1, "alice", "/akira run --budget 5", false, http.StatusAccepted)
-	done := e.waitStatus(1, jobs.StatusSucceeded)
+	done := e.waitStatus(1, lifecycle.StatusSucceeded)
 	if done.ID != run.ID || done.Budget.CostUSD != 5 {
 		t.Errorf("run %s with budget %+v after the raise", done.ID, done.Budget)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // TestAssignAndLabelStartRuns: assigning an issue to Akira's bot, and adding the `akira` label to
@@ -39,7 +39,7 @@ func TestAssignAndLabelStartRuns(t *testing.T) {
 	e.deliver("issues", "label-other", issues(3, "labeled", "alice", map[string]any{"label": map[string]any{"name": "bug"}}), http.StatusAccepted)
 
 	for _, n := range []int{1, 2} {
-		run := e.waitStatus(n, jobs.StatusSucceeded)
+		run := e.waitStatus(n, lifecycle.StatusSucceeded)
 		if run.Sender != "alice" || run.Issue != n {
 			t.Errorf("run of #%d = %+v", n, run)
 		}
@@ -57,11 +57,11 @@ func TestAssignAndLabelStartRuns(t *testing.T) {
 
 	// Taking the label back while the run waits says how to stop it.
 	e.deliver("issues", "label-4", issues(4, "labeled", "alice", label), http.StatusAccepted)
-	e.waitStatus(4, jobs.StatusRunning)
+	e.waitStatus(4, lifecycle.StatusRunning)
 	e.deliver("issues", "unlabel-4", issues(4, "unlabeled", "alice", label), http.StatusAccepted)
 	e.eventually("the reply to the label taken back", func() bool { return len(e.commentsWith(4, "/akira stop")) == 1 })
 	e.touch("release")
-	e.waitStatus(4, jobs.StatusSucceeded)
+	e.waitStatus(4, lifecycle.StatusSucceeded)
 	if c := e.commentsWith(4, "does not stop"); len(c) != 1 || !strings.Contains(c[0].Body, "`akira`") {
 		t.Errorf("reply = %+v", c)
 	}

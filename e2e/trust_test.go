@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // TestBotAccountsAreIgnored: a sender of type Bot is ignored whatever its login: GitHub's own agents
@@ -125,8 +125,8 @@ func TestConfigComesFromTheDefaultBranch(t *testing.T) {
 			"base": map[string]any{"ref": "main", "sha": e.gh.Branch(e.owner, e.repo, "main"), "repo": repo}},
 	}, http.StatusAccepted)
 
-	run := e.waitStatus(pr.Number, jobs.StatusSucceeded, jobs.StatusParked, jobs.StatusFailed, jobs.StatusAborted)
-	if run.Status != jobs.StatusSucceeded || run.Roadmap != "ROADMAP.md" {
+	run := e.waitStatus(pr.Number, lifecycle.StatusSucceeded, lifecycle.StatusParked, lifecycle.StatusFailed, lifecycle.StatusAborted)
+	if run.Status != lifecycle.StatusSucceeded || run.Roadmap != "ROADMAP.md" {
 		t.Errorf("run %s on roadmap %q; want it to succeed on ROADMAP.md, as the default branch's configuration says", run.Status, run.Roadmap)
 	}
 	if got := e.taskCommits("feature"); len(got) != 1 || got["1.2"] != 1 {
@@ -154,7 +154,7 @@ func TestApproveWithAnUnreadableConfig(t *testing.T) {
 	e.createRepo(map[string]string{"README.md": "# demo\n", ".github/akira.yml": "allowlist: [mallory]\n"})
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Flaky", User: "alice", Body: "- [ ] Add a flaky thing\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
-	run := e.waitStatus(1, jobs.StatusParked)
+	run := e.waitStatus(1, lifecycle.StatusParked)
 	pr := e.onlyPR(run.Branch)
 	e.gh.PushCommit(e.owner, e.repo, githubtest.Push{Branch: "main", Files: map[string]string{".github/akira.yml": "allowlist: [mallory\nmax_attempts: {\n"}})
 
@@ -182,7 +182,7 @@ func TestApproveWithAnUnreadableConfig(t *testing.T) {
 	if reacted, refused := answer(c, "mallory"); reacted || !refused {
 		t.Errorf("a reader's /akira approve under an unreadable configuration: reacted %v, refused %v; want refused", reacted, refused)
 	}
-	if r := e.runOf(1); r.Status != jobs.StatusParked || len(r.Decisions) != 0 {
+	if r := e.runOf(1); r.Status != lifecycle.StatusParked || len(r.Decisions) != 0 {
 		t.Fatalf("after the reader's approve the run is %s with decisions %v; want it parked, undecided", r.Status, r.Decisions)
 	}
 
@@ -192,6 +192,6 @@ func TestApproveWithAnUnreadableConfig(t *testing.T) {
 	}
 	e.eventually("the writer's decision on the parked task", func() bool {
 		r := e.runOf(1)
-		return r != nil && (len(r.Decisions) > 0 || r.Status != jobs.StatusParked)
+		return r != nil && (len(r.Decisions) > 0 || r.Status != lifecycle.StatusParked)
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // fakeGitHub is a recording fake of the GitHub ports, in the style of Prow's fake client: it keeps
@@ -20,18 +22,18 @@ type fakeGitHub struct {
 	repo    string
 	effects []string
 
-	info        RepoInfo
+	info        ports.RepoInfo
 	permissions map[string]string // login → role
 	files       map[string]string // "ref:path" (ref "" is the default branch) → content
-	issues      map[int]Issue
-	pulls       map[int]*PullRequest
+	issues      map[int]ports.Issue
+	pulls       map[int]*ports.PullRequest
 	pullFiles   map[int][]string
 	closed      map[int]bool
 	okCalls     map[string]int    // op → calls that succeed before fail[op] applies
 	refs        map[string]string // "heads/<branch>" → sha
 	comments    []*fakeComment
 	reactions   []string
-	checkRuns   map[int64]*CheckRun
+	checkRuns   map[int64]*ports.CheckRun
 	nextID      int64
 	// fail makes the named operation (e.g. "Permission", "CreateComment") return the error.
 	fail map[string]error
@@ -44,7 +46,7 @@ type fakeGitHub struct {
 	calls map[string]int
 	ci    fakeCI
 	// reviewComments are the comments of a review, by review id.
-	reviewComments map[int64][]ReviewComment
+	reviewComments map[int64][]ports.ReviewComment
 }
 
 type fakeComment struct {
@@ -67,16 +69,16 @@ func (f *fakeGitHub) addPersonComment(number int, author, body string) int64 {
 	return f.nextID
 }
 
-func (f *fakeGitHub) Thread(_ context.Context, _, _ string, number int) ([]ThreadComment, error) {
+func (f *fakeGitHub) Thread(_ context.Context, _, _ string, number int) ([]ports.ThreadComment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("Thread"); err != nil {
 		return nil, err
 	}
-	var out []ThreadComment
+	var out []ports.ThreadComment
 	for _, c := range f.comments {
 		if c.Number == number {
-			out = append(out, ThreadComment{ID: c.ID, Author: c.Author, ByApp: c.Author == "", Body: c.Body, CreatedAt: c.createdAt()})
+			out = append(out, ports.ThreadComment{ID: c.ID, Author: c.Author, ByApp: c.Author == "", Body: c.Body, CreatedAt: c.createdAt()})
 		}
 	}
 	return out, nil
@@ -85,11 +87,11 @@ func (f *fakeGitHub) Thread(_ context.Context, _, _ string, number int) ([]Threa
 func newFakeGitHub() *fakeGitHub {
 	return &fakeGitHub{
 		owner: "o", repo: "r",
-		info:        RepoInfo{DefaultBranch: "main", CloneURL: "https://example.invalid/o/r.git", HTMLURL: "https://example.invalid/o/r"},
-		permissions: map[string]string{}, files: map[string]string{}, issues: map[int]Issue{}, pulls: map[int]*PullRequest{}, closed: map[int]bool{}, okCalls: map[string]int{},
-		pullFiles: map[int][]string{}, refs: map[string]string{}, checkRuns: map[int64]*CheckRun{}, fail: map[string]error{},
+		info:        ports.RepoInfo{DefaultBranch: "main", CloneURL: "https://example.invalid/o/r.git", HTMLURL: "https://example.invalid/o/r"},
+		permissions: map[string]string{}, files: map[string]string{}, issues: map[int]ports.Issue{}, pulls: map[int]*ports.PullRequest{}, closed: map[int]bool{}, okCalls: map[string]int{},
+		pullFiles: map[int][]string{}, refs: map[string]string{}, checkRuns: map[int64]*ports.CheckRun{}, fail: map[string]error{},
 		calls: map[string]int{}, failTimes: map[string]int{}, lostAnswer: map[string]bool{}, nextID: 100,
-		ci: fakeCI{checks: map[string][]CICheck{}, evidence: map[string]string{}},
+		ci: fakeCI{checks: map[string][]ports.CICheck{}, evidence: map[string]string{}},
 	}
 }
 
@@ -164,7 +166,7 @@ func (f *fakeGitHub) Calls(op string) int {
 	return f.calls[op]
 }
 
-func (f *fakeGitHub) CreateCheckRun(_ context.Context, owner, repo string, cr CheckRun) (int64, string, error) {
+func (f *fakeGitHub) CreateCheckRun(_ context.Context, owner, repo string, cr ports.CheckRun) (int64, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("CreateCheckRun"); err != nil {
@@ -177,7 +179,7 @@ func (f *fakeGitHub) CreateCheckRun(_ context.Context, owner, repo string, cr Ch
 	return f.nextID, fmt.Sprintf("https://example.invalid/%s/%s/runs/%d", owner, repo, f.nextID), nil
 }
 
-func (f *fakeGitHub) UpdateCheckRun(_ context.Context, _, _ string, id int64, cr CheckRun) error {
+func (f *fakeGitHub) UpdateCheckRun(_ context.Context, _, _ string, id int64, cr ports.CheckRun) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("UpdateCheckRun"); err != nil {
@@ -185,7 +187,7 @@ func (f *fakeGitHub) UpdateCheckRun(_ context.Context, _, _ string, id int64, cr
 	}
 	c, ok := f.checkRuns[id]
 	if !ok {
-		return fmt.Errorf("check run %d: %w", id, ErrGitHubNotFound)
+		return fmt.Errorf("check run %d: %w", id, ports.ErrGitHubNotFound)
 	}
 	if cr.Status != "" {
 		c.Status = cr.Status
@@ -237,7 +239,7 @@ func (f *fakeGitHub) EditComment(_ context.Context, _, _ string, id int64, body 
 			return nil
 		}
 	}
-	return fmt.Errorf("comment %d: %w", id, ErrGitHubNotFound)
+	return fmt.Errorf("comment %d: %w", id, ports.ErrGitHubNotFound)
 }
 
 // deleteComment is a person deleting a comment.
@@ -258,7 +260,7 @@ func (f *fakeGitHub) FindComment(_ context.Context, _, _ string, number int, mar
 			return c.ID, fmt.Sprintf("https://example.invalid/c/%d", c.ID), nil
 		}
 	}
-	return 0, "", fmt.Errorf("no comment with %q: %w", marker, ErrGitHubNotFound)
+	return 0, "", fmt.Errorf("no comment with %q: %w", marker, ports.ErrGitHubNotFound)
 }
 
 func (f *fakeGitHub) CommentBody(_ context.Context, _, _ string, id int64) (string, error) {
@@ -272,10 +274,10 @@ func (f *fakeGitHub) CommentBody(_ context.Context, _, _ string, id int64) (stri
 			return c.Body, nil
 		}
 	}
-	return "", fmt.Errorf("comment %d: %w", id, ErrGitHubNotFound)
+	return "", fmt.Errorf("comment %d: %w", id, ports.ErrGitHubNotFound)
 }
 
-func (f *fakeGitHub) ReviewComments(_ context.Context, _, _ string, _ int, reviewID int64) ([]ReviewComment, error) {
+func (f *fakeGitHub) ReviewComments(_ context.Context, _, _ string, _ int, reviewID int64) ([]ports.ReviewComment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("ReviewComments"); err != nil {
@@ -328,7 +330,7 @@ func (f *fakeGitHub) Permission(_ context.Context, _, _, user string) (string, e
 	return "none", nil
 }
 
-func (f *fakeGitHub) FindPullRequest(_ context.Context, _, _, head, base string) (*PullRequest, error) {
+func (f *fakeGitHub) FindPullRequest(_ context.Context, _, _, head, base string) (*ports.PullRequest, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("FindPullRequest"); err != nil {
@@ -340,7 +342,7 @@ func (f *fakeGitHub) FindPullRequest(_ context.Context, _, _, head, base string)
 			return &c, nil
 		}
 	}
-	return nil, fmt.Errorf("no pull request from %s: %w", head, ErrGitHubNotFound)
+	return nil, fmt.Errorf("no pull request from %s: %w", head, ports.ErrGitHubNotFound)
 }
 
 func sortedKeys[V any](m map[int]V) []int {
@@ -352,7 +354,7 @@ func sortedKeys[V any](m map[int]V) []int {
 	return keys
 }
 
-func (f *fakeGitHub) CreatePullRequest(_ context.Context, owner, repo string, spec NewPullRequest) (*PullRequest, error) {
+func (f *fakeGitHub) CreatePullRequest(_ context.Context, owner, repo string, spec ports.NewPullRequest) (*ports.PullRequest, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("CreatePullRequest"); err != nil {
@@ -365,7 +367,7 @@ func (f *fakeGitHub) CreatePullRequest(_ context.Context, owner, repo string, sp
 	for k := range f.pulls {
 		n = max(n, k+1)
 	}
-	pr := &PullRequest{Number: n, NodeID: fmt.Sprintf("PR_%d", n), URL: fmt.Sprintf("https://example.invalid/%s/%s/pull/%d", owner, repo, n),
+	pr := &ports.PullRequest{Number: n, NodeID: fmt.Sprintf("PR_%d", n), URL: fmt.Sprintf("https://example.invalid/%s/%s/pull/%d", owner, repo, n),
 		Draft: spec.Draft, HeadRef: spec.Head, BaseRef: spec.Base, HeadRepo: owner + "/" + repo}
 	f.pulls[n] = pr
 	f.effect("open pull request #%d %q from %s into %s (draft %t)", n, spec.Title, spec.Head, spec.Base, spec.Draft)
@@ -373,7 +375,7 @@ func (f *fakeGitHub) CreatePullRequest(_ context.Context, owner, repo string, sp
 	return &c, nil
 }
 
-func (f *fakeGitHub) GetPullRequest(_ context.Context, _, _ string, number int) (*PullRequest, error) {
+func (f *fakeGitHub) GetPullRequest(_ context.Context, _, _ string, number int) (*ports.PullRequest, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("GetPullRequest"); err != nil {
@@ -381,7 +383,7 @@ func (f *fakeGitHub) GetPullRequest(_ context.Context, _, _ string, number int) 
 	}
 	pr, ok := f.pulls[number]
 	if !ok {
-		return nil, fmt.Errorf("pull request #%d: %w", number, ErrGitHubNotFound)
+		return nil, fmt.Errorf("pull request #%d: %w", number, ports.ErrGitHubNotFound)
 	}
 	c := *pr
 	c.Closed = c.Closed || f.closed[number]
@@ -397,7 +399,7 @@ func (f *fakeGitHub) PullRequestFiles(_ context.Context, _, _ string, number int
 	return slices.Clone(f.pullFiles[number]), nil
 }
 
-func (f *fakeGitHub) MarkReady(_ context.Context, _, _ string, pr *PullRequest) error {
+func (f *fakeGitHub) MarkReady(_ context.Context, _, _ string, pr *ports.PullRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("MarkReady"); err != nil {
@@ -418,7 +420,7 @@ func (f *fakeGitHub) ClosePullRequest(_ context.Context, _, _ string, number int
 		return err
 	}
 	if _, ok := f.pulls[number]; !ok {
-		return fmt.Errorf("pull request #%d: %w", number, ErrGitHubNotFound)
+		return fmt.Errorf("pull request #%d: %w", number, ports.ErrGitHubNotFound)
 	}
 	if !f.closed[number] {
 		f.closed[number] = true
@@ -427,15 +429,15 @@ func (f *fakeGitHub) ClosePullRequest(_ context.Context, _, _ string, number int
 	return nil
 }
 
-func (f *fakeGitHub) GetIssue(_ context.Context, _, _ string, number int) (Issue, error) {
+func (f *fakeGitHub) GetIssue(_ context.Context, _, _ string, number int) (ports.Issue, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("GetIssue"); err != nil {
-		return Issue{}, err
+		return ports.Issue{}, err
 	}
 	is, ok := f.issues[number]
 	if !ok {
-		return Issue{}, fmt.Errorf("issue #%d: %w", number, ErrGitHubNotFound)
+		return ports.Issue{}, fmt.Errorf("issue #%d: %w", number, ports.ErrGitHubNotFound)
 	}
 	return is, nil
 }
@@ -451,7 +453,7 @@ func (f *fakeGitHub) GetFile(_ context.Context, _, _, ref, path string) ([]byte,
 	}
 	data, ok := f.files[ref+":"+path]
 	if !ok {
-		return nil, fmt.Errorf("%s: %w", path, ErrGitHubNotFound)
+		return nil, fmt.Errorf("%s: %w", path, ports.ErrGitHubNotFound)
 	}
 	return []byte(data), nil
 }
@@ -473,38 +475,38 @@ func (f *fakeGitHub) GetRef(_ context.Context, _, _, ref string) (string, error)
 			return strings.TrimSpace(string(out)), nil
 		}
 	}
-	return "", fmt.Errorf("%s: %w", ref, ErrGitHubNotFound)
+	return "", fmt.Errorf("%s: %w", ref, ports.ErrGitHubNotFound)
 }
 
-func (f *fakeGitHub) BranchCommits(_ context.Context, _, _, base, head string) ([]BranchCommit, error) {
+func (f *fakeGitHub) BranchCommits(_ context.Context, _, _, base, head string) ([]ports.BranchCommit, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("BranchCommits"); err != nil {
 		return nil, err
 	}
 	if f.info.CloneURL == "" {
-		return nil, fmt.Errorf("%s...%s: %w", base, head, ErrGitHubNotFound)
+		return nil, fmt.Errorf("%s...%s: %w", base, head, ports.ErrGitHubNotFound)
 	}
 	out, err := exec.Command("git", "--git-dir="+f.info.CloneURL, "log", "--reverse", "--format=%H%x00%B%x1e",
 		"refs/heads/"+base+"..refs/heads/"+head, "--").Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s...%s: %w", base, head, ErrGitHubNotFound)
+		return nil, fmt.Errorf("%s...%s: %w", base, head, ports.ErrGitHubNotFound)
 	}
-	var cs []BranchCommit
+	var cs []ports.BranchCommit
 	for _, rec := range strings.Split(string(out), "\x1e") {
 		sha, msg, ok := strings.Cut(strings.TrimLeft(rec, "\n"), "\x00")
 		if ok {
-			cs = append(cs, BranchCommit{SHA: sha, Message: msg})
+			cs = append(cs, ports.BranchCommit{SHA: sha, Message: msg})
 		}
 	}
 	return cs, nil
 }
 
-func (f *fakeGitHub) Repository(context.Context, string, string) (RepoInfo, error) {
+func (f *fakeGitHub) Repository(context.Context, string, string) (ports.RepoInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("Repository"); err != nil {
-		return RepoInfo{}, err
+		return ports.RepoInfo{}, err
 	}
 	return f.info, nil
 }
@@ -518,23 +520,23 @@ func (f *fakeGitHub) GitAuthHeader(context.Context) (string, error) {
 	return "Authorization: Basic dGVzdA==", nil
 }
 
-var _ GitHub = (*fakeGitHub)(nil)
+var _ ports.GitHub = (*fakeGitHub)(nil)
 
 // installations hands out f for every installation.
-func (f *fakeGitHub) installations() Installations {
-	return InstallationsFunc(func(context.Context, int64) (GitHub, error) { return f, nil })
+func (f *fakeGitHub) installations() ports.Installations {
+	return ports.InstallationsFunc(func(context.Context, int64) (ports.GitHub, error) { return f, nil })
 }
 
 // ciOf is what the fake CI reports: checks per commit, the evidence of each check by name, and the
 // jobs re-run.
 type fakeCI struct {
-	checks   map[string][]CICheck
+	checks   map[string][]ports.CICheck
 	evidence map[string]string
 	reruns   []int64
 	required []string
 }
 
-func (f *fakeGitHub) CIChecks(_ context.Context, _, _, sha string) ([]CICheck, error) {
+func (f *fakeGitHub) CIChecks(_ context.Context, _, _, sha string) ([]ports.CICheck, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("CIChecks"); err != nil {
@@ -543,7 +545,7 @@ func (f *fakeGitHub) CIChecks(_ context.Context, _, _, sha string) ([]CICheck, e
 	return slices.Clone(f.ci.checks[sha]), nil
 }
 
-func (f *fakeGitHub) CIEvidence(_ context.Context, _, _ string, c CICheck) (string, error) {
+func (f *fakeGitHub) CIEvidence(_ context.Context, _, _ string, c ports.CICheck) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.call("CIEvidence"); err != nil {

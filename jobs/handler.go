@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,8 +11,12 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
@@ -32,7 +37,7 @@ var errNothingToDo = errors.New("jobs: nothing to do")
 // IsFailure is the asynq.Config.IsFailure of a worker: waiting for a busy branch, or for a slot of
 // the fair gate, is not a failure.
 func IsFailure(err error) bool {
-	_, waits := errors.AsType[*SlotWaitError](err)
+	_, waits := errors.AsType[*fair.SlotWaitError](err)
 	return !errors.Is(err, ErrBusy) && !waits
 }
 
@@ -42,7 +47,7 @@ func RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	if errors.Is(err, ErrBusy) {
 		return 5 * time.Second
 	}
-	if w, ok := errors.AsType[*SlotWaitError](err); ok {
+	if w, ok := errors.AsType[*fair.SlotWaitError](err); ok {
 		return w.Delay
 	}
 	return time.Duration(math.Min(float64(10*time.Second)*math.Pow(2, float64(n)), float64(10*time.Minute)))
@@ -53,10 +58,10 @@ type AgentFactory func(name string, p config.AgentProfile) (agent.Agent, error)
 
 // Deps is what the handlers need. Store, Locker, Enqueuer and GitHub are required.
 type Deps struct {
-	Store    *Store
-	Locker   *Locker
+	Store    *store.Store
+	Locker   *store.Locker
 	Enqueuer *Enqueuer
-	GitHub   Installations
+	GitHub   ports.Installations
 	// Operator is the operator's configuration: agent profiles, attempts, verification settings.
 	Operator config.Operator
 	// Sandbox confines the agent and verification commands of every run. cmd/akira resolves it from
@@ -76,11 +81,11 @@ type Deps struct {
 	DepCaches *env.Caches
 	// Author of checkpoint commits (runner.DefaultAuthor when empty).
 	Author  runner.Identity
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	// Masker masks the secrets Akira knows in the attempt logs it keeps for LogRetention (default
 	// DefaultLogRetention).
-	Masker       *Masker
+	Masker       *store.Masker
 	LogRetention time.Duration
 	// PublicURL is where people reach the dashboard (AKIRA_PUBLIC_URL): check runs and summaries
 	// link each task's attempts and logs there. Empty: no links.
@@ -94,8 +99,8 @@ type Deps struct {
 	// Repositories, when set, finds a repository's installation for runs handed off through the API.
 	Repositories RepoInstallations
 	// Fair, when set, is the gate every run job passes first: per-installation caps and the least
-	// recently served installation first (fair.go). Nil lets every run in.
-	Fair *Fair
+	// recently served installation first (jobs/fair). Nil lets every run in.
+	Fair *fair.Gate
 }
 
 // ExecAgent is the AgentFactory for exec profiles: the profile's command, with only the variables it
@@ -109,11 +114,38 @@ func ExecAgent(workDir string) AgentFactory {
 	}
 }
 
-// Handler processes the task types of this package.
+// Handler is a worker's wiring: the dependencies, and one small type per flow that serves the flow's
+// task types. A flow reaches another only through its field here (h.pub.publish, h.runs.escalate),
+// so what a flow needs of the others shows at the call.
 type Handler struct {
 	d   Deps
 	log *slog.Logger
+
+	intake    *Intake    // webhook deliveries: permission, commands, triggers, replies (intake*.go)
+	api       *API       // what arrives through the REST API: audit lines, hand-offs
+	planner   *Planner   // plans the agent proposes for issues in prose
+	recovery  *Recovery  // deliveries GitHub or Redis lost: the sweep and the recovery after a loss
+	runs      *Runs      // the run job: lock, engine, stop, pause, budget, review, rebuild (run*.go)
+	resumer   *Resumer   // decisions on parked runs
+	rollbacks *Rollbacks // /akira rollback
+	ci        *CIWatch   // the pull request's own CI after the last checkpoint
+	reaper    *Reaper    // runs whose worker died
+	pub       *Publish   // effects performed: summary, check runs, notifications, the outbox relay
 }
+
+// The flows' types. Each embeds the Handler for the dependencies and the other flows.
+type (
+	Intake    struct{ *Handler }
+	API       struct{ *Handler }
+	Planner   struct{ *Handler }
+	Recovery  struct{ *Handler }
+	Runs      struct{ *Handler }
+	Resumer   struct{ *Handler }
+	Rollbacks struct{ *Handler }
+	CIWatch   struct{ *Handler }
+	Reaper    struct{ *Handler }
+	Publish   struct{ *Handler }
+)
 
 // NewHandler checks the dependencies.
 func NewHandler(d Deps) (*Handler, error) {
@@ -136,23 +168,48 @@ func NewHandler(d Deps) (*Handler, error) {
 			d.Metrics.RefusedTransition(te)
 		}
 	}
-	return &Handler{d: d, log: log}, nil
+	h := &Handler{d: d, log: log}
+	h.intake, h.api, h.planner, h.recovery = &Intake{h}, &API{h}, &Planner{h}, &Recovery{h}
+	h.runs, h.resumer, h.rollbacks, h.ci, h.reaper = &Runs{h}, &Resumer{h}, &Rollbacks{h}, &CIWatch{h}, &Reaper{h}
+	h.pub = &Publish{h}
+	return h, nil
+}
+
+// taskType is one asynq task type: its name and its handler. Each lives in a file of its own with
+// its payload (Validate, JobID), its constructor and its enqueue method; taskTypes lists them.
+type taskType struct {
+	Name string
+	// Handle picks the handler of the type from a worker's flows.
+	Handle func(h *Handler) asynq.HandlerFunc
+}
+
+// taskTypes are every task type a worker serves. A new task type is a file (its constant, payload
+// and handler, and a taskType value) and a line here.
+var taskTypes = []taskType{
+	intakeTaskType, runTaskType, resumeTaskType, planTaskType, rollbackTaskType, sweepTaskType, recoverTaskType, notifyTaskType,
+	auditLineTaskType, publishTaskType, ciTaskType, handoffTaskType,
 }
 
 // NewServeMux routes the task types to h.
 func NewServeMux(h *Handler) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(TypeIntake, h.HandleIntake)
-	mux.HandleFunc(TypeRun, h.HandleRun)
-	mux.HandleFunc(TypeResume, h.HandleResume)
-	mux.HandleFunc(TypePlan, h.HandlePlan)
-	mux.HandleFunc(TypeRollback, h.HandleRollback)
-	mux.HandleFunc(TypeSweep, h.HandleSweep)
-	mux.HandleFunc(TypeRecover, h.HandleRecover)
-	mux.HandleFunc(TypeNotify, h.HandleNotify)
-	mux.HandleFunc(TypeAuditLine, h.HandleAuditLine)
-	mux.HandleFunc(TypePublish, h.HandlePublish)
-	mux.HandleFunc(TypeCI, h.HandleCI)
-	mux.HandleFunc(TypeHandoff, h.HandleHandoff)
+	for _, tt := range taskTypes {
+		mux.HandleFunc(tt.Name, tt.Handle(h))
+	}
 	return mux
+}
+
+// installation returns the client of an installation; failing to get one is transient.
+func installation(ctx context.Context, in ports.Installations, id int64) (ports.GitHub, error) {
+	gh, err := in.Installation(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: installation %d: %w", id, err)
+	}
+	return gh, nil
+}
+
+// RunReaper runs the worker's reaper until ctx ends (see Reaper.RunReaper): the one loop a worker
+// runs beside its task handlers.
+func (h *Handler) RunReaper(ctx context.Context, interval time.Duration) {
+	h.reaper.RunReaper(ctx, interval)
 }

@@ -12,7 +12,10 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/templates"
 )
 
 // jobsHarness is a Handler wired to a recording fake GitHub, a real Redis store and a real asynq queue
@@ -21,10 +24,12 @@ type jobsHarness struct {
 	t     *testing.T
 	gh    *fakeGitHub
 	h     *Handler
-	store *Store
+	store *store.Store
 	queue string
-	insp  *asynq.Inspector
-	logs  *syncBuffer
+	// prefix is the store's and the locker's key prefix, for tests that play Redis losing a key.
+	prefix string
+	insp   *asynq.Inspector
+	logs   *syncBuffer
 }
 
 // syncBuffer is a log sink for the handler and asynq's goroutines at once.
@@ -56,7 +61,7 @@ func newJobsHarness(t *testing.T) *jobsHarness {
 	})
 	logs := &syncBuffer{}
 	gh := newFakeGitHub()
-	store := NewStore(rdb, prefix)
+	st := store.NewStore(rdb, prefix)
 	op, err := config.ParseOperator([]byte("agents:\n  sh:\n    kind: exec\n    command: sh \"$AKIRA_TEST_AGENT\"\n    env: [AKIRA_TEST_AGENT]\ndefault_agent: sh\n" +
 		// The fake repositories have no CI of their own (run_ci_test.go plays one where it matters).
 		"ci:\n  watch: off\n"))
@@ -64,14 +69,14 @@ func newJobsHarness(t *testing.T) *jobsHarness {
 		t.Fatal(err)
 	}
 	h, err := NewHandler(Deps{
-		Store: store, Locker: NewLocker(rdb, prefix), Enqueuer: NewEnqueuer(client, TaskOptions{Queue: queue}),
+		Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: NewEnqueuer(client, TaskOptions{Queue: queue}),
 		GitHub: gh.installations(), Operator: op, WorkDir: t.TempDir(),
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &jobsHarness{t: t, gh: gh, h: h, store: store, queue: queue, insp: insp, logs: logs}
+	return &jobsHarness{t: t, gh: gh, h: h, store: st, prefix: prefix, queue: queue, insp: insp, logs: logs}
 }
 
 // queued returns the payloads of the tasks of a type enqueued so far, in any state, decoded into T.
@@ -113,7 +118,7 @@ func (jh *jobsHarness) process(ps ...IntakePayload) {
 		Logger:         slogAsynq{slog.New(slog.NewJSONHandler(jh.logs, nil))}, LogLevel: asynq.ErrorLevel,
 	})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(TypeIntake, jh.h.HandleIntake)
+	mux.HandleFunc(TypeIntake, jh.h.intake.HandleIntake)
 	// What an intake queues is only looked at: it completes untouched and is kept for queued.
 	done := func(context.Context, *asynq.Task) error { return nil }
 	mux.HandleFunc(TypeRun, done)
@@ -170,11 +175,17 @@ func (jh *jobsHarness) intake(p IntakePayload) error {
 	if err != nil {
 		jh.t.Fatalf("intake payload: %v", err)
 	}
-	return jh.h.HandleIntake(context.Background(), task)
+	return jh.h.intake.HandleIntake(context.Background(), task)
 }
 
 // withDefaults fills in what every test intake has: the repository o/r of installation 7.
 func withDefaults(p IntakePayload) IntakePayload {
 	p.Version, p.InstallationID, p.Owner, p.Repo, p.DefaultBranch = PayloadVersion, 7, "o", "r", "main"
 	return p
+}
+
+// newRun is a run of two pending tasks on branch.
+func newRun(id, branch string) *lifecycle.Run {
+	return &lifecycle.Run{ID: id, Owner: "Octo", Repo: "Hello", InstallationID: 1, Trigger: lifecycle.TriggerIssue, Issue: 4, Branch: branch,
+		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPending}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
 }

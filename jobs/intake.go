@@ -15,12 +15,23 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/templates"
 )
+
+// TypeIntake is one webhook delivery Akira acts on: everything that talks to GitHub before work
+// is queued (permission, configuration, replies) happens in its handler, where it can be retried.
+const TypeIntake = "akira:intake"
+
+// intakeTaskType is served by Intake.HandleIntake (see taskTypes).
+var intakeTaskType = taskType{Name: TypeIntake, Handle: func(h *Handler) asynq.HandlerFunc { return h.intake.HandleIntake }}
 
 // Webhook events the intake acts on.
 const (
@@ -209,8 +220,8 @@ const reactionAccepted = "eyes"
 // line fields every line of it carries.
 type intake struct {
 	p     IntakePayload
-	store *Store
-	gh    GitHub
+	store *store.Store
+	gh    ports.GitHub
 	log   *slog.Logger
 	// retried says an earlier try of this job may have posted replies already.
 	retried bool
@@ -224,41 +235,41 @@ type intake struct {
 // HandleIntake acts on one delivery. Nothing is written to GitHub or queued before the permission check
 // passes, except the refusal itself. Every failure to talk to GitHub is returned, so asynq retries the
 // job with backoff; every reply is keyed by the delivery, so a retry never posts it twice.
-func (h *Handler) HandleIntake(ctx context.Context, t *asynq.Task) error {
+func (h *Intake) HandleIntake(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeIntakePayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypeIntake, ResultInvalid)
+		h.d.Metrics.Job(TypeIntake, metrics.ResultInvalid)
 		return err
 	}
 	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.job(TypeIntake, ResultQueued)
+		h.d.Metrics.Job(TypeIntake, metrics.ResultQueued)
 		return err
 	}
 	result, err := h.intake(ctx, p)
-	h.d.Metrics.job(TypeIntake, result)
+	h.d.Metrics.Job(TypeIntake, result)
 	return err
 }
 
-func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
+func (h *Intake) intake(ctx context.Context, p IntakePayload) (string, error) {
 	log := h.log.With("task", TypeIntake, "delivery", p.DeliveryID, "event", p.Event,
 		"installation", p.InstallationID, "repo", p.Owner+"/"+p.Repo)
 	if p.CI != nil {
 		// Nothing to ask GitHub yet: a CI report only matters to a run waiting for that commit.
-		return h.onCI(ctx, p, log)
+		return h.ci.onCI(ctx, p, log)
 	}
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	n, _ := asynq.GetRetryCount(ctx)
 	in := &intake{p: p, store: h.d.Store, gh: gh, log: log, retried: n > 0}
-	if in.answeredAt, in.recovered, err = h.d.Store.recovered(ctx, p.DeliveryID); err != nil {
-		return ResultRetry, err
+	if in.answeredAt, in.recovered, err = h.d.Store.Recovered(ctx, p.DeliveryID); err != nil {
+		return metrics.ResultRetry, err
 	}
 	if in.recovered {
 		in.log = log.With("recovered", true)
-		if p.Comment == nil && (p.CheckRun == nil || p.CheckRun.Decision == StopDecision) {
-			return ResultNoop, nil // only an answer can have been lost unacted
+		if p.Comment == nil && (p.CheckRun == nil || p.CheckRun.Decision == ports.StopDecision) {
+			return metrics.ResultNoop, nil // only an answer can have been lost unacted
 		}
 	}
 	var result string
@@ -276,15 +287,15 @@ func (h *Handler) intake(ctx context.Context, p IntakePayload) (string, error) {
 	case p.Trigger != nil:
 		result, err = h.onIssueTrigger(ctx, in)
 	}
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		// The delivery names a repository, issue or installation GitHub does not know (a forged or
 		// stale payload): no retry will change that.
 		log.Warn("intake: GitHub does not know what the delivery names; dropped", "err", err)
-		return ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+		return metrics.ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	if err != nil {
 		log.Warn("intake: failed, will retry", "err", err)
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("intake: done", "result", result)
 	return result, nil
@@ -300,11 +311,11 @@ type access struct {
 }
 
 // writeLevels may command Akira whatever the repository's configuration says.
-var writeLevels = []string{PermAdmin, PermMaintain, PermWrite}
+var writeLevels = []string{ports.PermAdmin, ports.PermMaintain, ports.PermWrite}
 
 // authorize allows write, maintain and admin, then the repository's allowlist. Errors are failures to
 // ask GitHub; a broken configuration only means the allowlist grants nothing.
-func (h *Handler) authorize(ctx context.Context, in *intake, login string) (access, error) {
+func (h *Intake) authorize(ctx context.Context, in *intake, login string) (access, error) {
 	level, err := in.gh.Permission(ctx, in.p.Owner, in.p.Repo, login)
 	if err != nil {
 		return access{}, fmt.Errorf("jobs: permission of %s: %w", login, err)
@@ -344,18 +355,18 @@ func enqueued(err error) error {
 	return err
 }
 
-func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
 	res := command.ParseComment(c.Body)
 	if _, ok := res.(command.Ignore); ok {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if in.recovered {
 		// Replayed after Redis lost its data: only an answer can have been lost unacted.
 		if cmd, ok := res.(command.Command); !ok {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		} else if _, ok := cmd.Decision(); !ok {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 	}
 	acc, err := h.authorize(ctx, in, c.Author)
@@ -363,52 +374,76 @@ func (h *Handler) onComment(ctx context.Context, in *intake) (string, error) {
 		return "", err
 	}
 	if !acc.allowed && in.recovered {
-		return ResultRefused, nil // refused when it first came
+		return metrics.ResultRefused, nil // refused when it first came
 	}
 	if !acc.allowed {
 		if err := in.reply(ctx, c.Number, refusalText(c.Author, commandText(res), acc.level)); err != nil {
 			return "", err
 		}
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	switch r := res.(type) {
 	case command.Reply:
 		if err := in.reply(ctx, c.Number, r.Text); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	case command.Command:
 		if d, ok := r.Decision(); ok {
 			return h.commandDecision(ctx, in, d, r.Guidance)
 		}
-		switch r.Name {
-		case command.CmdPlan:
-			return h.commandPlan(ctx, in, r)
-		case command.CmdStop:
-			return h.commandStop(ctx, in)
-		case command.CmdPause, command.CmdResume:
-			return h.commandPause(ctx, in, r)
-		case command.CmdRollback:
-			return h.commandRollback(ctx, in, r)
-		case command.CmdRemember, command.CmdForget:
-			return h.commandMemory(ctx, in, r)
-		case command.CmdFix:
-			if err := in.reply(ctx, c.Number, commandElsewhereText(command.CmdFix)); err != nil {
-				return "", err
-			}
-			return ResultReplied, nil
-		case command.CmdStatus:
-			return h.commandStatus(ctx, in)
-		case command.CmdRun:
-			return h.commandRun(ctx, in, acc, r)
+		if handle, ok := commandHandlers[r.Name]; ok {
+			return handle(h, ctx, in, acc, r)
 		}
 	}
-	return ResultNoop, nil
+	return metrics.ResultNoop, nil
 }
 
-func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error) {
+// commandHandler runs a command whose author may run it, on the issue or pull request of in.
+type commandHandler func(h *Intake, ctx context.Context, in *intake, acc access, cmd command.Command) (string, error)
+
+// commandHandlers are the handlers of the commands the intake runs, one each. The four decisions go
+// to commandDecision before this list is read, and help is answered by the parser. A new command is
+// a constant and a pattern in jobs/command and a line here.
+var commandHandlers = map[command.CommandName]commandHandler{
+	command.CmdRun: (*Intake).commandRun,
+	command.CmdPlan: func(h *Intake, ctx context.Context, in *intake, _ access, cmd command.Command) (string, error) {
+		return h.commandPlan(ctx, in, cmd)
+	},
+	command.CmdFix: func(h *Intake, ctx context.Context, in *intake, _ access, _ command.Command) (string, error) {
+		// /akira fix acts in a review comment (the review intake); in a conversation comment the
+		// reply says where it goes.
+		if err := in.reply(ctx, in.p.Comment.Number, commandElsewhereText(command.CmdFix)); err != nil {
+			return "", err
+		}
+		return metrics.ResultReplied, nil
+	},
+	command.CmdStop: func(h *Intake, ctx context.Context, in *intake, _ access, _ command.Command) (string, error) {
+		return h.commandStop(ctx, in)
+	},
+	command.CmdPause:  pauseCommand,
+	command.CmdResume: pauseCommand,
+	command.CmdRollback: func(h *Intake, ctx context.Context, in *intake, _ access, cmd command.Command) (string, error) {
+		return h.commandRollback(ctx, in, cmd)
+	},
+	command.CmdRemember: memoryCommand,
+	command.CmdForget:   memoryCommand,
+	command.CmdStatus: func(h *Intake, ctx context.Context, in *intake, _ access, _ command.Command) (string, error) {
+		return h.commandStatus(ctx, in)
+	},
+}
+
+func pauseCommand(h *Intake, ctx context.Context, in *intake, _ access, cmd command.Command) (string, error) {
+	return h.commandPause(ctx, in, cmd)
+}
+
+func memoryCommand(h *Intake, ctx context.Context, in *intake, _ access, cmd command.Command) (string, error) {
+	return h.commandMemory(ctx, in, cmd)
+}
+
+func (h *Intake) commandStatus(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
-	text, err := h.d.Store.StatusText(ctx, in.p.Owner, in.p.Repo, c.Number)
+	text, err := StatusText(ctx, h.d.Store.Records, in.p.Owner, in.p.Repo, c.Number)
 	if err != nil {
 		return "", err
 	}
@@ -416,19 +451,19 @@ func (h *Handler) commandStatus(ctx context.Context, in *intake) (string, error)
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultReplied, nil
+	return metrics.ResultReplied, nil
 }
 
 // commandStop asks the job working on the run of this issue or pull request to stop it.
-func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) commandStop(ctx context.Context, in *intake) (string, error) {
 	c := in.p.Comment
 	run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, c.Number)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
 	data := templates.StopReply{}
 	if run != nil {
-		data.RunID, data.State = run.ID, templateState(run.Status)
+		data.RunID, data.State = run.ID, run.Status.Label()
 		if _, data.Asked, err = h.d.Store.RequestStop(ctx, run.ID, c.Author, false); err != nil {
 			return "", err
 		}
@@ -438,22 +473,22 @@ func (h *Handler) commandStop(ctx context.Context, in *intake) (string, error) {
 	}
 	in.react(ctx, c.ID)
 	if data.Asked {
-		return ResultAccepted, nil
+		return metrics.ResultAccepted, nil
 	}
-	return ResultReplied, nil
+	return metrics.ResultReplied, nil
 }
 
 // commandPause pauses (/akira pause [--now]) or resumes (/akira resume) the run of the issue or pull
 // request.
-func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Command) (string, error) {
+func (h *Intake) commandPause(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, c.Number)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
 	data := templates.PauseReply{Now: cmd.Now, Resume: cmd.Name == command.CmdResume}
 	if run != nil {
-		data.RunID, data.State = run.ID, templateState(run.Status)
+		data.RunID, data.State = run.ID, run.Status.Label()
 		if data.Resume {
 			run, data.Asked, err = h.d.Store.Resume(ctx, run.ID, c.Author)
 		} else {
@@ -464,7 +499,7 @@ func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Comm
 		}
 		if data.Asked && len(run.Outbox) > 0 {
 			// A resume queues the next job: the publisher performs it (the relay repairs a crash here).
-			if _, err := h.publish(ctx, in.gh, run, in.log); err != nil {
+			if _, err := h.pub.publish(ctx, in.gh, run, in.log); err != nil {
 				return "", err
 			}
 		}
@@ -474,13 +509,13 @@ func (h *Handler) commandPause(ctx context.Context, in *intake, cmd command.Comm
 	}
 	in.react(ctx, c.ID)
 	if data.Asked {
-		return ResultAccepted, nil
+		return metrics.ResultAccepted, nil
 	}
-	return ResultReplied, nil
+	return metrics.ResultReplied, nil
 }
 
 // commandMemory adds (/akira remember) or removes (/akira forget) a lesson of the repository.
-func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd command.Command) (string, error) {
+func (h *Intake) commandMemory(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	mem := h.d.Store.Lessons(in.p.InstallationID, in.p.Owner, in.p.Repo)
 	data := templates.MemoryReply{ID: cmd.TaskID, Remembered: cmd.Name == command.CmdRemember}
@@ -503,11 +538,11 @@ func (h *Handler) commandMemory(ctx context.Context, in *intake, cmd command.Com
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultReplied, nil
+	return metrics.ResultReplied, nil
 }
 
 // commandRollback hands /akira rollback to a job, which takes the branch's lock.
-func (h *Handler) commandRollback(ctx context.Context, in *intake, cmd command.Command) (string, error) {
+func (h *Intake) commandRollback(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	err := h.d.Enqueuer.EnqueueRollback(ctx, RollbackPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
 		Owner: in.p.Owner, Repo: in.p.Repo, Number: c.Number, CommentID: c.ID, TaskID: cmd.TaskID, Retry: cmd.Retry,
@@ -516,16 +551,16 @@ func (h *Handler) commandRollback(ctx context.Context, in *intake, cmd command.C
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd command.Command) (string, error) {
+func (h *Intake) commandPlan(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	if c.OnPullRequest {
 		if err := in.reply(ctx, c.Number, commandElsewhereText(command.CmdPlan)); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	err := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
 		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Number: c.Number, CommentID: c.ID,
@@ -534,10 +569,10 @@ func (h *Handler) commandPlan(ctx context.Context, in *intake, cmd command.Comma
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.DecisionKind, guidance string) (string, error) {
+func (h *Intake) commandDecision(ctx context.Context, in *intake, d runner.DecisionKind, guidance string) (string, error) {
 	c := in.p.Comment
 	err := h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
 		DeliveryID: in.p.DeliveryID, CommentID: c.ID, InstallationID: in.p.InstallationID, Owner: in.p.Owner,
@@ -550,27 +585,27 @@ func (h *Handler) commandDecision(ctx context.Context, in *intake, d runner.Deci
 	if !in.recovered {
 		in.react(ctx, c.ID)
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd command.Command) (string, error) {
+func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd command.Command) (string, error) {
 	c := in.p.Comment
 	rc, err := h.configOf(ctx, in, acc)
 	if ce, bad := asRepoConfigError(err); bad {
 		if err := in.reply(ctx, c.Number, configErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	if err != nil {
 		return "", err
 	}
 	if !rc.Triggers.IssueComment {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	run := RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
 		TrustPlan: cmd.TrustPlan, BudgetUSD: cmd.BudgetUSD, Confirm: cmd.Confirm, AllowRedBase: cmd.AllowRedBase,
 		Sender: c.Author,
 	}
@@ -583,7 +618,7 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd co
 				"Akira did not start: the plan under your /akira run cannot be read: "+problem)); err != nil {
 				return "", err
 			}
-			return ResultReplied, nil
+			return metrics.ResultReplied, nil
 		}
 		run.Plan = command.CapUserText(plan)
 	}
@@ -596,19 +631,19 @@ func (h *Handler) commandRun(ctx context.Context, in *intake, acc access, cmd co
 			if err := in.reply(ctx, c.Number, forkRefusalText()); err != nil {
 				return "", err
 			}
-			return ResultRefused, nil
+			return metrics.ResultRefused, nil
 		}
-		run.Trigger, run.Branch, run.HeadSHA = TriggerPullRequest, pr.HeadRef, pr.HeadSHA
+		run.Trigger, run.Branch, run.HeadSHA = lifecycle.TriggerPullRequest, pr.HeadRef, pr.HeadSHA
 	}
 	if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, run)); err != nil {
 		return "", err
 	}
 	in.react(ctx, c.ID)
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 // configOf is the repository configuration, reusing what authorize read for the allowlist.
-func (h *Handler) configOf(ctx context.Context, in *intake, acc access) (config.Repo, error) {
+func (h *Intake) configOf(ctx context.Context, in *intake, acc access) (config.Repo, error) {
 	if acc.cfg != nil {
 		return *acc.cfg, nil
 	}
@@ -621,58 +656,58 @@ func isFork(headRepo, owner, repo string) bool {
 	return headRepo == "" || !strings.EqualFold(headRepo, owner+"/"+repo)
 }
 
-func (h *Handler) onPush(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onPush(ctx context.Context, in *intake) (string, error) {
 	push := in.p.Push
 	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
 	if _, bad := asRepoConfigError(err); bad {
 		// Nobody to answer on a push; the next command or pull request reports it.
 		in.log.Warn("intake: invalid repository configuration", "err", err)
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
 		return "", err
 	}
 	switch {
 	case strings.HasPrefix(push.Branch, rc.BranchPrefix), !rc.Triggers.Push:
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	case !push.Truncated && !slices.Contains(push.Changed, rc.Roadmap):
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerPush, HeadSHA: push.After, Sender: in.p.Sender,
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerPush, HeadSHA: push.After, Sender: in.p.Sender,
 	})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) onPullRequest(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) {
 	pr := in.p.PullRequest
 	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
 	if ce, bad := asRepoConfigError(err); bad {
 		// Said once when the pull request opens, not on every push to it.
 		if pr.Action == "synchronize" {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		if err := in.reply(ctx, pr.Number, configErrorText(ce, "start a run for this pull request", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	if err != nil {
 		return "", err
 	}
 	if strings.HasPrefix(pr.HeadRef, rc.BranchPrefix) || !rc.Triggers.PullRequest {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	files, err := in.gh.PullRequestFiles(ctx, in.p.Owner, in.p.Repo, pr.Number)
 	if err != nil {
 		return "", fmt.Errorf("jobs: files of pull request #%d: %w", pr.Number, err)
 	}
 	if !slices.ContainsFunc(files, func(f string) bool { return f == rc.Roadmap || config.MatchAny(rc.Specs, f) }) {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	// Pushing to a branch of the repository needs write access, but reopening a pull request needs only
 	// triage: the person who set it going must be allowed to start runs.
@@ -681,27 +716,27 @@ func (h *Handler) onPullRequest(ctx context.Context, in *intake) (string, error)
 		return "", err
 	}
 	if !acc.allowed {
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerPullRequest, Number: pr.Number, Branch: pr.HeadRef,
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerPullRequest, Number: pr.Number, Branch: pr.HeadRef,
 		HeadSHA: pr.HeadSHA, Sender: in.p.Sender,
 	})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
-func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onCheckRun(ctx context.Context, in *intake) (string, error) {
 	cr := in.p.CheckRun
 	acc, err := h.authorize(ctx, in, in.p.Sender)
 	if err != nil {
 		return "", err
 	}
 	if !acc.allowed && in.recovered {
-		return ResultRefused, nil // refused when it first came
+		return metrics.ResultRefused, nil // refused when it first came
 	}
 	if !acc.allowed {
 		if cr.Number != 0 {
@@ -709,18 +744,18 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 				return "", err
 			}
 		}
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
-	if cr.Decision == StopDecision {
+	if cr.Decision == ports.StopDecision {
 		_, asked, err := h.d.Store.RequestStop(ctx, cr.RunID, in.p.Sender, false)
-		if errors.Is(err, ErrNotFound) {
-			return ResultNoop, nil
+		if errors.Is(err, store.ErrNotFound) {
+			return metrics.ResultNoop, nil
 		}
 		if err != nil {
 			return "", err
 		}
 		in.log.Info("intake: Stop pressed", "run", cr.RunID, "by", in.p.Sender, "asked", asked)
-		return ResultAccepted, nil
+		return metrics.ResultAccepted, nil
 	}
 	err = h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
@@ -730,13 +765,13 @@ func (h *Handler) onCheckRun(ctx context.Context, in *intake) (string, error) {
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 // onReview starts a follow-up task for a review: only from someone who may command Akira, and only on a
 // pull request Akira opened or runs on. Anything else is left alone without a word: reviews are
 // everyday traffic, not commands.
-func (h *Handler) onReview(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onReview(ctx context.Context, in *intake) (string, error) {
 	rv := in.p.Review
 	acc, err := h.authorize(ctx, in, rv.Author)
 	if err != nil {
@@ -744,32 +779,32 @@ func (h *Handler) onReview(ctx context.Context, in *intake) (string, error) {
 	}
 	if !acc.allowed {
 		in.log.Info("intake: review by someone who may not command Akira", "author", rv.Author, "permission", acc.level)
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	rc, err := h.configOf(ctx, in, acc)
 	if _, bad := asRepoConfigError(err); bad {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
 		return "", err
 	}
-	if _, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, rv.Number); errors.Is(err, ErrNotFound) {
+	if _, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, rv.Number); errors.Is(err, store.ErrNotFound) {
 		if !strings.HasPrefix(rv.HeadRef, rc.BranchPrefix) {
-			return ResultNoop, nil // not a pull request Akira works on
+			return metrics.ResultNoop, nil // not a pull request Akira works on
 		}
 	} else if err != nil {
 		return "", err
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
 		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: TriggerReview, Number: rv.Number, Branch: rv.HeadRef,
-		Review: &ReviewRequest{ID: rv.ReviewID, By: rv.Author, Body: command.CapUserText(rv.Body), Guidance: rv.Guidance, CommentID: rv.CommentID},
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerReview, Number: rv.Number, Branch: rv.HeadRef,
+		Review: &lifecycle.ReviewRequest{ID: rv.ReviewID, By: rv.Author, Body: command.CapUserText(rv.Body), Guidance: rv.Guidance, CommentID: rv.CommentID},
 		Sender: rv.Author,
 	})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 // inlinePlanProblem says what is wrong with a plan pasted in a comment, with the lines of the comment
@@ -798,7 +833,7 @@ func inlinePlanProblem(err error, offset int) string {
 // onIssueTrigger starts a run when a writer assigns the issue to Akira's bot or adds the repository's
 // trigger label, exactly as `/akira run` on the issue would (the delivery makes it once); taking the
 // assignment or the label back stops nothing, and the reply says how to.
-func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error) {
+func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error) {
 	tr := in.p.Trigger
 	acc, err := h.authorize(ctx, in, tr.Actor)
 	if err != nil {
@@ -806,19 +841,19 @@ func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error
 	}
 	if !acc.allowed {
 		if tr.Action == TriggerUnassigned || tr.Action == TriggerUnlabeled {
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		if err := in.reply(ctx, tr.Number, refusalText(tr.Actor, string(command.CmdRun), acc.level)); err != nil {
 			return "", err
 		}
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	rc, err := h.configOf(ctx, in, acc)
 	if ce, bad := asRepoConfigError(err); bad {
 		if err := in.reply(ctx, tr.Number, configErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	if err != nil {
 		return "", err
@@ -829,12 +864,12 @@ func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error
 	}
 	labelled := tr.Action == TriggerLabeled || tr.Action == TriggerUnlabeled
 	if !rc.Triggers.IssueComment || (labelled && !strings.EqualFold(tr.Label, label)) {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if tr.Action == TriggerUnassigned || tr.Action == TriggerUnlabeled {
 		run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, tr.Number)
-		if errors.Is(err, ErrNotFound) || (err == nil && run.Status.Terminal()) {
-			return ResultNoop, nil
+		if errors.Is(err, store.ErrNotFound) || (err == nil && run.Status.Terminal()) {
+			return metrics.ResultNoop, nil
 		}
 		if err != nil {
 			return "", err
@@ -848,12 +883,35 @@ func (h *Handler) onIssueTrigger(ctx context.Context, in *intake) (string, error
 		if err := in.reply(ctx, tr.Number, text); err != nil {
 			return "", err
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
 	err = enqueued(h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
-		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Trigger: TriggerIssue, Number: tr.Number, Sender: tr.Actor}))
+		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: tr.Number, Sender: tr.Actor}))
 	if err != nil {
 		return "", err
 	}
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
+}
+
+// NewIntakeTask builds a TypeIntake task. A zero Version is filled in; an invalid payload is an error.
+func (o TaskOptions) NewIntakeTask(p IntakePayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	return o.newTask(TypeIntake, p, intakeTimeout, intakeMaxRetry)
+}
+
+// DecodeIntakePayload reads a TypeIntake payload; see decode.
+func DecodeIntakePayload(t *asynq.Task) (IntakePayload, error) {
+	var p IntakePayload
+	return p, decode(t, TypeIntake, &p)
+}
+
+// EnqueueIntake enqueues a TypeIntake task. It returns ErrDuplicate when a task with the same id exists.
+func (e *Enqueuer) EnqueueIntake(ctx context.Context, p IntakePayload) error {
+	t, err := e.opts.NewIntakeTask(p)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
 }

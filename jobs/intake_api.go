@@ -3,21 +3,16 @@ package jobs
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -25,188 +20,6 @@ import (
 // Operators reach Akira's runs through the REST API and the dashboard with API tokens: each has a
 // name (who acted, in the audit and on the pull request) and a scope. Only a token's SHA-256 is
 // stored, so Redis never holds one that works.
-
-// Token scopes: read sees runs, queues and logs; control may also stop, abort and decide.
-const (
-	ScopeRead    = "read"
-	ScopeControl = "control"
-)
-
-// ErrBadToken is returned for a token Akira does not know (or one revoked).
-var ErrBadToken = errors.New("jobs: unknown API token")
-
-// Token is an operator's API token, without its secret.
-type Token struct {
-	// ID is the token's identity, derived from its secret (the start of its TokenHash): a token
-	// revoked and created again under the same name is another token. What a token's requests
-	// leave behind (its Idempotency-Keys) is keyed by it, never by the name. Not stored.
-	ID      string    `json:"-"`
-	Name    string    `json:"name"`
-	Scope   string    `json:"scope"`
-	Created time.Time `json:"created"`
-	// Repos limits the token to these repositories ("owner/name"); none: every repository.
-	Repos []string `json:"repos,omitempty"`
-}
-
-// CanControl says the token may act on runs.
-func (t Token) CanControl() bool { return t.Scope == ScopeControl }
-
-var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-func tokenHash(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
-}
-
-func (s *Store) tokensKey() string     { return s.prefix + "tokens" }
-func (s *Store) tokenNamesKey() string { return s.prefix + "token-names" }
-
-// CreateToken makes a token and returns its secret, which is shown once and never kept.
-func (s *Store) CreateToken(ctx context.Context, name, scope string) (string, error) {
-	return s.createToken(ctx, name, scope, nil)
-}
-
-func (s *Store) createToken(ctx context.Context, name, scope string, repos []string) (string, error) {
-	if !tokenNameRE.MatchString(name) {
-		return "", fmt.Errorf("token name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
-	}
-	if scope != ScopeRead && scope != ScopeControl && scope != ScopeStart {
-		return "", fmt.Errorf("token scope %q: want read, start or control", scope)
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("jobs: token: %w", err)
-	}
-	secret := "akira_" + hex.EncodeToString(b)
-	hash := tokenHash(secret)
-	data, _ := json.Marshal(Token{Name: name, Scope: scope, Created: s.now().UTC(), Repos: repos})
-	// One name, one token: HSETNX on the name refuses a second token of the same name atomically.
-	ok, err := s.rdb.HSetNX(ctx, s.tokenNamesKey(), name, hash).Result()
-	if err != nil {
-		return "", fmt.Errorf("jobs: token: %w", err)
-	}
-	if !ok {
-		return "", fmt.Errorf("a token named %q exists: revoke it first", name)
-	}
-	if err := s.rdb.HSet(ctx, s.tokensKey(), hash, data).Err(); err != nil {
-		return "", fmt.Errorf("jobs: token: %w", err)
-	}
-	return secret, nil
-}
-
-// TokenFor finds the token of a secret.
-func (s *Store) TokenFor(ctx context.Context, secret string) (Token, error) {
-	if !strings.HasPrefix(secret, "akira_") {
-		return Token{}, ErrBadToken
-	}
-	return s.TokenByHash(ctx, TokenHash(secret))
-}
-
-// TokenHash is what identifies a token without being one (a dashboard session holds it).
-func TokenHash(secret string) string { return tokenHash(secret) }
-
-// TokenByHash finds a token by TokenHash: a revoked token's sessions end with it.
-func (s *Store) TokenByHash(ctx context.Context, hash string) (Token, error) {
-	data, err := s.rdb.HGet(ctx, s.tokensKey(), hash).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Token{}, ErrBadToken
-	}
-	if err != nil {
-		return Token{}, fmt.Errorf("jobs: token: %w", err)
-	}
-	var t Token
-	if err := json.Unmarshal(data, &t); err != nil {
-		return Token{}, fmt.Errorf("jobs: token: %w", err)
-	}
-	t.ID = tokenID(hash)
-	return t, nil
-}
-
-// tokenID is a token's ID: 128 bits of its hash, enough to tell tokens apart and not a secret.
-func tokenID(hash string) string { return hash[:min(len(hash), 32)] }
-
-// Tokens lists the tokens, by name.
-func (s *Store) Tokens(ctx context.Context) ([]Token, error) {
-	all, err := s.rdb.HGetAll(ctx, s.tokensKey()).Result()
-	if err != nil {
-		return nil, fmt.Errorf("jobs: tokens: %w", err)
-	}
-	var out []Token
-	for hash, data := range all {
-		var t Token
-		if json.Unmarshal([]byte(data), &t) == nil {
-			t.ID = tokenID(hash)
-			out = append(out, t)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// RevokeToken deletes the token of a name; it reports whether there was one.
-func (s *Store) RevokeToken(ctx context.Context, name string) (bool, error) {
-	hash, err := s.rdb.HGet(ctx, s.tokenNamesKey(), name).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("jobs: token: %w", err)
-	}
-	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HDel(ctx, s.tokensKey(), hash)
-		p.HDel(ctx, s.tokenNamesKey(), name)
-		return nil
-	}); err != nil {
-		return false, fmt.Errorf("jobs: token: %w", err)
-	}
-	return true, nil
-}
-
-// AuditEntry is one control action taken through the API or the dashboard.
-type AuditEntry struct {
-	Time   time.Time `json:"time"`
-	Token  string    `json:"token"`
-	Via    string    `json:"via"` // "api" or "dashboard"
-	Action string    `json:"action"`
-	RunID  string    `json:"run_id"`
-	TaskID string    `json:"task_id,omitempty"`
-	Repo   string    `json:"repo,omitempty"`
-	Result string    `json:"result"`
-}
-
-// maxAudit bounds the audit list; older entries go.
-const maxAudit = 10000
-
-func (s *Store) auditKey() string { return s.prefix + "audit" }
-
-// Audit records an entry, newest first.
-func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
-	data, _ := json.Marshal(e)
-	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.LPush(ctx, s.auditKey(), data)
-		p.LTrim(ctx, s.auditKey(), 0, maxAudit-1)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("jobs: audit: %w", err)
-	}
-	return nil
-}
-
-// AuditLog returns the newest n entries.
-func (s *Store) AuditLog(ctx context.Context, n int) ([]AuditEntry, error) {
-	raw, err := s.rdb.LRange(ctx, s.auditKey(), 0, int64(n)-1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("jobs: audit: %w", err)
-	}
-	out := make([]AuditEntry, 0, len(raw))
-	for _, r := range raw {
-		var e AuditEntry
-		if json.Unmarshal([]byte(r), &e) == nil {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
 
 // Control actions, the API's and the dashboard's names for the comment commands.
 const (
@@ -229,7 +42,7 @@ type ControlRequest struct {
 	Action   string
 	TaskID   string // retry, approve and skip: the parked task (the only one when empty)
 	Guidance string // retry
-	Token    Token
+	Token    store.Token
 	Via      string // "api" or "dashboard"
 	// RequestID makes the action's jobs unique (a client retrying the same request acts once).
 	RequestID string
@@ -243,7 +56,7 @@ type ControlRequest struct {
 // job working on the run, a decision goes through the resume job, as `/akira stop` and `/akira
 // approve` do. Every action is audited and mirrored as a line on the pull request (a job).
 type Controller struct {
-	Store    *Store
+	Store    *store.Store
 	Enqueuer *Enqueuer
 	Logger   *slog.Logger
 }
@@ -255,7 +68,7 @@ func (c *Controller) Control(ctx context.Context, req ControlRequest) (string, e
 		return "", err
 	}
 	by := req.Token.Name + " (" + req.Via + ")"
-	entry := AuditEntry{Time: time.Now().UTC(), Token: req.Token.Name, Via: req.Via, Action: req.Action, RunID: run.ID,
+	entry := store.AuditEntry{Time: time.Now().UTC(), Token: req.Token.Name, Via: req.Via, Action: req.Action, RunID: run.ID,
 		TaskID: req.TaskID, Repo: run.Owner + "/" + run.Repo}
 	result, err := c.control(ctx, run, req, by)
 	entry.Result = result
@@ -272,7 +85,7 @@ func (c *Controller) Control(ctx context.Context, req ControlRequest) (string, e
 	return result, nil
 }
 
-func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, by string) (string, error) {
+func (c *Controller) control(ctx context.Context, run *lifecycle.Run, req ControlRequest, by string) (string, error) {
 	switch req.Action {
 	case ActionStop:
 		_, asked, err := c.Store.RequestStop(ctx, run.ID, by, false)
@@ -317,7 +130,7 @@ func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, 
 			return "", fmt.Errorf("%w: run %s is %s", ErrNotNow, run.ID, run.Status)
 		}
 		if req.Action != ActionAbort {
-			if run.Status != StatusParked {
+			if run.Status != lifecycle.StatusParked {
 				return "", fmt.Errorf("%w: run %s is %s, not waiting for a decision", ErrNotNow, run.ID, run.Status)
 			}
 			if len(run.Parked) == 0 {
@@ -327,7 +140,7 @@ func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, 
 				return "", fmt.Errorf("%w: task %s of run %s is not waiting for a decision", ErrNotNow, req.TaskID, run.ID)
 			}
 		}
-		if req.Action == ActionAbort && run.Status != StatusParked {
+		if req.Action == ActionAbort && run.Status != lifecycle.StatusParked {
 			if _, asked, err := c.Store.RequestStop(ctx, run.ID, by, true); err != nil {
 				return "", err
 			} else if asked {
@@ -352,7 +165,7 @@ func (c *Controller) control(ctx context.Context, run *Run, req ControlRequest, 
 // mirror queues the line on the pull request that says what an operator did: posting it is a job
 // with retries, so a stalled GitHub neither holds the operator's request nor loses the line. The
 // audit in Redis is the record; a line that cannot be queued is logged.
-func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, result string) {
+func (c *Controller) mirror(ctx context.Context, run *lifecycle.Run, req ControlRequest, result string) {
 	number := cmp.Or(run.PR, run.Issue)
 	if number == 0 {
 		return
@@ -372,6 +185,9 @@ func (c *Controller) mirror(ctx context.Context, run *Run, req ControlRequest, r
 
 // TypeAuditLine posts the line on a pull request that mirrors an operator's control action.
 const TypeAuditLine = "akira:audit-line"
+
+// auditLineTaskType is served by API.HandleAuditLine (see taskTypes).
+var auditLineTaskType = taskType{Name: TypeAuditLine, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleAuditLine }}
 
 // AuditLinePayload is the payload of TypeAuditLine: the comment, already rendered.
 type AuditLinePayload struct {
@@ -413,10 +229,10 @@ func (e *Enqueuer) EnqueueAuditLine(ctx context.Context, p AuditLinePayload) err
 }
 
 // HandleAuditLine posts the line.
-func (h *Handler) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
+func (h *API) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
 	var p AuditLinePayload
 	if err := decode(t, TypeAuditLine, &p); err != nil {
-		h.d.Metrics.job(TypeAuditLine, ResultInvalid)
+		h.d.Metrics.Job(TypeAuditLine, metrics.ResultInvalid)
 		return err
 	}
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
@@ -424,27 +240,9 @@ func (h *Handler) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
 		_, _, err = gh.CreateComment(ctx, p.Owner, p.Repo, p.Number, p.Body)
 	}
 	if err != nil {
-		h.d.Metrics.job(TypeAuditLine, ResultRetry)
+		h.d.Metrics.Job(TypeAuditLine, metrics.ResultRetry)
 		return fmt.Errorf("jobs: audit line on %s/%s#%d: %w", p.Owner, p.Repo, p.Number, err)
 	}
-	h.d.Metrics.job(TypeAuditLine, ResultSent)
+	h.d.Metrics.Job(TypeAuditLine, ResultSent)
 	return nil
-}
-
-// SessionKey is the key that signs dashboard sessions and their CSRF tokens: made once, shared by
-// every web process through Redis, so a session works whichever replica answers.
-func (s *Store) SessionKey(ctx context.Context) ([]byte, error) {
-	key := s.prefix + "session-key"
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("jobs: session key: %w", err)
-	}
-	if err := s.rdb.SetNX(ctx, key, hex.EncodeToString(b), 0).Err(); err != nil {
-		return nil, fmt.Errorf("jobs: session key: %w", err)
-	}
-	v, err := s.rdb.Get(ctx, key).Result()
-	if err != nil {
-		return nil, fmt.Errorf("jobs: session key: %w", err)
-	}
-	return hex.DecodeString(v)
 }

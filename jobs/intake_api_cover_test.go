@@ -7,19 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 )
 
 func TestTokensCreateFindRevoke(t *testing.T) {
 	rdb, prefix := testRedis(t)
-	s := NewStore(rdb, prefix)
+	s := store.NewStore(rdb, prefix)
 	ctx := context.Background()
 
-	secret, err := s.CreateToken(ctx, "ops-1", ScopeControl)
+	secret, err := s.CreateToken(ctx, "ops-1", store.ScopeControl)
 	if err != nil || !strings.HasPrefix(secret, "akira_") {
 		t.Fatalf("CreateToken = %q, %v", secret, err)
 	}
-	if _, err := s.CreateToken(ctx, "reader", ScopeRead); err != nil {
+	if _, err := s.CreateToken(ctx, "reader", store.ScopeRead); err != nil {
 		t.Fatal(err)
 	}
 	// Redis keeps the hash only: the secret itself is nowhere under the prefix.
@@ -34,11 +36,11 @@ func TestTokensCreateFindRevoke(t *testing.T) {
 	if err != nil || got.Name != "ops-1" || !got.CanControl() || got.Created.IsZero() {
 		t.Fatalf("TokenFor = %+v, %v", got, err)
 	}
-	if got, err := s.TokenByHash(ctx, TokenHash(secret)); err != nil || got.Name != "ops-1" {
+	if got, err := s.TokenByHash(ctx, store.TokenHash(secret)); err != nil || got.Name != "ops-1" {
 		t.Fatalf("TokenByHash = %+v, %v", got, err)
 	}
 	for _, bad := range []string{"", "nope", "akira_" + strings.Repeat("0", 64)} {
-		if _, err := s.TokenFor(ctx, bad); !errors.Is(err, ErrBadToken) {
+		if _, err := s.TokenFor(ctx, bad); !errors.Is(err, store.ErrBadToken) {
 			t.Errorf("TokenFor(%q) = %v, want ErrBadToken", bad, err)
 		}
 	}
@@ -49,9 +51,9 @@ func TestTokensCreateFindRevoke(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, scope, want string }{
-		{"ops-1", ScopeRead, `a token named "ops-1" exists`},
-		{"bad name", ScopeRead, `token name "bad name"`},
-		{"", ScopeRead, `token name ""`},
+		{"ops-1", store.ScopeRead, `a token named "ops-1" exists`},
+		{"bad name", store.ScopeRead, `token name "bad name"`},
+		{"", store.ScopeRead, `token name ""`},
 		{"x", "admin", `token scope "admin": want read, start or control`},
 	} {
 		if _, err := s.CreateToken(ctx, tc.name, tc.scope); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -62,14 +64,14 @@ func TestTokensCreateFindRevoke(t *testing.T) {
 	if ok, err := s.RevokeToken(ctx, "ops-1"); err != nil || !ok {
 		t.Fatalf("RevokeToken = %v, %v", ok, err)
 	}
-	if _, err := s.TokenFor(ctx, secret); !errors.Is(err, ErrBadToken) {
+	if _, err := s.TokenFor(ctx, secret); !errors.Is(err, store.ErrBadToken) {
 		t.Errorf("revoked token still found: %v", err)
 	}
 	if ok, err := s.RevokeToken(ctx, "ops-1"); err != nil || ok {
 		t.Errorf("second RevokeToken = %v, %v; want false", ok, err)
 	}
 	// The name is free again once revoked.
-	if _, err := s.CreateToken(ctx, "ops-1", ScopeRead); err != nil {
+	if _, err := s.CreateToken(ctx, "ops-1", store.ScopeRead); err != nil {
 		t.Errorf("CreateToken after revoke: %v", err)
 	}
 }
@@ -92,10 +94,10 @@ func mapKeys(m map[string]string) []string {
 
 func TestAuditLogNewestFirst(t *testing.T) {
 	rdb, prefix := testRedis(t)
-	s := NewStore(rdb, prefix)
+	s := store.NewStore(rdb, prefix)
 	ctx := context.Background()
 	for _, a := range []string{"stop", "retry", "abort"} {
-		if err := s.Audit(ctx, AuditEntry{Token: "ops", Action: a, RunID: "r1", Result: "ok"}); err != nil {
+		if err := s.Audit(ctx, store.AuditEntry{Token: "ops", Action: a, RunID: "r1", Result: "ok"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,16 +109,16 @@ func TestAuditLogNewestFirst(t *testing.T) {
 
 func TestRunsFilter(t *testing.T) {
 	rdb, prefix := testRedis(t)
-	s := NewStore(rdb, prefix)
+	s := store.NewStore(rdb, prefix)
 	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, tc := range []struct {
 		id, owner, repo string
-		status          RunStatus
+		status          lifecycle.RunStatus
 	}{
-		{"a", "Octo", "Hello", StatusRunning},
-		{"b", "octo", "hello", StatusSucceeded},
-		{"c", "other", "repo", StatusRunning},
+		{"a", "Octo", "Hello", lifecycle.StatusRunning},
+		{"b", "octo", "hello", lifecycle.StatusSucceeded},
+		{"c", "other", "repo", lifecycle.StatusRunning},
 	} {
 		now := base.Add(time.Duration(i) * time.Hour)
 		s.Now = func() time.Time { return now }
@@ -125,11 +127,11 @@ func TestRunsFilter(t *testing.T) {
 		if _, _, err := s.Create(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Update(ctx, tc.id, func(r *Run) error { r.Status = tc.status; return nil }); err != nil {
+		if _, err := s.Update(ctx, tc.id, func(r *lifecycle.Run) error { r.Status = tc.status; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ids := func(rs []*Run) string {
+	ids := func(rs []*lifecycle.Run) string {
 		var out []string
 		for _, r := range rs {
 			out = append(out, r.ID)
@@ -138,15 +140,15 @@ func TestRunsFilter(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		f    RunFilter
+		f    store.RunFilter
 		want string
 	}{
-		{"all, newest first", RunFilter{}, "c,b,a"},
-		{"repository in any case", RunFilter{Repo: "OCTO/hello"}, "b,a"},
-		{"status", RunFilter{Status: []RunStatus{StatusRunning}}, "c,a"},
-		{"both", RunFilter{Repo: "octo/hello", Status: []RunStatus{StatusSucceeded}}, "b"},
-		{"limit", RunFilter{Limit: 1}, "c"},
-		{"nothing", RunFilter{Repo: "no/such"}, ""},
+		{"all, newest first", store.RunFilter{}, "c,b,a"},
+		{"repository in any case", store.RunFilter{Repo: "OCTO/hello"}, "b,a"},
+		{"status", store.RunFilter{Status: []lifecycle.RunStatus{lifecycle.StatusRunning}}, "c,a"},
+		{"both", store.RunFilter{Repo: "octo/hello", Status: []lifecycle.RunStatus{lifecycle.StatusSucceeded}}, "b"},
+		{"limit", store.RunFilter{Limit: 1}, "c"},
+		{"nothing", store.RunFilter{Repo: "no/such"}, ""},
 	} {
 		got, err := s.Runs(ctx, tc.f)
 		if err != nil || ids(got) != tc.want {
@@ -158,26 +160,26 @@ func TestRunsFilter(t *testing.T) {
 func TestSessionKeyIsSharedAndStable(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	ctx := context.Background()
-	a, err := NewStore(rdb, prefix).SessionKey(ctx)
+	a, err := store.NewStore(rdb, prefix).SessionKey(ctx)
 	if err != nil || len(a) != 32 {
 		t.Fatalf("SessionKey = %x, %v", a, err)
 	}
 	// A second web process gets the same key.
-	b, err := NewStore(rdb, prefix).SessionKey(ctx)
+	b, err := store.NewStore(rdb, prefix).SessionKey(ctx)
 	if err != nil || string(a) != string(b) {
 		t.Fatalf("second SessionKey = %x, %v; want %x", b, err, a)
 	}
 }
 
 // controlRun stores a run of o/r on pull request 9 in the given state.
-func controlRun(t *testing.T, s *Store, id string, status RunStatus, parked ...Parked) {
+func controlRun(t *testing.T, s *store.Store, id string, status lifecycle.RunStatus, parked ...lifecycle.Parked) {
 	t.Helper()
 	r := newRun(id, "akira/"+id)
 	r.Owner, r.Repo, r.InstallationID, r.PR = "o", "r", 7, 9
 	if _, _, err := s.Create(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Update(context.Background(), id, func(r *Run) error { r.Status, r.Parked = status, parked; return nil }); err != nil {
+	if _, err := s.Update(context.Background(), id, func(r *lifecycle.Run) error { r.Status, r.Parked = status, parked; return nil }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -186,12 +188,12 @@ func TestControlActions(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
 	c := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
-	controlRun(t, jh.store, "working", StatusRunning)
-	controlRun(t, jh.store, "parked", StatusParked, Parked{TaskID: "1.2"})
-	controlRun(t, jh.store, "parked-none", StatusParked)
-	controlRun(t, jh.store, "done", StatusSucceeded)
-	controlRun(t, jh.store, "queued", StatusQueued)
-	ops := Token{Name: "ops", Scope: ScopeControl}
+	controlRun(t, jh.store, "working", lifecycle.StatusRunning)
+	controlRun(t, jh.store, "parked", lifecycle.StatusParked, lifecycle.Parked{TaskID: "1.2"})
+	controlRun(t, jh.store, "parked-none", lifecycle.StatusParked)
+	controlRun(t, jh.store, "done", lifecycle.StatusSucceeded)
+	controlRun(t, jh.store, "queued", lifecycle.StatusQueued)
+	ops := store.Token{Name: "ops", Scope: store.ScopeControl}
 
 	for _, tc := range []struct {
 		name            string
@@ -220,7 +222,7 @@ func TestControlActions(t *testing.T) {
 			t.Errorf("%s: Control = %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
-	if _, err := c.Control(ctx, ControlRequest{RunID: "nope", Action: ActionStop, Token: ops}); !errors.Is(err, ErrNotFound) {
+	if _, err := c.Control(ctx, ControlRequest{RunID: "nope", Action: ActionStop, Token: ops}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Control of an unknown run = %v, want ErrNotFound", err)
 	}
 
@@ -269,10 +271,10 @@ func TestHandleAuditLinePostsAndRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	jh.gh.failOnce("CreateComment", errors.New("502 bad gateway"))
-	if err := jh.h.HandleAuditLine(ctx, task); err == nil || !strings.Contains(err.Error(), "o/r#9") {
+	if err := jh.h.api.HandleAuditLine(ctx, task); err == nil || !strings.Contains(err.Error(), "o/r#9") {
 		t.Fatalf("HandleAuditLine with GitHub down = %v, want an error naming o/r#9", err)
 	}
-	if err := jh.h.HandleAuditLine(ctx, task); err != nil {
+	if err := jh.h.api.HandleAuditLine(ctx, task); err != nil {
 		t.Fatal(err)
 	}
 	if got := jh.gh.commentsOn(9); len(got) != 1 || got[0] != p.Body {

@@ -8,16 +8,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
 )
@@ -32,44 +31,11 @@ import (
 // TriggerAPI starts a run handed off through the REST API.
 const TriggerAPI = lifecycle.TriggerAPI
 
-// ScopeStart may read runs and start them, but neither stop nor decide.
-const ScopeStart = "start"
-
 // TypeHandoff is a run handed off through the REST API, on its way to a run job.
 const TypeHandoff = "akira:handoff"
 
-// HandoffTTL is how long an Idempotency-Key returns the run it started, and how long a handoff's
-// record answers for a run that was not created.
-const HandoffTTL = 24 * time.Hour
-
-// CanStart says the token may start runs.
-func (t Token) CanStart() bool { return t.Scope == ScopeControl || t.Scope == ScopeStart }
-
-// Allows says the token may act on the repository "owner/name": a token without repositories
-// covers every repository.
-func (t Token) Allows(repo string) bool {
-	if len(t.Repos) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(t.Repos, func(r string) bool { return strings.EqualFold(r, repo) })
-}
-
-var repoNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
-
-// ValidRepoName reports whether s is "owner/name" as GitHub spells them.
-func ValidRepoName(s string) bool {
-	return repoNameRE.MatchString(s) && !strings.HasSuffix(s, "/.") && !strings.HasSuffix(s, "/..")
-}
-
-// CreateTokenFor makes a token limited to repositories ("owner/name"; none: every repository).
-func (s *Store) CreateTokenFor(ctx context.Context, name, scope string, repos []string) (string, error) {
-	for _, r := range repos {
-		if !ValidRepoName(r) {
-			return "", fmt.Errorf("token repository %q: want owner/name", r)
-		}
-	}
-	return s.createToken(ctx, name, scope, repos)
-}
+// handoffTaskType is served by API.HandleHandoff (see taskTypes).
+var handoffTaskType = taskType{Name: TypeHandoff, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleHandoff }}
 
 // HandoffRequest is a run to start from outside GitHub, as the API received it.
 type HandoffRequest struct {
@@ -85,7 +51,7 @@ type HandoffRequest struct {
 	// Reference is the caller's conversation or ticket id, kept on the run and shown on its pull request.
 	Reference string
 	Notify    map[string][]string
-	Token     Token
+	Token     store.Token
 	// Key is the client's Idempotency-Key ("" for none).
 	Key string
 }
@@ -122,45 +88,6 @@ func (p HandoffPayload) Validate() error {
 		return fmt.Errorf("handoff payload: %w", err)
 	}
 	return nil
-}
-
-// Handoff is what the API answers for a handoff, kept for HandoffTTL: a repeat with the same key
-// gets it again, and the run's id answers with it until the run job has created the run.
-type Handoff struct {
-	ID        string    `json:"id"`
-	Repo      string    `json:"repo"`
-	Base      string    `json:"base,omitempty"`
-	Branch    string    `json:"branch"`
-	Reference string    `json:"reference,omitempty"`
-	Created   time.Time `json:"created"`
-	// Tasks is the number of tasks of a plan given as text (0 when the plan is a file).
-	Tasks int `json:"tasks,omitempty"`
-	// Error is why the handoff did not become a run (no installation, a bad configuration).
-	Error string `json:"error,omitempty"`
-}
-
-// HandoffBranch is the branch of a handed-off run: the repository's branch prefix (DefaultBranchPrefix
-// until its configuration is read) and the run's id.
-func HandoffBranch(prefix, id string) string { return prefix + "handoff-" + id }
-
-func (s *Store) handoffKey(id string) string { return s.prefix + "handoff:" + id }
-
-// idempotencyKey is where a token's Idempotency-Key is claimed: by the token's ID, so that another
-// token of the same name (revoked and created again) starts afresh.
-func (s *Store) idempotencyKey(tokenID, key string) string {
-	return s.prefix + "idem:" + tokenHash(tokenID+"\x00"+key)
-}
-
-// KeyReusedError is StartHandoff's answer to an Idempotency-Key that started a run for another
-// request in the last HandoffTTL: a retry sends the same request, so this is a mistake to report,
-// never the first run to return.
-type KeyReusedError struct {
-	// RunID is the run the key started.
-	RunID string
-}
-
-func (e *KeyReusedError) Error() string {
-	return "jobs: the Idempotency-Key started run " + e.RunID + " for another request"
 }
 
 // fingerprint is what makes two requests the same one: every field of the run to start, not the
@@ -207,56 +134,20 @@ func CheckPlanText(text string) (int, error) {
 // Idempotency-Key was seen in the last HandoffTTL, and the handoff returned is then the first one.
 // The key is claimed with SET NX and an expiry, so two concurrent repeats start one run; it holds the
 // run's id and the request's fingerprint, and a repeat whose request differs is a *KeyReusedError.
-func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks int) (Handoff, bool, error) {
+func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks int) (store.Handoff, bool, error) {
 	if req.Key != "" && req.Token.ID == "" {
-		return Handoff{}, false, errors.New("jobs: handoff: an Idempotency-Key needs the token's ID")
+		return store.Handoff{}, false, errors.New("jobs: handoff: an Idempotency-Key needs the token's ID")
 	}
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {
-		return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
+		return store.Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
 	}
 	delivery := "api-" + hex.EncodeToString(b)
 	id := RunIDFor(delivery)
-	h := Handoff{ID: id, Repo: req.Owner + "/" + req.Repo, Base: req.Base, Branch: HandoffBranch(config.DefaultBranchPrefix, id),
+	h := store.Handoff{ID: id, Repo: req.Owner + "/" + req.Repo, Base: req.Base, Branch: store.HandoffBranch(config.DefaultBranchPrefix, id),
 		Reference: req.Reference, Created: time.Now().UTC(), Tasks: tasks}
-	data, _ := json.Marshal(h)
-	rdb, st := c.Store.rdb, c.Store
-	// The record is written before the key is claimed: a concurrent repeat that loses the claim then
-	// always finds the winner's record.
-	if err := rdb.Set(ctx, st.handoffKey(id), data, HandoffTTL).Err(); err != nil {
-		return Handoff{}, false, fmt.Errorf("jobs: handoff: %w", err)
-	}
-	// Listed from now on (PendingHandoffs), not only once a worker has made it a run.
-	if err := rdb.ZAdd(ctx, st.handoffsKey(), redis.Z{Score: indexScore(h.Created), Member: id}).Err(); err != nil {
-		return Handoff{}, false, errors.Join(fmt.Errorf("jobs: handoff: %w", err), st.forget(ctx, st.handoffKey(id)))
-	}
-	var idem string
-	if req.Key != "" {
-		idem = st.idempotencyKey(req.Token.ID, req.Key)
-		fp := req.fingerprint()
-		ok, err := rdb.SetNX(ctx, idem, id+" "+fp, HandoffTTL).Result()
-		if err != nil {
-			return Handoff{}, false, errors.Join(fmt.Errorf("jobs: handoff: %w", err), st.forget(ctx, st.handoffKey(id)))
-		}
-		if !ok {
-			if err := st.forget(ctx, st.handoffKey(id)); err != nil {
-				return Handoff{}, false, err
-			}
-			claim, err := rdb.Get(ctx, idem).Result()
-			if err != nil {
-				return Handoff{}, false, fmt.Errorf("jobs: handoff: the first request of this key: %w", err)
-			}
-			// A claim without a fingerprint was made before requests had one: it is taken at its word.
-			first, firstFP, _ := strings.Cut(claim, " ")
-			if firstFP != "" && firstFP != fp {
-				return Handoff{}, false, &KeyReusedError{RunID: first}
-			}
-			prev, err := st.Handoff(ctx, first)
-			if err != nil {
-				return Handoff{}, false, err
-			}
-			return prev, false, nil
-		}
+	if prev, created, err := c.Store.Claim(ctx, h, req.Token.ID, req.Key, req.fingerprint()); err != nil || !created {
+		return prev, false, err
 	}
 	p := HandoffPayload{Version: PayloadVersion, DeliveryID: delivery, Owner: req.Owner, Repo: req.Repo, Base: req.Base,
 		Plan: req.Plan, PlanPath: req.PlanPath, Agent: req.Agent, BudgetUSD: req.BudgetUSD, Reference: req.Reference,
@@ -267,101 +158,11 @@ func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks
 	}
 	if err != nil {
 		// Nothing was queued: the key must not keep answering with a run that will never exist.
-		return Handoff{}, false, errors.Join(err, st.forget(ctx, idem, st.handoffKey(id)))
+		return store.Handoff{}, false, errors.Join(err, c.Store.Drop(ctx, id, req.Token.ID, req.Key))
 	}
-	_ = c.Store.Audit(ctx, AuditEntry{Time: h.Created, Token: req.Token.Name, Via: "API", Action: "start", RunID: id, Repo: h.Repo,
+	_ = c.Store.Audit(ctx, store.AuditEntry{Time: h.Created, Token: req.Token.Name, Via: "API", Action: "start", RunID: id, Repo: h.Repo,
 		Result: "queued"})
 	return h, true, nil
-}
-
-// handoffsKey indexes the handoffs by creation time, for PendingHandoffs.
-func (s *Store) handoffsKey() string { return s.prefix + "handoffs" }
-
-// PendingHandoffs are the handoffs of the last HandoffTTL that are not runs yet, newest first: the
-// API accepted them and no worker has made them runs (or one found they cannot be, Error says why).
-// A listing of runs shows them, so that a run is listed from the moment it was accepted.
-func (s *Store) PendingHandoffs(ctx context.Context) ([]Handoff, error) {
-	key := s.handoffsKey()
-	oldest := indexScore(time.Now().Add(-HandoffTTL))
-	if err := s.rdb.ZRemRangeByScore(ctx, key, "-inf", "("+strconv.FormatFloat(oldest, 'f', 0, 64)).Err(); err != nil {
-		return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
-	}
-	ids, err := s.rdb.ZRevRange(ctx, key, 0, -1).Result()
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	records := make([]*redis.StringCmd, len(ids))
-	runs := make([]*redis.IntCmd, len(ids))
-	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			records[i], runs[i] = p.Get(ctx, s.handoffKey(id)), p.Exists(ctx, s.runKey(id))
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
-	}
-	var out []Handoff
-	var done []any
-	for i, id := range ids {
-		data, err := records[i].Bytes()
-		var h Handoff
-		switch {
-		case err != nil || json.Unmarshal(data, &h) != nil:
-			done = append(done, id) // expired, or forgotten: nothing to list
-		case runs[i].Val() != 0:
-			done = append(done, id) // a run now, listed as one: the index keeps only what is pending
-		default:
-			out = append(out, h)
-		}
-	}
-	if len(done) > 0 {
-		if err := s.rdb.ZRem(ctx, key, done...).Err(); err != nil {
-			return nil, fmt.Errorf("jobs: pending handoffs: %w", err)
-		}
-	}
-	return out, nil
-}
-
-func (s *Store) forget(ctx context.Context, keys ...string) error {
-	keys = slices.DeleteFunc(keys, func(k string) bool { return k == "" })
-	if len(keys) == 0 {
-		return nil
-	}
-	return s.rdb.Del(context.WithoutCancel(ctx), keys...).Err()
-}
-
-// Handoff reads the record of a handoff by its run's id; ErrNotFound after HandoffTTL.
-func (s *Store) Handoff(ctx context.Context, id string) (Handoff, error) {
-	data, err := s.rdb.Get(ctx, s.handoffKey(id)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Handoff{}, ErrNotFound
-	}
-	if err != nil {
-		return Handoff{}, fmt.Errorf("jobs: handoff %s: %w", id, err)
-	}
-	var h Handoff
-	if err := json.Unmarshal(data, &h); err != nil {
-		return Handoff{}, fmt.Errorf("jobs: handoff %s: %w", id, err)
-	}
-	return h, nil
-}
-
-// failHandoff records why a handoff will never become a run, for whoever follows it through the API.
-func (s *Store) failHandoff(ctx context.Context, id, reason string) error {
-	return s.updateHandoff(ctx, id, func(h *Handoff) { h.Error = reason })
-}
-
-func (s *Store) updateHandoff(ctx context.Context, id string, change func(*Handoff)) error {
-	h, err := s.Handoff(ctx, id)
-	if err != nil {
-		return err
-	}
-	change(&h)
-	data, _ := json.Marshal(h)
-	if err := s.rdb.Set(ctx, s.handoffKey(id), data, redis.KeepTTL).Err(); err != nil {
-		return fmt.Errorf("jobs: handoff %s: %w", id, err)
-	}
-	return nil
 }
 
 // RepoInstallations finds the installation of the App on a repository (app/gh implements it);
@@ -371,55 +172,55 @@ type RepoInstallations interface {
 }
 
 // HandleHandoff turns a handoff into a run job.
-func (h *Handler) HandleHandoff(ctx context.Context, t *asynq.Task) error {
+func (h *API) HandleHandoff(ctx context.Context, t *asynq.Task) error {
 	var p HandoffPayload
 	if err := decode(t, TypeHandoff, &p); err != nil {
-		h.d.Metrics.job(TypeHandoff, ResultInvalid)
+		h.d.Metrics.Job(TypeHandoff, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.handoff(ctx, p)
-	h.d.Metrics.job(TypeHandoff, result)
+	h.d.Metrics.Job(TypeHandoff, result)
 	return err
 }
 
-func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error) {
+func (h *API) handoff(ctx context.Context, p HandoffPayload) (string, error) {
 	id := RunIDFor(p.DeliveryID)
 	log := h.log.With("task", TypeHandoff, "run", id, "repo", p.Owner+"/"+p.Repo, "token", p.TokenName)
 	refuse := func(reason string) (string, error) {
 		log.Info("handoff: refused", "reason", reason)
-		if err := h.d.Store.failHandoff(ctx, id, reason); err != nil && !errors.Is(err, ErrNotFound) {
-			return ResultRetry, err
+		if err := h.d.Store.FailHandoff(ctx, id, reason); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return metrics.ResultRetry, err
 		}
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	if h.d.Repositories == nil {
 		return refuse("this server cannot find the App's installations (no GitHub App client)")
 	}
 	inst, err := h.d.Repositories.RepoInstallation(ctx, p.Owner, p.Repo)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return refuse(fmt.Sprintf("the App is not installed on %s/%s (or the repository does not exist)", p.Owner, p.Repo))
 	}
 	if err != nil {
-		return ResultRetry, fmt.Errorf("jobs: installation of %s/%s: %w", p.Owner, p.Repo, err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: installation of %s/%s: %w", p.Owner, p.Repo, err)
 	}
 	gh, err := installation(ctx, h.d.GitHub, inst)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	rp := RunPayload{Version: PayloadVersion, DeliveryID: p.DeliveryID, Trigger: TriggerAPI, InstallationID: inst,
 		Owner: p.Owner, Repo: p.Repo, Path: p.PlanPath, Plan: p.Plan, BudgetUSD: p.BudgetUSD, Sender: p.TokenName + " (API)",
 		Base: p.Base, Reference: p.Reference, Agent: p.Agent, Notify: p.Notify}
 	// Plan the run now as the run job will: a configuration or an agent the run job would refuse is
 	// told to the caller, who has no issue to read a reply on.
-	in, err := h.gatherRunInputs(ctx, gh, rp)
+	in, err := h.runs.gatherRunInputs(ctx, gh, rp)
 	if ce, bad := asRepoConfigError(err); bad {
 		return refuse(ce.Error())
 	}
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return refuse(fmt.Sprintf("GitHub does not know %s/%s: %v", p.Owner, p.Repo, err))
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	planned, err := planRun(rp, id, in, h.d.Operator)
 	if err != nil {
@@ -428,30 +229,30 @@ func (h *Handler) handoff(ctx context.Context, p HandoffPayload) (string, error)
 		}
 		return refuse(err.Error())
 	}
-	if planned.Branch != HandoffBranch(config.DefaultBranchPrefix, id) {
+	if planned.Branch != store.HandoffBranch(config.DefaultBranchPrefix, id) {
 		// The repository's branch_prefix: a repeated request answers with the branch the run will have.
-		if err := h.d.Store.updateHandoff(ctx, id, func(r *Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, ErrNotFound) {
-			return ResultRetry, err
+		if err := h.d.Store.UpdateHandoff(ctx, id, func(r *store.Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return metrics.ResultRetry, err
 		}
 	}
 	if p.Base != "" {
-		if _, err := gh.GetRef(ctx, p.Owner, p.Repo, "heads/"+p.Base); errors.Is(err, ErrGitHubNotFound) {
+		if _, err := gh.GetRef(ctx, p.Owner, p.Repo, "heads/"+p.Base); errors.Is(err, ports.ErrGitHubNotFound) {
 			return refuse(fmt.Sprintf("%s/%s has no branch %s", p.Owner, p.Repo, p.Base))
 		} else if err != nil {
-			return ResultRetry, fmt.Errorf("jobs: branch %s: %w", p.Base, err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: branch %s: %w", p.Base, err)
 		}
 	}
 	rp.DefaultBranch = in.Repo.DefaultBranch
 	if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, rp)); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("handoff: run queued")
-	return ResultAccepted, nil
+	return metrics.ResultAccepted, nil
 }
 
 // planAPIRun fills in what a handed-off run takes from its request instead of GitHub.
-func planAPIRun(run *Run, p RunPayload, rc config.Repo, op config.Operator) error {
-	run.Branch = HandoffBranch(rc.BranchPrefix, run.ID)
+func planAPIRun(run *lifecycle.Run, p RunPayload, rc config.Repo, op config.Operator) error {
+	run.Branch = store.HandoffBranch(rc.BranchPrefix, run.ID)
 	if p.Base != "" {
 		run.Base = p.Base
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // TestStartHandoffOncePerKey: concurrent repeats of a request with the same Idempotency-Key start
@@ -13,7 +15,7 @@ import (
 func TestStartHandoffOncePerKey(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctl := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
-	req := HandoffRequest{Owner: "octo", Repo: "demo", Plan: "- [ ] 1 One\n", Token: Token{ID: "t-1", Name: "editor", Scope: ScopeStart}, Key: "k"}
+	req := HandoffRequest{Owner: "octo", Repo: "demo", Plan: "- [ ] 1 One\n", Token: store.Token{ID: "t-1", Name: "editor", Scope: store.ScopeStart}, Key: "k"}
 	const n = 8
 	var wg sync.WaitGroup
 	ids, created := make([]string, n), make([]bool, n)
@@ -60,7 +62,7 @@ func TestStartHandoffOncePerKey(t *testing.T) {
 		changed := req
 		change(&changed)
 		_, c, err := ctl.StartHandoff(context.Background(), changed, 1)
-		if reused, ok := errors.AsType[*KeyReusedError](err); !ok || reused.RunID != ids[0] || c {
+		if reused, ok := errors.AsType[*store.KeyReusedError](err); !ok || reused.RunID != ids[0] || c {
 			t.Errorf("the key with %+v: created %v, err %v; want the run %s it started named", changed, c, err, ids[0])
 		}
 	}
@@ -80,7 +82,7 @@ func TestTokenAllows(t *testing.T) {
 		{[]string{"octo/demo"}, "octo/demo2", false},
 		{[]string{"octo/a", "octo/b"}, "octo/b", true},
 	} {
-		if got := (Token{Repos: tc.repos}).Allows(tc.repo); got != tc.want {
+		if got := (store.Token{Repos: tc.repos}).Allows(tc.repo); got != tc.want {
 			t.Errorf("token for %v allows %s: %v, want %v", tc.repos, tc.repo, got, tc.want)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -28,7 +30,7 @@ func (jh *jobsHarness) planJob(p PlanPayload) error {
 	if err != nil {
 		jh.t.Fatal(err)
 	}
-	return jh.h.HandlePlan(context.Background(), task)
+	return jh.h.planner.HandlePlan(context.Background(), task)
 }
 
 func planFor(number int, delivery string) PlanPayload {
@@ -37,7 +39,7 @@ func planFor(number int, delivery string) PlanPayload {
 
 func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Greet people", Body: "Say hello somewhere.", Author: "alice"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet people", Body: "Say hello somewhere.", Author: "alice"}
 	planAgent(t, "Here is the plan:\n\n```markdown\n- [ ] 1.1 Add a greeting\n- [ ] 1.2 Test the greeting\n```")
 	ctx := context.Background()
 
@@ -61,7 +63,7 @@ func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := jh.store.ByNumber(ctx, "o", "r", 4)
-	if err != nil || run.Status != StatusSucceeded || len(run.Tasks) != 2 || run.Tasks[1].Title != "Test the greeting" {
+	if err != nil || run.Status != lifecycle.StatusSucceeded || len(run.Tasks) != 2 || run.Tasks[1].Title != "Test the greeting" {
 		t.Fatalf("run = %+v, %v; want the plan's two tasks done", run, err)
 	}
 }
@@ -75,7 +77,7 @@ func TestPlanJobUnderPlanAutoRunsForAWriterOnly(t *testing.T) {
 			jh, _ := runWorld(t, map[string]string{"README.md": "hi\n", ".github/akira.yml": "plan: auto\n"})
 			jh.gh.permissions["alice"] = "write"
 			jh.gh.permissions["rita"] = "read"
-			jh.gh.issues[4] = Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: tc.author}
+			jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: tc.author}
 			planAgent(t, "- [ ] 1.1 Add a greeting")
 			p := planFor(4, "d-auto")
 			p.FromRun = true
@@ -86,7 +88,7 @@ func TestPlanJobUnderPlanAutoRunsForAWriterOnly(t *testing.T) {
 			if len(runs) != tc.runs {
 				t.Fatalf("runs = %+v, want %d", runs, tc.runs)
 			}
-			if tc.runs == 1 && (runs[0].Number != 4 || runs[0].Trigger != TriggerIssue) {
+			if tc.runs == 1 && (runs[0].Number != 4 || runs[0].Trigger != lifecycle.TriggerIssue) {
 				t.Errorf("run = %+v, want issue 4", runs[0])
 			}
 			if got := jh.gh.commentsOn(4); len(got) != 1 || !strings.Contains(got[0], "1.1 Add a greeting") {
@@ -109,7 +111,7 @@ func TestPlanJobSaysWhyThereIsNoPlan(t *testing.T) {
 				files[".github/akira.yml"] = tc.config
 			}
 			jh, _ := runWorld(t, files)
-			jh.gh.issues[4] = Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
+			jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
 			planAgent(t, tc.answer)
 			if err := jh.planJob(planFor(4, "d-none")); err != nil {
 				t.Fatalf("plan job = %v, want it to end (another try would fail alike)", err)
@@ -124,7 +126,7 @@ func TestPlanJobSaysWhyThereIsNoPlan(t *testing.T) {
 
 func TestPlanJobExplainsABrokenConfiguration(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n", ".github/akira.yml": "roadmap: [\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
 	planAgent(t, "- [ ] 1.1 x")
 	if err := jh.planJob(planFor(4, "d-bad")); err != nil {
 		t.Fatal(err)
@@ -180,7 +182,7 @@ func TestIssueTriggers(t *testing.T) {
 				t.Errorf("runs = %+v, want %d", runs, tt.runs)
 			}
 			for _, r := range runs {
-				if r.Number != 4 || r.Trigger != TriggerIssue || r.Sender != "alice" {
+				if r.Number != 4 || r.Trigger != lifecycle.TriggerIssue || r.Sender != "alice" {
 					t.Errorf("run = %+v, want issue 4 by alice", r)
 				}
 			}

@@ -12,12 +12,21 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/templates"
 )
+
+// TypePlan asks the agent for a plan of an issue written in prose and posts it.
+const TypePlan = "akira:plan"
+
+// planTaskType is served by Planner.HandlePlan (see taskTypes).
+var planTaskType = taskType{Name: TypePlan, Handle: func(h *Handler) asynq.HandlerFunc { return h.planner.HandlePlan }}
 
 // Most issues are written in prose. `/akira run` on one (no task checkboxes, no path) first asks the
 // repository's agent for a plan and posts it as a comment; the next `/akira run` runs that plan, read
@@ -78,51 +87,51 @@ const (
 )
 
 // HandlePlan writes and posts a plan for an issue.
-func (h *Handler) HandlePlan(ctx context.Context, t *asynq.Task) error {
+func (h *Planner) HandlePlan(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodePlanPayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypePlan, ResultInvalid)
+		h.d.Metrics.Job(TypePlan, metrics.ResultInvalid)
 		return err
 	}
 	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.job(TypePlan, ResultQueued)
+		h.d.Metrics.Job(TypePlan, metrics.ResultQueued)
 		return err
 	}
 	result, err := h.plan(ctx, p)
-	h.d.Metrics.job(TypePlan, result)
+	h.d.Metrics.Job(TypePlan, result)
 	return err
 }
 
-func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
+func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 	log := h.log.With("task", TypePlan, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "issue", p.Number)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
-	in, err := h.gatherRunInputs(ctx, gh, RunPayload{Owner: p.Owner, Repo: p.Repo, DefaultBranch: p.DefaultBranch,
-		Trigger: TriggerIssue, Number: p.Number})
+	in, err := h.runs.gatherRunInputs(ctx, gh, RunPayload{Owner: p.Owner, Repo: p.Repo, DefaultBranch: p.DefaultBranch,
+		Trigger: lifecycle.TriggerIssue, Number: p.Number})
 	if ce, bad := asRepoConfigError(err); bad {
 		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
 			configErrorText(ce, "write a plan", "", ""), retried > 0); rerr != nil {
-			return ResultRetry, rerr
+			return metrics.ResultRetry, rerr
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	}
-	if errors.Is(err, ErrGitHubNotFound) {
-		return ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	if errors.Is(err, ports.ErrGitHubNotFound) {
+		return metrics.ResultInvalid, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	name, profile, err := h.d.Operator.Agent(in.Config.Agent)
 	if err != nil {
-		return ResultFailed, h.planFailed(ctx, gh, p, "the agent `"+in.Config.Agent+"` is not one the operator offers", retried > 0)
+		return metrics.ResultFailed, h.planFailed(ctx, gh, p, "the agent `"+in.Config.Agent+"` is not one the operator offers", retried > 0)
 	}
 	ag, err := h.d.NewAgent(name, profile)
 	if err != nil {
-		return ResultFailed, h.planFailed(ctx, gh, p, "the agent could not start: "+err.Error(), retried > 0)
+		return metrics.ResultFailed, h.planFailed(ctx, gh, p, "the agent could not start: "+err.Error(), retried > 0)
 	}
 	if p.Normalize {
 		return h.normalize(ctx, gh, p, in, ag, profile, log)
@@ -137,10 +146,10 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 	if errors.Is(err, runner.ErrNoPlan) {
 		log.Info("plan job: no plan", "err", err, "attempts", res.Attempts)
 		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), runner.ErrNoPlan.Error()), ": ")
-		return ResultFailed, h.planFailed(ctx, gh, p, "the agent's answers held no plan that parses ("+reason+")", retried > 0)
+		return metrics.ResultFailed, h.planFailed(ctx, gh, p, "the agent's answers held no plan that parses ("+reason+")", retried > 0)
 	}
 	if err != nil {
-		return ResultRetry, fmt.Errorf("jobs: plan: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: plan: %w", err)
 	}
 
 	auto := p.FromRun && in.Config.Plan == config.PlanAuto
@@ -148,7 +157,7 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 	if auto {
 		level, err := gh.Permission(ctx, p.Owner, p.Repo, in.Issue.Author)
 		if err != nil {
-			return ResultRetry, fmt.Errorf("jobs: permission of the issue's author: %w", err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: permission of the issue's author: %w", err)
 		}
 		if !slices.Contains(writeLevels, strings.ToLower(level)) {
 			auto, refused = false, true
@@ -157,21 +166,21 @@ func (h *Handler) plan(ctx context.Context, p PlanPayload) (string, error) {
 	body := render("plan", templates.Plan{Issue: p.Number, Plan: res.Plan, Tasks: res.Tasks, Auto: auto, AutoRefused: refused, By: person(p.Sender)},
 		templates.PlanMarker(p.Number)+"\n```markdown\n"+res.Plan+"```\n")
 	if err := postOrEdit(ctx, gh, p.Owner, p.Repo, p.Number, templates.PlanMarker(p.Number), body); err != nil {
-		return ResultRetry, fmt.Errorf("jobs: post the plan: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: post the plan: %w", err)
 	}
 	log.Info("plan job: plan posted", "tasks", res.Tasks, "attempts", res.Attempts, "auto", auto)
 	if auto {
 		err := h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: "planned-" + p.DeliveryID, InstallationID: p.InstallationID,
-			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Trigger: TriggerIssue, Number: p.Number, Sender: p.Sender})
+			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: p.Number, Sender: p.Sender})
 		if err := enqueued(err); err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 	}
 	return ResultPlanned, nil
 }
 
 // planFailed says why there is no plan, once per job; the job ends (another try would fail alike).
-func (h *Handler) planFailed(ctx context.Context, c Comments, p PlanPayload, reason string, retried bool) error {
+func (h *Planner) planFailed(ctx context.Context, c ports.Comments, p PlanPayload, reason string, retried bool) error {
 	text := render("plan_failed", templates.PlanFailed{Reason: reason}, "Akira could not write a plan for this issue: "+reason+".")
 	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
 		return fmt.Errorf("jobs: reply: %w", err)
@@ -180,12 +189,12 @@ func (h *Handler) planFailed(ctx context.Context, c Comments, p PlanPayload, rea
 }
 
 // postOrEdit keeps one comment per marker: the one found is edited, else one is posted.
-func postOrEdit(ctx context.Context, c Comments, owner, repo string, number int, marker, body string) error {
+func postOrEdit(ctx context.Context, c ports.Comments, owner, repo string, number int, marker, body string) error {
 	id, _, err := c.FindComment(ctx, owner, repo, number, marker)
 	switch {
 	case err == nil:
 		return c.EditComment(ctx, owner, repo, id, body)
-	case errors.Is(err, ErrGitHubNotFound):
+	case errors.Is(err, ports.ErrGitHubNotFound):
 		_, _, err = c.CreateComment(ctx, owner, repo, number, body)
 		return err
 	}
@@ -195,9 +204,9 @@ func postOrEdit(ctx context.Context, c Comments, owner, repo string, number int,
 // postedPlan is the plan Akira posted for an issue, read back from its comment, with the comment's
 // link; "" when there is none. normalized says it is a rewrite of the issue's checklist, which runs
 // only when confirmed.
-func postedPlan(ctx context.Context, c Comments, owner, repo string, number int) (plan, url string, normalized bool, err error) {
+func postedPlan(ctx context.Context, c ports.Comments, owner, repo string, number int) (plan, url string, normalized bool, err error) {
 	id, url, err := c.FindComment(ctx, owner, repo, number, templates.PlanMarker(number))
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return "", "", false, nil
 	}
 	if err != nil {
@@ -217,7 +226,7 @@ func postedPlan(ctx context.Context, c Comments, owner, repo string, number int)
 // normalize has the planner agent rewrite an issue's checklist that no format reads with
 // confidence, and posts the rewrite beside the lines each task came from. Nothing runs: a person
 // reads it and replies /akira run --confirm (whatever plan: auto says).
-func (h *Handler) normalize(ctx context.Context, gh GitHub, p PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
+func (h *Planner) normalize(ctx context.Context, gh ports.GitHub, p PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
 	retried, _ := asynq.GetRetryCount(ctx)
 	body := in.Issue.Body
 	a := roadmap.Assess("issue.md", []byte(body), "")
@@ -231,10 +240,10 @@ func (h *Handler) normalize(ctx context.Context, gh GitHub, p PlanPayload, in ru
 		Sandbox: h.d.Sandbox, AgentNetwork: profile.AgentNetwork(), Logger: log})
 	if errors.Is(err, runner.ErrNoPlan) {
 		reason := strings.TrimPrefix(strings.TrimPrefix(err.Error(), runner.ErrNoPlan.Error()), ": ")
-		return ResultFailed, h.planFailed(ctx, gh, p, "the planner agent's answers held no plan that parses ("+reason+")", retried > 0)
+		return metrics.ResultFailed, h.planFailed(ctx, gh, p, "the planner agent's answers held no plan that parses ("+reason+")", retried > 0)
 	}
 	if err != nil {
-		return ResultRetry, fmt.Errorf("jobs: normalize: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: normalize: %w", err)
 	}
 	lines := strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n")
 	data := templates.PlanNormalized{Issue: p.Number, Plan: res.Plan, Problem: problem, Dropped: res.Dropped, By: person(p.Sender)}
@@ -250,7 +259,7 @@ func (h *Handler) normalize(ctx context.Context, gh GitHub, p PlanPayload, in ru
 	}
 	text := render("plan_normalized", data, templates.PlanMarker(p.Number)+"\n"+templates.NormalizedMarker+"\n```markdown\n"+res.Plan+"```\n")
 	if err := postOrEdit(ctx, gh, p.Owner, p.Repo, p.Number, templates.PlanMarker(p.Number), text); err != nil {
-		return ResultRetry, fmt.Errorf("jobs: post the proposed plan: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: post the proposed plan: %w", err)
 	}
 	log.Info("plan job: proposed plan posted", "tasks", len(res.Tasks), "dropped_verify", len(res.Dropped))
 	return ResultPlanned, nil
@@ -258,3 +267,27 @@ func (h *Handler) normalize(ctx context.Context, gh GitHub, p PlanPayload, in ru
 
 // planIssueKey names the plan job a `/akira run` starts for a prose issue.
 func planIssueKey(p RunPayload) string { return "run-" + p.DeliveryID + "-" + strconv.Itoa(p.Number) }
+
+// NewPlanTask builds a TypePlan task. A zero Version is filled in; an invalid payload is an error.
+func (o TaskOptions) NewPlanTask(p PlanPayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypePlan, p, planTimeout, o.MaxRetry)
+}
+
+// DecodePlanPayload reads a TypePlan payload; see decode.
+func DecodePlanPayload(t *asynq.Task) (PlanPayload, error) {
+	var p PlanPayload
+	return p, decode(t, TypePlan, &p)
+}
+
+// EnqueuePlan enqueues a TypePlan task. It returns ErrDuplicate when a task with the same id exists.
+func (e *Enqueuer) EnqueuePlan(ctx context.Context, p PlanPayload) error {
+	t, err := e.opts.NewPlanTask(p)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
+}

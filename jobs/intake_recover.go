@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -30,14 +33,15 @@ import (
 // TypeRecover is the job that replays the answers Redis may have lost.
 const TypeRecover = "akira:recover"
 
+// recoverTaskType is served by Recovery.HandleRecover (see taskTypes).
+var recoverTaskType = taskType{Name: TypeRecover, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleRecover }}
+
 const (
 	// RecoverWindow is how far back a recovery looks: as far as the sweep, since an answer may wait
 	// in a long queue before a job acts on it.
 	RecoverWindow = SweepWindow
 	// MaxRecoverDeliveries caps the comments one recovery asks GitHub to deliver again.
 	MaxRecoverDeliveries = 500
-	// recoverMarkTTL is how long a delivery stays marked recovered: GitHub redelivers within seconds.
-	recoverMarkTTL = time.Hour
 	// recoverClockSkew is how far after the loss (by Akira's clock) a delivery's time (by GitHub's) may
 	// be and still be looked at: what reached the new Redis is told apart by its intake task anyway.
 	recoverClockSkew = 2 * time.Minute
@@ -94,51 +98,8 @@ func DecodeRecoverPayload(t *asynq.Task) (RecoverPayload, error) {
 	return p, decode(t, TypeRecover, &p)
 }
 
-func (s *Store) epochKey() string { return s.prefix + "epoch" }
-
-func (s *Store) recoverKey(guid string) string { return s.prefix + "recovered:" + guid }
-
-// NewEpoch writes the epoch key unless it exists: true means Redis did not have it, so whatever it
-// held before is gone (or this is the deployment's first start), and the caller now owns the epoch.
-func (s *Store) NewEpoch(ctx context.Context, epoch string) (bool, error) {
-	ok, err := s.rdb.SetNX(ctx, s.epochKey(), epoch, 0).Result()
-	if err != nil {
-		return false, fmt.Errorf("jobs: epoch: %w", err)
-	}
-	return ok, nil
-}
-
-// dropEpoch removes the epoch key if it is still epoch, so that the next check tries again.
-func (s *Store) dropEpoch(ctx context.Context, epoch string) {
-	if v, err := s.rdb.Get(ctx, s.epochKey()).Result(); err == nil && v == epoch {
-		s.rdb.Del(ctx, s.epochKey())
-	}
-}
-
-// markRecovered marks a delivery as one a recovery asked for, before GitHub sends it again, with
-// when GitHub first delivered it.
-func (s *Store) markRecovered(ctx context.Context, guid string, at time.Time) error {
-	if err := s.rdb.Set(ctx, s.recoverKey(guid), at.UTC().Format(time.RFC3339Nano), recoverMarkTTL).Err(); err != nil {
-		return fmt.Errorf("jobs: mark recovered %s: %w", guid, err)
-	}
-	return nil
-}
-
-// recovered reports whether a delivery is one a recovery asked for, and when GitHub first delivered it.
-func (s *Store) recovered(ctx context.Context, guid string) (time.Time, bool, error) {
-	v, err := s.rdb.Get(ctx, s.recoverKey(guid)).Result()
-	if errors.Is(err, redis.Nil) {
-		return time.Time{}, false, nil
-	}
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("jobs: recovered %s: %w", guid, err)
-	}
-	at, _ := time.Parse(time.RFC3339Nano, v) // zero when unreadable: no button answer acts then
-	return at, true, nil
-}
-
 // checkEpoch queues a recovery when Redis has lost the epoch key. It reports whether it queued one.
-func (h *Handler) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
+func (h *Recovery) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
 	epoch := now.UTC().Format(time.RFC3339Nano)
 	fresh, err := h.d.Store.NewEpoch(ctx, epoch)
 	if err != nil || !fresh {
@@ -147,12 +108,12 @@ func (h *Handler) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
 	// Through a client of its own: an asynq client names its queue in Redis once per process, so
 	// after the loss the inspector (the queue metrics, the dashboard) would not know the queue until
 	// a restart; a new client names it again.
-	client := asynq.NewClientFromRedisClient(h.d.Store.rdb)
+	client := asynq.NewClientFromRedisClient(h.d.Store.Client())
 	defer client.Close() // leaves the store's connection pool open
 	err = NewEnqueuer(client, h.d.Enqueuer.opts).EnqueueRecover(ctx, RecoverPayload{Epoch: epoch, Since: now})
 	if err != nil && !errors.Is(err, ErrDuplicate) {
 		// Without its job the epoch would hide the loss: the next check tries again.
-		h.d.Store.dropEpoch(ctx, epoch)
+		h.d.Store.DropEpoch(ctx, epoch)
 		return false, err
 	}
 	h.log.Warn("recover: Redis holds no epoch (it lost its data, or this deployment is new); replaying recent answers from GitHub",
@@ -184,7 +145,7 @@ type RecoverResult struct {
 // before since and whose intake task Redis no longer has (lost reports that), each marked recovered
 // first. A delivery whose task is still queued, or done and kept, was not lost: marking it would
 // make its own intake act as a replay.
-func Recover(ctx context.Context, deliveries Deliveries, store *Store, since time.Time, lost func(ctx context.Context, guid string) (bool, error)) (RecoverResult, error) {
+func Recover(ctx context.Context, deliveries Deliveries, st *store.Store, since time.Time, lost func(ctx context.Context, guid string) (bool, error)) (RecoverResult, error) {
 	window, err := deliveriesSince(ctx, deliveries, since.Add(-RecoverWindow))
 	if err != nil {
 		return RecoverResult{}, fmt.Errorf("jobs: recover: %w", err)
@@ -223,7 +184,7 @@ func Recover(ctx context.Context, deliveries Deliveries, store *Store, since tim
 			continue
 		}
 		// The first attempt's time is when the answer was given (a button has no comment to tell it).
-		if err := store.markRecovered(ctx, guid, first[guid]); err != nil {
+		if err := st.MarkRecovered(ctx, guid, first[guid]); err != nil {
 			return res, err
 		}
 		if err := deliveries.Redeliver(ctx, latest[guid].ID); err != nil {
@@ -235,31 +196,31 @@ func Recover(ctx context.Context, deliveries Deliveries, store *Store, since tim
 }
 
 // HandleRecover runs one recovery.
-func (h *Handler) HandleRecover(ctx context.Context, t *asynq.Task) error {
+func (h *Recovery) HandleRecover(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeRecoverPayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypeRecover, ResultInvalid)
+		h.d.Metrics.Job(TypeRecover, metrics.ResultInvalid)
 		return err
 	}
 	if h.d.Deliveries == nil {
 		h.log.Warn("recover: no access to the App's deliveries; answers Redis lost are not replayed", "epoch", p.Epoch)
-		h.d.Metrics.job(TypeRecover, ResultNoop)
+		h.d.Metrics.Job(TypeRecover, metrics.ResultNoop)
 		return nil
 	}
 	res, err := Recover(ctx, h.d.Deliveries, h.d.Store, p.Since, h.intakeLost())
 	if err != nil {
-		h.d.Metrics.job(TypeRecover, ResultRetry)
+		h.d.Metrics.Job(TypeRecover, metrics.ResultRetry)
 		return err
 	}
-	h.d.Metrics.job(TypeRecover, ResultSucceeded)
+	h.d.Metrics.Job(TypeRecover, metrics.ResultSucceeded)
 	h.log.Info("recover: done", "epoch", p.Epoch, "comments", res.Seen, "kept", res.Kept, "redelivered", res.Redelivered, "capped", res.Capped)
 	return nil
 }
 
 // intakeLost returns a check of whether Redis no longer has the intake task of a delivery (the webhook
 // enqueues it, with the delivery's GUID in its id, before it answers GitHub).
-func (h *Handler) intakeLost() func(ctx context.Context, guid string) (bool, error) {
-	insp := asynq.NewInspectorFromRedisClient(h.d.Store.rdb) // shares the store's pool; not closed
+func (h *Recovery) intakeLost() func(ctx context.Context, guid string) (bool, error) {
+	insp := asynq.NewInspectorFromRedisClient(h.d.Store.Client()) // shares the store's pool; not closed
 	queue := h.d.Enqueuer.opts.withDefaults().Queue
 	return func(ctx context.Context, guid string) (bool, error) {
 		if err := ctx.Err(); err != nil {
@@ -281,7 +242,7 @@ func (h *Handler) intakeLost() func(ctx context.Context, guid string) (bool, err
 // when Akira wrote it (a person quoting its marker cannot hide an answer); a reply may be on the pull
 // request or on the issue the run came from. A reply is placed by its comment's time, a button by
 // the time GitHub delivered it (p.AnsweredAt), which the recovery kept.
-func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p ResumePayload) (bool, string, error) {
+func (h *Recovery) pendingAnswer(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, p ResumePayload) (bool, string, error) {
 	numbers := []int{}
 	if pr := summaryNumber(run); pr != 0 {
 		numbers = append(numbers, pr)
@@ -290,7 +251,7 @@ func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p Resu
 		numbers = append(numbers, p.Number)
 	}
 	var escalated time.Time
-	var comments []ThreadComment
+	var comments []ports.ThreadComment
 	marker := strings.TrimSuffix(templates.EscalationMarker(run.ID, ""), " -->")
 	for _, n := range numbers {
 		thread, err := gh.Thread(ctx, run.Owner, run.Repo, n)
@@ -310,7 +271,7 @@ func (h *Handler) pendingAnswer(ctx context.Context, gh GitHub, run *Run, p Resu
 	// When this answer was given.
 	at := p.AnsweredAt
 	if p.CommentID != 0 {
-		i := slices.IndexFunc(comments, func(c ThreadComment) bool { return c.ID == p.CommentID })
+		i := slices.IndexFunc(comments, func(c ports.ThreadComment) bool { return c.ID == p.CommentID })
 		if i < 0 {
 			return false, fmt.Sprintf("comment %d is no longer there", p.CommentID), nil
 		}

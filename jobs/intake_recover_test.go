@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -43,7 +45,7 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 		Comment: &CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Recover(ctx, f, jh.store, since, jh.h.intakeLost())
+	res, err := Recover(ctx, f, jh.store, since, jh.h.recovery.intakeLost())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +53,12 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 		t.Errorf("recover = %+v, redelivered %v; want the answer (its newest attempt, 5), the button (12), the edit (8), the skewed one (11)", res, f.redelivered)
 	}
 	for guid, want := range map[string]bool{"answer": true, "button": true, "completed": false, "edited": true, "skewed": true, "kept": false, "push": false, "failed": false, "after": false, "ancient": false} {
-		if _, got, err := jh.store.recovered(ctx, guid); err != nil || got != want {
+		if _, got, err := jh.store.Recovered(ctx, guid); err != nil || got != want {
 			t.Errorf("delivery %s marked recovered = %v (%v), want %v", guid, got, err, want)
 		}
 	}
 	// An answer is placed by its first attempt: GitHub's first delivery of it.
-	if got, _, _ := jh.store.recovered(ctx, "answer"); !got.Equal(at(6 * time.Minute)) {
+	if got, _, _ := jh.store.Recovered(ctx, "answer"); !got.Equal(at(6 * time.Minute)) {
 		t.Errorf("the answer is marked as given at %s, want its first attempt's %s", got, at(6*time.Minute))
 	}
 }
@@ -68,16 +70,16 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	for i, want := range []bool{true, false, false} {
-		got, err := jh.h.checkEpoch(ctx, now.Add(time.Duration(i)*time.Millisecond))
+		got, err := jh.h.recovery.checkEpoch(ctx, now.Add(time.Duration(i)*time.Millisecond))
 		if err != nil || got != want {
 			t.Fatalf("check %d = %v, %v; want %v", i, got, err, want)
 		}
 	}
 	// Redis loses the epoch, and asynq's list of queues with it.
-	if err := jh.store.rdb.Del(ctx, jh.store.epochKey(), "asynq:queues").Err(); err != nil {
+	if err := jh.store.Client().Del(ctx, jh.prefix+"epoch", "asynq:queues").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := jh.h.checkEpoch(ctx, now.Add(time.Second)); err != nil || !got {
+	if got, err := jh.h.recovery.checkEpoch(ctx, now.Add(time.Second)); err != nil || !got {
 		t.Fatalf("check after the loss = %v, %v; want a recovery", got, err)
 	}
 	if got := queued[RecoverPayload](jh, TypeRecover); len(got) != 2 || got[0].Epoch == got[1].Epoch {
@@ -94,7 +96,7 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	jh.gh.permissions["alice"], jh.gh.permissions["mallory"] = PermWrite, "read"
+	jh.gh.permissions["alice"], jh.gh.permissions["mallory"] = ports.PermWrite, "read"
 	cases := []struct {
 		author, body string
 		queued       bool
@@ -107,7 +109,7 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 	}
 	for i, c := range cases {
 		guid := "recovered-" + randomHex(t, 3)
-		if err := jh.store.markRecovered(ctx, guid, time.Now()); err != nil {
+		if err := jh.store.MarkRecovered(ctx, guid, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		err := jh.intake(IntakePayload{DeliveryID: guid, Event: "issue_comment",
@@ -129,9 +131,9 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 	for _, c := range []struct {
 		decision runner.DecisionKind
 		queued   bool
-	}{{StopDecision, false}, {runner.DecisionApprove, true}} {
+	}{{ports.StopDecision, false}, {runner.DecisionApprove, true}} {
 		guid := "button-" + randomHex(t, 3)
-		if err := jh.store.markRecovered(ctx, guid, at); err != nil {
+		if err := jh.store.MarkRecovered(ctx, guid, at); err != nil {
 			t.Fatal(err)
 		}
 		if err := jh.intake(IntakePayload{DeliveryID: guid, Event: "check_run", Sender: "alice",
@@ -195,7 +197,7 @@ func TestPendingAnswer(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFakeGitHub()
-			f.permissions["alice"], f.permissions["bob"], f.permissions["mallory"] = PermWrite, PermMaintain, "read"
+			f.permissions["alice"], f.permissions["bob"], f.permissions["mallory"] = ports.PermWrite, ports.PermMaintain, "read"
 			var id int64
 			var pressed time.Time
 			number := 0
@@ -220,12 +222,12 @@ func TestPendingAnswer(t *testing.T) {
 				}
 			}
 			h := &Handler{}
-			run := &Run{ID: "r1", Owner: "o", Repo: "r", PR: 5, Issue: 3}
+			run := &lifecycle.Run{ID: "r1", Owner: "o", Repo: "r", PR: 5, Issue: 3}
 			p := ResumePayload{CommentID: id, Number: number, Decision: runner.DecisionRetry, Recovered: true}
 			if !pressed.IsZero() {
 				p.ByButton, p.AnsweredAt, p.RunID, p.TaskID = true, pressed, "r1", "1.2"
 			}
-			got, why, err := h.pendingAnswer(ctx, f, run, p)
+			got, why, err := h.recovery.pendingAnswer(ctx, f, run, p)
 			if err != nil {
 				t.Fatal(err)
 			}

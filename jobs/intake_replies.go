@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/templates"
 )
@@ -74,22 +76,22 @@ func replyMarker(key string) string { return "<!-- akira:reply " + key + " -->" 
 // answered again (the same delivery twice, a redelivery after asynq forgot the task). A try that died
 // between posting and recording is covered by the search for the hidden marker, which only retries
 // make: on a job's first try nothing can have been posted yet.
-func replyOnce(ctx context.Context, store *Store, c Comments, owner, repo string, number int, key, body string, retried bool) error {
-	if done, err := store.replied(ctx, key); err != nil || done {
+func replyOnce(ctx context.Context, st *store.Store, c ports.Comments, owner, repo string, number int, key, body string, retried bool) error {
+	if done, err := st.Replied(ctx, key); err != nil || done {
 		return err
 	}
 	marker := replyMarker(key)
 	if retried {
 		_, _, err := c.FindComment(ctx, owner, repo, number, marker)
 		if err == nil {
-			return store.markReplied(ctx, key)
+			return st.MarkReplied(ctx, key)
 		}
-		if !errors.Is(err, ErrGitHubNotFound) {
+		if !errors.Is(err, ports.ErrGitHubNotFound) {
 			return err
 		}
 	}
 	if _, _, err := c.CreateComment(ctx, owner, repo, number, strings.TrimRight(body, "\n")+"\n\n"+marker+"\n"); err != nil {
 		return err
 	}
-	return store.markReplied(ctx, key)
+	return st.MarkReplied(ctx, key)
 }

@@ -5,15 +5,16 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/config"
 )
 
 // DefaultBranchFiles reads files of a repository's default branch through GitHub, for
 // config.LoadRepo; defaultBranch may be empty (GitHub's default is read then).
-func DefaultBranchFiles(repos Repos, owner, repo, defaultBranch string) config.FileReader {
+func DefaultBranchFiles(repos ports.Repos, owner, repo, defaultBranch string) config.FileReader {
 	return func(ctx context.Context, path string) ([]byte, bool, error) {
 		data, err := repos.GetFile(ctx, owner, repo, defaultBranch, path)
-		if errors.Is(err, ErrGitHubNotFound) {
+		if errors.Is(err, ports.ErrGitHubNotFound) {
 			return nil, false, nil
 		}
 		if err != nil {
@@ -27,7 +28,7 @@ func DefaultBranchFiles(repos Repos, owner, repo, defaultBranch string) config.F
 // branch a run works on, with the one loader akira run and the engine use too. A file that cannot be
 // used is a *config.RepoError (see asRepoConfigError): the repository's mistake, answered where its
 // people see it; other errors are failures to ask GitHub.
-func (h *Handler) repoConfig(ctx context.Context, repos Repos, owner, repo, defaultBranch string) (config.Repo, error) {
+func (h *Intake) repoConfig(ctx context.Context, repos ports.Repos, owner, repo, defaultBranch string) (config.Repo, error) {
 	rc, _, err := config.LoadRepo(ctx, DefaultBranchFiles(repos, owner, repo, defaultBranch), h.d.Operator.ValidateRepo)
 	if _, bad := asRepoConfigError(err); bad {
 		return config.Repo{}, err

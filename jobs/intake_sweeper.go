@@ -8,10 +8,15 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/metrics"
 )
 
 // TypeSweep is the periodic job that asks GitHub to redeliver the webhook deliveries Akira missed.
 const TypeSweep = "akira:sweep"
+
+// sweepTaskType is served by Recovery.HandleSweep (see taskTypes).
+var sweepTaskType = taskType{Name: TypeSweep, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleSweep }}
 
 // Sweeper defaults.
 const (
@@ -65,7 +70,7 @@ type SweepResult struct {
 // or no answer. A delivery Akira answered with a 4xx (bad signature, malformed, unknown repository)
 // is never redelivered: it would fail the same way. Akira drops duplicate deliveries by GUID, so a
 // redelivery of something that did arrive after all does no harm.
-func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *Metrics, log *slog.Logger) (SweepResult, error) {
+func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *metrics.Metrics, log *slog.Logger) (SweepResult, error) {
 	type history struct {
 		latest   Delivery
 		attempts int
@@ -100,14 +105,14 @@ func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *Metrics
 		}
 		if hs.attempts >= MaxRedeliveries {
 			res.GivenUp++
-			m.redelivery("given_up")
+			m.Redelivery("given_up")
 			continue
 		}
 		if err := deliveries.Redeliver(ctx, hs.latest.ID); err != nil {
 			return res, fmt.Errorf("jobs: redeliver %s: %w", guid, err)
 		}
 		res.Redelivered++
-		m.redelivery("requested")
+		m.Redelivery("requested")
 		log.Info("sweep: asked GitHub to redeliver", "delivery", guid, "event", hs.latest.Event,
 			"attempts", hs.attempts, "last_status", hs.latest.StatusCode)
 	}
@@ -140,16 +145,16 @@ func deliveriesSince(ctx context.Context, deliveries Deliveries, cutoff time.Tim
 }
 
 // HandleSweep runs one sweep.
-func (h *Handler) HandleSweep(ctx context.Context, _ *asynq.Task) error {
+func (h *Recovery) HandleSweep(ctx context.Context, _ *asynq.Task) error {
 	if h.d.Deliveries == nil {
 		return nil
 	}
 	res, err := Sweep(ctx, h.d.Deliveries, time.Now(), h.d.Metrics, h.log)
 	if err != nil {
-		h.d.Metrics.job(TypeSweep, ResultRetry)
+		h.d.Metrics.Job(TypeSweep, metrics.ResultRetry)
 		return err
 	}
-	h.d.Metrics.job(TypeSweep, ResultSucceeded)
+	h.d.Metrics.Job(TypeSweep, metrics.ResultSucceeded)
 	if res.Redelivered > 0 || res.GivenUp > 0 {
 		b, _ := json.Marshal(res)
 		h.log.Info("sweep: done", "result", string(b))

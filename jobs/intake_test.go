@@ -9,6 +9,9 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 )
 
@@ -86,7 +89,7 @@ func TestIntakeComments(t *testing.T) {
 		{
 			name: "run on a fork's pull request is refused",
 			setup: func(f *fakeGitHub) {
-				f.pulls[4] = &PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "evil/r"}
+				f.pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "evil/r"}
 			},
 			in: func() IntakePayload {
 				p := comment("alice", "/akira run", 4)
@@ -138,7 +141,7 @@ func TestIntakeComments(t *testing.T) {
 func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
 	jh := newJobsHarness(t)
 	jh.gh.permissions["alice"] = "admin"
-	jh.gh.pulls[9] = &PullRequest{Number: 9, HeadRef: "feature", HeadSHA: "abc", HeadRepo: "o/r"}
+	jh.gh.pulls[9] = &ports.PullRequest{Number: 9, HeadRef: "feature", HeadSHA: "abc", HeadRepo: "o/r"}
 	p := comment("alice", "/akira run docs/PLAN.md", 9)
 	p.Comment.OnPullRequest = true
 	if err := jh.intake(p); err != nil {
@@ -149,7 +152,7 @@ func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
 		t.Fatalf("runs = %+v", runs)
 	}
 	r := runs[0]
-	if r.Trigger != TriggerPullRequest || r.Number != 9 || r.Branch != "feature" || r.HeadSHA != "abc" || r.Path != "docs/PLAN.md" || r.Sender != "alice" {
+	if r.Trigger != lifecycle.TriggerPullRequest || r.Number != 9 || r.Branch != "feature" || r.HeadSHA != "abc" || r.Path != "docs/PLAN.md" || r.Sender != "alice" {
 		t.Fatalf("run = %+v", r)
 	}
 }
@@ -217,24 +220,24 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 		name  string
 		setup func(*fakeGitHub)
 		in    IntakePayload
-		want  []Trigger
+		want  []lifecycle.Trigger
 	}{
 		{"push changing the roadmap", nil,
 			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
-			[]Trigger{TriggerPush}},
+			[]lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push changing other files", nil,
 			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"README.md"}}}, nil},
 		{"push cut at 20 commits", nil,
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Truncated: true}}, []Trigger{TriggerPush}},
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Truncated: true}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push with the trigger off", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "triggers:\n  push: false\n" },
 			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
 		{"push with a configured roadmap", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "roadmap: docs/PLAN.md\n" },
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []Trigger{TriggerPush}},
+			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push with a broken configuration", func(f *fakeGitHub) { f.files[":.github/akira.yml"] = "nope: 1\n" },
 			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
 		{"pull request changing a spec", func(f *fakeGitHub) { f.pullFiles[3] = []string{"specs/login/tasks.md"} },
 			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}},
-			[]Trigger{TriggerPullRequest}},
+			[]lifecycle.Trigger{lifecycle.TriggerPullRequest}},
 		{"pull request changing code", func(f *fakeGitHub) { f.pullFiles[3] = []string{"main.go"} },
 			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}}, nil},
 		{"pull request reopened by a triager", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
@@ -253,7 +256,7 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 			if err := jh.intake(tt.in); err != nil {
 				t.Fatal(err)
 			}
-			var got []Trigger
+			var got []lifecycle.Trigger
 			for _, r := range queued[RunPayload](jh, TypeRun) {
 				got = append(got, r.Trigger)
 			}
@@ -329,12 +332,32 @@ func TestIntakePayloadValidate(t *testing.T) {
 // is dropped for good, never retried as if GitHub were down.
 func TestIntakeUnknownRepositoryIsNotRetried(t *testing.T) {
 	jh := newJobsHarness(t)
-	jh.gh.fail["Permission"] = fmt.Errorf("get permission: %w", ErrGitHubNotFound)
+	jh.gh.fail["Permission"] = fmt.Errorf("get permission: %w", ports.ErrGitHubNotFound)
 	err := jh.intake(comment("alice", "/akira run", 4))
-	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, ErrGitHubNotFound) {
+	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("intake = %v, want a not-found error that asynq does not retry", err)
 	}
 	if effects := jh.gh.Effects(); len(effects) != 0 {
 		t.Fatalf("effects = %q, want none", effects)
+	}
+}
+
+// TestEveryCommandHasAHandler: the parser's commands and the intake's handlers are two lists; every
+// command the parser yields is run by a handler, a decision, or (help) the parser itself.
+func TestEveryCommandHasAHandler(t *testing.T) {
+	for _, name := range command.Names() {
+		cmd := command.Command{Name: name}
+		_, decision := cmd.Decision()
+		_, handled := commandHandlers[name]
+		switch {
+		case name == command.CmdHelp:
+			if handled {
+				t.Errorf("help has a handler; the parser answers it")
+			}
+		case decision && handled:
+			t.Errorf("%s is a decision and has a handler: the handler would never run", name)
+		case !decision && !handled:
+			t.Errorf("/akira %s has no handler in commandHandlers: a writer's command would be dropped", name)
+		}
 	}
 }

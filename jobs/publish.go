@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/verify"
 	"github.com/akira-bot/akira/templates"
@@ -21,13 +23,13 @@ import (
 
 // publisher renders a run's summary onto its pull request or issue.
 type publisher struct {
-	gh    Comments
-	store *Store
+	gh    ports.Comments
+	store *store.Store
 	log   *slog.Logger
 }
 
 // summaryNumber is where the run's comments go: its pull request, else the issue it came from.
-func summaryNumber(r *Run) int {
+func summaryNumber(r *lifecycle.Run) int {
 	if r.PR > 0 {
 		return r.PR
 	}
@@ -37,7 +39,7 @@ func summaryNumber(r *Run) int {
 // publishSummary creates the run's one summary comment or edits it in place. The comment id is stored
 // in the run state as soon as the comment exists; a job that died before storing it finds the comment
 // again by its hidden marker, so a run never gets a second summary.
-func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
+func (p *publisher) publishSummary(ctx context.Context, r *lifecycle.Run) (*lifecycle.Run, error) {
 	number := summaryNumber(r)
 	if number == 0 {
 		return r, nil // nowhere to post (a push run before its pull request)
@@ -55,7 +57,7 @@ func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
 		if err == nil {
 			return r, nil
 		}
-		if !errors.Is(err, ErrGitHubNotFound) {
+		if !errors.Is(err, ports.ErrGitHubNotFound) {
 			return r, fmt.Errorf("jobs: edit summary: %w", err)
 		}
 		// Someone deleted the summary: post it again and keep the new one.
@@ -67,7 +69,7 @@ func (p *publisher) publishSummary(ctx context.Context, r *Run) (*Run, error) {
 	id, url, err := p.gh.FindComment(ctx, r.Owner, r.Repo, number, templates.SummaryMarker(r.ID))
 	found := err == nil
 	switch {
-	case errors.Is(err, ErrGitHubNotFound):
+	case errors.Is(err, ports.ErrGitHubNotFound):
 		id, url, err = p.gh.CreateComment(ctx, r.Owner, r.Repo, number, body)
 		if err != nil {
 			return r, fmt.Errorf("jobs: post summary: %w", err)
@@ -94,7 +96,7 @@ type pullRequestBodies interface {
 
 // publishPullRequestBody keeps the body of the pull request the run opened as current as its summary:
 // the state, the ticked tasks, what's next. A pull request the run did not open is left alone.
-func (p *publisher) publishPullRequestBody(ctx context.Context, r *Run) error {
+func (p *publisher) publishPullRequestBody(ctx context.Context, r *lifecycle.Run) error {
 	e, ok := p.gh.(pullRequestBodies)
 	if !ok || r.PR == 0 || !r.OpenedPR {
 		return nil
@@ -104,40 +106,15 @@ func (p *publisher) publishPullRequestBody(ctx context.Context, r *Run) error {
 	if err != nil {
 		return err
 	}
-	if err := e.EditPullRequestBody(ctx, r.Owner, r.Repo, r.PR, data.Marker(), body); err != nil && !errors.Is(err, ErrGitHubNotFound) {
+	if err := e.EditPullRequestBody(ctx, r.Owner, r.Repo, r.PR, data.Marker(), body); err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 		return fmt.Errorf("jobs: pull request body: %w", err)
 	}
 	return nil
 }
 
-// templateState maps a run status to the summary's wording.
-func templateState(s RunStatus) string {
-	switch s {
-	case StatusQueued:
-		return templates.RunQueued
-	case StatusRunning:
-		return templates.RunRunning
-	case StatusParked:
-		return templates.RunParked
-	case StatusSucceeded:
-		return templates.RunDone
-	case StatusFailed:
-		return templates.RunFailed
-	case StatusAborted:
-		return templates.RunAborted
-	case StatusStopped:
-		return templates.RunHalted
-	case lifecycle.StatusWaitingCI:
-		return templates.RunWaitingCI
-	case lifecycle.StatusPaused:
-		return templates.RunPaused
-	}
-	return string(s)
-}
-
-func summaryData(r *Run) templates.Summary {
+func summaryData(r *lifecycle.Run) templates.Summary {
 	s := templates.Summary{
-		RunID: r.ID, Source: r.Source, SourceURL: r.SourceURL, Branch: r.Branch, State: templateState(r.Status),
+		RunID: r.ID, Source: r.Source, SourceURL: r.SourceURL, Branch: r.Branch, State: r.Status.Label(),
 		Error: r.Error, AbortedBy: r.AbortedBy, PRURL: r.PRURL,
 	}
 	if r.RepoURL != "" {
@@ -145,7 +122,7 @@ func summaryData(r *Run) templates.Summary {
 	}
 	s.PRClosed, s.Rebuilt = r.PRClosed, r.Rebuilt != ""
 	s.StartedBy, s.AnsweredBy, s.StoppedBy, s.PausedBy = person(r.Sender), person(r.AnsweredBy), r.StoppedBy, r.PausedBy
-	if r.Status == StatusRunning {
+	if r.Status == lifecycle.StatusRunning {
 		p := progressData(r, time.Now())
 		s.Progress = &p
 	}
@@ -172,7 +149,7 @@ func summaryData(r *Run) templates.Summary {
 		}
 	}
 	s.Environment = envSummary(r)
-	if r.Status == StatusParked && len(r.Parked) > 0 {
+	if r.Status == lifecycle.StatusParked && len(r.Parked) > 0 {
 		s.ParkedTask = r.Parked[0].TaskID
 		if t := r.Task(s.ParkedTask); t != nil {
 			s.EscalationURL = t.EscalationURL
@@ -182,7 +159,7 @@ func summaryData(r *Run) templates.Summary {
 }
 
 // pullRequestBody is the body of a run's draft pull request: where the tasks come from, and the tasks.
-func pullRequestBody(run *Run, tasks []runner.TaskResult) (string, error) {
+func pullRequestBody(run *lifecycle.Run, tasks []runner.TaskResult) (string, error) {
 	body := templates.PRBody{RunID: run.ID, Source: run.Source, SourceURL: run.SourceURL, Issue: run.Issue}
 	for _, t := range tasks {
 		body.Tasks = append(body.Tasks, templates.PRTask{ID: t.ID, Title: t.Title, Done: t.Status == runner.TaskDone})
@@ -192,19 +169,19 @@ func pullRequestBody(run *Run, tasks []runner.TaskResult) (string, error) {
 
 // ensurePullRequest finds the draft pull request of the run's branch, or opens it; the branch already
 // has a commit ahead of the base (the engine's start commit), as GitHub requires.
-func ensurePullRequest(ctx context.Context, pulls Pulls, run *Run, tasks []runner.TaskResult) (*PullRequest, error) {
+func ensurePullRequest(ctx context.Context, pulls ports.Pulls, run *lifecycle.Run, tasks []runner.TaskResult) (*ports.PullRequest, error) {
 	pr, err := pulls.FindPullRequest(ctx, run.Owner, run.Repo, run.Branch, run.Base)
 	if err == nil {
 		return pr, nil
 	}
-	if !errors.Is(err, ErrGitHubNotFound) {
+	if !errors.Is(err, ports.ErrGitHubNotFound) {
 		return nil, fmt.Errorf("find pull request: %w", err)
 	}
 	body, err := pullRequestBody(run, tasks)
 	if err != nil {
 		return nil, err
 	}
-	pr, err = pulls.CreatePullRequest(ctx, run.Owner, run.Repo, NewPullRequest{Title: run.Title, Body: body,
+	pr, err = pulls.CreatePullRequest(ctx, run.Owner, run.Repo, ports.NewPullRequest{Title: run.Title, Body: body,
 		Head: run.Branch, Base: run.Base, Draft: true})
 	if err != nil {
 		return nil, fmt.Errorf("open pull request: %w", err)
@@ -267,7 +244,7 @@ func person(login string) string {
 }
 
 // mentions are the people an escalation notifies: who started the run and who answered it last.
-func mentions(run *Run) []string {
+func mentions(run *lifecycle.Run) []string {
 	var out []string
 	for _, l := range []string{person(run.Sender), person(run.AnsweredBy)} {
 		if l != "" && !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, l) }) {
@@ -278,7 +255,7 @@ func mentions(run *Run) []string {
 }
 
 // escalationBody is the escalation comment of a task: why it stopped, what failed, what to reply.
-func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts int) (string, error) {
+func escalationBody(run *lifecycle.Run, t *lifecycle.TaskState, esc *runner.Escalation, maxAttempts int) (string, error) {
 	data := templates.Escalation{
 		RunID: run.ID, TaskID: t.ID, TaskTitle: t.Title, Attempts: t.Attempts, MaxAttempts: maxAttempts,
 		Reason: reasonText(esc), CheckRunURL: t.CheckRunURL, Buttons: t.CheckRunID != 0,
@@ -320,11 +297,11 @@ func escalationBody(run *Run, t *TaskState, esc *runner.Escalation, maxAttempts 
 
 // postEscalation posts the escalation comment of the task's current round once: a comment a crashed
 // job posted is found by its round marker.
-func postEscalation(ctx context.Context, c Comments, run *Run, t *TaskState, body string) (int64, string, error) {
+func postEscalation(ctx context.Context, c ports.Comments, run *lifecycle.Run, t *lifecycle.TaskState, body string) (int64, string, error) {
 	number := summaryNumber(run)
 	marker := escalationRoundMarker(run.ID, t.ID, t.Escalations)
 	id, url, err := c.FindComment(ctx, run.Owner, run.Repo, number, marker)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		id, url, err = c.CreateComment(ctx, run.Owner, run.Repo, number, body)
 	}
 	if err != nil {
@@ -343,8 +320,8 @@ func commands(rs []verify.Result) []templates.Command {
 
 // annotations are the file/line problems of the failed verification commands: those the engine found
 // in each command's whole output, else what ParseAnnotations finds in the tail it kept.
-func annotations(rs []verify.Result) []Annotation {
-	var out []Annotation
+func annotations(rs []verify.Result) []ports.Annotation {
+	var out []ports.Annotation
 	for _, v := range rs {
 		if v.Passed() {
 			continue
@@ -354,7 +331,7 @@ func annotations(rs []verify.Result) []Annotation {
 			found = verify.ParseAnnotations(v.Output)
 		}
 		for _, a := range found {
-			out = append(out, Annotation{Path: a.Path, StartLine: a.StartLine, EndLine: a.EndLine, Level: a.Level,
+			out = append(out, ports.Annotation{Path: a.Path, StartLine: a.StartLine, EndLine: a.EndLine, Level: a.Level,
 				Message: a.Message, Title: v.Command})
 		}
 	}
@@ -367,20 +344,20 @@ func annotations(rs []verify.Result) []Annotation {
 // between performing one and removing it only makes the next one repeat it. An effect whose target
 // is gone (a deleted pull request, a check run GitHub no longer has) is dropped with a log line. It
 // stops at the first effect that fails and returns the error: the rest wait for the next try.
-func (h *Handler) publish(ctx context.Context, gh ReporterGitHub, run *Run, log *slog.Logger) (*Run, error) {
+func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, log *slog.Logger) (*lifecycle.Run, error) {
 	for _, e := range slices.Clone(run.Outbox) {
 		if !slices.ContainsFunc(run.Outbox, func(o lifecycle.Effect) bool { return o.ID == e.ID }) {
 			continue // another worker performed it meanwhile
 		}
 		err := h.perform(ctx, gh, run, e)
-		if errors.Is(err, ErrGitHubNotFound) {
+		if errors.Is(err, ports.ErrGitHubNotFound) {
 			log.Warn("publish: the effect's target is gone; dropped", "effect", e.Kind, "tasks", e.TaskIDs, "err", err)
 			err = nil
 		}
 		if err != nil {
 			return run, fmt.Errorf("jobs: %s of run %s: %w", e.Kind, run.ID, err)
 		}
-		if run, err = h.d.Store.Update(ctx, run.ID, func(r *Run) error {
+		if run, err = h.d.Store.Update(ctx, run.ID, func(r *lifecycle.Run) error {
 			lifecycle.Done(r, e.ID)
 			return nil
 		}); err != nil {
@@ -391,7 +368,7 @@ func (h *Handler) publish(ctx context.Context, gh ReporterGitHub, run *Run, log 
 }
 
 // perform carries out one effect of a durable transition.
-func (h *Handler) perform(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
+func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, e lifecycle.Effect) error {
 	switch e.Kind {
 	case lifecycle.EffectSummary:
 		p := publisher{gh: gh, store: h.d.Store, log: h.log}
@@ -403,8 +380,8 @@ func (h *Handler) perform(ctx context.Context, gh ReporterGitHub, run *Run, e li
 			if t == nil || t.CheckRunID == 0 {
 				continue
 			}
-			err := gh.UpdateCheckRun(ctx, run.Owner, run.Repo, t.CheckRunID, CheckRun{Conclusion: e.Conclusion, Title: e.Title, Summary: e.Text})
-			if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+			err := gh.UpdateCheckRun(ctx, run.Owner, run.Repo, t.CheckRunID, ports.CheckRun{Conclusion: e.Conclusion, Title: e.Title, Summary: e.Text})
+			if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 				return fmt.Errorf("conclude check run of %s: %w", id, err)
 			}
 			if _, err := h.d.Store.Update(ctx, run.ID, recordCheckRunDone(id)); err != nil {
@@ -427,13 +404,21 @@ func (h *Handler) perform(ctx context.Context, gh ReporterGitHub, run *Run, e li
 		// Always look for the reply first: the effect may be replayed after a worker died mid-post.
 		return replyOnce(ctx, h.d.Store, gh, run.Owner, run.Repo, run.Issue, e.Key, note, true)
 	case lifecycle.EffectClosePullRequest:
-		h.closeEmptyPullRequest(ctx, gh, run, h.log)
+		h.runs.closeEmptyPullRequest(ctx, gh, run, h.log)
 		return nil
 	case lifecycle.EffectReady:
 		// No node id: gh reads the pull request afresh, so a replay finds it ready.
-		return gh.MarkReady(ctx, run.Owner, run.Repo, &PullRequest{Number: run.PR, Draft: true})
+		return gh.MarkReady(ctx, run.Owner, run.Repo, &ports.PullRequest{Number: run.PR, Draft: true})
 	case lifecycle.EffectEscalation:
-		return h.escalate(ctx, gh, run, e)
+		return h.ci.escalate(ctx, gh, run, e)
 	}
 	return fmt.Errorf("publish: unknown effect %q", e.Kind)
+}
+
+// short is a commit's SHA as people read it.
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/egress"
 )
@@ -16,7 +17,7 @@ import (
 func TestBlockedDestinationsShown(t *testing.T) {
 	ctx := context.Background()
 	jh := newJobsHarness(t)
-	run := crashFixture(t, jh, StatusRunning)
+	run := crashFixture(t, jh, lifecycle.StatusRunning)
 	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
 	first := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
 	refused := []egress.Blocked{{Host: "evil.example", Port: 443, Count: 2, First: first, Reason: "not on the allowlist"},
@@ -54,7 +55,7 @@ func TestBlockedDestinationsShown(t *testing.T) {
 func TestRefusedModelCallsShown(t *testing.T) {
 	ctx := context.Background()
 	jh := newJobsHarness(t)
-	run := crashFixture(t, jh, StatusRunning)
+	run := crashFixture(t, jh, lifecycle.StatusRunning)
 	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
 	first := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
 	refused := []egress.Blocked{

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -14,14 +16,14 @@ import (
 func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	run, _, err := jh.store.Create(ctx, &Run{ID: "r-checks", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
-		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}, {ID: "1.2", Title: "Two", Status: templates.StatusRunning}}})
+	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-checks", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
+		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}, {ID: "1.2", Title: "Two", Status: templates.StatusRunning}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
 	rep.head = "abc1234"
-	if err := rep.openCheckRun(ctx, "1.1", 1); err != nil {
+	if err := rep.checks.openCheckRun(ctx, "1.1", 1); err != nil {
 		t.Fatal(err)
 	}
 	stored, _ := jh.store.Get(ctx, run.ID)
@@ -32,7 +34,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 
 	// A job died between the create and the storing of its id: the mark is there.
 	jh.gh.failOnce("CreateCheckRun", errors.New("github: 502 Bad Gateway"))
-	if err := rep.openCheckRun(ctx, "1.2", 1); err == nil {
+	if err := rep.checks.openCheckRun(ctx, "1.2", 1); err == nil {
 		t.Fatal("the create failed, the open must fail")
 	}
 	if marked, _ := jh.store.Get(ctx, run.ID); !marked.Task("1.2").CheckRunAsked {
@@ -40,7 +42,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	}
 	again := NewReporter(jh.gh, jh.store, nil, nil, mustGet(t, jh.store, run.ID))
 	again.head = "abc1234"
-	if err := again.openCheckRun(ctx, "1.2", 1); err != nil {
+	if err := again.checks.openCheckRun(ctx, "1.2", 1); err != nil {
 		t.Fatal(err)
 	}
 	done, _ := jh.store.Get(ctx, run.ID)
@@ -49,14 +51,14 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	}
 
 	// A run rebuilt from its branch lost its marks with Redis: its creates look first.
-	rebuilt, _, err := jh.store.Create(ctx, &Run{ID: "r-rebuilt", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
-		Status: StatusRunning, Rebuilt: "d-rebuild", Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}}})
+	rebuilt, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-rebuilt", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
+		Status: lifecycle.StatusRunning, Rebuilt: "d-rebuild", Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep = NewReporter(jh.gh, jh.store, nil, nil, rebuilt)
 	rep.head = "def5678"
-	if err := rep.openCheckRun(ctx, "1.1", 1); err != nil {
+	if err := rep.checks.openCheckRun(ctx, "1.1", 1); err != nil {
 		t.Fatal(err)
 	}
 	if r := mustGet(t, jh.store, rebuilt.ID); !jh.gh.checkRuns[r.Task("1.1").CheckRunID].MayExist {
@@ -64,7 +66,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	}
 }
 
-func mustGet(t *testing.T, s *Store, id string) *Run {
+func mustGet(t *testing.T, s *store.Store, id string) *lifecycle.Run {
 	t.Helper()
 	r, err := s.Get(context.Background(), id)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/env"
 	"github.com/akira-bot/akira/templates"
@@ -41,7 +43,7 @@ func (r *Reporter) setupFinished(ctx context.Context, ev runner.Event) error {
 	if res.Proposed != "" {
 		// Nothing ran: a line in the summary with the next edit, no check run.
 		check := &lifecycle.EnvCheck{Passed: true, Proposed: true, Detail: ev.Message}
-		return r.envCheckRun(ctx, SetupCheckRunName, "", templates.EnvCheckRun{Kind: "setup"}, check, false, func(run *Run) **lifecycle.EnvCheck { return &run.Setup })
+		return r.checks.envCheckRun(ctx, SetupCheckRunName, "", templates.EnvCheckRun{Kind: "setup"}, check, false, func(run *lifecycle.Run) **lifecycle.EnvCheck { return &run.Setup })
 	}
 	text := r.masker.Mask(res.Log)
 	if err := r.pub.store.SaveLog(ctx, r.runID, SetupLogTask, 1, text, r.logRetention); err != nil {
@@ -70,7 +72,7 @@ func (r *Reporter) setupFinished(ctx context.Context, ev runner.Event) error {
 		}
 	}
 	check := &lifecycle.EnvCheck{Passed: data.Passed, Detail: ev.Message, Duration: res.Duration, LogURL: data.LogURL}
-	return r.envCheckRun(ctx, SetupCheckRunName, title, data, check, true, func(run *Run) **lifecycle.EnvCheck { return &run.Setup })
+	return r.checks.envCheckRun(ctx, SetupCheckRunName, title, data, check, true, func(run *lifecycle.Run) **lifecycle.EnvCheck { return &run.Setup })
 }
 
 func (r *Reporter) baseChecked(ctx context.Context, ev runner.Event) error {
@@ -90,7 +92,7 @@ func (r *Reporter) baseChecked(ctx context.Context, ev runner.Event) error {
 	}
 	check := &lifecycle.EnvCheck{Passed: b.Passed, Detail: detail, Commit: ev.Commit, Allowed: !b.Passed && ev.AllowRedBase}
 	// A green base is a line in the summary; only a red one gets a check run (and the REST calls).
-	return r.envCheckRun(ctx, BaseCheckRunName, title, data, check, !b.Passed, func(run *Run) **lifecycle.EnvCheck { return &run.BaseCheck })
+	return r.checks.envCheckRun(ctx, BaseCheckRunName, title, data, check, !b.Passed, func(run *lifecycle.Run) **lifecycle.EnvCheck { return &run.BaseCheck })
 }
 
 // AgentCheckRunName is the check run of an agent that cannot run at all (runner.EventAgentUnusable).
@@ -104,9 +106,9 @@ func (r *Reporter) agentUnusable(ctx context.Context, ev runner.Event) error {
 	if head == "" {
 		return nil
 	}
-	cr := CheckRun{Name: AgentCheckRunName, HeadSHA: head, Conclusion: ConclusionFailure, Title: "The agent cannot run",
+	cr := ports.CheckRun{Name: AgentCheckRunName, HeadSHA: head, Conclusion: ports.ConclusionFailure, Title: "The agent cannot run",
 		Summary:    "Akira checked the agent before the first attempt:\n\n" + r.masker.Mask(ev.Message) + "\n\nFix it in the operator's configuration or in the repository, then start the run again.",
-		ExternalID: CheckRunExternalID(r.runID, "agent@env"), DetailsURL: r.run.PRURL, MayExist: true}
+		ExternalID: ports.CheckRunExternalID(r.runID, "agent@env"), DetailsURL: r.run.PRURL, MayExist: true}
 	if _, _, err := r.gh.CreateCheckRun(ctx, r.run.Owner, r.run.Repo, cr); err != nil {
 		return fmt.Errorf("create %s check run: %w", AgentCheckRunName, err)
 	}
@@ -124,20 +126,20 @@ func shortCommit(sha string) string {
 // the run; a failed step shows in the summary at once, a passed one with the next edit. A job that
 // repeats the step (a retry, a continuation) updates the check run it posted before on the same head
 // instead of adding one.
-func (r *Reporter) envCheckRun(ctx context.Context, name, title string, data templates.EnvCheckRun, check *lifecycle.EnvCheck, post bool, field func(*Run) **lifecycle.EnvCheck) error {
+func (r *checkRuns) envCheckRun(ctx context.Context, name, title string, data templates.EnvCheckRun, check *lifecycle.EnvCheck, post bool, field func(*lifecycle.Run) **lifecycle.EnvCheck) error {
 	text, err := templates.Render("env_checkrun", data)
 	if err != nil {
 		return err
 	}
-	conclusion := ConclusionSuccess
+	conclusion := ports.ConclusionSuccess
 	switch {
 	case check.Allowed:
-		conclusion = ConclusionNeutral
+		conclusion = ports.ConclusionNeutral
 	case !check.Passed:
-		conclusion = ConclusionFailure
+		conclusion = ports.ConclusionFailure
 	}
-	cr := CheckRun{Name: name, HeadSHA: r.head, Conclusion: conclusion, Title: title, Summary: text,
-		ExternalID: CheckRunExternalID(r.runID, strings.TrimPrefix(name, "akira / ")+"@env"), DetailsURL: cmp.Or(check.LogURL, r.run.PRURL)}
+	cr := ports.CheckRun{Name: name, HeadSHA: r.head, Conclusion: conclusion, Title: title, Summary: text,
+		ExternalID: ports.CheckRunExternalID(r.runID, strings.TrimPrefix(name, "akira / ")+"@env"), DetailsURL: cmp.Or(check.LogURL, r.run.PRURL)}
 	switch {
 	case !post:
 	case r.head == "":
@@ -160,7 +162,7 @@ func (r *Reporter) envCheckRun(ctx context.Context, name, title string, data tem
 	if check.CheckRunID != 0 {
 		check.Head = r.head
 	}
-	if err := r.record(ctx, func(run *Run) error {
+	if err := r.record(ctx, func(run *lifecycle.Run) error {
 		*field(run) = check
 		return nil
 	}); err != nil {
@@ -169,11 +171,11 @@ func (r *Reporter) envCheckRun(ctx context.Context, name, title string, data tem
 	if check.Passed {
 		return nil
 	}
-	return r.summary(ctx)
+	return r.sums.summary(ctx)
 }
 
 // envSummary is the summary's environment line of a run; nil when it had neither setup nor check.
-func envSummary(run *Run) *templates.EnvSummary {
+func envSummary(run *lifecycle.Run) *templates.EnvSummary {
 	if run.Setup == nil && run.BaseCheck == nil {
 		return nil
 	}
@@ -188,15 +190,14 @@ func envSummary(run *Run) *templates.EnvSummary {
 }
 
 // envOptions are the engine's options about the environment of a run's job.
-func envOptions(opts *runner.Options, run *Run, store *Store, autoSetup bool, caches *env.Caches) {
+func envOptions(opts *runner.Options, run *lifecycle.Run, st *store.Store, caches *env.Caches) {
 	opts.AllowRedBase = run.AllowRedBase
-	opts.AutoSetup = autoSetup
 	if caches != nil {
 		// Never shared between installations: the scope names the installation and the repository.
 		opts.DepCaches = caches
 		opts.CacheScope = env.ScopeName("inst", strconv.FormatInt(run.InstallationID, 10), run.Owner, run.Repo)
 	}
-	if store != nil {
-		opts.BaseMemory = store.BaseMemory(run.InstallationID, run.Owner, run.Repo)
+	if st != nil {
+		opts.BaseMemory = st.BaseMemory(run.InstallationID, run.Owner, run.Repo)
 	}
 }

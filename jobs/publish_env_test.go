@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // countingAgent replaces runWorld's agent with one that records each call outside the workspace and
@@ -36,7 +39,7 @@ func agentCalls(t *testing.T, file string) []string {
 }
 
 // checkRunNamed returns the fake GitHub's check run with the name, or nil.
-func (f *fakeGitHub) checkRunNamed(name string) *CheckRun {
+func (f *fakeGitHub) checkRunNamed(name string) *ports.CheckRun {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range f.checkRuns {
@@ -57,7 +60,7 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 	t.Run("red", func(t *testing.T) {
 		jh, _ := runWorld(t, files)
 		calls := countingAgent(t, "")
-		jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+		jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 		if err := jh.runJob(issueRun(4)); err != nil {
 			t.Logf("run job: %v", err)
 		}
@@ -69,11 +72,11 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 			t.Fatalf("the agent was called %v, want never", got)
 		}
 		want := "the base branch fails `sh check.sh` before any change: --- FAIL: TestSum (want 3, got 4)"
-		if run.Status != StatusFailed || !strings.Contains(run.Error, want) {
+		if run.Status != lifecycle.StatusFailed || !strings.Contains(run.Error, want) {
 			t.Fatalf("run = status %s error %q, want failed saying %q", run.Status, run.Error, want)
 		}
 		cr := jh.gh.checkRunNamed(BaseCheckRunName)
-		if cr == nil || cr.Conclusion != ConclusionFailure || !strings.Contains(cr.Summary, "`sh check.sh`") ||
+		if cr == nil || cr.Conclusion != ports.ConclusionFailure || !strings.Contains(cr.Summary, "`sh check.sh`") ||
 			!strings.Contains(cr.Summary, "TestSum (want 3, got 4)") || !strings.Contains(cr.Summary, "/akira run --allow-red-base") {
 			t.Fatalf("akira / base check run = %+v, want a failure naming the command, its output and the way out", cr)
 		}
@@ -87,7 +90,7 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 	t.Run("allowed", func(t *testing.T) {
 		jh, _ := runWorld(t, files)
 		calls := countingAgent(t, "echo 'exit 0' > check.sh")
-		jh.gh.issues[4] = Issue{Number: 4, Title: "Fix the build", Body: "- [ ] 1.1 Fix it\n"}
+		jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Fix the build", Body: "- [ ] 1.1 Fix it\n"}
 		p := issueRun(4)
 		p.AllowRedBase = true
 		if err := jh.runJob(p); err != nil {
@@ -97,10 +100,10 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if run.Status != StatusSucceeded || len(agentCalls(t, calls)) != 1 {
+		if run.Status != lifecycle.StatusSucceeded || len(agentCalls(t, calls)) != 1 {
 			t.Fatalf("run = status %s error %q, calls %v; want it done by one agent call", run.Status, run.Error, agentCalls(t, calls))
 		}
-		if cr := jh.gh.checkRunNamed(BaseCheckRunName); cr == nil || cr.Conclusion != ConclusionNeutral {
+		if cr := jh.gh.checkRunNamed(BaseCheckRunName); cr == nil || cr.Conclusion != ports.ConclusionNeutral {
 			t.Errorf("akira / base check run = %+v, want neutral (red, allowed)", cr)
 		}
 	})
@@ -111,7 +114,7 @@ func TestRunJobSetupFailureShowsTheCommandAndKeepsTheLog(t *testing.T) {
 		".github/akira.yml": "setup:\n  - echo fetching deps\n  - \"echo 'E: lockfile out of date' >&2; exit 2\"\nverify: [\"true\"]\n",
 	})
 	calls := countingAgent(t, "")
-	jh.gh.issues[4] = Issue{Number: 4, Title: "One", Body: "- [ ] 1.1 First\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "One", Body: "- [ ] 1.1 First\n"}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Logf("run job: %v", err)
 	}
@@ -120,11 +123,11 @@ func TestRunJobSetupFailureShowsTheCommandAndKeepsTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := agentCalls(t, calls); len(got) != 0 || run.Status != StatusFailed {
+	if got := agentCalls(t, calls); len(got) != 0 || run.Status != lifecycle.StatusFailed {
 		t.Fatalf("run = status %s, agent calls %v; want failed with no call", run.Status, got)
 	}
 	cr := jh.gh.checkRunNamed(SetupCheckRunName)
-	if cr == nil || cr.Conclusion != ConclusionFailure || !strings.Contains(cr.Title, "exit 2") ||
+	if cr == nil || cr.Conclusion != ports.ConclusionFailure || !strings.Contains(cr.Title, "exit 2") ||
 		!strings.Contains(cr.Summary, "**Failing command:** `echo 'E: lockfile out of date' >&2; exit 2` · exit code 2") ||
 		!strings.Contains(cr.Summary, "E: lockfile out of date") {
 		t.Fatalf("akira / setup check run = %+v", cr)

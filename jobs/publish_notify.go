@@ -10,6 +10,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/templates"
 )
@@ -17,6 +19,9 @@ import (
 // TypeNotify sends one notification to one sink. A job per sink: one sink that is down neither
 // delays nor repeats the others.
 const TypeNotify = "akira:notify"
+
+// notifyTaskType is served by Publish.HandleNotify (see taskTypes).
+var notifyTaskType = taskType{Name: TypeNotify, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandleNotify }}
 
 // notifyTimeout bounds one notify job; notifyMaxRetry with RetryDelay's backoff spans about an hour.
 const (
@@ -80,35 +85,35 @@ const (
 
 // HandleNotify sends a notification, within the sink's rate: over it, the job is put back for the
 // next minute. A sink that answers 5xx or 429 is retried by asynq; one that refuses (4xx) is not.
-func (h *Handler) HandleNotify(ctx context.Context, t *asynq.Task) error {
+func (h *Publish) HandleNotify(ctx context.Context, t *asynq.Task) error {
 	var p NotifyPayload
 	if err := decode(t, TypeNotify, &p); err != nil {
-		h.d.Metrics.job(TypeNotify, ResultInvalid)
+		h.d.Metrics.Job(TypeNotify, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.sendNotification(ctx, p)
-	h.d.Metrics.job(TypeNotify, result)
+	h.d.Metrics.Job(TypeNotify, result)
 	return err
 }
 
-func (h *Handler) sendNotification(ctx context.Context, p NotifyPayload) (string, error) {
+func (h *Publish) sendNotification(ctx context.Context, p NotifyPayload) (string, error) {
 	log := h.log.With("task", TypeNotify, "sink", p.Sink, "event", p.Message.Event, "run", p.Message.RunID, "repo", p.Message.Repo)
 	sink, ok := h.d.Sinks[p.Sink]
 	if !ok {
 		log.Warn("notify job: the sink is not configured (any more)")
-		return ResultInvalid, fmt.Errorf("jobs: notify: no sink %q: %w", p.Sink, asynq.SkipRetry)
+		return metrics.ResultInvalid, fmt.Errorf("jobs: notify: no sink %q: %w", p.Sink, asynq.SkipRetry)
 	}
 	rate := h.d.Operator.Notify.RatePerMinute
 	if rate == 0 {
 		rate = DefaultNotifyRate
 	}
-	if wait, err := h.d.Store.takeNotifySlot(ctx, p.Sink, rate); err != nil {
-		return ResultRetry, err
+	if wait, err := h.d.Store.TakeNotifySlot(ctx, p.Sink, rate); err != nil {
+		return metrics.ResultRetry, err
 	} else if wait > 0 {
 		later := p
 		later.ID = p.ID + ":later-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		if err := h.d.Enqueuer.EnqueueNotify(ctx, later, asynq.ProcessIn(wait)); err != nil && !errors.Is(err, ErrDuplicate) {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		log.Info("notify job: over the sink's rate; sent later", "in", wait)
 		return ResultDeferred, nil
@@ -117,38 +122,19 @@ func (h *Handler) sendNotification(ctx context.Context, p NotifyPayload) (string
 	err := sink.Send(ctx, h.d.NotifyClient, p.JobID(), p.Message)
 	if se, ok := errors.AsType[*notify.SendError](err); ok && !se.Retry {
 		log.Error("notify job: the sink refused the notification", "status", se.Status, "err", err)
-		return ResultInvalid, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry)
+		return metrics.ResultInvalid, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry)
 	}
 	if err != nil {
 		log.Warn("notify job: not delivered; retried", "err", err)
-		return ResultRetry, fmt.Errorf("jobs: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: %w", err)
 	}
 	log.Info("notify job: sent", "ms", time.Since(start).Milliseconds(), "since_event_ms", time.Since(p.Message.Time).Milliseconds())
 	return ResultSent, nil
 }
 
-// takeNotifySlot counts a notification against the sink's rate for this minute (INCR is atomic, so
-// workers never both take the last slot); over the rate, it says how long until the next minute.
-func (s *Store) takeNotifySlot(ctx context.Context, sink string, perMinute int) (time.Duration, error) {
-	now := s.now()
-	window := now.Truncate(time.Minute)
-	key := s.prefix + "notify-rate:" + sink + ":" + strconv.FormatInt(window.Unix(), 10)
-	n, err := s.rdb.Incr(ctx, key).Result()
-	if err != nil {
-		return 0, fmt.Errorf("jobs: notify rate: %w", err)
-	}
-	if n == 1 {
-		s.rdb.Expire(ctx, key, 2*time.Minute)
-	}
-	if n > int64(perMinute) {
-		return window.Add(time.Minute).Sub(now) + time.Second, nil
-	}
-	return 0, nil
-}
-
 // notifyRun enqueues a notification of a run's event to every sink the event goes to. A notification
 // is a courtesy: failing to enqueue one is logged, never a reason to fail the run's work.
-func (h *Handler) notifyRun(ctx context.Context, run *Run, event, occasion string, data templates.Notification) {
+func (h *Publish) notifyRun(ctx context.Context, run *lifecycle.Run, event, occasion string, data templates.Notification) {
 	sinks := h.d.Operator.NotifyRoute(run.Notify, event)
 	if len(sinks) == 0 {
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 func notifyTask(t *testing.T, jh *jobsHarness, p NotifyPayload) *asynq.Task {
@@ -47,7 +48,7 @@ func TestNotifyRateAndRetries(t *testing.T) {
 
 	msg := notify.Message{Event: notify.EventEscalation, Title: "Akira needs a decision", Text: "x", Time: time.Now()}
 	for i, id := range []string{"a", "b", "c"} {
-		if err := jh.h.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: id, Sink: "team", Message: msg})); err != nil {
+		if err := jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: id, Sink: "team", Message: msg})); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
@@ -64,16 +65,16 @@ func TestNotifyRateAndRetries(t *testing.T) {
 
 	jh.store.Now = nil
 	status.Store(http.StatusServiceUnavailable)
-	err = jh.h.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "d", Sink: "team", Message: msg}))
+	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "d", Sink: "team", Message: msg}))
 	if err == nil || errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("a 503 must be retried: %v", err)
 	}
 	status.Store(http.StatusNotFound)
-	err = jh.h.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "e", Sink: "team", Message: msg}))
+	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "e", Sink: "team", Message: msg}))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("a 404 (a deleted webhook) must not be retried: %v", err)
 	}
-	err = jh.h.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "f", Sink: "gone", Message: msg}))
+	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "f", Sink: "gone", Message: msg}))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("an unknown sink: %v", err)
 	}
@@ -82,19 +83,19 @@ func TestNotifyRateAndRetries(t *testing.T) {
 // TestAttemptLogs: a log is kept compressed, masked, capped, and read back; a missing one says so.
 func TestAttemptLogs(t *testing.T) {
 	rdb, prefix := testRedis(t)
-	s := NewStore(rdb, prefix)
+	s := store.NewStore(rdb, prefix)
 	ctx := context.Background()
-	m := NewMasker("sk-live-0123456789", "ghs_abcdefghijkl", "short")
+	m := store.NewMasker("sk-live-0123456789", "ghs_abcdefghijkl", "short")
 	text := m.Mask("calling with sk-live-0123456789 and token ghs_abcdefghijkl; short words stay\n")
 	if strings.Contains(text, "sk-live") || strings.Contains(text, "ghs_") || !strings.Contains(text, "short words") {
 		t.Fatalf("masked: %q", text)
 	}
-	big := strings.Repeat("a", MaxLogBytes) + "THE END"
+	big := strings.Repeat("a", store.MaxLogBytes) + "THE END"
 	if err := s.SaveLog(ctx, "r1", "1.1", 2, text+big, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Log(ctx, "r1", "1.1", 2)
-	if err != nil || !strings.HasPrefix(got, "calling with [masked]") || !strings.HasSuffix(got, "THE END") || len(got) > MaxLogBytes+100 {
+	if err != nil || !strings.HasPrefix(got, "calling with [masked]") || !strings.HasSuffix(got, "THE END") || len(got) > store.MaxLogBytes+100 {
 		t.Fatalf("log read back: %d bytes, %v", len(got), err)
 	}
 	if stored, _ := rdb.StrLen(ctx, prefix+"log:r1:1.1:2").Result(); stored > 64<<10 {
@@ -103,7 +104,7 @@ func TestAttemptLogs(t *testing.T) {
 	if ttl, _ := rdb.TTL(ctx, prefix+"log:r1:1.1:2").Result(); ttl <= 0 || ttl > time.Minute {
 		t.Errorf("retention %s", ttl)
 	}
-	if _, err := s.Log(ctx, "r1", "1.1", 3); !errors.Is(err, ErrNoLog) {
+	if _, err := s.Log(ctx, "r1", "1.1", 3); !errors.Is(err, store.ErrNoLog) {
 		t.Errorf("missing log: %v", err)
 	}
 }
@@ -119,10 +120,10 @@ func TestAuditLineRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	jh.gh.failOnce("CreateComment", errors.New("github: 502 Bad Gateway"))
-	if err := jh.h.HandleAuditLine(context.Background(), task); err == nil || errors.Is(err, asynq.SkipRetry) {
+	if err := jh.h.api.HandleAuditLine(context.Background(), task); err == nil || errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("a GitHub failure must be retried: %v", err)
 	}
-	if err := jh.h.HandleAuditLine(context.Background(), task); err != nil {
+	if err := jh.h.api.HandleAuditLine(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
 	if got := jh.gh.commentsOn(7); len(got) != 1 || !strings.Contains(got[0], "stopped through the API") {

@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -19,11 +20,11 @@ import (
 // effect, and each shows on GitHub once: one summary comment, one reply, one continuation, the check
 // runs concluded.
 func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
-	retry := Decision{Key: "resume:comment:1", TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, By: "carol"}}
-	abort := Decision{Key: "resume:comment:2", TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionAbort, By: "carol"}}
+	retry := lifecycle.Decision{Key: "resume:comment:1", TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, By: "carol"}}
+	abort := lifecycle.Decision{Key: "resume:comment:2", TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionAbort, By: "carol"}}
 	cases := []struct {
 		name  string
-		from  RunStatus
+		from  lifecycle.RunStatus
 		event lifecycle.Event
 		// concluded are the tasks whose check runs must end with conclusion.
 		concluded  []string
@@ -32,17 +33,17 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 		reply      bool
 		closed     bool
 	}{
-		{name: "decided retry", from: StatusParked, event: lifecycle.Decided{Decision: retry}, continued: 1},
-		{name: "decided abort", from: StatusParked, event: lifecycle.Decided{Decision: abort}, concluded: []string{"1.2"}, conclusion: ConclusionCancelled},
-		{name: "stopped", from: StatusRunning, event: lifecycle.Stopped{}, concluded: []string{"1.1"}, conclusion: ConclusionCancelled},
-		{name: "taken away", from: StatusRunning, event: lifecycle.TakenAway{Why: "pull request #7 was closed"},
-			concluded: []string{"1.1"}, conclusion: ConclusionCancelled, reply: true},
-		{name: "failed", from: StatusRunning, event: lifecycle.Failed{Message: "boom"}, closed: true},
-		{name: "engine finished", from: StatusRunning, event: lifecycle.EngineFinished{Status: StatusSucceeded,
+		{name: "decided retry", from: lifecycle.StatusParked, event: lifecycle.Decided{Decision: retry}, continued: 1},
+		{name: "decided abort", from: lifecycle.StatusParked, event: lifecycle.Decided{Decision: abort}, concluded: []string{"1.2"}, conclusion: ports.ConclusionCancelled},
+		{name: "stopped", from: lifecycle.StatusRunning, event: lifecycle.Stopped{}, concluded: []string{"1.1"}, conclusion: ports.ConclusionCancelled},
+		{name: "taken away", from: lifecycle.StatusRunning, event: lifecycle.TakenAway{Why: "pull request #7 was closed"},
+			concluded: []string{"1.1"}, conclusion: ports.ConclusionCancelled, reply: true},
+		{name: "failed", from: lifecycle.StatusRunning, event: lifecycle.Failed{Message: "boom"}, closed: true},
+		{name: "engine finished", from: lifecycle.StatusRunning, event: lifecycle.EngineFinished{Status: lifecycle.StatusSucceeded,
 			Outcome: runner.Outcome{Status: runner.StatusSucceeded}}},
-		{name: "rolled back", from: StatusSucceeded, event: lifecycle.RolledBack{Reverted: map[string]string{"1.1": "rolled back"},
+		{name: "rolled back", from: lifecycle.StatusSucceeded, event: lifecycle.RolledBack{Reverted: map[string]string{"1.1": "rolled back"},
 			Texts: map[string]string{"1.1": "reverted"}, By: "frank", Task: "1.1", Key: "rollback:comment:3", Retry: true},
-			concluded: []string{"1.1"}, conclusion: ConclusionNeutral, continued: 1},
+			concluded: []string{"1.1"}, conclusion: ports.ConclusionNeutral, continued: 1},
 	}
 	for _, tc := range cases {
 		for _, performedFirst := range []bool{false, true} {
@@ -65,14 +66,14 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 				}
 				if performedFirst {
 					gh, _ := jh.gh.installations().Installation(ctx, 7)
-					if err := jh.h.perform(ctx, gh, run, run.Outbox[0]); err != nil {
+					if err := jh.h.pub.perform(ctx, gh, run, run.Outbox[0]); err != nil {
 						t.Fatal(err)
 					}
 				}
 
 				// Recovery: every worker's relay finds the outbox; two of them publish it.
 				for range 2 {
-					if _, err := jh.h.Relay(ctx, 0); err != nil {
+					if _, err := jh.h.pub.Relay(ctx, 0); err != nil {
 						t.Fatal(err)
 					}
 					for _, p := range queued[PublishPayload](jh, TypePublish) {
@@ -80,7 +81,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if err := jh.h.HandlePublish(ctx, asynq.NewTask(TypePublish, task.Payload())); err != nil {
+						if err := jh.h.pub.HandlePublish(ctx, asynq.NewTask(TypePublish, task.Payload())); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -105,7 +106,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 				if summaries != 1 {
 					t.Fatalf("%d summary comments, want 1; effects %v", summaries, jh.gh.Effects())
 				}
-				if !strings.Contains(jh.gh.commentsOn(7)[0], templateState(run.Status)) {
+				if !strings.Contains(jh.gh.commentsOn(7)[0], run.Status.Label()) {
 					t.Errorf("the summary does not say the run is %s: %s", run.Status, jh.gh.commentsOn(7)[0])
 				}
 				for _, id := range tc.concluded {
@@ -132,31 +133,31 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 
 // crashFixture stores a run in state from, with a running task 1.1 whose check run is open and an
 // escalated task 1.2 parked, on pull request #7 of issue #5.
-func crashFixture(t *testing.T, jh *jobsHarness, from RunStatus) *Run {
+func crashFixture(t *testing.T, jh *jobsHarness, from lifecycle.RunStatus) *lifecycle.Run {
 	t.Helper()
 	ctx := context.Background()
-	jh.gh.pulls[7] = &PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
-	open, _, err := jh.gh.CreateCheckRun(ctx, "o", "r", CheckRun{Name: "akira: 1.1 one", Status: CheckInProgress})
+	jh.gh.pulls[7] = &ports.PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
+	open, _, err := jh.gh.CreateCheckRun(ctx, "o", "r", ports.CheckRun{Name: "akira: 1.1 one", Status: ports.CheckInProgress})
 	if err != nil {
 		t.Fatal(err)
 	}
-	parked, _, err := jh.gh.CreateCheckRun(ctx, "o", "r", CheckRun{Name: "akira: 1.2 two", Status: CheckInProgress})
+	parked, _, err := jh.gh.CreateCheckRun(ctx, "o", "r", ports.CheckRun{Name: "akira: 1.2 two", Status: ports.CheckInProgress})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, _, err := jh.store.Create(ctx, &Run{ID: "crash-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
-		Trigger: TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
-		Tasks: []TaskState{
+	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "crash-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
+		Trigger: lifecycle.TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
+		Tasks: []lifecycle.TaskState{
 			{ID: "1.1", Title: "one", Status: templates.StatusRunning, CheckRunID: open},
 			{ID: "1.2", Title: "two", Status: templates.StatusEscalated, CheckRunID: parked, CheckRunDone: true},
 		},
-		Parked: []Parked{{TaskID: "1.2"}},
-		Stop:   &StopRequest{By: "bob"},
+		Parked: []lifecycle.Parked{{TaskID: "1.2"}},
+		Stop:   &lifecycle.StopRequest{By: "bob"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jh.store.Update(ctx, run.ID, func(r *Run) error { r.Status = from; return nil }); err != nil {
+	if _, err := jh.store.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.Status = from; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return run

@@ -3,6 +3,8 @@ package jobs
 import (
 	"slices"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/templates"
@@ -13,7 +15,7 @@ import (
 // change the *Run they are given (Store.Update may call them again when another writer got in
 // between), so they are tested as plain functions.
 
-func recordUsage(run *Run, ev runner.Event) error {
+func recordUsage(run *lifecycle.Run, ev runner.Event) error {
 	if t := run.Task(ev.TaskID); t != nil && ev.Usage != nil {
 		t.InputTokens += ev.Usage.InputTokens
 		t.OutputTokens += ev.Usage.OutputTokens
@@ -23,7 +25,7 @@ func recordUsage(run *Run, ev runner.Event) error {
 	return nil
 }
 
-func recordBlocked(run *Run, ev runner.Event) error {
+func recordBlocked(run *lifecycle.Run, ev runner.Event) error {
 	if t := run.Task(ev.TaskID); t != nil {
 		t.Note = ev.Message
 	}
@@ -31,8 +33,8 @@ func recordBlocked(run *Run, ev runner.Event) error {
 }
 
 // recordCheckRunOpened stores a task's new check run at once, so a crash cannot make a second one.
-func recordCheckRunOpened(taskID string, id int64, url, head string) func(*Run) error {
-	return func(run *Run) error {
+func recordCheckRunOpened(taskID string, id int64, url, head string) func(*lifecycle.Run) error {
+	return func(run *lifecycle.Run) error {
 		if t := run.Task(taskID); t != nil {
 			t.CheckRunID, t.CheckRunURL, t.CheckRunDone, t.CheckRunAsked, t.CheckRunHead = id, url, false, false, head
 		}
@@ -41,8 +43,8 @@ func recordCheckRunOpened(taskID string, id int64, url, head string) func(*Run) 
 }
 
 // recordCheckRunAsked marks a task whose check run is about to be asked of GitHub (see openCheckRun).
-func recordCheckRunAsked(taskID string) func(*Run) error {
-	return func(run *Run) error {
+func recordCheckRunAsked(taskID string) func(*lifecycle.Run) error {
+	return func(run *lifecycle.Run) error {
 		if t := run.Task(taskID); t != nil {
 			t.CheckRunAsked = true
 		}
@@ -50,8 +52,8 @@ func recordCheckRunAsked(taskID string) func(*Run) error {
 	}
 }
 
-func recordCheckRunDone(taskID string) func(*Run) error {
-	return func(run *Run) error {
+func recordCheckRunDone(taskID string) func(*lifecycle.Run) error {
+	return func(run *lifecycle.Run) error {
 		if t := run.Task(taskID); t != nil {
 			t.CheckRunDone = true
 		}
@@ -59,8 +61,8 @@ func recordCheckRunDone(taskID string) func(*Run) error {
 	}
 }
 
-func recordEscalationComment(taskID string, id int64, url string) func(*Run) error {
-	return func(run *Run) error {
+func recordEscalationComment(taskID string, id int64, url string) func(*lifecycle.Run) error {
+	return func(run *lifecycle.Run) error {
 		if t := run.Task(taskID); t != nil {
 			t.EscalationCommentID, t.EscalationURL = id, url
 		}
@@ -68,8 +70,8 @@ func recordEscalationComment(taskID string, id int64, url string) func(*Run) err
 	}
 }
 
-func recordPullRequest(pr *PullRequest) func(*Run) error {
-	return func(run *Run) error {
+func recordPullRequest(pr *ports.PullRequest) func(*lifecycle.Run) error {
+	return func(run *lifecycle.Run) error {
 		run.PR, run.PRURL, run.PRNodeID = pr.Number, pr.URL, pr.NodeID
 		run.OpenedPR = true
 		return nil
@@ -77,8 +79,8 @@ func recordPullRequest(pr *PullRequest) func(*Run) error {
 }
 
 // forgetSummaryComment drops the stored summary comment when it is still the deleted one.
-func forgetSummaryComment(deleted int64) func(*Run) error {
-	return func(run *Run) error {
+func forgetSummaryComment(deleted int64) func(*lifecycle.Run) error {
+	return func(run *lifecycle.Run) error {
 		if run.SummaryCommentID == deleted {
 			run.SummaryCommentID, run.SummaryURL = 0, ""
 		}
@@ -86,8 +88,8 @@ func forgetSummaryComment(deleted int64) func(*Run) error {
 	}
 }
 
-func recordSummaryComment(id int64, url string) func(*Run) error {
-	return func(run *Run) error {
+func recordSummaryComment(id int64, url string) func(*lifecycle.Run) error {
+	return func(run *lifecycle.Run) error {
 		if run.SummaryCommentID == 0 {
 			run.SummaryCommentID, run.SummaryURL = id, url
 		}
@@ -101,8 +103,8 @@ const maxBlocked = 50
 
 // recordRefused keeps the destinations the egress proxy refused an attempt's agent or verification
 // (who), one entry per attempt, who and destination.
-func recordRefused(taskID string, attempt int, who string, refused []egress.Blocked) func(*Run) error {
-	return func(run *Run) error {
+func recordRefused(taskID string, attempt int, who string, refused []egress.Blocked) func(*lifecycle.Run) error {
+	return func(run *lifecycle.Run) error {
 		t := run.Task(taskID)
 		if t == nil {
 			return nil

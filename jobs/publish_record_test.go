@@ -11,30 +11,30 @@ import (
 // TestRecordFinishedKeepsLateDecisions: a decision taken while the job ran (on a task the job parked)
 // outlives the job's end; those the job handed to the engine are done.
 func TestRecordFinishedKeepsLateDecisions(t *testing.T) {
-	retry := func(key string) Decision {
-		return Decision{Key: key, TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: key}}
+	retry := func(key string) lifecycle.Decision {
+		return lifecycle.Decision{Key: key, TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: key}}
 	}
 	parkedOut := runner.Outcome{Status: runner.StatusParked, Parked: []runner.Escalation{{TaskID: "1.2"}}}
 	tests := []struct {
 		name          string
-		start         RunStatus
-		decisions     map[string]Decision
-		handed        map[string]Decision
-		status        RunStatus
+		start         lifecycle.RunStatus
+		decisions     map[string]lifecycle.Decision
+		handed        map[string]lifecycle.Decision
+		status        lifecycle.RunStatus
 		out           runner.Outcome
-		wantStatus    RunStatus
+		wantStatus    lifecycle.RunStatus
 		wantParked    int
 		wantDecisions int
 	}{
-		{"no decisions: parked", StatusRunning, nil, nil, StatusParked, parkedOut, StatusParked, 1, 0},
-		{"decision handed to the engine is done", StatusRunning, map[string]Decision{"1.2": retry("a")}, map[string]Decision{"1.2": retry("a")}, StatusParked, parkedOut, StatusParked, 1, 0},
-		{"decision taken during the job queues the run", StatusRunning, map[string]Decision{"1.2": retry("b")}, nil, StatusParked, parkedOut, StatusQueued, 0, 1},
-		{"a newer decision than the one handed", StatusRunning, map[string]Decision{"1.2": retry("c")}, map[string]Decision{"1.2": retry("a")}, StatusParked, parkedOut, StatusQueued, 0, 1},
-		{"aborted during the job stays aborted", StatusAborted, nil, nil, StatusSucceeded, runner.Outcome{Status: runner.StatusSucceeded}, StatusAborted, 0, 0},
+		{"no decisions: parked", lifecycle.StatusRunning, nil, nil, lifecycle.StatusParked, parkedOut, lifecycle.StatusParked, 1, 0},
+		{"decision handed to the engine is done", lifecycle.StatusRunning, map[string]lifecycle.Decision{"1.2": retry("a")}, map[string]lifecycle.Decision{"1.2": retry("a")}, lifecycle.StatusParked, parkedOut, lifecycle.StatusParked, 1, 0},
+		{"decision taken during the job queues the run", lifecycle.StatusRunning, map[string]lifecycle.Decision{"1.2": retry("b")}, nil, lifecycle.StatusParked, parkedOut, lifecycle.StatusQueued, 0, 1},
+		{"a newer decision than the one handed", lifecycle.StatusRunning, map[string]lifecycle.Decision{"1.2": retry("c")}, map[string]lifecycle.Decision{"1.2": retry("a")}, lifecycle.StatusParked, parkedOut, lifecycle.StatusQueued, 0, 1},
+		{"aborted during the job stays aborted", lifecycle.StatusAborted, nil, nil, lifecycle.StatusSucceeded, runner.Outcome{Status: runner.StatusSucceeded}, lifecycle.StatusAborted, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			run := &Run{Status: tt.start, Decisions: tt.decisions, Parked: []Parked{{TaskID: "1.2"}}}
+			run := &lifecycle.Run{Status: tt.start, Decisions: tt.decisions, Parked: []lifecycle.Parked{{TaskID: "1.2"}}}
 			if _, err := lifecycle.Apply(run, lifecycle.EngineFinished{Status: tt.status, Outcome: tt.out, Handed: tt.handed}, time.Now()); err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // The relay of the run's outbox. A transition and the effects it requires are written together (see
@@ -18,6 +21,9 @@ import (
 
 // TypePublish performs the effects a run's transitions left in its outbox.
 const TypePublish = "akira:publish"
+
+// publishTaskType is served by Publish.HandlePublish (see taskTypes).
+var publishTaskType = taskType{Name: TypePublish, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandlePublish }}
 
 // RelayAge is how long effects may wait in an outbox before the relay takes them for left behind:
 // longer than the job that wrote them needs to perform them.
@@ -62,24 +68,24 @@ func (e *Enqueuer) EnqueuePublish(ctx context.Context, p PublishPayload) error {
 }
 
 // HandlePublish performs what the run's outbox holds.
-func (h *Handler) HandlePublish(ctx context.Context, t *asynq.Task) error {
+func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
 	var p PublishPayload
 	if err := decode(t, TypePublish, &p); err != nil {
-		h.d.Metrics.job(TypePublish, ResultInvalid)
+		h.d.Metrics.Job(TypePublish, metrics.ResultInvalid)
 		return err
 	}
 	log := h.log.With("task", TypePublish, "installation", p.InstallationID, "run", p.RunID)
 	run, err := h.d.Store.Get(ctx, p.RunID)
-	if errors.Is(err, ErrNotFound) {
-		h.d.Metrics.job(TypePublish, ResultNoop)
-		return h.d.Store.forgetOutbox(ctx, p.RunID)
+	if errors.Is(err, store.ErrNotFound) {
+		h.d.Metrics.Job(TypePublish, metrics.ResultNoop)
+		return h.d.Store.ForgetOutbox(ctx, p.RunID)
 	}
 	if err != nil {
-		h.d.Metrics.job(TypePublish, ResultRetry)
+		h.d.Metrics.Job(TypePublish, metrics.ResultRetry)
 		return err
 	}
 	if len(run.Outbox) == 0 {
-		h.d.Metrics.job(TypePublish, ResultNoop)
+		h.d.Metrics.Job(TypePublish, metrics.ResultNoop)
 		return nil
 	}
 	gh, err := installation(ctx, h.d.GitHub, run.InstallationID)
@@ -88,16 +94,16 @@ func (h *Handler) HandlePublish(ctx context.Context, t *asynq.Task) error {
 		_, err = h.publish(ctx, gh, run, log)
 	}
 	if err != nil {
-		h.d.Metrics.job(TypePublish, ResultRetry)
+		h.d.Metrics.Job(TypePublish, metrics.ResultRetry)
 		return err
 	}
-	h.d.Metrics.job(TypePublish, ResultSucceeded)
+	h.d.Metrics.Job(TypePublish, metrics.ResultSucceeded)
 	return nil
 }
 
 // Relay queues a publish job for each run whose effects waited longer than age, and returns how many
 // it queued.
-func (h *Handler) Relay(ctx context.Context, age time.Duration) (int, error) {
+func (h *Publish) Relay(ctx context.Context, age time.Duration) (int, error) {
 	ids, err := h.d.Store.LeftEffects(ctx, age)
 	if err != nil {
 		return 0, err
@@ -106,8 +112,8 @@ func (h *Handler) Relay(ctx context.Context, age time.Duration) (int, error) {
 	var errs []error
 	for _, id := range ids {
 		run, err := h.d.Store.Get(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			errs = append(errs, h.d.Store.forgetOutbox(ctx, id))
+		if errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, h.d.Store.ForgetOutbox(ctx, id))
 			continue
 		}
 		if err != nil {

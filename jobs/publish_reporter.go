@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/verify"
 	"github.com/akira-bot/akira/templates"
@@ -20,9 +23,9 @@ import (
 
 // ReporterGitHub is what the reporter does on GitHub: check runs, comments and the run's pull request.
 type ReporterGitHub interface {
-	Checks
-	Comments
-	Pulls
+	ports.Checks
+	ports.Comments
+	ports.Pulls
 }
 
 // Reporter is the runner.Reporter of a job: for each engine event it applies the lifecycle's transition
@@ -32,9 +35,9 @@ type ReporterGitHub interface {
 type Reporter struct {
 	gh      ReporterGitHub
 	pub     publisher
-	metrics *Metrics
+	metrics *metrics.Metrics
 	runID   string
-	run     *Run
+	run     *lifecycle.Run
 
 	head        string
 	maxAttempts int
@@ -51,7 +54,7 @@ type Reporter struct {
 	// attemptBase is, per task, the attempts made by jobs that died on it: the engine counts this
 	// job's attempts from 1, and they are numbered after those (the dead attempts' logs are kept).
 	attemptBase  map[string]int
-	masker       *Masker
+	masker       *store.Masker
 	logRetention time.Duration
 	// publicURL is the dashboard's address: a check run's details link to the task's page there.
 	publicURL string
@@ -76,24 +79,41 @@ type Reporter struct {
 	// announced is, per task, the attempt its check run was opened for: the start of that attempt
 	// changes nothing on it.
 	announced map[string]int
+
+	// The reporter's concerns, each a small type over the state above.
+	logBook *attemptLogs // attempt logs, kept as they grow
+	checks  *checkRuns   // a check run per task
+	sums    *summaries   // the summary comment, rate-limited
 }
 
+// attemptLogs keeps each attempt's log in the store, masked, as it grows and when the attempt ends.
+type attemptLogs struct{ *Reporter }
+
+// checkRuns opens, updates and concludes a task's check run, and the environment's.
+type checkRuns struct{ *Reporter }
+
+// summaries edits the run's summary comment for progress and a task's end, at most every
+// summaryEvery, with a held-back edit flushed later.
+type summaries struct{ *Reporter }
+
 // NewReporter returns the reporter of one job of the run.
-func NewReporter(gh ReporterGitHub, store *Store, metrics *Metrics, log *slog.Logger, run *Run) *Reporter {
+func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, log *slog.Logger, run *lifecycle.Run) *Reporter {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Reporter{
-		gh: gh, pub: publisher{gh: gh, store: store, log: log}, metrics: metrics,
+	r := &Reporter{
+		gh: gh, pub: publisher{gh: gh, store: st, log: log}, metrics: metrics,
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
 		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, attemptBase: map[string]int{}, now: time.Now,
 		announced: map[string]int{}, summaryEvery: minSummaryInterval,
 	}
+	r.logBook, r.checks, r.sums = &attemptLogs{r}, &checkRuns{r}, &summaries{r}
+	return r
 }
 
 // Run is the run state as the reporter last wrote or read it.
-func (r *Reporter) Run() *Run { return r.run }
+func (r *Reporter) Run() *lifecycle.Run { return r.run }
 
 // Report handles one engine event. An error stops the run; the job is retried and carries on from the
 // branch and the state, which is why every step here is safe to repeat.
@@ -124,15 +144,15 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 		if ev.VerifyPlan != nil && len(ev.VerifyPlan.Commands) > 0 {
 			what = "verifying: " + clipText(strings.Join(ev.VerifyPlan.Commands, " && "), 120)
 		}
-		err = r.progress(ctx, what)
+		err = r.sums.progress(ctx, what)
 	case runner.EventVerifyFinished:
 		if err = r.recordRefused(ctx, ev, "verification"); err != nil {
 			break
 		}
-		r.logVerify(ev)
-		r.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
+		r.logBook.logVerify(ev)
+		r.logBook.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
 		r.verify[ev.TaskID] = ev.Verify
-		if a := r.lastAttempt(ev.TaskID); a != nil {
+		if a := r.checks.lastAttempt(ev.TaskID); a != nil {
 			a.Verify = commands(ev.Verify)
 		}
 	case runner.EventJudged:
@@ -146,7 +166,7 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 	case runner.EventTaskSkipped:
 		err = r.taskSkipped(ctx, ev)
 	case runner.EventTaskBlocked:
-		err = r.record(ctx, func(run *Run) error { return recordBlocked(run, ev) })
+		err = r.record(ctx, func(run *lifecycle.Run) error { return recordBlocked(run, ev) })
 	case runner.EventSetupFinished:
 		err = r.setupFinished(ctx, ev)
 	case runner.EventBaseChecked:
@@ -176,7 +196,7 @@ func (r *Reporter) transition(ctx context.Context, ev lifecycle.Event) ([]lifecy
 }
 
 // record applies a change to the stored run and keeps the result.
-func (r *Reporter) record(ctx context.Context, fn func(*Run) error) error {
+func (r *Reporter) record(ctx context.Context, fn func(*lifecycle.Run) error) error {
 	run, err := r.pub.store.Update(ctx, r.runID, fn)
 	if err != nil {
 		return err
@@ -186,9 +206,9 @@ func (r *Reporter) record(ctx context.Context, fn func(*Run) error) error {
 }
 
 // progress records the working job's sign of life and shows it, at most every minSummaryInterval.
-func (r *Reporter) progress(ctx context.Context, activity string) error {
+func (r *summaries) progress(ctx context.Context, activity string) error {
 	now := r.now()
-	if err := r.record(ctx, func(run *Run) error {
+	if err := r.record(ctx, func(run *lifecycle.Run) error {
 		run.Activity, run.ActivityAt = activity, now
 		return nil
 	}); err != nil {
@@ -199,7 +219,7 @@ func (r *Reporter) progress(ctx context.Context, activity string) error {
 
 // progressSummary edits the summary for progress alone, unless it was edited less than
 // minSummaryInterval ago.
-func (r *Reporter) progressSummary(ctx context.Context) error {
+func (r *summaries) progressSummary(ctx context.Context) error {
 	if !r.lastSummary.IsZero() && r.now().Sub(r.lastSummary) < r.summaryEvery {
 		return nil
 	}
@@ -209,7 +229,7 @@ func (r *Reporter) progressSummary(ctx context.Context) error {
 // taskSummary shows a task's end on the summary: at once when the summary was last edited
 // minSummaryInterval ago or more, else when that interval is over (a run of fast tasks edits its
 // summary once per interval, not once per task).
-func (r *Reporter) taskSummary(ctx context.Context) error {
+func (r *summaries) taskSummary(ctx context.Context) error {
 	wait := r.summaryEvery - r.now().Sub(r.lastSummary)
 	if r.lastSummary.IsZero() || wait <= 0 {
 		return r.summary(ctx)
@@ -225,7 +245,7 @@ func (r *Reporter) taskSummary(ctx context.Context) error {
 
 // flushSummary makes the summary edit taskSummary held back, from the job's latest state, unless an
 // edit since made it or the job is over.
-func (r *Reporter) flushSummary(ctx context.Context) {
+func (r *summaries) flushSummary(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.flushTimer = nil
@@ -258,7 +278,7 @@ func (r *Reporter) Close() {
 	}
 }
 
-func (r *Reporter) summary(ctx context.Context) error {
+func (r *summaries) summary(ctx context.Context) error {
 	r.summaryDue = false
 	r.lastSummary = r.now()
 	run, err := r.pub.publishSummary(ctx, r.run)
@@ -281,7 +301,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 			running[t.ID] = true
 		}
 	}
-	effects, err := r.transition(ctx, lifecycle.PlanRead{Engine: ev, Past: r.pastDurations(ctx)})
+	effects, err := r.transition(ctx, lifecycle.PlanRead{Engine: ev, Past: r.sums.pastDurations(ctx)})
 	if err != nil {
 		return err
 	}
@@ -289,14 +309,14 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	for _, t := range r.run.Tasks {
 		if running[t.ID] && t.Status == templates.StatusPending {
 			r.attemptBase[t.ID] = t.Attempts
-			r.endInterruptedLog(ctx, t.ID, t.Attempts)
+			r.logBook.endInterruptedLog(ctx, t.ID, t.Attempts)
 		}
 	}
 	// A job that died after a task's checkpoint was pushed left its check run in progress; the task
 	// is found done from its trailers now, and its check run gets the conclusion it missed.
 	for _, t := range r.run.Tasks {
 		if t.Status == templates.StatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
-			if err := r.finishCheckRun(ctx, &t, templates.StatusPassed, "", CheckRun{Conclusion: ConclusionSuccess, Title: "Verified"}); err != nil {
+			if err := r.checks.finishCheckRun(ctx, &t, templates.StatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
 				return err
 			}
 		}
@@ -317,7 +337,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 // run has: the history is read until the run finishes a task of its own, which then joins it (a
 // later read would count the run's own tasks twice). The estimate is a courtesy: a failed read
 // leaves it unknown and the run goes on.
-func (r *Reporter) pastDurations(ctx context.Context) []time.Duration {
+func (r *summaries) pastDurations(ctx context.Context) []time.Duration {
 	for _, t := range r.run.Tasks {
 		if t.Attempts > 0 && t.Duration > 0 {
 			return nil
@@ -356,7 +376,7 @@ func (r *Reporter) taskStarted(ctx context.Context, ev runner.Event) error {
 // openCheckRun creates a new in-progress check run for the task and stores its id at once. It says
 // which attempt runs (the next one when attempt is 0, as at the task's start), so that the start of
 // that attempt need not update it.
-func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int) error {
+func (r *checkRuns) openCheckRun(ctx context.Context, taskID string, attempt int) error {
 	t := r.run.Task(taskID)
 	if attempt == 0 {
 		attempt = t.Attempts + 1
@@ -369,10 +389,10 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 	if r.maxAttempts > 0 {
 		title += fmt.Sprintf(" of %d", r.maxAttempts)
 	}
-	cr := CheckRun{
-		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: CheckInProgress,
-		ExternalID: CheckRunExternalID(r.runID, t.ID), DetailsURL: cmp.Or(TaskPageURL(r.publicURL, r.runID, t.ID), r.run.PRURL), Title: title, Summary: sum,
-		Buttons: RunningButtons(),
+	cr := ports.CheckRun{
+		Name: CheckRunName(t.ID, t.Title), HeadSHA: r.head, Status: ports.CheckInProgress,
+		ExternalID: ports.CheckRunExternalID(r.runID, t.ID), DetailsURL: cmp.Or(TaskPageURL(r.publicURL, r.runID, t.ID), r.run.PRURL), Title: title, Summary: sum,
+		Buttons: ports.RunningButtons(),
 	}
 	if t.CheckRunID != 0 && !t.CheckRunDone && t.CheckRunHead == r.head {
 		// A job that died left the task's check run open on this very commit: the task goes on there.
@@ -402,7 +422,7 @@ func (r *Reporter) openCheckRun(ctx context.Context, taskID string, attempt int)
 	return nil
 }
 
-func (r *Reporter) lastAttempt(taskID string) *templates.Attempt {
+func (r *checkRuns) lastAttempt(taskID string) *templates.Attempt {
 	as := r.attempts[taskID]
 	if len(as) == 0 {
 		return nil
@@ -411,7 +431,7 @@ func (r *Reporter) lastAttempt(taskID string) *templates.Attempt {
 }
 
 // logf adds to the task's current attempt's log.
-func (r *Reporter) logf(taskID, format string, a ...any) {
+func (r *attemptLogs) logf(taskID, format string, a ...any) {
 	b := r.logs[taskID]
 	if b == nil {
 		b = &strings.Builder{}
@@ -440,7 +460,7 @@ func interruptedText(taskID string, attempt int) string {
 
 // keepPartialLog stores the attempt's log as far as it went, the attempt still running: a worker
 // killed now leaves it to be read. A few writes per attempt, at its steps.
-func (r *Reporter) keepPartialLog(ctx context.Context, taskID string, attempt int) {
+func (r *attemptLogs) keepPartialLog(ctx context.Context, taskID string, attempt int) {
 	b := r.logs[taskID]
 	if b == nil || attempt == 0 {
 		return
@@ -453,12 +473,12 @@ func (r *Reporter) keepPartialLog(ctx context.Context, taskID string, attempt in
 
 // endInterruptedLog ends the log a dead job left of its attempt with why it ended, or writes one that
 // says so when nothing was left (Redis lost it, or the job died before writing).
-func (r *Reporter) endInterruptedLog(ctx context.Context, taskID string, attempt int) {
+func (r *attemptLogs) endInterruptedLog(ctx context.Context, taskID string, attempt int) {
 	end := "\n==> " + strings.ToUpper(interruptedText(taskID, attempt)[:1]) + interruptedText(taskID, attempt)[1:] +
 		"; the run went on from its last pushed checkpoint (" + short(r.head) + ").\n"
 	text, err := r.pub.store.Log(ctx, r.runID, taskID, attempt)
 	switch {
-	case errors.Is(err, ErrNoLog):
+	case errors.Is(err, store.ErrNoLog):
 		text = fmt.Sprintf("==> Run %s, task %s, attempt %d: nothing of its log was kept\n", r.runID, taskID, attempt)
 	case err != nil:
 		r.pub.log.Warn("interrupted attempt log not read", "task", taskID, "attempt", attempt, "err", err)
@@ -472,7 +492,7 @@ func (r *Reporter) endInterruptedLog(ctx context.Context, taskID string, attempt
 	}
 }
 
-func (r *Reporter) logVerify(ev runner.Event) {
+func (r *attemptLogs) logVerify(ev runner.Event) {
 	r.logf(ev.TaskID, "\n==> Verification\n")
 	for _, v := range ev.Verify {
 		status := fmt.Sprintf("exit %d", v.ExitCode)
@@ -485,7 +505,7 @@ func (r *Reporter) logVerify(ev runner.Event) {
 
 // keepLog stores the attempt's log, masked, and starts afresh; a log that cannot be kept is a loss
 // for later reading, not a reason to stop the run.
-func (r *Reporter) keepLog(ctx context.Context, taskID string, attempt int, end string) {
+func (r *attemptLogs) keepLog(ctx context.Context, taskID string, attempt int, end string) {
 	b := r.logs[taskID]
 	if b == nil || attempt == 0 {
 		return
@@ -499,16 +519,16 @@ func (r *Reporter) keepLog(ctx context.Context, taskID string, attempt int, end 
 
 func (r *Reporter) attemptStarted(ctx context.Context, ev runner.Event) error {
 	delete(r.logs, ev.TaskID)
-	r.logf(ev.TaskID, "==> Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
+	r.logBook.logf(ev.TaskID, "==> Run %s, task %s (%s), attempt %d, started %s\n", r.runID, ev.TaskID, ev.TaskTitle, ev.Attempt, ev.Time.UTC().Format(time.RFC3339))
 	if ev.Feedback != "" {
-		r.logf(ev.TaskID, "\n==> What the agent was told went wrong before\n%s\n", strings.TrimRight(ev.Feedback, "\n"))
+		r.logBook.logf(ev.TaskID, "\n==> What the agent was told went wrong before\n%s\n", strings.TrimRight(ev.Feedback, "\n"))
 	}
 	if ev.MaxAttempts > 0 {
 		r.maxAttempts = ev.MaxAttempts
 	}
 	r.attempts[ev.TaskID] = append(r.attempts[ev.TaskID], templates.Attempt{Number: ev.Attempt, Guidance: r.guidance[ev.TaskID], Lessons: ev.Lessons})
 	delete(r.guidance, ev.TaskID)
-	r.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
+	r.logBook.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
 	effects, err := r.transition(ctx, lifecycle.AttemptStarted{Engine: ev})
 	if err != nil {
 		return err
@@ -521,9 +541,9 @@ func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
 	if ev.Message != "" {
 		failed = ": " + ev.Message
 	}
-	r.logf(ev.TaskID, "\n==> Agent (%s)%s\n%s\n", ev.Duration.Round(time.Millisecond), failed, strings.TrimRight(ev.Output, "\n"))
-	r.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
-	if a := r.lastAttempt(ev.TaskID); a != nil {
+	r.logBook.logf(ev.TaskID, "\n==> Agent (%s)%s\n%s\n", ev.Duration.Round(time.Millisecond), failed, strings.TrimRight(ev.Output, "\n"))
+	r.logBook.keepPartialLog(ctx, ev.TaskID, ev.Attempt)
+	if a := r.checks.lastAttempt(ev.TaskID); a != nil {
 		a.Duration = ev.Duration
 		if ev.Message != "" {
 			a.Error = ev.Message
@@ -532,8 +552,8 @@ func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
 	if ev.Usage == nil || (ev.Usage.InputTokens == 0 && ev.Usage.OutputTokens == 0 && ev.Usage.CostUSD == 0) {
 		return nil
 	}
-	r.metrics.usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CostUSD)
-	return r.record(ctx, func(run *Run) error { return recordUsage(run, ev) })
+	r.metrics.Usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CostUSD)
+	return r.record(ctx, func(run *lifecycle.Run) error { return recordUsage(run, ev) })
 }
 
 // judged keeps the judge's verdict for the check run (the attempt's failure or checkpoint that
@@ -547,20 +567,20 @@ func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
 		}
 	}
 	r.verdicts[ev.TaskID] = v
-	if a := r.lastAttempt(ev.TaskID); a != nil {
+	if a := r.checks.lastAttempt(ev.TaskID); a != nil {
 		a.Verdict = v
 	}
-	r.logf(ev.TaskID, "\n==> Acceptance judge\n")
+	r.logBook.logf(ev.TaskID, "\n==> Acceptance judge\n")
 	if v.Error != "" {
-		r.logf(ev.TaskID, "%s\n", v.Error)
+		r.logBook.logf(ev.TaskID, "%s\n", v.Error)
 	}
 	for _, c := range v.Criteria {
-		r.logf(ev.TaskID, "- %s: met=%v: %s\n", c.Criterion, c.Met, c.Reason)
+		r.logBook.logf(ev.TaskID, "- %s: met=%v: %s\n", c.Criterion, c.Met, c.Reason)
 	}
 	if v.Error == "" {
-		r.logf(ev.TaskID, "confidence %.2f (at least %.2f), accepted=%v\n", v.Confidence, v.MinConfidence, v.Accepted)
+		r.logBook.logf(ev.TaskID, "confidence %.2f (at least %.2f), accepted=%v\n", v.Confidence, v.MinConfidence, v.Accepted)
 	}
-	return r.record(ctx, func(run *Run) error {
+	return r.record(ctx, func(run *lifecycle.Run) error {
 		if err := recordUsage(run, ev); err != nil {
 			return err
 		}
@@ -579,12 +599,12 @@ func (r *Reporter) tell(ctx context.Context, event, occasion string, data templa
 }
 
 func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
-	r.keepLog(ctx, ev.TaskID, ev.Attempt, "Attempt failed: "+ev.Message)
+	r.logBook.keepLog(ctx, ev.TaskID, ev.Attempt, "Attempt failed: "+ev.Message)
 	if ev.Stalled {
 		r.tell(ctx, "stalled", fmt.Sprintf("%s-%d", ev.TaskID, ev.Attempt), templates.Notification{TaskID: ev.TaskID,
 			TaskTitle: ev.TaskTitle, Reason: ev.Message})
 	}
-	if a := r.lastAttempt(ev.TaskID); a != nil {
+	if a := r.checks.lastAttempt(ev.TaskID); a != nil {
 		a.Output = ev.Feedback
 		if len(ev.Verify) == 0 && a.Error == "" {
 			a.Error = ev.Message
@@ -594,13 +614,13 @@ func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
 	if t == nil || t.CheckRunID == 0 || t.CheckRunDone {
 		return nil
 	}
-	return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, ev.Message, CheckRun{
-		Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d failed", ev.Attempt, r.maxAttempts),
+	return r.checks.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, ev.Message, ports.CheckRun{
+		Status: ports.CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d failed", ev.Attempt, r.maxAttempts),
 		Annotations: annotations(ev.Verify)})
 }
 
 func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error {
-	r.keepLog(ctx, ev.TaskID, ev.Attempt, "Checkpoint "+ev.Commit)
+	r.logBook.keepLog(ctx, ev.TaskID, ev.Attempt, "Checkpoint "+ev.Commit)
 	r.head = ev.Commit
 	effects, err := r.transition(ctx, lifecycle.TaskCheckpointed{Engine: ev})
 	if err != nil {
@@ -632,7 +652,7 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 		esc = &runner.Escalation{TaskID: ev.TaskID, Title: ev.TaskTitle, Summary: ev.Message}
 		ev.Escalation = esc
 	}
-	r.keepLog(ctx, ev.TaskID, esc.Attempts, "Parked: "+esc.Summary)
+	r.logBook.keepLog(ctx, ev.TaskID, esc.Attempts, "Parked: "+esc.Summary)
 	effects, err := r.transition(ctx, lifecycle.TaskParked{Escalation: esc, Fresh: esc.Reason != "awaiting_decision"})
 	if err != nil {
 		return err
@@ -644,7 +664,7 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 // knows of the task's attempts for the check run's text.
 func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev runner.Event) error {
 	for _, e := range effects {
-		var t *TaskState
+		var t *lifecycle.TaskState
 		if len(e.TaskIDs) > 0 {
 			if t = r.run.Task(e.TaskIDs[0]); t == nil {
 				return fmt.Errorf("task %s is not in the run", e.TaskIDs[0])
@@ -655,30 +675,30 @@ func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev r
 		case lifecycle.EffectMetric:
 			switch e.Event {
 			case templates.StatusPassed:
-				r.metrics.task(e.Event, ev.Duration.Seconds(), t.Attempts)
+				r.metrics.Task(e.Event, ev.Duration.Seconds(), t.Attempts)
 			case templates.StatusEscalated:
-				r.metrics.escalated()
-				r.metrics.task(e.Event, 0, ev.Escalation.Attempts)
+				r.metrics.Escalated()
+				r.metrics.Task(e.Event, 0, ev.Escalation.Attempts)
 			default:
-				r.metrics.task(e.Event, 0, t.Attempts)
+				r.metrics.Task(e.Event, 0, t.Attempts)
 			}
 		case lifecycle.EffectNotify:
 			r.tell(ctx, e.Event, e.Occasion, templates.Notification{TaskID: t.ID, TaskTitle: t.Title,
 				Attempts: ev.Escalation.Attempts, Reason: e.Reason})
 		case lifecycle.EffectCheckRun:
-			err = r.checkRunPhase(ctx, t, e.Phase, ev)
+			err = r.checks.checkRunPhase(ctx, t, e.Phase, ev)
 		case lifecycle.EffectEscalation:
 			err = r.escalationComment(ctx, t, ev.Escalation)
 		case lifecycle.EffectSummary:
 			switch ev.Type {
 			case runner.EventTaskStarted:
-				err = r.progressSummary(ctx)
+				err = r.sums.progressSummary(ctx)
 			case runner.EventAttemptStarted:
-				err = r.progress(ctx, fmt.Sprintf("the agent is working on attempt %d", ev.Attempt))
+				err = r.sums.progress(ctx, fmt.Sprintf("the agent is working on attempt %d", ev.Attempt))
 			case runner.EventTaskCheckpointed, runner.EventTaskSkipped:
-				err = r.taskSummary(ctx)
+				err = r.sums.taskSummary(ctx)
 			default:
-				err = r.summary(ctx)
+				err = r.sums.summary(ctx)
 			}
 		default:
 			err = fmt.Errorf("the reporter does not perform %s effects", e.Kind)
@@ -691,7 +711,7 @@ func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev r
 }
 
 // checkRunPhase shows the task's new state on its check run.
-func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string, ev runner.Event) error {
+func (r *checkRuns) checkRunPhase(ctx context.Context, t *lifecycle.TaskState, phase string, ev runner.Event) error {
 	switch phase {
 	case lifecycle.PhaseOpen:
 		return r.openCheckRun(ctx, t.ID, ev.Attempt)
@@ -705,8 +725,8 @@ func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string
 		if ok && announced == ev.Attempt {
 			return nil // opened for this very attempt a moment ago: one update per change of state
 		}
-		return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", CheckRun{
-			Status: CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttemptsOf(t.ID))})
+		return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", ports.CheckRun{
+			Status: ports.CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttemptsOf(t.ID))})
 	case lifecycle.PhasePassed:
 		title := "Verified"
 		switch {
@@ -715,13 +735,13 @@ func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string
 		case ev.Unverified:
 			title = "Checkpointed, unverified"
 		}
-		return r.finishCheckRun(ctx, t, templates.StatusPassed, ev.Message, CheckRun{Conclusion: ConclusionSuccess, Title: title})
+		return r.finishCheckRun(ctx, t, templates.StatusPassed, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: title})
 	case lifecycle.PhaseSkipped:
-		return r.finishCheckRun(ctx, t, templates.StatusSkipped, ev.Message, CheckRun{Conclusion: ConclusionNeutral, Title: "Skipped"})
+		return r.finishCheckRun(ctx, t, templates.StatusSkipped, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionNeutral, Title: "Skipped"})
 	case lifecycle.PhaseEscalated:
 		esc := ev.Escalation
-		return r.finishCheckRun(ctx, t, templates.StatusEscalated, reasonText(esc), CheckRun{
-			Conclusion: ConclusionActionRequired, Title: "Needs a decision", Buttons: EscalationButtons(),
+		return r.finishCheckRun(ctx, t, templates.StatusEscalated, reasonText(esc), ports.CheckRun{
+			Conclusion: ports.ConclusionActionRequired, Title: "Needs a decision", Buttons: ports.EscalationButtons(),
 			Annotations: annotations(esc.Verify)})
 	}
 	return fmt.Errorf("unknown check-run phase %q", phase)
@@ -730,11 +750,11 @@ func (r *Reporter) checkRunPhase(ctx context.Context, t *TaskState, phase string
 // escalationComment posts the escalation comment of the task's current round, once per escalation:
 // the engine reports a task that stays parked across jobs again (reason awaiting_decision), which
 // posts nothing new unless its comment was deleted since.
-func (r *Reporter) escalationComment(ctx context.Context, t *TaskState, esc *runner.Escalation) error {
+func (r *Reporter) escalationComment(ctx context.Context, t *lifecycle.TaskState, esc *runner.Escalation) error {
 	fresh := esc.Reason != "awaiting_decision"
 	if t.EscalationCommentID != 0 && !fresh {
 		_, _, err := r.gh.FindComment(ctx, r.run.Owner, r.run.Repo, summaryNumber(r.run), escalationRoundMarker(r.run.ID, t.ID, t.Escalations))
-		if errors.Is(err, ErrGitHubNotFound) {
+		if errors.Is(err, ports.ErrGitHubNotFound) {
 			if err := r.record(ctx, recordEscalationComment(t.ID, 0, "")); err != nil {
 				return err
 			}
@@ -758,7 +778,7 @@ func (r *Reporter) escalationComment(ctx context.Context, t *TaskState, esc *run
 }
 
 // checkRunData is the template data of a task's check run.
-func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason string) templates.CheckRun {
+func (r *checkRuns) checkRunData(t *lifecycle.TaskState, status string, attempt int, reason string) templates.CheckRun {
 	if attempt == 0 {
 		attempt = t.Attempts
 	}
@@ -780,7 +800,7 @@ func (r *Reporter) checkRunData(t *TaskState, status string, attempt int, reason
 
 // maxAttemptsOf is the task's last allowed attempt in this job: the engine's limit after those of
 // dead jobs.
-func (r *Reporter) maxAttemptsOf(taskID string) int {
+func (r *checkRuns) maxAttemptsOf(taskID string) int {
 	if r.maxAttempts == 0 {
 		return 0
 	}
@@ -789,7 +809,7 @@ func (r *Reporter) maxAttemptsOf(taskID string) int {
 
 // interruptedAttempts is this job's attempts of the task for its check run, after the attempts dead
 // jobs left of it, each with a link to its kept log.
-func (r *Reporter) interruptedAttempts(t *TaskState) []templates.Attempt {
+func (r *checkRuns) interruptedAttempts(t *lifecycle.TaskState) []templates.Attempt {
 	mine := r.attempts[t.ID]
 	var out []templates.Attempt
 	for _, n := range t.Interrupted {
@@ -802,7 +822,7 @@ func (r *Reporter) interruptedAttempts(t *TaskState) []templates.Attempt {
 }
 
 // updateCheckRun sends cr with the output rendered from the task's state.
-func (r *Reporter) updateCheckRun(ctx context.Context, t *TaskState, status string, attempt int, reason string, cr CheckRun) error {
+func (r *checkRuns) updateCheckRun(ctx context.Context, t *lifecycle.TaskState, status string, attempt int, reason string, cr ports.CheckRun) error {
 	data := r.checkRunData(t, status, attempt, reason)
 	sum, err := templates.Render("checkrun_summary", data)
 	if err != nil {
@@ -828,7 +848,7 @@ func (r *Reporter) updateCheckRun(ctx context.Context, t *TaskState, status stri
 
 // finishCheckRun completes the task's check run (creating one if the task never had one) and records
 // that it is completed.
-func (r *Reporter) finishCheckRun(ctx context.Context, t *TaskState, status, reason string, cr CheckRun) error {
+func (r *checkRuns) finishCheckRun(ctx context.Context, t *lifecycle.TaskState, status, reason string, cr ports.CheckRun) error {
 	if t.CheckRunID == 0 {
 		if err := r.openCheckRun(ctx, t.ID, t.Attempts); err != nil {
 			return err

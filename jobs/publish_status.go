@@ -5,14 +5,16 @@ import (
 	"errors"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
 // StatusText is the Markdown answer to `/akira status` on an issue or pull request, from the run
 // state alone.
-func (s *Store) StatusText(ctx context.Context, owner, repo string, number int) (string, error) {
+func StatusText(ctx context.Context, s *store.Records, owner, repo string, number int) (string, error) {
 	run, err := s.ByNumber(ctx, owner, repo, number)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return templates.Render("status", templates.Status{})
 	}
 	if err != nil {
@@ -22,10 +24,10 @@ func (s *Store) StatusText(ctx context.Context, owner, repo string, number int) 
 }
 
 // statusData is the status template's data for a run.
-func statusData(run *Run) templates.Status {
-	s := templates.Status{RunID: run.ID, State: templateState(run.Status), Branch: run.Branch, Total: len(run.Tasks),
+func statusData(run *lifecycle.Run) templates.Status {
+	s := templates.Status{RunID: run.ID, State: run.Status.Label(), Branch: run.Branch, Total: len(run.Tasks),
 		SummaryURL: run.SummaryURL, PRURL: run.PRURL}
-	var current *TaskState
+	var current *lifecycle.TaskState
 	for i := range run.Tasks {
 		t := &run.Tasks[i]
 		switch t.Status {
@@ -35,13 +37,13 @@ func statusData(run *Run) templates.Status {
 			current = t
 		}
 	}
-	if run.Status == StatusParked && len(run.Parked) > 0 {
+	if run.Status == lifecycle.StatusParked && len(run.Parked) > 0 {
 		current = run.Task(run.Parked[0].TaskID)
 	}
 	if current != nil {
 		s.CurrentID, s.CurrentTitle, s.Attempt = current.ID, current.Title, current.Attempts
 	}
-	if run.Status == StatusRunning {
+	if run.Status == lifecycle.StatusRunning {
 		p := progressData(run, time.Now())
 		s.Progress = &p
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -29,10 +31,10 @@ func (c *lockedClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func twoTaskRun(t *testing.T, jh *jobsHarness, id string) *Run {
+func twoTaskRun(t *testing.T, jh *jobsHarness, id string) *lifecycle.Run {
 	t.Helper()
-	run, _, err := jh.store.Create(context.Background(), &Run{ID: id, Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
-		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
+	run, _, err := jh.store.Create(context.Background(), &lifecycle.Run{ID: id, Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
+		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusRunning}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +89,9 @@ func TestHeldBackSummaryEdit(t *testing.T) {
 
 	// Held back again, then the job ends: no edit after Close.
 	rep.mu.Lock()
-	err := rep.progress(ctx, "one more thing")
+	err := rep.sums.progress(ctx, "one more thing")
 	if err == nil {
-		err = rep.taskSummary(ctx)
+		err = rep.sums.taskSummary(ctx)
 	}
 	rep.mu.Unlock()
 	if err != nil {
@@ -110,7 +112,7 @@ func TestHeldBackSummaryAfterACrash(t *testing.T) {
 	ctx := context.Background()
 	run := twoTaskRun(t, jh, "r-crash")
 	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
-	if err := rep.summary(ctx); err != nil {
+	if err := rep.sums.summary(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rep.head = "c0ffee1"
@@ -138,8 +140,8 @@ func TestHeldBackSummaryAfterACrash(t *testing.T) {
 func TestOneCheckRunUpdatePerStateChange(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	run, _, err := jh.store.Create(ctx, &Run{ID: "r-cr", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5, MaxAttempts: 2,
-		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}}})
+	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-cr", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5, MaxAttempts: 2,
+		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,20 @@ func TestOneCheckRunUpdatePerStateChange(t *testing.T) {
 	}
 	id := mustGet(t, jh.store, run.ID).Task("1.1").CheckRunID
 	cr := jh.gh.checkRuns[id]
-	if cr == nil || cr.Conclusion != ConclusionSuccess {
+	if cr == nil || cr.Conclusion != ports.ConclusionSuccess {
 		t.Fatalf("check run %+v, want it concluded success", cr)
+	}
+}
+
+// TestParkedLabelReadsAsNeedsADecision: templates words a parked run "needs a decision" by the label
+// lifecycle gives it; the two packages cannot import each other that way round, so this holds them
+// together.
+func TestParkedLabelReadsAsNeedsADecision(t *testing.T) {
+	text, err := templates.Render("stop_reply", templates.StopReply{RunID: "r1", State: lifecycle.StatusParked.Label()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "needs a decision") || !strings.Contains(text, "Answer its escalation") {
+		t.Errorf("stop reply for a parked run = %q; want it worded as needing a decision", text)
 	}
 }

@@ -14,23 +14,33 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/sandbox"
 	"github.com/akira-bot/akira/templates"
 )
 
+// TypeRun starts a run or continues one (after a resume decision, or after a crash).
+const TypeRun = "akira:run"
+
+// runTaskType is served by Runs.HandleRun (see taskTypes).
+var runTaskType = taskType{Name: TypeRun, Handle: func(h *Handler) asynq.HandlerFunc { return h.runs.HandleRun }}
+
 // RunPayload is the payload of TypeRun.
 type RunPayload struct {
 	Version int `json:"v"`
 	// DeliveryID is the webhook's X-GitHub-Delivery; with Trigger continue it is the resume task's key.
 	// It becomes the task id, so a redelivered webhook enqueues nothing.
-	DeliveryID     string  `json:"delivery_id"`
-	Trigger        Trigger `json:"trigger"`
-	InstallationID int64   `json:"installation_id"`
-	Owner          string  `json:"owner"`
-	Repo           string  `json:"repo"`
+	DeliveryID     string            `json:"delivery_id"`
+	Trigger        lifecycle.Trigger `json:"trigger"`
+	InstallationID int64             `json:"installation_id"`
+	Owner          string            `json:"owner"`
+	Repo           string            `json:"repo"`
 	// Number is the issue (trigger issue) or pull request (trigger pull_request) number.
 	Number int `json:"number,omitempty"`
 	// Branch is the pull request's head branch (trigger pull_request).
@@ -60,7 +70,7 @@ type RunPayload struct {
 	// DefaultBranch is the repository's, from the webhook; when empty the job asks GitHub.
 	DefaultBranch string `json:"default_branch,omitempty"`
 	// Review is the review to address (trigger review).
-	Review *ReviewRequest `json:"review,omitempty"`
+	Review *lifecycle.ReviewRequest `json:"review,omitempty"`
 	// RunID names the run to continue (trigger continue). For a new run it is left empty and derived
 	// from DeliveryID, so a retried or redelivered job finds the run it already created.
 	RunID string `json:"run_id,omitempty"`
@@ -89,20 +99,20 @@ func (p RunPayload) Validate() error {
 		errs = append(errs, errors.New("no repository"))
 	}
 	switch p.Trigger {
-	case TriggerIssue:
+	case lifecycle.TriggerIssue:
 		if p.Number <= 0 {
 			errs = append(errs, errors.New("issue trigger without an issue number"))
 		}
-	case TriggerPush, TriggerAPI:
-	case TriggerPullRequest:
+	case lifecycle.TriggerPush, TriggerAPI:
+	case lifecycle.TriggerPullRequest:
 		if p.Number <= 0 || p.Branch == "" {
 			errs = append(errs, errors.New("pull_request trigger without a number and a branch"))
 		}
-	case TriggerContinue:
+	case lifecycle.TriggerContinue:
 		if p.RunID == "" {
 			errs = append(errs, errors.New("continue without a run id"))
 		}
-	case TriggerReview:
+	case lifecycle.TriggerReview:
 		if p.Number <= 0 || p.Branch == "" || p.Review == nil || p.Review.ID <= 0 || p.Review.By == "" {
 			errs = append(errs, errors.New("review trigger without a pull request, a branch and a review"))
 		}
@@ -118,57 +128,57 @@ func (p RunPayload) Validate() error {
 // HandleRun starts or continues a run: branch lock, fresh installation token for git, the engine with
 // the GitHub reporter, and the run state at the end. A parked run ends the job (successfully): it
 // holds no worker while people decide.
-func (h *Handler) HandleRun(ctx context.Context, t *asynq.Task) error {
+func (h *Runs) HandleRun(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeRunPayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypeRun, ResultInvalid)
+		h.d.Metrics.Job(TypeRun, metrics.ResultInvalid)
 		return err
 	}
 	// A rate-limited installation's run waits out the limit in the queue, before any GitHub call.
 	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.job(TypeRun, ResultQueued)
+		h.d.Metrics.Job(TypeRun, metrics.ResultQueued)
 		return err
 	}
 	result, err := h.runJob(ctx, p)
-	h.d.Metrics.job(TypeRun, result)
-	if result != ResultQueued && (err == nil || errors.Is(err, asynq.SkipRetry)) {
+	h.d.Metrics.Job(TypeRun, result)
+	if result != metrics.ResultQueued && (err == nil || errors.Is(err, asynq.SkipRetry)) {
 		// The job ended without taking its turn (nothing to do, a reply, a plan first) and will not
 		// be tried again: its place in line goes. A slot it took was freed by work's caller.
-		_ = h.d.Fair.Unlist(context.WithoutCancel(ctx), p)
+		_ = h.d.Fair.Unlist(context.WithoutCancel(ctx), p.Ticket())
 	}
 	return err
 }
 
-// workFair is h.work behind the fair gate (fair.go): the run's turn and a slot of its installation
+// workFair is h.work behind the fair gate (jobs/fair): the run's turn and a slot of its installation
 // first, so that resolving it (cheap on a retry: the run is found by its id) is all a waiting run
 // costs, and an answer that needs no worker (a run already active on the branch) is not held back.
-func (h *Handler) workFair(ctx context.Context, gh GitHub, p RunPayload, run *Run, log *slog.Logger) (string, error) {
-	if err := h.d.Fair.Acquire(ctx, p); err != nil {
-		if w, ok := errors.AsType[*SlotWaitError](err); ok {
+func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run *lifecycle.Run, log *slog.Logger) (string, error) {
+	if err := h.d.Fair.Acquire(ctx, p.Ticket()); err != nil {
+		if w, ok := errors.AsType[*fair.SlotWaitError](err); ok {
 			log.Debug("run job: waits for a slot", "reason", w.Reason, "retry_in", w.Delay)
-			return ResultQueued, err
+			return metrics.ResultQueued, err
 		}
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
-	release := h.d.Fair.Hold(ctx, p)
+	release := h.d.Fair.Hold(ctx, p.Ticket())
 	defer release()
 	return h.work(ctx, gh, run, log)
 }
 
-func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
+func (h *Runs) runJob(ctx context.Context, p RunPayload) (string, error) {
 	log := h.log.With("task", TypeRun, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "trigger", p.Trigger)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	run, err := h.resolveRun(ctx, gh, p)
 	up, untrusted := errors.AsType[*UntrustedPlanError](err)
 	cn, unconfirmed := errors.AsType[*ConfirmNeededError](err)
-	switch busy, isBusy := errors.AsType[*BranchBusyError](err); {
+	switch busy, isBusy := errors.AsType[*store.BranchBusyError](err); {
 	case errors.Is(err, errNothingToDo):
 		log.Info("run job: nothing to do")
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	case errors.Is(err, errPlanning):
 		log.Info("run job: the issue has no checklist; a plan job writes one first")
 		return ResultPlanned, nil
@@ -178,17 +188,17 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 		text := render("plan_confirm", templates.PlanConfirm{URL: cn.URL},
 			"Akira did not start: the plan it proposed for this issue runs only with `/akira run --confirm`.")
 		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "confirm-"+p.JobID(), text, retried > 0); rerr != nil {
-			return ResultRetry, rerr
+			return metrics.ResultRetry, rerr
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	case isBusy:
 		return h.branchBusy(ctx, gh, p, busy, log)
 	case untrusted:
 		log.Info("run job: untrusted plan", "author", up.Author, "permission", up.Permission, "commands", len(up.Commands))
 		if rerr := h.refuseUntrustedPlan(ctx, gh, p, up); rerr != nil {
-			return ResultRetry, rerr
+			return metrics.ResultRetry, rerr
 		}
-		return ResultReplied, nil
+		return metrics.ResultReplied, nil
 	case err != nil:
 		return resultOf(err), h.refuseConfig(ctx, gh, p, err)
 	}
@@ -199,11 +209,11 @@ func (h *Handler) runJob(ctx context.Context, p RunPayload) (string, error) {
 func resultOf(err error) string {
 	switch {
 	case errors.Is(err, ErrBusy):
-		return ResultBusy
+		return metrics.ResultBusy
 	case errors.Is(err, asynq.SkipRetry), isRepoConfigError(err):
-		return ResultFailed
+		return metrics.ResultFailed
 	}
-	return ResultRetry
+	return metrics.ResultRetry
 }
 
 func isRepoConfigError(err error) bool {
@@ -213,16 +223,16 @@ func isRepoConfigError(err error) bool {
 
 // resolveRun loads the run a payload continues, or creates the run a trigger starts. A run created
 // by an earlier try of the same job is found again by its id, derived from the delivery.
-func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run, error) {
-	if p.Trigger == TriggerContinue {
+func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*lifecycle.Run, error) {
+	if p.Trigger == lifecycle.TriggerContinue {
 		run, err := h.d.Store.Get(ctx, p.RunID)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return nil, errNothingToDo
 		}
 		if err != nil {
 			return nil, err
 		}
-		if run.Status != StatusQueued && run.Status != StatusRunning {
+		if run.Status != lifecycle.StatusQueued && run.Status != lifecycle.StatusRunning {
 			return nil, errNothingToDo
 		}
 		return run, nil
@@ -241,23 +251,23 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	}
 	id := RunIDFor(p.DeliveryID)
 	if run, err := h.d.Store.Get(ctx, id); err == nil {
-		if run.Status.Terminal() || run.Status == StatusParked {
+		if run.Status.Terminal() || run.Status == lifecycle.StatusParked {
 			return nil, errNothingToDo
 		}
 		return run, nil
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	in, err := h.gatherRunInputs(ctx, gh, p)
 	if err != nil {
 		return nil, err
 	}
-	var ownPR *PullRequest
-	if n, ok := issueOfBranch(p.Branch, in.Config.BranchPrefix); ok && p.Trigger == TriggerPullRequest && p.CommentID != 0 && in.PR != nil {
+	var ownPR *ports.PullRequest
+	if n, ok := issueOfBranch(p.Branch, in.Config.BranchPrefix); ok && p.Trigger == lifecycle.TriggerPullRequest && p.CommentID != 0 && in.PR != nil {
 		// `/akira run` on the pull request of an issue's run that Redis has no record of (it would have
 		// been revived above): the run is the issue's, its plan the issue's checklist, not a plan file.
 		ownPR = in.PR
-		p.Trigger, p.Number, p.Branch, p.HeadSHA = TriggerIssue, n, "", ""
+		p.Trigger, p.Number, p.Branch, p.HeadSHA = lifecycle.TriggerIssue, n, "", ""
 		if in, err = h.gatherRunInputs(ctx, gh, p); err != nil {
 			return nil, err
 		}
@@ -288,11 +298,11 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 	}
 	// The branch's commits say whether a pull request's push left anything to do, and whether the
 	// branch belongs to a run Redis lost.
-	lostID, commits, known, err := branchRun(ctx, h.d.Store, gh, run)
+	lostID, commits, known, err := branchRun(ctx, h.d.Store.Records, gh, run)
 	if err != nil {
 		return nil, err
 	}
-	if p.Trigger == TriggerPullRequest && p.CommentID == 0 {
+	if p.Trigger == lifecycle.TriggerPullRequest && p.CommentID == 0 {
 		// A push to the pull request runs only what it left to do: ticking boxes by hand or changing
 		// code starts nothing.
 		pending, err := pendingPlans(ctx, gh, run, commits)
@@ -307,7 +317,7 @@ func (h *Handler) resolveRun(ctx context.Context, gh GitHub, p RunPayload) (*Run
 		}
 	}
 	if existing := adoptLostRun(run, p.DeliveryID, lostID, known); existing != nil {
-		if existing.Status.Terminal() || existing.Status == StatusParked {
+		if existing.Status.Terminal() || existing.Status == lifecycle.StatusParked {
 			return nil, errNothingToDo
 		}
 		return existing, nil
@@ -345,7 +355,7 @@ func (e *UntrustedPlanError) Error() string {
 // this is about who wrote the commands. A plan without verify commands is only text for the agent.
 // A plan file in the repository is not checked: only people with push access put files on a branch
 // (a fork's pull request is refused), and a commit's author field proves nothing about who pushed it.
-func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *Run, is *Issue) error {
+func checkPlanTrust(ctx context.Context, perms ports.Permissions, p RunPayload, run *lifecycle.Run, is *ports.Issue) error {
 	if run.Plan == "" || p.TrustPlan || is == nil || run.PlanFromComment {
 		return nil
 	}
@@ -365,7 +375,7 @@ func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *R
 		author = p.Sender // a plan pasted in the comment is the commenter's
 	}
 	if author == "" {
-		return &UntrustedPlanError{Author: "an unknown author", Permission: PermNone, Commands: cmds}
+		return &UntrustedPlanError{Author: "an unknown author", Permission: ports.PermNone, Commands: cmds}
 	}
 	level, err := perms.Permission(ctx, p.Owner, p.Repo, author)
 	if err != nil {
@@ -378,7 +388,7 @@ func checkPlanTrust(ctx context.Context, perms Permissions, p RunPayload, run *R
 }
 
 // refuseUntrustedPlan shows the commands Akira will not run and how a writer confirms them.
-func (h *Handler) refuseUntrustedPlan(ctx context.Context, c Comments, p RunPayload, up *UntrustedPlanError) error {
+func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
 	text := untrustedPlanText(up)
 	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
@@ -411,7 +421,7 @@ func clipAll(cmds []string) []string {
 
 // refuseConfig answers a configuration problem where the people who can fix it will see it, and
 // makes the job end without a retry. Other errors are returned as they are.
-func (h *Handler) refuseConfig(ctx context.Context, c Comments, p RunPayload, err error) error {
+func (h *Runs) refuseConfig(ctx context.Context, c ports.Comments, p RunPayload, err error) error {
 	ce, ok := asRepoConfigError(err)
 	if !ok {
 		return err
@@ -430,7 +440,7 @@ func (h *Handler) refuseConfig(ctx context.Context, c Comments, p RunPayload, er
 // last wrote it, queued, and queues the job that continues it (the queue went with the record): the
 // run goes on from its branch with its decisions, attempts and check runs, and no person has to
 // notice. A record someone rebuilt meanwhile (a `/akira run` that found the branch) is left alone.
-func (h *Handler) restoreLostRun(ctx context.Context, run *Run, worked time.Duration, log *slog.Logger) {
+func (h *Runs) restoreLostRun(ctx context.Context, run *lifecycle.Run, worked time.Duration, log *slog.Logger) {
 	r := *run
 	r.WorkTime += worked
 	if lifecycle.Allowed(r.Status, lifecycle.EventJobRequeued) {
@@ -448,7 +458,7 @@ func (h *Handler) restoreLostRun(ctx context.Context, run *Run, worked time.Dura
 		return
 	}
 	log.Warn("run job: Redis lost the run's record while the job worked; restored it from the job's copy", "status", restored.Status)
-	if restored.Status != StatusQueued {
+	if restored.Status != lifecycle.StatusQueued {
 		return // parked, finished: nothing runs until people act, as before the loss
 	}
 	err = h.d.Enqueuer.EnqueueRun(ctx, continuation(restored, "restored:"+restored.ID+":"+strconv.Itoa(restored.Jobs), restored.Sender))
@@ -460,48 +470,48 @@ func (h *Handler) restoreLostRun(ctx context.Context, run *Run, worked time.Dura
 // branchBusy answers a trigger for a branch another run owns. People get a reply at once; a push or
 // a pull request update waits behind a working run (and is dropped, with a note, behind a parked one,
 // because a parked run may wait for days).
-func (h *Handler) branchBusy(ctx context.Context, c Comments, p RunPayload, busy *BranchBusyError, log *slog.Logger) (string, error) {
+func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
 	active := busy.Active
-	if p.Trigger != TriggerIssue && active.Status != StatusParked {
+	if p.Trigger != lifecycle.TriggerIssue && active.Status != lifecycle.StatusParked {
 		log.Info("run job: branch busy, waiting", "active_run", active.ID)
-		return ResultBusy, fmt.Errorf("%w (run %s)", ErrBusy, active.ID)
+		return metrics.ResultBusy, fmt.Errorf("%w (run %s)", ErrBusy, active.ID)
 	}
 	number := p.Number
 	if number == 0 {
 		number = summaryNumber(active)
 	}
 	if number > 0 {
-		data := templates.BranchBusy{Branch: active.Branch, RunID: active.ID, State: templateState(active.Status),
-			FromCommand: p.Trigger == TriggerIssue, SummaryURL: active.SummaryURL}
-		if active.Status == StatusParked && len(active.Parked) > 0 {
+		data := templates.BranchBusy{Branch: active.Branch, RunID: active.ID, State: active.Status.Label(),
+			FromCommand: p.Trigger == lifecycle.TriggerIssue, SummaryURL: active.SummaryURL}
+		if active.Status == lifecycle.StatusParked && len(active.Parked) > 0 {
 			data.ParkedTask = active.Parked[0].TaskID
 		}
 		msg := render("branch_busy", data, "A run is already in progress on `"+active.Branch+"`.")
 		retried, _ := asynq.GetRetryCount(ctx)
 		if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
-			return ResultRetry, fmt.Errorf("jobs: reply that the branch is busy: %w", err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: reply that the branch is busy: %w", err)
 		}
 	}
 	log.Info("run job: branch owned by another run", "active_run", active.ID, "status", active.Status)
-	return ResultRefused, nil
+	return metrics.ResultRefused, nil
 }
 
 // work is the part of the run job under the branch lock.
-func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (result string, err error) {
-	lk, err := h.d.Locker.Acquire(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
-	if errors.Is(err, ErrLocked) {
-		if run.Status == StatusRunning {
+func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, log *slog.Logger) (result string, err error) {
+	lk, err := h.d.Locker.Acquire(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
+	if errors.Is(err, store.ErrLocked) {
+		if run.Status == lifecycle.StatusRunning {
 			// A job of this run holds the branch (a running run always has one, or the reaper gives it
 			// one when its worker dies): this copy, typically asynq recovering a job whose worker died,
 			// has nothing to add.
 			log.Info("run job: the run is moving under another job; nothing to do")
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		log.Info("run job: branch locked by another worker, waiting")
-		return ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
+		return metrics.ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	jobStart := time.Now()
 	defer func() {
@@ -510,8 +520,8 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		// A lost lock is different: asynq may not hear of the error at all (the lock is usually lost
 		// because Redis is unreachable), and the reaper continues a running run as soon as its lock is
 		// free, so the run stays running.
-		requeue := result == ResultRetry && !errors.Is(context.Cause(lk.Context()), ErrLockLost)
-		if _, uerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *Run) error {
+		requeue := result == metrics.ResultRetry && !errors.Is(context.Cause(lk.Context()), store.ErrLockLost)
+		if _, uerr := h.d.Store.Update(context.WithoutCancel(ctx), run.ID, func(r *lifecycle.Run) error {
 			// The time this job worked counts against the run's wall-time budget.
 			r.WorkTime += time.Since(jobStart)
 			if requeue && lifecycle.Allowed(r.Status, lifecycle.EventJobRequeued) {
@@ -519,7 +529,7 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 				return err
 			}
 			return nil
-		}); errors.Is(uerr, ErrNotFound) && result == ResultRetry {
+		}); errors.Is(uerr, store.ErrNotFound) && result == metrics.ResultRetry {
 			// Redis lost the run's record while this job worked (FLUSHALL, a restart without
 			// persistence), which cut the job short: it holds the freshest copy of the record,
 			// decisions and all. (A job that ended its work holds a copy older than its last write.)
@@ -535,22 +545,22 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 
 	// Read the state again under the lock: the run may have finished, parked or been aborted while
 	// this job waited.
-	run, _, err = h.d.Store.Transition(lctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+	run, _, err = h.d.Store.Transition(lctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if !lifecycle.Allowed(r.Status, lifecycle.EventJobStarted) {
 			return nil, errNothingToDo
 		}
 		return lifecycle.JobStarted{Dashboard: h.d.PublicURL}, nil
 	})
 	if errors.Is(err, errNothingToDo) {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if len(run.Outbox) > 0 {
 		// A job that died after a transition left its effects; they come before anything new.
-		if run, err = h.publish(lctx, gh, run, log); err != nil {
-			return ResultRetry, err
+		if run, err = h.pub.publish(lctx, gh, run, log); err != nil {
+			return metrics.ResultRetry, err
 		}
 	}
 	log.Info("run job: working", "job", run.Jobs, "decisions", len(run.Decisions), "parked", len(run.Parked))
@@ -564,18 +574,18 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	if d, ok := run.Decisions[lifecycle.CITaskID]; ok && run.CI != nil {
 		// A person answered the CI's escalation: another fix round, or the pull request as it is.
 		if run, _, err = h.d.Store.Apply(lctx, run.ID, lifecycle.CIDecided{Decision: d.Decision}); err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
-		if run, err = h.publish(ctx, gh, run, log); err != nil {
-			return ResultRetry, err
+		if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
+			return metrics.ResultRetry, err
 		}
-		if run.Status == StatusSucceeded {
-			return ResultSucceeded, nil
+		if run.Status == lifecycle.StatusSucceeded {
+			return metrics.ResultSucceeded, nil
 		}
 	}
 
 	if why, err := h.goneByPeople(lctx, gh, run); err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	} else if why != "" {
 		return h.stopForPeople(ctx, gh, run, why, log)
 	}
@@ -593,25 +603,45 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 	rep.judging = h.d.Judge != nil
 	rep.masker, rep.logRetention, rep.publicURL = h.d.Masker, h.d.LogRetention, h.d.PublicURL
 	rep.notify = func(ctx context.Context, event, occasion string, data templates.Notification) {
-		h.notifyRun(ctx, rep.Run(), event, occasion, data)
+		h.pub.notifyRun(ctx, rep.Run(), event, occasion, data)
 	}
 	opts := runner.Options{
-		Repo: run.CloneURL, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base, RunID: run.ID,
-		Agent: ag, MaxAttempts: run.MaxAttempts, MaxParallel: run.MaxParallel, Decisions: engineDecisions(run),
-		Env: h.d.Operator.Env, VerifyTimeout: time.Duration(h.d.Operator.VerifyTimeout),
-		StallTimeout: time.Duration(h.d.Operator.StallTimeout),
-		Budget:       runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)},
-		Spent:        runner.Spent{Usage: spentUsage(run), WorkTime: run.WorkTime},
-		AgentTimeout: time.Duration(profile.Timeout), ProtectedPaths: h.d.Operator.ProtectedPaths,
-		Author: h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, Reporter: rep,
-		Lessons: h.d.Store.Lessons(run.InstallationID, run.Owner, run.Repo), Semantic: h.d.Semantic,
-		Judge: h.d.Judge, MinConfidence: h.d.Operator.MinConfidence(), GitAuth: gh.GitAuthHeader, Logger: log,
-		// The pull request is opened from this workspace's branch (see Reporter), so a new branch
-		// needs a commit before the first task: the one clone of the run makes it.
-		StartCommit: run.PR == 0,
-		Sandbox:     h.d.Sandbox, AgentNetwork: profile.AgentNetwork(),
+		Inputs: runner.Inputs{
+			Repo:      run.CloneURL,
+			Roadmap:   run.Roadmap,
+			Branch:    run.Branch,
+			Base:      run.Base,
+			RunID:     run.ID,
+			Decisions: engineDecisions(run),
+			// The pull request is opened from this workspace's branch (see Reporter), so a new branch
+			// needs a commit before the first task: the one clone of the run makes it.
+			StartCommit: run.PR == 0,
+		},
+		Limits: runner.Limits{
+			MaxAttempts:  run.MaxAttempts,
+			MaxParallel:  run.MaxParallel,
+			Spent:        runner.Spent{Usage: spentUsage(run), WorkTime: run.WorkTime},
+			AgentTimeout: time.Duration(profile.Timeout),
+		},
+		Hooks: runner.Hooks{
+			Reporter: rep,
+			Logger:   log,
+		},
+		Agent:        ag,
+		Author:       h.d.Author,
+		WorkDir:      h.d.WorkDir,
+		Cache:        h.d.Cache,
+		Lessons:      h.d.Store.Lessons(run.InstallationID, run.Owner, run.Repo),
+		Semantic:     h.d.Semantic,
+		Judge:        h.d.Judge,
+		GitAuth:      gh.GitAuthHeader,
+		Sandbox:      h.d.Sandbox,
+		AgentNetwork: profile.AgentNetwork(),
 	}
-	envOptions(&opts, run, h.d.Store, h.d.Operator.AutoSetup, h.d.DepCaches)
+	opts.ApplyOperator(h.d.Operator)
+	// The run's budget, not the operator's: a person may have raised it on this run.
+	opts.Budget = runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)}
+	envOptions(&opts, run, h.d.Store, h.d.DepCaches)
 	if profile.AgentNetwork() == sandbox.NetAllow || h.d.Sandbox.VerifyNetwork == sandbox.NetAllow {
 		log.Warn("run job: " + sandbox.AllowWarning)
 	}
@@ -622,9 +652,9 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
 	}
 	if rv := run.Review; rv != nil {
-		var comments []ReviewComment
+		var comments []ports.ReviewComment
 		if opts.Context, comments, err = reviewContext(lctx, gh, run); err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		opts.Teach = reviewLessons(run, comments)
 		opts.TaskScope = reviewScope(rv.ID)
@@ -682,10 +712,10 @@ func (h *Handler) work(ctx context.Context, gh GitHub, run *Run, log *slog.Logge
 
 // goneByPeople says why the run cannot go on when a person closed its pull request or deleted its
 // branch since the last job; "" when both are still there.
-func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string, error) {
+func (h *Runs) goneByPeople(ctx context.Context, gh ports.GitHub, run *lifecycle.Run) (string, error) {
 	if run.PR != 0 {
 		pr, err := gh.GetPullRequest(ctx, run.Owner, run.Repo, run.PR)
-		if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+		if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 			return "", fmt.Errorf("jobs: pull request #%d: %w", run.PR, err)
 		}
 		switch {
@@ -701,7 +731,7 @@ func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string
 	// must still be there: the run never recreates it.
 	if run.PR != 0 || run.Checkpointed() {
 		_, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
-		if errors.Is(err, ErrGitHubNotFound) {
+		if errors.Is(err, ports.ErrGitHubNotFound) {
 			return fmt.Sprintf("the branch `%s` was deleted", run.Branch), nil
 		}
 		if err != nil {
@@ -714,21 +744,21 @@ func (h *Handler) goneByPeople(ctx context.Context, gh GitHub, run *Run) (string
 // stopForPeople ends a run whose pull request or branch a person took away: the run is stopped (not
 // failed: nothing went wrong), its open check runs are cancelled, the summary says why, and the issue
 // it came from gets a note, since the pull request's comments may no longer be read.
-func (h *Handler) stopForPeople(ctx context.Context, gh GitHub, run *Run, why string, log *slog.Logger) (string, error) {
+func (h *Runs) stopForPeople(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, why string, log *slog.Logger) (string, error) {
 	log.Info("run job: stopped by what people did", "why", why)
 	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.TakenAway{Why: why})
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
-	if _, err := h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
+		return metrics.ResultRetry, err
 	}
-	return ResultAborted, nil
+	return metrics.ResultAborted, nil
 }
 
 // engineDecisions hands the run's decisions to the engine, and keeps every other parked task parked:
 // without a decision the engine would run it again.
-func engineDecisions(run *Run) map[string]runner.Decision {
+func engineDecisions(run *lifecycle.Run) map[string]runner.Decision {
 	out := map[string]runner.Decision{}
 	for id, d := range run.Decisions {
 		out[id] = d.Decision
@@ -751,21 +781,21 @@ func lastTry(ctx context.Context) bool {
 // retryOrFail handles an error of the engine or of the preparation. A lost lock or a job cancelled
 // (timeout, shutdown) leaves the state alone: another job carries on from the branch. A broken plan or
 // configuration, or the last retry, fails the run for good.
-func (h *Handler) retryOrFail(ctx, lctx context.Context, gh GitHub, run *Run, err error, log *slog.Logger) (string, error) {
-	if cause := context.Cause(lctx); errors.Is(cause, ErrLockLost) {
+func (h *Runs) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *lifecycle.Run, err error, log *slog.Logger) (string, error) {
+	if cause := context.Cause(lctx); errors.Is(cause, store.ErrLockLost) {
 		log.Warn("run job: branch lock lost; another try continues", "err", err)
-		return ResultRetry, fmt.Errorf("jobs: %w: %w", ErrLockLost, err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: %w: %w", store.ErrLockLost, err)
 	}
 	if ctx.Err() != nil {
 		log.Warn("run job: cancelled; another try continues", "err", err)
-		return ResultRetry, fmt.Errorf("jobs: run %s interrupted: %w", run.ID, err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: run %s interrupted: %w", run.ID, err)
 	}
 	// A red base or a failed setup would fail the same way again: a person starts the run anew.
 	permanent := errors.Is(err, runner.ErrInvalidPlan) || errors.Is(err, runner.ErrUsage) || errors.Is(err, asynq.SkipRetry) ||
 		errors.Is(err, runner.ErrRedBase) || errors.Is(err, runner.ErrSetupFailed)
 	if !permanent && !lastTry(ctx) {
 		log.Warn("run job: failed, will retry", "err", err)
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if permanent && !errors.Is(err, asynq.SkipRetry) {
 		err = fmt.Errorf("%w: %w", err, asynq.SkipRetry)
@@ -774,33 +804,33 @@ func (h *Handler) retryOrFail(ctx, lctx context.Context, gh GitHub, run *Run, er
 }
 
 // fail marks the run failed and says why in the summary.
-func (h *Handler) fail(ctx context.Context, gh ReporterGitHub, run *Run, err error, log *slog.Logger) (string, error) {
+func (h *Runs) fail(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, err error, log *slog.Logger) (string, error) {
 	log.Error("run job: run failed", "err", err)
 	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "jobs: "), ": "+asynq.SkipRetry.Error())
-	run, _, uerr := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+	run, _, uerr := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if !lifecycle.Allowed(r.Status, lifecycle.EventFailed) {
 			return nil, nil // it ended while the job worked (aborted): it stays as it is
 		}
 		return lifecycle.Failed{Message: msg}, nil
 	})
 	if uerr != nil {
-		return ResultRetry, errors.Join(err, uerr)
+		return metrics.ResultRetry, errors.Join(err, uerr)
 	}
-	if _, perr := h.publish(ctx, gh, run, log); perr != nil {
+	if _, perr := h.pub.publish(ctx, gh, run, log); perr != nil {
 		// The job ends here all the same: the relay performs what is left.
 		log.Warn("run job: the failed run's effects are not all performed yet", "err", perr)
 	}
-	return ResultFailed, err
+	return metrics.ResultFailed, err
 }
 
 // closeEmptyPullRequest closes the draft pull request of a run that failed before any task was done:
 // it holds nothing to review. The summary on it says why; a later /akira run opens a new one.
-func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls Pulls, run *Run, log *slog.Logger) *Run {
+func (h *Runs) closeEmptyPullRequest(ctx context.Context, pulls ports.Pulls, run *lifecycle.Run, log *slog.Logger) *lifecycle.Run {
 	if err := pulls.ClosePullRequest(ctx, run.Owner, run.Repo, run.PR); err != nil {
 		log.Warn("run job: empty draft pull request not closed", "pr", run.PR, "err", err)
 		return run
 	}
-	closed, err := h.d.Store.Update(ctx, run.ID, func(r *Run) error { r.PRClosed = true; return nil })
+	closed, err := h.d.Store.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.PRClosed = true; return nil })
 	if err != nil {
 		log.Warn("run job: record closed pull request", "err", err)
 		return run
@@ -811,47 +841,77 @@ func (h *Handler) closeEmptyPullRequest(ctx context.Context, pulls Pulls, run *R
 
 // finish records how the engine's run ended, readies the pull request of a finished run and
 // publishes the final summary.
-func (h *Handler) finish(ctx context.Context, gh GitHub, run *Run, out runner.Outcome, handed map[string]Decision, log *slog.Logger) (string, error) {
-	status, result := StatusSucceeded, ResultSucceeded
+func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, out runner.Outcome, handed map[string]lifecycle.Decision, log *slog.Logger) (string, error) {
+	status := lifecycle.EngineStatus(out.Status)
 	yielded := out.Status == runner.StatusYielded
-	switch out.Status {
-	case runner.StatusParked:
-		status, result = StatusParked, ResultParked
-	case runner.StatusAborted:
-		status, result = StatusAborted, ResultAborted
-	case runner.StatusFailed:
-		status, result = StatusFailed, ResultFailed
-	}
 	// Only Akira's own draft is marked ready: a person's pull request (a spec pull request) is theirs.
 	// A run that watches its CI is readied when its CI is green (run_ci.go).
-	if status == StatusSucceeded && !yielded && run.PR != 0 && run.OpenedPR && run.CI == nil {
-		pr := &PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
+	if status == lifecycle.StatusSucceeded && !yielded && run.PR != 0 && run.OpenedPR && run.CI == nil {
+		pr := &ports.PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
 		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
-			return ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
 		}
 	}
-	if status == StatusSucceeded && !yielded && run.Review != nil {
+	if status == lifecycle.StatusSucceeded && !yielded && run.Review != nil {
 		// Before the run is marked done: a retry finds the checkpoint on the branch and answers again.
 		if err := h.answerReview(ctx, gh, run); err != nil {
 			log.Warn("run job: review not answered; will retry", "err", err)
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 	}
 	run, _, err := h.d.Store.Apply(ctx, run.ID, lifecycle.EngineFinished{Status: status, Outcome: out, Handed: handed, Yielded: yielded})
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	switch run.Status {
-	case StatusQueued:
-		status, result = StatusQueued, ResultDecided
-	case lifecycle.StatusWaitingCI:
-		status, result = lifecycle.StatusWaitingCI, ResultWaiting
-	case lifecycle.StatusPaused:
-		status, result = lifecycle.StatusPaused, ResultPaused
+	case lifecycle.StatusQueued, lifecycle.StatusWaitingCI, lifecycle.StatusPaused:
+		// The table handed the run on (a decision already made, the pull request's CI, a pause):
+		// that, not the engine's verdict, is how this job ended.
+		status = run.Status
 	}
-	if _, err := h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+	result := status.Result()
+	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
+		return metrics.ResultRetry, err
 	}
 	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))
 	return result, nil
+}
+
+// NewRunTask builds a TypeRun task. A zero Version is filled in; an invalid payload is an error.
+func (o TaskOptions) NewRunTask(p RunPayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypeRun, p, o.Timeout, o.MaxRetry)
+}
+
+// DecodeRunPayload reads a TypeRun payload; see decode.
+func DecodeRunPayload(t *asynq.Task) (RunPayload, error) {
+	var p RunPayload
+	return p, decode(t, TypeRun, &p)
+}
+
+// EnqueueRun enqueues a TypeRun task. It returns ErrDuplicate when a task with the same id exists.
+func (e *Enqueuer) EnqueueRun(ctx context.Context, p RunPayload) error {
+	t, err := e.opts.NewRunTask(p)
+	if err != nil {
+		return err
+	}
+	if err := e.enqueue(ctx, t); err != nil {
+		return err
+	}
+	// The task is safe in asynq; a listing that fails now is made by the gate at the job's first
+	// try, so the run keeps its turn either way, only shown a moment later.
+	_ = e.fair.List(ctx, p.Ticket())
+	return nil
+}
+
+// Ticket is the run job of p as the fair gate sees it.
+func (p RunPayload) Ticket() fair.Ticket {
+	id := p.RunID
+	if id == "" {
+		id = RunIDFor(p.DeliveryID)
+	}
+	return fair.Ticket{JobID: p.JobID(), RunID: id, Installation: p.InstallationID, Repo: p.Owner + "/" + p.Repo, Number: p.Number}
 }

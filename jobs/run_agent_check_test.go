@@ -9,6 +9,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/gittest"
@@ -27,18 +29,18 @@ func TestRunJobAgentUnusableFailsAtOnce(t *testing.T) {
 		t.Skipf("claude is installed here (%s)", p)
 	}
 	jh.h.d.Operator = op
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	err = jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, runner.ErrUsage) {
 		t.Fatalf("run job = %v, want a final usage error", err)
 	}
 	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
 	const fix = "install claude: npm i -g @anthropic-ai/claude-code"
-	if run.Status != StatusFailed || len(run.Parked) != 0 || !strings.Contains(run.Error, fix) {
+	if run.Status != lifecycle.StatusFailed || len(run.Parked) != 0 || !strings.Contains(run.Error, fix) {
 		t.Fatalf("run = %s, parked %v, error %q; want failed with the fix", run.Status, run.Parked, run.Error)
 	}
 	cr := jh.gh.checkRunNamed(AgentCheckRunName)
-	if cr == nil || cr.Conclusion != ConclusionFailure || !strings.Contains(cr.Summary, fix) || cr.HeadSHA == "" {
+	if cr == nil || cr.Conclusion != ports.ConclusionFailure || !strings.Contains(cr.Summary, fix) || cr.HeadSHA == "" {
 		t.Fatalf("%s check run = %+v", AgentCheckRunName, cr)
 	}
 	// On the run's own branch, the pull request's head: never a red check on the base branch.

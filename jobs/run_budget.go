@@ -6,12 +6,13 @@ import (
 	"fmt"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 )
 
 // spentUsage is what the run's agents reported using, over all its jobs.
-func spentUsage(run *Run) agent.Usage {
+func spentUsage(run *lifecycle.Run) agent.Usage {
 	var u agent.Usage
 	for _, t := range run.Tasks {
 		u = u.Add(agent.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD, Estimated: t.UsageEstimated})
@@ -20,8 +21,8 @@ func spentUsage(run *Run) agent.Usage {
 }
 
 // parkedForBudget reports whether every task the run waits on waits because its budget is spent.
-func parkedForBudget(run *Run) bool {
-	if run.Status != StatusParked || len(run.Parked) == 0 {
+func parkedForBudget(run *lifecycle.Run) bool {
+	if run.Status != lifecycle.StatusParked || len(run.Parked) == 0 {
 		return false
 	}
 	for _, p := range run.Parked {
@@ -35,19 +36,19 @@ func parkedForBudget(run *Run) bool {
 // raiseBudget raises the cost limit of the issue's or pull request's run to what `/akira run --budget`
 // asks (cut at the operator's ceiling) and, when the run waits because its budget is spent, continues
 // it. nil when there is no such run: the command then starts a run with that budget.
-func (h *Handler) raiseBudget(ctx context.Context, p RunPayload) (*Run, error) {
+func (h *Runs) raiseBudget(ctx context.Context, p RunPayload) (*lifecycle.Run, error) {
 	if p.Number <= 0 {
 		return nil, nil
 	}
 	prev, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil || !parkedForBudget(prev) {
 		return nil, err
 	}
 	limit, _ := h.d.Operator.RaiseCost(p.BudgetUSD)
-	run, _, err := h.d.Store.Transition(ctx, prev.ID, func(r *Run) (lifecycle.Event, error) {
+	run, _, err := h.d.Store.Transition(ctx, prev.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if !parkedForBudget(r) {
 			return nil, errNothingToDo
 		}

@@ -15,6 +15,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -29,6 +32,9 @@ import (
 
 // TypeCI reads a waiting run's CI and moves the run on.
 const TypeCI = "akira:ci"
+
+// ciTaskType is served by CIWatch.HandleCI (see taskTypes).
+var ciTaskType = taskType{Name: TypeCI, Handle: func(h *Handler) asynq.HandlerFunc { return h.ci.HandleCI }}
 
 // CIPollInterval is how often a waiting run's CI is read without a webhook.
 const CIPollInterval = 30 * time.Second
@@ -75,45 +81,45 @@ func (e *Enqueuer) EnqueueCI(ctx context.Context, p CIPayload) error {
 }
 
 // HandleCI reads a waiting run's CI.
-func (h *Handler) HandleCI(ctx context.Context, t *asynq.Task) error {
+func (h *CIWatch) HandleCI(ctx context.Context, t *asynq.Task) error {
 	var p CIPayload
 	if err := decode(t, TypeCI, &p); err != nil {
-		h.d.Metrics.job(TypeCI, ResultInvalid)
+		h.d.Metrics.Job(TypeCI, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.readCI(ctx, p)
-	h.d.Metrics.job(TypeCI, result)
+	h.d.Metrics.Job(TypeCI, result)
 	return err
 }
 
 // ciVerdict is what one reading of the head's checks decides.
 type ciVerdict struct {
 	event   lifecycle.Event
-	rerun   []CICheck // failed Actions jobs to re-run first
-	changed bool      // the reading differs from the run's last
+	rerun   []ports.CICheck // failed Actions jobs to re-run first
+	changed bool            // the reading differs from the run's last
 }
 
-func (h *Handler) readCI(ctx context.Context, p CIPayload) (string, error) {
+func (h *CIWatch) readCI(ctx context.Context, p CIPayload) (string, error) {
 	log := h.log.With("task", TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
 	run, err := h.d.Store.Get(ctx, p.RunID)
-	if errors.Is(err, ErrNotFound) {
-		return ResultNoop, nil
+	if errors.Is(err, store.ErrNotFound) {
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || (p.Head != "" && p.Head != run.CI.Head) {
 		log.Info("ci job: the run is not waiting for this commit's CI", "status", run.Status, "head", p.Head)
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	log = log.With("repo", run.Owner+"/"+run.Repo, "head", short(run.CI.Head))
 	gh, err := installation(ctx, h.d.GitHub, run.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	checks, err := gh.CIChecks(ctx, run.Owner, run.Repo, run.CI.Head)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	required, err := gh.RequiredChecks(ctx, run.Owner, run.Repo, run.Base)
 	if err != nil {
@@ -123,43 +129,43 @@ func (h *Handler) readCI(ctx context.Context, p CIPayload) (string, error) {
 	}
 	v, err := h.judgeCI(ctx, gh, run, checks, required, time.Now())
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	if v.event == nil {
 		log.Info("ci job: still waiting", "checks", len(checks))
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	for _, c := range v.rerun {
 		if err := gh.RerunFailedJobs(ctx, run.Owner, run.Repo, c.ID); err != nil {
-			return ResultRetry, fmt.Errorf("jobs: re-run %s: %w", c.Name, err)
+			return metrics.ResultRetry, fmt.Errorf("jobs: re-run %s: %w", c.Name, err)
 		}
 	}
 	head := run.CI.Head
-	run, _, err = h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+	run, _, err = h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if r.Status != lifecycle.StatusWaitingCI || r.CI == nil || r.CI.Head != head {
 			return nil, errNothingToDo // another reading moved it on
 		}
 		return v.event, nil
 	})
 	if errors.Is(err, errNothingToDo) {
-		return ResultNoop, nil
+		return metrics.ResultNoop, nil
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("ci job: moved on", "event", v.event.Kind(), "status", run.Status)
-	if _, err := h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
+		return metrics.ResultRetry, err
 	}
-	return ResultDecided, nil
+	return metrics.ResultDecided, nil
 }
 
 // judgeCI decides what a reading of the head's checks means for the run; a nil event waits.
-func (h *Handler) judgeCI(ctx context.Context, gh CI, run *Run, checks []CICheck, required []string, now time.Time) (ciVerdict, error) {
+func (h *CIWatch) judgeCI(ctx context.Context, gh ports.CI, run *lifecycle.Run, checks []ports.CICheck, required []string, now time.Time) (ciVerdict, error) {
 	w := run.CI
 	results, pending := ciResults(checks, required)
 	elapsed := now.Sub(w.Since)
-	var failed []CICheck
+	var failed []ports.CICheck
 	for _, c := range checks {
 		if c.Failed() {
 			failed = append(failed, c)
@@ -184,14 +190,14 @@ func (h *Handler) judgeCI(ctx context.Context, gh CI, run *Run, checks []CICheck
 		return ciVerdict{event: lifecycle.CIPassed{Checks: results}}, nil
 	}
 	if w.RerunFlaky {
-		var rerun []CICheck
+		var rerun []ports.CICheck
 		var names []string
 		for _, c := range failed {
-			if c.App != CIAppActions || slices.Contains(w.Reran, c.Name) {
+			if c.App != ports.CIAppActions || slices.Contains(w.Reran, c.Name) {
 				continue
 			}
 			text, err := gh.CIEvidence(ctx, run.Owner, run.Repo, c)
-			if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+			if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 				return ciVerdict{}, fmt.Errorf("jobs: log of %s: %w", c.Name, err)
 			}
 			if cause := flakyCause(text); cause != "" {
@@ -220,7 +226,7 @@ func (h *Handler) judgeCI(ctx context.Context, gh CI, run *Run, checks []CICheck
 
 // ciResults are the checks as the summary shows them, required ones first (a required check that has
 // not reported yet is listed, pending), and the names of those still running.
-func ciResults(checks []CICheck, required []string) ([]lifecycle.CICheckResult, []string) {
+func ciResults(checks []ports.CICheck, required []string) ([]lifecycle.CICheckResult, []string) {
 	var out []lifecycle.CICheckResult
 	var pending []string
 	seen := map[string]bool{}
@@ -260,11 +266,11 @@ const (
 
 // ciEvidence is what explains the failed checks, each cut to the lines that matter, with secrets
 // masked: those Akira knows, GitHub's own *** and anything shaped like a token.
-func (h *Handler) ciEvidence(ctx context.Context, gh CI, run *Run, failed []CICheck) (string, error) {
+func (h *CIWatch) ciEvidence(ctx context.Context, gh ports.CI, run *lifecycle.Run, failed []ports.CICheck) (string, error) {
 	var b strings.Builder
 	for _, c := range failed {
 		text, err := gh.CIEvidence(ctx, run.Owner, run.Repo, c)
-		if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+		if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 			return "", fmt.Errorf("jobs: evidence of %s: %w", c.Name, err)
 		}
 		fmt.Fprintf(&b, "### %s (%s)\n", c.Name, c.Conclusion)
@@ -362,7 +368,7 @@ var tokenShapes = regexp.MustCompile(`(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-
 func MaskTokens(text string) string { return tokenShapes.ReplaceAllString(text, "[masked]") }
 
 // ciFixPlan is a fix round's one-task plan, verified with the commands of the plan the run followed.
-func ciFixPlan(run *Run) (plan, source string) {
+func ciFixPlan(run *lifecycle.Run) (plan, source string) {
 	task := map[string]any{"id": "fix", "title": "fix CI: " + run.CI.Fix.String()}
 	if v := verifyOf(run.Plan, run.PlanSource); len(v) > 0 {
 		task["verify"] = v
@@ -372,7 +378,7 @@ func ciFixPlan(run *Run) (plan, source string) {
 }
 
 // ciFixContext is the prompt section of a fix round: what failed, and a person's guidance.
-func ciFixContext(run *Run) string {
+func ciFixContext(run *lifecycle.Run) string {
 	fix := run.CI.Fix
 	var b strings.Builder
 	fmt.Fprintf(&b, "## The pull request's CI is red\n\nThe checks below failed on commit %s of this branch after the earlier tasks. "+
@@ -384,7 +390,7 @@ func ciFixContext(run *Run) string {
 }
 
 // ciFixOptions turn the engine's options into a fix round's: its one task, its evidence, its trailer.
-func ciFixOptions(opts runner.Options, run *Run) runner.Options {
+func ciFixOptions(opts runner.Options, run *lifecycle.Run) runner.Options {
 	opts.Plan, opts.PlanSource = nil, ""
 	plan, source := ciFixPlan(run)
 	opts.Plan, opts.PlanSource, opts.Roadmap = []byte(plan), source, ""
@@ -403,7 +409,7 @@ func ciPollKey(now time.Time) string {
 
 // PollCI queues a reading of the CI of every run waiting for it, once per poll slot whichever
 // workers poll: webhooks may be lost, and only a reading ends a wait that timed out.
-func (h *Handler) PollCI(ctx context.Context, now time.Time) error {
+func (h *CIWatch) PollCI(ctx context.Context, now time.Time) error {
 	ids, err := h.d.Store.WaitingForCI(ctx)
 	if err != nil {
 		return err
@@ -412,7 +418,7 @@ func (h *Handler) PollCI(ctx context.Context, now time.Time) error {
 	for _, id := range ids {
 		run, err := h.d.Store.Get(ctx, id)
 		if err != nil {
-			if !errors.Is(err, ErrNotFound) {
+			if !errors.Is(err, store.ErrNotFound) {
 				errs = append(errs, err)
 			}
 			continue
@@ -427,7 +433,7 @@ func (h *Handler) PollCI(ctx context.Context, now time.Time) error {
 
 // escalate posts the escalation comment of a task parked by a transition of the run itself (its CI),
 // once per round: a comment a crashed job posted is found by its round marker.
-func (h *Handler) escalate(ctx context.Context, gh ReporterGitHub, run *Run, e lifecycle.Effect) error {
+func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, e lifecycle.Effect) error {
 	if len(e.TaskIDs) == 0 {
 		return errors.New("an escalation names no task")
 	}
@@ -457,14 +463,14 @@ func (h *Handler) escalate(ctx context.Context, gh ReporterGitHub, run *Run, e l
 
 // onCI routes a CI report to the run waiting for that commit's CI on one of its branches, as a
 // reading keyed by the delivery; any other commit or branch is not Akira's business.
-func (h *Handler) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
+func (h *CIWatch) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
 	for _, branch := range p.CI.Branches {
-		run, err := h.d.Store.activeOnBranch(ctx, p.Owner, p.Repo, branch)
-		if errors.Is(err, ErrNotFound) {
+		run, err := h.d.Store.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)
+		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || run.CI.Head != p.CI.HeadSHA {
 			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(p.CI.HeadSHA))
@@ -472,12 +478,12 @@ func (h *Handler) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (
 		}
 		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: p.CI.HeadSHA, Key: p.DeliveryID})
 		if err != nil && !errors.Is(err, ErrDuplicate) {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		log.Info("intake: CI report routed", "run", run.ID, "check", p.CI.Name, "conclusion", p.CI.Conclusion)
-		return ResultAccepted, nil
+		return metrics.ResultAccepted, nil
 	}
-	return ResultNoop, nil
+	return metrics.ResultNoop, nil
 }
 
 // yieldAfterFirst lets the engine start one task (or one wave of tasks run at once) and then asks it

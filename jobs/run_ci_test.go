@@ -8,31 +8,32 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/templates"
 )
 
 // waitingRun stores a run that waits for its pull request's CI on head.
-func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch) *Run {
+func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch) *lifecycle.Run {
 	t.Helper()
 	ctx := context.Background()
-	jh.gh.pulls[7] = &PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
+	jh.gh.pulls[7] = &ports.PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
 	w.Head = head
-	run, _, err := jh.store.Create(ctx, &Run{ID: "ci-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
-		Trigger: TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
+	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "ci-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
+		Trigger: lifecycle.TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
 		Plan: "- [ ] one\n  - verify: `go test ./...`\n", PlanSource: "issue #5",
-		Tasks: []TaskState{{ID: "1", Title: "one", Status: templates.StatusPassed, Checkpoint: head}}, CI: &w})
+		Tasks: []lifecycle.TaskState{{ID: "1", Title: "one", Status: templates.StatusPassed, Checkpoint: head}}, CI: &w})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jh.store.Update(ctx, run.ID, func(r *Run) error { r.Status = lifecycle.StatusWaitingCI; return nil }); err != nil {
+	if _, err := jh.store.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.Status = lifecycle.StatusWaitingCI; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return run
 }
 
-func (jh *jobsHarness) readCI(t *testing.T, run *Run, key string) *Run {
+func (jh *jobsHarness) readCI(t *testing.T, run *lifecycle.Run, key string) *lifecycle.Run {
 	t.Helper()
-	if _, err := jh.h.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Key: key}); err != nil {
+	if _, err := jh.h.ci.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Key: key}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := jh.store.Get(context.Background(), run.ID)
@@ -49,7 +50,7 @@ func TestCIReadings(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 2})
 	jh.gh.ci.required = []string{"test"}
-	jh.gh.ci.checks["h1"] = []CICheck{{Name: "lint", Source: CISourceCheckRun, App: CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
+	jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "lint", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
 	run = jh.readCI(t, run, "d1")
 	if run.Status != lifecycle.StatusWaitingCI || len(run.CI.Checks) != 2 || run.CI.Checks[0].Name != "test" || !run.CI.Checks[0].Required {
 		t.Fatalf("a required check that has not reported is waited for: %s %+v", run.Status, run.CI.Checks)
@@ -59,13 +60,13 @@ func TestCIReadings(t *testing.T) {
 	}
 
 	token := "ghs_" + strings.Repeat("A1b2", 9)
-	jh.gh.ci.checks["h1"] = append(jh.gh.ci.checks["h1"], CICheck{Name: "test", Source: CISourceCheckRun, App: CIAppActions, ID: 2,
+	jh.gh.ci.checks["h1"] = append(jh.gh.ci.checks["h1"], ports.CICheck{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 2,
 		Status: "completed", Conclusion: "failure", URL: "https://example.invalid/job/2"})
 	jh.gh.ci.evidence["test"] = "##[group]Run go test\ncurl -H 'Authorization: token " + token + "'\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\n##[error]Process completed with exit code 1.\n"
 	for _, key := range []string{"d2", "d2-again", "poll-1"} {
 		run = jh.readCI(t, run, key)
 	}
-	if run.Status != StatusQueued || run.CI.Round != 1 || run.CI.Fix == nil || !slices.Equal(run.CI.Fix.Checks, []string{"test"}) {
+	if run.Status != lifecycle.StatusQueued || run.CI.Round != 1 || run.CI.Fix == nil || !slices.Equal(run.CI.Fix.Checks, []string{"test"}) {
 		t.Fatalf("red: %s %+v", run.Status, run.CI)
 	}
 	if !strings.Contains(run.CI.Fix.Evidence, "add_test.go:9: got 3, want 4") || strings.Contains(run.CI.Fix.Evidence, token) {
@@ -93,22 +94,22 @@ func TestCIReadings(t *testing.T) {
 	if _, _, err := jh.store.Apply(context.Background(), run.ID, lifecycle.JobStarted{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := jh.store.Apply(context.Background(), run.ID, lifecycle.EngineFinished{Status: StatusSucceeded}); err != nil {
+	if _, _, err := jh.store.Apply(context.Background(), run.ID, lifecycle.EngineFinished{Status: lifecycle.StatusSucceeded}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jh.store.Update(context.Background(), run.ID, func(r *Run) error { r.CI.Head = "h2"; return nil }); err != nil {
+	if _, err := jh.store.Update(context.Background(), run.ID, func(r *lifecycle.Run) error { r.CI.Head = "h2"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	jh.gh.ci.checks["h2"] = []CICheck{{Name: "test", Source: CISourceCheckRun, Status: "completed", Conclusion: "success"},
-		{Name: "ci/jenkins", Source: CISourceStatus, Status: "completed", Conclusion: "success"}}
-	if _, err := jh.h.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
+	jh.gh.ci.checks["h2"] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, Status: "completed", Conclusion: "success"},
+		{Name: "ci/jenkins", Source: ports.CISourceStatus, Status: "completed", Conclusion: "success"}}
+	if _, err := jh.h.ci.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := jh.store.Get(context.Background(), run.ID); r.Status != lifecycle.StatusWaitingCI {
 		t.Fatalf("a delivery about an old head moved the run: %s", r.Status)
 	}
 	run = jh.readCI(t, run, "d3")
-	if run.Status != StatusSucceeded || jh.gh.pulls[7].Draft || len(run.Outbox) != 0 {
+	if run.Status != lifecycle.StatusSucceeded || jh.gh.pulls[7].Draft || len(run.Outbox) != 0 {
 		t.Fatalf("green: %s, draft %v, outbox %+v", run.Status, jh.gh.pulls[7].Draft, run.Outbox)
 	}
 }
@@ -121,11 +122,11 @@ func TestCIGivesUp(t *testing.T) {
 	t.Run("red after the last round", func(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1, Round: 1})
-		jh.gh.ci.checks["h1"] = []CICheck{{Name: "build", Source: CISourceCheckRun, App: "circleci", ID: 3, Status: "completed", Conclusion: "failure"}}
+		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "build", Source: ports.CISourceCheckRun, App: "circleci", ID: 3, Status: "completed", Conclusion: "failure"}}
 		jh.gh.ci.evidence["build"] = "main.go:3: undefined: x"
 		run = jh.readCI(t, run, "d1")
 		run = jh.readCI(t, run, "d2")
-		if run.Status != StatusParked || run.ParkedTask(lifecycle.CITaskID) == nil {
+		if run.Status != lifecycle.StatusParked || run.ParkedTask(lifecycle.CITaskID) == nil {
 			t.Fatalf("%s %+v", run.Status, run.Parked)
 		}
 		var escalations []string
@@ -144,10 +145,10 @@ func TestCIGivesUp(t *testing.T) {
 		if run = jh.readCI(t, run, "d1"); run.Status != lifecycle.StatusWaitingCI {
 			t.Fatalf("within the grace period: %s", run.Status)
 		}
-		if _, err := jh.store.Update(ctx, run.ID, func(r *Run) error { r.CI.Since = time.Now().Add(-2 * time.Hour); return nil }); err != nil {
+		if _, err := jh.store.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.CI.Since = time.Now().Add(-2 * time.Hour); return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if run = jh.readCI(t, run, "d2"); run.Status != StatusSucceeded || !run.CI.None || jh.gh.pulls[7].Draft {
+		if run = jh.readCI(t, run, "d2"); run.Status != lifecycle.StatusSucceeded || !run.CI.None || jh.gh.pulls[7].Draft {
 			t.Fatalf("after it: %s %+v", run.Status, run.CI)
 		}
 		if sum := jh.gh.commentsOn(7); !strings.Contains(sum[0], "No CI reported a check") {
@@ -157,8 +158,8 @@ func TestCIGivesUp(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now().Add(-time.Hour), Timeout: time.Minute, Grace: time.Minute, MaxRounds: 1})
-		jh.gh.ci.checks["h1"] = []CICheck{{Name: "slow", Source: CISourceStatus, Status: "in_progress"}}
-		if run = jh.readCI(t, run, "d1"); run.Status != StatusParked || run.Parked[0].Reason != lifecycle.ReasonCITimeout {
+		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "slow", Source: ports.CISourceStatus, Status: "in_progress"}}
+		if run = jh.readCI(t, run, "d1"); run.Status != lifecycle.StatusParked || run.Parked[0].Reason != lifecycle.ReasonCITimeout {
 			t.Fatalf("%s %+v", run.Status, run.Parked)
 		}
 	})
@@ -166,15 +167,15 @@ func TestCIGivesUp(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1, RerunFlaky: true})
 		// e2e lost its runner; unit failed a test: only e2e is re-run, unit waits for the fix task.
-		jh.gh.ci.checks["h1"] = []CICheck{{Name: "e2e", Source: CISourceCheckRun, App: CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"},
-			{Name: "unit", Source: CISourceCheckRun, App: CIAppActions, ID: 10, Status: "completed", Conclusion: "failure"}}
+		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "e2e", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"},
+			{Name: "unit", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 10, Status: "completed", Conclusion: "failure"}}
 		jh.gh.ci.evidence["e2e"] = "##[group]Run make e2e\nok so far\n##[error]The runner has received a shutdown signal.\n"
 		jh.gh.ci.evidence["unit"] = "--- FAIL: TestAdd\n##[error]Process completed with exit code 1.\n"
 		run = jh.readCI(t, run, "d1")
 		if run.Status != lifecycle.StatusWaitingCI || !slices.Equal(jh.gh.ci.reruns, []int64{9}) || !slices.Equal(run.CI.Reran, []string{"e2e"}) {
 			t.Fatalf("%s reruns %v %+v", run.Status, jh.gh.ci.reruns, run.CI)
 		}
-		if run = jh.readCI(t, run, "d2"); run.Status != StatusQueued || len(jh.gh.ci.reruns) != 1 {
+		if run = jh.readCI(t, run, "d2"); run.Status != lifecycle.StatusQueued || len(jh.gh.ci.reruns) != 1 {
 			t.Fatalf("red again after the re-run: %s, reruns %v", run.Status, jh.gh.ci.reruns)
 		}
 	})
@@ -228,12 +229,12 @@ func TestAbortWhileWaitingForCI(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})
 	jh.gh.refs["heads/akira/issue-5"] = "h1"
-	if _, err := jh.h.resume(context.Background(), ResumePayload{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r",
+	if _, err := jh.h.resumer.resume(context.Background(), ResumePayload{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r",
 		Number: 7, CommentID: 99, Decision: "abort", Sender: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	run, err := jh.store.Get(context.Background(), run.ID)
-	if err != nil || run.Status != StatusAborted || run.AbortedBy != "alice" {
+	if err != nil || run.Status != lifecycle.StatusAborted || run.AbortedBy != "alice" {
 		t.Fatalf("run = %+v, %v", run, err)
 	}
 	if sum := jh.gh.commentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "aborted by @alice") {

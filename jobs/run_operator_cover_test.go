@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/templates"
@@ -35,7 +38,7 @@ func TestIntakeOperatorCommands(t *testing.T) {
 	}
 
 	// /akira stop on a working run writes the request into its record, naming who asked.
-	controlRun(t, jh.store, "busy", StatusRunning)
+	controlRun(t, jh.store, "busy", lifecycle.StatusRunning)
 	if err := jh.intake(commentBy("alice", "/akira stop", 9, 602)); err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +105,12 @@ func (jh *jobsHarness) rollbackJob(p RollbackPayload) error {
 	if err != nil {
 		jh.t.Fatal(err)
 	}
-	return jh.h.HandleRollback(context.Background(), task)
+	return jh.h.rollbacks.HandleRollback(context.Background(), task)
 }
 
 func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	rb := func(task string, id int64) RollbackPayload {
 		return RollbackPayload{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Number: 4, CommentID: id, TaskID: task, Sender: "alice"}
@@ -125,7 +128,7 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := jh.store.ByNumber(ctx, "o", "r", 4)
-	if err != nil || run.Status != StatusSucceeded {
+	if err != nil || run.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("run = %+v, %v", run, err)
 	}
 	// A task the run does not have is refused by name.
@@ -146,7 +149,7 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 		t.Errorf("branch files after rollback = %q, want done-1.1.txt only", files)
 	}
 	run, _ = jh.store.Get(ctx, run.ID)
-	if run.Status != StatusStopped || run.Task("1.2").Status != templates.StatusPending || run.Task("1.1").Status != templates.StatusPassed {
+	if run.Status != lifecycle.StatusStopped || run.Task("1.2").Status != templates.StatusPending || run.Task("1.1").Status != templates.StatusPassed {
 		t.Errorf("run after rollback = %s, 1.1 %s, 1.2 %s; want stopped with 1.2 pending", run.Status, run.Task("1.1").Status, run.Task("1.2").Status)
 	}
 	replies := jh.gh.commentsOn(4)
@@ -200,7 +203,7 @@ func stopAgent(t *testing.T) (mark string) {
 func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
 	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	mark := stopAgent(t)
 	ctx := context.Background()
 
@@ -227,7 +230,7 @@ func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != StatusStopped || run.StoppedBy != "alice" || run.Task("1.1").Status == templates.StatusPassed {
+	if run.Status != lifecycle.StatusStopped || run.StoppedBy != "alice" || run.Task("1.1").Status == templates.StatusPassed {
 		t.Fatalf("run = %s by %q, 1.1 %s; want stopped by alice before 1.1 was done", run.Status, run.StoppedBy, run.Task("1.1").Status)
 	}
 
@@ -238,17 +241,17 @@ func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, err := jh.store.ByNumber(ctx, "o", "r", 4)
-	if err != nil || again.ID != run.ID || again.Status != StatusSucceeded {
+	if err != nil || again.ID != run.ID || again.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("after /akira run: run %s status %s (%v); want run %s succeeded", again.ID, again.Status, err, run.ID)
 	}
-	if runs, _ := jh.store.Runs(ctx, RunFilter{Repo: "o/r"}); len(runs) != 1 {
+	if runs, _ := jh.store.Runs(ctx, store.RunFilter{Repo: "o/r"}); len(runs) != 1 {
 		t.Errorf("runs of o/r = %d, want the one continued", len(runs))
 	}
 }
 
 func TestStopOfAQueuedRunEndsItsJob(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	// The run exists and waits in the queue when the abort comes.
 	p := issueRun(4)
@@ -265,20 +268,20 @@ func TestStopOfAQueuedRunEndsItsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, _ := jh.store.Get(ctx, r.ID)
-	if run.Status != StatusAborted || run.AbortedBy != "mona" {
+	if run.Status != lifecycle.StatusAborted || run.AbortedBy != "mona" {
 		t.Errorf("run = %s by %q, want aborted by mona", run.Status, run.AbortedBy)
 	}
 }
 
 func TestBudgetRaiseContinuesARunParkedForItsBudget(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	ctx := context.Background()
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
 	run, err := jh.store.ByNumber(ctx, "o", "r", 4)
-	if err != nil || run.Status != StatusParked {
+	if err != nil || run.Status != lifecycle.StatusParked {
 		t.Fatalf("run = %+v, %v; want parked", run, err)
 	}
 	// A raise where the run waits for another reason changes nothing: the command starts no second run
@@ -287,7 +290,7 @@ func TestBudgetRaiseContinuesARunParkedForItsBudget(t *testing.T) {
 		t.Fatal("a run parked for a failed verification counts as parked for its budget")
 	}
 	// Parked because its budget is spent, as the engine would have it.
-	if _, err := jh.store.Update(ctx, run.ID, func(r *Run) error {
+	if _, err := jh.store.Update(ctx, run.ID, func(r *lifecycle.Run) error {
 		for i := range r.Parked {
 			r.Parked[i].Reason = runner.ReasonBudget
 		}
@@ -305,7 +308,7 @@ func TestBudgetRaiseContinuesARunParkedForItsBudget(t *testing.T) {
 		t.Errorf("run budget %v answered by %q, want 7.5 by mona", run.Budget.CostUSD, run.AnsweredBy)
 	}
 	// 1.2 was retried (and failed again): the run is parked once more, for its verification.
-	if run.Status != StatusParked || len(run.Parked) != 1 || run.Parked[0].Reason == runner.ReasonBudget {
+	if run.Status != lifecycle.StatusParked || len(run.Parked) != 1 || run.Parked[0].Reason == runner.ReasonBudget {
 		t.Errorf("run after the raise = %s parked %+v", run.Status, run.Parked)
 	}
 }
@@ -314,13 +317,13 @@ func TestBudgetRaiseContinuesARunParkedForItsBudget(t *testing.T) {
 // nothing to roll back yet (or any more); the reply says which, and the branch is not touched.
 func TestRollbackRefusesARunThatIsNotFinished(t *testing.T) {
 	for _, tc := range []struct {
-		status RunStatus
+		status lifecycle.RunStatus
 		want   string // the way forward the reply names
 	}{
-		{StatusQueued, "`/akira stop` first"},
-		{StatusRunning, "`/akira stop` first"},
-		{StatusParked, "needs a decision"},
-		{StatusAborted, "start a new one with `/akira run`"},
+		{lifecycle.StatusQueued, "`/akira stop` first"},
+		{lifecycle.StatusRunning, "`/akira stop` first"},
+		{lifecycle.StatusParked, "needs a decision"},
+		{lifecycle.StatusAborted, "start a new one with `/akira run`"},
 	} {
 		status := tc.status
 		t.Run(string(status), func(t *testing.T) {

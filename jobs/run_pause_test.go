@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -18,7 +20,7 @@ import (
 func TestPauseWhileWorkingThenResume(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
 	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	mark := stopAgent(t)
 	ctx := context.Background()
 
@@ -63,7 +65,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed, _ := jh.store.Get(ctx, run.ID)
-	if resumed.Status != StatusQueued || len(resumed.Outbox) != 0 {
+	if resumed.Status != lifecycle.StatusQueued || len(resumed.Outbox) != 0 {
 		t.Fatalf("after /akira resume: %s, outbox %v; want queued with its effects performed", resumed.Status, resumed.Outbox)
 	}
 	next := queued[RunPayload](jh, TypeRun)
@@ -79,7 +81,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 	if err := jh.runJob(*cont); err != nil {
 		t.Fatal(err)
 	}
-	if end, _ := jh.store.Get(ctx, run.ID); end.Status != StatusSucceeded {
+	if end, _ := jh.store.Get(ctx, run.ID); end.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("after the continuation: %s", end.Status)
 	}
 	if err := jh.intake(commentBy("alice", "/akira resume", 4, 904)); err != nil {
@@ -95,7 +97,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 // paused run takes an abort.
 func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	p := issueRun(4)
 	mark := stopAgent(t)
@@ -105,7 +107,7 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
-	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: Token{Name: "ops"}, Via: "API", RequestID: "p1"}); err != nil || res != "pause requested after the current task" {
+	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "p1"}); err != nil || res != "pause requested after the current task" {
 		t.Fatalf("pause = %q, %v", res, err)
 	}
 	if err := jh.runJob(p); err != nil {
@@ -118,16 +120,16 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	if run.Status != lifecycle.StatusPaused || run.PausedBy != "ops (API)" {
 		t.Fatalf("run = %s by %q, want paused by ops (API)", run.Status, run.PausedBy)
 	}
-	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: Token{Name: "ops"}, Via: "API", RequestID: "p2"}); err == nil {
+	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "p2"}); err == nil {
 		t.Error("pausing a paused run must be refused")
 	}
-	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: Token{Name: "ops"}, Via: "API", RequestID: "r1"}); err != nil || res != "resumed" {
+	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r1"}); err != nil || res != "resumed" {
 		t.Fatalf("resume = %q, %v", res, err)
 	}
 	if got := queued[PublishPayload](jh, TypePublish); len(got) != 1 || got[0].RunID != r.ID {
 		t.Errorf("publish jobs after the resume = %+v, want one for the run", got)
 	}
-	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: Token{Name: "ops"}, Via: "API", RequestID: "r2"}); err == nil {
+	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r2"}); err == nil {
 		t.Error("resuming a queued run that was not asked to pause must be refused")
 	}
 
@@ -142,7 +144,7 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 		Number: 4, RunID: r.ID, Decision: "abort", Sender: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if end, _ := jh.store.Get(ctx, r.ID); end.Status != StatusAborted || end.AbortedBy != "alice" {
+	if end, _ := jh.store.Get(ctx, r.ID); end.Status != lifecycle.StatusAborted || end.AbortedBy != "alice" {
 		t.Fatalf("after abort: %s by %q", end.Status, end.AbortedBy)
 	}
 }

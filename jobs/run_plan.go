@@ -12,6 +12,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -19,15 +21,15 @@ import (
 
 // runInputs is what GitHub says about a new run's repository and the issue or pull request it is for.
 type runInputs struct {
-	Repo   RepoInfo
+	Repo   ports.RepoInfo
 	Config config.Repo
 	// Issue is set for TriggerIssue, PR for TriggerPullRequest.
-	Issue *Issue
-	PR    *PullRequest
+	Issue *ports.Issue
+	PR    *ports.PullRequest
 	// PlanFiles are the plan files the pull request changes (trigger pull_request), in path order.
 	PlanFiles []string
 	// Prior is the latest run of the pull request a review run addresses, when Redis knows it.
-	Prior *Run
+	Prior *lifecycle.Run
 	// PostedPlan is the plan Akira posted for an issue without a checklist, and its comment's link;
 	// PostedNormalized says it rewrites a checklist Akira could not read (it runs only with --confirm).
 	PostedPlan, PostedPlanURL string
@@ -46,13 +48,13 @@ var errNeedsConfirm = errors.New("jobs: the proposed plan waits for /akira run -
 
 // inputsGitHub is what gatherRunInputs reads on GitHub.
 type inputsGitHub interface {
-	Repos
-	Pulls
-	Comments
+	ports.Repos
+	ports.Pulls
+	ports.Comments
 }
 
 // gatherRunInputs asks GitHub what planRun needs.
-func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPayload) (runInputs, error) {
+func (h *Runs) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPayload) (runInputs, error) {
 	var in runInputs
 	info, err := gh.Repository(ctx, p.Owner, p.Repo)
 	if err != nil {
@@ -62,11 +64,11 @@ func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPay
 	if p.DefaultBranch != "" {
 		in.Repo.DefaultBranch = p.DefaultBranch
 	}
-	if in.Config, err = h.repoConfig(ctx, gh, p.Owner, p.Repo, in.Repo.DefaultBranch); err != nil {
+	if in.Config, err = h.intake.repoConfig(ctx, gh, p.Owner, p.Repo, in.Repo.DefaultBranch); err != nil {
 		return in, err
 	}
 	switch p.Trigger {
-	case TriggerIssue:
+	case lifecycle.TriggerIssue:
 		is, err := gh.GetIssue(ctx, p.Owner, p.Repo, p.Number)
 		if err != nil {
 			return in, fmt.Errorf("jobs: issue #%d: %w", p.Number, err)
@@ -77,18 +79,18 @@ func (h *Handler) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPay
 				return in, err
 			}
 		}
-	case TriggerReview:
+	case lifecycle.TriggerReview:
 		pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 		if err != nil {
 			return in, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
 		}
 		in.PR = pr
 		prior, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return in, err
 		}
 		in.Prior = prior
-	case TriggerPullRequest:
+	case lifecycle.TriggerPullRequest:
 		pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 		if err != nil {
 			return in, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
@@ -110,8 +112,8 @@ func agentConfigError(err error) error {
 
 // planRun works out a new run, id, from its payload and what GitHub said: the branch, the plan, the
 // agent and the attempts. It is pure, so every trigger's planning is tested without GitHub.
-func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, error) {
-	run := &Run{ID: id, Owner: p.Owner, Repo: p.Repo, InstallationID: p.InstallationID, Trigger: p.Trigger,
+func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*lifecycle.Run, error) {
+	run := &lifecycle.Run{ID: id, Owner: p.Owner, Repo: p.Repo, InstallationID: p.InstallationID, Trigger: p.Trigger,
 		Sender: p.Sender, Base: in.Repo.DefaultBranch, CloneURL: in.Repo.CloneURL, RepoURL: in.Repo.HTMLURL}
 	if _, err := lifecycle.Apply(run, lifecycle.Created{}, time.Now()); err != nil {
 		return nil, err
@@ -139,7 +141,7 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 		run.Roadmap = p.Path
 	}
 	switch p.Trigger {
-	case TriggerIssue:
+	case lifecycle.TriggerIssue:
 		is := in.Issue
 		run.Issue = p.Number
 		run.Branch = rc.BranchPrefix + "issue-" + strconv.Itoa(p.Number)
@@ -168,14 +170,14 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 		default:
 			return nil, errNeedsPlan
 		}
-	case TriggerPush:
+	case lifecycle.TriggerPush:
 		run.Branch = runner.DefaultBranch(rc.BranchPrefix, run.Roadmap)
 		run.Title = "Akira: tasks from " + run.Roadmap
 	case TriggerAPI:
 		if err := planAPIRun(run, p, rc, op); err != nil {
 			return nil, err
 		}
-	case TriggerPullRequest, TriggerReview:
+	case lifecycle.TriggerPullRequest, lifecycle.TriggerReview:
 		pr := in.PR
 		if isFork(pr.HeadRepo, p.Owner, p.Repo) {
 			return nil, fmt.Errorf("jobs: pull request #%d comes from the fork %q; fork pull requests are never run: %w",
@@ -186,7 +188,7 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*Run, e
 		}
 		run.PR, run.PRURL, run.PRNodeID, run.Branch, run.Base = pr.Number, pr.URL, pr.NodeID, pr.HeadRef, pr.BaseRef
 		run.OpenedPR = strings.HasPrefix(pr.HeadRef, rc.BranchPrefix)
-		if p.Trigger == TriggerReview {
+		if p.Trigger == lifecycle.TriggerReview {
 			planReviewRun(run, p, in.Prior)
 			break
 		}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -20,29 +22,29 @@ func testOperator(t *testing.T) config.Operator {
 }
 
 func TestPlanRunOfAProseIssueNeedsAPlan(t *testing.T) {
-	p := RunPayload{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Trigger: TriggerIssue, Number: 4}
-	in := runInputs{Repo: RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Issue: &Issue{Number: 4, Body: "Please fix the login."}}
+	p := RunPayload{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Trigger: lifecycle.TriggerIssue, Number: 4}
+	in := runInputs{Repo: ports.RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Issue: &ports.Issue{Number: 4, Body: "Please fix the login."}}
 	if _, err := planRun(p, "run1", in, testOperator(t)); !errors.Is(err, errNeedsPlan) {
 		t.Fatalf("planRun = %v, want errNeedsPlan", err)
 	}
 }
 
 func TestPlanRun(t *testing.T) {
-	info := RepoInfo{DefaultBranch: "main", CloneURL: "https://gh.example/o/r.git", HTMLURL: "https://gh.example/o/r"}
+	info := ports.RepoInfo{DefaultBranch: "main", CloneURL: "https://gh.example/o/r.git", HTMLURL: "https://gh.example/o/r"}
 	base := RunPayload{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}
 	tests := []struct {
 		name  string
 		edit  func(*RunPayload, *runInputs)
-		check func(t *testing.T, r *Run)
+		check func(t *testing.T, r *lifecycle.Run)
 		err   string
 	}{
 		{
 			name: "issue with task checkboxes runs them",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger, p.Number = TriggerIssue, 4
-				in.Issue = &Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n- [ ] 1.2 Session\n", URL: "https://gh.example/o/r/issues/4"}
+				p.Trigger, p.Number = lifecycle.TriggerIssue, 4
+				in.Issue = &ports.Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n- [ ] 1.2 Session\n", URL: "https://gh.example/o/r/issues/4"}
 			},
-			check: func(t *testing.T, r *Run) {
+			check: func(t *testing.T, r *lifecycle.Run) {
 				if r.Branch != "akira/issue-4" || r.Issue != 4 || r.Plan == "" || r.PlanSource != "issue #4" || r.Roadmap != "" ||
 					r.Title != "Add login" || r.SourceURL != "https://gh.example/o/r/issues/4" {
 					t.Errorf("run = %+v", r)
@@ -52,10 +54,10 @@ func TestPlanRun(t *testing.T) {
 		{
 			name: "a plan pasted under /akira run runs instead of the issue's checklist",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger, p.Number, p.CommentID, p.Plan = TriggerIssue, 4, 77, "- [ ] 9 Pasted\n"
-				in.Issue = &Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n"}
+				p.Trigger, p.Number, p.CommentID, p.Plan = lifecycle.TriggerIssue, 4, 77, "- [ ] 9 Pasted\n"
+				in.Issue = &ports.Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n"}
 			},
-			check: func(t *testing.T, r *Run) {
+			check: func(t *testing.T, r *lifecycle.Run) {
 				if r.Plan != "- [ ] 9 Pasted\n" || r.PlanFromComment || r.Roadmap != "" || r.PlanSource != "the plan in a comment on #4" ||
 					r.SourceURL != "https://gh.example/o/r/issues/4#issuecomment-77" {
 					t.Errorf("run = %+v", r)
@@ -65,11 +67,11 @@ func TestPlanRun(t *testing.T) {
 		{
 			name: "issue in prose with Akira's plan runs the plan",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger, p.Number = TriggerIssue, 4
-				in.Issue = &Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
+				p.Trigger, p.Number = lifecycle.TriggerIssue, 4
+				in.Issue = &ports.Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
 				in.PostedPlan, in.PostedPlanURL = "- [ ] 1 Fix it\n", "https://gh.example/o/r/issues/4#issuecomment-9"
 			},
-			check: func(t *testing.T, r *Run) {
+			check: func(t *testing.T, r *lifecycle.Run) {
 				if r.Plan != "- [ ] 1 Fix it\n" || !r.PlanFromComment || r.Roadmap != "" || r.SourceURL != "https://gh.example/o/r/issues/4#issuecomment-9" {
 					t.Errorf("run = %+v", r)
 				}
@@ -78,10 +80,10 @@ func TestPlanRun(t *testing.T) {
 		{
 			name: "issue in prose with a path runs the file",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger, p.Number, p.Path = TriggerIssue, 4, "ROADMAP.md"
-				in.Issue = &Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
+				p.Trigger, p.Number, p.Path = lifecycle.TriggerIssue, 4, "ROADMAP.md"
+				in.Issue = &ports.Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
 			},
-			check: func(t *testing.T, r *Run) {
+			check: func(t *testing.T, r *lifecycle.Run) {
 				if r.Plan != "" || r.Roadmap != "ROADMAP.md" || r.Source != "ROADMAP.md" || r.SourceURL != "https://gh.example/o/r/blob/main/ROADMAP.md" {
 					t.Errorf("run = %+v", r)
 				}
@@ -90,10 +92,10 @@ func TestPlanRun(t *testing.T) {
 		{
 			name: "a path wins over the issue's checkboxes",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger, p.Number, p.Path = TriggerIssue, 4, "docs/PLAN.md"
-				in.Issue = &Issue{Number: 4, Body: "- [ ] one\n"}
+				p.Trigger, p.Number, p.Path = lifecycle.TriggerIssue, 4, "docs/PLAN.md"
+				in.Issue = &ports.Issue{Number: 4, Body: "- [ ] one\n"}
 			},
-			check: func(t *testing.T, r *Run) {
+			check: func(t *testing.T, r *lifecycle.Run) {
 				if r.Plan != "" || r.Roadmap != "docs/PLAN.md" || r.Title != "Akira: docs/PLAN.md" {
 					t.Errorf("run = %+v", r)
 				}
@@ -102,10 +104,10 @@ func TestPlanRun(t *testing.T) {
 		{
 			name: "push runs the configured roadmap on its branch",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger = TriggerPush
+				p.Trigger = lifecycle.TriggerPush
 				in.Config.Roadmap, in.Config.BranchPrefix, in.Config.Agent, in.Config.MaxAttempts = "docs/ROADMAP.md", "bot/", "other", 2
 			},
-			check: func(t *testing.T, r *Run) {
+			check: func(t *testing.T, r *lifecycle.Run) {
 				if r.Branch != "bot/roadmap" || r.Roadmap != "docs/ROADMAP.md" || r.Agent != "other" || r.MaxAttempts != 2 || r.PR != 0 {
 					t.Errorf("run = %+v", r)
 				}
@@ -114,10 +116,10 @@ func TestPlanRun(t *testing.T) {
 		{
 			name: "pull request runs on its own branch into its base",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger, p.Number, p.Branch = TriggerPullRequest, 9, "spec"
-				in.PR = &PullRequest{Number: 9, URL: "https://gh.example/o/r/pull/9", NodeID: "PR_9", HeadRef: "spec", BaseRef: "develop", HeadRepo: "O/R"}
+				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
+				in.PR = &ports.PullRequest{Number: 9, URL: "https://gh.example/o/r/pull/9", NodeID: "PR_9", HeadRef: "spec", BaseRef: "develop", HeadRepo: "O/R"}
 			},
-			check: func(t *testing.T, r *Run) {
+			check: func(t *testing.T, r *lifecycle.Run) {
 				if r.Branch != "spec" || r.Base != "develop" || r.PR != 9 || r.PRNodeID != "PR_9" || r.MaxAttempts != 4 || r.Agent != "sh" {
 					t.Errorf("run = %+v", r)
 				}
@@ -126,23 +128,23 @@ func TestPlanRun(t *testing.T) {
 		{
 			name: "pull request from a fork is never run",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger, p.Number, p.Branch = TriggerPullRequest, 9, "spec"
-				in.PR = &PullRequest{Number: 9, HeadRef: "spec", HeadRepo: "mallory/r"}
+				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
+				in.PR = &ports.PullRequest{Number: 9, HeadRef: "spec", HeadRepo: "mallory/r"}
 			},
 			err: "fork",
 		},
 		{
 			name: "pull request whose branch changed",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger, p.Number, p.Branch = TriggerPullRequest, 9, "spec"
-				in.PR = &PullRequest{Number: 9, HeadRef: "other", HeadRepo: "o/r"}
+				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
+				in.PR = &ports.PullRequest{Number: 9, HeadRef: "other", HeadRepo: "o/r"}
 			},
 			err: "now comes from other",
 		},
 		{
 			name: "an agent the operator does not offer",
 			edit: func(p *RunPayload, in *runInputs) {
-				p.Trigger = TriggerPush
+				p.Trigger = lifecycle.TriggerPush
 				in.Config.Agent = "gpt-9"
 			},
 			err: "agent",
@@ -166,7 +168,7 @@ func TestPlanRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if run.ID != "run1" || run.Status != StatusQueued || run.CloneURL != info.CloneURL || run.Sender != "alice" {
+			if run.ID != "run1" || run.Status != lifecycle.StatusQueued || run.CloneURL != info.CloneURL || run.Sender != "alice" {
 				t.Errorf("run = %+v", run)
 			}
 			tt.check(t, run)

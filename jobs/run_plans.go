@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -40,7 +41,7 @@ func changedPlans(files []string, rc config.Repo) []string {
 // pendingPlans keeps the plans that still have work: a task neither ticked in the file on the branch
 // nor checkpointed by a trailer among the branch's commits. A push that only ticked boxes or changed
 // code leaves none.
-func pendingPlans(ctx context.Context, gh Repos, run *Run, commits []BranchCommit) ([]string, error) {
+func pendingPlans(ctx context.Context, gh ports.Repos, run *lifecycle.Run, commits []ports.BranchCommit) ([]string, error) {
 	done := map[string]bool{}
 	for id := range checkpointsOf(commits) {
 		done[id] = true
@@ -129,7 +130,7 @@ func decisionsFor(all map[string]runner.Decision, scope string) map[string]runne
 // runPlans runs the engine over each plan of the run in turn, and stops at the first that does not
 // succeed (a parked plan waits for its decision; the next plans wait with it). The outcome names tasks
 // as the run state does.
-func runPlans(ctx context.Context, opts runner.Options, run *Run, rep *Reporter) (runner.Outcome, error) {
+func runPlans(ctx context.Context, opts runner.Options, run *lifecycle.Run, rep *Reporter) (runner.Outcome, error) {
 	if run.Plan != "" || len(run.Plans) == 0 {
 		return runner.Run(ctx, opts)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/gittest"
 )
 
@@ -33,12 +35,12 @@ func TestSpecPullRequestRunsEachChangedPlan(t *testing.T) {
 	for path, content := range specs {
 		jh.gh.files["feature:"+path] = content
 	}
-	jh.gh.pulls[6] = &PullRequest{Number: 6, HeadRef: "feature", BaseRef: "main", HeadRepo: "o/r", URL: "https://example.invalid/o/r/pull/6"}
+	jh.gh.pulls[6] = &ports.PullRequest{Number: 6, HeadRef: "feature", BaseRef: "main", HeadRepo: "o/r", URL: "https://example.invalid/o/r/pull/6"}
 	jh.gh.pullFiles[6] = []string{"specs/beta/tasks.md", "specs/alpha/tasks.md", "README.md"}
 	ctx := context.Background()
 
 	push := func(delivery string) RunPayload {
-		return RunPayload{DeliveryID: delivery, Trigger: TriggerPullRequest, InstallationID: 7, Owner: "o", Repo: "r", Number: 6, Branch: "feature", Sender: "alice"}
+		return RunPayload{DeliveryID: delivery, Trigger: lifecycle.TriggerPullRequest, InstallationID: 7, Owner: "o", Repo: "r", Number: 6, Branch: "feature", Sender: "alice"}
 	}
 	if err := jh.runJob(push("d-pr")); err != nil {
 		t.Fatalf("run job: %v", err)
@@ -47,7 +49,7 @@ func TestSpecPullRequestRunsEachChangedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != StatusSucceeded || strings.Join(run.Plans, ",") != "specs/alpha/tasks.md,specs/beta/tasks.md" {
+	if run.Status != lifecycle.StatusSucceeded || strings.Join(run.Plans, ",") != "specs/alpha/tasks.md,specs/beta/tasks.md" {
 		t.Fatalf("run = %s plans %v, want both plans, succeeded", run.Status, run.Plans)
 	}
 	var ids []string

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -19,7 +20,7 @@ const minSummaryInterval = 10 * time.Second
 // estimate is the time the run's remaining tasks will take: the median duration of the tasks it
 // finished itself and of the repository's recent tasks (Run.PastDurations), times the tasks left,
 // less what the current one has run already. ok is false while neither is known.
-func estimate(run *Run, now time.Time) (left time.Duration, ok bool) {
+func estimate(run *lifecycle.Run, now time.Time) (left time.Duration, ok bool) {
 	done := slices.Clone(run.PastDurations)
 	pending := 0
 	for _, t := range run.Tasks {
@@ -48,7 +49,7 @@ func estimate(run *Run, now time.Time) (left time.Duration, ok bool) {
 }
 
 // progressData is what the summary and /akira status say about a working run.
-func progressData(run *Run, now time.Time) templates.Progress {
+func progressData(run *lifecycle.Run, now time.Time) templates.Progress {
 	p := templates.Progress{Activity: run.Activity}
 	if !run.TaskStartedAt.IsZero() {
 		p.TaskFor = now.Sub(run.TaskStartedAt)

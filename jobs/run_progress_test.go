@@ -6,36 +6,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
 
 func TestEstimate(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	task := func(status string, attempts int, d time.Duration) TaskState {
-		return TaskState{ID: "x", Status: status, Attempts: attempts, Duration: d}
+	task := func(status string, attempts int, d time.Duration) lifecycle.TaskState {
+		return lifecycle.TaskState{ID: "x", Status: status, Attempts: attempts, Duration: d}
 	}
 	tests := []struct {
 		name  string
-		run   Run
+		run   lifecycle.Run
 		left  time.Duration
 		known bool
 	}{
-		{"nothing finished yet", Run{Tasks: []TaskState{task(templates.StatusRunning, 1, 0), task(templates.StatusPending, 0, 0)}}, 0, false},
-		{"odd count: the median", Run{Tasks: []TaskState{
+		{"nothing finished yet", lifecycle.Run{Tasks: []lifecycle.TaskState{task(templates.StatusRunning, 1, 0), task(templates.StatusPending, 0, 0)}}, 0, false},
+		{"odd count: the median", lifecycle.Run{Tasks: []lifecycle.TaskState{
 			task(templates.StatusPassed, 1, time.Minute), task(templates.StatusPassed, 2, 5*time.Minute), task(templates.StatusPassed, 1, 3*time.Minute),
 			task(templates.StatusPending, 0, 0), task(templates.StatusPending, 0, 0)}}, 6 * time.Minute, true},
-		{"even count: the mean of the middle two", Run{Tasks: []TaskState{
+		{"even count: the mean of the middle two", lifecycle.Run{Tasks: []lifecycle.TaskState{
 			task(templates.StatusPassed, 1, 2*time.Minute), task(templates.StatusPassed, 1, 4*time.Minute), task(templates.StatusPending, 0, 0)}}, 3 * time.Minute, true},
-		{"done by an earlier run: not a measure", Run{Tasks: []TaskState{
+		{"done by an earlier run: not a measure", lifecycle.Run{Tasks: []lifecycle.TaskState{
 			task(templates.StatusPassed, 0, 0), task(templates.StatusPassed, 1, 10*time.Minute), task(templates.StatusPending, 0, 0)}}, 10 * time.Minute, true},
-		{"the current task's time counts", Run{TaskStartedAt: now.Add(-4 * time.Minute), Tasks: []TaskState{
+		{"the current task's time counts", lifecycle.Run{TaskStartedAt: now.Add(-4 * time.Minute), Tasks: []lifecycle.TaskState{
 			task(templates.StatusPassed, 1, 10*time.Minute), task(templates.StatusRunning, 1, 0), task(templates.StatusPending, 0, 0)}}, 16 * time.Minute, true},
-		{"nothing finished yet, the repository's history known", Run{PastDurations: []time.Duration{2 * time.Minute, 8 * time.Minute, 4 * time.Minute},
-			Tasks: []TaskState{task(templates.StatusPending, 0, 0), task(templates.StatusPending, 0, 0)}}, 8 * time.Minute, true},
-		{"this run's tasks and the history together", Run{PastDurations: []time.Duration{time.Minute, time.Minute},
-			Tasks: []TaskState{task(templates.StatusPassed, 1, 10*time.Minute), task(templates.StatusPending, 0, 0)}}, time.Minute, true},
-		{"never negative", Run{TaskStartedAt: now.Add(-time.Hour), Tasks: []TaskState{
+		{"nothing finished yet, the repository's history known", lifecycle.Run{PastDurations: []time.Duration{2 * time.Minute, 8 * time.Minute, 4 * time.Minute},
+			Tasks: []lifecycle.TaskState{task(templates.StatusPending, 0, 0), task(templates.StatusPending, 0, 0)}}, 8 * time.Minute, true},
+		{"this run's tasks and the history together", lifecycle.Run{PastDurations: []time.Duration{time.Minute, time.Minute},
+			Tasks: []lifecycle.TaskState{task(templates.StatusPassed, 1, 10*time.Minute), task(templates.StatusPending, 0, 0)}}, time.Minute, true},
+		{"never negative", lifecycle.Run{TaskStartedAt: now.Add(-time.Hour), Tasks: []lifecycle.TaskState{
 			task(templates.StatusPassed, 1, time.Minute), task(templates.StatusRunning, 1, 0)}}, 0, true},
 	}
 	for _, tt := range tests {
@@ -53,8 +55,8 @@ func TestEstimate(t *testing.T) {
 func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	run, _, err := jh.store.Create(ctx, &Run{ID: "r-progress", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
-		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
+	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-progress", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
+		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +65,13 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 	rep.now = func() time.Time { return now }
 	edits := func() int { return jh.gh.calls["CreateComment"] + jh.gh.calls["EditComment"] }
 
-	if err := rep.summary(ctx); err != nil {
+	if err := rep.sums.summary(ctx); err != nil {
 		t.Fatal(err)
 	}
 	first := edits()
 	for i := range 5 {
 		now = now.Add(time.Second)
-		if err := rep.progress(ctx, "working "+string(rune('a'+i))); err != nil {
+		if err := rep.sums.progress(ctx, "working "+string(rune('a'+i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,7 +79,7 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 		t.Errorf("%d summary edits for progress within %v, want 0", got, minSummaryInterval)
 	}
 	now = now.Add(minSummaryInterval)
-	if err := rep.progress(ctx, "verifying"); err != nil {
+	if err := rep.sums.progress(ctx, "verifying"); err != nil {
 		t.Fatal(err)
 	}
 	if got := edits() - first; got != 1 {
@@ -110,7 +112,7 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 func TestTaskHistory(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	for i := 1; i <= historyLen+5; i++ {
+	for i := 1; i <= store.HistoryLen+5; i++ {
 		if err := jh.store.RecordTaskDuration(ctx, "Owner", "Repo", time.Duration(i)*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -122,8 +124,8 @@ func TestTaskHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != historyLen || got[0] != time.Duration(historyLen+5)*time.Second || got[historyLen-1] != 6*time.Second {
-		t.Errorf("history = %v; want the %d newest, newest first", got, historyLen)
+	if len(got) != store.HistoryLen || got[0] != time.Duration(store.HistoryLen+5)*time.Second || got[store.HistoryLen-1] != 6*time.Second {
+		t.Errorf("history = %v; want the %d newest, newest first", got, store.HistoryLen)
 	}
 	other, err := jh.store.TaskDurations(ctx, "owner", "other")
 	if err != nil {
@@ -144,8 +146,8 @@ func TestRunStartsFromItsRepositorysHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run, _, err := jh.store.Create(ctx, &Run{ID: "r-history", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
-		Status: StatusRunning, Tasks: []TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
+	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-history", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
+		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: templates.StatusPending}, {ID: "1.2", Title: "Two", Status: templates.StatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}

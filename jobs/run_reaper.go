@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // DefaultReapInterval is how often each worker looks for runs whose worker died: with the lease
@@ -28,14 +31,14 @@ const sweepInterval = 5 * time.Second
 // Reap queues a continuation for each running run whose branch lock nobody holds, and returns how
 // many it queued. Every worker may reap at once: the continuation's task id is derived from the run
 // and its job count, so the same dead job is continued once.
-func (h *Handler) Reap(ctx context.Context) (int, error) {
+func (h *Reaper) Reap(ctx context.Context) (int, error) {
 	n, _, err := h.reap(ctx)
 	return n, err
 }
 
 // reap is Reap, which also says when the soonest held lease lapses unless renewed (0: none held), so
 // that the reaper can look again right then instead of up to an interval later.
-func (h *Handler) reap(ctx context.Context) (int, time.Duration, error) {
+func (h *Reaper) reap(ctx context.Context) (int, time.Duration, error) {
 	ids, err := h.d.Store.Running(ctx)
 	if err != nil {
 		return 0, 0, err
@@ -58,19 +61,19 @@ func (h *Handler) reap(ctx context.Context) (int, time.Duration, error) {
 	return n, soonest, errors.Join(errs...)
 }
 
-func (h *Handler) reapOne(ctx context.Context, id string) (bool, time.Duration, error) {
+func (h *Reaper) reapOne(ctx context.Context, id string) (bool, time.Duration, error) {
 	run, err := h.d.Store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return false, 0, h.d.Store.forgetRunning(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, 0, h.d.Store.ForgetRunning(ctx, id)
 	}
 	if err != nil {
 		return false, 0, err
 	}
-	if run.Status != StatusRunning {
-		return false, 0, h.d.Store.forgetRunning(ctx, id)
+	if run.Status != lifecycle.StatusRunning {
+		return false, 0, h.d.Store.ForgetRunning(ctx, id)
 	}
 	// The lease of the job on the run: renewed every third of its TTL while the job's worker lives.
-	lapse, err := h.d.Locker.Lapse(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
+	lapse, err := h.d.Locker.Lapse(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
 	if err != nil || lapse > 0 {
 		return false, lapse, err
 	}
@@ -84,7 +87,7 @@ func (h *Handler) reapOne(ctx context.Context, id string) (bool, time.Duration, 
 	}
 	h.log.Warn("reaper: run lost its worker; continuing it", "run", run.ID, "repo", run.Owner+"/"+run.Repo,
 		"branch", run.Branch, "job", run.Jobs, "since", time.Since(run.UpdatedAt).Round(time.Second))
-	h.d.Metrics.reaped()
+	h.d.Metrics.Reaped()
 	return true, 0, nil
 }
 
@@ -92,7 +95,7 @@ func (h *Handler) reapOne(ctx context.Context, id string) (bool, time.Duration, 
 // that a restarted worker picks up its own dead runs as soon as their leases lapse. The epoch check
 // (see checkEpoch), the relay of left effects and the CI poll run at the first round and then every
 // sweepInterval (or every interval, when that is longer).
-func (h *Handler) RunReaper(ctx context.Context, interval time.Duration) {
+func (h *Reaper) RunReaper(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultReapInterval
 	}
@@ -106,13 +109,13 @@ func (h *Handler) RunReaper(ctx context.Context, interval time.Duration) {
 		}
 		if time.Since(swept) >= sweepInterval-interval/2 {
 			swept = time.Now()
-			if _, err := h.checkEpoch(ctx, swept); err != nil && ctx.Err() == nil {
+			if _, err := h.recovery.checkEpoch(ctx, swept); err != nil && ctx.Err() == nil {
 				h.log.Warn("recover: epoch check failed", "err", err)
 			}
-			if _, err := h.Relay(ctx, RelayAge); err != nil && ctx.Err() == nil {
+			if _, err := h.pub.Relay(ctx, RelayAge); err != nil && ctx.Err() == nil {
 				h.log.Warn("relay: sweep failed", "err", err)
 			}
-			if err := h.PollCI(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			if err := h.ci.PollCI(ctx, time.Now()); err != nil && ctx.Err() == nil {
 				h.log.Warn("ci poll failed", "err", err)
 			}
 		}

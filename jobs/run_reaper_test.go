@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // TestReaper: a running run whose branch lock nobody holds lost its worker and gets one continuation,
@@ -11,26 +14,26 @@ import (
 func TestReaper(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	mk := func(id, branch string, status RunStatus) {
+	mk := func(id, branch string, status lifecycle.RunStatus) {
 		t.Helper()
-		if _, _, err := jh.store.Create(ctx, &Run{ID: id, Owner: "o", Repo: "r", Branch: branch, InstallationID: 7}); err != nil {
+		if _, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: id, Owner: "o", Repo: "r", Branch: branch, InstallationID: 7}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := jh.store.Update(ctx, id, func(r *Run) error { r.Status, r.Jobs = status, 1; return nil }); err != nil {
+		if _, err := jh.store.Update(ctx, id, func(r *lifecycle.Run) error { r.Status, r.Jobs = status, 1; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mk("dead", "akira/dead", StatusRunning)
-	mk("alive", "akira/alive", StatusRunning)
-	mk("waiting", "akira/waiting", StatusQueued)
-	lk, err := jh.h.d.Locker.Acquire(ctx, BranchLockName("o", "r", "akira/alive"))
+	mk("dead", "akira/dead", lifecycle.StatusRunning)
+	mk("alive", "akira/alive", lifecycle.StatusRunning)
+	mk("waiting", "akira/waiting", lifecycle.StatusQueued)
+	lk, err := jh.h.d.Locker.Acquire(ctx, store.BranchLockName("o", "r", "akira/alive"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lk.Release(ctx)
 
 	for sweep := range 3 {
-		n, err := jh.h.Reap(ctx)
+		n, err := jh.h.reaper.Reap(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,11 +42,11 @@ func TestReaper(t *testing.T) {
 		}
 	}
 	conts := queued[RunPayload](jh, TypeRun)
-	if len(conts) != 1 || conts[0].RunID != "dead" || conts[0].Trigger != TriggerContinue {
+	if len(conts) != 1 || conts[0].RunID != "dead" || conts[0].Trigger != lifecycle.TriggerContinue {
 		t.Fatalf("continuations = %+v, want one for the dead run", conts)
 	}
 	// Once the run stops running, the reaper forgets it.
-	if _, err := jh.store.Update(ctx, "dead", func(r *Run) error { r.Status = StatusParked; return nil }); err != nil {
+	if _, err := jh.store.Update(ctx, "dead", func(r *lifecycle.Run) error { r.Status = lifecycle.StatusParked; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	ids, _ := jh.store.Running(ctx)
@@ -58,20 +61,20 @@ func TestReaper(t *testing.T) {
 func TestReaperWakesWhenALeaseLapses(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	if _, _, err := jh.store.Create(ctx, &Run{ID: "dying", Owner: "o", Repo: "r", Branch: "akira/dying", InstallationID: 7}); err != nil {
+	if _, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "dying", Owner: "o", Repo: "r", Branch: "akira/dying", InstallationID: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jh.store.Update(ctx, "dying", func(r *Run) error { r.Status, r.Jobs = StatusRunning, 1; return nil }); err != nil {
+	if _, err := jh.store.Update(ctx, "dying", func(r *lifecycle.Run) error { r.Status, r.Jobs = lifecycle.StatusRunning, 1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// The dead worker's lease, as its last renewal left it: nobody renews it again.
-	key := jh.h.d.Locker.prefix + "lock:" + BranchLockName("o", "r", "akira/dying")
-	if err := jh.h.d.Locker.rdb.Set(ctx, key, "dead-token", 500*time.Millisecond).Err(); err != nil {
+	key := jh.prefix + "lock:" + store.BranchLockName("o", "r", "akira/dying")
+	if err := jh.store.Client().Set(ctx, key, "dead-token", 500*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
 	loop, cancel := context.WithCancel(ctx)
 	ended := make(chan struct{})
-	go func() { jh.h.RunReaper(loop, time.Hour); close(ended) }()
+	go func() { jh.h.reaper.RunReaper(loop, time.Hour); close(ended) }()
 	defer func() { cancel(); <-ended }()
 	deadline := time.Now().Add(30 * time.Second)
 	for len(queued[RunPayload](jh, TypeRun)) == 0 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/runner/workspace"
@@ -25,12 +27,12 @@ import (
 
 // branchRun reads which run the branch's commits belong to: its id ("" when the branch is missing or
 // has no Akira run), the branch's commits, and the run's record when Redis still has it.
-func branchRun(ctx context.Context, store *Store, gh Repos, run *Run) (id string, commits []BranchCommit, known *Run, err error) {
+func branchRun(ctx context.Context, runs *store.Records, gh ports.Repos, run *lifecycle.Run) (id string, commits []ports.BranchCommit, known *lifecycle.Run, err error) {
 	if run.Branch == "" || run.Base == "" || run.Branch == run.Base {
 		return "", nil, nil, nil
 	}
 	commits, err = gh.BranchCommits(ctx, run.Owner, run.Repo, run.Base, run.Branch)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return "", nil, nil, nil
 	}
 	if err != nil {
@@ -39,8 +41,8 @@ func branchRun(ctx context.Context, store *Store, gh Repos, run *Run) (id string
 	if id = runIDOf(commits); id == "" {
 		return "", commits, nil, nil
 	}
-	known, err = store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	known, err = runs.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
 		return id, commits, nil, nil
 	}
 	return id, commits, known, err
@@ -49,7 +51,7 @@ func branchRun(ctx context.Context, store *Store, gh Repos, run *Run) (id string
 // adoptLostRun gives a new run the id of the lost run its branch belongs to (id and known are what
 // branchRun found), marked rebuilt by key (the delivery that found it). It returns the run an earlier
 // try of the same delivery rebuilt already, else nil.
-func adoptLostRun(run *Run, key, id string, known *Run) (existing *Run) {
+func adoptLostRun(run *lifecycle.Run, key, id string, known *lifecycle.Run) (existing *lifecycle.Run) {
 	switch {
 	case known != nil && known.Rebuilt == key:
 		return known
@@ -61,7 +63,7 @@ func adoptLostRun(run *Run, key, id string, known *Run) (existing *Run) {
 }
 
 // runIDOf is the run named by the latest Akira-Run trailer of the commits.
-func runIDOf(commits []BranchCommit) string {
+func runIDOf(commits []ports.BranchCommit) string {
 	id := ""
 	for _, c := range commits {
 		if v := trailerValues(c.Message, runner.TrailerRun); len(v) > 0 {
@@ -79,7 +81,7 @@ var errNoLostRun = errors.New("jobs: no lost run to rebuild")
 // `/akira run` on it would plan, under the id its branch names, with its done tasks from the trailers
 // and its parked tasks from their parked refs. The rebuilt run is stored parked so that the decision
 // applies to it as to any parked run. errNoLostRun when there is nothing to rebuild or nothing waits.
-func (h *Handler) rebuildParkedRun(ctx context.Context, gh GitHub, p ResumePayload) (*Run, error) {
+func (h *Runs) rebuildParkedRun(ctx context.Context, gh ports.GitHub, p ResumePayload) (*lifecycle.Run, error) {
 	return h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 		Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender})
 }
@@ -97,19 +99,19 @@ type lostRunRequest struct {
 
 // rebuildLostRun is rebuildParkedRun for any command: with Settled, a lost run with nothing parked is
 // rebuilt too (succeeded when every task is done on its branch, else stopped).
-func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunRequest) (*Run, error) {
+func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunRequest) (*lifecycle.Run, error) {
 	if p.Number <= 0 {
 		return nil, errNoLostRun
 	}
 	rp := RunPayload{DeliveryID: p.Key, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo,
-		Trigger: TriggerIssue, Number: p.Number, Sender: p.Sender}
+		Trigger: lifecycle.TriggerIssue, Number: p.Number, Sender: p.Sender}
 	pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 	switch {
-	case errors.Is(err, ErrGitHubNotFound):
+	case errors.Is(err, ports.ErrGitHubNotFound):
 	case err != nil:
 		return nil, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
 	default:
-		rp.Trigger, rp.Branch = TriggerPullRequest, pr.HeadRef
+		rp.Trigger, rp.Branch = lifecycle.TriggerPullRequest, pr.HeadRef
 	}
 	in, err := h.gatherRunInputs(ctx, gh, rp)
 	if err != nil {
@@ -122,7 +124,7 @@ func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunReques
 			if err != nil {
 				return nil, fmt.Errorf("jobs: issue #%d: %w", n, err)
 			}
-			rp.Trigger, rp.Number, rp.Branch, in.Issue, in.PR = TriggerIssue, n, "", &is, nil
+			rp.Trigger, rp.Number, rp.Branch, in.Issue, in.PR = lifecycle.TriggerIssue, n, "", &is, nil
 		}
 	}
 	run, err := planRun(rp, "", in, h.d.Operator)
@@ -133,13 +135,13 @@ func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunReques
 		run.PR, run.PRURL, run.PRNodeID, run.OpenedPR = pr.Number, pr.URL, pr.NodeID, true
 	}
 	head, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return nil, errNoLostRun
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jobs: branch %s: %w", run.Branch, err)
 	}
-	id, commits, known, err := branchRun(ctx, h.d.Store, gh, run)
+	id, commits, known, err := branchRun(ctx, h.d.Store.Records, gh, run)
 	switch {
 	case err != nil:
 		return nil, err
@@ -166,7 +168,7 @@ func (h *Handler) rebuildLostRun(ctx context.Context, gh GitHub, p lostRunReques
 		rt := lifecycle.RebuiltTask{ID: t.ID, Title: t.Title, Checkpoint: done[t.ID], Done: done[t.ID] != "" || t.Done}
 		if !rt.Done {
 			_, err := gh.GetRef(ctx, run.Owner, run.Repo, strings.TrimPrefix(workspace.ParkedRefOf(run.Branch, t.ID), "refs/"))
-			if err != nil && !errors.Is(err, ErrGitHubNotFound) {
+			if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 				return nil, fmt.Errorf("jobs: parked work of %s: %w", t.ID, err)
 			}
 			rt.Parked = err == nil
@@ -196,7 +198,7 @@ func issueOfBranch(branch, prefix string) (int, bool) {
 
 // checkpointsOf is the latest checkpoint of each task among commits (oldest first), without the
 // tasks a later commit reverted (Akira-Revert), as the engine reads a branch.
-func checkpointsOf(commits []BranchCommit) map[string]string {
+func checkpointsOf(commits []ports.BranchCommit) map[string]string {
 	done := map[string]string{}
 	for _, c := range commits {
 		for _, t := range trailerValues(c.Message, runner.TrailerTask) {

@@ -11,9 +11,18 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
+
+// TypeResume carries a human decision on a parked run: approve, retry, skip or abort.
+const TypeResume = "akira:resume"
+
+// resumeTaskType is served by Resumer.HandleResume (see taskTypes).
+var resumeTaskType = taskType{Name: TypeResume, Handle: func(h *Handler) asynq.HandlerFunc { return h.resumer.HandleResume }}
 
 // ResumePayload is the payload of TypeResume: a person's decision on a parked run.
 type ResumePayload struct {
@@ -82,36 +91,36 @@ func (p ResumePayload) Validate() error {
 // HandleResume applies a human decision to a parked run: it acts only while the run is parked on that
 // task and its branch is where the run left it; otherwise it replies why nothing happened. Approve,
 // retry and skip enqueue a job that continues the run; abort ends it.
-func (h *Handler) HandleResume(ctx context.Context, t *asynq.Task) error {
+func (h *Resumer) HandleResume(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeResumePayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypeResume, ResultInvalid)
+		h.d.Metrics.Job(TypeResume, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.resume(ctx, p)
-	h.d.Metrics.job(TypeResume, result)
+	h.d.Metrics.Job(TypeResume, result)
 	return err
 }
 
-func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
+func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	log := h.log.With("task", TypeResume, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "decision", p.Decision, "by", p.Sender)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
-	var run *Run
+	var run *lifecycle.Run
 	if p.RunID != "" {
 		run, err = h.d.Store.Get(ctx, p.RunID)
 	} else {
 		run, err = h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	}
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the record of a parked run: its branch still knows it.
-		run, err = h.rebuildParkedRun(ctx, gh, p)
+		run, err = h.runs.rebuildParkedRun(ctx, gh, p)
 		// Nothing to rebuild: no branch with a lost run, nothing parked on it, or nothing GitHub knows
 		// or Akira can read to rebuild it from.
-		if errors.Is(err, errNoLostRun) || errors.Is(err, ErrGitHubNotFound) || isRepoConfigError(err) {
+		if errors.Is(err, errNoLostRun) || errors.Is(err, ports.ErrGitHubNotFound) || isRepoConfigError(err) {
 			log.Info("resume job: no run, and no lost run to rebuild", "why", err)
 			return h.decisionIgnored(ctx, gh, p, nil, "there is no Akira run here to "+string(p.Decision), log)
 		}
@@ -120,55 +129,55 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 		}
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log = log.With("run", run.ID)
 	if p.Recovered {
-		pending, why, err := h.pendingAnswer(ctx, gh, run, p)
+		pending, why, err := h.recovery.pendingAnswer(ctx, gh, run, p)
 		if err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		if !pending {
 			log.Info("resume job: a replayed answer that was acted on before Redis lost it, or never the answer; nothing to do", "why", why)
-			return ResultNoop, nil
+			return metrics.ResultNoop, nil
 		}
 		log.Warn("resume job: an answer Redis lost before any job acted on it; acting on it now")
 	}
 	if p.Decision == runner.DecisionAbort && run.Status == lifecycle.StatusPaused {
 		// A paused run may have no branch yet (paused in the queue): it ends here, no job needed.
-		paused, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+		paused, _, err := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 			if r.Status != lifecycle.StatusPaused {
 				return nil, nil
 			}
 			return lifecycle.PauseAborted{By: p.Sender}, nil
 		})
 		if err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
-		if paused.Status == StatusAborted {
-			if _, err := h.publish(ctx, gh, paused, log); err != nil {
-				return ResultRetry, err
+		if paused.Status == lifecycle.StatusAborted {
+			if _, err := h.pub.publish(ctx, gh, paused, log); err != nil {
+				return metrics.ResultRetry, err
 			}
-			return ResultAborted, nil
+			return metrics.ResultAborted, nil
 		}
 	}
 	head, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
-	if errors.Is(err, ErrGitHubNotFound) {
+	if errors.Is(err, ports.ErrGitHubNotFound) {
 		return h.decisionIgnored(ctx, gh, p, run, fmt.Sprintf("the branch `%s` of run `%s` no longer exists", run.Branch, run.ID), log)
 	}
 	if err != nil {
-		return ResultRetry, fmt.Errorf("jobs: branch head: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: branch head: %w", err)
 	}
-	d := Decision{Key: p.JobID(), TaskID: p.TaskID, Decision: runner.Decision{Kind: p.Decision, Guidance: p.Guidance, By: p.Sender}}
+	d := lifecycle.Decision{Key: p.JobID(), TaskID: p.TaskID, Decision: runner.Decision{Kind: p.Decision, Guidance: p.Guidance, By: p.Sender}}
 	if p.CommentID != 0 && p.Number != 0 && run.RepoURL != "" {
 		// GitHub sends /issues/N of a pull request on to /pull/N.
 		d.Link = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
 	}
 	runID := run.ID
 	run, already, err := h.d.Store.Decide(ctx, runID, d, head)
-	if _, ok := errors.AsType[*NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
+	if _, ok := errors.AsType[*store.NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
 		// An abort of a run waiting for its CI, or paused, ends it here: no job works on it.
-		waiting, _, werr := h.d.Store.Transition(ctx, runID, func(r *Run) (lifecycle.Event, error) {
+		waiting, _, werr := h.d.Store.Transition(ctx, runID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 			switch r.Status {
 			case lifecycle.StatusWaitingCI:
 				return lifecycle.CIAborted{By: p.Sender}, nil
@@ -178,57 +187,81 @@ func (h *Handler) resume(ctx context.Context, p ResumePayload) (string, error) {
 			return nil, nil
 		})
 		if werr != nil {
-			return ResultRetry, werr
+			return metrics.ResultRetry, werr
 		}
-		if waiting.Status == StatusAborted {
-			if _, err := h.publish(ctx, gh, waiting, log); err != nil {
-				return ResultRetry, err
+		if waiting.Status == lifecycle.StatusAborted {
+			if _, err := h.pub.publish(ctx, gh, waiting, log); err != nil {
+				return metrics.ResultRetry, err
 			}
-			return ResultAborted, nil
+			return metrics.ResultAborted, nil
 		}
 		// An abort of a run that is working: the job working on it stops it and ends it.
 		if _, asked, serr := h.d.Store.RequestStop(ctx, runID, p.Sender, true); serr != nil {
-			return ResultRetry, serr
+			return metrics.ResultRetry, serr
 		} else if asked {
 			log.Info("resume job: abort requested of a working run")
-			return ResultDecided, nil
+			return metrics.ResultDecided, nil
 		}
 	}
-	if np, ok := errors.AsType[*NotParkedError](err); ok {
+	if np, ok := errors.AsType[*store.NotParkedError](err); ok {
 		return h.decisionIgnored(ctx, gh, p, run, np.Reason, log)
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("resume job: decision taken", "already", already)
 	// A retried job whose decision was taken finds what its first try left in the outbox.
-	if _, err := h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
+		return metrics.ResultRetry, err
 	}
 	if p.Decision == runner.DecisionAbort {
-		return ResultAborted, nil
+		return metrics.ResultAborted, nil
 	}
-	return ResultDecided, nil
+	return metrics.ResultDecided, nil
 }
 
 // decisionIgnored answers a decision that did nothing, on the issue or pull request it came from.
-func (h *Handler) decisionIgnored(ctx context.Context, c Comments, p ResumePayload, run *Run, why string, log *slog.Logger) (string, error) {
+func (h *Resumer) decisionIgnored(ctx context.Context, c ports.Comments, p ResumePayload, run *lifecycle.Run, why string, log *slog.Logger) (string, error) {
 	log.Info("resume job: nothing happened", "why", why)
 	if p.Recovered {
-		return ResultNoop, nil // said when it first came, or never needed saying
+		return metrics.ResultNoop, nil // said when it first came, or never needed saying
 	}
 	number := p.Number
 	if number == 0 && run != nil {
 		number = summaryNumber(run)
 	}
 	if number == 0 {
-		return ResultRefused, nil
+		return metrics.ResultRefused, nil
 	}
 	msg := render("decision_ignored", templates.DecisionIgnored{Decision: string(p.Decision), ByButton: p.ByButton, Reason: why},
 		"`/akira "+string(p.Decision)+"` did nothing: "+why+".")
 	retried, _ := asynq.GetRetryCount(ctx)
 	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
-		return ResultRetry, fmt.Errorf("jobs: reply: %w", err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: reply: %w", err)
 	}
-	return ResultRefused, nil
+	return metrics.ResultRefused, nil
+}
+
+// NewResumeTask builds a TypeResume task. A zero Version is filled in; an invalid payload is an error.
+func (o TaskOptions) NewResumeTask(p ResumePayload) (*asynq.Task, error) {
+	if p.Version == 0 {
+		p.Version = PayloadVersion
+	}
+	o = o.withDefaults()
+	return o.newTask(TypeResume, p, resumeTimeout, o.MaxRetry)
+}
+
+// DecodeResumePayload reads a TypeResume payload; see decode.
+func DecodeResumePayload(t *asynq.Task) (ResumePayload, error) {
+	var p ResumePayload
+	return p, decode(t, TypeResume, &p)
+}
+
+// EnqueueResume enqueues a TypeResume task. It returns ErrDuplicate when a task with the same id exists.
+func (e *Enqueuer) EnqueueResume(ctx context.Context, p ResumePayload) error {
+	t, err := e.opts.NewResumeTask(p)
+	if err != nil {
+		return err
+	}
+	return e.enqueue(ctx, t)
 }

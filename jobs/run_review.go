@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/templates"
@@ -32,7 +34,7 @@ func reviewScope(id int64) string { return "review-" + strconv.FormatInt(id, 10)
 
 // reviewPlan is the review run's one-task plan, as a JSON task list so that the task's id is its own,
 // verified with the commands of the plan the pull request's earlier run followed.
-func reviewPlan(rv *ReviewRequest, verify []string) (plan, source string) {
+func reviewPlan(rv *lifecycle.ReviewRequest, verify []string) (plan, source string) {
 	task := map[string]any{"id": reviewTaskID, "title": "review " + strconv.FormatInt(rv.ID, 10)}
 	if len(verify) > 0 {
 		task["verify"] = verify
@@ -62,7 +64,7 @@ func verifyOf(planText, source string) []string {
 }
 
 // planReviewRun fills in a review run from the pull request's earlier run, when Akira has one.
-func planReviewRun(run *Run, p RunPayload, prior *Run) {
+func planReviewRun(run *lifecycle.Run, p RunPayload, prior *lifecycle.Run) {
 	rv := p.Review
 	run.Review = rv
 	var verify []string
@@ -81,7 +83,7 @@ func planReviewRun(run *Run, p RunPayload, prior *Run) {
 
 // reviewContext is the prompt section of a review run: the review, each comment with its place in the
 // diff, and the guidance.
-func reviewContext(ctx context.Context, gh Reviews, run *Run) (string, []ReviewComment, error) {
+func reviewContext(ctx context.Context, gh ports.Reviews, run *lifecycle.Run) (string, []ports.ReviewComment, error) {
 	rv := run.Review
 	comments, err := gh.ReviewComments(ctx, run.Owner, run.Repo, run.PR, rv.ID)
 	if err != nil {
@@ -116,7 +118,7 @@ const maxReviewLesson = 600
 // reviewLessons are what a review teaches once the run addressed it: the review's text and each
 // thread's first comment, with the reviewer and a link. Their ids come from the review and the
 // comment, so a review addressed again replaces its lessons instead of adding more.
-func reviewLessons(run *Run, comments []ReviewComment) []lessons.Lesson {
+func reviewLessons(run *lifecycle.Run, comments []ports.ReviewComment) []lessons.Lesson {
 	rv := run.Review
 	source := fmt.Sprintf("review %d by @%s, addressed", rv.ID, rv.By)
 	var out []lessons.Lesson
@@ -149,7 +151,7 @@ func quoteBlock(s string) string {
 
 // answerReview replies in each thread of the review with the commit that addresses it, once, and asks
 // the reviewer to review again.
-func (h *Handler) answerReview(ctx context.Context, gh GitHub, run *Run) error {
+func (h *Runs) answerReview(ctx context.Context, gh ports.GitHub, run *lifecycle.Run) error {
 	rv := run.Review
 	t := run.Task(reviewTaskID)
 	if rv == nil || t == nil || t.Checkpoint == "" {
@@ -169,7 +171,7 @@ func (h *Handler) answerReview(ctx context.Context, gh GitHub, run *Run) error {
 			continue // reply in the thread once, under its first comment
 		}
 		key := fmt.Sprintf("review-%s-%d", run.ID, c.ID)
-		done, err := h.d.Store.replied(ctx, key)
+		done, err := h.d.Store.Replied(ctx, key)
 		if err != nil {
 			return err
 		}
@@ -179,7 +181,7 @@ func (h *Handler) answerReview(ctx context.Context, gh GitHub, run *Run) error {
 		if err := gh.ReplyToReviewComment(ctx, run.Owner, run.Repo, run.PR, c.ID, reply); err != nil {
 			return fmt.Errorf("jobs: reply to review comment %d: %w", c.ID, err)
 		}
-		if err := h.d.Store.markReplied(ctx, key); err != nil {
+		if err := h.d.Store.MarkReplied(ctx, key); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/gittest"
 )
 
@@ -37,7 +39,7 @@ func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {
 			}
 			if tt.runs == 1 {
 				r := runs[0]
-				if r.Trigger != TriggerReview || r.Number != 5 || r.Branch != "akira/issue-4" || r.Review == nil ||
+				if r.Trigger != lifecycle.TriggerReview || r.Number != 5 || r.Branch != "akira/issue-4" || r.Review == nil ||
 					r.Review.ID != 77 || r.Review.By != "alice" || r.Review.Body != "Please use tabs." {
 					t.Errorf("review run = %+v (review %+v)", r, r.Review)
 				}
@@ -52,7 +54,7 @@ func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {
 
 func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
@@ -61,12 +63,12 @@ func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 	if err != nil || first.PR != 5 {
 		t.Fatalf("issue run = %+v, %v; want pull request 5", first, err)
 	}
-	jh.gh.reviewComments = map[int64][]ReviewComment{77: {
+	jh.gh.reviewComments = map[int64][]ports.ReviewComment{77: {
 		{ID: 901, Path: "main.go", Line: 3, DiffHunk: "@@ -1 +1 @@\n-a\n+b", Body: "Name this better.", User: "rev"},
 		{ID: 902, Path: "main.go", Line: 3, Body: "Agreed.", User: "alice", InReplyTo: 901},
 	}}
-	p := RunPayload{DeliveryID: "d-review", Trigger: TriggerReview, InstallationID: 7, Owner: "o", Repo: "r", Number: 5,
-		Branch: "akira/issue-4", Sender: "rev", Review: &ReviewRequest{ID: 77, By: "rev", Body: "Please use tabs."}}
+	p := RunPayload{DeliveryID: "d-review", Trigger: lifecycle.TriggerReview, InstallationID: 7, Owner: "o", Repo: "r", Number: 5,
+		Branch: "akira/issue-4", Sender: "rev", Review: &lifecycle.ReviewRequest{ID: 77, By: "rev", Body: "Please use tabs."}}
 	if err := jh.runJob(p); err != nil {
 		t.Fatalf("review run: %v", err)
 	}
@@ -74,7 +76,7 @@ func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != StatusSucceeded || run.Review == nil || run.Issue != 4 || !strings.Contains(run.Source, "review 77 by @rev") {
+	if run.Status != lifecycle.StatusSucceeded || run.Review == nil || run.Issue != 4 || !strings.Contains(run.Source, "review 77 by @rev") {
 		t.Fatalf("review run = %s review %+v issue %d source %q", run.Status, run.Review, run.Issue, run.Source)
 	}
 	// Its checkpoint on the pull request's branch names the review.

@@ -10,12 +10,18 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
 
 // TypeRollback undoes a task's checkpoint (and its dependents') on a run's branch: /akira rollback.
 const TypeRollback = "akira:rollback"
+
+// rollbackTaskType is served by Rollbacks.HandleRollback (see taskTypes).
+var rollbackTaskType = taskType{Name: TypeRollback, Handle: func(h *Handler) asynq.HandlerFunc { return h.rollbacks.HandleRollback }}
 
 // RollbackPayload is the payload of TypeRollback.
 type RollbackPayload struct {
@@ -98,70 +104,70 @@ const (
 )
 
 // HandleRollback reverts a task's checkpoint on the branch of the run of an issue or pull request.
-func (h *Handler) HandleRollback(ctx context.Context, t *asynq.Task) error {
+func (h *Rollbacks) HandleRollback(ctx context.Context, t *asynq.Task) error {
 	p, err := DecodeRollbackPayload(t)
 	if err != nil {
-		h.d.Metrics.job(TypeRollback, ResultInvalid)
+		h.d.Metrics.Job(TypeRollback, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.rollback(ctx, p)
-	h.d.Metrics.job(TypeRollback, result)
+	h.d.Metrics.Job(TypeRollback, result)
 	return err
 }
 
-func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, error) {
+func (h *Rollbacks) rollback(ctx context.Context, p RollbackPayload) (string, error) {
 	log := h.log.With("task", TypeRollback, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "number", p.Number, "rollback", p.TaskID, "by", p.Sender)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	reply := func(data templates.RollbackReply, result string) (string, error) {
 		data.TaskID = p.TaskID
 		text := render("rollback_reply", data, "`/akira rollback "+p.TaskID+"`: "+data.Refusal+" "+data.Problem)
 		retried, _ := asynq.GetRetryCount(ctx)
 		if err := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, p.JobID(), text, retried > 0); err != nil {
-			return ResultRetry, err
+			return metrics.ResultRetry, err
 		}
 		return result, nil
 	}
 	run, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the run's record: its branch still says which tasks are done.
-		run, err = h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
+		run, err = h.runs.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 			Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender, Settled: true})
-		if errors.Is(err, errNoLostRun) || errors.Is(err, ErrGitHubNotFound) || isRepoConfigError(err) {
+		if errors.Is(err, errNoLostRun) || errors.Is(err, ports.ErrGitHubNotFound) || isRepoConfigError(err) {
 			log.Info("rollback job: no run, and no lost run to rebuild", "why", err)
-			return reply(templates.RollbackReply{Refusal: templates.RollbackNoRun}, ResultReplied)
+			return reply(templates.RollbackReply{Refusal: templates.RollbackNoRun}, metrics.ResultReplied)
 		}
 		if err == nil {
 			log.Warn("rollback job: rebuilt a lost run from its branch", "run", run.ID, "branch", run.Branch, "status", run.Status)
 		}
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log = log.With("run", run.ID)
 	switch {
-	case run.Status == StatusQueued || run.Status == StatusRunning:
-		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackWorking}, ResultReplied)
-	case run.Status == StatusParked:
-		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackParked}, ResultReplied)
-	case run.Status == StatusAborted:
-		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackAborted}, ResultReplied)
+	case run.Status == lifecycle.StatusQueued || run.Status == lifecycle.StatusRunning:
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackWorking}, metrics.ResultReplied)
+	case run.Status == lifecycle.StatusParked:
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackParked}, metrics.ResultReplied)
+	case run.Status == lifecycle.StatusAborted:
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackAborted}, metrics.ResultReplied)
 	case len(run.Plans) > 0 || run.Review != nil:
-		return reply(templates.RollbackReply{Refusal: templates.RollbackSeveralPlans}, ResultReplied)
+		return reply(templates.RollbackReply{Refusal: templates.RollbackSeveralPlans}, metrics.ResultReplied)
 	case run.Task(p.TaskID) == nil:
-		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackNoTask}, ResultReplied)
+		return reply(templates.RollbackReply{RunID: run.ID, Refusal: templates.RollbackNoTask}, metrics.ResultReplied)
 	}
 
-	lk, err := h.d.Locker.Acquire(ctx, BranchLockName(run.Owner, run.Repo, run.Branch))
-	if errors.Is(err, ErrLocked) {
+	lk, err := h.d.Locker.Acquire(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
+	if errors.Is(err, store.ErrLocked) {
 		log.Info("rollback job: branch locked by another job, waiting")
-		return ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
+		return metrics.ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
 	}
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	defer func() {
 		if err := lk.Release(context.WithoutCancel(ctx)); err != nil {
@@ -182,11 +188,11 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 	case errors.As(err, &conflict):
 		log.Info("rollback job: the revert conflicts", "paths", conflict.Paths)
 		return reply(templates.RollbackReply{Branch: run.Branch,
-			Conflict: &templates.RollbackConflict{Commit: conflict.Commit, Paths: conflict.Paths, Diff: conflict.Diff}}, ResultReplied)
+			Conflict: &templates.RollbackConflict{Commit: conflict.Commit, Paths: conflict.Paths, Diff: conflict.Diff}}, metrics.ResultReplied)
 	case errors.Is(err, runner.ErrUsage), errors.Is(err, runner.ErrInvalidPlan):
-		return reply(templates.RollbackReply{Refusal: templates.RollbackRefused, Problem: strings.TrimPrefix(err.Error(), "runner: ")}, ResultReplied)
+		return reply(templates.RollbackReply{Refusal: templates.RollbackRefused, Problem: strings.TrimPrefix(err.Error(), "runner: ")}, metrics.ResultReplied)
 	case err != nil:
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	log.Info("rollback job: rolled back", "reverted", len(out.Reverted), "head", out.Head)
 
@@ -200,10 +206,10 @@ func (h *Handler) rollback(ctx context.Context, p RollbackPayload) (string, erro
 	}
 	run, _, err = h.d.Store.Apply(lctx, run.ID, rolled)
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
-	if run, err = h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
+		return metrics.ResultRetry, err
 	}
 	data := templates.RollbackReply{Branch: run.Branch, By: p.Sender, Retry: p.Retry, Guidance: p.Guidance}
 	for _, r := range out.Reverted {

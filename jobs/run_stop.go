@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // A person can stop a run while it works: `/akira stop` (the run keeps its branch and waits; `/akira
@@ -26,72 +29,29 @@ var errStopRequested = errors.New("jobs: stopped by a person")
 // errPauseNow is the cause of a job's context when a person paused the run now.
 var errPauseNow = errors.New("jobs: paused now by a person")
 
-// RequestPause asks the job working on the run to pause it after its current task, or now (the
-// attempt is discarded); a queued run pauses when its job starts. It says false when the run is
-// neither queued nor running, and changes nothing then.
-func (s *Store) RequestPause(ctx context.Context, id, by string, now bool) (*Run, bool, error) {
-	asked := false
-	run, _, err := s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
-		asked = lifecycle.Allowed(r.Status, lifecycle.EventPauseAsked)
-		if !asked {
-			return nil, nil
-		}
-		return lifecycle.PauseAsked{Request: lifecycle.PauseRequest{By: by, Now: now, At: s.now()}}, nil
-	})
-	return run, asked, err
-}
-
-// Resume continues a paused run at its next task (its job is queued by the effect), or withdraws a
-// pause that has not taken effect yet. It says false when there is nothing to resume.
-func (s *Store) Resume(ctx context.Context, id, by string) (*Run, bool, error) {
-	resumed := false
-	run, _, err := s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
-		resumed = r.Status == lifecycle.StatusPaused || (r.Pause != nil && lifecycle.Allowed(r.Status, lifecycle.EventResumed))
-		if !resumed {
-			return nil, nil
-		}
-		return lifecycle.Resumed{By: by}, nil
-	})
-	return run, resumed, err
-}
-
 // pauseRun ends the job of a run paused now (or paused while it was queued): the task that was
 // running is pending again, its check run cancelled, and the summary says who paused it.
-func (h *Handler) pauseRun(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (string, error) {
-	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
-		if r.Pause == nil || r.Status != StatusRunning {
+func (h *Runs) pauseRun(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, log *slog.Logger) (string, error) {
+	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
+		if r.Pause == nil || r.Status != lifecycle.StatusRunning {
 			return nil, nil
 		}
 		return lifecycle.Paused{}, nil
 	})
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
-	if run, err = h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
+		return metrics.ResultRetry, err
 	}
 	log.Info("run job: paused by a person", "by", run.PausedBy, "status", run.Status)
-	return ResultPaused, nil
-}
-
-// RequestStop asks the job working on the run to stop it. It says false when the run is not working
-// (queued or running), and changes nothing then.
-func (s *Store) RequestStop(ctx context.Context, id, by string, abort bool) (*Run, bool, error) {
-	asked := false
-	run, _, err := s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
-		asked = lifecycle.Allowed(r.Status, lifecycle.EventStopAsked)
-		if !asked {
-			return nil, nil
-		}
-		return lifecycle.StopAsked{Request: StopRequest{By: by, Abort: abort, At: s.now()}}, nil
-	})
-	return run, asked, err
+	return metrics.ResultPaused, nil
 }
 
 // watchStop cancels the job's context when a stop request, or a request to pause now, appears in the
 // run's record; a request to pause after the current task sets pause, which the engine reads before
 // it starts the next.
-func (h *Handler) watchStop(ctx context.Context, id string, cancel context.CancelCauseFunc, pause *atomic.Bool, log *slog.Logger) {
+func (h *Runs) watchStop(ctx context.Context, id string, cancel context.CancelCauseFunc, pause *atomic.Bool, log *slog.Logger) {
 	t := time.NewTicker(stopPollInterval)
 	defer t.Stop()
 	for {
@@ -129,41 +89,41 @@ func (h *Handler) watchStop(ctx context.Context, id string, cancel context.Cance
 
 // stopRun ends the job of a run a person stopped: the run is stopped (or aborted), the check run of
 // the task that was in progress is cancelled, and the summary says who did it.
-func (h *Handler) stopRun(ctx context.Context, gh GitHub, run *Run, log *slog.Logger) (string, error) {
-	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *Run) (lifecycle.Event, error) {
+func (h *Runs) stopRun(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, log *slog.Logger) (string, error) {
+	run, _, err := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if r.Stop == nil {
 			return nil, nil
 		}
 		return lifecycle.Stopped{}, nil
 	})
 	if err != nil {
-		return ResultRetry, err
+		return metrics.ResultRetry, err
 	}
 	by := run.StoppedBy
-	if run.Status == StatusAborted {
+	if run.Status == lifecycle.StatusAborted {
 		by = run.AbortedBy
 	}
-	if run, err = h.publish(ctx, gh, run, log); err != nil {
-		return ResultRetry, err
+	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
+		return metrics.ResultRetry, err
 	}
 	log.Info("run job: stopped by a person", "by", by, "status", run.Status)
-	return ResultAborted, nil
+	return metrics.ResultAborted, nil
 }
 
 // reviveStopped continues a stopped run of the issue or pull request instead of starting a second one
 // beside it; nil when its latest run is not stopped.
-func (h *Handler) reviveStopped(ctx context.Context, p RunPayload) (*Run, error) {
-	if p.Number <= 0 || (p.Trigger != TriggerIssue && p.Trigger != TriggerPullRequest) {
+func (h *Runs) reviveStopped(ctx context.Context, p RunPayload) (*lifecycle.Run, error) {
+	if p.Number <= 0 || (p.Trigger != lifecycle.TriggerIssue && p.Trigger != lifecycle.TriggerPullRequest) {
 		return nil, nil
 	}
 	prev, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
-	if err != nil || prev.Status != StatusStopped {
+	if err != nil || prev.Status != lifecycle.StatusStopped {
 		return nil, err
 	}
-	run, _, err := h.d.Store.Transition(ctx, prev.ID, func(r *Run) (lifecycle.Event, error) {
+	run, _, err := h.d.Store.Transition(ctx, prev.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if !lifecycle.Allowed(r.Status, lifecycle.EventRevived) {
 			return nil, errNothingToDo
 		}

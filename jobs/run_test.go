@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/gittest"
@@ -55,7 +56,7 @@ func (jh *jobsHarness) runJob(p RunPayload) error {
 	if err != nil {
 		jh.t.Fatal(err)
 	}
-	return jh.h.HandleRun(context.Background(), task)
+	return jh.h.runs.HandleRun(context.Background(), task)
 }
 
 func (jh *jobsHarness) resumeJob(p ResumePayload) error {
@@ -64,11 +65,11 @@ func (jh *jobsHarness) resumeJob(p ResumePayload) error {
 	if err != nil {
 		jh.t.Fatal(err)
 	}
-	return jh.h.HandleResume(context.Background(), task)
+	return jh.h.resumer.HandleResume(context.Background(), task)
 }
 
 func issueRun(number int) RunPayload {
-	return RunPayload{DeliveryID: "d-run", Trigger: TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: number, Sender: "alice"}
+	return RunPayload{DeliveryID: "d-run", Trigger: lifecycle.TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: number, Sender: "alice"}
 }
 
 // roadmapRun is `/akira run ROADMAP.md` on an issue: the roadmap, whatever the issue says.
@@ -80,7 +81,7 @@ func roadmapRun(number int) RunPayload {
 
 func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n", URL: "https://example.invalid/o/r/issues/4"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n", URL: "https://example.invalid/o/r/issues/4"}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatalf("run job: %v", err)
 	}
@@ -88,7 +89,7 @@ func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != StatusSucceeded || run.PR == 0 || run.Jobs != 1 {
+	if run.Status != lifecycle.StatusSucceeded || run.PR == 0 || run.Jobs != 1 {
 		t.Fatalf("run = status %s pr %d jobs %d", run.Status, run.PR, run.Jobs)
 	}
 	// One start commit, then one checkpoint per task, on the branch the pull request comes from.
@@ -130,7 +131,7 @@ func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 
 func TestRunJobEscalatesThenResumes(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatalf("run job: %v", err)
 	}
@@ -139,14 +140,14 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != StatusParked || len(run.Parked) != 1 || run.Parked[0].TaskID != "1.2" {
+	if run.Status != lifecycle.StatusParked || len(run.Parked) != 1 || run.Parked[0].TaskID != "1.2" {
 		t.Fatalf("run = %s parked %+v", run.Status, run.Parked)
 	}
 	esc := run.Task("1.2")
 	if esc.EscalationCommentID == 0 || esc.CheckRunID == 0 {
 		t.Fatalf("task 1.2 = %+v", esc)
 	}
-	if cr := jh.gh.checkRuns[esc.CheckRunID]; cr.Conclusion != ConclusionActionRequired || len(cr.Buttons) != 3 || cr.Buttons[0].Decision != runner.DecisionApprove {
+	if cr := jh.gh.checkRuns[esc.CheckRunID]; cr.Conclusion != ports.ConclusionActionRequired || len(cr.Buttons) != 3 || cr.Buttons[0].Decision != runner.DecisionApprove {
 		t.Fatalf("check run = %+v", cr)
 	}
 
@@ -157,14 +158,14 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 		t.Fatalf("resume: %v", err)
 	}
 	conts := queued[RunPayload](jh, TypeRun)
-	if len(conts) != 1 || conts[0].Trigger != TriggerContinue || conts[0].RunID != run.ID {
+	if len(conts) != 1 || conts[0].Trigger != lifecycle.TriggerContinue || conts[0].RunID != run.ID {
 		t.Fatalf("continuations = %+v", conts)
 	}
 	if err := jh.runJob(conts[0]); err != nil {
 		t.Fatalf("continued run: %v", err)
 	}
 	run, _ = jh.store.Get(ctx, run.ID)
-	if run.Status != StatusSucceeded || run.Task("1.2").Status != templates.StatusSkipped {
+	if run.Status != lifecycle.StatusSucceeded || run.Task("1.2").Status != templates.StatusSkipped {
 		t.Fatalf("run = %s, 1.2 %s", run.Status, run.Task("1.2").Status)
 	}
 
@@ -190,7 +191,7 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 
 func TestRunJobAbort(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n- [ ] 1.2 Later\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "prose"}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -202,10 +203,10 @@ func TestRunJobAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, _ = jh.store.Get(ctx, run.ID)
-	if run.Status != StatusAborted || run.AbortedBy != "alice" {
+	if run.Status != lifecycle.StatusAborted || run.AbortedBy != "alice" {
 		t.Fatalf("run = %s by %q", run.Status, run.AbortedBy)
 	}
-	if cr := jh.gh.checkRuns[run.Task("1.1").CheckRunID]; cr.Conclusion != ConclusionCancelled {
+	if cr := jh.gh.checkRuns[run.Task("1.1").CheckRunID]; cr.Conclusion != ports.ConclusionCancelled {
 		t.Fatalf("check run = %+v", cr)
 	}
 	if got := queued[RunPayload](jh, TypeRun); len(got) != 0 {
@@ -226,7 +227,7 @@ func TestResumeWithoutARun(t *testing.T) {
 
 func TestRunJobRefusesBrokenConfiguration(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 One\n", ".github/akira.yml": "agent: nobody-has-this\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	err := jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("run job = %v, want a final error", err)
@@ -238,7 +239,7 @@ func TestRunJobRefusesBrokenConfiguration(t *testing.T) {
 
 func TestRunJobBranchBusy(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestRunJobBranchBusy(t *testing.T) {
 
 func TestRunJobNothingToDoOpensNoPullRequest(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Done already", Body: "- [x] 1.1 Done\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Done already", Body: "- [x] 1.1 Done\n"}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestRunJobNothingToDoOpensNoPullRequest(t *testing.T) {
 		t.Fatalf("opened %d pull requests for a plan with nothing to do", n)
 	}
 	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
-	if run.Status != StatusSucceeded || run.PR != 0 {
+	if run.Status != lifecycle.StatusSucceeded || run.PR != 0 {
 		t.Fatalf("run = %s pr %d", run.Status, run.PR)
 	}
 	if c := jh.gh.commentsOn(4); len(c) != 1 {
@@ -283,13 +284,13 @@ func TestCheckRunName(t *testing.T) {
 
 func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "no roadmap here\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	err := jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, runner.ErrInvalidPlan) {
 		t.Fatalf("run job = %v, want a final invalid-plan error", err)
 	}
 	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
-	if run.Status != StatusFailed || !strings.Contains(run.Error, "ROADMAP.md not found") {
+	if run.Status != lifecycle.StatusFailed || !strings.Contains(run.Error, "ROADMAP.md not found") {
 		t.Fatalf("run = %s %q", run.Status, run.Error)
 	}
 	summary := jh.gh.commentsOn(4)
@@ -305,14 +306,14 @@ func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
 // the start commit, and the summary on it says why.
 func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	jh.gh.fail["CreateCheckRun"] = fmt.Errorf("checks app not installed: %w", asynq.SkipRetry)
 	err := jh.runJob(issueRun(4))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("run job = %v, want a final error", err)
 	}
 	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
-	if run.Status != StatusFailed || run.PR == 0 || !run.PRClosed {
+	if run.Status != lifecycle.StatusFailed || run.PR == 0 || !run.PRClosed {
 		t.Fatalf("run = %s pr %d closed %t", run.Status, run.PR, run.PRClosed)
 	}
 	if !jh.gh.closed[run.PR] {
@@ -330,7 +331,7 @@ func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, _ := jh.store.Get(context.Background(), RunIDFor("d-run-2"))
-	if again.Status != StatusSucceeded || again.PR == run.PR || again.PRClosed {
+	if again.Status != lifecycle.StatusSucceeded || again.PR == run.PR || again.PRClosed {
 		t.Fatalf("second run = %s pr %d (first %d) closed %t", again.Status, again.PR, run.PR, again.PRClosed)
 	}
 }
@@ -338,13 +339,13 @@ func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
 // A run that fails after a checkpoint keeps its pull request open: the work there is reviewable.
 func TestRunJobFailingAfterACheckpointKeepsItsPullRequest(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	jh.gh.failAfter("CreateCheckRun", 1, fmt.Errorf("checks app removed: %w", asynq.SkipRetry))
 	if err := jh.runJob(issueRun(4)); !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("run job = %v, want a final error", err)
 	}
 	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
-	if run.Status != StatusFailed || run.PRClosed || jh.gh.closed[run.PR] || run.Tasks[0].Checkpoint == "" {
+	if run.Status != lifecycle.StatusFailed || run.PRClosed || jh.gh.closed[run.PR] || run.Tasks[0].Checkpoint == "" {
 		t.Fatalf("run = %s closed %t/%t, task 1.1 checkpoint %q", run.Status, run.PRClosed, jh.gh.closed[run.PR], run.Tasks[0].Checkpoint)
 	}
 }
@@ -354,7 +355,7 @@ func TestRunJobFailingAfterACheckpointKeepsItsPullRequest(t *testing.T) {
 // check run it left in progress. No task gets a second check run or a second checkpoint.
 func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	jh.gh.mu.Lock()
 	// 1.1's check run is opened for attempt 1 (no update when the attempt starts); call 1, its
 	// completion after the push, fails.
@@ -365,21 +366,21 @@ func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 	}
 	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
 	// Queued, not running: asynq retries the job, and the reaper leaves it to that retry.
-	if run.Status != StatusQueued || run.Tasks[0].Checkpoint == "" || run.Tasks[0].CheckRunDone {
+	if run.Status != lifecycle.StatusQueued || run.Tasks[0].Checkpoint == "" || run.Tasks[0].CheckRunDone {
 		t.Fatalf("after the first job: %s, task 1.1 checkpoint %q check run done %t", run.Status, run.Tasks[0].Checkpoint, run.Tasks[0].CheckRunDone)
 	}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatalf("second job: %v", err)
 	}
 	run, _ = jh.store.ByNumber(context.Background(), "o", "r", 4)
-	if run.Status != StatusSucceeded {
+	if run.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("run = %s", run.Status)
 	}
 	if n := jh.gh.Calls("CreateCheckRun"); n != 2 {
 		t.Errorf("%d check runs created, want one per task", n)
 	}
 	for id, cr := range jh.gh.checkRuns {
-		if cr.Status != "completed" || cr.Conclusion != ConclusionSuccess {
+		if cr.Status != "completed" || cr.Conclusion != ports.ConclusionSuccess {
 			t.Errorf("check run %d %q: %s %s", id, cr.Name, cr.Status, cr.Conclusion)
 		}
 	}
@@ -394,13 +395,13 @@ func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 // are posted again (their new ids stored), and the skipped task's escalation is not.
 func TestRunSurvivesDeletedComments(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n- [ ] 1.3 Will fail too\n"})
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	run, _ := jh.store.ByNumber(ctx, "o", "r", 4)
-	if run.Status != StatusParked || run.SummaryCommentID == 0 {
+	if run.Status != lifecycle.StatusParked || run.SummaryCommentID == 0 {
 		t.Fatalf("run = %s summary %d", run.Status, run.SummaryCommentID)
 	}
 	if len(run.Parked) != 2 {
@@ -424,7 +425,7 @@ func TestRunSurvivesDeletedComments(t *testing.T) {
 		t.Fatalf("continued run: %v", err)
 	}
 	run, _ = jh.store.Get(ctx, run.ID)
-	if run.Status != StatusParked || run.SummaryCommentID == 0 || run.SummaryCommentID == deleted {
+	if run.Status != lifecycle.StatusParked || run.SummaryCommentID == 0 || run.SummaryCommentID == deleted {
 		t.Fatalf("run = %s, summary %d (deleted %d)", run.Status, run.SummaryCommentID, deleted)
 	}
 	esc := run.Task("1.3")
@@ -454,7 +455,7 @@ func TestRunSurvivesDeletedComments(t *testing.T) {
 func TestStatusOfARun(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
 	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +485,7 @@ func TestRetryPolicy(t *testing.T) {
 // An estimate of the egress proxy's stays marked as one in the run's record, whatever exact usage
 // is added to it, and shows as such in the summary.
 func TestRecordUsageKeepsEstimates(t *testing.T) {
-	run := &Run{Tasks: []TaskState{{ID: "1.1"}, {ID: "1.2"}}}
+	run := &lifecycle.Run{Tasks: []lifecycle.TaskState{{ID: "1.1"}, {ID: "1.2"}}}
 	for _, u := range []agent.Usage{{InputTokens: 10, OutputTokens: 2, CostUSD: 0.5, Estimated: true}, {InputTokens: 5, OutputTokens: 1, CostUSD: 0.25}} {
 		if err := recordUsage(run, runner.Event{TaskID: "1.1", Usage: &u}); err != nil {
 			t.Fatal(err)
@@ -507,7 +508,7 @@ func TestRecordUsageKeepsEstimates(t *testing.T) {
 }
 
 func TestRecordUsageAndBlocked(t *testing.T) {
-	run := &Run{Tasks: []TaskState{{ID: "1.1"}, {ID: "1.2"}}}
+	run := &lifecycle.Run{Tasks: []lifecycle.TaskState{{ID: "1.1"}, {ID: "1.2"}}}
 	for range 2 {
 		if err := recordUsage(run, runner.Event{TaskID: "1.1", Usage: &agent.Usage{InputTokens: 10, OutputTokens: 2, CostUSD: 0.5}}); err != nil {
 			t.Fatal(err)
@@ -520,7 +521,7 @@ func TestRecordUsageAndBlocked(t *testing.T) {
 	if run.Task("1.2").Note != "depends on 1.1" {
 		t.Errorf("note = %q", run.Task("1.2").Note)
 	}
-	run.Status = StatusRunning
+	run.Status = lifecycle.StatusRunning
 	if _, err := lifecycle.Apply(run, lifecycle.TaskStarted{Engine: runner.Event{TaskID: "9.9"}}, time.Now()); err == nil || !strings.Contains(err.Error(), "9.9") {
 		t.Error("an event for a task the run does not have must be an error")
 	}
@@ -532,37 +533,37 @@ func TestRecordUsageAndBlocked(t *testing.T) {
 func TestRunStopsWhenPeopleTakeItsPullRequestOrBranch(t *testing.T) {
 	for _, tc := range []struct {
 		name, why string
-		act       func(jh *jobsHarness, repo gittest.Repo, run *Run)
+		act       func(jh *jobsHarness, repo gittest.Repo, run *lifecycle.Run)
 	}{
-		{"closed", "was closed", func(jh *jobsHarness, _ gittest.Repo, run *Run) { jh.gh.closed[run.PR] = true }},
-		{"branch deleted", "was deleted", func(jh *jobsHarness, repo gittest.Repo, run *Run) {
+		{"closed", "was closed", func(jh *jobsHarness, _ gittest.Repo, run *lifecycle.Run) { jh.gh.closed[run.PR] = true }},
+		{"branch deleted", "was deleted", func(jh *jobsHarness, repo gittest.Repo, run *lifecycle.Run) {
 			gittest.Git(jh.t, repo.Work, "--git-dir="+repo.Remote, "update-ref", "-d", "refs/heads/"+run.Branch)
 			delete(jh.gh.refs, "heads/"+run.Branch)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			jh, repo := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-			jh.gh.issues[4] = Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+			jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 			if err := jh.runJob(roadmapRun(4)); err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
 			run, _ := jh.store.ByNumber(ctx, "o", "r", 4)
-			if run.Status != StatusParked {
+			if run.Status != lifecycle.StatusParked {
 				t.Fatalf("run = %s", run.Status)
 			}
 			jh.gh.refs["heads/"+run.Branch] = run.Head
 			tc.act(jh, repo, run)
 			// A decision taken before anyone noticed: the continuation finds the pull request or branch gone.
-			if _, _, err := jh.store.Decide(ctx, run.ID, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry}}, ""); err != nil {
+			if _, _, err := jh.store.Decide(ctx, run.ID, lifecycle.Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry}}, ""); err != nil {
 				t.Fatal(err)
 			}
-			cont := RunPayload{Trigger: TriggerContinue, RunID: run.ID, DeliveryID: "cont-1", InstallationID: 7, Owner: "o", Repo: "r"}
+			cont := RunPayload{Trigger: lifecycle.TriggerContinue, RunID: run.ID, DeliveryID: "cont-1", InstallationID: 7, Owner: "o", Repo: "r"}
 			if err := jh.runJob(cont); err != nil {
 				t.Fatalf("continuation: %v", err)
 			}
 			run, _ = jh.store.Get(ctx, run.ID)
-			if run.Status != StatusAborted || !strings.Contains(run.Error, tc.why) {
+			if run.Status != lifecycle.StatusAborted || !strings.Contains(run.Error, tc.why) {
 				t.Fatalf("run = %s %q, want stopped because it %s", run.Status, run.Error, tc.why)
 			}
 			if cr := jh.gh.checkRuns[run.Task("1.2").CheckRunID]; cr.Status != "completed" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/lessons"
 )
 
@@ -19,7 +20,7 @@ func TestLessonsAreIsolated(t *testing.T) {
 	if got, _ := jh.store.Lessons(1, "octo", "hello").List(ctx); len(got) != 1 {
 		t.Errorf("the same repository (other case) sees %d lessons; want 1", len(got))
 	}
-	for name, other := range map[string]*RepoLessons{
+	for name, other := range map[string]*store.RepoLessons{
 		"another repository":   jh.store.Lessons(1, "octo", "other"),
 		"another installation": jh.store.Lessons(2, "octo", "hello"),
 	} {

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // fakeDeliveries is GitHub's list of the App's webhook deliveries, in pages of two, newest first.
@@ -59,7 +60,7 @@ func TestSweepRedeliversWhatFailedOnServerSide(t *testing.T) {
 		{ID: 10, GUID: "ancient", StatusCode: 500, DeliveredAt: at(SweepWindow + time.Hour)},
 	}}
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg, nil)
+	m, err := metrics.NewMetrics(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestSweepRedeliversWhatFailedOnServerSide(t *testing.T) {
 	if res != (SweepResult{Seen: 4, Redelivered: 1, GivenUp: 1}) || !slices.Equal(f.redelivered, []int64{1}) {
 		t.Errorf("sweep = %+v, redelivered %v; want 4 seen, delivery 1 redelivered, 1 given up", res, f.redelivered)
 	}
-	if got := testutil.ToFloat64(m.redelivered.WithLabelValues("given_up")); got != 1 {
+	if got := counterValue(t, reg, "akira_redeliveries_total", "result", "given_up"); got != 1 {
 		t.Errorf("given_up metric = %v", got)
 	}
 
@@ -89,16 +90,16 @@ func TestHandleSweep(t *testing.T) {
 		t.Fatalf("sweep task type %q", task.Type())
 	}
 	// A worker without the App's credentials has nothing to sweep with.
-	if err := jh.h.HandleSweep(context.Background(), task); err != nil {
+	if err := jh.h.recovery.HandleSweep(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
 	f := &fakeDeliveries{list: []Delivery{{ID: 41, GUID: "g", StatusCode: 503, DeliveredAt: time.Now()}}}
 	jh.h.d.Deliveries = f
-	if err := jh.h.HandleSweep(context.Background(), task); err != nil || !slices.Equal(f.redelivered, []int64{41}) {
+	if err := jh.h.recovery.HandleSweep(context.Background(), task); err != nil || !slices.Equal(f.redelivered, []int64{41}) {
 		t.Errorf("HandleSweep = %v, redelivered %v; want 41", err, f.redelivered)
 	}
 	f.failList = errors.New("boom")
-	if err := jh.h.HandleSweep(context.Background(), task); err == nil {
+	if err := jh.h.recovery.HandleSweep(context.Background(), task); err == nil {
 		t.Error("HandleSweep hid a failed listing")
 	}
 }
@@ -112,7 +113,7 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 	// The poll queues one reading per run and slot, however many workers poll.
 	now := time.Now()
 	for range 2 {
-		if err := jh.h.PollCI(ctx, now); err != nil {
+		if err := jh.h.ci.PollCI(ctx, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,16 +142,16 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 	}
 
 	// A reading through the task: a green head marks the pull request ready and ends the wait.
-	jh.gh.ci.checks[h1] = []CICheck{{Name: "test", Source: CISourceCheckRun, App: CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
+	jh.gh.ci.checks[h1] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
 	task, err := TaskOptions{}.withDefaults().newTask(TypeCI, CIPayload{Version: PayloadVersion, RunID: run.ID, InstallationID: 7, Head: h1, Key: "d-green"}, resumeTimeout, intakeMaxRetry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jh.h.HandleCI(ctx, task); err != nil {
+	if err := jh.h.ci.HandleCI(ctx, task); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := jh.store.Get(ctx, run.ID)
-	if got.Status != StatusSucceeded || jh.gh.pulls[7].Draft {
+	if got.Status != lifecycle.StatusSucceeded || jh.gh.pulls[7].Draft {
 		t.Errorf("after a green reading: run %s, draft %v; want succeeded and ready", got.Status, jh.gh.pulls[7].Draft)
 	}
 	// Nothing waits any more: the poll queues nothing new.
@@ -168,17 +169,17 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 func TestRunReaperLoop(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	if _, _, err := jh.store.Create(ctx, &Run{ID: "dead", Owner: "o", Repo: "r", Branch: "akira/dead", InstallationID: 7}); err != nil {
+	if _, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "dead", Owner: "o", Repo: "r", Branch: "akira/dead", InstallationID: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jh.store.Update(ctx, "dead", func(r *Run) error { r.Status, r.Jobs = StatusRunning, 1; return nil }); err != nil {
+	if _, err := jh.store.Update(ctx, "dead", func(r *lifecycle.Run) error { r.Status, r.Jobs = lifecycle.StatusRunning, 1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	waiting := waitingRun(t, jh, "h2", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})
 	// The loop sweeps at once; the test waits for what the first round queues, then ends the loop.
 	loop, cancel := context.WithCancel(ctx)
 	ended := make(chan struct{})
-	go func() { jh.h.RunReaper(loop, time.Hour); close(ended) }()
+	go func() { jh.h.reaper.RunReaper(loop, time.Hour); close(ended) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for len(queued[RunPayload](jh, TypeRun)) == 0 || len(queued[CIPayload](jh, TypeCI)) == 0 {
 		if time.Now().After(deadline) {
@@ -194,4 +195,27 @@ func TestRunReaperLoop(t *testing.T) {
 	if rs := queued[CIPayload](jh, TypeCI); len(rs) != 1 || rs[0].RunID != waiting.ID {
 		t.Errorf("CI readings = %+v, want one of %s", rs, waiting.ID)
 	}
+}
+
+// counterValue reads the counter name{label=value} from reg, as a scraper would.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("%s{%s=%q} not gathered", name, label, value)
+	return 0
 }

@@ -1,17 +1,18 @@
-// Package jobs is Akira's use cases, run by asynq workers. Its files are grouped by flow:
+// Package jobs is Akira's use cases, run by asynq workers. Its root is the worker's wiring and the
+// three flows, each a small type of its own that Handler holds:
 //
-//   - intake*.go: what arrives (a webhook's intake task, the REST API's control actions, the plan job
-//     for an issue in prose, the sweeper of failed deliveries) up to the work it queues; the commands
-//     themselves are parsed by jobs/command.
-//   - run*.go: the run job (branch lock, the engine, stop, budget, decisions, rollback, rebuild from
-//     the branch, the reaper of dead workers, progress and estimates). Every status change is an event
-//     of jobs/lifecycle, the run's transition table, applied through Store.Transition.
-//   - publish*.go: what goes back to GitHub and elsewhere: the effects a transition returns (summary,
-//     check runs, escalation comments, replies, notifications, continuations), performed by the
-//     reporter or the publisher, and replayed from the run's outbox by the relay after a crash.
-//   - store*.go: what is kept in Redis: run records, branch locks, attempt logs, lessons.
-//   - handler.go, tasks.go, worker.go, ports.go, metrics.go: the task types and their wiring, and the
-//     small GitHub interfaces this package declares in its own types, which app/gh implements.
+//   - intake*.go: what arrives (Intake: a webhook's intake task and the slash commands; API: audit
+//     lines and hand-offs; Planner: plans for issues in prose; Recovery: the sweeper and the recovery
+//     after Redis lost its data) up to the work it queues; the commands' grammar is jobs/command.
+//   - run*.go: the run (Runs: the run job, its branch lock, the engine, stop, pause, budget, review,
+//     rebuild; Resumer, Rollbacks, CIWatch, Reaper). Every status change is an event of
+//     jobs/lifecycle, the run's transition table, applied through store.Records.Transition.
+//   - publish*.go: what goes back to GitHub and elsewhere (Publish, and the Reporter with its attempt
+//     logs, check runs and summary), replayed from the run's outbox by the relay after a crash.
+//   - handler.go, tasks.go, worker.go: the task types (taskTypes) and their wiring.
+//
+// What the flows share is below them: jobs/store (Redis, a type per concern), jobs/ports (the GitHub
+// interfaces app/gh implements), jobs/metrics, jobs/fair, jobs/lifecycle, jobs/command and jobs/notify.
 //
 // It never imports app, gin, go-github or ghinstallation.
 package jobs
@@ -27,19 +28,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-)
 
-// Task types, one handler each.
-const (
-	// TypeIntake is one webhook delivery Akira acts on: everything that talks to GitHub before work
-	// is queued (permission, configuration, replies) happens in its handler, where it can be retried.
-	TypeIntake = "akira:intake"
-	// TypeRun starts a run or continues one (after a resume decision, or after a crash).
-	TypeRun = "akira:run"
-	// TypeResume carries a human decision on a parked run: approve, retry, skip or abort.
-	TypeResume = "akira:resume"
-	// TypePlan asks the agent for a plan of an issue written in prose and posts it.
-	TypePlan = "akira:plan"
+	"github.com/akira-bot/akira/jobs/fair"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // Queue is the asynq queue every task type goes to. A worker must list it in asynq.Config.Queues
@@ -153,47 +144,6 @@ func (o TaskOptions) newTask(typ string, p payload, timeout time.Duration, maxRe
 	), nil
 }
 
-// NewIntakeTask builds a TypeIntake task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewIntakeTask(p IntakePayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	return o.newTask(TypeIntake, p, intakeTimeout, intakeMaxRetry)
-}
-
-// NewRunTask builds a TypeRun task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewRunTask(p RunPayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypeRun, p, o.Timeout, o.MaxRetry)
-}
-
-// NewResumeTask builds a TypeResume task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewResumeTask(p ResumePayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypeResume, p, resumeTimeout, o.MaxRetry)
-}
-
-// NewPlanTask builds a TypePlan task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewPlanTask(p PlanPayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypePlan, p, planTimeout, o.MaxRetry)
-}
-
-// DecodePlanPayload reads a TypePlan payload; see decode.
-func DecodePlanPayload(t *asynq.Task) (PlanPayload, error) {
-	var p PlanPayload
-	return p, decode(t, TypePlan, &p)
-}
-
 // decode reads a task's payload into p. A payload that can never be processed is an error wrapping
 // asynq.SkipRetry, so asynq archives it instead of retrying it.
 func decode(t *asynq.Task, typ string, p payload) error {
@@ -209,24 +159,6 @@ func decode(t *asynq.Task, typ string, p payload) error {
 	return nil
 }
 
-// DecodeIntakePayload reads a TypeIntake payload; see decode.
-func DecodeIntakePayload(t *asynq.Task) (IntakePayload, error) {
-	var p IntakePayload
-	return p, decode(t, TypeIntake, &p)
-}
-
-// DecodeRunPayload reads a TypeRun payload; see decode.
-func DecodeRunPayload(t *asynq.Task) (RunPayload, error) {
-	var p RunPayload
-	return p, decode(t, TypeRun, &p)
-}
-
-// DecodeResumePayload reads a TypeResume payload; see decode.
-func DecodeResumePayload(t *asynq.Task) (ResumePayload, error) {
-	var p ResumePayload
-	return p, decode(t, TypeResume, &p)
-}
-
 // Queues is the asynq.Config.Queues value for a worker of this package.
 func Queues() map[string]int { return map[string]int{Queue: 1} }
 
@@ -240,11 +172,11 @@ type taskEnqueuer interface {
 type Enqueuer struct {
 	client taskEnqueuer
 	opts   TaskOptions
-	fair   *Fair
+	fair   *fair.Gate
 }
 
 // WithFair makes e list every run it enqueues in the fair gate's line (see Fair.List) and returns e.
-func (e *Enqueuer) WithFair(f *Fair) *Enqueuer {
+func (e *Enqueuer) WithFair(f *fair.Gate) *Enqueuer {
 	e.fair = f
 	return e
 }
@@ -252,48 +184,6 @@ func (e *Enqueuer) WithFair(f *Fair) *Enqueuer {
 // NewEnqueuer wraps an asynq client (or anything with its EnqueueContext method).
 func NewEnqueuer(client taskEnqueuer, opts TaskOptions) *Enqueuer {
 	return &Enqueuer{client: client, opts: opts}
-}
-
-// EnqueueIntake enqueues a TypeIntake task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueueIntake(ctx context.Context, p IntakePayload) error {
-	t, err := e.opts.NewIntakeTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
-}
-
-// EnqueueRun enqueues a TypeRun task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueueRun(ctx context.Context, p RunPayload) error {
-	t, err := e.opts.NewRunTask(p)
-	if err != nil {
-		return err
-	}
-	if err := e.enqueue(ctx, t); err != nil {
-		return err
-	}
-	// The task is safe in asynq; a listing that fails now is made by the gate at the job's first
-	// try, so the run keeps its turn either way, only shown a moment later.
-	_ = e.fair.List(ctx, p)
-	return nil
-}
-
-// EnqueueResume enqueues a TypeResume task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueueResume(ctx context.Context, p ResumePayload) error {
-	t, err := e.opts.NewResumeTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
-}
-
-// EnqueuePlan enqueues a TypePlan task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueuePlan(ctx context.Context, p PlanPayload) error {
-	t, err := e.opts.NewPlanTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
 }
 
 func (e *Enqueuer) enqueue(ctx context.Context, t *asynq.Task, opts ...asynq.Option) error {
@@ -311,8 +201,8 @@ func (e *Enqueuer) enqueue(ctx context.Context, t *asynq.Task, opts ...asynq.Opt
 // task's own id makes it unique, so a retried resume job enqueues the continuation once.
 // continuation is the run task that continues run; key tells continuations of the same run apart
 // (it becomes the task id, so each key enqueues once).
-func continuation(run *Run, key, sender string) RunPayload {
-	return RunPayload{Trigger: TriggerContinue, RunID: run.ID, DeliveryID: key,
+func continuation(run *lifecycle.Run, key, sender string) RunPayload {
+	return RunPayload{Trigger: lifecycle.TriggerContinue, RunID: run.ID, DeliveryID: key,
 		InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: sender}
 }
 

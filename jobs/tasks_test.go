@@ -10,11 +10,13 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 )
 
 func validRun() RunPayload {
-	return RunPayload{DeliveryID: "d-1", Trigger: TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: 3}
+	return RunPayload{DeliveryID: "d-1", Trigger: lifecycle.TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: 3}
 }
 
 func validResume() ResumePayload {
@@ -28,11 +30,11 @@ func TestRunPayloadValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"issue", func(*RunPayload) {}, ""},
-		{"push", func(p *RunPayload) { p.Trigger, p.Number = TriggerPush, 0 }, ""},
-		{"pull request", func(p *RunPayload) { p.Trigger, p.Branch = TriggerPullRequest, "feature" }, ""},
-		{"pull request without branch", func(p *RunPayload) { p.Trigger = TriggerPullRequest }, "without a number and a branch"},
-		{"continue", func(p *RunPayload) { p.Trigger, p.RunID = TriggerContinue, "abc" }, ""},
-		{"continue without run", func(p *RunPayload) { p.Trigger = TriggerContinue }, "continue without a run id"},
+		{"push", func(p *RunPayload) { p.Trigger, p.Number = lifecycle.TriggerPush, 0 }, ""},
+		{"pull request", func(p *RunPayload) { p.Trigger, p.Branch = lifecycle.TriggerPullRequest, "feature" }, ""},
+		{"pull request without branch", func(p *RunPayload) { p.Trigger = lifecycle.TriggerPullRequest }, "without a number and a branch"},
+		{"continue", func(p *RunPayload) { p.Trigger, p.RunID = lifecycle.TriggerContinue, "abc" }, ""},
+		{"continue without run", func(p *RunPayload) { p.Trigger = lifecycle.TriggerContinue }, "continue without a run id"},
 		{"issue without number", func(p *RunPayload) { p.Number = 0 }, "without an issue number"},
 		{"unknown trigger", func(p *RunPayload) { p.Trigger = "cron" }, `unknown trigger "cron"`},
 		{"no delivery", func(p *RunPayload) { p.DeliveryID = "" }, "no delivery id"},
@@ -119,7 +121,7 @@ func TestDecodeRejectsWithoutRetry(t *testing.T) {
 	if p, err := DecodeRunPayload(good); err != nil || p.Number != 3 || p.Version != PayloadVersion {
 		t.Fatalf("DecodeRunPayload(good) = %+v, %v", p, err)
 	}
-	future, _ := json.Marshal(RunPayload{Version: 99, DeliveryID: "d", Trigger: TriggerPush, InstallationID: 1, Owner: "o", Repo: "r"})
+	future, _ := json.Marshal(RunPayload{Version: 99, DeliveryID: "d", Trigger: lifecycle.TriggerPush, InstallationID: 1, Owner: "o", Repo: "r"})
 	tests := []struct {
 		name string
 		task *asynq.Task
@@ -189,5 +191,35 @@ func TestEnqueuer(t *testing.T) {
 	info, err = insp.GetTaskInfo(queue, "intake:d-7")
 	if err != nil || info.Type != TypeIntake || info.MaxRetry != intakeMaxRetry || info.Timeout != intakeTimeout {
 		t.Fatalf("intake task = %+v, %v", info, err)
+	}
+}
+
+// TestStaleAfterOutlivesAJob: the store deems a run stale only after any job of it would have timed
+// out, so a run whose job is merely slow keeps its branch.
+func TestStaleAfterOutlivesAJob(t *testing.T) {
+	if store.DefaultStaleAfter <= DefaultTimeout {
+		t.Errorf("store.DefaultStaleAfter = %v; want longer than DefaultTimeout %v", store.DefaultStaleAfter, DefaultTimeout)
+	}
+}
+
+// TestServeMuxRoutesEveryTaskType: the router is built from taskTypes, so every listed type reaches
+// its handler, and no two entries claim one name.
+func TestServeMuxRoutesEveryTaskType(t *testing.T) {
+	mux := NewServeMux(&Handler{})
+	seen := map[string]bool{}
+	for _, tt := range taskTypes {
+		if seen[tt.Name] {
+			t.Errorf("task type %s is listed twice", tt.Name)
+		}
+		seen[tt.Name] = true
+		if _, pattern := mux.Handler(asynq.NewTask(tt.Name, nil)); pattern != tt.Name {
+			t.Errorf("task type %s routes to %q", tt.Name, pattern)
+		}
+	}
+	for _, name := range []string{TypeIntake, TypeRun, TypeResume, TypePlan, TypeRollback, TypeSweep, TypeRecover, TypeNotify,
+		TypeAuditLine, TypePublish, TypeCI, TypeHandoff} {
+		if !seen[name] {
+			t.Errorf("task type %s is not in taskTypes: a worker would not serve it", name)
+		}
 	}
 }

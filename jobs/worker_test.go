@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // TestWorkerLogsEveryFailedAttempt: each failed attempt of a job is one log line of the worker with
@@ -27,7 +29,7 @@ func TestWorkerLogsEveryFailedAttempt(t *testing.T) {
 	}
 	defer w.Shutdown()
 	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n"}
+	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n"}
 
 	// An intake whose permission check meets GitHub's 502 twice, then goes through.
 	jh.gh.mu.Lock()

@@ -129,8 +129,16 @@ func BenchmarkTaskOverhead(b *testing.B) {
 	floor := gitFloor(b, floorRepo.Remote, n)
 	repo := gittest.New(b, map[string]string{"ROADMAP.md": benchRoadmap(n)})
 	opts := Options{
-		Repo: repo.Remote, Agent: writeAgent{}, Verify: []string{"true"}, WorkDir: b.TempDir(),
-		Reporter: NewJSONReporter(io.Discard), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Inputs: Inputs{
+			Repo:   repo.Remote,
+			Verify: []string{"true"},
+		},
+		Hooks: Hooks{
+			Reporter: NewJSONReporter(io.Discard),
+			Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		},
+		Agent:   writeAgent{},
+		WorkDir: b.TempDir(),
 	}
 	b.StartTimer()
 	out, err := Run(context.Background(), opts)
@@ -266,8 +274,16 @@ func taskGrowth(b *testing.B, n int) {
 				return nil
 			})
 			out, err := Run(context.Background(), Options{
-				Repo: repo.Remote, Agent: writeAgent{}, Verify: []string{"true"}, WorkDir: b.TempDir(),
-				Reporter: rep, Logger: slog.New(slog.DiscardHandler),
+				Inputs: Inputs{
+					Repo:   repo.Remote,
+					Verify: []string{"true"},
+				},
+				Hooks: Hooks{
+					Reporter: rep,
+					Logger:   slog.New(slog.DiscardHandler),
+				},
+				Agent:   writeAgent{},
+				WorkDir: b.TempDir(),
 			})
 			if err != nil || out.Status != StatusSucceeded || len(wall) != n {
 				b.Fatalf("Run: %v (%s), %d checkpoints of %d", err, out.Status, len(wall), n)
@@ -302,8 +318,20 @@ func BenchmarkParallel(b *testing.B) {
 	run := func(parallel int) time.Duration {
 		repo := gittest.New(b, map[string]string{"ROADMAP.md": plan})
 		start := time.Now()
-		out, err := Run(context.Background(), Options{Repo: repo.Remote, Agent: agent, Verify: []string{"true"}, WorkDir: b.TempDir(),
-			MaxParallel: parallel, Logger: slog.New(slog.DiscardHandler)})
+		out, err := Run(context.Background(), Options{
+			Inputs: Inputs{
+				Repo:   repo.Remote,
+				Verify: []string{"true"},
+			},
+			Limits: Limits{
+				MaxParallel: parallel,
+			},
+			Hooks: Hooks{
+				Logger: slog.New(slog.DiscardHandler),
+			},
+			Agent:   agent,
+			WorkDir: b.TempDir(),
+		})
 		if err != nil || out.Status != StatusSucceeded {
 			b.Fatalf("Run: %v (%s)", err, out.Status)
 		}

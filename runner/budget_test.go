@@ -10,7 +10,7 @@ import (
 func TestBudget(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks})
 	script := logCall + `touch "$AKIRA_TASK_ID.txt"; printf '{"cost_usd": 0.6}' > "$AKIRA_USAGE_FILE"`
-	out, rec, err := f.run(t, Options{Agent: f.agent(script), Budget: Budget{CostUSD: 1}})
+	out, rec, err := f.run(t, Options{Limits: Limits{Budget: Budget{CostUSD: 1}}, Agent: f.agent(script)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("T3 escalation = %+v", esc)
 	}
 
-	out, _, err = f.run(t, Options{Agent: f.agent(script), Budget: Budget{CostUSD: 5}})
+	out, _, err = f.run(t, Options{Limits: Limits{Budget: Budget{CostUSD: 5}}, Agent: f.agent(script)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestParallelWaveWithinBudget(t *testing.T) {
 	plan := "# Roadmap\n\n- [ ] T0 First, alone\n- [ ] T1 [P] One (depends: T0)\n- [ ] T2 [P] Two (depends: T0)\n- [ ] T3 [P] Three (depends: T0)\n"
 	f := newFixture(t, map[string]string{"ROADMAP.md": plan})
 	script := logCall + `touch "$AKIRA_TASK_ID.txt"; printf '{"cost_usd": 0.3}' > "$AKIRA_USAGE_FILE"`
-	out, _, err := f.run(t, Options{Agent: f.agent(script), Budget: Budget{CostUSD: 1}, MaxParallel: 3})
+	out, _, err := f.run(t, Options{Limits: Limits{Budget: Budget{CostUSD: 1}, MaxParallel: 3}, Agent: f.agent(script)})
 	if err != nil {
 		t.Fatal(err)
 	}

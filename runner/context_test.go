@@ -49,7 +49,7 @@ func TestPlanFilesInPrompts(t *testing.T) {
 
 	kiro := "# Tasks\n\n- [ ] 1. Build\n  - [ ] 1.1 Write the code\n  - [ ]* 1.2 Write property tests\n"
 	k := newFixture(t, map[string]string{"tasks.md": kiro})
-	out, _, err = k.run(t, Options{Agent: k.agent(promptAgent), Roadmap: "tasks.md"})
+	out, _, err = k.run(t, Options{Inputs: Inputs{Roadmap: "tasks.md"}, Agent: k.agent(promptAgent)})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("kiro run: %v (%s)", err, out.Status)
 	}
@@ -58,7 +58,7 @@ func TestPlanFilesInPrompts(t *testing.T) {
 		t.Errorf("the optional task: %+v", r)
 	}
 	k2 := newFixture(t, map[string]string{"tasks.md": kiro})
-	if out, _, err = k2.run(t, Options{Agent: k2.agent(promptAgent), Roadmap: "tasks.md", IncludeOptional: true}); err != nil || out.Status != StatusSucceeded {
+	if out, _, err = k2.run(t, Options{Inputs: Inputs{Roadmap: "tasks.md", IncludeOptional: true}, Agent: k2.agent(promptAgent)}); err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("kiro run with optional tasks: %v", err)
 	}
 	wantCalls(t, k2, "1.1:1", "1.2:1")
@@ -66,7 +66,7 @@ func TestPlanFilesInPrompts(t *testing.T) {
 	spec := "# Tasks: Albums\n\n## Phase 1: Setup\n\n- [ ] T001 [P] Create the project\n"
 	s := newFixture(t, map[string]string{"specs/001-albums/tasks.md": spec, "specs/001-albums/spec.md": "Users sort photos into ALBUMS-SPEC.\n",
 		"specs/001-albums/plan.md": "Use SQLite: PLAN-NOTE.\n"})
-	if out, _, err = s.run(t, Options{Agent: s.agent(promptAgent), Roadmap: "specs/001-albums/tasks.md"}); err != nil || out.Status != StatusSucceeded {
+	if out, _, err = s.run(t, Options{Inputs: Inputs{Roadmap: "specs/001-albums/tasks.md"}, Agent: s.agent(promptAgent)}); err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("spec-kit run: %v", err)
 	}
 	if p, _ := os.ReadFile(filepath.Join(s.logs, "prompt-T001")); !strings.Contains(string(p), "ALBUMS-SPEC") || !strings.Contains(string(p), "PLAN-NOTE") {

@@ -89,7 +89,7 @@ func TestAttemptThroughTheProxy(t *testing.T) {
 		`echo "$AKIRA_TASK_ID" > "$AKIRA_TASK_ID.txt" && echo '{"input_tokens":1,"output_tokens":1,"cost_usd":0.0001}' > "$AKIRA_USAGE_FILE"`)
 	ag.Model = model
 	box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetAllowlist, Egress: egress.New(egress.Config{})}
-	out, rec, err := f.run(t, Options{Agent: ag, Sandbox: box, AgentNetwork: sandbox.NetAllowlist, Budget: Budget{CostUSD: 1}})
+	out, rec, err := f.run(t, Options{Limits: Limits{Budget: Budget{CostUSD: 1}}, Agent: ag, Sandbox: box, AgentNetwork: sandbox.NetAllowlist})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ curl -sf -H "x-api-key: $ANTHROPIC_API_KEY" "$ANTHROPIC_BASE_URL/v1/models" > /d
 				KeyVar: keyVar, BaseURLVar: baseVar, Model: "m", Price: price}
 			box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetNone, Egress: egress.New(egress.Config{})}
 			var printed bytes.Buffer
-			out, rec, err := f.run(t, Options{Agent: ag, Sandbox: box, AgentNetwork: sandbox.NetAllowlist, Reporter: NewTerminal(&printed, false)})
+			out, rec, err := f.run(t, Options{Hooks: Hooks{Reporter: NewTerminal(&printed, false)}, Agent: ag, Sandbox: box, AgentNetwork: sandbox.NetAllowlist})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,7 +57,7 @@ func TestSetupSnapshotRestoredOnTheNextRun(t *testing.T) {
 	caches := &env.Caches{Root: t.TempDir()}
 	run := func(branch string) Event {
 		t.Helper()
-		out, rec, err := f.run(t, Options{Branch: branch, DepCaches: caches, CacheScope: "inst-1--o--r", Agent: f.agent(`touch T1.txt`)})
+		out, rec, err := f.run(t, Options{Inputs: Inputs{Branch: branch}, DepCaches: caches, CacheScope: "inst-1--o--r", Agent: f.agent(`touch T1.txt`)})
 		if err != nil {
 			t.Fatalf("run on %s: %v", branch, err)
 		}
@@ -111,7 +111,7 @@ func TestSetupSnapshotNotTaken(t *testing.T) {
 			f := newFixture(t, snapshotRepo(logs, tt.extra(logs)))
 			caches := &env.Caches{Root: t.TempDir()}
 			for _, branch := range []string{"akira/one", "akira/two"} {
-				_, rec, err := f.run(t, Options{Branch: branch, DepCaches: caches, Agent: f.agent(`touch T1.txt`)})
+				_, rec, err := f.run(t, Options{Inputs: Inputs{Branch: branch}, DepCaches: caches, Agent: f.agent(`touch T1.txt`)})
 				if err != nil {
 					t.Fatalf("run on %s: %v", branch, err)
 				}
@@ -167,7 +167,7 @@ func TestSetupSnapshotTamperedFallsBackToSetup(t *testing.T) {
 			f := newFixture(t, snapshotRepo(logs, nil))
 			caches := &env.Caches{Root: t.TempDir()}
 			scope := "inst-1--o--r"
-			if _, _, err := f.run(t, Options{Branch: "akira/one", DepCaches: caches, CacheScope: scope, Agent: f.agent(`touch T1.txt`)}); err != nil {
+			if _, _, err := f.run(t, Options{Inputs: Inputs{Branch: "akira/one"}, DepCaches: caches, CacheScope: scope, Agent: f.agent(`touch T1.txt`)}); err != nil {
 				t.Fatal(err)
 			}
 			entries, _ := caches.List()
@@ -205,7 +205,7 @@ func TestSetupSnapshotTamperedFallsBackToSetup(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			out, rec, err := f.run(t, Options{Branch: "akira/two", DepCaches: caches, CacheScope: scope, Agent: f.agent(`touch T1.txt`)})
+			out, rec, err := f.run(t, Options{Inputs: Inputs{Branch: "akira/two"}, DepCaches: caches, CacheScope: scope, Agent: f.agent(`touch T1.txt`)})
 			if err != nil {
 				t.Fatal(err)
 			}

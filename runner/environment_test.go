@@ -106,7 +106,7 @@ func TestRedBaseStopsTheRunBeforeAnyAgentCall(t *testing.T) {
 	t.Run("allowed", func(t *testing.T) {
 		f := newFixture(t, files)
 		// The first task fixes the build.
-		out, _, err := f.run(t, Options{AllowRedBase: true, Agent: f.agent(logCall + `echo 'exit 0' > check.sh; touch T1.txt`)})
+		out, _, err := f.run(t, Options{Limits: Limits{AllowRedBase: true}, Agent: f.agent(logCall + `echo 'exit 0' > check.sh; touch T1.txt`)})
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
@@ -123,8 +123,14 @@ func TestBaseCheckRunsOncePerBaseCommit(t *testing.T) {
 	mem := &env.MemoryBase{}
 	t.Setenv("BASELOG", f.logs+"/base")
 	for i, branch := range []string{"akira/one", "akira/two"} {
-		_, rec, err := f.run(t, Options{Branch: branch, BaseMemory: mem, Env: []string{"BASELOG"},
-			Agent: f.agent(logCall + `touch T1.txt`)})
+		_, rec, err := f.run(t, Options{
+			Inputs: Inputs{
+				Branch: branch,
+			},
+			BaseMemory: mem,
+			Env:        []string{"BASELOG"},
+			Agent:      f.agent(logCall + `touch T1.txt`),
+		})
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
@@ -216,8 +222,14 @@ func TestDependencyCacheIsKeptAcrossRunsByLockFile(t *testing.T) {
 	caches := &env.Caches{Root: t.TempDir()}
 	setupLog := func(f *fixture, branch string) string {
 		t.Helper()
-		_, rec, err := f.run(t, Options{Branch: branch, DepCaches: caches, CacheScope: "inst-1--o--r",
-			Agent: f.agent(`touch T1.txt; echo "$npm_config_cache" > "$LOG/agent-cache"`)})
+		_, rec, err := f.run(t, Options{
+			Inputs: Inputs{
+				Branch: branch,
+			},
+			DepCaches:  caches,
+			CacheScope: "inst-1--o--r",
+			Agent:      f.agent(`touch T1.txt; echo "$npm_config_cache" > "$LOG/agent-cache"`),
+		})
 		if err != nil {
 			t.Fatalf("run on %s: %v", branch, err)
 		}
@@ -426,9 +438,13 @@ func TestParallelTasksShareTheRunsServices(t *testing.T) {
 		".github/akira.yml": "services:\n  redis: redis-server --bind 127.0.0.1 --port \"$PORT\" --save '' --appendonly no --dir \"$AKIRA_SERVICE_DIR\"\n" +
 			"verify:\n  - " + cli + " ping | grep -q PONG\n",
 	})
-	out, rec, err := f.run(t, Options{MaxParallel: 2,
+	out, rec, err := f.run(t, Options{
+		Limits: Limits{
+			MaxParallel: 2,
+		},
 		Agent: f.agent(cli + ` incr tasks > /dev/null && ` + cli + ` rpush ports "$REDIS_PORT" > /dev/null && touch "$AKIRA_TASK_ID.txt" && ` +
-			cli + ` lrange ports 0 -1 > "$LOG/ports-$AKIRA_TASK_ID"`)})
+			cli + ` lrange ports 0 -1 > "$LOG/ports-$AKIRA_TASK_ID"`),
+	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -38,7 +38,7 @@ func TestGates(t *testing.T) {
 	}
 
 	approve := map[string]Decision{"T2": {Kind: DecisionApprove}, "T3": {Kind: DecisionApprove}}
-	out, _, err = f.run(t, Options{Agent: f.agent(script), Decisions: approve})
+	out, _, err = f.run(t, Options{Inputs: Inputs{Decisions: approve}, Agent: f.agent(script)})
 	if err != nil {
 		t.Fatal(err)
 	}

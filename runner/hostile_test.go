@@ -141,9 +141,17 @@ func runHostile(t *testing.T, mode sandbox.Mode) (string, []string) {
 	cfg := sandbox.Config{Mode: mode, VerifyNetwork: sandbox.NetNone, ReadOnly: []string{filepath.Dir(script)},
 		Limits: sandbox.Limits{CPU: 60e9, Memory: 1 << 30, FileSize: 64 << 20}, Disk: 64 << 20}
 	out, err := Run(context.Background(), Options{
-		Repo: srv.URL, Agent: ag, WorkDir: f.workDir, Sandbox: cfg, AgentNetwork: sandbox.NetNone,
-		GitAuth: func(context.Context) (string, error) { return header, nil },
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Inputs: Inputs{
+			Repo: srv.URL,
+		},
+		Hooks: Hooks{
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		},
+		Agent:        ag,
+		WorkDir:      f.workDir,
+		Sandbox:      cfg,
+		AgentNetwork: sandbox.NetNone,
+		GitAuth:      func(context.Context) (string, error) { return header, nil },
 	})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("run = %v, %v; want the agent's work checkpointed", out.Status, err)
@@ -181,7 +189,10 @@ func without(names []string, drop string) []string {
 func TestWorkspaceDiskLimit(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": "# R\n\n- [ ] T1: Fill the disk\n  - verify: `true`\n"})
 	out, _, err := f.run(t, Options{
-		Agent: f.agent("head -c 3145728 /dev/zero > big.bin"), MaxAttempts: 1,
+		Limits: Limits{
+			MaxAttempts: 1,
+		},
+		Agent:   f.agent("head -c 3145728 /dev/zero > big.bin"),
 		Sandbox: sandbox.Config{Mode: sandbox.None, Disk: 1 << 20},
 	})
 	if err != nil || out.Status != StatusParked || len(out.Parked) != 1 {
@@ -215,7 +226,7 @@ func TestSymlinkedPlans(t *testing.T) {
 	f.snapshot = gittest.Snapshot(t, f.repo.Work)
 
 	for _, path := range []string{"plan.md", "hostdir/host-secret.md"} {
-		out, rec, err := f.run(t, Options{Agent: f.agent("true"), Roadmap: path, Branch: "akira/" + strings.ReplaceAll(path, "/", "-")})
+		out, rec, err := f.run(t, Options{Inputs: Inputs{Roadmap: path, Branch: "akira/" + strings.ReplaceAll(path, "/", "-")}, Agent: f.agent("true")})
 		if err == nil || !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "outside the repository") {
 			t.Errorf("roadmap %s: err = %v; want an invalid plan naming the path and why", path, err)
 		}
@@ -225,7 +236,7 @@ func TestSymlinkedPlans(t *testing.T) {
 	}
 	before, _ := os.ReadFile(host)
 
-	out, _, err := f.run(t, Options{Agent: f.agent("true"), Roadmap: "inside.md", Branch: "akira/inside", MaxAttempts: 1})
+	out, _, err := f.run(t, Options{Inputs: Inputs{Roadmap: "inside.md", Branch: "akira/inside"}, Limits: Limits{MaxAttempts: 1}, Agent: f.agent("true")})
 	if err != nil || out.Status != StatusParked || len(out.Parked) != 1 || !strings.Contains(out.Parked[0].Summary, "never written through") {
 		t.Errorf("a roadmap symlinked inside the repository: %+v, %v; want the task parked because ticking would write through the link", out, err)
 	}

@@ -28,7 +28,7 @@ func TestLessonCarriedIntoLaterRun(t *testing.T) {
 	retry := func(context.Context, Escalation) (Decision, error) {
 		return Decision{Kind: DecisionRetry, Guidance: "the flaky parser tests pass only with the MAGIC-WORD seed"}, nil
 	}
-	out, _, err := f1.run(t, Options{Agent: f1.agent(learningAgent), MaxAttempts: 1, Escalate: retry, Lessons: store})
+	out, _, err := f1.run(t, Options{Limits: Limits{MaxAttempts: 1}, Hooks: Hooks{Escalate: retry}, Agent: f1.agent(learningAgent), Lessons: store})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("run 1: %v (%s)", err, out.Status)
 	}
@@ -39,7 +39,7 @@ func TestLessonCarriedIntoLaterRun(t *testing.T) {
 
 	f2 := newFixture(t, map[string]string{"ROADMAP.md": "- [ ] T1 Add another flaky parser\n- [ ] T2 Write the release notes\n"})
 	noHuman := func(context.Context, Escalation) (Decision, error) { return Decision{Kind: DecisionPark}, nil }
-	out, rec, err := f2.run(t, Options{Agent: f2.agent(learningAgent), MaxAttempts: 1, Escalate: noHuman, Lessons: store})
+	out, rec, err := f2.run(t, Options{Limits: Limits{MaxAttempts: 1}, Hooks: Hooks{Escalate: noHuman}, Agent: f2.agent(learningAgent), Lessons: store})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("run 2: %v (%s); the lesson did not make the related task pass", err, out.Status)
 	}
@@ -115,7 +115,7 @@ func TestLessonsByEmbedding(t *testing.T) {
 		t.Fatalf("keywords already find the lesson (%v): the test shows nothing", got)
 	}
 	f := newFixture(t, map[string]string{"ROADMAP.md": plan})
-	out, rec, err := f.run(t, Options{Agent: f.agent(learningAgent), MaxAttempts: 1, Lessons: store, Semantic: &lessons.Semantic{Embedder: e}})
+	out, rec, err := f.run(t, Options{Limits: Limits{MaxAttempts: 1}, Agent: f.agent(learningAgent), Lessons: store, Semantic: &lessons.Semantic{Embedder: e}})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("run: %v (%s); the lesson found by embedding did not reach the related task", err, out.Status)
 	}
@@ -133,7 +133,7 @@ func TestLessonsByEmbedding(t *testing.T) {
 		t.Fatal(err)
 	}
 	f2 := newFixture(t, map[string]string{"ROADMAP.md": "- [ ] T1 Fix the MAGIC-WORD tokenizer golden files\n"})
-	out, _, err = f2.run(t, Options{Agent: f2.agent(learningAgent), MaxAttempts: 1, Lessons: store, Semantic: &lessons.Semantic{Embedder: bad}})
+	out, _, err = f2.run(t, Options{Limits: Limits{MaxAttempts: 1}, Agent: f2.agent(learningAgent), Lessons: store, Semantic: &lessons.Semantic{Embedder: bad}})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("run with a failing endpoint: %v (%s)", err, out.Status)
 	}

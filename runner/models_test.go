@@ -108,7 +108,7 @@ func TestCostBudgetNeedsAPrice(t *testing.T) {
 				t.Fatalf("budgetCanBind = %v, want %q", err, tt.want)
 			}
 			// And the run says so before it clones anything.
-			if _, err := Run(t.Context(), Options{Agent: tt.agent, Repo: "no-such-repository", Budget: tt.budget}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tt.want) {
+			if _, err := Run(t.Context(), Options{Inputs: Inputs{Repo: "no-such-repository"}, Limits: Limits{Budget: tt.budget}, Agent: tt.agent}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Run = %v, want ErrUsage naming %q", err, tt.want)
 			}
 		})

@@ -48,7 +48,7 @@ func spanAgent(secs string) string {
 // the plain task after them alone; the branch is linear, one checkpoint per task.
 func TestParallelTasksRunAtOnce(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeParallel})
-	out, rec, err := f.run(t, Options{Agent: f.agent(spanAgent("1")), MaxParallel: 3})
+	out, rec, err := f.run(t, Options{Limits: Limits{MaxParallel: 3}, Agent: f.agent(spanAgent("1"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestParallelTasksRunAtOnce(t *testing.T) {
 func TestParallelSameFile(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": "- [ ] T1 [P] Say one\n- [ ] T2 [P] Say two\n", "shared.txt": "start\n"})
 	agent := f.agent(logCall + `if [ "$AKIRA_TASK_ID" = T2 ]; then sleep 1; fi; echo "$AKIRA_TASK_ID" >> shared.txt; if [ -n "$AKIRA_FEEDBACK_FILE" ]; then cp "$AKIRA_FEEDBACK_FILE" "$LOG/feedback-$AKIRA_TASK_ID"; fi`)
-	out, _, err := f.run(t, Options{Agent: agent, MaxParallel: 2})
+	out, _, err := f.run(t, Options{Limits: Limits{MaxParallel: 2}, Agent: agent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestParallelCombinationFailsVerification(t *testing.T) {
 	plan := "- [ ] T1 [P] Make a\n  - verify: `test -f a.txt`\n- [ ] T2 [P] Make b, alone\n  - verify: `test -f b.txt && test ! -f a.txt`\n"
 	f := newFixture(t, map[string]string{"ROADMAP.md": plan})
 	agent := f.agent(logCall + `if [ "$AKIRA_TASK_ID" = T2 ]; then sleep 1; echo b > b.txt; else echo a > a.txt; fi; if [ -n "$AKIRA_FEEDBACK_FILE" ]; then cp "$AKIRA_FEEDBACK_FILE" "$LOG/feedback-$AKIRA_TASK_ID"; fi`)
-	out, _, err := f.run(t, Options{Agent: agent, MaxParallel: 2, MaxAttempts: 2})
+	out, _, err := f.run(t, Options{Limits: Limits{MaxParallel: 2, MaxAttempts: 2}, Agent: agent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestParallelCombinationFailsVerification(t *testing.T) {
 // the other two are checkpointed.
 func TestParallelEscalationParksOnlyItsTask(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": "- [ ] T1 [P] One\n- [ ] T2 [P] Two fails\n  - verify: `false`\n- [ ] T3 [P] Three\n"})
-	out, _, err := f.run(t, Options{Agent: f.agent(logCall + `echo x > "$AKIRA_TASK_ID.txt"`), MaxParallel: 3, MaxAttempts: 2})
+	out, _, err := f.run(t, Options{Limits: Limits{MaxParallel: 3, MaxAttempts: 2}, Agent: f.agent(logCall + `echo x > "$AKIRA_TASK_ID.txt"`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestWavesAreTheRunsWaves(t *testing.T) {
 
 // engineWaves runs the engine's own choice of waves over a plan, every task succeeding.
 func engineWaves(rm *roadmap.Roadmap, maxParallel int) [][]string {
-	e := &engine{rm: rm, results: map[string]*TaskResult{}, o: Options{MaxParallel: maxParallel}}
+	e := &engine{rm: rm, results: map[string]*TaskResult{}, o: Options{Limits: Limits{MaxParallel: maxParallel}}}
 	e.indexTasks()
 	for _, t := range rm.Tasks {
 		status := TaskPending

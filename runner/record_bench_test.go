@@ -36,7 +36,7 @@ func BenchmarkRecord(b *testing.B) {
 	for i := range 10 {
 		secrets = append(secrets, strings.Repeat(string(rune('a'+i)), 40))
 	}
-	o := Options{Timeline: jsonLines{f}, Secrets: secrets}
+	o := Options{Hooks: Hooks{Timeline: jsonLines{f}, Secrets: secrets}}
 	withTimeline(&o)
 	rec := &attemptRecord{sink: o.Timeline, ctx: context.Background(), runID: "r", taskID: "1.1", attempt: 1, start: time.Now(),
 		dropped: map[timeline.Kind]int{}}

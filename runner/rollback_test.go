@@ -39,7 +39,7 @@ func (f *fixture) branchFile(t *testing.T, branch, path string) string {
 func TestRollbackLeafTask(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks})
 	agent := f.agent(logCall + `echo "$AKIRA_TASK_TITLE" > "$AKIRA_TASK_ID.txt"`)
-	if _, _, err := f.run(t, Options{Agent: agent, RunID: "run-1"}); err != nil {
+	if _, _, err := f.run(t, Options{Inputs: Inputs{RunID: "run-1"}, Agent: agent}); err != nil {
 		t.Fatal(err)
 	}
 	before := f.log(t, "akira/roadmap")
@@ -65,7 +65,7 @@ func TestRollbackLeafTask(t *testing.T) {
 		t.Errorf("roadmap after the rollback:\n%s", rm)
 	}
 	// Resume: T3 is pending again and is the only task the agent does.
-	out2, _, err := f.run(t, Options{Agent: agent, RunID: "run-2"})
+	out2, _, err := f.run(t, Options{Inputs: Inputs{RunID: "run-2"}, Agent: agent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestRollbackUsageErrors(t *testing.T) {
 		t.Errorf("rollback before any run = %v; want the branch named missing", err)
 	}
 	agent := f.agent(logCall + `if [ "$AKIRA_TASK_ID" = T3 ]; then exit 1; fi; echo x > "$AKIRA_TASK_ID.txt"`)
-	_, _, _ = f.run(t, Options{Agent: agent, MaxAttempts: 1})
+	_, _, _ = f.run(t, Options{Limits: Limits{MaxAttempts: 1}, Agent: agent})
 	for id, want := range map[string]string{"T9": "no task T9", "T3": "has no checkpoint"} {
 		if _, err := f.rollback(t, id); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), want) {
 			t.Errorf("rollback %s = %v; want %q", id, err, want)

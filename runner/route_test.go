@@ -38,7 +38,7 @@ echo done > "$AKIRA_TASK_ID.txt"`)
 		Price: func(string, egress.Tokens) (float64, bool) { return 1, true }}
 	box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetNone, Egress: egress.New(egress.Config{})}
 	var printed bytes.Buffer
-	out, rec, err := f.run(t, Options{Agent: ag, Sandbox: box, AgentNetwork: sandbox.NetAllowlist, Reporter: NewTerminal(&printed, false)})
+	out, rec, err := f.run(t, Options{Hooks: Hooks{Reporter: NewTerminal(&printed, false)}, Agent: ag, Sandbox: box, AgentNetwork: sandbox.NetAllowlist})
 	if err != nil {
 		t.Fatal(err)
 	}

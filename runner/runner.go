@@ -90,8 +90,73 @@ type Identity = workspace.Identity
 // DefaultAuthor is the identity of checkpoint commits when Options.Author is empty.
 var DefaultAuthor = workspace.DefaultAuthor
 
-// Options configures one Run.
+// Options configures one Run: what to run (Inputs), how far it may go (Limits), where it reports and
+// whom it asks (Hooks), and what it runs with (the agent, the sandbox, the workspace, the memory).
+// The groups are embedded, so o.Repo and o.Reporter read as before; a literal names its groups.
 type Options struct {
+	Inputs
+	Limits
+	Hooks
+
+	// Agent makes the changes of each attempt.
+	Agent agent.Agent
+	// Env names variables of this process passed to verification commands besides
+	// proc.DefaultAllowEnv. The agent's environment is configured on the agent.
+	Env []string
+	// Author of checkpoint commits; empty means DefaultAuthor.
+	Author Identity
+	// WorkDir is where the workspace directory is created; empty means os.TempDir().
+	WorkDir string
+	// Cache, when set, makes the workspace from a local mirror of a network remote.
+	Cache *workspace.Cache
+	// GitAuth returns a fresh http.extraheader value ("Authorization: ...") for each clone, fetch and
+	// push; nil means no credentials. The header reaches git only through its environment.
+	GitAuth func(ctx context.Context) (string, error)
+	// GitEnv names variables passed to git besides proc.DefaultAllowEnv (e.g. SSH_AUTH_SOCK).
+	GitEnv []string
+	// Sandbox confines the agent and the verification commands and bounds their resources; the
+	// zero value runs them unconfined and unbounded (mode none), which callers choose explicitly.
+	Sandbox sandbox.Config
+	// AgentNetwork is what the agent's commands may reach inside the sandbox.
+	AgentNetwork sandbox.Network
+	// Lessons, when set, is the repository's memory: the relevant lessons go into each task's prompt,
+	// and the guidance of a retry that then succeeded is kept as a new lesson.
+	Lessons lessons.Store
+	// Semantic, when set, ranks lessons by embedding similarity; nil (or an endpoint that fails)
+	// ranks them by keywords.
+	Semantic *lessons.Semantic
+	// Judge, when set, reads the verified work of each task with acceptance criteria and accepts it
+	// or fails the attempt with its reasons; MinConfidence (0: judge.DefaultMinConfidence) is the
+	// confidence its verdict needs.
+	Judge         Judge
+	MinConfidence float64
+	// only, when set, makes the engine a worker of a parallel run: it does these tasks and leaves
+	// the others to their own workers.
+	only map[string]bool
+	// checkpoints, shared by the workers of a parallel run, lets one checkpoint at a time be made
+	// and pushed: a worker whose branch moved combines once, instead of racing the others again.
+	checkpoints *sync.Mutex
+	// services, set for the engine of one task of a parallel wave, are the run's, already started:
+	// the wave's clones use them rather than start their own.
+	services *env.Services
+	// BaseMemory remembers the base-branch health check per base commit; nil remembers it for this
+	// run only.
+	BaseMemory env.BaseMemory
+	// DepCaches, when set, keeps dependency caches across runs, keyed by the lock files, under
+	// CacheScope (env.ScopeName of the installation and repository; empty: of Repo).
+	DepCaches  *env.Caches
+	CacheScope string
+	// AutoSetup runs the install command detected from the repository's files when it has no
+	// `setup:` (the operator's choice; off by default).
+	AutoSetup bool
+	// CommitAPI, when set, publishes each checkpoint (and each merge of the base) through GitHub's API
+	// instead of git push, so that GitHub signs it: the base branch's rules require signed commits, or
+	// the operator chose commits made by GitHub. The local branch then builds on GitHub's commit.
+	CommitAPI workspace.CommitAPI
+}
+
+// Inputs are what a run runs: the repository and its plan, the branch, the decisions a resume passes.
+type Inputs struct {
 	// Repo is a clone URL or a local repository path.
 	Repo string
 	// Roadmap is the roadmap's path inside the repository; empty means `roadmap` from
@@ -103,10 +168,6 @@ type Options struct {
 	// suffix selects a task-list format, anything else is markdown.
 	Plan       []byte
 	PlanSource string
-	// Budget is what the run may spend in all; Spent what earlier jobs of the same run spent already
-	// (the App continues a run over several jobs).
-	Budget Budget
-	Spent  Spent
 	// DryRun runs the agent and verification and commits checkpoints in the workspace only: nothing is
 	// pushed, and the outcome's Diff shows what the run would have pushed.
 	DryRun bool
@@ -125,10 +186,6 @@ type Options struct {
 	Base string
 	// RunID goes into the Akira-Run trailer; empty means NewRunID().
 	RunID string
-	// Agent makes the changes of each attempt.
-	Agent agent.Agent
-	// MaxAttempts per task before escalating; zero means max_attempts of .github/akira.yml, else 3.
-	MaxAttempts int
 	// Verify are the fallback verification commands for tasks without their own; empty means
 	// verify of .github/akira.yml, else a default detected from the repository, else none.
 	Verify []string
@@ -142,9 +199,23 @@ type Options struct {
 	// Decisions for parked tasks, by task id, passed in by a resume. A task without a decision that is
 	// not done simply runs (a parked task is retried); DecisionPark keeps a task parked without running it.
 	Decisions map[string]Decision
-	// Env names variables of this process passed to verification commands besides
-	// proc.DefaultAllowEnv. The agent's environment is configured on the agent.
-	Env []string
+	// StartCommit, when the branch has no commit ahead of Base and a task is left to run, commits and
+	// pushes an empty start commit carrying the Akira-Run trailer before EventRunStarted, so that the
+	// caller can open a pull request from the branch of this very workspace.
+	StartCommit bool
+	// Teach are lessons kept once every task of the run is done (the comments of a review the run
+	// addressed), unless the repository's memory is off or the run is a dry run.
+	Teach []lessons.Lesson
+}
+
+// Limits bound a run: attempts, time, money, parallelism, and what it may change or start from.
+type Limits struct {
+	// Budget is what the run may spend in all; Spent what earlier jobs of the same run spent already
+	// (the App continues a run over several jobs).
+	Budget Budget
+	Spent  Spent
+	// MaxAttempts per task before escalating; zero means max_attempts of .github/akira.yml, else 3.
+	MaxAttempts int
 	// AgentTimeout bounds one agent call (its context ends); zero means DefaultAgentTimeout.
 	AgentTimeout time.Duration
 	// StallTimeout ends an attempt whose agent showed no output and changed nothing in the work tree
@@ -157,12 +228,20 @@ type Options struct {
 	// ProtectedPaths are globs (** spans directories) the agent must not change; a change there fails
 	// the attempt. Nil means config.DefaultProtectedPaths; .github/akira.yml can add more.
 	ProtectedPaths []string
-	// Author of checkpoint commits; empty means DefaultAuthor.
-	Author Identity
-	// WorkDir is where the workspace directory is created; empty means os.TempDir().
-	WorkDir string
-	// Cache, when set, makes the workspace from a local mirror of a network remote.
-	Cache *workspace.Cache
+	// MaxParallel is how many independent tasks run at once (see parallel.go); 0 or 1 runs one task
+	// at a time. A dry run is always one at a time.
+	MaxParallel int
+	// AllowRedBase lets the run start although the base branch fails its repository-wide
+	// verification (the plan's first task fixes the build).
+	AllowRedBase bool
+	// AllowWorkflows lets tasks change .github/workflows/** where the repository allows it
+	// (`workflows: allow` in .github/akira.yml): the operator turned the option on, so the App holds
+	// GitHub's workflows permission. Checkpoint events name the workflow files a task changed.
+	AllowWorkflows bool
+}
+
+// Hooks are where the engine reports and whom it asks while it runs.
+type Hooks struct {
 	// Reporter receives the events of the run; nil means none.
 	Reporter Reporter
 	// Timeline, when set, keeps the timeline of each attempt (see package timeline), masked with
@@ -171,75 +250,14 @@ type Options struct {
 	Secrets  []string
 	// Escalate decides about a task that keeps failing; nil means park it.
 	Escalate EscalationHandler
-	// GitAuth returns a fresh http.extraheader value ("Authorization: ...") for each clone, fetch and
-	// push; nil means no credentials. The header reaches git only through its environment.
-	GitAuth func(ctx context.Context) (string, error)
-	// GitEnv names variables passed to git besides proc.DefaultAllowEnv (e.g. SSH_AUTH_SOCK).
-	GitEnv []string
-	// StartCommit, when the branch has no commit ahead of Base and a task is left to run, commits and
-	// pushes an empty start commit carrying the Akira-Run trailer before EventRunStarted, so that the
-	// caller can open a pull request from the branch of this very workspace.
-	StartCommit bool
-	// Sandbox confines the agent and the verification commands and bounds their resources; the
-	// zero value runs them unconfined and unbounded (mode none), which callers choose explicitly.
-	Sandbox sandbox.Config
-	// AgentNetwork is what the agent's commands may reach inside the sandbox.
-	AgentNetwork sandbox.Network
-	// Lessons, when set, is the repository's memory: the relevant lessons go into each task's prompt,
-	// and the guidance of a retry that then succeeded is kept as a new lesson.
-	Lessons lessons.Store
-	// Teach are lessons kept once every task of the run is done (the comments of a review the run
-	// addressed), unless the repository's memory is off or the run is a dry run.
-	Teach []lessons.Lesson
-	// Semantic, when set, ranks lessons by embedding similarity; nil (or an endpoint that fails)
-	// ranks them by keywords.
-	Semantic *lessons.Semantic
-	// Judge, when set, reads the verified work of each task with acceptance criteria and accepts it
-	// or fails the attempt with its reasons; MinConfidence (0: judge.DefaultMinConfidence) is the
-	// confidence its verdict needs.
-	Judge         Judge
-	MinConfidence float64
-	// MaxParallel is how many independent tasks run at once (see parallel.go); 0 or 1 runs one task
-	// at a time. A dry run is always one at a time.
-	MaxParallel int
-	// only, when set, makes the engine a worker of a parallel run: it does these tasks and leaves
-	// the others to their own workers.
-	only map[string]bool
-	// checkpoints, shared by the workers of a parallel run, lets one checkpoint at a time be made
-	// and pushed: a worker whose branch moved combines once, instead of racing the others again.
-	checkpoints *sync.Mutex
-	// services, set for the engine of one task of a parallel wave, are the run's, already started:
-	// the wave's clones use them rather than start their own.
-	services *env.Services
 	// Yield, when set, is asked before each task the engine would start (before each wave when tasks
 	// run in parallel): true ends the run there, with StatusYielded, leaving that task and the rest
 	// pending. The App yields to wait for the pull request's CI after each checkpoint (ci.watch: each).
 	Yield func(ctx context.Context) bool
-	// AllowRedBase lets the run start although the base branch fails its repository-wide
-	// verification (the plan's first task fixes the build).
-	AllowRedBase bool
-	// BaseMemory remembers the base-branch health check per base commit; nil remembers it for this
-	// run only.
-	BaseMemory env.BaseMemory
-	// DepCaches, when set, keeps dependency caches across runs, keyed by the lock files, under
-	// CacheScope (env.ScopeName of the installation and repository; empty: of Repo).
-	DepCaches  *env.Caches
-	CacheScope string
-	// AutoSetup runs the install command detected from the repository's files when it has no
-	// `setup:` (the operator's choice; off by default).
-	AutoSetup bool
-	// CommitAPI, when set, publishes each checkpoint (and each merge of the base) through GitHub's API
-	// instead of git push, so that GitHub signs it: the base branch's rules require signed commits, or
-	// the operator chose commits made by GitHub. The local branch then builds on GitHub's commit.
-	CommitAPI workspace.CommitAPI
 	// BaseMoved, when set, is asked before each task and once after the last one whether the base
 	// branch advanced; true merges it into the branch (see sync.go), unless .github/akira.yml says
 	// `sync: off`.
 	BaseMoved func(ctx context.Context) bool
-	// AllowWorkflows lets tasks change .github/workflows/** where the repository allows it
-	// (`workflows: allow` in .github/akira.yml): the operator turned the option on, so the App holds
-	// GitHub's workflows permission. Checkpoint events name the workflow files a task changed.
-	AllowWorkflows bool
 	// Output, when set, receives the output of verification commands live.
 	Output io.Writer
 	// Logger receives diagnostics that do not change the outcome; nil means slog.Default().

@@ -21,7 +21,7 @@ import (
 // box, with trailers, a body naming the verification, pushed to a new branch.
 func TestCheckpointsWithTrailers(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks, "README.md": "demo\n"})
-	out, rec, err := f.run(t, Options{Agent: f.agent(logCall + `echo "$AKIRA_TASK_TITLE" > "$AKIRA_TASK_ID.txt"`), RunID: "run-1"})
+	out, rec, err := f.run(t, Options{Inputs: Inputs{RunID: "run-1"}, Agent: f.agent(logCall + `echo "$AKIRA_TASK_TITLE" > "$AKIRA_TASK_ID.txt"`)})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -101,7 +101,7 @@ fi`
 func TestEarlyEscalationOnRepeatedFailure(t *testing.T) {
 	roadmapMD := "# R\n\n- [ ] B1: Impossible\n  - verify: `echo \"$(date +%H:%M:%S.%N) FAIL: TestThing (0.0$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')s)\"; exit 1`\n"
 	f := newFixture(t, map[string]string{"ROADMAP.md": roadmapMD})
-	out, rec, err := f.run(t, Options{Agent: f.agent(logCall + `echo attempt > work.txt`), MaxAttempts: 5})
+	out, rec, err := f.run(t, Options{Limits: Limits{MaxAttempts: 5}, Agent: f.agent(logCall + `echo attempt > work.txt`)})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -209,7 +209,7 @@ func TestExternalPlanResumesFromTrailers(t *testing.T) {
 	f := newFixture(t, map[string]string{"README.md": "x\n"})
 	plan := []byte("Please do:\n\n- [ ] P1: First\n- [ ] P2: Second\n  - verify: `test -f P1.txt`\n")
 	agentFailP2 := f.agent(logCall + `[ "$AKIRA_TASK_ID" = P2 ] && [ ! -f "$LOG/fixed" ] && exit 1; touch "$AKIRA_TASK_ID.txt"`)
-	opts := Options{Agent: agentFailP2, Plan: plan, PlanSource: "issue #7", Branch: "akira/issue-7"}
+	opts := Options{Inputs: Inputs{Plan: plan, PlanSource: "issue #7", Branch: "akira/issue-7"}, Agent: agentFailP2}
 	out, _, err := f.run(t, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestExternalPlanResumesFromTrailers(t *testing.T) {
 
 func TestSkip(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks})
-	out, rec, err := f.run(t, Options{Agent: f.agent(logCall + `touch "$AKIRA_TASK_ID.txt"`), Skip: []string{"T1"}})
+	out, rec, err := f.run(t, Options{Inputs: Inputs{Skip: []string{"T1"}}, Agent: f.agent(logCall + `touch "$AKIRA_TASK_ID.txt"`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestSkip(t *testing.T) {
 	if len(rec.of(EventTaskSkipped, "T1")) != 1 {
 		t.Fatal("no task_skipped event")
 	}
-	if _, _, err := f.run(t, Options{Agent: f.agent("true"), Skip: []string{"NOPE"}}); !errors.Is(err, ErrUsage) {
+	if _, _, err := f.run(t, Options{Inputs: Inputs{Skip: []string{"NOPE"}}, Agent: f.agent("true")}); !errors.Is(err, ErrUsage) {
 		t.Fatalf("unknown --skip id: err = %v, want ErrUsage", err)
 	}
 }
@@ -258,8 +258,15 @@ func TestApproveInProcess(t *testing.T) {
 		return Decision{Kind: DecisionApprove}, nil
 	}
 	// T1 writes the wrong file name, so its verification fails.
-	out, _, err := f.run(t, Options{Agent: f.agent(logCall + `touch "wrong-$AKIRA_TASK_ID.txt"; [ "$AKIRA_TASK_ID" = T1 ] || touch "$AKIRA_TASK_ID.txt"`),
-		Escalate: handler, MaxAttempts: 1})
+	out, _, err := f.run(t, Options{
+		Limits: Limits{
+			MaxAttempts: 1,
+		},
+		Hooks: Hooks{
+			Escalate: handler,
+		},
+		Agent: f.agent(logCall + `touch "wrong-$AKIRA_TASK_ID.txt"; [ "$AKIRA_TASK_ID" = T1 ] || touch "$AKIRA_TASK_ID.txt"`),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +292,7 @@ func TestApproveParkedWorkInLaterRun(t *testing.T) {
 	}
 	wantStatuses(t, out, map[string]TaskStatus{"T1": TaskParked, "T2": TaskBlocked, "T3": TaskDone})
 
-	out, rec, err := f.run(t, Options{Agent: f.agent(script), Decisions: map[string]Decision{"T1": {Kind: DecisionApprove}}})
+	out, rec, err := f.run(t, Options{Inputs: Inputs{Decisions: map[string]Decision{"T1": {Kind: DecisionApprove}}}, Agent: f.agent(script)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +318,7 @@ func TestDecisionParkKeepsTaskParked(t *testing.T) {
 	if _, _, err := f.run(t, Options{Agent: f.agent(script)}); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := f.run(t, Options{Agent: f.agent(script), Decisions: map[string]Decision{"T1": {Kind: DecisionPark}}})
+	out, _, err := f.run(t, Options{Inputs: Inputs{Decisions: map[string]Decision{"T1": {Kind: DecisionPark}}}, Agent: f.agent(script)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +341,7 @@ func TestRetryWithGuidance(t *testing.T) {
 		return d, nil
 	}
 	script := logCall + `if [ -n "${AKIRA_FEEDBACK_FILE:-}" ] && grep -q 'The fruit is a banana' "$AKIRA_FEEDBACK_FILE" && grep -q 'The fruit is a banana' "$AKIRA_PROMPT_FILE"; then echo banana > fruit.txt; else echo apple > fruit.txt; fi`
-	out, _, err := f.run(t, Options{Agent: f.agent(script), Escalate: handler, MaxAttempts: 1})
+	out, _, err := f.run(t, Options{Limits: Limits{MaxAttempts: 1}, Hooks: Hooks{Escalate: handler}, Agent: f.agent(script)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +352,7 @@ func TestRetryWithGuidance(t *testing.T) {
 func TestAbortDecision(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks})
 	handler := func(context.Context, Escalation) (Decision, error) { return Decision{Kind: DecisionAbort}, nil }
-	out, _, err := f.run(t, Options{Agent: f.agent(logCall + `exit 1`), Escalate: handler})
+	out, _, err := f.run(t, Options{Hooks: Hooks{Escalate: handler}, Agent: f.agent(logCall + `exit 1`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,12 +375,14 @@ func TestNoSecretInAgentEnvironmentOrCommits(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": "# R\n\n- [ ] S1: Dump the environment\n- [ ] S2: Fail\n  - verify: `env; false`\n"})
 	authCalls := 0
 	out, rec, err := f.run(t, Options{
+		Limits: Limits{
+			MaxAttempts: 1,
+		},
 		Agent: f.agent(`env > "$LOG/env-$AKIRA_TASK_ID"; env > "env-$AKIRA_TASK_ID.txt"`),
 		GitAuth: func(context.Context) (string, error) {
 			authCalls++
 			return header, nil
 		},
-		MaxAttempts: 1,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -425,8 +434,13 @@ func TestProtectedPathsFailTheAttempt(t *testing.T) {
 func TestAgentTimeoutKillsProcessGroup(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": "# R\n\n- [ ] K1: Hang\n"})
 	pidFile := filepath.Join(f.logs, "pid")
-	out, rec, err := f.run(t, Options{Agent: f.agent(`sleep 60 & echo $! > "$LOG/pid"; wait`),
-		AgentTimeout: 500 * time.Millisecond, MaxAttempts: 1})
+	out, rec, err := f.run(t, Options{
+		Limits: Limits{
+			AgentTimeout: 500 * time.Millisecond,
+			MaxAttempts:  1,
+		},
+		Agent: f.agent(`sleep 60 & echo $! > "$LOG/pid"; wait`),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +487,7 @@ func TestDetectedVerificationAndFallback(t *testing.T) {
 
 	// A configured fallback wins over detection.
 	f2 := newFixture(t, files)
-	out, rec, err = f2.run(t, Options{Agent: f2.agent(`true`), Verify: []string{"true", "test -f Makefile"}})
+	out, rec, err = f2.run(t, Options{Inputs: Inputs{Verify: []string{"true", "test -f Makefile"}}, Agent: f2.agent(`true`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +505,7 @@ func TestRepoConfigChoosesRoadmapAndVerify(t *testing.T) {
 				"docs/Plan.md": "# Plan\n\n- [ ] X1: Make x\n",
 			})
 			// The repository-wide verify fails on the base (x.txt is the task's to make): allowed here.
-			out, _, err := f.run(t, Options{Agent: f.agent(`touch x.txt`), AllowRedBase: true})
+			out, _, err := f.run(t, Options{Limits: Limits{AllowRedBase: true}, Agent: f.agent(`touch x.txt`)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -534,7 +548,7 @@ func TestStartCommit(t *testing.T) {
 		}
 		return nil
 	})
-	if _, _, err := f.run(t, Options{Agent: f.agent(`true`), RunID: "r1", StartCommit: true, Reporter: reporters(rep, stop)}); err == nil ||
+	if _, _, err := f.run(t, Options{Inputs: Inputs{RunID: "r1", StartCommit: true}, Hooks: Hooks{Reporter: reporters(rep, stop)}, Agent: f.agent(`true`)}); err == nil ||
 		!strings.Contains(err.Error(), "crash before the first task") {
 		t.Fatalf("run = %v, want the crash", err)
 	}
@@ -542,7 +556,7 @@ func TestStartCommit(t *testing.T) {
 	if !strings.HasPrefix(log, "akira: start run r1") || !strings.Contains(log, TrailerRun+": r1") || strings.Contains(log, TrailerTask) {
 		t.Fatalf("branch log:\n%s", log)
 	}
-	out, _, err := f.run(t, Options{Agent: f.agent(`echo $AKIRA_TASK_ID > $AKIRA_TASK_ID.txt`), RunID: "r1", StartCommit: true, Reporter: rep})
+	out, _, err := f.run(t, Options{Inputs: Inputs{RunID: "r1", StartCommit: true}, Hooks: Hooks{Reporter: rep}, Agent: f.agent(`echo $AKIRA_TASK_ID > $AKIRA_TASK_ID.txt`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +569,7 @@ func TestStartCommit(t *testing.T) {
 	}
 
 	done := newFixture(t, map[string]string{"ROADMAP.md": "- [x] T1: done\n"})
-	if _, _, err := done.run(t, Options{Agent: done.agent(`true`), RunID: "r2", StartCommit: true}); err != nil {
+	if _, _, err := done.run(t, Options{Inputs: Inputs{RunID: "r2", StartCommit: true}, Agent: done.agent(`true`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, code := gittest.TryGit(t, done.repo.Remote, "rev-parse", "--verify", "--quiet", "akira/roadmap"); code == 0 {
@@ -570,7 +584,7 @@ func TestInvalidRoadmap(t *testing.T) {
 	if !errors.Is(err, ErrInvalidPlan) || !errors.As(err, &errs) {
 		t.Fatalf("err = %v, want ErrInvalidPlan with roadmap.Errors", err)
 	}
-	_, _, err = f.run(t, Options{Agent: f.agent(`true`), Roadmap: "MISSING.md"})
+	_, _, err = f.run(t, Options{Inputs: Inputs{Roadmap: "MISSING.md"}, Agent: f.agent(`true`)})
 	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "MISSING.md not found") {
 		t.Fatalf("missing roadmap: err = %v", err)
 	}
@@ -590,7 +604,7 @@ func TestPushRejectedWhenBranchMoved(t *testing.T) {
 		}
 		return nil
 	})
-	out, _, err := f.run(t, Options{Agent: f.agent(`touch "$AKIRA_TASK_ID.txt"`), Reporter: interloper})
+	out, _, err := f.run(t, Options{Hooks: Hooks{Reporter: interloper}, Agent: f.agent(`touch "$AKIRA_TASK_ID.txt"`)})
 	if !errors.Is(err, ErrPushRejected) {
 		t.Fatalf("err = %v, want ErrPushRejected", err)
 	}
@@ -608,7 +622,7 @@ func TestReporterErrorStopsRun(t *testing.T) {
 		}
 		return nil
 	})
-	out, _, err := f.run(t, Options{Agent: f.agent(logCall + `touch "$AKIRA_TASK_ID.txt"`), Reporter: r})
+	out, _, err := f.run(t, Options{Hooks: Hooks{Reporter: r}, Agent: f.agent(logCall + `touch "$AKIRA_TASK_ID.txt"`)})
 	if !errors.Is(err, boom) || out.Status != StatusFailed {
 		t.Fatalf("err = %v, status %s", err, out.Status)
 	}
@@ -638,7 +652,7 @@ func TestCancelStopsAgentAndKeepsLastCheckpoint(t *testing.T) {
 		return nil
 	})
 	script := `if [ "$AKIRA_TASK_ID" = T2 ]; then sleep 60 & echo $! > "$LOG/pid.tmp"; mv "$LOG/pid.tmp" "$LOG/pid"; wait; fi; touch "$AKIRA_TASK_ID.txt"`
-	out, err := Run(ctx, Options{Repo: f.repo.Remote, WorkDir: f.workDir, Agent: f.agent(script), Reporter: r})
+	out, err := Run(ctx, Options{Inputs: Inputs{Repo: f.repo.Remote}, Hooks: Hooks{Reporter: r}, WorkDir: f.workDir, Agent: f.agent(script)})
 	if !errors.Is(err, context.Canceled) || out.Status != StatusAborted {
 		t.Fatalf("err = %v, status %s", err, out.Status)
 	}
@@ -689,13 +703,18 @@ if [ "$AKIRA_TASK_ID" = T1 ] && [ "$AKIRA_ATTEMPT" = 2 ]; then sed -i 's/- \[ \]
 func TestDecisionsInLaterRun(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks})
 	script := logCall + `if [ "$AKIRA_TASK_ID" = T1 ] && ! grep -q 'use the blue folder' "${AKIRA_FEEDBACK_FILE:-/dev/null}"; then exit 1; fi; touch "$AKIRA_TASK_ID.txt"`
-	if _, _, err := f.run(t, Options{Agent: f.agent(script), Skip: []string{"T3"}}); err != nil {
+	if _, _, err := f.run(t, Options{Inputs: Inputs{Skip: []string{"T3"}}, Agent: f.agent(script)}); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := f.run(t, Options{Agent: f.agent(script), Decisions: map[string]Decision{
-		"T1": {Kind: DecisionRetry, Guidance: "use the blue folder"},
-		"T3": {Kind: DecisionSkip},
-	}})
+	out, _, err := f.run(t, Options{
+		Inputs: Inputs{
+			Decisions: map[string]Decision{
+				"T1": {Kind: DecisionRetry, Guidance: "use the blue folder"},
+				"T3": {Kind: DecisionSkip},
+			},
+		},
+		Agent: f.agent(script),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,19 @@ func parentsOf(t *testing.T, remote, rev string) []string {
 func TestBaseMovedCleanMerge(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks, "README.md": "demo\n"})
 	m := &baseMover{t: t, remote: f.repo.Remote, at: 2, files: map[string]string{"base.txt": "from main\n"}}
-	out, rec, err := f.run(t, Options{Agent: f.agent(logCall + `echo "$AKIRA_TASK_TITLE" > "$AKIRA_TASK_ID.txt"`), RunID: "run-1",
-		BaseMoved: m.BaseMoved, AllowRedBase: true, Verify: []string{"test -f base.txt"}})
+	out, rec, err := f.run(t, Options{
+		Inputs: Inputs{
+			RunID:  "run-1",
+			Verify: []string{"test -f base.txt"},
+		},
+		Limits: Limits{
+			AllowRedBase: true,
+		},
+		Hooks: Hooks{
+			BaseMoved: m.BaseMoved,
+		},
+		Agent: f.agent(logCall + `echo "$AKIRA_TASK_TITLE" > "$AKIRA_TASK_ID.txt"`),
+	})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("Run: %+v, %v", out, err)
 	}
@@ -105,8 +116,19 @@ G1) echo "hello from the branch" > greet.txt ;;
 G2) echo note > note.txt ;;
 sync) cp "$AKIRA_PROMPT_FILE" "$LOG/sync-prompt"; printf 'hello from the branch and main\n' > greet.txt ;;
 esac`
-	out, rec, err := f.run(t, Options{Agent: f.agent(script), RunID: "run-2", BaseMoved: m.BaseMoved,
-		AllowRedBase: true, Verify: []string{"grep -q 'branch and main' greet.txt"}})
+	out, rec, err := f.run(t, Options{
+		Inputs: Inputs{
+			RunID:  "run-2",
+			Verify: []string{"grep -q 'branch and main' greet.txt"},
+		},
+		Limits: Limits{
+			AllowRedBase: true,
+		},
+		Hooks: Hooks{
+			BaseMoved: m.BaseMoved,
+		},
+		Agent: f.agent(script),
+	})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("Run: %+v, %v", out, err)
 	}
@@ -148,8 +170,20 @@ func TestBaseMovedConflictEscalates(t *testing.T) {
 G1) echo "hello from the branch" > greet.txt ;;
 G2) echo note > note.txt ;;
 esac`
-	out, _, err := f.run(t, Options{Agent: f.agent(helpless), RunID: "run-3", BaseMoved: m.BaseMoved, MaxAttempts: 2,
-		AllowRedBase: true, Verify: []string{"grep -q main greet.txt"}})
+	out, _, err := f.run(t, Options{
+		Inputs: Inputs{
+			RunID:  "run-3",
+			Verify: []string{"grep -q main greet.txt"},
+		},
+		Limits: Limits{
+			MaxAttempts:  2,
+			AllowRedBase: true,
+		},
+		Hooks: Hooks{
+			BaseMoved: m.BaseMoved,
+		},
+		Agent: f.agent(helpless),
+	})
 	if err != nil || out.Status != StatusParked {
 		t.Fatalf("Run: %+v, %v", out, err)
 	}
@@ -169,8 +203,21 @@ esac`
 G2) echo note > note.txt ;;
 sync) grep -q "keep both" "$AKIRA_PROMPT_FILE" && printf 'hello from the branch and main\n' > greet.txt ;;
 esac`
-	out, _, err = f.run(t, Options{Agent: f.agent(resolver), RunID: "run-3", BaseMoved: m.BaseMoved, MaxAttempts: 2,
-		AllowRedBase: true, Verify: []string{"grep -q main greet.txt"}, Decisions: map[string]Decision{SyncTaskID: {Kind: DecisionRetry, Guidance: "keep both greetings"}}})
+	out, _, err = f.run(t, Options{
+		Inputs: Inputs{
+			RunID:     "run-3",
+			Verify:    []string{"grep -q main greet.txt"},
+			Decisions: map[string]Decision{SyncTaskID: {Kind: DecisionRetry, Guidance: "keep both greetings"}},
+		},
+		Limits: Limits{
+			MaxAttempts:  2,
+			AllowRedBase: true,
+		},
+		Hooks: Hooks{
+			BaseMoved: m.BaseMoved,
+		},
+		Agent: f.agent(resolver),
+	})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("retry: %+v, %v", out, err)
 	}
@@ -184,8 +231,16 @@ esac`
 func TestBaseMovedSkipDecision(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": greetRoadmap, "greet.txt": "hello\n"})
 	m := &baseMover{t: t, remote: f.repo.Remote, at: 1, files: map[string]string{"greet.txt": "hello from main\n"}}
-	out, _, err := f.run(t, Options{Agent: f.agent(logCall + `echo "hello from the branch" > greet.txt; echo note > note.txt`), RunID: "run-4",
-		BaseMoved: m.BaseMoved, Decisions: map[string]Decision{SyncTaskID: {Kind: DecisionSkip}}})
+	out, _, err := f.run(t, Options{
+		Inputs: Inputs{
+			RunID:     "run-4",
+			Decisions: map[string]Decision{SyncTaskID: {Kind: DecisionSkip}},
+		},
+		Hooks: Hooks{
+			BaseMoved: m.BaseMoved,
+		},
+		Agent: f.agent(logCall + `echo "hello from the branch" > greet.txt; echo note > note.txt`),
+	})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("Run: %+v, %v", out, err)
 	}
@@ -199,7 +254,7 @@ func TestBaseMovedSkipDecision(t *testing.T) {
 func TestSyncOff(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks, ".github/akira.yml": "sync: off\n"})
 	m := &baseMover{t: t, remote: f.repo.Remote, at: 1, files: map[string]string{"base.txt": "b\n"}}
-	out, _, err := f.run(t, Options{Agent: f.agent(`echo x > "$AKIRA_TASK_ID.txt"`), BaseMoved: m.BaseMoved})
+	out, _, err := f.run(t, Options{Hooks: Hooks{BaseMoved: m.BaseMoved}, Agent: f.agent(`echo x > "$AKIRA_TASK_ID.txt"`)})
 	if err != nil || out.Status != StatusSucceeded || len(out.Synced) != 0 || m.calls != 0 {
 		t.Fatalf("Run: %+v, %v (BaseMoved asked %d times)", out, err, m.calls)
 	}
@@ -230,7 +285,7 @@ func TestWorkflowChangesRefusedThenAllowed(t *testing.T) {
 				files[".github/akira.yml"] = tt.repoYAML
 			}
 			f := newFixture(t, files)
-			out, rec, err := f.run(t, Options{Agent: f.agent(script), AllowWorkflows: tt.allow, MaxAttempts: 1})
+			out, rec, err := f.run(t, Options{Limits: Limits{AllowWorkflows: tt.allow, MaxAttempts: 1}, Agent: f.agent(script)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +315,7 @@ func TestBaseMovedPlanConflictSettledByAkira(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": planRoadmap})
 	m := &baseMover{t: t, remote: f.repo.Remote, at: 2,
 		files: map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] P1: One\n- [ ] P2: Two, better (depends: P1)\n- [ ] P3: Three\n"}}
-	out, _, err := f.run(t, Options{Agent: f.agent(logCall + `echo x > "$AKIRA_TASK_ID.txt"`), BaseMoved: m.BaseMoved})
+	out, _, err := f.run(t, Options{Hooks: Hooks{BaseMoved: m.BaseMoved}, Agent: f.agent(logCall + `echo x > "$AKIRA_TASK_ID.txt"`)})
 	if err != nil || out.Status != StatusSucceeded {
 		t.Fatalf("Run: %+v, %v", out, err)
 	}
@@ -282,8 +337,20 @@ G1) echo "hello from the branch" > greet.txt ;;
 G2) echo note > note.txt ;;
 sync) echo "hello, resolved" > greet.txt ;;
 esac`
-	opts := Options{Agent: f.agent(script), RunID: "run-5", BaseMoved: m.BaseMoved, MaxAttempts: 1, AllowRedBase: true,
-		Verify: []string{"grep -q main greet.txt"}}
+	opts := Options{
+		Inputs: Inputs{
+			RunID:  "run-5",
+			Verify: []string{"grep -q main greet.txt"},
+		},
+		Limits: Limits{
+			MaxAttempts:  1,
+			AllowRedBase: true,
+		},
+		Hooks: Hooks{
+			BaseMoved: m.BaseMoved,
+		},
+		Agent: f.agent(script),
+	}
 	out, _, err := f.run(t, opts)
 	if err != nil || out.Status != StatusParked || len(out.Parked) != 1 || out.Parked[0].TaskID != SyncTaskID {
 		t.Fatalf("Run: %+v, %v", out, err)

@@ -155,7 +155,7 @@ fi
 		KeyVar: "ANTHROPIC_API_KEY", BaseURLVar: "ANTHROPIC_BASE_URL", Model: "m", Price: price}
 	box := sandbox.Config{Mode: sandbox.Bubblewrap, VerifyNetwork: sandbox.NetNone, Egress: egress.New(egress.Config{})}
 	sink := &timelineRecorder{}
-	out, _, err := f.run(t, Options{Agent: ag, Sandbox: box, AgentNetwork: sandbox.NetAllowlist, Judge: j, Timeline: sink, Secrets: []string{secret}})
+	out, _, err := f.run(t, Options{Hooks: Hooks{Timeline: sink, Secrets: []string{secret}}, Agent: ag, Sandbox: box, AgentNetwork: sandbox.NetAllowlist, Judge: j})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestAttemptTimelineBounded(t *testing.T) {
 	n := timeline.MaxEvents + 50
 	ag := f.agent(`i=0; while [ $i -lt ` + strconv.Itoa(n) + ` ]; do echo '{"type":"assistant","message":{"content":[{"type":"text","text":"step"}]}}'; i=$((i+1)); done; echo > 1.1.txt`)
 	sink := &timelineRecorder{}
-	if _, _, err := f.run(t, Options{Agent: ag, Timeline: sink}); err != nil {
+	if _, _, err := f.run(t, Options{Hooks: Hooks{Timeline: sink}, Agent: ag}); err != nil {
 		t.Fatal(err)
 	}
 	evs := sink.attempt("1.1", 1)

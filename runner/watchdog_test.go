@@ -22,7 +22,7 @@ func TestStallWatchdog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, map[string]string{"ROADMAP.md": oneTask})
-			out, rec, err := f.run(t, Options{Agent: f.agent(logCall + tt.script), StallTimeout: 400 * time.Millisecond})
+			out, rec, err := f.run(t, Options{Limits: Limits{StallTimeout: 400 * time.Millisecond}, Agent: f.agent(logCall + tt.script)})
 			if err != nil {
 				t.Fatal(err)
 			}

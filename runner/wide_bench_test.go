@@ -113,8 +113,20 @@ func BenchmarkWide(b *testing.B) {
 			}
 			return nil
 		})
-		out, err := Run(ctx, Options{Repo: srv.URL, GitAuth: auth, Cache: cache, Agent: writeAgent{}, Verify: []string{"true"},
-			WorkDir: b.TempDir(), Reporter: rep, Logger: slog.New(slog.DiscardHandler)})
+		out, err := Run(ctx, Options{
+			Inputs: Inputs{
+				Repo:   srv.URL,
+				Verify: []string{"true"},
+			},
+			Hooks: Hooks{
+				Reporter: rep,
+				Logger:   slog.New(slog.DiscardHandler),
+			},
+			GitAuth: auth,
+			Cache:   cache,
+			Agent:   writeAgent{},
+			WorkDir: b.TempDir(),
+		})
 		if err != nil || out.Status != StatusSucceeded || len(engineCPU) != tasks {
 			b.Fatalf("Run: %v (%s), %d checkpoints of %d", err, out.Status, len(engineCPU), tasks)
 		}

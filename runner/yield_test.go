@@ -22,7 +22,7 @@ func TestYieldLeavesTheRestPending(t *testing.T) {
 	ag := f.agent(logCall + `echo done > "$AKIRA_TASK_ID.txt"`)
 	var statusesSeen []RunStatus
 	for range 3 {
-		out, rec, err := f.run(t, Options{Agent: ag, Branch: "akira/yield", Yield: yieldAfter(1)})
+		out, rec, err := f.run(t, Options{Inputs: Inputs{Branch: "akira/yield"}, Hooks: Hooks{Yield: yieldAfter(1)}, Agent: ag})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestYieldLeavesTheRestPending(t *testing.T) {
 // TestYieldBetweenWaves: with tasks in parallel, the engine asks before each wave.
 func TestYieldBetweenWaves(t *testing.T) {
 	f := newFixture(t, map[string]string{"ROADMAP.md": threeParallel})
-	out, _, err := f.run(t, Options{Agent: f.agent(logCall + `echo x > "$AKIRA_TASK_ID.txt"`), MaxParallel: 3, Yield: yieldAfter(1)})
+	out, _, err := f.run(t, Options{Limits: Limits{MaxParallel: 3}, Hooks: Hooks{Yield: yieldAfter(1)}, Agent: f.agent(logCall + `echo x > "$AKIRA_TASK_ID.txt"`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,21 +47,6 @@ func (u Usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
 // Known reports whether there is anything to show.
 func (u Usage) Known() bool { return u.Tokens() > 0 || u.CostUSD > 0 }
 
-// Run states, as shown in the summary and status replies.
-const (
-	RunQueued  = "queued"
-	RunRunning = "running"
-	RunParked  = "parked"
-	RunDone    = "done"
-	RunFailed  = "failed"
-	RunAborted = "aborted"
-	RunHalted  = "stopped"
-	// RunWaitingCI: the tasks are done; the run waits for the pull request's own CI.
-	RunWaitingCI = "waiting for CI"
-	// RunPaused: someone paused the run; it holds no worker until resumed.
-	RunPaused = "paused"
-)
-
 // CI is the pull request's own CI as the summary shows it.
 type CI struct {
 	Checks []CICheck

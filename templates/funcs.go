@@ -192,9 +192,14 @@ func Who(s string) string {
 	return s
 }
 
+// parkedLabel is the label jobs/lifecycle gives a parked run (its status table owns the words; this
+// package sits below jobs and cannot import it; TestParkedLabelReadsAsNeedsADecision in jobs holds the
+// two together).
+const parkedLabel = "parked"
+
 // stateWords is a run state as a person reads it: a parked run "needs a decision".
 func stateWords(s string) string {
-	if s == RunParked {
+	if s == parkedLabel {
 		return "needs a decision"
 	}
 	return s
@@ -202,7 +207,7 @@ func stateWords(s string) string {
 
 // runIs says what a run is, for a sentence about it: "is running", "needs a decision".
 func runIs(s string) string {
-	if s == RunParked {
+	if s == parkedLabel {
 		return "needs a decision"
 	}
 	return "is " + s

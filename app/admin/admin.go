@@ -25,7 +25,9 @@ import (
 
 	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -36,13 +38,13 @@ var OpenAPI []byte
 
 // Store is what the API and the dashboard read.
 type Store interface {
-	Runs(ctx context.Context, f jobs.RunFilter) ([]*jobs.Run, error)
-	RunsPage(ctx context.Context, f jobs.RunFilter) (jobs.RunPage, error)
-	Get(ctx context.Context, id string) (*jobs.Run, error)
+	Runs(ctx context.Context, f store.RunFilter) ([]*lifecycle.Run, error)
+	RunsPage(ctx context.Context, f store.RunFilter) (store.RunPage, error)
+	Get(ctx context.Context, id string) (*lifecycle.Run, error)
 	Log(ctx context.Context, runID, taskID string, attempt int) (string, error)
-	TokenFor(ctx context.Context, secret string) (jobs.Token, error)
-	TokenByHash(ctx context.Context, hash string) (jobs.Token, error)
-	AuditLog(ctx context.Context, n int) ([]jobs.AuditEntry, error)
+	TokenFor(ctx context.Context, secret string) (store.Token, error)
+	TokenByHash(ctx context.Context, hash string) (store.Token, error)
+	AuditLog(ctx context.Context, n int) ([]store.AuditEntry, error)
 	SessionKey(ctx context.Context) ([]byte, error)
 }
 
@@ -58,9 +60,9 @@ type Queue interface {
 	Servers() ([]*asynq.ServerInfo, error)
 }
 
-// FairQueue reads the fair gate's line per installation (jobs.Fair).
+// FairQueue reads the fair gate's line per installation (fair.Gate).
 type FairQueue interface {
-	Queue(ctx context.Context) (jobs.FairQueue, error)
+	Queue(ctx context.Context) (fair.Line, error)
 }
 
 // Deps are the admin server's collaborators. Metrics, when set, is served at /metrics.
@@ -205,7 +207,7 @@ func (s *server) apiAuth(c *gin.Context) {
 		return
 	}
 	tok, err := s.d.Store.TokenFor(c, strings.TrimSpace(secret))
-	if errors.Is(err, jobs.ErrBadToken) {
+	if errors.Is(err, store.ErrBadToken) {
 		c.Header("WWW-Authenticate", `Bearer realm="akira", error="invalid_token"`)
 		abortJSON(c, http.StatusUnauthorized, "the API token is not valid")
 		return
@@ -218,9 +220,9 @@ func (s *server) apiAuth(c *gin.Context) {
 	c.Next()
 }
 
-func tokenOf(c *gin.Context) jobs.Token {
+func tokenOf(c *gin.Context) store.Token {
 	t, _ := c.Get("token")
-	tok, _ := t.(jobs.Token)
+	tok, _ := t.(store.Token)
 	return tok
 }
 
@@ -306,7 +308,7 @@ type ParkedTask struct {
 	Since   time.Time `json:"since"`
 }
 
-func summaryOf(r *jobs.Run) RunSummary {
+func summaryOf(r *lifecycle.Run) RunSummary {
 	s := RunSummary{ID: r.ID, Repo: r.Owner + "/" + r.Repo, Status: string(r.Status), Source: r.Source, Branch: r.Branch,
 		PRURL: r.PRURL, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, TasksTotal: len(r.Tasks), Reference: r.Reference}
 	costs := make([]float64, 0, len(r.Tasks))
@@ -326,7 +328,7 @@ func summaryOf(r *jobs.Run) RunSummary {
 	return s
 }
 
-func detailOf(r *jobs.Run) RunDetail {
+func detailOf(r *lifecycle.Run) RunDetail {
 	d := RunDetail{RunSummary: summaryOf(r), Agent: r.Agent, Error: r.Error, Tasks: []TaskDetail{}, Parked: []ParkedTask{}}
 	for _, t := range r.Tasks {
 		td := TaskDetail{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, DurationSecs: t.Duration.Seconds(),
@@ -356,12 +358,12 @@ func logPath(runID, taskID string, n int) string {
 	return "/api/v1/runs/" + runID + "/tasks/" + taskID + "/attempts/" + strconv.Itoa(n) + "/log"
 }
 
-var runStatuses = []jobs.RunStatus{jobs.StatusQueued, jobs.StatusRunning, lifecycle.StatusWaitingCI, jobs.StatusParked, lifecycle.StatusPaused, jobs.StatusStopped,
-	jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusAborted}
+// runStatuses are the states a filter may name: the lifecycle's, in its order.
+var runStatuses = lifecycle.RunStatuses
 
 // filterOf reads ?repo=owner/name&state=a,b&limit=n&cursor=c.
-func filterOf(c *gin.Context) (jobs.RunFilter, error) {
-	f := jobs.RunFilter{Repo: strings.TrimSpace(c.Query("repo")), Cursor: c.Query("cursor")}
+func filterOf(c *gin.Context) (store.RunFilter, error) {
+	f := store.RunFilter{Repo: strings.TrimSpace(c.Query("repo")), Cursor: c.Query("cursor")}
 	for _, st := range strings.Split(c.Query("state"), ",") {
 		st = strings.TrimSpace(st)
 		if st == "" {
@@ -374,7 +376,11 @@ func filterOf(c *gin.Context) (jobs.RunFilter, error) {
 			}
 		}
 		if !ok {
-			return f, fmt.Errorf("state %q is not one of queued, running, waiting_ci, parked, paused, stopped, succeeded, failed, aborted", st)
+			names := make([]string, len(runStatuses))
+			for i, known := range runStatuses {
+				names[i] = string(known)
+			}
+			return f, fmt.Errorf("state %q is not one of %s", st, strings.Join(names, ", "))
 		}
 	}
 	if l := c.Query("limit"); l != "" {
@@ -395,7 +401,7 @@ func (s *server) apiRuns(c *gin.Context) {
 	}
 	f.Allow = tokenOf(c).Allows
 	page, err := s.d.Store.RunsPage(c, f)
-	if errors.Is(err, jobs.ErrBadCursor) {
+	if errors.Is(err, store.ErrBadCursor) {
 		abortJSON(c, http.StatusBadRequest, "cursor %q is not one a page of runs returned; start again without it", f.Cursor)
 		return
 	}
@@ -417,16 +423,16 @@ func (s *server) apiRuns(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// pendingLister lists the handoffs no worker has made runs yet (jobs.Store).
+// pendingLister lists the handoffs no worker has made runs yet (store.Store).
 type pendingLister interface {
-	PendingHandoffs(ctx context.Context) ([]jobs.Handoff, error)
+	PendingHandoffs(ctx context.Context) ([]store.Handoff, error)
 }
 
 // pendingHandoffs are the runs the API accepted that are not runs in the store yet, as the first
 // page of a listing shows them (newest first, before the runs): a handed-off run is listed from the
 // moment it is accepted, queued (or failed, when a worker found it cannot become one). They are
 // few (a worker takes them up within seconds), so the page may hold them besides its limit of runs.
-func (s *server) pendingHandoffs(c *gin.Context, f jobs.RunFilter) []RunSummary {
+func (s *server) pendingHandoffs(c *gin.Context, f store.RunFilter) []RunSummary {
 	pl, ok := s.d.Store.(pendingLister)
 	if !ok {
 		return nil
@@ -440,7 +446,7 @@ func (s *server) pendingHandoffs(c *gin.Context, f jobs.RunFilter) []RunSummary 
 	for _, h := range hs {
 		sum := handoffDetail(h).RunSummary
 		if f.Allow != nil && !f.Allow(h.Repo) || f.Repo != "" && !strings.EqualFold(f.Repo, h.Repo) ||
-			len(f.Status) > 0 && !slices.Contains(f.Status, jobs.RunStatus(sum.Status)) {
+			len(f.Status) > 0 && !slices.Contains(f.Status, lifecycle.RunStatus(sum.Status)) {
 			continue
 		}
 		out = append(out, sum)
@@ -449,9 +455,9 @@ func (s *server) pendingHandoffs(c *gin.Context, f jobs.RunFilter) []RunSummary 
 }
 
 // runOf reads the run of :id, answering 404 or 503 itself.
-func (s *server) runOf(c *gin.Context, api bool) *jobs.Run {
+func (s *server) runOf(c *gin.Context, api bool) *lifecycle.Run {
 	run, err := s.d.Store.Get(c, c.Param("id"))
-	if errors.Is(err, jobs.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		if api {
 			abortJSON(c, http.StatusNotFound, "no run %s", c.Param("id"))
 		} else {
@@ -479,7 +485,7 @@ func (s *server) readLog(c *gin.Context) (string, bool) {
 		return "", false
 	}
 	text, err := s.d.Store.Log(c, c.Param("id"), c.Param("task"), n)
-	if errors.Is(err, jobs.ErrNoLog) {
+	if errors.Is(err, store.ErrNoLog) {
 		abortJSON(c, http.StatusNotFound, "no log of attempt %d of task %s in run %s (never kept, or expired)", n, c.Param("task"), c.Param("id"))
 		return "", false
 	}
@@ -506,7 +512,7 @@ type QueueState struct {
 	Limited bool `json:"limited,omitempty"`
 	// Installations is the fair gate's line: per installation its cap, its running runs and its
 	// waiting ones in the order they will start, with an estimated start.
-	Installations []jobs.InstallationQueue `json:"installations"`
+	Installations []fair.InstallationQueue `json:"installations"`
 }
 
 // QueueInfo is one queue's depth.
@@ -538,7 +544,7 @@ type ServerInfo struct {
 }
 
 func (s *server) queueState(ctx context.Context, allows func(repo string) bool) (QueueState, error) {
-	st := QueueState{Queues: []QueueInfo{}, Servers: []ServerInfo{}, Installations: []jobs.InstallationQueue{}}
+	st := QueueState{Queues: []QueueInfo{}, Servers: []ServerInfo{}, Installations: []fair.InstallationQueue{}}
 	if s.d.Fair != nil {
 		fq, err := s.d.Fair.Queue(ctx)
 		if err != nil {
@@ -578,12 +584,12 @@ func (s *server) queueState(ctx context.Context, allows func(repo string) bool) 
 
 // fairFor keeps the runs of the repositories a caller may see (a token limited to repositories sees
 // only theirs; their position stays the one in the installation's whole line).
-func fairFor(insts []jobs.InstallationQueue, allows func(repo string) bool) []jobs.InstallationQueue {
+func fairFor(insts []fair.InstallationQueue, allows func(repo string) bool) []fair.InstallationQueue {
 	if allows == nil {
 		return insts
 	}
-	keep := func(runs []jobs.QueuedRun) []jobs.QueuedRun {
-		out := []jobs.QueuedRun{}
+	keep := func(runs []fair.QueuedRun) []fair.QueuedRun {
+		out := []fair.QueuedRun{}
 		for _, r := range runs {
 			if allows(r.Repository) {
 				out = append(out, r)
@@ -591,7 +597,7 @@ func fairFor(insts []jobs.InstallationQueue, allows func(repo string) bool) []jo
 		}
 		return out
 	}
-	out := []jobs.InstallationQueue{}
+	out := []fair.InstallationQueue{}
 	for _, q := range insts {
 		q.Running, q.Waiting = keep(q.Running), keep(q.Waiting)
 		if len(q.Running)+len(q.Waiting) > 0 {
@@ -623,13 +629,13 @@ func (s *server) apiAudit(c *gin.Context) {
 	}
 	if tok := tokenOf(c); len(tok.Repos) > 0 {
 		// A token limited to repositories reads what was done on them only.
-		entries = slices.DeleteFunc(entries, func(e jobs.AuditEntry) bool { return !tok.Allows(e.Repo) })
+		entries = slices.DeleteFunc(entries, func(e store.AuditEntry) bool { return !tok.Allows(e.Repo) })
 	}
 	if entries == nil {
-		entries = []jobs.AuditEntry{}
+		entries = []store.AuditEntry{}
 	}
 	c.JSON(http.StatusOK, struct {
-		Entries []jobs.AuditEntry `json:"entries"`
+		Entries []store.AuditEntry `json:"entries"`
 	}{entries})
 }
 
@@ -684,7 +690,7 @@ func (s *server) control(c *gin.Context, req jobs.ControlRequest) {
 	log := s.log.With("run", req.RunID, "action", req.Action, "token", req.Token.Name, "via", req.Via)
 	result, err := s.d.Controller.Control(c, req)
 	switch {
-	case errors.Is(err, jobs.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		abortJSON(c, http.StatusNotFound, "no run %s", req.RunID)
 	case errors.Is(err, jobs.ErrNotNow):
 		abortJSON(c, http.StatusConflict, "%v", err)
@@ -699,7 +705,7 @@ func (s *server) control(c *gin.Context, req jobs.ControlRequest) {
 
 // requestID is the client's Idempotency-Key when it sends one (a retried request then acts once),
 // else a fresh id. The key is the token's: another token's same key is another request.
-func requestID(c *gin.Context, tok jobs.Token, scope string) string {
+func requestID(c *gin.Context, tok store.Token, scope string) string {
 	if k := strings.TrimSpace(c.GetHeader("Idempotency-Key")); k != "" && len(k) <= 128 {
 		return "key-" + tok.ID + "-" + scope + "-" + k
 	}

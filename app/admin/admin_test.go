@@ -27,6 +27,8 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -51,7 +53,7 @@ func (c *recordingController) Control(_ context.Context, req jobs.ControlRequest
 type fixture struct {
 	srv         *httptest.Server
 	h           http.Handler
-	store       *jobs.Store
+	store       *store.Store
 	ctl         *recordingController
 	read, write string
 	runID       string
@@ -71,46 +73,46 @@ func newFixture(t *testing.T) *fixture {
 		}
 		rdb.Close()
 	})
-	store := jobs.NewStore(rdb, prefix)
+	st := store.NewStore(rdb, prefix)
 	ctx := context.Background()
-	run, _, err := store.Create(ctx, &jobs.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
-		Source: "issue #1", Issue: 1, Title: "Docs for the parser", Sender: "alice", RepoURL: "https://github.example/octo/demo", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: jobs.StatusParked,
-		Tasks: []jobs.TaskState{
+	run, _, err := st.Create(ctx, &lifecycle.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
+		Source: "issue #1", Issue: 1, Title: "Docs for the parser", Sender: "alice", RepoURL: "https://github.example/octo/demo", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: lifecycle.StatusParked,
+		Tasks: []lifecycle.TaskState{
 			{ID: "1.1", Title: "Add <b>bold</b> parser", Status: templates.StatusPassed, Attempts: 2, Checkpoint: "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b",
 				CostUSD: 0.12, InputTokens: 1000, OutputTokens: 200, UsageEstimated: true, Judgement: &templates.Judgement{Confidence: 0.93, Accepted: true}},
 			{ID: "1.2", Title: "Write docs", Status: templates.StatusEscalated, Attempts: 3},
 		},
-		Parked: []jobs.Parked{{TaskID: "1.2", Attempt: 3, Reason: "max_attempts", Summary: "verification failed: `mkdocs build --strict` exited 1",
+		Parked: []lifecycle.Parked{{TaskID: "1.2", Attempt: 3, Reason: "max_attempts", Summary: "verification failed: `mkdocs build --strict` exited 1",
 			At: time.Now().Add(-time.Hour), Changed: []string{"docs/guide.md", "mkdocs.yml"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.SaveLog(ctx, run.ID, "1.1", 1, "==> Agent\nhello from the agent\n", time.Hour); err != nil {
+	if err := st.SaveLog(ctx, run.ID, "1.1", 1, "==> Agent\nhello from the agent\n", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	// The parked attempt's log as the reporter writes it: one command passes, one fails.
-	if err := store.SaveLog(ctx, run.ID, "1.2", 3, "==> Run r-admin-1, task 1.2 (Write docs), attempt 3\n\n==> Agent (2s)\nedited the guide\n"+
+	if err := st.SaveLog(ctx, run.ID, "1.2", 3, "==> Run r-admin-1, task 1.2 (Write docs), attempt 3\n\n==> Agent (2s)\nedited the guide\n"+
 		"\n==> Verification\n\n$ go vet ./...\n(exit 0, 1.2s)\npassing-output\n\n$ mkdocs build --strict\n(exit 1, 3.4s)\nINFO - Building\n"+
 		"WARNING - Doc file 'guide.md' contains a link to 'missing.md'\n", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	read, err := store.CreateToken(ctx, "dash-reader", jobs.ScopeRead)
+	read, err := st.CreateToken(ctx, "dash-reader", store.ScopeRead)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write, err := store.CreateToken(ctx, "ops", jobs.ScopeControl)
+	write, err := st.CreateToken(ctx, "ops", store.ScopeControl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctl := &recordingController{}
 	fair := fairLine(t, rdb, prefix)
-	h, err := NewServer(Deps{Store: store, Controller: ctl, Queue: asynq.NewInspectorFromRedisClient(rdb), Fair: fair, Metrics: http.NotFoundHandler()})
+	h, err := NewServer(Deps{Store: st, Controller: ctl, Queue: asynq.NewInspectorFromRedisClient(rdb), Fair: fair, Metrics: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{srv: srv, h: h, store: store, ctl: ctl, read: read, write: write, runID: run.ID}
+	return &fixture{srv: srv, h: h, store: st, ctl: ctl, read: read, write: write, runID: run.ID}
 }
 
 func loadSpec(t *testing.T) (*openapi3.T, routers.Router) {
@@ -215,7 +217,7 @@ func TestAPIAgainstOpenAPI(t *testing.T) {
 	call("GET", "/api/v1/runs?state=sleeping", f.read, "", http.StatusBadRequest)
 	// Pages: two more runs, one per page, each page's next leading to the following one.
 	for _, id := range []string{"r-admin-2", "r-admin-3"} {
-		if _, _, err := f.store.Create(context.Background(), &jobs.Run{ID: id, Owner: "octo", Repo: "demo", Branch: "akira/" + id}); err != nil {
+		if _, _, err := f.store.Create(context.Background(), &lifecycle.Run{ID: id, Owner: "octo", Repo: "demo", Branch: "akira/" + id}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,33 +17,36 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/fair"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 )
 
 func fairPayload(inst int64, owner, repo, delivery string) jobs.RunPayload {
-	return jobs.RunPayload{Version: jobs.PayloadVersion, DeliveryID: delivery, Trigger: jobs.TriggerIssue,
+	return jobs.RunPayload{Version: jobs.PayloadVersion, DeliveryID: delivery, Trigger: lifecycle.TriggerIssue,
 		InstallationID: inst, Owner: owner, Repo: repo, Number: 3}
 }
 
 // fairLine fills a fair gate of two workers: installation 7 (octo/demo) ran a run job of ten
 // minutes, runs a second and has two more waiting; installation 9 (acme/web) has one waiting.
-func fairLine(t *testing.T, rdb *redis.Client, prefix string) *jobs.Fair {
+func fairLine(t *testing.T, rdb *redis.Client, prefix string) *fair.Gate {
 	t.Helper()
 	ctx := context.Background()
-	f := jobs.NewFair(rdb, prefix, config.Fair{}, 2)
+	f := fair.New(rdb, prefix, config.Fair{}, 2)
 	now := time.Now().Add(-10 * time.Minute)
 	f.Now = func() time.Time { return now }
 	first := fairPayload(7, "octo", "demo", "d0")
-	if err := f.Acquire(ctx, first); err != nil {
+	if err := f.Acquire(ctx, first.Ticket()); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(10 * time.Minute)
-	f.Hold(ctx, first)() // the first run job ends, ten minutes after it started
-	if err := f.Acquire(ctx, fairPayload(7, "octo", "demo", "d1")); err != nil {
+	f.Hold(ctx, first.Ticket())() // the first run job ends, ten minutes after it started
+	if err := f.Acquire(ctx, fairPayload(7, "octo", "demo", "d1").Ticket()); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []jobs.RunPayload{fairPayload(7, "octo", "demo", "d2"), fairPayload(7, "octo", "demo", "d3"), fairPayload(9, "acme", "web", "e1")} {
-		if err := f.List(ctx, p); err != nil {
+		if err := f.List(ctx, p.Ticket()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,7 +99,7 @@ func TestQueueByInstallation(t *testing.T) {
 		t.Fatalf("installation 9 (the free worker is its): %+v", b)
 	}
 
-	limited, err := f.store.CreateTokenFor(context.Background(), "web-team", jobs.ScopeRead, []string{"acme/web"})
+	limited, err := f.store.CreateTokenFor(context.Background(), "web-team", store.ScopeRead, []string{"acme/web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +163,7 @@ func TestQueueOfALimitedToken(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	limited, err := f.store.CreateTokenFor(context.Background(), "web-team", jobs.ScopeRead, []string{"acme/web"})
+	limited, err := f.store.CreateTokenFor(context.Background(), "web-team", store.ScopeRead, []string{"acme/web"})
 	if err != nil {
 		t.Fatal(err)
 	}

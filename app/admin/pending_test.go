@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // TestHandedOffRunListedAtOnce: a run the API accepted is listed from that moment, queued, before
@@ -17,7 +18,7 @@ import (
 // list_runs read), filtered like the runs, and only to a token that sees its repository.
 func TestHandedOffRunListedAtOnce(t *testing.T) {
 	f := newStartFixture(t)
-	other, err := f.store.CreateTokenFor(context.Background(), "elsewhere", jobs.ScopeRead, []string{"octo/other"})
+	other, err := f.store.CreateTokenFor(context.Background(), "elsewhere", store.ScopeRead, []string{"octo/other"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +76,8 @@ func TestHandedOffRunListedAtOnce(t *testing.T) {
 		}
 	}
 	// Once a worker has made it a run, the run is listed, once.
-	if _, _, err := f.store.Create(context.Background(), &jobs.Run{ID: started.ID, Owner: "octo", Repo: "demo", InstallationID: 7,
-		Branch: "akira/handoff-" + started.ID, Status: jobs.StatusRunning}); err != nil {
+	if _, _, err := f.store.Create(context.Background(), &lifecycle.Run{ID: started.ID, Owner: "octo", Repo: "demo", InstallationID: 7,
+		Branch: "akira/handoff-" + started.ID, Status: lifecycle.StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
 	code, data = do("GET", "/api/v1/runs", f.read, "")

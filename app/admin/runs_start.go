@@ -15,17 +15,19 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // Starter starts runs handed off through the API (jobs.Controller).
 type Starter interface {
-	StartHandoff(ctx context.Context, req jobs.HandoffRequest, tasks int) (jobs.Handoff, bool, error)
+	StartHandoff(ctx context.Context, req jobs.HandoffRequest, tasks int) (store.Handoff, bool, error)
 }
 
 // handoffStore is what starting a run reads besides runs: the handoff records and the repository's
-// task durations for the estimate. jobs.Store has both; a Store without them cannot start runs.
+// task durations for the estimate. store.Store has both; a Store without them cannot start runs.
 type handoffStore interface {
-	Handoff(ctx context.Context, id string) (jobs.Handoff, error)
+	Handoff(ctx context.Context, id string) (store.Handoff, error)
 	TaskDurations(ctx context.Context, owner, repo string) ([]time.Duration, error)
 }
 
@@ -69,7 +71,7 @@ const (
 )
 
 // keyTTL is how long an Idempotency-Key is remembered, in words.
-var keyTTL = fmt.Sprintf("%g hours", jobs.HandoffTTL.Hours())
+var keyTTL = fmt.Sprintf("%g hours", store.HandoffTTL.Hours())
 
 // plainReference keeps a caller's reference plain text wherever it is shown (a pull request's title
 // and summary are markdown): 1 to 200 letters, digits, spaces and . _ : / # @ + = -. A loop, not a
@@ -110,7 +112,7 @@ func validBranch(b string) bool {
 // checkStart says what is wrong with a body, as the caller wrote it.
 func checkStart(b StartBody) (status int, msg string) {
 	switch {
-	case !jobs.ValidRepoName(b.Repository):
+	case !store.ValidRepoName(b.Repository):
 		return http.StatusBadRequest, "repository " + strconv.Quote(b.Repository) + " is not owner/name"
 	case b.Plan != "" && b.PlanPath != "":
 		return http.StatusBadRequest, "give plan or plan_path, not both"
@@ -175,7 +177,7 @@ func (s *server) apiStart(c *gin.Context) {
 	h, created, err := s.d.Starter.StartHandoff(c, jobs.HandoffRequest{Owner: owner, Repo: repo, Base: body.Base, Plan: body.Plan,
 		PlanPath: body.PlanPath, Agent: body.Agent, BudgetUSD: body.Budget, Reference: body.Reference, Notify: body.Notify, Token: tok,
 		Key: key}, tasks)
-	if reused, ok := errors.AsType[*jobs.KeyReusedError](err); ok {
+	if reused, ok := errors.AsType[*store.KeyReusedError](err); ok {
 		abortJSON(c, http.StatusUnprocessableEntity, "Idempotency-Key %q started run %s for a different request in the last %s: "+
 			"send the same request to get that run again, or a new key to start another", key, reused.RunID, keyTTL)
 		return
@@ -187,11 +189,11 @@ func (s *server) apiStart(c *gin.Context) {
 	}
 	s.log.Info("admin: run handed off", "run", h.ID, "repo", h.Repo, "token", tok.Name, "repeated", !created)
 	out := StartResult{ID: h.ID, URL: baseURL(c) + "/ui/runs/" + h.ID, APIURL: baseURL(c) + "/api/v1/runs/" + h.ID, Branch: h.Branch,
-		Status: string(jobs.StatusQueued), Repeated: !created, Reference: h.Reference}
+		Status: string(lifecycle.StatusQueued), Repeated: !created, Reference: h.Reference}
 	if run, err := s.d.Store.Get(c, h.ID); err == nil {
 		out.Status, out.Branch = string(run.Status), run.Branch
 	} else if h.Error != "" {
-		out.Status, out.Error = string(jobs.StatusFailed), h.Error
+		out.Status, out.Error = string(lifecycle.StatusFailed), h.Error
 	}
 	out.Estimate = s.estimate(c, owner, repo, h.Tasks)
 	c.JSON(http.StatusAccepted, out)
@@ -225,11 +227,11 @@ func baseURL(c *gin.Context) string {
 
 // handoffDetail is a run handed off that the run job has not created (yet, or ever): queued, or
 // failed with the reason.
-func handoffDetail(h jobs.Handoff) RunDetail {
-	d := RunDetail{RunSummary: RunSummary{ID: h.ID, Repo: h.Repo, Status: string(jobs.StatusQueued), Source: "API", Branch: h.Branch,
+func handoffDetail(h store.Handoff) RunDetail {
+	d := RunDetail{RunSummary: RunSummary{ID: h.ID, Repo: h.Repo, Status: string(lifecycle.StatusQueued), Source: "API", Branch: h.Branch,
 		CreatedAt: h.Created, UpdatedAt: h.Created, TasksTotal: h.Tasks}, Tasks: []TaskDetail{}, Parked: []ParkedTask{}}
 	if h.Error != "" {
-		d.Status, d.Error = string(jobs.StatusFailed), h.Error
+		d.Status, d.Error = string(lifecycle.StatusFailed), h.Error
 	}
 	return d
 }
@@ -247,7 +249,7 @@ func visible(c *gin.Context, repo string) bool {
 // apiRunOrHandoff answers GET /runs/{id}: the run, or the handoff that has not become one.
 func (s *server) apiRunOrHandoff(c *gin.Context) {
 	run, err := s.d.Store.Get(c, c.Param("id"))
-	if errors.Is(err, jobs.ErrNotFound) && s.hs != nil {
+	if errors.Is(err, store.ErrNotFound) && s.hs != nil {
 		if h, herr := s.hs.Handoff(c, c.Param("id")); herr == nil {
 			if visible(c, h.Repo) {
 				c.JSON(http.StatusOK, handoffDetail(h))
@@ -256,7 +258,7 @@ func (s *server) apiRunOrHandoff(c *gin.Context) {
 		}
 	}
 	switch {
-	case errors.Is(err, jobs.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		abortJSON(c, http.StatusNotFound, "no run %s", c.Param("id"))
 	case err != nil:
 		s.log.Error("admin: read run", "run", c.Param("id"), "err", err)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // startFixture is an admin server whose Starter is the real jobs.Controller: a handoff is recorded
@@ -39,7 +41,7 @@ func newStartFixture(t *testing.T) *startFixture {
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	t.Cleanup(func() { _ = insp.DeleteQueue(queue, true) })
 	ctl := &jobs.Controller{Store: f.store, Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: queue})}
-	starter, err := f.store.CreateTokenFor(context.Background(), "editor", jobs.ScopeStart, []string{"octo/demo"})
+	starter, err := f.store.CreateTokenFor(context.Background(), "editor", store.ScopeStart, []string{"octo/demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestStartRunThroughOpenAPI(t *testing.T) {
 		t.Errorf("%d handoff jobs after the refusals, want 2", n)
 	}
 	// A token limited to octo/demo sees no run of another repository.
-	if _, _, err := f.store.Create(ctx, &jobs.Run{ID: "r-elsewhere", Owner: "octo", Repo: "other", Branch: "akira/roadmap", Status: jobs.StatusRunning}); err != nil {
+	if _, _, err := f.store.Create(ctx, &lifecycle.Run{ID: "r-elsewhere", Owner: "octo", Repo: "other", Branch: "akira/roadmap", Status: lifecycle.StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
 	call("GET", "/api/v1/runs/r-elsewhere", f.starter, "", "", http.StatusNotFound)
@@ -195,7 +197,7 @@ func TestStartRunThroughOpenAPI(t *testing.T) {
 		}
 	}
 
-	if err := f.store.Audit(ctx, jobs.AuditEntry{Time: time.Now(), Token: "ops", Via: "API", Action: "stop", RunID: "r-elsewhere", Repo: "octo/other"}); err != nil {
+	if err := f.store.Audit(ctx, store.AuditEntry{Time: time.Now(), Token: "ops", Via: "API", Action: "stop", RunID: "r-elsewhere", Repo: "octo/other"}); err != nil {
 		t.Fatal(err)
 	}
 	audit := call("GET", "/api/v1/audit", f.starter, "", "", http.StatusOK)
@@ -265,7 +267,7 @@ func TestIdempotencyKeyIsTheTokens(t *testing.T) {
 	if ok, err := f.store.RevokeToken(ctx, "editor"); err != nil || !ok {
 		t.Fatalf("revoke: %v %v", ok, err)
 	}
-	successor, err := f.store.CreateTokenFor(ctx, "editor", jobs.ScopeStart, []string{"octo/demo"})
+	successor, err := f.store.CreateTokenFor(ctx, "editor", store.ScopeStart, []string{"octo/demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +283,7 @@ func TestIdempotencyKeyIsTheTokens(t *testing.T) {
 // and another token's same key another action.
 func TestControlKeyIsTheTokens(t *testing.T) {
 	f := newFixture(t)
-	other, err := f.store.CreateToken(context.Background(), "ops-2", jobs.ScopeControl)
+	other, err := f.store.CreateToken(context.Background(), "ops-2", store.ScopeControl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -157,26 +158,26 @@ func (s *server) setSession(c *gin.Context, tokenHash string) {
 }
 
 // session checks the cookie and returns its token and the cookie's value.
-func (s *server) session(c *gin.Context) (jobs.Token, string, bool) {
+func (s *server) session(c *gin.Context) (store.Token, string, bool) {
 	ck, err := c.Request.Cookie(sessionCookie)
 	if err != nil {
-		return jobs.Token{}, "", false
+		return store.Token{}, "", false
 	}
 	parts := strings.Split(ck.Value, ".")
 	if len(parts) != 3 {
-		return jobs.Token{}, "", false
+		return store.Token{}, "", false
 	}
 	want := s.mac(c, "session", parts[0], parts[1])
 	if want == "" || !hmac.Equal([]byte(want), []byte(parts[2])) {
-		return jobs.Token{}, "", false
+		return store.Token{}, "", false
 	}
 	exp, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil || s.d.Now().Unix() > exp {
-		return jobs.Token{}, "", false
+		return store.Token{}, "", false
 	}
 	tok, err := s.d.Store.TokenByHash(c, parts[0])
 	if err != nil {
-		return jobs.Token{}, "", false
+		return store.Token{}, "", false
 	}
 	return tok, ck.Value, true
 }
@@ -208,7 +209,7 @@ func (s *server) csrf(c *gin.Context) {
 // page is what every dashboard page gets: who is logged in, the CSRF token, and the page's data.
 type page struct {
 	Title  string
-	Token  jobs.Token
+	Token  store.Token
 	CSRF   string
 	Flash  string
 	Error  string
@@ -219,7 +220,7 @@ type page struct {
 
 func (s *server) render(c *gin.Context, status int, name string, p page) {
 	if t, ok := c.Get("token"); ok {
-		p.Token, _ = t.(jobs.Token)
+		p.Token, _ = t.(store.Token)
 	}
 	if v, ok := c.Get("csrf"); ok {
 		p.CSRF, _ = v.(string)
@@ -262,7 +263,7 @@ func (s *server) login(c *gin.Context) {
 	if err != nil {
 		status := http.StatusUnauthorized
 		msg := "That token is not valid."
-		if !errors.Is(err, jobs.ErrBadToken) {
+		if !errors.Is(err, store.ErrBadToken) {
 			status, msg = http.StatusServiceUnavailable, "Tokens cannot be checked now; try again."
 		}
 		s.render(c, status, "login", page{Title: "Log in", Error: msg, Next: safeNext(c.PostForm("next"))})
@@ -274,7 +275,7 @@ func (s *server) login(c *gin.Context) {
 			Next: safeNext(c.PostForm("next"))})
 		return
 	}
-	s.setSession(c, jobs.TokenHash(secret))
+	s.setSession(c, store.TokenHash(secret))
 	s.log.Info("admin: dashboard login", "token", tok.Name)
 	c.Redirect(http.StatusSeeOther, safeNext(c.PostForm("next")))
 }
@@ -295,7 +296,7 @@ func (s *server) runsPage(c *gin.Context) {
 		f.Limit = runsPerPage
 	}
 	pg, err := s.d.Store.RunsPage(c, f)
-	if errors.Is(err, jobs.ErrBadCursor) {
+	if errors.Is(err, store.ErrBadCursor) {
 		s.render(c, http.StatusBadRequest, "error", page{Title: "Runs", Error: "That page of runs is not one Akira listed; start again from the first page."})
 		return
 	}
@@ -354,10 +355,10 @@ func (s *server) runPage(c *gin.Context) {
 	if run == nil {
 		return
 	}
-	v := runView{Run: detailOf(run), Name: nameOf(run), Working: run.Status == jobs.StatusRunning || run.Status == jobs.StatusQueued,
+	v := runView{Run: detailOf(run), Name: nameOf(run), Working: run.Status == lifecycle.StatusRunning || run.Status == lifecycle.StatusQueued,
 		Over: run.Status.Terminal(), Paused: run.Status == lifecycle.StatusPaused, Decisions: s.decisionsOf(c, run),
 		StoppedBy: templates.Who(run.StoppedBy), PausedBy: templates.Who(run.PausedBy), AbortedBy: templates.Who(run.AbortedBy)}
-	if run.Status == jobs.StatusRunning {
+	if run.Status == lifecycle.StatusRunning {
 		v.TaskStarted = run.TaskStartedAt
 	}
 	v.Continue, v.ContinueOn = run.PRURL, "the pull request"
@@ -389,7 +390,7 @@ func (s *server) taskPage(c *gin.Context) {
 			continue
 		}
 		v := taskView{RunID: run.ID, Repo: run.Owner + "/" + run.Repo, Run: nameOf(run), Task: t}
-		if t.Status == templates.StatusRunning && run.Status == jobs.StatusRunning {
+		if t.Status == templates.StatusRunning && run.Status == lifecycle.StatusRunning {
 			v.Started = run.TaskStartedAt
 		}
 		for _, d := range s.decisionsOf(c, run) {
@@ -438,7 +439,7 @@ type escalation struct {
 }
 
 func (s *server) escalationsPage(c *gin.Context) {
-	runs, err := s.d.Store.Runs(c, jobs.RunFilter{Status: []jobs.RunStatus{jobs.StatusParked}, Limit: 1000})
+	runs, err := s.d.Store.Runs(c, store.RunFilter{Status: []lifecycle.RunStatus{lifecycle.StatusParked}, Limit: 1000})
 	if err != nil {
 		s.render(c, http.StatusServiceUnavailable, "error", page{Title: "Escalations", Error: "Runs cannot be read now."})
 		return
@@ -476,7 +477,7 @@ func (s *server) uiControl(c *gin.Context) {
 		Token: tok, Via: "dashboard", RequestID: strconv.FormatInt(time.Now().UnixNano(), 36), Now: c.PostForm("now") == "1"}
 	result, err := s.d.Controller.Control(c, req)
 	switch {
-	case errors.Is(err, jobs.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		c.AbortWithStatus(http.StatusNotFound)
 	case err != nil:
 		msg := err.Error()

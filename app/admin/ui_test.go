@@ -21,6 +21,8 @@ import (
 
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // browser is a person at the dashboard: a cookie jar and no automatic redirects, so that each answer
@@ -247,7 +249,7 @@ func TestDashboardPages(t *testing.T) {
 	wantPage(t, "a bad state filter", b.get("/ui/?state=sleeping"), http.StatusBadRequest, "state &#34;sleeping&#34; is not one of")
 	wantPage(t, "a bad limit", b.get("/ui/?limit=0"), http.StatusBadRequest, "limit &#34;0&#34; is not a number from 1 to 1000")
 	// A page of one run links the older runs and, from there, the newest again.
-	if _, _, err := f.store.Create(context.Background(), &jobs.Run{ID: "r-admin-newer", Owner: "octo", Repo: "demo", Branch: "akira/newer"}); err != nil {
+	if _, _, err := f.store.Create(context.Background(), &lifecycle.Run{ID: "r-admin-newer", Owner: "octo", Repo: "demo", Branch: "akira/newer"}); err != nil {
 		t.Fatal(err)
 	}
 	first := b.get("/ui/?limit=1")
@@ -366,7 +368,7 @@ func TestDashboardControl(t *testing.T) {
 	}{
 		{fmt.Errorf("%w: the run is not parked", jobs.ErrNotNow), "?error=" + url.QueryEscape(jobs.ErrNotNow.Error()+": the run is not parked"), http.StatusSeeOther},
 		{errors.New("redis: connection refused"), "?error=" + url.QueryEscape("the action could not be carried out now; try again"), http.StatusSeeOther},
-		{jobs.ErrNotFound, "", http.StatusNotFound},
+		{store.ErrNotFound, "", http.StatusNotFound},
 	} {
 		f.ctl.err = tt.err
 		a := ops.post(run+"/approve", url.Values{"csrf": {csrf}, "task_id": {"1.2"}})
@@ -384,8 +386,8 @@ func TestAdminWhenRedisIsDown(t *testing.T) {
 	b.login(f.write, "/ui/")
 
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
-	store := jobs.NewStore(rdb, "akira-admin-down:")
-	h, err := NewServer(Deps{Store: store, Controller: f.ctl, Queue: asynq.NewInspectorFromRedisClient(rdb)})
+	st := store.NewStore(rdb, "akira-admin-down:")
+	h, err := NewServer(Deps{Store: st, Controller: f.ctl, Queue: asynq.NewInspectorFromRedisClient(rdb)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +453,7 @@ func TestNewServerNeedsItsParts(t *testing.T) {
 func TestMetricsAndProfiles(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	limited, err := f.store.CreateTokenFor(ctx, "web-team", jobs.ScopeControl, []string{"acme/web"})
+	limited, err := f.store.CreateTokenFor(ctx, "web-team", store.ScopeControl, []string{"acme/web"})
 	if err != nil {
 		t.Fatal(err)
 	}

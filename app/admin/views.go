@@ -4,11 +4,11 @@ import (
 	"context"
 	"html/template"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
@@ -18,19 +18,16 @@ import (
 // or pull request, its state is a phrase ("needs a decision", not "parked"), and a parked task comes
 // with what a person needs to decide on it. The API keeps the state names; these are the pages' only.
 
-// stateWords are the run states as the pages say them.
-var stateWords = map[string]string{
-	string(jobs.StatusQueued): "queued", string(jobs.StatusRunning): "running", string(lifecycle.StatusWaitingCI): "waiting for CI",
-	string(jobs.StatusParked): "needs a decision", string(lifecycle.StatusPaused): "paused", string(jobs.StatusStopped): "stopped",
-	string(jobs.StatusSucceeded): "finished", string(jobs.StatusFailed): "failed", string(jobs.StatusAborted): "aborted",
-	// task statuses
-	templates.StatusPending: "pending", templates.StatusPassed: "passed", templates.StatusEscalated: "needs a decision",
-	templates.StatusSkipped: "skipped",
-}
+// taskWords are the task statuses the pages say otherwise; a run's state is said as lifecycle
+// phrases it.
+var taskWords = map[string]string{templates.StatusEscalated: "needs a decision"}
 
 // words is a run's or a task's state as the pages say it.
 func words(state string) string {
-	if w, ok := stateWords[state]; ok {
+	if slices.Contains(lifecycle.RunStatuses, lifecycle.RunStatus(state)) {
+		return lifecycle.RunStatus(state).Phrase()
+	}
+	if w, ok := taskWords[state]; ok {
 		return w
 	}
 	return strings.ReplaceAll(state, "_", " ")
@@ -46,7 +43,7 @@ type runName struct {
 	By string
 }
 
-func nameOf(r *jobs.Run) runName {
+func nameOf(r *lifecycle.Run) runName {
 	n := runName{Title: r.Title}
 	num, kind := r.Issue, "issues"
 	if num == 0 && r.PR > 0 {
@@ -83,7 +80,7 @@ type runRow struct {
 	Waiting string
 }
 
-func rowOf(r *jobs.Run) runRow {
+func rowOf(r *lifecycle.Run) runRow {
 	row := runRow{RunSummary: summaryOf(r), Name: nameOf(r)}
 	if len(r.Parked) > 0 {
 		row.Waiting = r.Parked[0].TaskID
@@ -121,7 +118,7 @@ type failedCommand struct {
 // outputLines is how much of a failing command's output the decision screen shows.
 const outputLines = 40
 
-func (s *server) decisionsOf(ctx context.Context, r *jobs.Run) []decision {
+func (s *server) decisionsOf(ctx context.Context, r *lifecycle.Run) []decision {
 	var out []decision
 	for _, p := range r.Parked {
 		d := decision{TaskID: p.TaskID, Title: p.TaskID, Why: plainWords(reasonWords(p.Reason, p.Summary)), Since: p.At, Attempt: p.Attempt,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // Check run statuses and conclusions. Akira maps a verified task to success, a failed one to failure, a
@@ -83,7 +83,7 @@ type checkRunResponse struct {
 	HTMLURL string `json:"html_url"`
 }
 
-// CreateCheckRun implements jobs.Checks: it creates a check run and returns its id and web URL.
+// CreateCheckRun implements ports.Checks: it creates a check run and returns its id and web URL.
 // Annotations beyond the first 50 are sent by further updates, 50 at a time, as GitHub's API requires.
 // Summary and Text are cut to GitHub's limit with a note; Title defaults to Name.
 //
@@ -91,7 +91,7 @@ type checkRunResponse struct {
 // App created already (a job died after GitHub created it, before its id was stored) is updated and
 // returned instead: a task never gets a second check run with the first left in progress. Completed
 // ones are not reused: a new round of a task after a decision gets a new check run.
-func (c *Client) CreateCheckRun(ctx context.Context, owner, repo string, cr jobs.CheckRun) (int64, string, error) {
+func (c *Client) CreateCheckRun(ctx context.Context, owner, repo string, cr ports.CheckRun) (int64, string, error) {
 	if cr.Name == "" || cr.HeadSHA == "" {
 		return 0, "", errors.New("gh: create check run: name and head sha are required")
 	}
@@ -125,10 +125,10 @@ func (c *Client) CreateCheckRun(ctx context.Context, owner, repo string, cr jobs
 	return resp.ID, resp.HTMLURL, nil
 }
 
-// UpdateCheckRun implements jobs.Checks: it changes a check run, leaving empty fields as they are. GitHub
+// UpdateCheckRun implements ports.Checks: it changes a check run, leaving empty fields as they are. GitHub
 // wants a title and a summary with any output, so an update that changes the output without either is
 // an error.
-func (c *Client) UpdateCheckRun(ctx context.Context, owner, repo string, id int64, cr jobs.CheckRun) error {
+func (c *Client) UpdateCheckRun(ctx context.Context, owner, repo string, id int64, cr ports.CheckRun) error {
 	body, out, batches, err := c.checkRunBody(cr, false)
 	if err != nil {
 		return fmt.Errorf("gh: update check run %d: %w", id, err)
@@ -143,7 +143,7 @@ func (c *Client) UpdateCheckRun(ctx context.Context, owner, repo string, id int6
 }
 
 // findCheckRun looks for the App's check run of cr's name and external_id on cr's head commit.
-func (c *Client) findCheckRun(ctx context.Context, owner, repo string, cr jobs.CheckRun) (int64, string, error) {
+func (c *Client) findCheckRun(ctx context.Context, owner, repo string, cr ports.CheckRun) (int64, string, error) {
 	opts := &github.ListCheckRunsOptions{CheckName: github.String(cr.Name), Filter: github.String("all"),
 		Status: github.String("in_progress"), ListOptions: github.ListOptions{PerPage: 100}}
 	if c.app != nil && c.app.cfg.AppID != 0 {
@@ -183,7 +183,7 @@ func (c *Client) sendAnnotations(ctx context.Context, owner, repo string, id int
 }
 
 // checkRunBody builds the request and splits the annotations into batches.
-func (c *Client) checkRunBody(cr jobs.CheckRun, create bool) (checkRunRequest, *checkOutput, [][]annotationJSON, error) {
+func (c *Client) checkRunBody(cr ports.CheckRun, create bool) (checkRunRequest, *checkOutput, [][]annotationJSON, error) {
 	req := checkRunRequest{
 		Name: cr.Name, HeadSHA: cr.HeadSHA, DetailsURL: cr.DetailsURL, ExternalID: cr.ExternalID,
 		Status: cr.Status, Conclusion: cr.Conclusion,
@@ -241,7 +241,7 @@ func (c *Client) checkRunBody(cr jobs.CheckRun, create bool) (checkRunRequest, *
 	return req, out, batches, nil
 }
 
-func normalizeAnnotations(in []jobs.Annotation) []annotationJSON {
+func normalizeAnnotations(in []ports.Annotation) []annotationJSON {
 	out := make([]annotationJSON, 0, len(in))
 	for _, a := range in {
 		if a.Path == "" {

@@ -12,13 +12,13 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // CIChecks lists a commit's checks that are not Akira's own: every other app's check runs (the latest
 // of each name, as GitHub's "latest" filter gives them) and the latest status of each context.
-func (c *Client) CIChecks(ctx context.Context, owner, repo, sha string) ([]jobs.CICheck, error) {
-	var out []jobs.CICheck
+func (c *Client) CIChecks(ctx context.Context, owner, repo, sha string) ([]ports.CICheck, error) {
+	var out []ports.CICheck
 	opts := &github.ListCheckRunsOptions{Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		res, resp, err := c.gh.Checks.ListCheckRunsForRef(ctx, owner, repo, sha, opts)
@@ -29,7 +29,7 @@ func (c *Client) CIChecks(ctx context.Context, owner, repo, sha string) ([]jobs.
 			if c.app != nil && run.GetApp().GetID() == c.app.cfg.AppID {
 				continue // Akira's own
 			}
-			out = append(out, jobs.CICheck{Name: run.GetName(), Source: jobs.CISourceCheckRun, App: run.GetApp().GetSlug(),
+			out = append(out, ports.CICheck{Name: run.GetName(), Source: ports.CISourceCheckRun, App: run.GetApp().GetSlug(),
 				ID: run.GetID(), Status: run.GetStatus(), Conclusion: run.GetConclusion(),
 				URL: firstOf(run.GetHTMLURL(), run.GetDetailsURL()), Title: run.GetOutput().GetTitle(), Summary: run.GetOutput().GetSummary()})
 		}
@@ -43,7 +43,7 @@ func (c *Client) CIChecks(ctx context.Context, owner, repo, sha string) ([]jobs.
 		return nil, apiErr("statuses of "+short(sha), err)
 	}
 	for _, s := range st.Statuses {
-		check := jobs.CICheck{Name: s.GetContext(), Source: jobs.CISourceStatus, Status: "completed", Conclusion: s.GetState(),
+		check := ports.CICheck{Name: s.GetContext(), Source: ports.CISourceStatus, Status: "completed", Conclusion: s.GetState(),
 			URL: s.GetTargetURL(), Summary: s.GetDescription()}
 		if s.GetState() == "pending" {
 			check.Status, check.Conclusion = "in_progress", ""
@@ -58,11 +58,11 @@ const maxLogTail = 256 << 10
 
 // CIEvidence is what explains a failed check: the tail of a GitHub Actions job's log, else a check
 // run's output and annotations, else a status's description.
-func (c *Client) CIEvidence(ctx context.Context, owner, repo string, check jobs.CICheck) (string, error) {
-	if check.Source == jobs.CISourceStatus {
+func (c *Client) CIEvidence(ctx context.Context, owner, repo string, check ports.CICheck) (string, error) {
+	if check.Source == ports.CISourceStatus {
 		return strings.TrimSpace(check.Summary + "\n" + check.URL), nil
 	}
-	if check.App == jobs.CIAppActions {
+	if check.App == ports.CIAppActions {
 		log, err := c.jobLog(ctx, owner, repo, check.ID)
 		if err == nil && strings.TrimSpace(log) != "" {
 			return log, nil

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // TestCIChecksAndEvidence: a commit's checks from every source but Akira's own, each failure explained
@@ -20,7 +20,7 @@ func TestCIChecksAndEvidence(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
 	sha := e.srv.Branch(owner, repo, "main")
-	if _, _, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{Name: "akira: 1.1 one", HeadSHA: sha, Status: jobs.CheckInProgress,
+	if _, _, err := e.c.CreateCheckRun(ctx, owner, repo, ports.CheckRun{Name: "akira: 1.1 one", HeadSHA: sha, Status: ports.CheckInProgress,
 		ExternalID: "r/1.1", Title: "Running", Summary: "s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,20 +38,20 @@ func TestCIChecksAndEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]jobs.CICheck{}
+	byName := map[string]ports.CICheck{}
 	for _, c := range checks {
 		byName[c.Name] = c
 	}
 	if len(checks) != 4 || byName["akira: 1.1 one"].Name != "" {
 		t.Fatalf("checks = %+v (Akira's own must not be among them)", checks)
 	}
-	if c := byName["test (ubuntu)"]; c.App != jobs.CIAppActions || c.ID != wr.Jobs[1].ID || !c.Failed() {
+	if c := byName["test (ubuntu)"]; c.App != ports.CIAppActions || c.ID != wr.Jobs[1].ID || !c.Failed() {
 		t.Errorf("actions job = %+v", c)
 	}
 	if c := byName["lint"]; c.Failed() || !c.Done() {
 		t.Errorf("lint = %+v", c)
 	}
-	if c := byName["ci/jenkins"]; c.Source != jobs.CISourceStatus || c.Conclusion != "error" || !c.Failed() {
+	if c := byName["ci/jenkins"]; c.Source != ports.CISourceStatus || c.Conclusion != "error" || !c.Failed() {
 		t.Errorf("status = %+v (the latest state of a context counts)", c)
 	}
 
@@ -72,7 +72,7 @@ func TestCIChecksAndEvidence(t *testing.T) {
 	if err != nil || !strings.Contains(st, "2 tests failed") || !strings.Contains(st, "https://ci.example/7") {
 		t.Fatalf("status evidence = %q, %v", st, err)
 	}
-	if _, err := e.c.CIEvidence(ctx, owner, repo, jobs.CICheck{Name: "gone", Source: jobs.CISourceCheckRun, ID: 999999}); !errors.Is(err, jobs.ErrGitHubNotFound) {
+	if _, err := e.c.CIEvidence(ctx, owner, repo, ports.CICheck{Name: "gone", Source: ports.CISourceCheckRun, ID: 999999}); !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Errorf("evidence of a missing check run: %v", err)
 	}
 

@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 // DefaultBaseURL is the REST API of github.com.
@@ -47,7 +48,7 @@ type AppConfig struct {
 	Clock func() time.Time
 	// OnRateLimit, when set, hears of every rate limit (429, 403 with Retry-After or an exhausted
 	// primary limit, a secondary limit) an installation's calls meet, with the wait GitHub asked
-	// for: the fair gate pauses that installation's new runs (jobs.Fair.Pause), and only its.
+	// for: the fair gate pauses that installation's new runs (fair.Gate.Pause), and only its.
 	OnRateLimit func(installationID int64, wait time.Duration)
 }
 
@@ -239,13 +240,13 @@ func (a *App) touch(id int64) {
 }
 
 // Installations hands the jobs the clients of this app's installations.
-func (a *App) Installations() jobs.Installations {
-	return jobs.InstallationsFunc(func(_ context.Context, id int64) (jobs.GitHub, error) {
+func (a *App) Installations() ports.Installations {
+	return ports.InstallationsFunc(func(_ context.Context, id int64) (ports.GitHub, error) {
 		return a.Installation(id)
 	})
 }
 
-var _ jobs.GitHub = (*Client)(nil)
+var _ ports.GitHub = (*Client)(nil)
 
 // Client is the GitHub client of one installation, implementing the interfaces jobs declares. It is
 // safe for concurrent use.

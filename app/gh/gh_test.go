@@ -20,6 +20,7 @@ import (
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 const owner, repo = "octo", "hello"
@@ -125,7 +126,7 @@ func TestEnterpriseURLs(t *testing.T) {
 	}
 	ctx := context.Background()
 	srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/x", Files: map[string]string{"x": "x\n"}})
-	pr, err := c.CreatePullRequest(ctx, owner, repo, jobs.NewPullRequest{Title: "x", Head: "akira/x", Base: "main", Draft: true})
+	pr, err := c.CreatePullRequest(ctx, owner, repo, ports.NewPullRequest{Title: "x", Head: "akira/x", Base: "main", Draft: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,13 +269,13 @@ func TestPermission(t *testing.T) {
 		e.srv.SetPermission(owner, repo, "u-"+role, role)
 	}
 	tests := []struct{ user, want string }{
-		{"u-admin", jobs.PermAdmin},
-		{"u-maintain", jobs.PermMaintain},
-		{"u-write", jobs.PermWrite},
-		{"u-triage", jobs.PermTriage},
-		{"u-read", jobs.PermRead},
-		{"u-none", jobs.PermNone},
-		{"stranger", jobs.PermRead}, // public repository: anyone reads
+		{"u-admin", ports.PermAdmin},
+		{"u-maintain", ports.PermMaintain},
+		{"u-write", ports.PermWrite},
+		{"u-triage", ports.PermTriage},
+		{"u-read", ports.PermRead},
+		{"u-none", ports.PermNone},
+		{"stranger", ports.PermRead}, // public repository: anyone reads
 	}
 	for _, tt := range tests {
 		t.Run(tt.user, func(t *testing.T) {
@@ -330,7 +331,7 @@ func TestComments(t *testing.T) {
 		t.Fatalf("Thread: %d comments, first %+v, second %+v", len(thread), thread[0], thread[1])
 	}
 
-	if err := e.c.EditComment(ctx, owner, repo, 987654, "x"); !errors.Is(err, jobs.ErrGitHubNotFound) {
+	if err := e.c.EditComment(ctx, owner, repo, 987654, "x"); !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("edit of a missing comment: %v, want ErrNotFound", err)
 	}
 }
@@ -371,10 +372,10 @@ func TestReaction(t *testing.T) {
 	}
 }
 
-func annotations(n int) []jobs.Annotation {
-	out := make([]jobs.Annotation, n)
+func annotations(n int) []ports.Annotation {
+	out := make([]ports.Annotation, n)
 	for i := range out {
-		out[i] = jobs.Annotation{Path: "pkg/a.go", StartLine: i + 1, Level: gh.LevelFailure, Message: "bad"}
+		out[i] = ports.Annotation{Path: "pkg/a.go", StartLine: i + 1, Level: gh.LevelFailure, Message: "bad"}
 	}
 	return out
 }
@@ -386,7 +387,7 @@ func TestCreateCheckRunOnce(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
 	sha := e.srv.Branch(owner, repo, "main")
-	cr := jobs.CheckRun{Name: "akira: 1.1 First", HeadSHA: sha, Status: gh.StatusInProgress, ExternalID: "run-1/1.1", Title: "Running", Summary: "attempt 1"}
+	cr := ports.CheckRun{Name: "akira: 1.1 First", HeadSHA: sha, Status: gh.StatusInProgress, ExternalID: "run-1/1.1", Title: "Running", Summary: "attempt 1"}
 	e.srv.ResetRequests()
 	first, _, err := e.c.CreateCheckRun(ctx, owner, repo, cr)
 	if err != nil {
@@ -416,7 +417,7 @@ func TestCreateCheckRunOnce(t *testing.T) {
 		t.Fatalf("create for another run = %d, %v", id, err)
 	}
 	// Completed: a new round gets a new check run.
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, first, jobs.CheckRun{Conclusion: "action_required", Title: "Needs a decision", Summary: "x"}); err != nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, first, ports.CheckRun{Conclusion: "action_required", Title: "Needs a decision", Summary: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if id, _, err := e.c.CreateCheckRun(ctx, owner, repo, cr); err != nil || id == first {
@@ -436,7 +437,7 @@ func TestCheckRunAnnotationBatches(t *testing.T) {
 		t.Fatalf("CheckRunName = %q", name)
 	}
 	e.srv.ResetRequests()
-	id, url, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{
+	id, url, err := e.c.CreateCheckRun(ctx, owner, repo, ports.CheckRun{
 		Name: name, HeadSHA: sha, Status: gh.StatusInProgress, ExternalID: "run-1/T1",
 		Summary: "verifying", Text: "details", Annotations: annotations(120),
 	})
@@ -483,7 +484,7 @@ func TestCheckRunAnnotationBatches(t *testing.T) {
 
 	// Update with 51 more: one PATCH carries the conclusion and 50, the next one the last.
 	e.srv.ResetRequests()
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Conclusion: gh.ConclusionFailure, Title: "Failed", Summary: "failed", Annotations: annotations(51)}); err != nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, ports.CheckRun{Conclusion: gh.ConclusionFailure, Title: "Failed", Summary: "failed", Annotations: annotations(51)}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.requests("PATCH", "/check-runs")); n != 2 {
@@ -500,7 +501,7 @@ func TestCheckRunOutputTruncated(t *testing.T) {
 	ctx := context.Background()
 	sha := e.srv.Branch(owner, repo, "main")
 	long := strings.Repeat("x", 70000) + "\n" + strings.Repeat("ü", 1000)
-	id, _, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{Name: "akira: T1 big", HeadSHA: sha, Title: "Big", Summary: long, Text: long})
+	id, _, err := e.c.CreateCheckRun(ctx, owner, repo, ports.CheckRun{Name: "akira: T1 big", HeadSHA: sha, Title: "Big", Summary: long, Text: long})
 	if err != nil {
 		t.Fatalf("the fake rejected the output: %v", err)
 	}
@@ -522,12 +523,12 @@ func TestCheckRunEscalationButtons(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
 	sha := e.srv.Branch(owner, repo, "main")
-	id, _, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{Name: "akira: T2 x", HeadSHA: sha, Status: gh.StatusInProgress})
+	id, _, err := e.c.CreateCheckRun(ctx, owner, repo, ports.CheckRun{Name: "akira: T2 x", HeadSHA: sha, Status: gh.StatusInProgress})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Conclusion: gh.ConclusionActionRequired,
-		Title: "Needs a decision", Summary: "escalated", Buttons: jobs.EscalationButtons(), DetailsURL: "https://example.com/x"}); err != nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, ports.CheckRun{Conclusion: gh.ConclusionActionRequired,
+		Title: "Needs a decision", Summary: "escalated", Buttons: ports.EscalationButtons(), DetailsURL: "https://example.com/x"}); err != nil {
 		t.Fatal(err)
 	}
 	cr, _ := e.srv.CheckRun(id)
@@ -536,20 +537,20 @@ func TestCheckRunEscalationButtons(t *testing.T) {
 		t.Fatalf("escalated check run: conclusion %q, actions %+v", cr.Conclusion, cr.Actions)
 	}
 	// Skipping ends as neutral and takes the buttons away.
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Conclusion: gh.ConclusionNeutral, Title: "Skipped", Summary: "skipped"}); err != nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, ports.CheckRun{Conclusion: gh.ConclusionNeutral, Title: "Skipped", Summary: "skipped"}); err != nil {
 		t.Fatal(err)
 	}
 	cr, _ = e.srv.CheckRun(id)
 	if cr.Conclusion != "neutral" || len(cr.Actions) != 0 || cr.Summary != "skipped" || cr.Title != "Skipped" || cr.Name != "akira: T2 x" {
 		t.Fatalf("skipped check run: conclusion %q, actions %+v, summary %q, title %q", cr.Conclusion, cr.Actions, cr.Summary, cr.Title)
 	}
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Title: "t", Text: "no summary"}); err == nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, ports.CheckRun{Title: "t", Text: "no summary"}); err == nil {
 		t.Fatal("output without a summary: want an error")
 	}
-	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, jobs.CheckRun{Summary: "no title"}); err == nil {
+	if err := e.c.UpdateCheckRun(ctx, owner, repo, id, ports.CheckRun{Summary: "no title"}); err == nil {
 		t.Fatal("output without a title: want an error")
 	}
-	if _, _, err := e.c.CreateCheckRun(ctx, owner, repo, jobs.CheckRun{Name: "x"}); err == nil {
+	if _, _, err := e.c.CreateCheckRun(ctx, owner, repo, ports.CheckRun{Name: "x"}); err == nil {
 		t.Fatal("no head sha: want an error")
 	}
 }
@@ -600,7 +601,7 @@ func TestNoRetry(t *testing.T) {
 	t.Run("404 passes through", func(t *testing.T) {
 		e := newEnv(t, nil, nil)
 		_, err := e.c.GetFile(context.Background(), owner, repo, "", "missing.txt")
-		if !errors.Is(err, jobs.ErrGitHubNotFound) || gh.StatusOf(err) != 404 {
+		if !errors.Is(err, ports.ErrGitHubNotFound) || gh.StatusOf(err) != 404 {
 			t.Fatalf("err = %v (status %d), want ErrNotFound", err, gh.StatusOf(err))
 		}
 		if n := len(e.requests("GET", "/contents/")); n != 1 {
@@ -718,10 +719,10 @@ func TestPullRequests(t *testing.T) {
 	ctx := context.Background()
 	e.srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/roadmap", Files: map[string]string{"ROADMAP.md": "- [x] a\n", "a.go": "package a\n"}})
 
-	if _, err := e.c.FindPullRequest(ctx, owner, repo, "akira/roadmap", "main"); !errors.Is(err, jobs.ErrGitHubNotFound) {
+	if _, err := e.c.FindPullRequest(ctx, owner, repo, "akira/roadmap", "main"); !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("FindPullRequest before create: %v, want ErrNotFound", err)
 	}
-	spec := jobs.NewPullRequest{Title: "Akira: roadmap", Body: "Closes #1", Head: "akira/roadmap", Base: "main", Draft: true}
+	spec := ports.NewPullRequest{Title: "Akira: roadmap", Body: "Closes #1", Head: "akira/roadmap", Base: "main", Draft: true}
 	pr, err := e.c.CreatePullRequest(ctx, owner, repo, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -783,10 +784,10 @@ func TestPullRequests(t *testing.T) {
 	if got, _ := e.srv.PullRequest(owner, repo, pr.Number); got.State != "closed" {
 		t.Fatalf("after ClosePullRequest: state %q", got.State)
 	}
-	if _, err := e.c.FindPullRequest(ctx, owner, repo, fetched.HeadRef, ""); !errors.Is(err, jobs.ErrGitHubNotFound) {
+	if _, err := e.c.FindPullRequest(ctx, owner, repo, fetched.HeadRef, ""); !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("FindPullRequest of a closed pull request = %v, want not found", err)
 	}
-	if err := e.c.ClosePullRequest(ctx, owner, repo, 9999); !errors.Is(err, jobs.ErrGitHubNotFound) {
+	if err := e.c.ClosePullRequest(ctx, owner, repo, 9999); !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("ClosePullRequest of a missing pull request = %v, want not found", err)
 	}
 }
@@ -795,11 +796,11 @@ func TestMarkReadyWithoutNodeID(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
 	e.srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/x", Files: map[string]string{"x": "x\n"}})
-	pr, err := e.c.CreatePullRequest(ctx, owner, repo, jobs.NewPullRequest{Title: "x", Head: "akira/x", Base: "main", Draft: true})
+	pr, err := e.c.CreatePullRequest(ctx, owner, repo, ports.NewPullRequest{Title: "x", Head: "akira/x", Base: "main", Draft: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.MarkReady(ctx, owner, repo, &jobs.PullRequest{Number: pr.Number, Draft: true}); err != nil {
+	if err := e.c.MarkReady(ctx, owner, repo, &ports.PullRequest{Number: pr.Number, Draft: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := e.srv.PullRequest(owner, repo, pr.Number); got.Draft {
@@ -818,7 +819,7 @@ func TestRefsAndFiles(t *testing.T) {
 	if err != nil || string(data) != "# hello\n" {
 		t.Fatalf("GetFile = %q, %v", data, err)
 	}
-	if _, err := e.c.GetFile(ctx, owner, repo, "main", "docs"); err == nil || errors.Is(err, jobs.ErrGitHubNotFound) {
+	if _, err := e.c.GetFile(ctx, owner, repo, "main", "docs"); err == nil || errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("GetFile of a directory: %v, want a non-404 error", err)
 	}
 	sha, err := e.c.GetRef(ctx, owner, repo, "heads/main")
@@ -831,10 +832,10 @@ func TestRefsAndFiles(t *testing.T) {
 	if got, err := e.c.GetRef(ctx, owner, repo, "refs/heads/akira/new"); err != nil || got != sha {
 		t.Fatalf("GetRef of the new branch = %q, %v", got, err)
 	}
-	if _, err := e.c.GetRef(ctx, owner, repo, "heads/nope"); !errors.Is(err, jobs.ErrGitHubNotFound) {
+	if _, err := e.c.GetRef(ctx, owner, repo, "heads/nope"); !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("GetRef of a missing branch: %v, want ErrNotFound", err)
 	}
-	if _, err := e.c.GetIssue(ctx, owner, repo, 999); !errors.Is(err, jobs.ErrGitHubNotFound) {
+	if _, err := e.c.GetIssue(ctx, owner, repo, 999); !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("GetIssue of a missing issue: %v", err)
 	}
 }
@@ -850,7 +851,7 @@ func TestFindCommentAndApp(t *testing.T) {
 	is := e.srv.AddIssue(owner, repo, githubtest.Issue{Title: "t"})
 	marker := "<!-- akira:summary run=r1 -->"
 	e.srv.AddComment(owner, repo, is.Number, "mallory", marker+"\nfake summary")
-	if _, _, err := e.c.FindComment(ctx, owner, repo, is.Number, marker); !errors.Is(err, jobs.ErrGitHubNotFound) {
+	if _, _, err := e.c.FindComment(ctx, owner, repo, is.Number, marker); !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("a human's comment was found: %v", err)
 	}
 	cid, _, err := e.c.CreateComment(ctx, owner, repo, is.Number, marker+"\nreal summary")
@@ -911,7 +912,7 @@ func TestEditPullRequestBody(t *testing.T) {
 	ctx := context.Background()
 	const marker = "<!-- akira:pr run=r1 -->"
 	e.srv.PushCommit(owner, repo, githubtest.Push{Branch: "akira/x", Files: map[string]string{"x": "x\n"}})
-	pr, err := e.c.CreatePullRequest(ctx, owner, repo, jobs.NewPullRequest{Title: "x", Body: marker + "\n**🔄 Working.**", Head: "akira/x", Base: "main", Draft: true})
+	pr, err := e.c.CreatePullRequest(ctx, owner, repo, ports.NewPullRequest{Title: "x", Body: marker + "\n**🔄 Working.**", Head: "akira/x", Base: "main", Draft: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -945,7 +946,7 @@ func TestEditPullRequestBody(t *testing.T) {
 	if got, _ := e.srv.PullRequest(owner, repo, theirs.Number); got.Body != "I describe this change myself." || len(e.requests(http.MethodPatch, "/pulls/")) != 0 {
 		t.Errorf("a body without Akira's marker was changed: %q", got.Body)
 	}
-	if err := e.c.EditPullRequestBody(ctx, owner, repo, 9999, marker, finished); !errors.Is(err, jobs.ErrGitHubNotFound) {
+	if err := e.c.EditPullRequestBody(ctx, owner, repo, 9999, marker, finished); !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Errorf("a missing pull request: %v, want not found", err)
 	}
 }

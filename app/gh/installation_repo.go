@@ -6,7 +6,7 @@ import (
 )
 
 // RepoInstallation is the id of the App's installation on a repository, for runs handed off through
-// the REST API (they name a repository, not an installation); jobs.ErrGitHubNotFound when the App
+// the REST API (they name a repository, not an installation); ports.ErrGitHubNotFound when the App
 // is not installed there.
 func (a *App) RepoInstallation(ctx context.Context, owner, repo string) (int64, error) {
 	in, _, err := a.appClient.Apps.FindRepositoryInstallation(ctx, owner, repo)

@@ -12,13 +12,13 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v60/github"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
-// apiErr wraps an API error with the operation's name; a 404 also matches jobs.ErrGitHubNotFound.
+// apiErr wraps an API error with the operation's name; a 404 also matches ports.ErrGitHubNotFound.
 func apiErr(op string, err error) error {
 	if StatusOf(err) == http.StatusNotFound {
-		return fmt.Errorf("gh: %s: %w: %w", op, jobs.ErrGitHubNotFound, err)
+		return fmt.Errorf("gh: %s: %w: %w", op, ports.ErrGitHubNotFound, err)
 	}
 	return fmt.Errorf("gh: %s: %w", op, err)
 }
@@ -63,19 +63,19 @@ func (c *Client) Permission(ctx context.Context, owner, repo, user string) (stri
 		// No token for the installation is not "the user has no access": it is the installation
 		// that GitHub does not know.
 		if _, tokenErr := errors.AsType[*ghinstallation.HTTPError](err); !tokenErr && StatusOf(err) == http.StatusNotFound {
-			return jobs.PermNone, nil
+			return ports.PermNone, nil
 		}
 		return "", apiErr("permission", err)
 	}
 	switch out.RoleName {
-	case jobs.PermAdmin, jobs.PermMaintain, jobs.PermWrite, jobs.PermTriage, jobs.PermRead, jobs.PermNone:
+	case ports.PermAdmin, ports.PermMaintain, ports.PermWrite, ports.PermTriage, ports.PermRead, ports.PermNone:
 		return out.RoleName, nil
 	}
 	switch out.Permission {
-	case jobs.PermAdmin, jobs.PermWrite, jobs.PermRead, jobs.PermNone:
+	case ports.PermAdmin, ports.PermWrite, ports.PermRead, ports.PermNone:
 		return out.Permission, nil
 	}
-	return jobs.PermNone, nil
+	return ports.PermNone, nil
 }
 
 // Comment is an issue or pull request comment.
@@ -128,9 +128,9 @@ func (c *Client) ListComments(ctx context.Context, owner, repo string, number in
 	}
 }
 
-// Thread implements jobs.Threads: the conversation of an issue or pull request, oldest first, with
+// Thread implements ports.Threads: the conversation of an issue or pull request, oldest first, with
 // the comments of the app's own bot user told apart.
-func (c *Client) Thread(ctx context.Context, owner, repo string, number int) ([]jobs.ThreadComment, error) {
+func (c *Client) Thread(ctx context.Context, owner, repo string, number int) ([]ports.ThreadComment, error) {
 	bot, err := c.app.BotLogin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("gh: thread: %w", err)
@@ -139,16 +139,16 @@ func (c *Client) Thread(ctx context.Context, owner, repo string, number int) ([]
 	if err != nil {
 		return nil, err
 	}
-	out := make([]jobs.ThreadComment, 0, len(all))
+	out := make([]ports.ThreadComment, 0, len(all))
 	for _, cm := range all {
-		out = append(out, jobs.ThreadComment{ID: cm.ID, Author: cm.User, ByApp: strings.EqualFold(cm.User, bot),
+		out = append(out, ports.ThreadComment{ID: cm.ID, Author: cm.User, ByApp: strings.EqualFold(cm.User, bot),
 			Body: cm.Body, CreatedAt: cm.CreatedAt})
 	}
 	return out, nil
 }
 
-// FindComment implements jobs.Comments: the oldest comment of the app's bot user that contains marker
-// (a hidden line such as the run summary's), or an error wrapping jobs.ErrGitHubNotFound. Comments by
+// FindComment implements ports.Comments: the oldest comment of the app's bot user that contains marker
+// (a hidden line such as the run summary's), or an error wrapping ports.ErrGitHubNotFound. Comments by
 // anyone else are ignored, so a person who quotes the marker cannot take the summary's place.
 func (c *Client) FindComment(ctx context.Context, owner, repo string, number int, marker string) (int64, string, error) {
 	bot, err := c.app.BotLogin(ctx)
@@ -164,10 +164,10 @@ func (c *Client) FindComment(ctx context.Context, owner, repo string, number int
 			return cm.ID, cm.HTMLURL, nil
 		}
 	}
-	return 0, "", fmt.Errorf("gh: no comment with %q on #%d: %w", marker, number, jobs.ErrGitHubNotFound)
+	return 0, "", fmt.Errorf("gh: no comment with %q on #%d: %w", marker, number, ports.ErrGitHubNotFound)
 }
 
-// CommentBody implements jobs.Comments.
+// CommentBody implements ports.Comments.
 func (c *Client) CommentBody(ctx context.Context, owner, repo string, id int64) (string, error) {
 	cm, _, err := c.gh.Issues.GetComment(ctx, owner, repo, id)
 	if err != nil {
@@ -202,25 +202,25 @@ func (c *Client) AddReaction(ctx context.Context, owner, repo string, commentID 
 	return nil
 }
 
-// GetIssue implements jobs.Repos: an issue (or a pull request seen as an issue).
-func (c *Client) GetIssue(ctx context.Context, owner, repo string, number int) (jobs.Issue, error) {
+// GetIssue implements ports.Repos: an issue (or a pull request seen as an issue).
+func (c *Client) GetIssue(ctx context.Context, owner, repo string, number int) (ports.Issue, error) {
 	is, _, err := c.gh.Issues.Get(ctx, owner, repo, number)
 	if err != nil {
-		return jobs.Issue{}, apiErr("get issue", err)
+		return ports.Issue{}, apiErr("get issue", err)
 	}
-	return jobs.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), URL: is.GetHTMLURL(), Author: is.GetUser().GetLogin()}, nil
+	return ports.Issue{Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(), URL: is.GetHTMLURL(), Author: is.GetUser().GetLogin()}, nil
 }
 
-// Repository implements jobs.Repos: the default branch, the clone URL and the web page.
-func (c *Client) Repository(ctx context.Context, owner, repo string) (jobs.RepoInfo, error) {
+// Repository implements ports.Repos: the default branch, the clone URL and the web page.
+func (c *Client) Repository(ctx context.Context, owner, repo string) (ports.RepoInfo, error) {
 	r, _, err := c.gh.Repositories.Get(ctx, owner, repo)
 	if err != nil {
-		return jobs.RepoInfo{}, apiErr("get repository", err)
+		return ports.RepoInfo{}, apiErr("get repository", err)
 	}
 	if r.GetDefaultBranch() == "" {
-		return jobs.RepoInfo{}, fmt.Errorf("gh: %s/%s has no default branch (empty repository?)", owner, repo)
+		return ports.RepoInfo{}, fmt.Errorf("gh: %s/%s has no default branch (empty repository?)", owner, repo)
 	}
-	return jobs.RepoInfo{DefaultBranch: r.GetDefaultBranch(), CloneURL: r.GetCloneURL(), HTMLURL: r.GetHTMLURL()}, nil
+	return ports.RepoInfo{DefaultBranch: r.GetDefaultBranch(), CloneURL: r.GetCloneURL(), HTMLURL: r.GetHTMLURL()}, nil
 }
 
 // DefaultBranch returns a repository's default branch.
@@ -236,7 +236,7 @@ func (c *Client) DefaultBranch(ctx context.Context, owner, repo string) (string,
 }
 
 // GetFile returns a file's content at ref (a branch, tag or sha; empty for the default branch). A missing
-// file or ref is jobs.ErrGitHubNotFound; a directory is an error.
+// file or ref is ports.ErrGitHubNotFound; a directory is an error.
 func (c *Client) GetFile(ctx context.Context, owner, repo, ref, path string) ([]byte, error) {
 	var opt *github.RepositoryContentGetOptions
 	if ref != "" {
@@ -264,7 +264,7 @@ func (c *Client) GetFile(ctx context.Context, owner, repo, ref, path string) ([]
 }
 
 // GetRef returns the sha a ref points to. ref is "heads/<branch>", "tags/<tag>" or the same with a
-// leading "refs/". A missing ref is jobs.ErrGitHubNotFound.
+// leading "refs/". A missing ref is ports.ErrGitHubNotFound.
 func (c *Client) GetRef(ctx context.Context, owner, repo, ref string) (string, error) {
 	r, _, err := c.gh.Git.GetRef(ctx, owner, repo, strings.TrimPrefix(ref, "refs/"))
 	if err != nil {
@@ -273,16 +273,16 @@ func (c *Client) GetRef(ctx context.Context, owner, repo, ref string) (string, e
 	return r.GetObject().GetSHA(), nil
 }
 
-// BranchCommits implements jobs.Repos with the compare API: one request, which lists up to 250
+// BranchCommits implements ports.Repos with the compare API: one request, which lists up to 250
 // commits, enough for the checkpoints of a run.
-func (c *Client) BranchCommits(ctx context.Context, owner, repo, base, head string) ([]jobs.BranchCommit, error) {
+func (c *Client) BranchCommits(ctx context.Context, owner, repo, base, head string) ([]ports.BranchCommit, error) {
 	cmp, _, err := c.gh.Repositories.CompareCommits(ctx, owner, repo, base, head, nil)
 	if err != nil {
 		return nil, apiErr("compare "+base+"..."+head, err)
 	}
-	out := make([]jobs.BranchCommit, 0, len(cmp.Commits))
+	out := make([]ports.BranchCommit, 0, len(cmp.Commits))
 	for _, rc := range cmp.Commits {
-		out = append(out, jobs.BranchCommit{SHA: rc.GetSHA(), Message: rc.GetCommit().GetMessage()})
+		out = append(out, ports.BranchCommit{SHA: rc.GetSHA(), Message: rc.GetCommit().GetMessage()})
 	}
 	return out, nil
 }

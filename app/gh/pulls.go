@@ -11,11 +11,11 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
-func toPR(p *github.PullRequest) *jobs.PullRequest {
-	return &jobs.PullRequest{
+func toPR(p *github.PullRequest) *ports.PullRequest {
+	return &ports.PullRequest{
 		Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Draft: p.GetDraft(),
 		HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), BaseRef: p.GetBase().GetRef(),
 		HeadRepo: p.GetHead().GetRepo().GetFullName(), Closed: p.GetState() == "closed", Merged: p.GetMerged(),
@@ -23,7 +23,7 @@ func toPR(p *github.PullRequest) *jobs.PullRequest {
 }
 
 // GetPullRequest returns a pull request by number.
-func (c *Client) GetPullRequest(ctx context.Context, owner, repo string, number int) (*jobs.PullRequest, error) {
+func (c *Client) GetPullRequest(ctx context.Context, owner, repo string, number int) (*ports.PullRequest, error) {
 	p, _, err := c.gh.PullRequests.Get(ctx, owner, repo, number)
 	if err != nil {
 		return nil, apiErr("get pull request", err)
@@ -32,8 +32,8 @@ func (c *Client) GetPullRequest(ctx context.Context, owner, repo string, number 
 }
 
 // FindPullRequest returns the open pull request from head (a branch of owner/repo) into base, or
-// an error wrapping jobs.ErrGitHubNotFound. An empty base matches any.
-func (c *Client) FindPullRequest(ctx context.Context, owner, repo, head, base string) (*jobs.PullRequest, error) {
+// an error wrapping ports.ErrGitHubNotFound. An empty base matches any.
+func (c *Client) FindPullRequest(ctx context.Context, owner, repo, head, base string) (*ports.PullRequest, error) {
 	opt := &github.PullRequestListOptions{State: "open", Head: owner + ":" + head, Base: base, ListOptions: github.ListOptions{PerPage: 100}}
 	pulls, _, err := c.gh.PullRequests.List(ctx, owner, repo, opt)
 	if err != nil {
@@ -44,12 +44,12 @@ func (c *Client) FindPullRequest(ctx context.Context, owner, repo, head, base st
 			return toPR(p), nil
 		}
 	}
-	return nil, fmt.Errorf("gh: no open pull request from %s into %q: %w", head, base, jobs.ErrGitHubNotFound)
+	return nil, fmt.Errorf("gh: no open pull request from %s into %q: %w", head, base, ports.ErrGitHubNotFound)
 }
 
 // CreatePullRequest opens a pull request, or returns the open one from the same head into the same base:
 // a retried job must not fail because its first attempt already opened it.
-func (c *Client) CreatePullRequest(ctx context.Context, owner, repo string, spec jobs.NewPullRequest) (*jobs.PullRequest, error) {
+func (c *Client) CreatePullRequest(ctx context.Context, owner, repo string, spec ports.NewPullRequest) (*ports.PullRequest, error) {
 	np := &github.NewPullRequest{
 		Title: github.String(spec.Title), Head: github.String(spec.Head), Base: github.String(spec.Base),
 		Body: github.String(TruncateComment(spec.Body)), Draft: github.Bool(spec.Draft),
@@ -113,7 +113,7 @@ func (c *Client) ClosePullRequest(ctx context.Context, owner, repo string, numbe
 
 // MarkReady marks a draft pull request ready for review. The REST API cannot do this; it takes the
 // GraphQL mutation markPullRequestReadyForReview. A pull request that is not a draft is left alone.
-func (c *Client) MarkReady(ctx context.Context, owner, repo string, pr *jobs.PullRequest) error {
+func (c *Client) MarkReady(ctx context.Context, owner, repo string, pr *ports.PullRequest) error {
 	if pr == nil {
 		return errors.New("gh: mark ready: no pull request")
 	}
@@ -202,9 +202,9 @@ func (c *Client) PullRequestFiles(ctx context.Context, owner, repo string, numbe
 	}
 }
 
-// ReviewComments implements jobs.Reviews.
-func (c *Client) ReviewComments(ctx context.Context, owner, repo string, number int, reviewID int64) ([]jobs.ReviewComment, error) {
-	var out []jobs.ReviewComment
+// ReviewComments implements ports.Reviews.
+func (c *Client) ReviewComments(ctx context.Context, owner, repo string, number int, reviewID int64) ([]ports.ReviewComment, error) {
+	var out []ports.ReviewComment
 	opts := &github.ListOptions{PerPage: 100}
 	for {
 		page, resp, err := c.gh.PullRequests.ListReviewComments(ctx, owner, repo, number, reviewID, opts)
@@ -212,7 +212,7 @@ func (c *Client) ReviewComments(ctx context.Context, owner, repo string, number 
 			return nil, apiErr("review comments", err)
 		}
 		for _, rc := range page {
-			out = append(out, jobs.ReviewComment{ID: rc.GetID(), Path: rc.GetPath(), Line: rc.GetLine(), DiffHunk: rc.GetDiffHunk(),
+			out = append(out, ports.ReviewComment{ID: rc.GetID(), Path: rc.GetPath(), Line: rc.GetLine(), DiffHunk: rc.GetDiffHunk(),
 				Body: rc.GetBody(), User: rc.GetUser().GetLogin(), InReplyTo: rc.GetInReplyTo()})
 		}
 		if resp.NextPage == 0 {
@@ -222,7 +222,7 @@ func (c *Client) ReviewComments(ctx context.Context, owner, repo string, number 
 	}
 }
 
-// ReplyToReviewComment implements jobs.Reviews.
+// ReplyToReviewComment implements ports.Reviews.
 func (c *Client) ReplyToReviewComment(ctx context.Context, owner, repo string, number int, commentID int64, body string) error {
 	// go-github v60 replies through POST /pulls/{n}/comments with in_reply_to, which GitHub no longer
 	// documents; the replies endpoint is the one in GitHub's API description.
@@ -237,7 +237,7 @@ func (c *Client) ReplyToReviewComment(ctx context.Context, owner, repo string, n
 	return nil
 }
 
-// RequestReview implements jobs.Reviews.
+// RequestReview implements ports.Reviews.
 func (c *Client) RequestReview(ctx context.Context, owner, repo string, number int, logins []string) error {
 	if _, _, err := c.gh.PullRequests.RequestReviewers(ctx, owner, repo, number, github.ReviewersRequest{Reviewers: logins}); err != nil {
 		return apiErr("request reviewers", err)

@@ -1,12 +1,12 @@
 package gh
 
 import (
-	"github.com/akira-bot/akira/jobs"
-
 	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/akira-bot/akira/jobs/ports"
 )
 
 func TestTruncateShortIsUnchanged(t *testing.T) {
@@ -106,7 +106,7 @@ func TestOpenFence(t *testing.T) {
 }
 
 func TestNormalizeAnnotations(t *testing.T) {
-	got := normalizeAnnotations([]jobs.Annotation{
+	got := normalizeAnnotations([]ports.Annotation{
 		{Path: "", StartLine: 1, Message: "dropped: no path"},
 		{Path: "./a.go", StartLine: 0, EndLine: 0, Level: "error", Message: ""},
 		{Path: "b.go", StartLine: 5, EndLine: 3, Level: LevelWarning, Title: strings.Repeat("t", 300), Message: "m"},
@@ -124,7 +124,7 @@ func TestNormalizeAnnotations(t *testing.T) {
 }
 
 func TestEscalationButtonsFitGitHubLimits(t *testing.T) {
-	buttons := jobs.EscalationButtons()
+	buttons := ports.EscalationButtons()
 	if len(buttons) != 3 {
 		t.Fatalf("%d buttons", len(buttons))
 	}

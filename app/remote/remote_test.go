@@ -16,6 +16,8 @@ import (
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -94,18 +96,18 @@ func TestMCPInProcess(t *testing.T) {
 		rdb.Close()
 	})
 	ctx := context.Background()
-	store := jobs.NewStore(rdb, prefix)
-	token, err := store.CreateTokenFor(ctx, "editor", jobs.ScopeControl, []string{"octo/demo"})
+	rs := store.NewStore(rdb, prefix)
+	token, err := rs.CreateTokenFor(ctx, "editor", store.ScopeControl, []string{"octo/demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := store.Create(ctx, &jobs.Run{ID: "r-parked", Owner: "octo", Repo: "demo", InstallationID: 7, PR: 2, Branch: "akira/issue-1", Status: jobs.StatusParked,
-		Tasks:  []jobs.TaskState{{ID: "1", Title: "Flaky", Status: templates.StatusEscalated}},
-		Parked: []jobs.Parked{{TaskID: "1", Reason: "max_attempts", At: time.Now()}}}); err != nil {
+	if _, _, err := rs.Create(ctx, &lifecycle.Run{ID: "r-parked", Owner: "octo", Repo: "demo", InstallationID: 7, PR: 2, Branch: "akira/issue-1", Status: lifecycle.StatusParked,
+		Tasks:  []lifecycle.TaskState{{ID: "1", Title: "Flaky", Status: templates.StatusEscalated}},
+		Parked: []lifecycle.Parked{{TaskID: "1", Reason: "max_attempts", At: time.Now()}}}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := admin.NewServer(admin.Deps{Store: store, Queue: insp,
-		Controller: &jobs.Controller{Store: store, Enqueuer: jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), jobs.TaskOptions{Queue: queue})}})
+	h, err := admin.NewServer(admin.Deps{Store: rs, Queue: insp,
+		Controller: &jobs.Controller{Store: rs, Enqueuer: jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), jobs.TaskOptions{Queue: queue})}})
 	if err != nil {
 		t.Fatal(err)
 	}

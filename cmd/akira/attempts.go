@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	attempt "github.com/akira-bot/akira/runner/timeline"
 )
@@ -47,7 +47,7 @@ func runsDir() string {
 func logRetention() (time.Duration, error) {
 	v := os.Getenv("AKIRA_LOG_RETENTION")
 	if v == "" {
-		return jobs.DefaultLogRetention, nil
+		return store.DefaultLogRetention, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // handoffServer starts `akira serve` with an admin address on a Redis of the test's own, and
@@ -31,7 +31,7 @@ func handoffServer(t *testing.T, fake *githubtest.Server, scope string) (adminUR
 	})
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { rdb.Close() })
-	token, err := jobs.NewStore(rdb, "").CreateTokenFor(context.Background(), "laptop", scope, []string{"octo/svc"})
+	token, err := store.NewStore(rdb, "").CreateTokenFor(context.Background(), "laptop", scope, []string{"octo/svc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func headOf(t *testing.T, dir string) string {
 func TestHandoffFollow(t *testing.T) {
 	fake := githubtest.New(t)
 	fake.CreateRepo("octo", "svc", map[string]string{"README.md": "svc\n"})
-	adminURL, token := handoffServer(t, fake, jobs.ScopeStart)
+	adminURL, token := handoffServer(t, fake, store.ScopeStart)
 	dir := checkout(t, fake, "feature")
 	plan := filepath.Join(dir, "plan.md")
 	mustWrite(t, plan, "- [ ] Write the first file\n- [ ] Write the second file\n")

@@ -21,6 +21,8 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // callTool calls a tool and decodes its structured answer into out; it returns the tool's error text
@@ -56,7 +58,7 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 func TestMCPStartsAndFollowsARun(t *testing.T) {
 	fake := githubtest.New(t)
 	fake.CreateRepo("octo", "svc", map[string]string{"README.md": "svc\n"})
-	adminURL, token := handoffServer(t, fake, jobs.ScopeControl)
+	adminURL, token := handoffServer(t, fake, store.ScopeControl)
 
 	cmd := exec.Command(akiraBin, "mcp")
 	cmd.Env = append(os.Environ(), "AKIRA_SERVER="+adminURL, "AKIRA_TOKEN="+token)
@@ -141,21 +143,21 @@ func TestMCPAnswersAPipedSession(t *testing.T) {
 	// A prefix of this run's own: a named Redis (CI's) outlives test runs, and a run left "running"
 	// by an earlier one would hold the branch.
 	prefix := fmt.Sprintf("akira-mcp-pipe-%s-%d:", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
-	store := jobs.NewStore(rdb, prefix)
+	st := store.NewStore(rdb, prefix)
 	queue := "akira-mcp-pipe-" + fmt.Sprint(time.Now().UnixNano())
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	t.Cleanup(func() { _ = insp.DeleteQueue(queue, true) })
-	run, _, err := store.Create(ctx, &jobs.Run{ID: "r-piped-" + fmt.Sprint(time.Now().UnixNano()), Owner: "octo", Repo: "svc",
-		Branch: "akira/issue-1", Status: jobs.StatusRunning})
+	run, _, err := st.Create(ctx, &lifecycle.Run{ID: "r-piped-" + fmt.Sprint(time.Now().UnixNano()), Owner: "octo", Repo: "svc",
+		Branch: "akira/issue-1", Status: lifecycle.StatusRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, err := store.CreateToken(ctx, "editor", jobs.ScopeRead)
+	token, err := st.CreateToken(ctx, "editor", store.ScopeRead)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := admin.NewServer(admin.Deps{Store: store, Queue: insp,
-		Controller: &jobs.Controller{Store: store, Enqueuer: jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), jobs.TaskOptions{Queue: queue})}})
+	h, err := admin.NewServer(admin.Deps{Store: st, Queue: insp,
+		Controller: &jobs.Controller{Store: st, Enqueuer: jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), jobs.TaskOptions{Queue: queue})}})
 	if err != nil {
 		t.Fatal(err)
 	}

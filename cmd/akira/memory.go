@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/lessons"
 )
 
@@ -46,9 +46,9 @@ func appLessons(ctx context.Context, repo string, installation int64) (lessons.S
 	if err != nil {
 		return nil, err
 	}
-	store := jobs.NewStore(rdb, "")
+	st := store.NewStore(rdb, "")
 	if installation == 0 {
-		ids, err := store.LessonInstallations(ctx, owner, name)
+		ids, err := st.LessonInstallations(ctx, owner, name)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +61,7 @@ func appLessons(ctx context.Context, repo string, installation int64) (lessons.S
 			return nil, fmt.Errorf("%s has lessons under several installations (%v): choose one with --installation", repo, ids)
 		}
 	}
-	return store.Lessons(installation, owner, name), nil
+	return st.Lessons(installation, owner, name), nil
 }
 
 func newMemoryCmd() *cobra.Command {
@@ -81,7 +81,7 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			var store lessons.Store
+			var st lessons.Store
 			if app != "" {
 				if repo != "" {
 					return withExit(2, errors.New("--app and --repo both name the repository: give one"))
@@ -90,20 +90,20 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 				if err != nil {
 					return withExit(2, err)
 				}
-				store = s
+				st = s
 			} else {
 				r, err := resolveRepo(ctx, repo)
 				if err != nil {
 					return withExit(2, err)
 				}
-				if store = localLessons(r); store == nil {
+				if st = localLessons(r); st == nil {
 					return withExit(2, errors.New("the memory is off (AKIRA_MEMORY_DIR=off)"))
 				}
 			}
 			out := cmd.OutOrStdout()
 			switch {
 			case args[0] == "list" && len(args) == 1:
-				ls, err := store.List(ctx)
+				ls, err := st.List(ctx)
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -118,7 +118,7 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 				}
 				return tw.Flush()
 			case args[0] == "show" && len(args) == 2:
-				ls, err := store.List(ctx)
+				ls, err := st.List(ctx)
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -140,7 +140,7 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 				}
 				return withExit(1, fmt.Errorf("no lesson %s", args[1]))
 			case args[0] == "forget" && len(args) == 2:
-				ok, err := store.Forget(ctx, args[1])
+				ok, err := st.Forget(ctx, args[1])
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -154,7 +154,7 @@ With --app OWNER/REPO it reads and edits the GitHub App's memory of that reposit
 				if app != "" {
 					source = "operator note"
 				}
-				l, err := store.Add(ctx, lessons.Lesson{Text: strings.Join(args[1:], " "), Origin: lessons.OriginPerson, Source: source, Author: os.Getenv("USER")})
+				l, err := st.Add(ctx, lessons.Lesson{Text: strings.Join(args[1:], " "), Origin: lessons.OriginPerson, Source: source, Author: os.Getenv("USER")})
 				if err != nil {
 					return withExit(1, err)
 				}

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/gittest"
 	"github.com/akira-bot/akira/runner/lessons"
 )
@@ -57,7 +57,7 @@ func TestMemoryOfTheApp(t *testing.T) {
 	repo := fmt.Sprintf("octo/memtest-%d", time.Now().UnixNano())
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { rdb.Close() })
-	appStore := jobs.NewStore(rdb, "")
+	appStore := store.NewStore(rdb, "")
 	owner, name, _ := strings.Cut(repo, "/")
 
 	if _, stderr, code := runCmd(t, "memory", "--app", repo, "list"); code != 2 || !strings.Contains(stderr, "give --installation") {

@@ -210,14 +210,6 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 			fmt.Fprintln(stderr, "akira: warning: could not close /proc to processes of the same user: "+err.Error())
 		}
 	}
-	verifyTimeout := f.verifyTimeout
-	if !cmd.Flags().Changed("verify-timeout") && op.VerifyTimeout > 0 {
-		verifyTimeout = time.Duration(op.VerifyTimeout)
-	}
-	stallTimeout := f.stallTimeout
-	if !cmd.Flags().Changed("stall-timeout") && op.StallTimeout > 0 {
-		stallTimeout = time.Duration(op.StallTimeout)
-	}
 
 	var reporter runner.Reporter
 	var term *runner.Terminal
@@ -246,18 +238,53 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 		decisions[id] = runner.Decision{Kind: runner.DecisionApprove}
 	}
 	opts := runner.Options{
-		Repo: repo, Roadmap: f.roadmap, Branch: f.branch, Base: f.base, RunID: f.runID,
-		Agent: ag, MaxAttempts: f.maxAttempts, MaxParallel: f.parallel, Verify: f.verify, Skip: f.skip, Decisions: decisions,
-		Env: append(append([]string{}, op.Env...), f.env...), AgentTimeout: f.agentTimeout, VerifyTimeout: verifyTimeout,
-		Budget:       runner.Budget{CostUSD: op.Budget.CostUSD, Tokens: op.Budget.Tokens, WallTime: time.Duration(op.Budget.WallTime)},
-		StallTimeout: stallTimeout, DryRun: f.dryRun, ProtectedPaths: op.ProtectedPaths, Author: author,
-		WorkDir: f.workDir, Cache: localCache(), Lessons: localLessons(repo), Reporter: reporter, GitAuth: gitAuthFromEnv(repo),
+		Inputs: runner.Inputs{
+			Repo:            repo,
+			Roadmap:         f.roadmap,
+			Branch:          f.branch,
+			Base:            f.base,
+			RunID:           f.runID,
+			Verify:          f.verify,
+			Skip:            f.skip,
+			Decisions:       decisions,
+			DryRun:          f.dryRun,
+			Convention:      f.format,
+			IncludeOptional: f.includeOptional,
+		},
+		Limits: runner.Limits{
+			MaxAttempts:  f.maxAttempts,
+			MaxParallel:  f.parallel,
+			AgentTimeout: f.agentTimeout,
+			AllowRedBase: f.allowRedBase,
+			// Only akira run reads allow_workflows; the App takes it up next (see the README).
+			AllowWorkflows: op.AllowWorkflows,
+		},
+		Hooks: runner.Hooks{
+			Reporter: reporter,
+			Output:   stream,
+			Secrets:  secrets,
+			Logger:   logger,
+		},
+		Agent:   ag,
+		Env:     f.env,
+		Author:  author,
+		WorkDir: f.workDir,
+		Cache:   localCache(),
+		Lessons: localLessons(repo),
+		GitAuth: gitAuthFromEnv(repo),
 		GitEnv: []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GIT_SSH", "GIT_SSH_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR",
 			"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"},
-		Output: stream, Sandbox: box, AgentNetwork: agentNet, Semantic: semantic, MinConfidence: op.MinConfidence(),
-		Convention: f.format, IncludeOptional: f.includeOptional,
-		AllowRedBase: f.allowRedBase, AutoSetup: op.AutoSetup, DepCaches: localDepCaches(), Secrets: secrets,
-		AllowWorkflows: op.AllowWorkflows, Logger: logger,
+		Sandbox:      box,
+		AgentNetwork: agentNet,
+		Semantic:     semantic,
+		DepCaches:    localDepCaches(),
+	}
+	opts.ApplyOperator(op) // the operator's file, as a worker reads it; then the flags given
+	if cmd.Flags().Changed("verify-timeout") || op.VerifyTimeout <= 0 {
+		opts.VerifyTimeout = f.verifyTimeout
+	}
+	if cmd.Flags().Changed("stall-timeout") || op.StallTimeout <= 0 {
+		opts.StallTimeout = f.stallTimeout
 	}
 	if record != nil {
 		opts.Timeline = record // a nil *localRecord must not become a non-nil sink

@@ -27,7 +27,10 @@ import (
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/fair"
+	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
@@ -141,7 +144,7 @@ func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 		}
 		e.PublicURL = strings.TrimRight(v, "/")
 	}
-	e.LogRetention = jobs.DefaultLogRetention
+	e.LogRetention = store.DefaultLogRetention
 	if v := getenv("AKIRA_LOG_RETENTION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -342,7 +345,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			"egress_allow", strings.Join(box.Allow.Entries(), ","))
 	}
 	// Read before forgetSecrets empties the environment of them.
-	masker := jobs.NewMasker(knownSecrets(op, getenv)...)
+	masker := store.NewMasker(knownSecrets(op, getenv)...)
 	if err := forgetSecrets(); err != nil {
 		log.Warn("serve: could not close /proc to processes of the same user", "err", err)
 	}
@@ -358,11 +361,11 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	slog.SetDefault(log)
 	go watch.Run(ctx, redisWatchInterval)
 	// The fair gate: caps and turns of installations for run jobs, paused by GitHub's rate limits.
-	fair := jobs.NewFair(rdb, "", op.Fair, env.Concurrency)
+	fg := fair.New(rdb, "", op.Fair, env.Concurrency)
 	onRateLimit := func(id int64, wait time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if err := fair.Pause(ctx, id, time.Now().Add(wait)); err != nil {
+		if err := fg.Pause(ctx, id, time.Now().Add(wait)); err != nil {
 			log.Warn("serve: pause a rate-limited installation", "installation", id, "err", err)
 		}
 	}
@@ -375,7 +378,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	inspector := asynq.NewInspectorFromRedisClient(rdb)
-	metrics, err := jobs.NewMetrics(reg, inspector, jobs.Queue)
+	metrics, err := metrics.NewMetrics(reg, inspector, jobs.Queue)
 	if err != nil {
 		return err
 	}
@@ -384,8 +387,8 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	}
 	asynqClient := asynq.NewClientFromRedisClient(rdb)
 	defer asynqClient.Close()
-	store := jobs.NewStore(rdb, "")
-	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{}).WithFair(fair)
+	st := store.NewStore(rdb, "")
+	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{}).WithFair(fg)
 
 	ready := []app.ReadinessCheck{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}
 	health, err := app.NewHealth(ready, 0, log)
@@ -475,13 +478,13 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
 		}
 		deps := jobs.Deps{
-			Store: store, Locker: jobs.NewLocker(rdb, ""), Enqueuer: enq,
+			Store: st, Locker: store.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
 			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, getenv, log), WorkDir: env.WorkDir, Cache: cache,
 			DepCaches: depCachesBeside(env.CacheDir),
 			Semantic:  semantic, Sinks: sinks, Metrics: metrics, Logger: log, Deliveries: ghApp,
 			Masker: masker, LogRetention: env.LogRetention, PublicURL: env.PublicURL, Repositories: ghApp,
-			Fair: fair,
+			Fair: fg,
 		}
 		if judge != nil {
 			deps.Judge = judge // a nil *llm.Judge must not become a non-nil interface
@@ -511,7 +514,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		reaperStarted = true
 		go func() { defer close(reaperDone); h.RunReaper(reapCtx, 0) }()
 		// This process's workers count in the total the fair gate's caps are shares of.
-		go fair.Heartbeat(reapCtx)
+		go fg.Heartbeat(reapCtx)
 		// Every worker's scheduler queues the sweep; the task is unique per interval, so one runs.
 		sched = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: sharedClientLogger{jobs.AsynqLogger(log)}, LogLevel: asynq.WarnLevel})
 		if _, err := sched.Register(fmt.Sprintf("@every %s", jobs.SweepInterval), jobs.NewSweepTask("")); err != nil {
@@ -528,9 +531,9 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			log.Warn("serve: /metrics answers without a token (AKIRA_METRICS=open): keep the admin address where only the scraper reaches it")
 		}
 		adminHandler, err := admin.NewServer(admin.Deps{
-			Store: store, Queue: inspector, Fair: fair, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
+			Store: st, Queue: inspector, Fair: fg, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
 			MetricsOpen: env.MetricsOpen, Pprof: env.Pprof,
-			Controller:    &jobs.Controller{Store: store, Enqueuer: enq, Logger: log},
+			Controller:    &jobs.Controller{Store: st, Enqueuer: enq, Logger: log},
 			SecureCookies: strings.HasPrefix(env.PublicURL, "https://"),
 		})
 		if err != nil {

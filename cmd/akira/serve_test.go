@@ -22,7 +22,7 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/internal/sandboxtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 func freeAddr(t testing.TB) string {
@@ -348,7 +348,7 @@ func TestServeAdminOnlyOnItsInternalAddress(t *testing.T) {
 		env: []string{"AKIRA_PPROF=on"}, args: []string{"--web-only"}})
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	t.Cleanup(func() { rdb.Close() })
-	ops, err := jobs.NewStore(rdb, "").CreateToken(context.Background(), "ops", jobs.ScopeControl)
+	ops, err := store.NewStore(rdb, "").CreateToken(context.Background(), "ops", store.ScopeControl)
 	if err != nil {
 		t.Fatal(err)
 	}

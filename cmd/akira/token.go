@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 func init() { subcommands = append(subcommands, newTokenCmd) }
@@ -36,11 +36,11 @@ REDIS_PASSWORD like akira serve.`,
 				return err
 			}
 			defer rdb.Close()
-			store := jobs.NewStore(rdb, "")
+			st := store.NewStore(rdb, "")
 			out := cmd.OutOrStdout()
 			switch {
 			case args[0] == "create" && len(args) == 2:
-				secret, err := store.CreateTokenFor(ctx, args[1], scope, repos)
+				secret, err := st.CreateTokenFor(ctx, args[1], scope, repos)
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -52,7 +52,7 @@ REDIS_PASSWORD like akira serve.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "akira: token %s (%s, %s) created; it is shown only now\n", args[1], scope, where)
 				return nil
 			case args[0] == "list" && len(args) == 1:
-				toks, err := store.Tokens(ctx)
+				toks, err := st.Tokens(ctx)
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -63,7 +63,7 @@ REDIS_PASSWORD like akira serve.`,
 				}
 				return tw.Flush()
 			case args[0] == "revoke" && len(args) == 2:
-				ok, err := store.RevokeToken(ctx, args[1])
+				ok, err := st.RevokeToken(ctx, args[1])
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -76,7 +76,7 @@ REDIS_PASSWORD like akira serve.`,
 			return withExit(2, errors.New("usage: akira token create NAME [--scope read|start|control] [--repo owner/name]... | list | revoke NAME"))
 		},
 	}
-	cmd.Flags().StringVar(&scope, "scope", jobs.ScopeRead, "read, start or control")
+	cmd.Flags().StringVar(&scope, "scope", store.ScopeRead, "read, start or control")
 	cmd.Flags().StringArrayVar(&repos, "repo", nil, "limit the token to this repository (owner/name; repeatable)")
 	return cmd
 }

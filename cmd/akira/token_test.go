@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // TestTokenCommands: create prints a token once (only its hash is kept), list shows names and
@@ -29,8 +29,8 @@ func TestTokenCommands(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(secret, "akira_") || !strings.Contains(stderr, "shown only now") {
 		t.Fatalf("create: exit %d %q %q", code, out, stderr)
 	}
-	store := jobs.NewStore(rdb, "")
-	if tok, err := store.TokenFor(context.Background(), secret); err != nil || tok.Name != name || !tok.CanControl() {
+	st := store.NewStore(rdb, "")
+	if tok, err := st.TokenFor(context.Background(), secret); err != nil || tok.Name != name || !tok.CanControl() {
 		t.Fatalf("the token does not work: %+v %v", tok, err)
 	}
 	if keys, _ := rdb.Keys(context.Background(), "*").Result(); strings.Contains(fmt.Sprint(keys), secret) {
@@ -50,7 +50,7 @@ func TestTokenCommands(t *testing.T) {
 	if out, _, code := runCmd(t, "token", "revoke", name); code != 0 || !strings.Contains(out, "Revoked") {
 		t.Errorf("revoke: %d %q", code, out)
 	}
-	if _, err := store.TokenFor(context.Background(), secret); err == nil {
+	if _, err := st.TokenFor(context.Background(), secret); err == nil {
 		t.Error("a revoked token still works")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -34,8 +35,55 @@ const (
 	CmdHelp     CommandName = "help"
 )
 
-// commandNames is the order commands are listed in help and tried for did-you-mean.
-var commandNames = []CommandName{CmdRun, CmdPlan, CmdFix, CmdStop, CmdPause, CmdResume, CmdRollback, CmdRemember, CmdForget, CmdApprove, CmdRetry, CmdSkip, CmdAbort, CmdStatus, CmdHelp}
+// spec is one command: its name and its grammar, one anchored expression applied to the text after
+// "/akira ". Only retry, plan, fix, remember and rollback --retry read past their own line, because
+// their text may span lines.
+type spec struct {
+	Name    CommandName
+	Pattern *regexp.Regexp
+}
+
+// commands are every command Akira knows, in the order help lists them and did-you-mean tries them.
+// A new command is a constant, a line here and its handler in the intake's list (jobs/intake.go).
+var commands = []spec{
+	{CmdRun, regexp.MustCompile(`(?i)^run((?:[ \t]+\S+)*)$`)},
+	{CmdPlan, regexp.MustCompile(`(?is)^plan(?:\s+(.*))?$`)},
+	{CmdFix, regexp.MustCompile(`(?is)^fix(?:\s+(.*))?$`)},
+	{CmdStop, regexp.MustCompile(`(?i)^stop$`)},
+	{CmdPause, regexp.MustCompile(`(?i)^pause(?:[ \t]+(--now))?$`)},
+	{CmdResume, regexp.MustCompile(`(?i)^resume$`)},
+	// A task id is a word (1.2, T3, WP-01); --retry may carry guidance to the end of the comment.
+	{CmdRollback, regexp.MustCompile(`(?is)^rollback[ \t]+([A-Za-z0-9][A-Za-z0-9._#-]{0,63})(?:[ \t]+(--retry)(?:\s+(.*))?)?\s*$`)},
+	{CmdRemember, regexp.MustCompile(`(?is)^remember\s+(\S.*)$`)},
+	{CmdForget, regexp.MustCompile(`(?i)^forget[ \t]+(L[0-9a-f]{8})$`)},
+	{CmdApprove, regexp.MustCompile(`(?i)^approve$`)},
+	{CmdRetry, regexp.MustCompile(`(?is)^retry(?:\s+(.*))?$`)},
+	{CmdSkip, regexp.MustCompile(`(?i)^skip$`)},
+	{CmdAbort, regexp.MustCompile(`(?i)^abort$`)},
+	{CmdStatus, regexp.MustCompile(`(?i)^status$`)},
+	{CmdHelp, regexp.MustCompile(`(?is)^help(?:\s.*)?$`)},
+}
+
+// commandNames and commandREs are the list read by name and by order.
+var (
+	commandNames = func() []CommandName {
+		out := make([]CommandName, len(commands))
+		for i, c := range commands {
+			out[i] = c.Name
+		}
+		return out
+	}()
+	commandREs = func() map[CommandName]*regexp.Regexp {
+		out := make(map[CommandName]*regexp.Regexp, len(commands))
+		for _, c := range commands {
+			out[c.Name] = c.Pattern
+		}
+		return out
+	}()
+)
+
+// Names are every command, in the order help lists them.
+func Names() []CommandName { return slices.Clone(commandNames) }
 
 // ParseResult is what a comment asks of Akira: a Command, a Reply to post at once, or Ignore.
 type ParseResult interface{ parseResult() }
@@ -91,27 +139,6 @@ var (
 	commandLineRE = regexp.MustCompile(`(?i)^ {0,3}/akira(?:[ \t]+(.*?))?[ \t]*$`)
 	quoteRE       = regexp.MustCompile(`^ {0,3}>`)
 	fenceOpenRE   = regexp.MustCompile("^ {0,3}(`{3,}|~{3,})(.*)$")
-
-	// One anchored expression per command, applied to the text after "/akira ". Only retry reads past its
-	// own line, because its guidance may span lines.
-	commandREs = map[CommandName]*regexp.Regexp{
-		CmdRun:      regexp.MustCompile(`(?i)^run((?:[ \t]+\S+)*)$`),
-		CmdApprove:  regexp.MustCompile(`(?i)^approve$`),
-		CmdRetry:    regexp.MustCompile(`(?is)^retry(?:\s+(.*))?$`),
-		CmdPlan:     regexp.MustCompile(`(?is)^plan(?:\s+(.*))?$`),
-		CmdFix:      regexp.MustCompile(`(?is)^fix(?:\s+(.*))?$`),
-		CmdSkip:     regexp.MustCompile(`(?i)^skip$`),
-		CmdAbort:    regexp.MustCompile(`(?i)^abort$`),
-		CmdStop:     regexp.MustCompile(`(?i)^stop$`),
-		CmdPause:    regexp.MustCompile(`(?i)^pause(?:[ \t]+(--now))?$`),
-		CmdResume:   regexp.MustCompile(`(?i)^resume$`),
-		CmdRemember: regexp.MustCompile(`(?is)^remember\s+(\S.*)$`),
-		CmdForget:   regexp.MustCompile(`(?i)^forget[ \t]+(L[0-9a-f]{8})$`),
-		// A task id is a word (1.2, T3, WP-01); --retry may carry guidance to the end of the comment.
-		CmdRollback: regexp.MustCompile(`(?is)^rollback[ \t]+([A-Za-z0-9][A-Za-z0-9._#-]{0,63})(?:[ \t]+(--retry)(?:\s+(.*))?)?\s*$`),
-		CmdStatus:   regexp.MustCompile(`(?i)^status$`),
-		CmdHelp:     regexp.MustCompile(`(?is)^help(?:\s.*)?$`),
-	}
 )
 
 // ParseComment finds the first /akira command in a comment body. Lines inside fenced code blocks and block quotes

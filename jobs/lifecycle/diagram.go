@@ -35,8 +35,10 @@ func Diagram() string {
 	for _, e := range order {
 		fmt.Fprintf(&b, "    %s --> %s: %s\n", e.from, e.to, strings.Join(labels[e], ", "))
 	}
-	for _, s := range []RunStatus{StatusSucceeded, StatusFailed, StatusAborted} {
-		fmt.Fprintf(&b, "    %s --> [*]\n", s)
+	for _, s := range RunStatuses {
+		if s.Terminal() {
+			fmt.Fprintf(&b, "    %s --> [*]\n", s)
+		}
 	}
 	return b.String()
 }

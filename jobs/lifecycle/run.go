@@ -53,44 +53,12 @@ type StopRequest struct {
 	At    time.Time `json:"at"`
 }
 
-// RunStatus is where a run is in its life.
-type RunStatus string
-
-const (
-	// StatusQueued: created, or a decision arrived, and a job is on the queue to (continue) work.
-	StatusQueued RunStatus = "queued"
-	// StatusRunning: a worker holds the branch lock and works on the run.
-	StatusRunning RunStatus = "running"
-	// StatusParked: a task is escalated; the run waits for a human decision and holds no worker.
-	StatusParked RunStatus = "parked"
-	// StatusSucceeded: every task is done (passed, approved or skipped) and the PR is ready.
-	StatusSucceeded RunStatus = "succeeded"
-	// StatusFailed: the run stopped on an error it cannot recover from.
-	StatusFailed RunStatus = "failed"
-	// StatusAborted: someone replied /akira abort.
-	StatusAborted RunStatus = "aborted"
-	// StatusStopped: someone stopped the run while it worked (/akira stop); like a parked run it keeps
-	// its branch and holds no worker, and /akira run continues it from the last checkpoint.
-	StatusStopped RunStatus = "stopped"
-	// StatusWaitingCI: the tasks are done and pushed; the run waits for its pull request's own CI on
-	// the head commit (see CIWatch) and holds no worker.
-	StatusWaitingCI RunStatus = "waiting_ci"
-	// StatusPaused: someone paused the run (/akira pause, the API): its current task finished (or,
-	// paused now, was discarded) and the run holds no worker until it is resumed at the next task.
-	StatusPaused RunStatus = "paused"
-)
-
 // PauseRequest asks the job working on a run to pause it: after the current task, or Now (the
 // attempt is discarded, as by /akira stop).
 type PauseRequest struct {
 	By  string    `json:"by"`
 	Now bool      `json:"now,omitempty"`
 	At  time.Time `json:"at"`
-}
-
-// Terminal reports whether the run is over; a terminal run frees its branch.
-func (s RunStatus) Terminal() bool {
-	return s == StatusSucceeded || s == StatusFailed || s == StatusAborted
 }
 
 // Run is the state of one run, stored as JSON under <prefix>run:<id>.

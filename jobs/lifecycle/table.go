@@ -123,9 +123,6 @@ var Table = []Rule{
 		Effects: []EffectKind{EffectReady, EffectNotify, EffectSummary}, Durable: true},
 }
 
-// RunStatuses are a run's states, in the order the diagram draws them.
-var RunStatuses = []RunStatus{StatusQueued, StatusRunning, StatusWaitingCI, StatusParked, StatusPaused, StatusStopped, StatusSucceeded, StatusFailed, StatusAborted}
-
 // TaskStatuses are a task's states.
 var TaskStatuses = []string{templates.StatusPending, templates.StatusRunning, templates.StatusPassed, templates.StatusFailed,
 	templates.StatusSkipped, templates.StatusEscalated, templates.StatusAborted}

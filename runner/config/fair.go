@@ -6,7 +6,7 @@ import (
 )
 
 // Fair is how the App shares its workers between installations (the operator's `fair:`; see
-// jobs/fair.go). Zero values take the defaults.
+// jobs/fair). Zero values take the defaults.
 type Fair struct {
 	// MaxRunsPerInstallation caps the run jobs one installation has at once (default: half of all
 	// workers, at least one), so one installation's backlog never takes every worker.

@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // TestRunsPages walks 450 runs (more than one batch of the index) three at a time and then in pages of
@@ -113,7 +115,7 @@ func TestRunsIndexFollowsRedis(t *testing.T) {
 	if got, _ := s.Runs(ctx, RunFilter{}); len(got) != 2 {
 		t.Fatalf("Runs = %d runs, want 2 (no second scan)", len(got))
 	}
-	if _, err := s.Update(ctx, "old-2", func(r *Run) error { r.Source = "touched"; return nil }); err != nil {
+	if _, err := s.Update(ctx, "old-2", func(r *lifecycle.Run) error { r.Source = "touched"; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Runs(ctx, RunFilter{}); len(got) != 3 {

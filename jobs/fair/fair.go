@@ -1,4 +1,6 @@
-package jobs
+// Package fair is the gate every run job passes first: per-installation caps, and the least
+// recently served installation first, so one installation's backlog does not starve the others.
+package fair
 
 // Fair shares across installations: a gate in front of every run job.
 //
@@ -7,9 +9,9 @@ package jobs
 // it, or found it again by id on a retry: Redis only) and before it takes the branch and a
 // workspace, it asks the gate for a slot, in one Lua script, so that deciding and taking a slot is
 // atomic across every worker process. A job of a rate-limited installation stops even before that
-// (Fair.Paused), as do its intake and plan jobs. The gate grants a slot when
+// (Gate.Paused), as do its intake and plan jobs. The gate grants a slot when
 //
-//   - the installation is not paused by a GitHub rate limit (Fair.Pause),
+//   - the installation is not paused by a GitHub rate limit (Gate.Pause),
 //   - the installation holds fewer slots than its cap (the operator's fair.max_runs_per_installation
 //     or a per-installation override; by default half of the workers, at least one),
 //   - and no queued run that should go first is waiting for the free slots: runs of installations
@@ -30,7 +32,7 @@ package jobs
 // "Recent worker time" is a sum of the time each installation's (and repository's) run jobs held a
 // slot, halved every fair.usage_half_life, plus the time its running jobs have held theirs so far.
 // A slot is a lease renewed while the job runs: a worker that dies frees its slots within
-// FairLeaseTTL. Every run that waits is listed (Fair.Queue) with its position and an estimated start,
+// LeaseTTL. Every run that waits is listed (Gate.Queue) with its position and an estimated start,
 // for the dashboard and GET /api/v1/queue.
 
 import (
@@ -49,13 +51,17 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 )
 
 // Defaults of the fair gate.
 const (
-	// FairLeaseTTL is how long a run's slot outlives its job's last renewal (every third of it).
-	FairLeaseTTL = 30 * time.Second
+	// DefaultTaskQueue is jobs.Queue, the queue run tasks are on unless a worker says otherwise (a
+	// test in jobs holds the two equal).
+	DefaultTaskQueue = "akira"
+	// LeaseTTL is how long a run's slot outlives its job's last renewal (every third of it).
+	LeaseTTL = 30 * time.Second
 	// DefaultUsageHalfLife is how fast past worker time is forgotten.
 	DefaultUsageHalfLife = 30 * time.Minute
 	// fairWaitTTL is how long a queued run stays listed without being seen: longer than any run job
@@ -77,8 +83,8 @@ func (e *SlotWaitError) Error() string {
 	return fmt.Sprintf("jobs: run of installation %d waits for a slot: %s (next try in %s)", e.Installation, e.Reason, e.Delay)
 }
 
-// Fair is the gate. The zero value is not usable; see NewFair. A nil *Fair lets every run in.
-type Fair struct {
+// Gate is the gate. The zero value is not usable; see New. A nil *Gate lets every run in.
+type Gate struct {
 	rdb    redis.UniversalClient
 	prefix string
 	cfg    config.Fair
@@ -87,45 +93,45 @@ type Fair struct {
 	Concurrency int
 	// Now is the clock (time.Now when nil); tests move it.
 	Now func() time.Time
-	// TaskQueue is the asynq queue run tasks are on (Queue when empty): Heartbeat drops the listing
+	// TaskQueue is the asynq queue run tasks are on (DefaultTaskQueue when empty): Heartbeat drops the listing
 	// of a run whose task is no longer there (deleted by hand), which would otherwise keep a place
 	// in line until fairWaitTTL.
 	TaskQueue string
 	id        string
 }
 
-// NewFair returns the gate whose keys start with prefix (DefaultPrefix when empty).
-func NewFair(rdb redis.UniversalClient, prefix string, cfg config.Fair, concurrency int) *Fair {
+// New returns the gate whose keys start with prefix (DefaultPrefix when empty).
+func New(rdb redis.UniversalClient, prefix string, cfg config.Fair, concurrency int) *Gate {
 	if prefix == "" {
-		prefix = DefaultPrefix
+		prefix = store.DefaultPrefix
 	}
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return &Fair{rdb: rdb, prefix: prefix, cfg: cfg, Concurrency: max(concurrency, 1),
+	return &Gate{rdb: rdb, prefix: prefix, cfg: cfg, Concurrency: max(concurrency, 1),
 		id: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b))}
 }
 
-func (f *Fair) now() time.Time {
+func (f *Gate) now() time.Time {
 	if f.Now != nil {
 		return f.Now()
 	}
 	return time.Now()
 }
 
-func (f *Fair) keys() []string {
+func (f *Gate) keys() []string {
 	p := f.prefix + "fair:"
 	return []string{p + "workers", p + "workercap", p + "running", p + "leases", p + "waiting", p + "waitinfo", p + "used", p + "paused", p + "seq"}
 }
 
-func (f *Fair) halfLife() time.Duration {
+func (f *Gate) halfLife() time.Duration {
 	if f.cfg.UsageHalfLife > 0 {
 		return time.Duration(f.cfg.UsageHalfLife)
 	}
 	return DefaultUsageHalfLife
 }
 
-func (f *Fair) capsJSON() string {
+func (f *Gate) capsJSON() string {
 	caps := map[string]int{}
 	for id, n := range f.cfg.Installations {
 		caps[strconv.FormatInt(id, 10)] = n
@@ -366,48 +372,56 @@ type fairEntry struct {
 	Task string `json:"task,omitempty"`
 }
 
-func entryOf(p RunPayload) fairEntry {
-	id := p.RunID
-	if id == "" {
-		id = RunIDFor(p.DeliveryID)
-	}
-	return fairEntry{Inst: strconv.FormatInt(p.InstallationID, 10), Repo: p.Owner + "/" + p.Repo, Run: id, Number: p.Number}
+// Ticket is a run job as the gate sees it.
+type Ticket struct {
+	// JobID is the job's asynq task id: the gate lists and grants by it.
+	JobID string
+	// RunID is the run's id: a run keeps its slot across its jobs (a continuation, a reaped job).
+	RunID        string
+	Installation int64
+	// Repo is "owner/name"; Number the issue or pull request, for the line's view.
+	Repo   string
+	Number int
 }
 
-func (f *Fair) run(ctx context.Context, s *redis.Script, args ...any) (any, error) {
+func entryOf(p Ticket) fairEntry {
+	return fairEntry{Inst: strconv.FormatInt(p.Installation, 10), Repo: p.Repo, Run: p.RunID, Number: p.Number}
+}
+
+func (f *Gate) run(ctx context.Context, s *redis.Script, args ...any) (any, error) {
 	base := []any{f.now().UnixMilli(), f.halfLife().Milliseconds()}
 	return s.Run(ctx, f.rdb, f.keys(), append(base, args...)...).Result()
 }
 
 // List puts a run in line as soon as it is enqueued, so that it counts (and shows) before a worker
 // first sees it. Listing twice is a no-op.
-func (f *Fair) List(ctx context.Context, p RunPayload) error {
+func (f *Gate) List(ctx context.Context, p Ticket) error {
 	if f == nil {
 		return nil
 	}
 	info, _ := json.Marshal(entryOf(p))
-	if _, err := f.run(ctx, fairListScript, p.JobID(), fairWaitTTL.Milliseconds(), string(info)); err != nil {
-		return fmt.Errorf("jobs: fair: list %s: %w", p.JobID(), err)
+	if _, err := f.run(ctx, fairListScript, p.JobID, fairWaitTTL.Milliseconds(), string(info)); err != nil {
+		return fmt.Errorf("jobs: fair: list %s: %w", p.JobID, err)
 	}
 	return nil
 }
 
 // Acquire asks for a slot for the run job of p: nil when granted, a *SlotWaitError when the run
 // must wait (it is then listed as waiting), another error when Redis could not answer.
-func (f *Fair) Acquire(ctx context.Context, p RunPayload) error {
+func (f *Gate) Acquire(ctx context.Context, p Ticket) error {
 	if f == nil {
 		return nil
 	}
 	info, _ := json.Marshal(entryOf(p))
-	res, err := f.run(ctx, acquireScript, p.JobID(), strconv.FormatInt(p.InstallationID, 10), p.Owner+"/"+p.Repo,
-		FairLeaseTTL.Milliseconds(), f.cfg.MaxRunsPerInstallation, f.capsJSON(), f.Concurrency,
+	res, err := f.run(ctx, acquireScript, p.JobID, strconv.FormatInt(p.Installation, 10), p.Repo,
+		LeaseTTL.Milliseconds(), f.cfg.MaxRunsPerInstallation, f.capsJSON(), f.Concurrency,
 		fairWaitTTL.Milliseconds(), string(info), entryOf(p).Run)
 	if err != nil {
-		return fmt.Errorf("jobs: fair: acquire %s: %w", p.JobID(), err)
+		return fmt.Errorf("jobs: fair: acquire %s: %w", p.JobID, err)
 	}
 	out, ok := res.([]any)
 	if !ok || len(out) == 0 {
-		return fmt.Errorf("jobs: fair: acquire %s: unexpected answer %v", p.JobID(), res)
+		return fmt.Errorf("jobs: fair: acquire %s: unexpected answer %v", p.JobID, res)
 	}
 	if n, _ := out[0].(int64); n == 1 {
 		return nil
@@ -415,7 +429,7 @@ func (f *Fair) Acquire(ctx context.Context, p RunPayload) error {
 	reason, _ := out[1].(string)
 	retryMs, _ := out[2].(int64)
 	rank, _ := out[3].(int64)
-	return &SlotWaitError{Installation: p.InstallationID, Reason: reason, Delay: waitDelay(time.Duration(retryMs)*time.Millisecond, rank)}
+	return &SlotWaitError{Installation: p.Installation, Reason: reason, Delay: waitDelay(time.Duration(retryMs)*time.Millisecond, rank)}
 }
 
 // waitDelay is when a refused run tries again: when its pause ends, else soon for the runs at the
@@ -429,7 +443,7 @@ func waitDelay(pause time.Duration, rank int64) time.Duration {
 
 // Hold renews the lease of the slot p's job was granted until the func it returns is called; that
 // call frees the slot and charges the time held to the installation and the repository.
-func (f *Fair) Hold(ctx context.Context, p RunPayload) func() {
+func (f *Gate) Hold(ctx context.Context, p Ticket) func() {
 	if f == nil {
 		return func() {}
 	}
@@ -438,7 +452,7 @@ func (f *Fair) Hold(ctx context.Context, p RunPayload) func() {
 	info, _ := json.Marshal(entryOf(p))
 	go func() {
 		defer close(done)
-		t := time.NewTicker(FairLeaseTTL / 3)
+		t := time.NewTicker(LeaseTTL / 3)
 		defer t.Stop()
 		for {
 			select {
@@ -446,7 +460,7 @@ func (f *Fair) Hold(ctx context.Context, p RunPayload) func() {
 				return
 			case <-t.C:
 				// A renewal that fails is tried again on the next tick; the lease outlives two.
-				_, _ = f.run(hctx, fairRenewScript, entryOf(p).Run, FairLeaseTTL.Milliseconds(), string(info))
+				_, _ = f.run(hctx, fairRenewScript, entryOf(p).Run, LeaseTTL.Milliseconds(), string(info))
 			}
 		}
 	}()
@@ -459,7 +473,7 @@ func (f *Fair) Hold(ctx context.Context, p RunPayload) func() {
 
 // Pause holds back new runs of an installation that GitHub rate-limited until the limit ends; runs
 // of other installations are not affected.
-func (f *Fair) Pause(ctx context.Context, installationID int64, until time.Time) error {
+func (f *Gate) Pause(ctx context.Context, installationID int64, until time.Time) error {
 	if f == nil {
 		return nil
 	}
@@ -473,7 +487,7 @@ func (f *Fair) Pause(ctx context.Context, installationID int64, until time.Time)
 // Paused returns a *SlotWaitError while GitHub rate-limits the installation, nil otherwise: jobs
 // other than runs (intake, plan) check it first, so that a rate-limited installation's webhooks wait
 // out the limit in asynq rather than on a worker every installation shares.
-func (f *Fair) Paused(ctx context.Context, installationID int64) error {
+func (f *Gate) Paused(ctx context.Context, installationID int64) error {
 	if f == nil || installationID <= 0 {
 		return nil
 	}
@@ -492,7 +506,7 @@ func (f *Fair) Paused(ctx context.Context, installationID int64) error {
 
 // Heartbeat registers this worker process's concurrency until ctx ends: the sum over live worker
 // processes is the total the caps are halves of.
-func (f *Fair) Heartbeat(ctx context.Context) {
+func (f *Gate) Heartbeat(ctx context.Context) {
 	if f == nil {
 		return
 	}
@@ -526,25 +540,25 @@ return redis.call("HDEL", K_WAITINFO, ARGV[3])
 
 // Unlist drops the listing of a run whose job ended without taking its turn (nothing to do, a
 // reply); a run that holds a slot keeps it.
-func (f *Fair) Unlist(ctx context.Context, p RunPayload) error {
+func (f *Gate) Unlist(ctx context.Context, p Ticket) error {
 	if f == nil {
 		return nil
 	}
-	if _, err := f.run(ctx, fairForgetScript, p.JobID()); err != nil {
-		return fmt.Errorf("jobs: fair: unlist %s: %w", p.JobID(), err)
+	if _, err := f.run(ctx, fairForgetScript, p.JobID); err != nil {
+		return fmt.Errorf("jobs: fair: unlist %s: %w", p.JobID, err)
 	}
 	return nil
 }
 
 // Forget drops the listings of runs whose asynq task will never come to the gate: gone (deleted by
 // hand, its queue removed), archived, or completed without taking its turn.
-func (f *Fair) Forget(ctx context.Context, insp *asynq.Inspector) error {
+func (f *Gate) Forget(ctx context.Context, insp *asynq.Inspector) error {
 	if f == nil {
 		return nil
 	}
 	queue := f.TaskQueue
 	if queue == "" {
-		queue = Queue
+		queue = DefaultTaskQueue
 	}
 	tasks, err := f.rdb.HKeys(ctx, f.keys()[5]).Result()
 	if err != nil {
@@ -562,9 +576,9 @@ func (f *Fair) Forget(ctx context.Context, insp *asynq.Inspector) error {
 	return nil
 }
 
-// FairQueue is the fair gate's view: the workers, and per installation its cap, its running and its
+// Line is the fair gate's view: the workers, and per installation its cap, its running and its
 // waiting runs in the order they will start.
-type FairQueue struct {
+type Line struct {
 	Workers       int                 `json:"workers"`
 	Running       int                 `json:"running"`
 	Installations []InstallationQueue `json:"installations"`
@@ -598,8 +612,8 @@ type QueuedRun struct {
 // Queue reads the fair queue. Estimated starts replay the gate's order: each waiting run takes the
 // first slot that frees while its installation is under its cap and not paused, slots freeing when
 // a run has held one for its installation's average run job time.
-func (f *Fair) Queue(ctx context.Context) (FairQueue, error) {
-	var out FairQueue
+func (f *Gate) Queue(ctx context.Context) (Line, error) {
+	var out Line
 	if f == nil {
 		return out, nil
 	}

@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"context"
@@ -26,7 +26,7 @@ var (
 // BranchBusyError says which run holds the branch.
 type BranchBusyError struct {
 	Branch string
-	Active *Run
+	Active *lifecycle.Run
 }
 
 func (e *BranchBusyError) Error() string {
@@ -42,93 +42,27 @@ const (
 	// DefaultStateRetention is how long a finished run's state is kept for /akira status and replies.
 	DefaultStateRetention = 30 * 24 * time.Hour
 	// DefaultStaleAfter is how long a queued or running run may go without a write before a new run
-	// may take its branch: longer than any job's timeout, so only a run whose jobs all died qualifies.
-	DefaultStaleAfter = DefaultTimeout + time.Hour
+	// may take its branch: longer than any job's timeout (jobs.DefaultTimeout, 3 hours, and a test in
+	// jobs holds it so), so only a run whose jobs all died qualifies.
+	DefaultStaleAfter = 4 * time.Hour
 )
 
-// Store keeps run state in Redis. Every change is a read-modify-write inside WATCH/MULTI, so two
-// writers never lose each other's update and a conditional transition (parked → queued only when
-// still parked on that task at that head) cannot race.
-type Store struct {
-	rdb    redis.UniversalClient
-	prefix string
-	// Retention is the TTL of a finished run's state (DefaultStateRetention when zero).
-	Retention time.Duration
-	// StaleAfter: see DefaultStaleAfter.
-	StaleAfter time.Duration
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-	// OnRefused, when set, hears of every event the lifecycle's table refused (for the metrics).
-	OnRefused func(*lifecycle.TransitionError)
-	// tasks are the tasks of the runs this store changed last (see store_tasks.go).
-	tasks taskCache
-}
-
-// NewStore returns a store whose keys start with prefix (DefaultPrefix when empty).
-func NewStore(rdb redis.UniversalClient, prefix string) *Store {
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
-	return &Store{rdb: rdb, prefix: prefix}
-}
-
-func (s *Store) now() time.Time {
-	if s.Now != nil {
-		return s.Now().UTC()
-	}
-	return time.Now().UTC()
-}
-
-func (s *Store) retention() time.Duration {
+func (s *Records) retention() time.Duration {
 	if s.Retention > 0 {
 		return s.Retention
 	}
 	return DefaultStateRetention
 }
 
-func (s *Store) staleAfter() time.Duration {
+func (s *Records) staleAfter() time.Duration {
 	if s.StaleAfter > 0 {
 		return s.StaleAfter
 	}
 	return DefaultStaleAfter
 }
 
-// repoKey is lower-case because GitHub owner and repository names are case-insensitive.
-func repoKey(owner, repo string) string { return strings.ToLower(owner + "/" + repo) }
-
-func (s *Store) runKey(id string) string { return s.prefix + "run:" + id }
-
-func (s *Store) indexKey(owner, repo string, number int) string {
-	return s.prefix + "runidx:" + repoKey(owner, repo) + "#" + strconv.Itoa(number)
-}
-
-// replyRetention is how long a reply's key is remembered: longer than GitHub offers redelivery.
-const replyRetention = 7 * 24 * time.Hour
-
-func (s *Store) replyKey(key string) string { return s.prefix + "reply:" + key }
-
-// replied reports whether the reply of key was posted.
-func (s *Store) replied(ctx context.Context, key string) (bool, error) {
-	n, err := s.rdb.Exists(ctx, s.replyKey(key)).Result()
-	if err != nil {
-		return false, fmt.Errorf("jobs: reply %s: %w", key, err)
-	}
-	return n == 1, nil
-}
-
-// markReplied records that the reply of key was posted.
-func (s *Store) markReplied(ctx context.Context, key string) error {
-	if err := s.rdb.Set(ctx, s.replyKey(key), "1", replyRetention).Err(); err != nil {
-		return fmt.Errorf("jobs: reply %s: %w", key, err)
-	}
-	return nil
-}
-
-// runningKey is the set of runs marked running: a job holds their branch lock, or its worker died.
-func (s *Store) runningKey() string { return s.prefix + "running" }
-
 // forgetRunning drops a run from the running set (it stopped running, or its state is gone).
-func (s *Store) forgetRunning(ctx context.Context, id string) error {
+func (s *Records) ForgetRunning(ctx context.Context, id string) error {
 	if err := s.rdb.SRem(ctx, s.runningKey(), id).Err(); err != nil {
 		return fmt.Errorf("jobs: running runs: %w", err)
 	}
@@ -136,16 +70,12 @@ func (s *Store) forgetRunning(ctx context.Context, id string) error {
 }
 
 // Running returns the ids of the runs marked running.
-func (s *Store) Running(ctx context.Context) ([]string, error) {
+func (s *Records) Running(ctx context.Context) ([]string, error) {
 	ids, err := s.rdb.SMembers(ctx, s.runningKey()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("jobs: running runs: %w", err)
 	}
 	return ids, nil
-}
-
-func (s *Store) branchKey(owner, repo, branch string) string {
-	return s.prefix + "branchrun:" + repoKey(owner, repo) + ":" + branch
 }
 
 // compareAndDelete deletes KEYS[1] only when it holds ARGV[1].
@@ -165,12 +95,11 @@ end
 return 0`
 
 // active reports whether r still owns its branch.
-func (s *Store) active(r *Run) bool {
+func (s *Records) active(r *lifecycle.Run) bool {
 	if r.Status.Terminal() {
 		return false
 	}
-	switch r.Status {
-	case StatusParked, StatusStopped, lifecycle.StatusPaused, lifecycle.StatusWaitingCI:
+	if r.Status.Waits() {
 		return true // waiting for people, or for CI, is not stale
 	}
 	return s.now().Sub(r.UpdatedAt) < s.staleAfter()
@@ -179,7 +108,7 @@ func (s *Store) active(r *Run) bool {
 // Create stores a new run and makes it the branch's active run. When a run with the same id exists
 // (a retried or redelivered job), it is returned with created false and nothing is written. When
 // another run is active on the branch the error is a *BranchBusyError.
-func (s *Store) Create(ctx context.Context, r *Run) (run *Run, created bool, err error) {
+func (s *Records) Create(ctx context.Context, r *lifecycle.Run) (run *lifecycle.Run, created bool, err error) {
 	if r.ID == "" || r.Owner == "" || r.Repo == "" || r.Branch == "" {
 		return nil, false, errors.New("jobs: create run: id, repository and branch are required")
 	}
@@ -226,7 +155,7 @@ func (s *Store) Create(ctx context.Context, r *Run) (run *Run, created bool, err
 			p.Del(ctx, s.tasksKey(nr.ID)) // left by a run of the same id that expired
 			s.queueTaskWrites(ctx, p, nr.ID, writes, 0)
 			p.Set(ctx, bkey, nr.ID, 0)
-			s.indexRun(ctx, p, &nr)
+			s.listing.indexRun(ctx, p, &nr)
 			for _, n := range nr.Numbers() {
 				p.Set(ctx, s.indexKey(nr.Owner, nr.Repo, n), nr.ID, 0)
 			}
@@ -245,11 +174,11 @@ func (s *Store) Create(ctx context.Context, r *Run) (run *Run, created bool, err
 }
 
 // Get returns the run with the id, or ErrNotFound.
-func (s *Store) Get(ctx context.Context, id string) (*Run, error) {
+func (s *Records) Get(ctx context.Context, id string) (*lifecycle.Run, error) {
 	return s.get(ctx, s.rdb, id)
 }
 
-func (s *Store) get(ctx context.Context, c redis.Cmdable, id string) (*Run, error) {
+func (s *Records) get(ctx context.Context, c redis.Cmdable, id string) (*lifecycle.Run, error) {
 	rec, err := s.readRecord(ctx, c, id)
 	if err != nil || rec.inline {
 		return rec.run, err
@@ -265,7 +194,7 @@ func (s *Store) get(ctx context.Context, c redis.Cmdable, id string) (*Run, erro
 }
 
 // ByNumber returns the latest run started from, or pushing to, the issue or pull request.
-func (s *Store) ByNumber(ctx context.Context, owner, repo string, number int) (*Run, error) {
+func (s *Records) ByNumber(ctx context.Context, owner, repo string, number int) (*lifecycle.Run, error) {
 	id, err := s.rdb.Get(ctx, s.indexKey(owner, repo, number)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("%w: %s#%d", ErrNotFound, repoKey(owner, repo), number)
@@ -277,7 +206,7 @@ func (s *Store) ByNumber(ctx context.Context, owner, repo string, number int) (*
 }
 
 // activeOnBranch returns the run that owns the branch, or ErrNotFound when none does.
-func (s *Store) activeOnBranch(ctx context.Context, owner, repo, branch string) (*Run, error) {
+func (s *Records) ActiveOnBranch(ctx context.Context, owner, repo, branch string) (*lifecycle.Run, error) {
 	id, err := s.rdb.Get(ctx, s.branchKey(owner, repo, branch)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("%w: branch %s", ErrNotFound, branch)
@@ -299,9 +228,9 @@ func (s *Store) activeOnBranch(ctx context.Context, owner, repo, branch string) 
 // once (when another writer got in between) and must only change the run it is given; an error from
 // fn aborts the update and is returned as is. The indexes follow the run: a number it gains is
 // indexed, and when it turns terminal it frees its branch and its state starts to expire.
-func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Run, error) {
+func (s *Records) Update(ctx context.Context, id string, fn func(*lifecycle.Run) error) (*lifecycle.Run, error) {
 	key := s.runKey(id)
-	var out *Run
+	var out *lifecycle.Run
 	txf := func(tx *redis.Tx) error {
 		rec, err := s.readRecord(ctx, tx, id)
 		if err != nil {
@@ -345,7 +274,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 			}
 			p.Set(ctx, key, data, ttl)
 			s.queueTaskWrites(ctx, p, id, writes, ttl)
-			s.indexRun(ctx, p, r)
+			s.listing.indexRun(ctx, p, r)
 			for _, n := range r.Numbers() {
 				ik := s.indexKey(r.Owner, r.Repo, n)
 				if r.Status.Terminal() {
@@ -358,7 +287,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 			if r.Status.Terminal() {
 				p.Eval(ctx, compareAndDeleteLua, []string{s.branchKey(r.Owner, r.Repo, r.Branch)}, id)
 			}
-			if r.Status == StatusRunning {
+			if r.Status == lifecycle.StatusRunning {
 				p.SAdd(ctx, s.runningKey(), id)
 			} else {
 				p.SRem(ctx, s.runningKey(), id)
@@ -391,7 +320,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(*Run) error) (*Ru
 }
 
 // watch runs an optimistic transaction, retrying while other writers get in between.
-func (s *Store) watch(ctx context.Context, txf func(*redis.Tx) error, keys ...string) error {
+func (s *Records) watch(ctx context.Context, txf func(*redis.Tx) error, keys ...string) error {
 	for range 100 {
 		err := s.rdb.Watch(ctx, txf, keys...)
 		if !errors.Is(err, redis.TxFailedErr) {
@@ -423,8 +352,8 @@ const maxDecisionKeys = 20
 // headSHA is given, while the branch is still at the head the run left it at; otherwise it returns a
 // *NotParkedError and changes nothing. An empty d.TaskID means the first parked task. A decision whose
 // Key was taken before is not taken again: the run is returned as it is, with already true.
-func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA string) (run *Run, already bool, err error) {
-	run, _, err = s.Transition(ctx, id, func(r *Run) (lifecycle.Event, error) {
+func (s *Records) Decide(ctx context.Context, id string, d lifecycle.Decision, headSHA string) (run *lifecycle.Run, already bool, err error) {
+	run, _, err = s.Transition(ctx, id, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if d.Key != "" && slices.Contains(r.DecisionKeys, d.Key) {
 			return nil, errAlreadyDecided
 		}
@@ -442,7 +371,7 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 			return nil, &NotParkedError{Reason: fmt.Sprintf("run %s waits on task %s, not %s", r.ID, strings.Join(waiting, ", "), d.TaskID)}
 		}
 		// While the run is running, its own checkpoints move the branch; the head is checked once it stops.
-		if r.Status != StatusRunning && headSHA != "" && r.Head != "" && headSHA != r.Head {
+		if r.Status != lifecycle.StatusRunning && headSHA != "" && r.Head != "" && headSHA != r.Head {
 			return nil, &NotParkedError{Reason: fmt.Sprintf("branch %s moved from %s to %s since the run parked",
 				r.Branch, short(r.Head), short(headSHA))}
 		}
@@ -466,9 +395,9 @@ func (s *Store) Decide(ctx context.Context, id string, d Decision, headSHA strin
 // return a nil event (nothing happens). The effects of a durable transition are stored in the run's
 // outbox with its new state. An event the table refuses is a *lifecycle.TransitionError, logged and
 // counted by OnRefused.
-func (s *Store) Transition(ctx context.Context, id string, decide func(*Run) (lifecycle.Event, error)) (*Run, []lifecycle.Effect, error) {
+func (s *Records) Transition(ctx context.Context, id string, decide func(*lifecycle.Run) (lifecycle.Event, error)) (*lifecycle.Run, []lifecycle.Effect, error) {
 	var effects []lifecycle.Effect
-	run, err := s.Update(ctx, id, func(r *Run) error {
+	run, err := s.Update(ctx, id, func(r *lifecycle.Run) error {
 		effects = nil
 		ev, err := decide(r)
 		if err != nil || ev == nil {
@@ -484,15 +413,12 @@ func (s *Store) Transition(ctx context.Context, id string, decide func(*Run) (li
 }
 
 // Apply is Transition of one event, whatever the run's state: the table decides.
-func (s *Store) Apply(ctx context.Context, id string, ev lifecycle.Event) (*Run, []lifecycle.Effect, error) {
-	return s.Transition(ctx, id, func(*Run) (lifecycle.Event, error) { return ev, nil })
+func (s *Records) Apply(ctx context.Context, id string, ev lifecycle.Event) (*lifecycle.Run, []lifecycle.Effect, error) {
+	return s.Transition(ctx, id, func(*lifecycle.Run) (lifecycle.Event, error) { return ev, nil })
 }
 
-// waitingKey is the set of runs waiting for their pull request's CI.
-func (s *Store) waitingKey() string { return s.prefix + "waitingci" }
-
 // WaitingForCI returns the ids of the runs waiting for their pull request's CI.
-func (s *Store) WaitingForCI(ctx context.Context) ([]string, error) {
+func (s *Records) WaitingForCI(ctx context.Context) ([]string, error) {
 	ids, err := s.rdb.SMembers(ctx, s.waitingKey()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("jobs: runs waiting for CI: %w", err)
@@ -500,11 +426,8 @@ func (s *Store) WaitingForCI(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// outboxKey is the sorted set of runs with effects not yet performed, by when they were left.
-func (s *Store) outboxKey() string { return s.prefix + "outbox" }
-
 // LeftEffects returns the runs whose outbox has waited longer than age.
-func (s *Store) LeftEffects(ctx context.Context, age time.Duration) ([]string, error) {
+func (s *Records) LeftEffects(ctx context.Context, age time.Duration) ([]string, error) {
 	ids, err := s.rdb.ZRangeByScore(ctx, s.outboxKey(), &redis.ZRangeBy{Min: "-inf",
 		Max: strconv.FormatInt(s.now().Add(-age).UnixMilli(), 10)}).Result()
 	if err != nil {
@@ -514,16 +437,60 @@ func (s *Store) LeftEffects(ctx context.Context, age time.Duration) ([]string, e
 }
 
 // forgetOutbox drops a run whose record is gone from the outbox index.
-func (s *Store) forgetOutbox(ctx context.Context, id string) error {
+func (s *Records) ForgetOutbox(ctx context.Context, id string) error {
 	if err := s.rdb.ZRem(ctx, s.outboxKey(), id).Err(); err != nil {
 		return fmt.Errorf("jobs: outbox: %w", err)
 	}
 	return nil
 }
 
+// short is a commit's SHA as people read it.
 func short(sha string) string {
 	if len(sha) > 7 {
 		return sha[:7]
 	}
 	return sha
+}
+
+// RequestPause asks the job working on the run to pause it after its current task, or now (the
+// attempt is discarded); a queued run pauses when its job starts. It says false when the run is
+// neither queued nor running, and changes nothing then.
+func (s *Records) RequestPause(ctx context.Context, id, by string, now bool) (*lifecycle.Run, bool, error) {
+	asked := false
+	run, _, err := s.Transition(ctx, id, func(r *lifecycle.Run) (lifecycle.Event, error) {
+		asked = lifecycle.Allowed(r.Status, lifecycle.EventPauseAsked)
+		if !asked {
+			return nil, nil
+		}
+		return lifecycle.PauseAsked{Request: lifecycle.PauseRequest{By: by, Now: now, At: s.now()}}, nil
+	})
+	return run, asked, err
+}
+
+// Resume continues a paused run at its next task (its job is queued by the effect), or withdraws a
+// pause that has not taken effect yet. It says false when there is nothing to resume.
+func (s *Records) Resume(ctx context.Context, id, by string) (*lifecycle.Run, bool, error) {
+	resumed := false
+	run, _, err := s.Transition(ctx, id, func(r *lifecycle.Run) (lifecycle.Event, error) {
+		resumed = r.Status == lifecycle.StatusPaused || (r.Pause != nil && lifecycle.Allowed(r.Status, lifecycle.EventResumed))
+		if !resumed {
+			return nil, nil
+		}
+		return lifecycle.Resumed{By: by}, nil
+	})
+	return run, resumed, err
+}
+
+// RequestStop asks the job working on the run to stop it. It says false when the run is not working
+// (queued or running), and changes nothing then.
+func (s *Records) RequestStop(ctx context.Context, id, by string, abort bool) (*lifecycle.Run, bool, error) {
+	asked := false
+	run, _, err := s.Transition(ctx, id, func(r *lifecycle.Run) (lifecycle.Event, error) {
+		asked = lifecycle.Allowed(r.Status, lifecycle.EventStopAsked)
+		if !asked {
+			return nil, nil
+		}
+		return lifecycle.StopAsked{Request: lifecycle.StopRequest{By: by, Abort: abort, At: s.now()}}, nil
+	})
+	return run, asked, err
 }

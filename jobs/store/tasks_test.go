@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
 )
 
 // filledTask has every field of TaskState set, each to a value of its own.
-func filledTask(t testing.TB) TaskState {
+func filledTask(t testing.TB) lifecycle.TaskState {
 	t.Helper()
-	var ts TaskState
+	var ts lifecycle.TaskState
 	v := reflect.ValueOf(&ts).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		setDifferent(t, v.Field(i), v.Type().Field(i).Name, 1)
@@ -85,11 +86,11 @@ func TestSameTaskSeesEveryField(t *testing.T) {
 	}
 }
 
-func storeWithTasks(t *testing.T, s *Store, id string, n int) *Run {
+func storeWithTasks(t *testing.T, s *Store, id string, n int) *lifecycle.Run {
 	t.Helper()
-	r := &Run{ID: id, Owner: "o", Repo: "r", Branch: "b-" + id, Base: "main", Status: StatusRunning}
+	r := &lifecycle.Run{ID: id, Owner: "o", Repo: "r", Branch: "b-" + id, Base: "main", Status: lifecycle.StatusRunning}
 	for i := range n {
-		r.Tasks = append(r.Tasks, TaskState{ID: fmt.Sprintf("1.%d", i+1), Title: fmt.Sprintf("Task %d", i+1), Status: templates.StatusPending})
+		r.Tasks = append(r.Tasks, lifecycle.TaskState{ID: fmt.Sprintf("1.%d", i+1), Title: fmt.Sprintf("Task %d", i+1), Status: templates.StatusPending})
 	}
 	created, ok, err := s.Create(context.Background(), r)
 	if err != nil || !ok {
@@ -109,13 +110,13 @@ func TestUpdateWritesOnlyTheTasksItChanged(t *testing.T) {
 	if err := rdb.HSet(ctx, s.tasksKey("r1"), "1.40", planted).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Task("1.1").Attempts = 3; return nil }); err != nil {
+	if _, err := s.Update(ctx, "r1", func(r *lifecycle.Run) error { r.Task("1.1").Attempts = 3; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got := rdb.HGet(ctx, s.tasksKey("r1"), "1.40").Val(); got != planted {
 		t.Errorf("task 1.40 was rewritten by a change of 1.1: %s", got)
 	}
-	var t1 TaskState
+	var t1 lifecycle.TaskState
 	if err := json.Unmarshal([]byte(rdb.HGet(ctx, s.tasksKey("r1"), "1.1").Val()), &t1); err != nil || t1.Attempts != 3 {
 		t.Errorf("task 1.1 in Redis = %+v (%v), want 3 attempts", t1, err)
 	}
@@ -144,18 +145,18 @@ func TestUpdatesOfTwoStoresMeet(t *testing.T) {
 		task string
 	}{{a, "1.1"}, {b, "1.2"}, {a, "1.3"}, {b, "1.1"}, {a, "1.5"}}
 	for i, st := range steps {
-		if _, err := st.s.Update(ctx, "r2", func(r *Run) error { r.Task(st.task).Attempts++; return nil }); err != nil {
+		if _, err := st.s.Update(ctx, "r2", func(r *lifecycle.Run) error { r.Task(st.task).Attempts++; return nil }); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
 	}
 	// A removed task and a new order, from b.
-	if _, err := b.Update(ctx, "r2", func(r *Run) error {
-		r.Tasks = append([]TaskState{r.Tasks[4]}, r.Tasks[:3]...)
+	if _, err := b.Update(ctx, "r2", func(r *lifecycle.Run) error {
+		r.Tasks = append([]lifecycle.TaskState{r.Tasks[4]}, r.Tasks[:3]...)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.Update(ctx, "r2", func(*Run) error { return nil })
+	got, err := a.Update(ctx, "r2", func(*lifecycle.Run) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +180,8 @@ func TestRecordWithInlineTasksIsSplitAtItsNextChange(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	s := NewStore(rdb, prefix)
 	ctx := context.Background()
-	old := Run{ID: "r3", Owner: "o", Repo: "r", Branch: "b3", Base: "main", Status: StatusRunning, Rev: 4,
-		Tasks: []TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPassed}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
+	old := lifecycle.Run{ID: "r3", Owner: "o", Repo: "r", Branch: "b3", Base: "main", Status: lifecycle.StatusRunning, Rev: 4,
+		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPassed}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
 	data, _ := json.Marshal(old)
 	if err := rdb.Set(ctx, s.runKey("r3"), data, 0).Err(); err != nil {
 		t.Fatal(err)
@@ -189,7 +190,7 @@ func TestRecordWithInlineTasksIsSplitAtItsNextChange(t *testing.T) {
 	if err != nil || len(got.Tasks) != 2 || got.Tasks[1].Title != "two" {
 		t.Fatalf("old record read as %+v, %v", got, err)
 	}
-	if _, err := s.Update(ctx, "r3", func(r *Run) error { r.Task("1.2").Status = templates.StatusRunning; return nil }); err != nil {
+	if _, err := s.Update(ctx, "r3", func(r *lifecycle.Run) error { r.Task("1.2").Status = templates.StatusRunning; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if rec := rdb.Get(ctx, s.runKey("r3")).Val(); strings.Contains(rec, `"tasks"`) {
@@ -210,7 +211,7 @@ func TestFinishedRunsTasksExpireWithIt(t *testing.T) {
 	if ttl := rdb.PTTL(ctx, s.tasksKey("r4")).Val(); ttl != -1 {
 		t.Fatalf("a working run's tasks expire in %s", ttl)
 	}
-	if _, err := s.Update(ctx, "r4", func(r *Run) error { r.Status = StatusSucceeded; return nil }); err != nil {
+	if _, err := s.Update(ctx, "r4", func(r *lifecycle.Run) error { r.Status = lifecycle.StatusSucceeded; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if ttl := rdb.PTTL(ctx, s.tasksKey("r4")).Val(); ttl <= 0 || ttl > s.retention() {
@@ -227,9 +228,9 @@ func BenchmarkStoreUpdate(b *testing.B) {
 	per := map[int]float64{}
 	for _, n := range []int{20, 200, 1000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			r := &Run{ID: fmt.Sprintf("bench-%d", n), Owner: "o", Repo: "r", Branch: fmt.Sprintf("bench-%d", n), Base: "main", Status: StatusRunning}
+			r := &lifecycle.Run{ID: fmt.Sprintf("bench-%d", n), Owner: "o", Repo: "r", Branch: fmt.Sprintf("bench-%d", n), Base: "main", Status: lifecycle.StatusRunning}
 			for i := range n {
-				r.Tasks = append(r.Tasks, TaskState{ID: fmt.Sprintf("1.%d", i), Title: "Add the thing number " + fmt.Sprint(i),
+				r.Tasks = append(r.Tasks, lifecycle.TaskState{ID: fmt.Sprintf("1.%d", i), Title: "Add the thing number " + fmt.Sprint(i),
 					Status: templates.StatusPassed, Attempts: 1, Duration: time.Second, CheckRunID: int64(1000 + i),
 					CheckRunURL: "https://github.com/o/r/runs/123456789", CheckRunDone: true, CheckRunHead: strings.Repeat("a", 40),
 					Checkpoint: strings.Repeat("b", 40), Accept: []string{"it works"}, InputTokens: 12345, OutputTokens: 2345, CostUSD: 0.12})
@@ -240,7 +241,7 @@ func BenchmarkStoreUpdate(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				if _, err := s.Update(ctx, r.ID, func(r *Run) error { r.Tasks[i%n].Attempts++; return nil }); err != nil {
+				if _, err := s.Update(ctx, r.ID, func(r *lifecycle.Run) error { r.Tasks[i%n].Attempts++; return nil }); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -248,7 +249,7 @@ func BenchmarkStoreUpdate(b *testing.B) {
 		})
 	}
 	for n, us := range per {
-		b.Logf("akira-bench: store.update.%d.us %.1f", n, us)
+		b.Logf("akira-bench: update.%d.us %.1f", n, us)
 	}
 }
 
@@ -269,7 +270,7 @@ func TestRunRebuiltUnderItsIDIsReadAgain(t *testing.T) {
 	if err != nil || len(got.Tasks) != 3 {
 		t.Fatalf("the rebuilt run read by the other store: %d tasks (%v), want 3", len(got.Tasks), err)
 	}
-	if got, err := a.Update(ctx, "r5", func(r *Run) error { r.Task("1.3").Attempts = 1; return nil }); err != nil || len(got.Tasks) != 3 {
+	if got, err := a.Update(ctx, "r5", func(r *lifecycle.Run) error { r.Task("1.3").Attempts = 1; return nil }); err != nil || len(got.Tasks) != 3 {
 		t.Fatalf("update through the other store: %+v, %v", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"bytes"
@@ -26,12 +26,12 @@ const (
 // ErrNoLog is returned for an attempt without a kept log (never written, or expired).
 var ErrNoLog = errors.New("jobs: no log")
 
-func (s *Store) logKey(runID, taskID string, attempt int) string {
+func (s *Logs) logKey(runID, taskID string, attempt int) string {
 	return s.prefix + "log:" + runID + ":" + taskID + ":" + strconv.Itoa(attempt)
 }
 
 // SaveLog keeps an attempt's log for retention, masked with mask first.
-func (s *Store) SaveLog(ctx context.Context, runID, taskID string, attempt int, text string, retention time.Duration) error {
+func (s *Logs) SaveLog(ctx context.Context, runID, taskID string, attempt int, text string, retention time.Duration) error {
 	if len(text) > MaxLogBytes {
 		half := MaxLogBytes / 2
 		text = text[:half] + fmt.Sprintf("\n[… %d bytes not kept …]\n", len(text)-MaxLogBytes) + text[len(text)-half:]
@@ -54,7 +54,7 @@ func (s *Store) SaveLog(ctx context.Context, runID, taskID string, attempt int, 
 }
 
 // Log reads an attempt's log.
-func (s *Store) Log(ctx context.Context, runID, taskID string, attempt int) (string, error) {
+func (s *Logs) Log(ctx context.Context, runID, taskID string, attempt int) (string, error) {
 	data, err := s.rdb.Get(ctx, s.logKey(runID, taskID, attempt)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return "", ErrNoLog

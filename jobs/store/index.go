@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // The run index is a sorted set of every run id Redis holds, scored by the run's creation time in
@@ -20,23 +22,23 @@ import (
 // reader's feet). Create and Update add the run (Update too, so a run created before the index
 // existed joins it at its next write); ids whose state has expired are removed as a listing meets
 // them.
-func (s *Store) runsIndexKey() string { return s.prefix + "runs" }
+func (s *Listing) runsIndexKey() string { return s.prefix + "runs" }
 
 // runsIndexedKey marks that runs stored before the index existed have been added to it (once per
 // database: a flushed Redis loses the mark with the runs).
-func (s *Store) runsIndexedKey() string { return s.prefix + "runs:indexed" }
+func (s *Listing) runsIndexedKey() string { return s.prefix + "runs:indexed" }
 
 func indexScore(created time.Time) float64 { return float64(created.UnixMicro()) }
 
 // indexRun adds the run to the index in p (idempotent).
-func (s *Store) indexRun(ctx context.Context, p redis.Pipeliner, r *Run) {
+func (s *Listing) indexRun(ctx context.Context, p redis.Pipeliner, r *lifecycle.Run) {
 	p.ZAdd(ctx, s.runsIndexKey(), redis.Z{Score: indexScore(r.CreatedAt), Member: r.ID})
 }
 
 // RunFilter selects runs: by repository ("owner/name", any case) and by status; empty matches all.
 type RunFilter struct {
 	Repo   string
-	Status []RunStatus
+	Status []lifecycle.RunStatus
 	Limit  int // 0: 100
 	// Allow, when set, hides the runs of the repositories ("owner/name") it refuses, before the limit
 	// counts them (a token limited to some repositories gets full pages of its own runs).
@@ -49,7 +51,7 @@ type RunFilter struct {
 // RunPage is one page of runs, newest first. Next is the cursor of the following page, empty on the
 // last one.
 type RunPage struct {
-	Runs []*Run
+	Runs []*lifecycle.Run
 	Next string
 }
 
@@ -75,14 +77,14 @@ func parseCursor(c string) (score float64, id string, err error) {
 const runsBatch = 200
 
 // Runs lists the runs Redis holds that match f, newest first, at most f.Limit of them.
-func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
+func (s *Listing) Runs(ctx context.Context, f RunFilter) ([]*lifecycle.Run, error) {
 	p, err := s.RunsPage(ctx, f)
 	return p.Runs, err
 }
 
 // RunsPage lists one page of the runs that match f, newest first, from f.Cursor on. It reads the
 // index in batches, so a page costs what the runs it passes over cost, whatever the database holds.
-func (s *Store) RunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
+func (s *Listing) RunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 	page, err := s.runsPage(ctx, f)
 	if err != nil {
 		return page, err
@@ -110,7 +112,7 @@ func (s *Store) RunsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 	return page, nil
 }
 
-func (s *Store) runsPage(ctx context.Context, f RunFilter) (RunPage, error) {
+func (s *Listing) runsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -172,7 +174,7 @@ func (s *Store) runsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 				stale = append(stale, zs[i].Member) // its state expired
 				continue
 			}
-			var r Run
+			var r lifecycle.Run
 			if json.Unmarshal([]byte(str), &r) != nil || !f.matches(&r) {
 				continue
 			}
@@ -191,7 +193,7 @@ func (s *Store) runsPage(ctx context.Context, f RunFilter) (RunPage, error) {
 	}
 }
 
-func (f RunFilter) matches(r *Run) bool {
+func (f RunFilter) matches(r *lifecycle.Run) bool {
 	repo := r.Owner + "/" + r.Repo
 	switch {
 	case f.Repo != "" && !strings.EqualFold(repo, f.Repo):
@@ -205,7 +207,7 @@ func (f RunFilter) matches(r *Run) bool {
 }
 
 // backfillIndex adds the runs stored before the index existed, once: the only scan of run keys left.
-func (s *Store) backfillIndex(ctx context.Context) error {
+func (s *Listing) backfillIndex(ctx context.Context) error {
 	n, err := s.rdb.Exists(ctx, s.runsIndexedKey()).Result()
 	if err != nil {
 		return fmt.Errorf("jobs: list runs: %w", err)
@@ -225,7 +227,7 @@ func (s *Store) backfillIndex(ctx context.Context) error {
 		}
 		var zs []redis.Z
 		for _, v := range vals {
-			var r Run
+			var r lifecycle.Run
 			if str, ok := v.(string); ok && json.Unmarshal([]byte(str), &r) == nil && r.ID != "" {
 				zs = append(zs, redis.Z{Score: indexScore(r.CreatedAt), Member: r.ID})
 			}

@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
 
-func newRun(id, branch string) *Run {
-	return &Run{ID: id, Owner: "Octo", Repo: "Hello", InstallationID: 1, Trigger: TriggerIssue, Issue: 4, Branch: branch,
-		Tasks: []TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPending}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
+func newRun(id, branch string) *lifecycle.Run {
+	return &lifecycle.Run{ID: id, Owner: "Octo", Repo: "Hello", InstallationID: 1, Trigger: lifecycle.TriggerIssue, Issue: 4, Branch: branch,
+		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPending}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
 }
 
 func TestStoreCreateAndFind(t *testing.T) {
@@ -26,15 +27,15 @@ func TestStoreCreateAndFind(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("Create = %v, %v", created, err)
 	}
-	if r.Status != StatusQueued || r.Rev != 1 || r.CreatedAt.IsZero() {
+	if r.Status != lifecycle.StatusQueued || r.Rev != 1 || r.CreatedAt.IsZero() {
 		t.Errorf("created run = status %s rev %d created %v", r.Status, r.Rev, r.CreatedAt)
 	}
 	// A retried job creates the same run again: it gets the stored one back, untouched.
-	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Status = StatusRunning; return nil }); err != nil {
+	if _, err := s.Update(ctx, "r1", func(r *lifecycle.Run) error { r.Status = lifecycle.StatusRunning; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	again, created, err := s.Create(ctx, newRun("r1", "akira/issue-4"))
-	if err != nil || created || again.Status != StatusRunning {
+	if err != nil || created || again.Status != lifecycle.StatusRunning {
 		t.Fatalf("second Create = %+v, %v, %v; want the stored running run", again, created, err)
 	}
 	// Owner and repository names are case-insensitive on GitHub.
@@ -46,13 +47,13 @@ func TestStoreCreateAndFind(t *testing.T) {
 		t.Fatalf("ByNumber(5) = %v, want ErrNotFound", err)
 	}
 	// The PR opened later is indexed by the update that records it.
-	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.PR = 9; return nil }); err != nil {
+	if _, err := s.Update(ctx, "r1", func(r *lifecycle.Run) error { r.PR = 9; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.ByNumber(ctx, "OCTO", "hello", 9); err != nil || got.ID != "r1" {
 		t.Fatalf("ByNumber(PR) = %v, %v", got, err)
 	}
-	if got, err := s.activeOnBranch(ctx, "octo", "hello", "akira/issue-4"); err != nil || got.ID != "r1" {
+	if got, err := s.ActiveOnBranch(ctx, "octo", "hello", "akira/issue-4"); err != nil || got.ID != "r1" {
 		t.Fatalf("activeOnBranch = %v, %v", got, err)
 	}
 	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
@@ -76,17 +77,21 @@ func TestStoreOneActiveRunPerBranch(t *testing.T) {
 		t.Fatalf("Create on another branch: %v", err)
 	}
 	// Parked still owns the branch.
-	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Status = StatusParked; r.Parked = []Parked{{TaskID: "1.1"}}; return nil }); err != nil {
+	if _, err := s.Update(ctx, "r1", func(r *lifecycle.Run) error {
+		r.Status = lifecycle.StatusParked
+		r.Parked = []lifecycle.Parked{{TaskID: "1.1"}}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Create(ctx, newRun("r2", "akira/roadmap")); !errors.Is(err, ErrBranchBusy) {
 		t.Fatalf("Create while parked = %v, want ErrBranchBusy", err)
 	}
 	// A terminal run frees the branch.
-	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Status = StatusSucceeded; return nil }); err != nil {
+	if _, err := s.Update(ctx, "r1", func(r *lifecycle.Run) error { r.Status = lifecycle.StatusSucceeded; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.activeOnBranch(ctx, "octo", "hello", "akira/roadmap"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.ActiveOnBranch(ctx, "octo", "hello", "akira/roadmap"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("activeOnBranch after success = %v, want ErrNotFound", err)
 	}
 	if _, created, err := s.Create(ctx, newRun("r2", "akira/roadmap")); err != nil || !created {
@@ -139,7 +144,7 @@ func TestStoreUpdateIsAtomic(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				_, err := s.Update(ctx, "r1", func(r *Run) error { r.Jobs++; return nil })
+				_, err := s.Update(ctx, "r1", func(r *lifecycle.Run) error { r.Jobs++; return nil })
 				errs <- err
 			}
 		}()
@@ -159,7 +164,7 @@ func TestStoreUpdateIsAtomic(t *testing.T) {
 		t.Fatalf("after %d updates: jobs %d rev %d", writers*each, r.Jobs, r.Rev)
 	}
 	sentinel := errors.New("no")
-	if _, err := s.Update(ctx, "r1", func(r *Run) error { r.Jobs = 0; return sentinel }); !errors.Is(err, sentinel) {
+	if _, err := s.Update(ctx, "r1", func(r *lifecycle.Run) error { r.Jobs = 0; return sentinel }); !errors.Is(err, sentinel) {
 		t.Fatalf("Update with a failing fn = %v", err)
 	}
 	if r, _ := s.Get(ctx, "r1"); r.Jobs != writers*each {
@@ -168,41 +173,41 @@ func TestStoreUpdateIsAtomic(t *testing.T) {
 }
 
 func TestStoreDecide(t *testing.T) {
-	park := func(r *Run) error {
-		r.Status = StatusParked
-		r.Parked = []Parked{{TaskID: "1.2", Attempt: 3}}
+	park := func(r *lifecycle.Run) error {
+		r.Status = lifecycle.StatusParked
+		r.Parked = []lifecycle.Parked{{TaskID: "1.2", Attempt: 3}}
 		r.Head = "aaaaaaaaaa"
 		r.Tasks[1].Status = templates.StatusEscalated
 		return nil
 	}
 	tests := []struct {
 		name       string
-		setup      func(*Run) error
-		decision   Decision
+		setup      func(*lifecycle.Run) error
+		decision   lifecycle.Decision
 		head       string
 		wantErr    string
-		wantStatus RunStatus
+		wantStatus lifecycle.RunStatus
 	}{
-		{"retry", park, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "use tabs", By: "ann"}}, "aaaaaaaaaa", "", StatusQueued},
-		{"reply names no task", park, Decision{Decision: runner.Decision{Kind: runner.DecisionSkip, By: "ann"}}, "aaaaaaaaaa", "", StatusQueued},
-		{"abort", park, Decision{Decision: runner.Decision{Kind: runner.DecisionAbort, By: "ann"}}, "aaaaaaaaaa", "", StatusAborted},
-		{"head moved", park, Decision{Decision: runner.Decision{Kind: runner.DecisionApprove}}, "bbbbbbbbbb", "moved from aaaaaaa to bbbbbbb", StatusParked},
-		{"queued by another decision", func(r *Run) error {
-			r.Status = StatusQueued
-			r.Parked = []Parked{{TaskID: "1.2"}}
-			r.Decisions = map[string]Decision{"1.1": {TaskID: "1.1", Decision: runner.Decision{Kind: runner.DecisionSkip}}}
+		{"retry", park, lifecycle.Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "use tabs", By: "ann"}}, "aaaaaaaaaa", "", lifecycle.StatusQueued},
+		{"reply names no task", park, lifecycle.Decision{Decision: runner.Decision{Kind: runner.DecisionSkip, By: "ann"}}, "aaaaaaaaaa", "", lifecycle.StatusQueued},
+		{"abort", park, lifecycle.Decision{Decision: runner.Decision{Kind: runner.DecisionAbort, By: "ann"}}, "aaaaaaaaaa", "", lifecycle.StatusAborted},
+		{"head moved", park, lifecycle.Decision{Decision: runner.Decision{Kind: runner.DecisionApprove}}, "bbbbbbbbbb", "moved from aaaaaaa to bbbbbbb", lifecycle.StatusParked},
+		{"queued by another decision", func(r *lifecycle.Run) error {
+			r.Status = lifecycle.StatusQueued
+			r.Parked = []lifecycle.Parked{{TaskID: "1.2"}}
+			r.Decisions = map[string]lifecycle.Decision{"1.1": {TaskID: "1.1", Decision: runner.Decision{Kind: runner.DecisionSkip}}}
 			return nil
-		}, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "again"}}, "", "", StatusQueued},
-		{"other task", park, Decision{TaskID: "1.1", Decision: runner.Decision{Kind: runner.DecisionApprove}}, "aaaaaaaaaa", "waits on task 1.2, not 1.1", StatusParked},
-		{"running", func(r *Run) error { r.Status = StatusRunning; return nil }, Decision{Decision: runner.Decision{Kind: runner.DecisionApprove}}, "x", "is running, not waiting", StatusRunning},
+		}, lifecycle.Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "again"}}, "", "", lifecycle.StatusQueued},
+		{"other task", park, lifecycle.Decision{TaskID: "1.1", Decision: runner.Decision{Kind: runner.DecisionApprove}}, "aaaaaaaaaa", "waits on task 1.2, not 1.1", lifecycle.StatusParked},
+		{"running", func(r *lifecycle.Run) error { r.Status = lifecycle.StatusRunning; return nil }, lifecycle.Decision{Decision: runner.Decision{Kind: runner.DecisionApprove}}, "x", "is running, not waiting", lifecycle.StatusRunning},
 		// Parked while the job still runs (or after its worker died): the answer is taken at once; the
 		// branch moving under the job's own checkpoints does not refuse it.
-		{"parked while running", func(r *Run) error {
-			r.Status = StatusRunning
-			r.Parked = []Parked{{TaskID: "1.2", Attempt: 3}}
+		{"parked while running", func(r *lifecycle.Run) error {
+			r.Status = lifecycle.StatusRunning
+			r.Parked = []lifecycle.Parked{{TaskID: "1.2", Attempt: 3}}
 			r.Head = "aaaaaaaaaa"
 			return nil
-		}, Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "smaller steps"}}, "cccccccccc", "", StatusRunning},
+		}, lifecycle.Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: "smaller steps"}}, "cccccccccc", "", lifecycle.StatusRunning},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,20 +236,20 @@ func TestStoreDecide(t *testing.T) {
 				t.Fatalf("status = %s, want %s", r.Status, tt.wantStatus)
 			}
 			switch tt.wantStatus {
-			case StatusRunning:
+			case lifecycle.StatusRunning:
 				if tt.wantErr == "" && (len(r.Parked) != 0 || r.Decisions["1.2"].Guidance != tt.decision.Guidance) {
 					t.Errorf("after decision: parked %+v decisions %+v", r.Parked, r.Decisions)
 				}
-			case StatusQueued:
+			case lifecycle.StatusQueued:
 				d := r.Decisions["1.2"]
 				if len(r.Parked) != 0 || d.Kind != tt.decision.Kind || d.Guidance != tt.decision.Guidance || d.TaskID != "1.2" {
 					t.Errorf("after decision: parked %+v decisions %+v", r.Parked, r.Decisions)
 				}
-			case StatusAborted:
+			case lifecycle.StatusAborted:
 				if r.AbortedBy != "ann" || r.Tasks[0].Status != templates.StatusAborted || r.Tasks[1].Status != templates.StatusAborted {
 					t.Errorf("after abort: by %q tasks %+v", r.AbortedBy, r.Tasks)
 				}
-				if _, err := s.activeOnBranch(ctx, "octo", "hello", "b"); !errors.Is(err, ErrNotFound) {
+				if _, err := s.ActiveOnBranch(ctx, "octo", "hello", "b"); !errors.Is(err, ErrNotFound) {
 					t.Errorf("an aborted run still owns its branch: %v", err)
 				}
 			}
@@ -260,8 +265,8 @@ func TestStoreDecideOnce(t *testing.T) {
 	if _, _, err := s.Create(ctx, newRun("r1", "b")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Update(ctx, "r1", func(r *Run) error {
-		r.Status, r.Parked, r.Head = StatusParked, []Parked{{TaskID: "1.1"}}, "h"
+	if _, err := s.Update(ctx, "r1", func(r *lifecycle.Run) error {
+		r.Status, r.Parked, r.Head = lifecycle.StatusParked, []lifecycle.Parked{{TaskID: "1.1"}}, "h"
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -270,7 +275,7 @@ func TestStoreDecideOnce(t *testing.T) {
 	results := make(chan error, n)
 	for i := range n {
 		go func() {
-			_, _, err := s.Decide(ctx, "r1", Decision{Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: string(rune('a' + i))}}, "h")
+			_, _, err := s.Decide(ctx, "r1", lifecycle.Decision{Decision: runner.Decision{Kind: runner.DecisionRetry, Guidance: string(rune('a' + i))}}, "h")
 			results <- err
 		}()
 	}
@@ -299,13 +304,13 @@ func TestStoreDecideIsIdempotent(t *testing.T) {
 	if _, _, err := s.Create(ctx, newRun("r1", "b")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Update(ctx, "r1", func(r *Run) error {
-		r.Status, r.Parked = StatusParked, []Parked{{TaskID: "1.1"}, {TaskID: "1.2"}}
+	if _, err := s.Update(ctx, "r1", func(r *lifecycle.Run) error {
+		r.Status, r.Parked = lifecycle.StatusParked, []lifecycle.Parked{{TaskID: "1.1"}, {TaskID: "1.2"}}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	d := Decision{Key: "resume:comment:1", Decision: runner.Decision{Kind: runner.DecisionSkip}}
+	d := lifecycle.Decision{Key: "resume:comment:1", Decision: runner.Decision{Kind: runner.DecisionSkip}}
 	r, already, err := s.Decide(ctx, "r1", d, "")
 	if err != nil || already || r.Decisions["1.1"].Kind != runner.DecisionSkip || len(r.Parked) != 1 {
 		t.Fatalf("first Decide = %+v, %v, %v", r, already, err)
@@ -315,8 +320,8 @@ func TestStoreDecideIsIdempotent(t *testing.T) {
 		t.Fatalf("repeated Decide = parked %+v, already %v, %v; want the stored run unchanged", r.Parked, already, err)
 	}
 	// Another request on the remaining task still applies while the run is queued.
-	r, already, err = s.Decide(ctx, "r1", Decision{Key: "resume:comment:2", Decision: runner.Decision{Kind: runner.DecisionApprove}}, "")
-	if err != nil || already || r.Decisions["1.2"].Kind != runner.DecisionApprove || len(r.Parked) != 0 || r.Status != StatusQueued {
+	r, already, err = s.Decide(ctx, "r1", lifecycle.Decision{Key: "resume:comment:2", Decision: runner.Decision{Kind: runner.DecisionApprove}}, "")
+	if err != nil || already || r.Decisions["1.2"].Kind != runner.DecisionApprove || len(r.Parked) != 0 || r.Status != lifecycle.StatusQueued {
 		t.Fatalf("second decision = %+v, %v, %v", r, already, err)
 	}
 }

@@ -1,9 +1,10 @@
-package jobs
+// Package ports holds the GitHub operations the flows of jobs need, declared in Akira's own types
+// (consumer-owned) and implemented by app/gh.
+package ports
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/akira-bot/akira/runner"
@@ -290,15 +291,6 @@ type InstallationsFunc func(ctx context.Context, id int64) (GitHub, error)
 // Installation calls f.
 func (f InstallationsFunc) Installation(ctx context.Context, id int64) (GitHub, error) {
 	return f(ctx, id)
-}
-
-// installation returns the client of an installation; failing to get one is transient.
-func installation(ctx context.Context, in Installations, id int64) (GitHub, error) {
-	gh, err := in.Installation(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("jobs: installation %d: %w", id, err)
-	}
-	return gh, nil
 }
 
 // CICheck is one check on a commit that is not Akira's own: a check run of another app (each job of a

@@ -1,11 +1,15 @@
-package jobs
+// Package metrics is what Akira counts for Prometheus: jobs and their results, tasks, attempts,
+// escalations, model usage, reaped runs, redeliveries, refused transitions and the queue's size.
+package metrics
 
 import (
+	"errors"
 	"log/slog"
 
-	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // Metrics are the Prometheus metrics of the workers. A nil *Metrics records nothing, so tests and the
@@ -83,7 +87,7 @@ func NewMetrics(reg prometheus.Registerer, insp QueueInspector, queues ...string
 	cs := []prometheus.Collector{m.jobs, m.taskDuration, m.attempts, m.escalations, m.tokens, m.cost, m.reapedRuns, m.redelivered, m.refused}
 	if insp != nil {
 		if len(queues) == 0 {
-			queues = []string{Queue}
+			return nil, errors.New("metrics: a queue inspector needs the queues it reads: pass jobs.Queue (or your workers' queues)")
 		}
 		cs = append(cs, &queueCollector{insp: insp, queues: queues, desc: prometheus.NewDesc(
 			"akira_queue_tasks", "Tasks in the asynq queue, by state.", []string{"queue", "state"}, nil)})
@@ -96,13 +100,15 @@ func NewMetrics(reg prometheus.Registerer, insp QueueInspector, queues ...string
 	return m, nil
 }
 
-func (m *Metrics) job(typ, result string) {
+// Job counts a finished job of type typ by its result (a Result constant). A nil m counts nothing.
+func (m *Metrics) Job(typ, result string) {
 	if m != nil {
 		m.jobs.WithLabelValues(typ, result).Inc()
 	}
 }
 
-func (m *Metrics) task(result string, seconds float64, attempts int) {
+// Task observes a task the engine finished: its result, how long it took and its attempts.
+func (m *Metrics) Task(result string, seconds float64, attempts int) {
 	if m == nil {
 		return
 	}
@@ -125,25 +131,29 @@ func (m *Metrics) RefusedTransition(te *lifecycle.TransitionError) {
 	}
 }
 
-func (m *Metrics) reaped() {
+// Reaped counts a run the reaper re-enqueued because its worker died.
+func (m *Metrics) Reaped() {
 	if m != nil {
 		m.reapedRuns.Inc()
 	}
 }
 
-func (m *Metrics) redelivery(result string) {
+// Redelivery counts a redelivery the sweep asked GitHub for, by its result.
+func (m *Metrics) Redelivery(result string) {
 	if m != nil {
 		m.redelivered.WithLabelValues(result).Inc()
 	}
 }
 
-func (m *Metrics) escalated() {
+// Escalated counts an escalation.
+func (m *Metrics) Escalated() {
 	if m != nil {
 		m.escalations.Inc()
 	}
 }
 
-func (m *Metrics) usage(in, out int64, usd float64) {
+// Usage counts a model call's tokens and cost.
+func (m *Metrics) Usage(in, out int64, usd float64) {
 	if m == nil {
 		return
 	}

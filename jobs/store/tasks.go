@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
 )
 
 // A run's record is kept in two parts, so that what one event costs does not grow with the tasks done
@@ -30,9 +32,6 @@ const taskOrderField = ""
 // maxCachedRuns bounds the runs whose tasks a store keeps.
 const maxCachedRuns = 16
 
-// tasksKey holds a run's tasks. It is outside the run:* pattern, which names records only.
-func (s *Store) tasksKey(id string) string { return s.prefix + "runtasks:" + id }
-
 // cachedTasks are a run's tasks as of a revision of its record, with the digest of each (taskSum)
 // taken when they were stored.
 type cachedTasks struct {
@@ -40,7 +39,7 @@ type cachedTasks struct {
 	// its revisions again, at another time.
 	rev     int64
 	created time.Time
-	tasks   []TaskState
+	tasks   []lifecycle.TaskState
 	sums    []uint64
 }
 
@@ -54,7 +53,7 @@ type taskCache struct {
 
 // get returns the run's tasks at rev and their digests, or false. The tasks are shared: the caller
 // copies the slice before changing it.
-func (c *taskCache) get(r *Run) (cachedTasks, bool) {
+func (c *taskCache) get(r *lifecycle.Run) (cachedTasks, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.runs[r.ID]
@@ -65,7 +64,7 @@ func (c *taskCache) get(r *Run) (cachedTasks, bool) {
 }
 
 // put keeps the tasks of run r (tasks and their digests sums); a finished run's are dropped instead.
-func (c *taskCache) put(r *Run, sums []uint64) {
+func (c *taskCache) put(r *lifecycle.Run, sums []uint64) {
 	c.keep(r.ID, cachedTasks{rev: r.Rev, created: r.CreatedAt, tasks: r.Tasks, sums: sums}, !r.Status.Terminal())
 }
 
@@ -102,7 +101,7 @@ func (c *taskCache) drop(id string) { c.keep(id, cachedTasks{}, false) }
 var taskSeed = maphash.MakeSeed()
 
 // taskSum digests what a task holds behind references.
-func taskSum(t *TaskState) uint64 {
+func taskSum(t *lifecycle.TaskState) uint64 {
 	var h maphash.Hash
 	h.SetSeed(taskSeed)
 	var b [8]byte
@@ -153,7 +152,7 @@ func taskSum(t *TaskState) uint64 {
 // sameTask reports whether task b is a, whose digest was aSum when it was stored: every field held by
 // value compared, and the digest of the rest (TestSameTaskSeesEveryField fails when a field of
 // TaskState is left out of either).
-func sameTask(a *TaskState, aSum uint64, b *TaskState) bool {
+func sameTask(a *lifecycle.TaskState, aSum uint64, b *lifecycle.TaskState) bool {
 	return a.ID == b.ID && a.Title == b.Title && a.Status == b.Status && a.Attempts == b.Attempts &&
 		a.Duration == b.Duration && a.CheckRunID == b.CheckRunID && a.CheckRunURL == b.CheckRunURL &&
 		a.CheckRunDone == b.CheckRunDone && a.CheckRunAsked == b.CheckRunAsked && a.CheckRunHead == b.CheckRunHead &&
@@ -164,7 +163,7 @@ func sameTask(a *TaskState, aSum uint64, b *TaskState) bool {
 }
 
 // taskSums digests each task.
-func taskSums(ts []TaskState) []uint64 {
+func taskSums(ts []lifecycle.TaskState) []uint64 {
 	out := make([]uint64, len(ts))
 	for i := range ts {
 		out[i] = taskSum(&ts[i])
@@ -175,12 +174,12 @@ func taskSums(ts []TaskState) []uint64 {
 // storedRun is a run's record as read: inline says its tasks came inline (a record from before the
 // split), so its next change writes them all.
 type storedRun struct {
-	run    *Run
+	run    *lifecycle.Run
 	inline bool
 }
 
 // readRecord reads a run's record without its tasks (except inline ones), or ErrNotFound.
-func (s *Store) readRecord(ctx context.Context, c redis.Cmdable, id string) (storedRun, error) {
+func (s *Records) readRecord(ctx context.Context, c redis.Cmdable, id string) (storedRun, error) {
 	data, err := c.Get(ctx, s.runKey(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return storedRun{}, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -188,7 +187,7 @@ func (s *Store) readRecord(ctx context.Context, c redis.Cmdable, id string) (sto
 	if err != nil {
 		return storedRun{}, fmt.Errorf("jobs: get run %s: %w", id, err)
 	}
-	var r Run
+	var r lifecycle.Run
 	if err := json.Unmarshal(data, &r); err != nil {
 		return storedRun{}, fmt.Errorf("jobs: run %s: %w", id, err)
 	}
@@ -196,7 +195,7 @@ func (s *Store) readRecord(ctx context.Context, c redis.Cmdable, id string) (sto
 }
 
 // readTasks reads a run's tasks from its tasks key, in order.
-func (s *Store) readTasks(ctx context.Context, c redis.Cmdable, id string) ([]TaskState, error) {
+func (s *Records) readTasks(ctx context.Context, c redis.Cmdable, id string) ([]lifecycle.TaskState, error) {
 	fields, err := c.HGetAll(ctx, s.tasksKey(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("jobs: tasks of run %s: %w", id, err)
@@ -205,7 +204,7 @@ func (s *Store) readTasks(ctx context.Context, c redis.Cmdable, id string) ([]Ta
 }
 
 // decodeTasks makes the tasks of a tasks key's fields.
-func decodeTasks(id string, fields map[string]string) ([]TaskState, error) {
+func decodeTasks(id string, fields map[string]string) ([]lifecycle.TaskState, error) {
 	if len(fields) == 0 {
 		return nil, nil
 	}
@@ -213,13 +212,13 @@ func decodeTasks(id string, fields map[string]string) ([]TaskState, error) {
 	if err := json.Unmarshal([]byte(fields[taskOrderField]), &order); err != nil {
 		return nil, fmt.Errorf("jobs: task order of run %s: %w", id, err)
 	}
-	tasks := make([]TaskState, 0, len(order))
+	tasks := make([]lifecycle.TaskState, 0, len(order))
 	for _, tid := range order {
 		raw, ok := fields[tid]
 		if !ok {
 			return nil, fmt.Errorf("jobs: run %s: task %s is in the order but not stored", id, tid)
 		}
-		var t TaskState
+		var t lifecycle.TaskState
 		if err := json.Unmarshal([]byte(raw), &t); err != nil {
 			return nil, fmt.Errorf("jobs: run %s: task %s: %w", id, tid, err)
 		}
@@ -229,7 +228,7 @@ func decodeTasks(id string, fields map[string]string) ([]TaskState, error) {
 }
 
 // encodeRecord is the run's record without its tasks.
-func encodeRecord(r *Run) ([]byte, error) {
+func encodeRecord(r *lifecycle.Run) ([]byte, error) {
 	rec := *r
 	rec.Tasks = nil
 	return json.Marshal(&rec)
@@ -245,9 +244,9 @@ type taskWrites struct {
 }
 
 // diffTasks compares the tasks after a change with before, whose digests are sums.
-func diffTasks(before []TaskState, sums []uint64, after []TaskState, all bool) (taskWrites, error) {
+func diffTasks(before []lifecycle.TaskState, sums []uint64, after []lifecycle.TaskState, all bool) (taskWrites, error) {
 	w := taskWrites{sums: make([]uint64, len(after))}
-	set := func(t *TaskState) error {
+	set := func(t *lifecycle.TaskState) error {
 		data, err := json.Marshal(t)
 		if err != nil {
 			return fmt.Errorf("jobs: task %s: %w", t.ID, err)
@@ -298,7 +297,7 @@ func diffTasks(before []TaskState, sums []uint64, after []TaskState, all bool) (
 
 // queueTaskWrites adds the writes to a transaction, with the tasks key expiring with the record (ttl
 // zero: never).
-func (s *Store) queueTaskWrites(ctx context.Context, p redis.Pipeliner, id string, w taskWrites, ttl time.Duration) {
+func (s *Records) queueTaskWrites(ctx context.Context, p redis.Pipeliner, id string, w taskWrites, ttl time.Duration) {
 	key := s.tasksKey(id)
 	if len(w.removed) > 0 {
 		p.HDel(ctx, key, w.removed...)

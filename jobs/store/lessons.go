@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 // the installation and the repository, so no other repository's runs, nor the same repository
 // under another installation, ever read them.
 type RepoLessons struct {
-	s   *Store
+	s   *Memory
 	key string
 }
 
 // Lessons returns the memory of a repository of an installation.
-func (s *Store) Lessons(installationID int64, owner, repo string) *RepoLessons {
+func (s *Memory) Lessons(installationID int64, owner, repo string) *RepoLessons {
 	return &RepoLessons{s: s, key: s.prefix + "lessons:" + strconv.FormatInt(installationID, 10) + ":" + repoKey(owner, repo)}
 }
 
@@ -75,7 +75,7 @@ func (r *RepoLessons) Forget(ctx context.Context, id string) (bool, error) {
 
 // LessonInstallations lists the installations that keep lessons for a repository (operators name a
 // repository; its installation id is Akira's business).
-func (s *Store) LessonInstallations(ctx context.Context, owner, repo string) ([]int64, error) {
+func (s *Memory) LessonInstallations(ctx context.Context, owner, repo string) ([]int64, error) {
 	suffix := ":" + repoKey(owner, repo)
 	var ids []int64
 	iter := s.rdb.Scan(ctx, 0, s.prefix+"lessons:*"+suffix, 100).Iterator()

@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"context"
@@ -19,13 +19,13 @@ const BaseCheckRetention = 30 * 24 * time.Hour
 
 // BaseMemory remembers the base-branch health checks of one installation's repository in Redis, so
 // that every run from the same base commit does not check it again.
-func (s *Store) BaseMemory(installation int64, owner, repo string) env.BaseMemory {
+func (s *Memory) BaseMemory(installation int64, owner, repo string) env.BaseMemory {
 	return &baseMemory{s: s, prefix: s.prefix + "base:" + strconv.FormatInt(installation, 10) + ":" +
 		strings.ToLower(owner) + "/" + strings.ToLower(repo) + ":"}
 }
 
 type baseMemory struct {
-	s      *Store
+	s      *Memory
 	prefix string
 }
 
