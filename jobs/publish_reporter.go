@@ -54,6 +54,8 @@ type Reporter struct {
 	// attemptBase is, per task, the attempts made by jobs that died on it: the engine counts this
 	// job's attempts from 1, and they are numbered after those (the dead attempts' logs are kept).
 	attemptBase  map[string]int
+	// timelines keeps the attempts' timelines (Timeline), numbered as attemptBase numbers them.
+	timelines *attemptTimelines
 	masker       *store.Masker
 	logRetention time.Duration
 	// publicURL is the dashboard's address: a check run's details link to the task's page there.
@@ -109,6 +111,7 @@ func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, l
 		announced: map[string]int{}, summaryEvery: minSummaryInterval,
 	}
 	r.logBook, r.checks, r.sums = &attemptLogs{r}, &checkRuns{r}, &summaries{r}
+	r.timelines = &attemptTimelines{r: r, base: map[string]int{}}
 	return r
 }
 
@@ -309,6 +312,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	for _, t := range r.run.Tasks {
 		if running[t.ID] && t.Status == templates.StatusPending {
 			r.attemptBase[t.ID] = t.Attempts
+			r.timelines.shift(t.ID, t.Attempts)
 			r.logBook.endInterruptedLog(ctx, t.ID, t.Attempts)
 		}
 	}

@@ -625,6 +625,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		},
 		Hooks: runner.Hooks{
 			Reporter: rep,
+			Timeline: rep.Timeline(),
 			Logger:   log,
 		},
 		Agent:        ag,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/cost"
 	"github.com/akira-bot/akira/runner/agent"
+	"github.com/akira-bot/akira/runner/timeline"
 	"github.com/akira-bot/akira/runner/verify"
 )
 
@@ -428,17 +429,7 @@ func (t *Terminal) clearStatus() {
 }
 
 // FormatDuration prints a duration for people: 850ms, 4.2s, 3m05s, 1h02m.
-func FormatDuration(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
+func FormatDuration(d time.Duration) string { return timeline.FormatDuration(d) }
 
 func usageText(ev Event) string {
 	if ev.Usage == nil || (ev.Usage.InputTokens == 0 && ev.Usage.OutputTokens == 0) {

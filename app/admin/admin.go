@@ -5,6 +5,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -42,6 +43,7 @@ type Store interface {
 	RunsPage(ctx context.Context, f store.RunFilter) (store.RunPage, error)
 	Get(ctx context.Context, id string) (*lifecycle.Run, error)
 	Log(ctx context.Context, runID, taskID string, attempt int) (string, error)
+	Timeline(ctx context.Context, runID, taskID string, attempt int) ([]json.RawMessage, error)
 	TokenFor(ctx context.Context, secret string) (store.Token, error)
 	TokenByHash(ctx context.Context, hash string) (store.Token, error)
 	AuditLog(ctx context.Context, n int) ([]store.AuditEntry, error)
@@ -131,6 +133,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	authed.GET("/runs/:id", s.apiRunOrHandoff)
 	authed.POST("/runs/:id/escalations/:n", s.apiEscalation)
 	authed.GET("/runs/:id/tasks/:task/attempts/:n/log", s.apiLog)
+	authed.GET("/runs/:id/tasks/:task/attempts/:n/events", s.apiEvents)
 	authed.GET("/queue", s.apiQueue)
 	authed.GET("/audit", s.apiAudit)
 	for _, a := range []string{jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip, jobs.ActionPause, jobs.ActionResume} {
@@ -494,6 +497,36 @@ func (s *server) readLog(c *gin.Context) (string, bool) {
 		return "", false
 	}
 	return text, true
+}
+
+// apiEvents answers with an attempt's timeline (package runner/timeline), one JSON object a line,
+// in the order the engine recorded them.
+func (s *server) apiEvents(c *gin.Context) {
+	n, err := strconv.Atoi(c.Param("n"))
+	if err != nil || n < 1 {
+		abortJSON(c, http.StatusBadRequest, "attempt %q is not a positive number", c.Param("n"))
+		return
+	}
+	run := s.runOf(c, true)
+	if run == nil {
+		return
+	}
+	events, err := s.d.Store.Timeline(c, run.ID, c.Param("task"), n)
+	if err != nil {
+		s.log.Error("admin: read timeline", "run", run.ID, "task", c.Param("task"), "attempt", n, "err", err)
+		abortJSON(c, http.StatusServiceUnavailable, "the timeline cannot be read now")
+		return
+	}
+	if len(events) == 0 {
+		abortJSON(c, http.StatusNotFound, "no timeline of attempt %d of task %s in run %s (never kept, or expired)", n, c.Param("task"), run.ID)
+		return
+	}
+	var b bytes.Buffer
+	for _, ev := range events {
+		b.Write(ev)
+		b.WriteByte('\n')
+	}
+	c.Data(http.StatusOK, "application/x-ndjson", b.Bytes())
 }
 
 func (s *server) apiLog(c *gin.Context) {

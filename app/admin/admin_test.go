@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +30,7 @@ import (
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
+	"github.com/akira-bot/akira/runner/timeline"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -89,6 +91,11 @@ func newFixture(t *testing.T) *fixture {
 	}
 	if err := st.SaveLog(ctx, run.ID, "1.1", 1, "==> Agent\nhello from the agent\n", time.Hour); err != nil {
 		t.Fatal(err)
+	}
+	for _, ev := range fixtureTimeline(run.ID) {
+		if err := st.AppendEvent(ctx, ev, time.Hour); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The parked attempt's log as the reporter writes it: one command passes, one fails.
 	if err := st.SaveLog(ctx, run.ID, "1.2", 3, "==> Run r-admin-1, task 1.2 (Write docs), attempt 3\n\n==> Agent (2s)\nedited the guide\n"+
@@ -158,6 +165,15 @@ func TestRoutesMatchOpenAPI(t *testing.T) {
 	if !slices.Equal(described, handled) {
 		t.Errorf("routes and OpenAPI differ:\nhandled:   %v\ndescribed: %v", handled, described)
 	}
+}
+
+// An attempt's events are JSON lines: the description says a string, as for text/plain, and the
+// lines are checked by the test itself.
+func init() {
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		data, err := io.ReadAll(body)
+		return string(data), err
+	})
 }
 
 // TestAPIAgainstOpenAPI calls every route, as each kind of caller, and checks each answer against the
@@ -255,6 +271,25 @@ func TestAPIAgainstOpenAPI(t *testing.T) {
 	}
 	call("GET", run+"/tasks/1.1/attempts/2/log", f.read, "", http.StatusNotFound)
 	call("GET", run+"/tasks/1.1/attempts/zero/log", f.read, "", http.StatusBadRequest)
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(string(call("GET", run+"/tasks/1.1/attempts/1/events", f.read, "", http.StatusOK))), "\n") {
+		var ev timeline.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.RunID != f.runID || ev.TaskID != "1.1" || ev.Attempt != 1 {
+			t.Fatalf("event %q: %+v, %v", line, ev, err)
+		}
+		kinds = append(kinds, fmt.Sprintf("%d:%s:%.4f", ev.Seq, ev.Kind, ev.CostUSD))
+	}
+	if want := "1:attempt_started:0.0000 2:model_call:0.0420 3:file_changed:0.0420 4:verify:0.0420 5:attempt_ended:0.0420"; strings.Join(kinds, " ") != want {
+		t.Errorf("events = %s, want %s", strings.Join(kinds, " "), want)
+	}
+	call("GET", run+"/tasks/1.1/attempts/2/events", f.read, "", http.StatusNotFound)
+	call("GET", run+"/tasks/1.1/attempts/0/events", f.read, "", http.StatusBadRequest)
+	call("GET", "/api/v1/runs/nope/tasks/1.1/attempts/1/events", f.read, "", http.StatusNotFound)
+	if other, err := f.store.CreateTokenFor(context.Background(), "elsewhere", store.ScopeRead, []string{"octo/other"}); err != nil {
+		t.Fatal(err)
+	} else {
+		call("GET", run+"/tasks/1.1/attempts/1/events", other, "", http.StatusNotFound)
+	}
 	call("GET", "/api/v1/queue", f.read, "", http.StatusOK)
 	call("GET", "/api/v1/audit", f.read, "", http.StatusOK)
 	// Control: a read token may not; a control token may; the request reaches the controller whole.
@@ -293,4 +328,19 @@ func TestTemplatesParse(t *testing.T) {
 			t.Errorf("no template %q", name)
 		}
 	}
+}
+
+// fixtureTimeline is a short attempt as the engine records it: a model call, a file, a command.
+func fixtureTimeline(runID string) []timeline.Event {
+	at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	ev := func(seq int, kind timeline.Kind, cost float64) timeline.Event {
+		return timeline.Event{V: 1, Seq: seq, Time: at.Add(time.Duration(seq) * time.Second), Kind: kind, RunID: runID, TaskID: "1.1", Attempt: 1, CostUSD: cost}
+	}
+	start, call, file, cmd, end := ev(1, timeline.KindAttemptStarted, 0), ev(2, timeline.KindModelCall, 0.042), ev(3, timeline.KindFileChanged, 0.042),
+		ev(4, timeline.KindVerify, 0.042), ev(5, timeline.KindAttemptEnded, 0.042)
+	call.Call = &timeline.ModelCall{Source: timeline.SourceProxy, Model: "claude-sonnet-4-5", InputTokens: 1200, OutputTokens: 300, CostUSD: 0.042, Status: 200}
+	file.File = &timeline.File{Path: "parser/bold.go", Status: "added", Added: 40}
+	cmd.Command = &timeline.Command{Command: "go test ./...", ExitCode: 1, Tail: "--- FAIL: TestBold"}
+	end.End = &timeline.End{Result: timeline.ResultFailed, Summary: "go test ./... exited 1", Duration: 5 * time.Second, CostUSD: 0.042}
+	return []timeline.Event{start, call, file, cmd, end}
 }

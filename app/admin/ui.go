@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -22,6 +23,7 @@ import (
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
+	"github.com/akira-bot/akira/runner/timeline"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -59,10 +61,13 @@ var uiFuncs = template.FuncMap{
 		}
 		return "next"
 	},
-	"dur":   func(d time.Duration) string { return d.Round(time.Second).String() },
-	"usd":   cost.Format,
-	"words": words,
-	"plain": plainWords,
+	"dur": func(d time.Duration) string { return d.Round(time.Second).String() },
+	"usd": cost.Format,
+	// duration is a timeline's offset or an attempt's length, as the CLI prints them.
+	"duration": timeline.FormatDuration,
+	"inc":      func(i int) int { return i + 1 },
+	"words":    words,
+	"plain":    plainWords,
 	// rfc3339 is a time a script reads (tick.js).
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"elapsed": func(t time.Time) string {
@@ -378,6 +383,71 @@ type taskView struct {
 	Started time.Time
 	// Decision is set when the task needs one.
 	Decision *decision
+	// Attempts are the task's attempts as their timelines tell them, the latest last.
+	Attempts []attemptView
+}
+
+// attemptView is one attempt's timeline on the task page: each event in words, when it happened
+// from the attempt's start and what the attempt had cost by then, and the files it changed.
+type attemptView struct {
+	N      int
+	LogURL string
+	// Result is the attempt's end in words ("checkpointed abc1234", "failed: …"); "" while it runs
+	// or when its end was not recorded (its worker died).
+	Result string
+	Cost   float64
+	Took   time.Duration
+	Rows   []timelineRow
+	Files  []timeline.File
+	// Kept is false when no timeline was kept (expired, or an attempt of a worker older than it).
+	Kept bool
+}
+
+type timelineRow struct {
+	At        time.Duration
+	Kind      timeline.Kind
+	Step      string
+	What      string
+	CostSoFar float64
+	// Tail is a failed verification command's end of output.
+	Tail string
+}
+
+// attemptsOf reads the timelines of a task's attempts.
+func (s *server) attemptsOf(c *gin.Context, runID string, t TaskDetail) []attemptView {
+	var out []attemptView
+	for _, l := range t.Logs {
+		a := attemptView{N: l.Attempt, LogURL: "/ui/runs/" + url.PathEscape(runID) + "/tasks/" + url.PathEscape(t.ID) + "/attempts/" + strconv.Itoa(l.Attempt) + "/log"}
+		raw, err := s.d.Store.Timeline(c, runID, t.ID, l.Attempt)
+		if err != nil {
+			s.log.Warn("admin: read timeline", "run", runID, "task", t.ID, "attempt", l.Attempt, "err", err)
+		}
+		var start time.Time
+		for _, line := range raw {
+			var ev timeline.Event
+			if json.Unmarshal(line, &ev) != nil {
+				continue
+			}
+			if start.IsZero() {
+				start = ev.Time
+			}
+			a.Kept = true
+			step, what := timeline.Describe(ev)
+			row := timelineRow{At: ev.Time.Sub(start), Kind: ev.Kind, Step: step, What: what, CostSoFar: ev.CostUSD}
+			switch {
+			case ev.Command != nil && !ev.Command.Passed:
+				row.Tail = ev.Command.Tail
+			case ev.File != nil:
+				a.Files = append(a.Files, *ev.File)
+			case ev.End != nil:
+				a.Result, a.Took = what, ev.End.Duration
+			}
+			a.Cost = ev.CostUSD
+			a.Rows = append(a.Rows, row)
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func (s *server) taskPage(c *gin.Context) {
@@ -389,7 +459,7 @@ func (s *server) taskPage(c *gin.Context) {
 		if t.ID != c.Param("task") {
 			continue
 		}
-		v := taskView{RunID: run.ID, Repo: run.Owner + "/" + run.Repo, Run: nameOf(run), Task: t}
+		v := taskView{RunID: run.ID, Repo: run.Owner + "/" + run.Repo, Run: nameOf(run), Task: t, Attempts: s.attemptsOf(c, run.ID, t)}
 		if t.Status == templates.StatusRunning && run.Status == lifecycle.StatusRunning {
 			v.Started = run.TaskStartedAt
 		}

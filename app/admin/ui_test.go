@@ -281,7 +281,11 @@ func TestDashboardPages(t *testing.T) {
 	if a := b.get("/ui/runs/no-such-run"); a.status != http.StatusNotFound {
 		t.Errorf("an unknown run: %d", a.status)
 	}
-	wantPage(t, "task", b.get(run+"/tasks/1.1"), http.StatusOK, "Add &lt;b&gt;bold&lt;/b&gt; parser", "Attempt 2: full log")
+	wantPage(t, "task", b.get(run+"/tasks/1.1"), http.StatusOK, "Add &lt;b&gt;bold&lt;/b&gt; parser", "Attempt 2: full log",
+		// Attempt 1's timeline, in words, with the cost so far; attempt 2 kept none.
+		`id="attempt-1"`, "Attempt 1: failed", "model call", "claude-sonnet-4-5, 1200 in / 300 out tokens", "$0.042",
+		"Files changed: <code>parser/bold.go</code>", "+40 −0", "verify failed", "$ go test ./... → exit 1", "<pre>--- FAIL: TestBold</pre>",
+		`id="attempt-2" open`, "No timeline was kept for this attempt")
 	if a := b.get(run + "/tasks/9.9"); a.status != http.StatusNotFound {
 		t.Errorf("an unknown task: %d", a.status)
 	}

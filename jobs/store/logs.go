@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/akira-bot/akira/runner/timeline"
 )
 
 // An attempt's log is everything its agent printed and its verification commands wrote, kept after
@@ -73,26 +74,9 @@ func (s *Logs) Log(ctx context.Context, runID, taskID string, attempt int) (stri
 	return string(out), nil
 }
 
-// Masker replaces the secrets Akira knows (API keys, tokens, webhook secrets) in text it keeps.
-type Masker struct {
-	r *strings.Replacer
-}
+// Masker replaces the secrets Akira knows (API keys, tokens, webhook secrets) in what it keeps:
+// the one masker of logs and timelines alike (package timeline's).
+type Masker = timeline.Masker
 
 // NewMasker masks each secret of at least 6 characters (shorter ones would mask ordinary words).
-func NewMasker(secrets ...string) *Masker {
-	var pairs []string
-	for _, s := range secrets {
-		if len(s) >= 6 {
-			pairs = append(pairs, s, "[masked]")
-		}
-	}
-	return &Masker{r: strings.NewReplacer(pairs...)}
-}
-
-// Mask returns text without the secrets.
-func (m *Masker) Mask(text string) string {
-	if m == nil || m.r == nil {
-		return text
-	}
-	return m.r.Replace(text)
-}
+func NewMasker(secrets ...string) *Masker { return timeline.NewMasker(secrets...) }

@@ -42,6 +42,7 @@ type Store struct {
 	*Handoffs
 	*Memory
 	*Logs
+	*Timelines
 	*Dedupe
 	*History
 	*Slots
@@ -63,6 +64,7 @@ func NewStore(rdb redis.UniversalClient, prefix string) *Store {
 		Handoffs:   &Handoffs{conn: c},
 		Memory:     &Memory{conn: c},
 		Logs:       &Logs{conn: c},
+		Timelines:  &Timelines{conn: c},
 		Dedupe:     &Dedupe{conn: c},
 		History:    &History{conn: c},
 		Slots:      &Slots{conn: c},
