@@ -53,9 +53,9 @@ type Reporter struct {
 	logs map[string]*strings.Builder
 	// attemptBase is, per task, the attempts made by jobs that died on it: the engine counts this
 	// job's attempts from 1, and they are numbered after those (the dead attempts' logs are kept).
-	attemptBase  map[string]int
+	attemptBase map[string]int
 	// timelines keeps the attempts' timelines (Timeline), numbered as attemptBase numbers them.
-	timelines *attemptTimelines
+	timelines    *attemptTimelines
 	masker       *store.Masker
 	logRetention time.Duration
 	// publicURL is the dashboard's address: a check run's details link to the task's page there.
