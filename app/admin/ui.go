@@ -440,7 +440,14 @@ func (s *server) attemptsOf(c *gin.Context, runID string, t TaskDetail) []attemp
 			case ev.File != nil:
 				a.Files = append(a.Files, *ev.File)
 			case ev.End != nil:
-				a.Result, a.Took = what, ev.End.Duration
+				// The summary line says how it ended; its cost and length have their own places.
+				a.Result, a.Took = ev.End.Result, ev.End.Duration
+				if ev.End.Commit != "" {
+					a.Result += " " + shortCommit(ev.End.Commit)
+				}
+				if ev.End.Summary != "" {
+					a.Result += ": " + strings.ReplaceAll(ev.End.Summary, "`", "")
+				}
 			}
 			a.Cost = ev.CostUSD
 			a.Rows = append(a.Rows, row)
@@ -559,4 +566,11 @@ func (s *server) uiControl(c *gin.Context) {
 	default:
 		c.Redirect(http.StatusSeeOther, back+"?done="+url.QueryEscape(result))
 	}
+}
+
+func shortCommit(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
 }
