@@ -42,7 +42,7 @@ func main() {
 		{"engine overhead per task", "./runner/", "^$", "^BenchmarkTaskOverhead$", overheadTasks, true},
 		// Five runs of 1,000 tasks (BENCH_GROWTH_RUNS=N for fewer): the longest step.
 		{"per-task overhead as tasks accumulate", "./runner/", "^$", "^BenchmarkTaskGrowth$", "1x", true},
-		{"the run record's cost per event as tasks accumulate", "./jobs/", "^$", "^BenchmarkStoreUpdate$", "300x", true},
+		{"the run record's cost per event as tasks accumulate", "./jobs/store/", "^$", "^BenchmarkStoreUpdate$", "300x", true},
 		{"parallel tasks", "./runner/", "^$", "^BenchmarkParallel$", "1x", true},
 		{"akira plan on 1,000 to 100,000 tasks", "./runner/roadmap/", "^$", "^BenchmarkPlan$", "1x", true},
 		{"webhook acknowledgement", "./e2e/", "^$", "^BenchmarkWebhookAck$", ackRounds, true},
