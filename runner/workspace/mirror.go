@@ -346,7 +346,7 @@ func (c *Cache) cloneFromCache(ctx context.Context, w *Workspace, gitDir string)
 				}
 				c.log().Warn("repository cache: a kept work tree could not be reused; cloning afresh", "mirror", filepath.Base(m.dir), "err", rerr)
 				_ = removeAll(s.root)
-				w.root, w.Dir, w.gitDir, w.config, w.uses = fresh, filepath.Join(fresh, "repo"), "", nil, 0
+				w.root, w.Dir, w.gitDir, w.config, w.uses, w.atBase = fresh, filepath.Join(fresh, "repo"), "", nil, 0, ""
 			}
 		}
 		if err == nil {
@@ -425,7 +425,14 @@ func (m *mirror) reuse(ctx context.Context, w *Workspace, s spare) error {
 	if _, err := w.Git(ctx, "rev-parse", "--verify", "--quiet", base+"^{commit}"); err != nil {
 		return fmt.Errorf("workspace: base %s not in the repository cache", base)
 	}
-	_, _ = w.Git(ctx, "reset", "--quiet", "--merge")
+	// A merge or cherry-pick left half-done would make checkout refuse; reset --merge reads the
+	// whole tree, so only when one was left.
+	for _, state := range []string{"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"} {
+		if _, err := os.Stat(filepath.Join(w.gitDir, state)); err == nil {
+			_, _ = w.Git(ctx, "reset", "--quiet", "--merge")
+			break
+		}
+	}
 	if _, err := w.Git(ctx, "checkout", "--quiet", "--force", "--detach", base); err != nil {
 		return fmt.Errorf("workspace: reset a kept tree: %w", err)
 	}
@@ -441,9 +448,13 @@ func (m *mirror) reuse(ctx context.Context, w *Workspace, s spare) error {
 			return fmt.Errorf("workspace: drop a kept tree's branches: %w", err)
 		}
 	}
-	if _, err := w.Git(ctx, "rev-list", "--objects", "--missing=error", "--no-walk", base); err != nil {
-		return fmt.Errorf("workspace: %w: the base tree cannot be read: %w", ErrCorruptMirror, err)
+	// No rev-list of the base tree's objects, as cloneInto does after its hard links: the fetch above
+	// checked that what it brought connects, and the checkout read every blob that changed.
+	sha, err := w.Git(ctx, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
 	}
+	w.atBase = sha
 	return nil
 }
 

@@ -107,6 +107,9 @@ type Workspace struct {
 	parked map[string]string // sanitized task id -> sha of refs/akira/parked/<branch>/<id>
 	cached bool              // made from Options.Cache's mirror
 	uses   int               // how many workspaces had this directory before (see spare)
+	// atBase is the commit a kept tree was forced to (index and files exactly its tree, HEAD
+	// detached on it) until Checkout: a branch starting there needs no pass over the tree.
+	atBase string
 	// excludes is a file of Akira's, outside the work tree, of paths no checkpoint takes (what the
 	// repository's setup left untracked: node_modules, .venv); "" for none.
 	excludes string
@@ -389,11 +392,24 @@ func (w *Workspace) Checkout(ctx context.Context, branch string) error {
 	}
 	w.Branch = branch
 	start := "refs/remotes/origin/" + branch
-	if _, err := w.Git(ctx, "rev-parse", "--verify", "--quiet", start+"^{commit}"); err != nil {
+	startSHA, err := w.Git(ctx, "rev-parse", "--verify", "--quiet", start+"^{commit}")
+	if err != nil {
 		start = "refs/remotes/origin/" + w.Base
+		startSHA, _ = w.Git(ctx, "rev-parse", "--verify", "--quiet", start+"^{commit}")
 		w.Created = true
 	}
-	if _, err := w.Git(ctx, "checkout", "--quiet", "--no-track", "-B", branch, start); err != nil {
+	atBase := w.atBase
+	w.atBase = ""
+	if atBase != "" && startSHA == atBase {
+		// A kept tree already holds this commit's tree: what `checkout -B` would do, without
+		// reading the 100,000 files of a large repository once more.
+		if _, err := w.Git(ctx, "update-ref", "refs/heads/"+branch, startSHA); err != nil {
+			return fmt.Errorf("workspace: checkout %s: %w", branch, err)
+		}
+		if _, err := w.Git(ctx, "symbolic-ref", "HEAD", "refs/heads/"+branch); err != nil {
+			return fmt.Errorf("workspace: checkout %s: %w", branch, err)
+		}
+	} else if _, err := w.Git(ctx, "checkout", "--quiet", "--no-track", "-B", branch, start); err != nil {
 		err = fmt.Errorf("workspace: checkout %s: %w", branch, err)
 		if w.cached {
 			// A checkout reads every blob of the tree: the first command to find a missing one.
