@@ -249,7 +249,7 @@ func BenchmarkStoreUpdate(b *testing.B) {
 		})
 	}
 	for n, us := range per {
-		b.Logf("akira-bench: update.%d.us %.1f", n, us)
+		b.Logf("akira-bench: store.update.%d.us %.1f", n, us)
 	}
 }
 
