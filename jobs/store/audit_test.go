@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestAuditListAndStream: every entry lands in the list the API reads and in the stream the relay
@@ -141,4 +144,33 @@ func TestTokenChangesAudited(t *testing.T) {
 			t.Errorf("entry %+v; want %s via %s: %s %s → %s", e, tc.actor, tc.via, tc.action, tc.target, tc.res)
 		}
 	}
+}
+
+// BenchmarkAudit: what the stream costs an audited action, against the list alone (the entry's
+// writes before the stream existed), on the test Redis.
+func BenchmarkAudit(b *testing.B) {
+	rdb, prefix := testRedis(b)
+	s := NewStore(rdb, prefix)
+	ctx := context.Background()
+	e := AuditEntry{Token: "ops", Via: ViaAPI, Action: "stop", Result: "stop requested", Repo: "octo/app", RunID: "r1"}
+	b.Run("list", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				s.complete(&e)
+				data, _ := json.Marshal(e)
+				p.LPush(ctx, s.auditKey(), data)
+				p.LTrim(ctx, s.auditKey(), 0, maxAudit-1)
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("list+stream", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.Audit(ctx, e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
