@@ -180,7 +180,7 @@ func (s *AuditTrail) AckAudit(ctx context.Context, group, id string) error {
 }
 
 // AuditBacklog counts the entries of the stream the group has not acknowledged: read and pending,
-// or not read yet.
+// or not read yet (the whole stream before the group exists).
 func (s *AuditTrail) AuditBacklog(ctx context.Context, group string) (int64, error) {
 	groups, err := s.rdb.XInfoGroups(ctx, s.AuditStreamKey()).Result()
 	if err != nil {
@@ -191,5 +191,10 @@ func (s *AuditTrail) AuditBacklog(ctx context.Context, group string) (int64, err
 			return g.Pending + max(g.Lag, 0), nil
 		}
 	}
-	return 0, nil
+	// No group yet: a group starts at the stream's beginning, so all of it is still to deliver.
+	n, err := s.rdb.XLen(ctx, s.AuditStreamKey()).Result()
+	if err != nil {
+		return 0, fmt.Errorf("jobs: audit backlog: %w", err)
+	}
+	return n, nil
 }

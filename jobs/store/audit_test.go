@@ -74,13 +74,16 @@ func TestAuditPendingFirst(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	s := NewStore(rdb, prefix)
 	ctx := context.Background()
-	if err := s.AuditGroup(ctx, "g"); err != nil {
-		t.Fatal(err)
-	}
 	for i := range 4 {
 		if err := s.Audit(ctx, AuditEntry{Token: "ops", Action: "stop", RunID: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if n, err := s.AuditBacklog(ctx, "g"); err != nil || n != 4 {
+		t.Errorf("backlog before the group exists = %d, %v; want the whole stream, 4", n, err)
+	}
+	if err := s.AuditGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
 	}
 	first, err := s.ReadAudit(ctx, "g", "dead", 3, 0)
 	if err != nil || len(first) != 3 {
