@@ -27,6 +27,7 @@ import (
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/audit"
 	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
@@ -69,6 +70,8 @@ type serveEnv struct {
 	ConfigFile      string
 	ShutdownTimeout time.Duration
 	LogLevel        slog.Level
+	// Audit is the operator's audit sink (AKIRA_AUDIT_SINK and companions); its zero is none.
+	Audit audit.Config
 }
 
 // redisWatchInterval is how often a server checks that Redis answers, to say when it is lost and back.
@@ -157,6 +160,10 @@ func loadServeEnv(getenv func(string) string) (serveEnv, error) {
 			errs = append(errs, fmt.Errorf("AKIRA_LOG_LEVEL: %q is not debug, info, warn or error", v))
 		}
 	}
+	var err error
+	if e.Audit, err = audit.LoadConfig(getenv); err != nil {
+		errs = append(errs, err)
+	}
 	return e, errors.Join(errs...)
 }
 
@@ -232,7 +239,10 @@ Environment:
   /metrics wants a token that covers every repository; open: none, for a scraper), AKIRA_PPROF (off,
   the default; on: /debug/pprof for a control token), AKIRA_PUBLIC_URL (where people
   reach the admin address; check runs then link to the dashboard), AKIRA_LOG_RETENTION (how long
-  attempt logs are kept, default 336h).`,
+  attempt logs are kept, default 336h), AKIRA_AUDIT_SINK (file:/path, JSON lines, or an http(s) URL
+  that receives each audit event signed with AKIRA_AUDIT_SECRET; none by default), AKIRA_AUDIT_FILE_MAX
+  (a file sink's size before it rotates, default 100MiB), AKIRA_AUDIT_FILE_KEEP (rotated files kept,
+  default 10).`,
 		Args: cobra.NoArgs,
 		// Running jobs get AKIRA_SHUTDOWN_TIMEOUT to reach a safe point; a second signal ends it at once.
 		Annotations: map[string]string{stopAnnotation: stopsItself},
@@ -388,6 +398,26 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	asynqClient := asynq.NewClientFromRedisClient(rdb)
 	defer asynqClient.Close()
 	st := store.NewStore(rdb, "")
+	// Every process with a sink runs a relay: whichever holds the lease delivers, so the sink is fed
+	// while any process lives, web-only deployments included (API and dashboard actions are audited
+	// there), and in the stream's order.
+	if env.Audit.Enabled() {
+		sink, err := audit.New(env.Audit)
+		if err != nil {
+			return withExit(2, fmt.Errorf("configuration:\n%w", err))
+		}
+		if c, ok := sink.(interface{ Close() error }); ok {
+			defer c.Close()
+		}
+		relay := &audit.Relay{Stream: st.AuditTrail, Locker: store.NewLocker(rdb, ""), Sink: sink, Logger: log}
+		if err := relay.Register(reg); err != nil {
+			return err
+		}
+		relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+		relayDone := make(chan struct{})
+		go func() { defer close(relayDone); relay.Run(relayCtx) }()
+		defer func() { stopRelay(); <-relayDone }()
+	}
 	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{}).WithFair(fg)
 
 	ready := []app.ReadinessCheck{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}

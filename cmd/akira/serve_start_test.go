@@ -70,6 +70,35 @@ func TestServeBinaryWithoutRedis(t *testing.T) {
 	}
 }
 
+// TestServeBinaryBadAuditSink: an AKIRA_AUDIT_SINK Akira cannot use, or an HTTP sink without its
+// secret, ends serve at start with exit 2, naming the variable and what to write instead.
+func TestServeBinaryBadAuditSink(t *testing.T) {
+	fake := githubtest.New(t)
+	tests := []struct {
+		env  []string
+		want []string
+	}{
+		{[]string{"AKIRA_AUDIT_SINK=syslog://siem"}, []string{"AKIRA_AUDIT_SINK", "file:/var/log/akira/audit.jsonl or https://"}},
+		{[]string{"AKIRA_AUDIT_SINK=https://siem.example.com/akira"}, []string{"AKIRA_AUDIT_SECRET", "set a secret"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.env[0], func(t *testing.T) {
+			out, code := serveOnce(t, append(appEnv(t, fake), tc.env...), "serve")
+			if code != 2 {
+				t.Fatalf("exit %d, want 2:\n%s", code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "akira serving") {
+				t.Errorf("serve started:\n%s", out)
+			}
+		})
+	}
+}
+
 // TestServeBinarySecondOnTakenPort: a second akira serve on the first one's ports exits 2 with the
 // address in use and the variable to change, without a panic and without saying it serves.
 func TestServeBinarySecondOnTakenPort(t *testing.T) {

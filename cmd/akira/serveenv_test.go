@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/audit"
 )
 
 // TestLoadServeEnv: the worker's settings from its environment: defaults, each variable read, and
@@ -35,7 +37,8 @@ func TestLoadServeEnv(t *testing.T) {
 	}
 	want := serveEnv{RedisURL: "redis://r:6380/2", RedisPassword: "pw", Concurrency: 8, WorkDir: dir, CacheDir: "", CacheMax: 1 << 30,
 		ConfigFile: "/etc/akira.yaml", ShutdownTimeout: 30 * time.Second, AdminAddr: "", PublicURL: "https://akira.example.com",
-		LogRetention: 24 * time.Hour, LogLevel: slog.LevelDebug, MetricsOpen: true, Pprof: true}
+		LogRetention: 24 * time.Hour, LogLevel: slog.LevelDebug, MetricsOpen: true, Pprof: true,
+		Audit: audit.Config{MaxSize: audit.DefaultFileMax, Keep: audit.DefaultFileKeep}}
 	if e != want {
 		t.Errorf("loadServeEnv =\n%+v\nwant\n%+v", e, want)
 	}
@@ -43,10 +46,10 @@ func TestLoadServeEnv(t *testing.T) {
 	_, err = loadServeEnv(env(map[string]string{
 		"AKIRA_CONCURRENCY": "0", "AKIRA_WORKDIR": filepath.Join(dir, "missing"), "AKIRA_CACHE_MAX": "lots",
 		"AKIRA_SHUTDOWN_TIMEOUT": "soon", "AKIRA_PUBLIC_URL": "ftp://x", "AKIRA_LOG_RETENTION": "-1h", "AKIRA_LOG_LEVEL": "loud",
-		"AKIRA_METRICS": "public", "AKIRA_PPROF": "yes",
+		"AKIRA_METRICS": "public", "AKIRA_PPROF": "yes", "AKIRA_AUDIT_SINK": "syslog://siem", "AKIRA_AUDIT_FILE_KEEP": "none",
 	}))
 	for _, name := range []string{"AKIRA_CONCURRENCY", "AKIRA_WORKDIR", "AKIRA_CACHE_MAX", "AKIRA_SHUTDOWN_TIMEOUT", "AKIRA_PUBLIC_URL", "AKIRA_LOG_RETENTION", "AKIRA_LOG_LEVEL",
-		"AKIRA_METRICS", "AKIRA_PPROF"} {
+		"AKIRA_METRICS", "AKIRA_PPROF", "AKIRA_AUDIT_SINK", "AKIRA_AUDIT_FILE_KEEP"} {
 		if err == nil || !strings.Contains(err.Error(), name+":") {
 			t.Errorf("the error %v does not name %s", err, name)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 
@@ -26,6 +27,7 @@ func newTokenCmd() *cobra.Command {
 dashboard (/ui) on the admin address. A read token sees runs, the queue and logs; a start token may
 also start runs (POST /api/v1/runs, akira handoff, akira mcp); a control token may also stop, abort,
 retry, approve and skip, each action audited and mirrored on the pull request with the token's name.
+Creating and revoking a token are audited too, as done by this machine's user (user@host, via cli).
 --repo (repeatable) limits the token to those repositories: it sees and acts on their runs only. Only a token's SHA-256 is stored; create prints the token once. Uses REDIS_URL and
 REDIS_PASSWORD like akira serve.`,
 		Args: cobra.MinimumNArgs(1),
@@ -40,7 +42,7 @@ REDIS_PASSWORD like akira serve.`,
 			out := cmd.OutOrStdout()
 			switch {
 			case args[0] == "create" && len(args) == 2:
-				secret, err := st.CreateTokenFor(ctx, args[1], scope, repos)
+				secret, err := st.CreateTokenBy(ctx, cliActor(), args[1], scope, repos)
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -63,7 +65,7 @@ REDIS_PASSWORD like akira serve.`,
 				}
 				return tw.Flush()
 			case args[0] == "revoke" && len(args) == 2:
-				ok, err := st.RevokeToken(ctx, args[1])
+				ok, err := st.RevokeTokenBy(ctx, cliActor(), args[1])
 				if err != nil {
 					return withExit(1, err)
 				}
@@ -79,4 +81,17 @@ REDIS_PASSWORD like akira serve.`,
 	cmd.Flags().StringVar(&scope, "scope", store.ScopeRead, "read, start or control")
 	cmd.Flags().StringArrayVar(&repos, "repo", nil, "limit the token to this repository (owner/name; repeatable)")
 	return cmd
+}
+
+// cliActor is who runs akira token, for the audit: the system user and the machine, which is what
+// an operator's shell tells about them (the command has no other identity to go by).
+func cliActor() store.Actor {
+	name := cmp.Or(os.Getenv("USER"), os.Getenv("LOGNAME"))
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if host, err := os.Hostname(); err == nil && host != "" {
+		name = cmp.Or(name, "unknown") + "@" + host
+	}
+	return store.Actor{Name: name, Via: store.ViaCLI}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +53,16 @@ func TestTokenCommands(t *testing.T) {
 	}
 	if _, err := st.TokenFor(context.Background(), secret); err == nil {
 		t.Error("a revoked token still works")
+	}
+	// Both changes are in the audit, as done by this machine's user at the command line.
+	log, err := st.AuditLog(context.Background(), 10)
+	if err != nil || len(log) != 2 {
+		t.Fatalf("audit = %+v, %v; want the creation and the revocation", log, err)
+	}
+	host, _ := os.Hostname()
+	for i, action := range []string{store.ActionTokenRevoke, store.ActionTokenCreate} {
+		if e := log[i]; e.Action != action || e.Target != "token:"+name || e.Via != store.ViaCLI || !strings.HasSuffix(e.Actor, "@"+host) {
+			t.Errorf("audit entry %d = %+v; want %s of token:%s by someone@%s via cli", i, e, action, name, host)
+		}
 	}
 }

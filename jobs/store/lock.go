@@ -166,15 +166,15 @@ func (lk *Lock) renew(acquired time.Time) {
 		case err == nil && n == 1:
 			last = time.Now()
 		case err == nil:
-			lk.l.logger().Warn("branch lock lost", "lock", lk.key)
+			lk.l.logger().Warn("lock lost", "lock", lk.key)
 			lk.cancel(ErrLockLost)
 			return
 		case time.Since(last) >= ttl:
-			lk.l.logger().Warn("branch lock could not be renewed before it expired", "lock", lk.key, "err", err)
+			lk.l.logger().Warn("lock could not be renewed before it expired", "lock", lk.key, "err", err)
 			lk.cancel(ErrLockLost)
 			return
 		default:
-			lk.l.logger().Warn("branch lock renewal failed, retrying", "lock", lk.key, "err", err)
+			lk.l.logger().Warn("lock renewal failed, retrying", "lock", lk.key, "err", err)
 		}
 	}
 }

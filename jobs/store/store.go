@@ -55,12 +55,13 @@ func NewStore(rdb redis.UniversalClient, prefix string) *Store {
 	}
 	c := &conn{rdb: rdb, prefix: prefix}
 	listing := &Listing{conn: c}
+	audit := &AuditTrail{conn: c}
 	return &Store{
 		conn:       c,
 		Records:    &Records{conn: c, listing: listing},
 		Listing:    listing,
-		Keyring:    &Keyring{conn: c},
-		AuditTrail: &AuditTrail{conn: c},
+		Keyring:    &Keyring{conn: c, audit: audit},
+		AuditTrail: audit,
 		Handoffs:   &Handoffs{conn: c},
 		Memory:     &Memory{conn: c},
 		Logs:       &Logs{conn: c},
@@ -89,11 +90,20 @@ type Records struct {
 // Listing lists runs newest first, filtered, a page at a time, from an index kept beside the records.
 type Listing struct{ *conn }
 
-// Keyring keeps the operators' API tokens (their hashes only) and the dashboard's session key.
-type Keyring struct{ *conn }
+// Keyring keeps the operators' API tokens (their hashes only) and the dashboard's session key; it
+// audits every token created or revoked on audit.
+type Keyring struct {
+	*conn
+	audit *AuditTrail
+}
 
-// AuditTrail keeps the last actions people took through the API and on GitHub.
-type AuditTrail struct{ *conn }
+// AuditTrail keeps the last actions people took through the API and on GitHub, in a capped list
+// the API reads and in a stream a relay delivers to the operator's sink.
+type AuditTrail struct {
+	*conn
+	// StreamMax bounds the stream (DefaultAuditStreamMax when zero).
+	StreamMax int64
+}
 
 // Handoffs keeps plans handed off through the API and the Idempotency-Keys that started them.
 type Handoffs struct{ *conn }

@@ -53,12 +53,29 @@ func (s *Keyring) tokensKey() string { return s.prefix + "tokens" }
 
 func (s *Keyring) tokenNamesKey() string { return s.prefix + "token-names" }
 
-// CreateToken makes a token and returns its secret, which is shown once and never kept.
-func (s *Keyring) CreateToken(ctx context.Context, name, scope string) (string, error) {
-	return s.createToken(ctx, name, scope, nil)
+// Actor is who changes the tokens, for the audit: a person's name and the way they came (ViaCLI
+// for `akira token`). The zero Actor is the operator at the command line.
+type Actor struct {
+	Name string
+	Via  string
 }
 
-func (s *Keyring) createToken(ctx context.Context, name, scope string, repos []string) (string, error) {
+func (a Actor) orOperator() Actor {
+	if a.Name == "" {
+		a.Name = "operator"
+	}
+	if a.Via == "" {
+		a.Via = ViaCLI
+	}
+	return a
+}
+
+// CreateToken makes a token and returns its secret, which is shown once and never kept.
+func (s *Keyring) CreateToken(ctx context.Context, name, scope string) (string, error) {
+	return s.createToken(ctx, Actor{}, name, scope, nil)
+}
+
+func (s *Keyring) createToken(ctx context.Context, by Actor, name, scope string, repos []string) (string, error) {
 	if !tokenNameRE.MatchString(name) {
 		return "", fmt.Errorf("token name %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
 	}
@@ -80,7 +97,18 @@ func (s *Keyring) createToken(ctx context.Context, name, scope string, repos []s
 	if !ok {
 		return "", fmt.Errorf("a token named %q exists: revoke it first", name)
 	}
-	if err := s.rdb.HSet(ctx, s.tokensKey(), hash, data).Err(); err != nil {
+	by = by.orOperator()
+	where := "every repository"
+	if len(repos) > 0 {
+		where = strings.Join(repos, ", ")
+	}
+	// The token and its audit entry in one MULTI: no token exists that the audit does not show.
+	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, s.tokensKey(), hash, data)
+		s.audit.queueAudit(ctx, p, AuditEntry{Actor: by.Name, Via: by.Via, Action: ActionTokenCreate, Target: "token:" + name,
+			Result: "created (" + scope + ", " + where + ")"})
+		return nil
+	}); err != nil {
 		return "", fmt.Errorf("jobs: token: %w", err)
 	}
 	return secret, nil
@@ -137,6 +165,12 @@ func (s *Keyring) Tokens(ctx context.Context) ([]Token, error) {
 
 // RevokeToken deletes the token of a name; it reports whether there was one.
 func (s *Keyring) RevokeToken(ctx context.Context, name string) (bool, error) {
+	return s.RevokeTokenBy(ctx, Actor{}, name)
+}
+
+// RevokeTokenBy is RevokeToken, audited as done by by.
+func (s *Keyring) RevokeTokenBy(ctx context.Context, by Actor, name string) (bool, error) {
+	by = by.orOperator()
 	hash, err := s.rdb.HGet(ctx, s.tokenNamesKey(), name).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
@@ -147,6 +181,7 @@ func (s *Keyring) RevokeToken(ctx context.Context, name string) (bool, error) {
 	if _, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HDel(ctx, s.tokensKey(), hash)
 		p.HDel(ctx, s.tokenNamesKey(), name)
+		s.audit.queueAudit(ctx, p, AuditEntry{Actor: by.Name, Via: by.Via, Action: ActionTokenRevoke, Target: "token:" + name, Result: "revoked"})
 		return nil
 	}); err != nil {
 		return false, fmt.Errorf("jobs: token: %w", err)
@@ -196,10 +231,15 @@ func ValidRepoName(s string) bool {
 
 // CreateTokenFor makes a token limited to repositories ("owner/name"; none: every repository).
 func (s *Keyring) CreateTokenFor(ctx context.Context, name, scope string, repos []string) (string, error) {
+	return s.CreateTokenBy(ctx, Actor{}, name, scope, repos)
+}
+
+// CreateTokenBy is CreateTokenFor, audited as done by by.
+func (s *Keyring) CreateTokenBy(ctx context.Context, by Actor, name, scope string, repos []string) (string, error) {
 	for _, r := range repos {
 		if !ValidRepoName(r) {
 			return "", fmt.Errorf("token repository %q: want owner/name", r)
 		}
 	}
-	return s.createToken(ctx, name, scope, repos)
+	return s.createToken(ctx, by, name, scope, repos)
 }
