@@ -432,6 +432,12 @@ func (s *server) attemptsOf(c *gin.Context, runID string, t TaskDetail) []attemp
 				start = ev.Time
 			}
 			a.Kept = true
+			if ev.End != nil {
+				// The engine's summary marks commands as code; the page says them in words.
+				end := *ev.End
+				end.Summary = strings.ReplaceAll(end.Summary, "`", "")
+				ev.End = &end
+			}
 			step, what := timeline.Describe(ev)
 			row := timelineRow{At: ev.Time.Sub(start), Kind: ev.Kind, Step: step, What: what, CostSoFar: ev.CostUSD}
 			switch {
@@ -446,7 +452,7 @@ func (s *server) attemptsOf(c *gin.Context, runID string, t TaskDetail) []attemp
 					a.Result += " " + shortCommit(ev.End.Commit)
 				}
 				if ev.End.Summary != "" {
-					a.Result += ": " + strings.ReplaceAll(ev.End.Summary, "`", "")
+					a.Result += ": " + ev.End.Summary
 				}
 			}
 			a.Cost = ev.CostUSD
