@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,7 @@ type Store interface {
 	TokenFor(ctx context.Context, secret string) (store.Token, error)
 	TokenByHash(ctx context.Context, hash string) (store.Token, error)
 	AuditLog(ctx context.Context, n int) ([]store.AuditEntry, error)
+	SpendOf(ctx context.Context, month string) ([]store.SpendRow, error)
 	SessionKey(ctx context.Context) ([]byte, error)
 }
 
@@ -136,6 +138,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	authed.GET("/runs/:id/tasks/:task/attempts/:n/events", s.apiEvents)
 	authed.GET("/queue", s.apiQueue)
 	authed.GET("/audit", s.apiAudit)
+	authed.GET("/spend", s.apiSpend)
 	for _, a := range []string{jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip, jobs.ActionPause, jobs.ActionResume} {
 		authed.POST("/runs/:id/"+a, s.apiControl(a))
 	}
@@ -670,6 +673,70 @@ func (s *server) apiAudit(c *gin.Context) {
 	c.JSON(http.StatusOK, struct {
 		Entries []store.AuditEntry `json:"entries"`
 	}{entries})
+}
+
+// spendOf reads the spend of ?month= (every month when absent), of the token's repositories only.
+func (s *server) spendOf(c *gin.Context) ([]store.SpendRow, bool) {
+	month := c.Query("month")
+	if month != "" {
+		if _, err := time.Parse("2006-01", month); err != nil {
+			abortJSON(c, http.StatusBadRequest, "month %q is not YYYY-MM", month)
+			return nil, false
+		}
+	}
+	rows, err := s.d.Store.SpendOf(c, month)
+	if err != nil {
+		s.log.Error("admin: read spend", "month", month, "err", err)
+		abortJSON(c, http.StatusServiceUnavailable, "the spend cannot be read now")
+		return nil, false
+	}
+	if tok := tokenOf(c); len(tok.Repos) > 0 {
+		rows = slices.DeleteFunc(rows, func(r store.SpendRow) bool { return !tok.Allows(r.Repo) })
+	}
+	if rows == nil {
+		rows = []store.SpendRow{}
+	}
+	return rows, true
+}
+
+// apiSpend answers with what runs cost by installation, repository and month: JSON, or CSV with
+// ?format=csv (a spreadsheet's download).
+func (s *server) apiSpend(c *gin.Context) {
+	rows, ok := s.spendOf(c)
+	if !ok {
+		return
+	}
+	switch c.Query("format") {
+	case "", "json":
+		var total float64
+		for _, r := range rows {
+			total += r.CostUSD
+		}
+		c.JSON(http.StatusOK, struct {
+			Rows    []store.SpendRow `json:"rows"`
+			CostUSD float64          `json:"cost_usd"`
+		}{rows, total})
+	case "csv":
+		writeSpendCSV(c, rows)
+	default:
+		abortJSON(c, http.StatusBadRequest, "format %q: json or csv", c.Query("format"))
+	}
+}
+
+func writeSpendCSV(c *gin.Context, rows []store.SpendRow) {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	_ = w.Write([]string{"month", "installation_id", "repository", "cost_usd"})
+	for _, r := range rows {
+		_ = w.Write([]string{r.Month, strconv.FormatInt(r.InstallationID, 10), r.Repo, strconv.FormatFloat(r.CostUSD, 'f', 6, 64)})
+	}
+	w.Flush()
+	name := "akira-spend.csv"
+	if m := c.Query("month"); m != "" {
+		name = "akira-spend-" + m + ".csv"
+	}
+	c.Header("Content-Disposition", `attachment; filename="`+name+`"`)
+	c.Data(http.StatusOK, "text/csv; charset=utf-8", b.Bytes())
 }
 
 // ControlBody is the body of a decision (retry, approve, skip); stop and abort take none.

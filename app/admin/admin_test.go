@@ -292,6 +292,29 @@ func TestAPIAgainstOpenAPI(t *testing.T) {
 	}
 	call("GET", "/api/v1/queue", f.read, "", http.StatusOK)
 	call("GET", "/api/v1/audit", f.read, "", http.StatusOK)
+	// Spend: what a change to the run adds counts for its installation, repository and month.
+	if _, err := f.store.Update(context.Background(), f.runID, func(r *lifecycle.Run) error { r.Tasks[1].CostUSD = 0.5; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	month := store.SpendMonth(time.Now())
+	var spend struct {
+		Rows    []store.SpendRow `json:"rows"`
+		CostUSD float64          `json:"cost_usd"`
+	}
+	if err := json.Unmarshal(call("GET", "/api/v1/spend?month="+month, f.read, "", http.StatusOK), &spend); err != nil || len(spend.Rows) != 1 ||
+		spend.Rows[0] != (store.SpendRow{Month: month, InstallationID: 7, Repo: "octo/demo", CostUSD: 0.5}) || spend.CostUSD != 0.5 {
+		t.Errorf("spend of %s: %+v, %v", month, spend, err)
+	}
+	if csv := string(call("GET", "/api/v1/spend?format=csv&month="+month, f.read, "", http.StatusOK)); csv != "month,installation_id,repository,cost_usd\n"+month+",7,octo/demo,0.500000\n" {
+		t.Errorf("spend as CSV: %q", csv)
+	}
+	call("GET", "/api/v1/spend?month=november", f.read, "", http.StatusBadRequest)
+	call("GET", "/api/v1/spend?format=xml", f.read, "", http.StatusBadRequest)
+	if other, err := f.store.CreateTokenFor(context.Background(), "spend-elsewhere", store.ScopeRead, []string{"octo/other"}); err != nil {
+		t.Fatal(err)
+	} else if body := string(call("GET", "/api/v1/spend", other, "", http.StatusOK)); body != `{"rows":[],"cost_usd":0}` {
+		t.Errorf("a token of another repository reads the spend: %s", body)
+	}
 	// Control: a read token may not; a control token may; the request reaches the controller whole.
 	for _, a := range []string{"stop", "abort", "retry", "approve", "skip"} {
 		call("POST", run+"/"+a, f.read, "", http.StatusForbidden)

@@ -131,6 +131,8 @@ func (s *server) routesUI(r *gin.Engine) error {
 	ui.GET("/runs/:id/tasks/:task", s.taskPage)
 	ui.GET("/runs/:id/tasks/:task/attempts/:n/log", s.logPage)
 	ui.GET("/queue", s.queuePage)
+	ui.GET("/spend", s.spendPage)
+	ui.GET("/spend.csv", s.spendCSV)
 	ui.GET("/escalations", s.escalationsPage)
 	ui.POST("/runs/:id/:action", s.csrf, s.uiControl)
 	return nil
@@ -501,6 +503,43 @@ func (s *server) logPage(c *gin.Context) {
 	}
 	n, _ := strconv.Atoi(c.Param("n"))
 	s.render(c, http.StatusOK, "log", page{Title: "Log", Data: logView{RunID: c.Param("id"), TaskID: c.Param("task"), Attempt: n, Text: text}})
+}
+
+// spendView is the spend page: a month's costs by installation and repository, and the months
+// there are.
+type spendView struct {
+	Month  string
+	Months []string
+	Rows   []store.SpendRow
+	Total  float64
+}
+
+func (s *server) spendPage(c *gin.Context) {
+	month := c.Query("month")
+	if month == "" {
+		month = store.SpendMonth(time.Now())
+		c.Request.URL.RawQuery = "month=" + month
+	}
+	rows, ok := s.spendOf(c)
+	if !ok {
+		return
+	}
+	v := spendView{Month: month, Rows: rows}
+	for _, r := range rows {
+		v.Total += r.CostUSD
+	}
+	if ms, ok := s.d.Store.(interface {
+		Months(ctx context.Context) ([]string, error)
+	}); ok {
+		v.Months, _ = ms.Months(c)
+	}
+	s.render(c, http.StatusOK, "spend", page{Title: "Spend", Data: v})
+}
+
+func (s *server) spendCSV(c *gin.Context) {
+	if rows, ok := s.spendOf(c); ok {
+		writeSpendCSV(c, rows)
+	}
 }
 
 func (s *server) queuePage(c *gin.Context) {

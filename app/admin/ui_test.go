@@ -290,6 +290,15 @@ func TestDashboardPages(t *testing.T) {
 		t.Errorf("an unknown task: %d", a.status)
 	}
 	wantPage(t, "log", b.get(run+"/tasks/1.1/attempts/1/log"), http.StatusOK, "hello from the agent")
+	// Spend: this month's, by installation and repository, with its CSV.
+	wantPage(t, "spend before any cost", b.get("/ui/spend"), http.StatusOK, "Nothing spent this month.")
+	if _, err := f.store.Update(context.Background(), f.runID, func(r *lifecycle.Run) error { r.Tasks[1].CostUSD = 0.5; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	month := store.SpendMonth(time.Now())
+	wantPage(t, "spend", b.get("/ui/spend"), http.StatusOK, "<td>7</td><td>octo/demo</td><td class=\"num\">$0.50</td>",
+		`href="/ui/spend.csv?month=`+month+`"`, `<a href="/ui/spend?month=`+month+`">`+month+`</a>`)
+	wantPage(t, "spend as CSV", b.get("/ui/spend.csv?month="+month), http.StatusOK, month+",7,octo/demo,0.500000")
 	if a := b.get(run + "/tasks/1.1/attempts/2/log"); a.status != http.StatusNotFound || !strings.Contains(a.body, "no log of attempt 2 of task 1.1") {
 		t.Errorf("a log never kept: %d %s", a.status, a.body)
 	}

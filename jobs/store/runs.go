@@ -274,6 +274,8 @@ func (s *Records) Update(ctx context.Context, id string, fn func(*lifecycle.Run)
 			}
 			p.Set(ctx, key, data, ttl)
 			s.queueTaskWrites(ctx, p, id, writes, ttl)
+			// What the change added to the run's cost counts in this month's spend.
+			s.queueSpend(ctx, p, r, tasksCost(r.Tasks)-tasksCost(base.tasks), r.UpdatedAt)
 			s.listing.indexRun(ctx, p, r)
 			for _, n := range r.Numbers() {
 				ik := s.indexKey(r.Owner, r.Repo, n)

@@ -43,6 +43,7 @@ type Store struct {
 	*Memory
 	*Logs
 	*Timelines
+	*Spend
 	*Dedupe
 	*History
 	*Slots
@@ -66,6 +67,7 @@ func NewStore(rdb redis.UniversalClient, prefix string) *Store {
 		Memory:     &Memory{conn: c},
 		Logs:       &Logs{conn: c},
 		Timelines:  &Timelines{conn: c},
+		Spend:      &Spend{conn: c},
 		Dedupe:     &Dedupe{conn: c},
 		History:    &History{conn: c},
 		Slots:      &Slots{conn: c},
