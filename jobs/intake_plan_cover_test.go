@@ -138,7 +138,7 @@ func TestPlanJobExplainsABrokenConfiguration(t *testing.T) {
 
 func TestIssueTriggers(t *testing.T) {
 	trigger := func(actor, action, label string) IntakePayload {
-		return IntakePayload{Event: EventIssues, Sender: actor, Trigger: &TriggerIntake{Number: 4, Actor: actor, Action: action, Label: label}}
+		return IntakePayload{TaskHeader: TaskHeader{Sender: actor}, Event: EventIssues, Body: &TriggerIntake{Number: 4, Actor: actor, Action: action, Label: label}}
 	}
 	tests := []struct {
 		name    string

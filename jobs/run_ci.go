@@ -464,7 +464,8 @@ func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *lifecycl
 // onCI routes a CI report to the run waiting for that commit's CI on one of its branches, as a
 // reading keyed by the delivery; any other commit or branch is not Akira's business.
 func (h *CIWatch) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
-	for _, branch := range p.CI.Branches {
+	ci := p.Body.(*CIIntake)
+	for _, branch := range ci.Branches {
 		run, err := h.d.Store.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -472,15 +473,15 @@ func (h *CIWatch) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (
 		if err != nil {
 			return metrics.ResultRetry, err
 		}
-		if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || run.CI.Head != p.CI.HeadSHA {
-			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(p.CI.HeadSHA))
+		if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || run.CI.Head != ci.HeadSHA {
+			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(ci.HeadSHA))
 			continue
 		}
-		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: p.CI.HeadSHA, Key: p.DeliveryID})
+		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: ci.HeadSHA, Key: p.DeliveryID})
 		if err != nil && !errors.Is(err, ErrDuplicate) {
 			return metrics.ResultRetry, err
 		}
-		log.Info("intake: CI report routed", "run", run.ID, "check", p.CI.Name, "conclusion", p.CI.Conclusion)
+		log.Info("intake: CI report routed", "run", run.ID, "check", ci.Name, "conclusion", ci.Conclusion)
 		return metrics.ResultAccepted, nil
 	}
 	return metrics.ResultNoop, nil

@@ -20,7 +20,7 @@ import (
 // issue do not mix.
 func commentBy(author, body string, number int, id int64) IntakePayload {
 	p := comment(author, body, number)
-	p.Comment.ID = id
+	p.Body.(*CommentIntake).ID = id
 	return p
 }
 
@@ -86,7 +86,7 @@ func TestIntakeOperatorCommands(t *testing.T) {
 	// On a pull request /akira plan and /akira fix are answered with where they belong.
 	for i, body := range []string{"/akira plan", "/akira fix"} {
 		p := commentBy("alice", body, 12, int64(610+i))
-		p.Comment.OnPullRequest = true
+		p.Body.(*CommentIntake).OnPullRequest = true
 		if err := jh.intake(p); err != nil {
 			t.Fatal(err)
 		}

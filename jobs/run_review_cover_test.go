@@ -11,8 +11,8 @@ import (
 )
 
 func reviewIntake(author, headRef string, number int) IntakePayload {
-	return IntakePayload{Event: EventReview, Sender: author,
-		Review: &ReviewIntake{Number: number, ReviewID: 77, Author: author, Body: "Please use tabs.", HeadRef: headRef}}
+	return IntakePayload{TaskHeader: TaskHeader{Sender: author}, Event: EventReview,
+		Body: &ReviewIntake{Number: number, ReviewID: 77, Author: author, Body: "Please use tabs.", HeadRef: headRef}}
 }
 
 func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {

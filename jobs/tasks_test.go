@@ -181,7 +181,7 @@ func TestEnqueuer(t *testing.T) {
 		t.Fatalf("EnqueueRun(empty) = %v, want a validation error", err)
 	}
 
-	intake := IntakePayload{DeliveryID: "d-7", Event: EventPush, InstallationID: 7, Owner: "o", Repo: "r", Push: &PushIntake{Branch: "main"}}
+	intake := IntakePayload{TaskHeader: TaskHeader{DeliveryID: "d-7", InstallationID: 7, Owner: "o", Repo: "r"}, Event: EventPush, Body: &PushIntake{Branch: "main"}}
 	if err := e.EnqueueIntake(ctx, intake); err != nil {
 		t.Fatalf("EnqueueIntake: %v", err)
 	}
