@@ -30,13 +30,14 @@ var intakeTaskType = taskType{Name: TypeIntake, Handle: func(h *Handler) asynq.H
 // the delivery (whose id makes the task id), the installation and repository, and who caused it.
 type TaskHeader struct {
 	Version int `json:"v"`
-	// DeliveryID is X-GitHub-Delivery; GitHub keeps it on redelivery, so it makes a stable task id.
+	// DeliveryID is X-GitHub-Delivery; GitHub keeps it on redelivery, so it makes a stable task id
+	// (a continuation's is the resume task's key).
 	DeliveryID     string `json:"delivery_id"`
 	InstallationID int64  `json:"installation_id"`
 	Owner          string `json:"owner"`
 	Repo           string `json:"repo"`
 	// Sender is the login that caused the event.
-	Sender string `json:"sender"`
+	Sender string `json:"sender,omitempty"`
 }
 
 // check reports what is missing from the header.
@@ -52,6 +53,13 @@ func (h TaskHeader) check() []error {
 		errs = append(errs, errors.New("no repository"))
 	}
 	return errs
+}
+
+// by is the header of a task a delivery queues on behalf of sender (the commenter, the reviewer): the
+// same delivery, so its task id makes a redelivery queue nothing new.
+func (h TaskHeader) by(sender string) TaskHeader {
+	h.Sender = sender
+	return h
 }
 
 // IntakePayload is one webhook delivery Akira acts on, unpacked by the webhook server from GitHub's

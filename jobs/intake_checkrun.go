@@ -67,11 +67,9 @@ func (h *Intake) onCheckRun(ctx context.Context, in *intake) (string, error) {
 		in.log.Info("intake: Stop pressed", "run", cr.RunID, "by", in.p.Sender, "asked", asked)
 		return metrics.ResultAccepted, nil
 	}
-	err = h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
-		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		Number: cr.Number, Decision: cr.Decision, Sender: in.p.Sender, RunID: cr.RunID, TaskID: cr.TaskID,
-		ByButton: true, Recovered: in.recovered, AnsweredAt: in.answeredAt,
-	})
+	err = h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{TaskHeader: in.p.by(in.p.Sender),
+		Number: cr.Number, Decision: cr.Decision, RunID: cr.RunID, TaskID: cr.TaskID,
+		ByButton: true, Recovered: in.recovered, AnsweredAt: in.answeredAt})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}

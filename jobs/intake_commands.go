@@ -164,9 +164,8 @@ func (h *Intake) commandMemory(ctx context.Context, in *intake, cmd command.Comm
 // commandRollback hands /akira rollback to a job, which takes the branch's lock.
 func (h *Intake) commandRollback(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.comment()
-	err := h.d.Enqueuer.EnqueueRollback(ctx, RollbackPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
-		Owner: in.p.Owner, Repo: in.p.Repo, Number: c.Number, CommentID: c.ID, TaskID: cmd.TaskID, Retry: cmd.Retry,
-		Guidance: cmd.Guidance, Sender: c.Author})
+	err := h.d.Enqueuer.EnqueueRollback(ctx, RollbackPayload{TaskHeader: in.p.by(c.Author), Number: c.Number, CommentID: c.ID, TaskID: cmd.TaskID, Retry: cmd.Retry,
+		Guidance: cmd.Guidance})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
@@ -182,9 +181,8 @@ func (h *Intake) commandPlan(ctx context.Context, in *intake, cmd command.Comman
 		}
 		return metrics.ResultReplied, nil
 	}
-	err := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
-		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Number: c.Number, CommentID: c.ID,
-		Guidance: cmd.Guidance, Sender: c.Author})
+	err := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{TaskHeader: in.p.by(c.Author), DefaultBranch: in.p.DefaultBranch, Number: c.Number, CommentID: c.ID,
+		Guidance: cmd.Guidance})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
@@ -194,11 +192,8 @@ func (h *Intake) commandPlan(ctx context.Context, in *intake, cmd command.Comman
 
 func (h *Intake) commandDecision(ctx context.Context, in *intake, d runner.DecisionKind, guidance string) (string, error) {
 	c := in.comment()
-	err := h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{
-		DeliveryID: in.p.DeliveryID, CommentID: c.ID, InstallationID: in.p.InstallationID, Owner: in.p.Owner,
-		Repo: in.p.Repo, Number: c.Number, Decision: d, Guidance: guidance, Sender: c.Author,
-		Recovered: in.recovered, AnsweredAt: in.answeredAt,
-	})
+	err := h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{TaskHeader: in.p.by(c.Author), CommentID: c.ID, Number: c.Number, Decision: d, Guidance: guidance,
+		Recovered: in.recovered, AnsweredAt: in.answeredAt})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}
@@ -223,12 +218,9 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 	if !rc.Triggers.IssueComment {
 		return metrics.ResultNoop, nil
 	}
-	run := RunPayload{
-		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
+	run := RunPayload{TaskHeader: in.p.by(c.Author),
 		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
-		TrustPlan: cmd.TrustPlan, BudgetUSD: cmd.BudgetUSD, Confirm: cmd.Confirm, AllowRedBase: cmd.AllowRedBase,
-		Sender: c.Author,
-	}
+		TrustPlan: cmd.TrustPlan, BudgetUSD: cmd.BudgetUSD, Confirm: cmd.Confirm, AllowRedBase: cmd.AllowRedBase}
 	if plan, line, ok := roadmap.InlinePlan(c.Body, "/akira run"); ok && !c.OnPullRequest && cmd.Path == "" {
 		// A plan pasted under the command runs like an issue's checklist; one that cannot be read is
 		// answered now, before anything is queued.

@@ -207,8 +207,7 @@ func (h *API) handoff(ctx context.Context, p HandoffPayload) (string, error) {
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	rp := RunPayload{Version: PayloadVersion, DeliveryID: p.DeliveryID, Trigger: TriggerAPI, InstallationID: inst,
-		Owner: p.Owner, Repo: p.Repo, Path: p.PlanPath, Plan: p.Plan, BudgetUSD: p.BudgetUSD, Sender: p.TokenName + " (API)",
+	rp := RunPayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: p.DeliveryID, InstallationID: inst, Owner: p.Owner, Repo: p.Repo, Sender: p.TokenName + " (API)"}, Trigger: TriggerAPI, Path: p.PlanPath, Plan: p.Plan, BudgetUSD: p.BudgetUSD,
 		Base: p.Base, Reference: p.Reference, Agent: p.Agent, Notify: p.Notify}
 	// Plan the run now as the run job will: a configuration or an agent the run job would refuse is
 	// told to the caller, who has no issue to read a reply on.

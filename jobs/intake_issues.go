@@ -102,8 +102,7 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 		}
 		return metrics.ResultReplied, nil
 	}
-	err = enqueued(h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID,
-		Owner: in.p.Owner, Repo: in.p.Repo, DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: tr.Number, Sender: tr.Actor}))
+	err = enqueued(h.d.Enqueuer.EnqueueRun(ctx, RunPayload{TaskHeader: in.p.by(tr.Actor), DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: tr.Number}))
 	if err != nil {
 		return "", err
 	}

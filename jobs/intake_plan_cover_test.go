@@ -34,7 +34,7 @@ func (jh *jobsHarness) planJob(p PlanPayload) error {
 }
 
 func planFor(number int, delivery string) PlanPayload {
-	return PlanPayload{DeliveryID: delivery, InstallationID: 7, Owner: "o", Repo: "r", DefaultBranch: "main", Number: number, Sender: "alice"}
+	return PlanPayload{TaskHeader: TaskHeader{DeliveryID: delivery, InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, DefaultBranch: "main", Number: number}
 }
 
 func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {

@@ -68,11 +68,9 @@ func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) 
 	if !acc.allowed {
 		return metrics.ResultRefused, nil
 	}
-	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
-		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
+	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{TaskHeader: in.p.by(in.p.Sender),
 		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerPullRequest, Number: pr.Number, Branch: pr.HeadRef,
-		HeadSHA: pr.HeadSHA, Sender: in.p.Sender,
-	})
+		HeadSHA: pr.HeadSHA})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}

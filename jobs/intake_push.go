@@ -46,10 +46,8 @@ func (h *Intake) onPush(ctx context.Context, in *intake) (string, error) {
 	case !push.Truncated && !slices.Contains(push.Changed, rc.Roadmap):
 		return metrics.ResultNoop, nil
 	}
-	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
-		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
-		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerPush, HeadSHA: push.After, Sender: in.p.Sender,
-	})
+	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{TaskHeader: in.p.by(in.p.Sender),
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerPush, HeadSHA: push.After})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}

@@ -67,12 +67,9 @@ func (h *Intake) onReview(ctx context.Context, in *intake) (string, error) {
 	} else if err != nil {
 		return "", err
 	}
-	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{
-		DeliveryID: in.p.DeliveryID, InstallationID: in.p.InstallationID, Owner: in.p.Owner, Repo: in.p.Repo,
+	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{TaskHeader: in.p.by(rv.Author),
 		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerReview, Number: rv.Number, Branch: rv.HeadRef,
-		Review: &lifecycle.ReviewRequest{ID: rv.ReviewID, By: rv.Author, Body: command.CapUserText(rv.Body), Guidance: rv.Guidance, CommentID: rv.CommentID},
-		Sender: rv.Author,
-	})
+		Review: &lifecycle.ReviewRequest{ID: rv.ReviewID, By: rv.Author, Body: command.CapUserText(rv.Body), Guidance: rv.Guidance, CommentID: rv.CommentID}})
 	if err := enqueued(err); err != nil {
 		return "", err
 	}

@@ -83,3 +83,30 @@ func TestIntakeEventsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderWire: the payloads that share TaskHeader keep the layout they had with the header's
+// fields of their own, so a task queued by the previous release reads the same.
+func TestHeaderWire(t *testing.T) {
+	head := `"v":2,"delivery_id":"d","installation_id":1,"owner":"o","repo":"r","sender":"a"`
+	want := TaskHeader{Version: 2, DeliveryID: "d", InstallationID: 1, Owner: "o", Repo: "r", Sender: "a"}
+	tests := []struct {
+		typ, rest string
+		decode    func(*asynq.Task) (TaskHeader, error)
+	}{
+		{TypeRun, `"trigger":"issue","number":4`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodeRunPayload(t); return p.TaskHeader, err }},
+		{TypeResume, `"number":4,"comment_id":9,"decision":"skip"`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodeResumePayload(t); return p.TaskHeader, err }},
+		{TypeRollback, `"number":4,"task_id":"1.1"`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodeRollbackPayload(t); return p.TaskHeader, err }},
+		{TypePlan, `"number":4`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodePlanPayload(t); return p.TaskHeader, err }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ, func(t *testing.T) {
+			got, err := tt.decode(asynq.NewTask(tt.typ, []byte("{"+head+","+tt.rest+"}")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("header = %+v, want %+v", got, want)
+			}
+		})
+	}
+}

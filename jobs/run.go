@@ -33,14 +33,8 @@ var runTaskType = taskType{Name: TypeRun, Handle: func(h *Handler) asynq.Handler
 
 // RunPayload is the payload of TypeRun.
 type RunPayload struct {
-	Version int `json:"v"`
-	// DeliveryID is the webhook's X-GitHub-Delivery; with Trigger continue it is the resume task's key.
-	// It becomes the task id, so a redelivered webhook enqueues nothing.
-	DeliveryID     string            `json:"delivery_id"`
-	Trigger        lifecycle.Trigger `json:"trigger"`
-	InstallationID int64             `json:"installation_id"`
-	Owner          string            `json:"owner"`
-	Repo           string            `json:"repo"`
+	TaskHeader
+	Trigger lifecycle.Trigger `json:"trigger"`
 	// Number is the issue (trigger issue) or pull request (trigger pull_request) number.
 	Number int `json:"number,omitempty"`
 	// Branch is the pull request's head branch (trigger pull_request).
@@ -60,8 +54,6 @@ type RunPayload struct {
 	// AllowRedBase is `/akira run --allow-red-base`: the run starts although its base branch fails
 	// its repository-wide verification.
 	AllowRedBase bool `json:"allow_red_base,omitempty"`
-	// Sender is the login that triggered the run.
-	Sender string `json:"sender,omitempty"`
 	// CommentID is the `/akira run` comment.
 	CommentID int64 `json:"comment_id,omitempty"`
 	// Plan is a plan pasted under `/akira run` in the comment (an issue run): it runs instead of the
@@ -282,9 +274,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*
 	if errors.Is(err, errNeedsPlan) || errors.Is(err, errNeedsNormalize) {
 		// An issue in prose: write a plan first; the plan job posts it (and, under plan: auto, runs it).
 		// A checklist no format reads: the plan job proposes a rewrite, which waits for --confirm.
-		perr := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{DeliveryID: planIssueKey(p), InstallationID: p.InstallationID,
-			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Number: p.Number, CommentID: p.CommentID,
-			Sender: p.Sender, FromRun: true, Normalize: errors.Is(err, errNeedsNormalize)})
+		perr := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{TaskHeader: TaskHeader{DeliveryID: planIssueKey(p), InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender}, DefaultBranch: in.Repo.DefaultBranch, Number: p.Number, CommentID: p.CommentID, FromRun: true, Normalize: errors.Is(err, errNeedsNormalize)})
 		if perr := enqueued(perr); perr != nil {
 			return nil, perr
 		}

@@ -229,8 +229,8 @@ func TestAbortWhileWaitingForCI(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})
 	jh.gh.refs["heads/akira/issue-5"] = "h1"
-	if _, err := jh.h.resumer.resume(context.Background(), ResumePayload{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r",
-		Number: 7, CommentID: 99, Decision: "abort", Sender: "alice"}); err != nil {
+	if _, err := jh.h.resumer.resume(context.Background(), ResumePayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
+		Number: 7, CommentID: 99, Decision: "abort"}); err != nil {
 		t.Fatal(err)
 	}
 	run, err := jh.store.Get(context.Background(), run.ID)

@@ -113,7 +113,7 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	rb := func(task string, id int64) RollbackPayload {
-		return RollbackPayload{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Number: 4, CommentID: id, TaskID: task, Sender: "alice"}
+		return RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Number: 4, CommentID: id, TaskID: task}
 	}
 
 	// Nothing to roll back yet.
@@ -170,8 +170,8 @@ func TestRollbackPayloadValidate(t *testing.T) {
 	if _, err := (TaskOptions{}).NewRollbackTask(RollbackPayload{}); err == nil || !strings.Contains(err.Error(), "rollback") {
 		t.Errorf("NewRollbackTask of an empty payload = %v, want an error", err)
 	}
-	p := RollbackPayload{DeliveryID: "d1", InstallationID: 7, Owner: "o", Repo: "r", Number: 4, TaskID: "1.1"}
-	if p.JobID() == (RollbackPayload{DeliveryID: "d1", CommentID: 5}).JobID() {
+	p := RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d1", InstallationID: 7, Owner: "o", Repo: "r"}, Number: 4, TaskID: "1.1"}
+	if p.JobID() == (RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d1"}, CommentID: 5}).JobID() {
 		t.Error("a delivery and a comment share a job id")
 	}
 	task, err := TaskOptions{}.NewRollbackTask(p)
@@ -329,7 +329,7 @@ func TestRollbackRefusesARunThatIsNotFinished(t *testing.T) {
 		t.Run(string(status), func(t *testing.T) {
 			jh := newJobsHarness(t)
 			controlRun(t, jh.store, "r-"+string(status), status)
-			p := RollbackPayload{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Number: 9, CommentID: 5, TaskID: "1.1", Sender: "alice"}
+			p := RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Number: 9, CommentID: 5, TaskID: "1.1"}
 			if err := jh.rollbackJob(p); err != nil {
 				t.Fatal(err)
 			}

@@ -140,8 +140,8 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	if err := jh.runJob(p); err != nil {
 		t.Fatal(err)
 	}
-	if err := jh.resumeJob(ResumePayload{Version: PayloadVersion, DeliveryID: "abort-1", InstallationID: 7, Owner: "o", Repo: "r",
-		Number: 4, RunID: r.ID, Decision: "abort", Sender: "alice"}); err != nil {
+	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: "abort-1", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
+		Number: 4, RunID: r.ID, Decision: "abort"}); err != nil {
 		t.Fatal(err)
 	}
 	if end, _ := jh.store.Get(ctx, r.ID); end.Status != lifecycle.StatusAborted || end.AbortedBy != "alice" {

@@ -26,11 +26,7 @@ var resumeTaskType = taskType{Name: TypeResume, Handle: func(h *Handler) asynq.H
 
 // ResumePayload is the payload of TypeResume: a person's decision on a parked run.
 type ResumePayload struct {
-	Version        int    `json:"v"`
-	DeliveryID     string `json:"delivery_id"`
-	InstallationID int64  `json:"installation_id"`
-	Owner          string `json:"owner"`
-	Repo           string `json:"repo"`
+	TaskHeader
 	// Number is the issue or pull request the decision was made on (0 for a check run GitHub did not
 	// attach to a pull request).
 	Number int `json:"number,omitempty"`
@@ -39,7 +35,6 @@ type ResumePayload struct {
 	Decision  runner.DecisionKind `json:"decision"`
 	// Guidance is the text after `/akira retry`; it reaches the agent's next prompt.
 	Guidance string `json:"guidance,omitempty"`
-	Sender   string `json:"sender,omitempty"`
 	// ByButton says the decision came from a check run (a button or "Re-run"), which names RunID and
 	// TaskID (its external_id); a reply names neither and the run is found by Number.
 	ByButton bool   `json:"by_button,omitempty"`

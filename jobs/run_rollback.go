@@ -25,18 +25,13 @@ var rollbackTaskType = taskType{Name: TypeRollback, Handle: func(h *Handler) asy
 
 // RollbackPayload is the payload of TypeRollback.
 type RollbackPayload struct {
-	Version        int    `json:"v"`
-	DeliveryID     string `json:"delivery_id"`
-	InstallationID int64  `json:"installation_id"`
-	Owner          string `json:"owner"`
-	Repo           string `json:"repo"`
-	Number         int    `json:"number"`
-	CommentID      int64  `json:"comment_id,omitempty"`
-	TaskID         string `json:"task_id"`
+	TaskHeader
+	Number    int    `json:"number"`
+	CommentID int64  `json:"comment_id,omitempty"`
+	TaskID    string `json:"task_id"`
 	// Retry runs the reverted tasks again at once, with Guidance in their prompts.
 	Retry    bool   `json:"retry,omitempty"`
 	Guidance string `json:"guidance,omitempty"`
-	Sender   string `json:"sender,omitempty"`
 }
 
 // JobID is the comment when there is one (an edited comment comes as a new delivery), else the
