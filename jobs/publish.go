@@ -128,7 +128,7 @@ func summaryData(r *lifecycle.Run) templates.Summary {
 	}
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
-			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL, Unverified: t.Unverified && t.Status == templates.StatusPassed,
+			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL, Unverified: t.Unverified && t.Status == lifecycle.TaskStatusPassed,
 			Usage:     templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD, Estimated: t.UsageEstimated},
 			Judgement: t.Judgement}
 		tt.LogURL = TaskPageURL(r.Dashboard, r.ID, t.ID)

@@ -297,7 +297,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	}
 	running := map[string]bool{}
 	for _, t := range r.run.Tasks {
-		if t.Status == templates.StatusRunning && t.Attempts > 0 {
+		if t.Status == lifecycle.TaskStatusRunning && t.Attempts > 0 {
 			running[t.ID] = true
 		}
 	}
@@ -307,7 +307,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	}
 	// A task a dead job left running is pending again: its attempt ended with that job's worker.
 	for _, t := range r.run.Tasks {
-		if running[t.ID] && t.Status == templates.StatusPending {
+		if running[t.ID] && t.Status == lifecycle.TaskStatusPending {
 			r.attemptBase[t.ID] = t.Attempts
 			r.logBook.endInterruptedLog(ctx, t.ID, t.Attempts)
 		}
@@ -315,8 +315,8 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	// A job that died after a task's checkpoint was pushed left its check run in progress; the task
 	// is found done from its trailers now, and its check run gets the conclusion it missed.
 	for _, t := range r.run.Tasks {
-		if t.Status == templates.StatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
-			if err := r.checks.finishCheckRun(ctx, &t, templates.StatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
+		if t.Status == lifecycle.TaskStatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
+			if err := r.checks.finishCheckRun(ctx, &t, lifecycle.TaskStatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
 				return err
 			}
 		}
@@ -381,7 +381,7 @@ func (r *checkRuns) openCheckRun(ctx context.Context, taskID string, attempt int
 	if attempt == 0 {
 		attempt = t.Attempts + 1
 	}
-	sum, err := templates.Render("checkrun_summary", r.checkRunData(t, templates.StatusRunning, attempt, ""))
+	sum, err := templates.Render("checkrun_summary", r.checkRunData(t, lifecycle.TaskStatusRunning, attempt, ""))
 	if err != nil {
 		return err
 	}
@@ -614,7 +614,7 @@ func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
 	if t == nil || t.CheckRunID == 0 || t.CheckRunDone {
 		return nil
 	}
-	return r.checks.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, ev.Message, ports.CheckRun{
+	return r.checks.updateCheckRun(ctx, t, lifecycle.TaskStatusRunning, ev.Attempt, ev.Message, ports.CheckRun{
 		Status: ports.CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d failed", ev.Attempt, r.maxAttempts),
 		Annotations: annotations(ev.Verify)})
 }
@@ -674,9 +674,9 @@ func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev r
 		switch e.Kind {
 		case lifecycle.EffectMetric:
 			switch e.Event {
-			case templates.StatusPassed:
+			case lifecycle.TaskStatusPassed:
 				r.metrics.Task(e.Event, ev.Duration.Seconds(), t.Attempts)
-			case templates.StatusEscalated:
+			case lifecycle.TaskStatusEscalated:
 				r.metrics.Escalated()
 				r.metrics.Task(e.Event, 0, ev.Escalation.Attempts)
 			default:
@@ -725,7 +725,7 @@ func (r *checkRuns) checkRunPhase(ctx context.Context, t *lifecycle.TaskState, p
 		if ok && announced == ev.Attempt {
 			return nil // opened for this very attempt a moment ago: one update per change of state
 		}
-		return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", ports.CheckRun{
+		return r.updateCheckRun(ctx, t, lifecycle.TaskStatusRunning, ev.Attempt, "", ports.CheckRun{
 			Status: ports.CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttemptsOf(t.ID))})
 	case lifecycle.PhasePassed:
 		title := "Verified"
@@ -735,12 +735,12 @@ func (r *checkRuns) checkRunPhase(ctx context.Context, t *lifecycle.TaskState, p
 		case ev.Unverified:
 			title = "Checkpointed, unverified"
 		}
-		return r.finishCheckRun(ctx, t, templates.StatusPassed, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: title})
+		return r.finishCheckRun(ctx, t, lifecycle.TaskStatusPassed, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: title})
 	case lifecycle.PhaseSkipped:
-		return r.finishCheckRun(ctx, t, templates.StatusSkipped, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionNeutral, Title: "Skipped"})
+		return r.finishCheckRun(ctx, t, lifecycle.TaskStatusSkipped, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionNeutral, Title: "Skipped"})
 	case lifecycle.PhaseEscalated:
 		esc := ev.Escalation
-		return r.finishCheckRun(ctx, t, templates.StatusEscalated, reasonText(esc), ports.CheckRun{
+		return r.finishCheckRun(ctx, t, lifecycle.TaskStatusEscalated, reasonText(esc), ports.CheckRun{
 			Conclusion: ports.ConclusionActionRequired, Title: "Needs a decision", Buttons: ports.EscalationButtons(),
 			Annotations: annotations(esc.Verify)})
 	}
@@ -789,7 +789,7 @@ func (r *checkRuns) checkRunData(t *lifecycle.TaskState, status string, attempt 
 		Attempts: r.interruptedAttempts(t), Accept: t.Accept, Unverified: t.Unverified,
 		Judging: r.judging, Verdict: r.verdicts[t.ID],
 	}
-	if status == templates.StatusPassed {
+	if status == lifecycle.TaskStatusPassed {
 		d.Checkpoint = t.Checkpoint
 		if r.run.RepoURL != "" && t.Checkpoint != "" {
 			d.CheckpointURL = r.run.RepoURL + "/commit/" + t.Checkpoint

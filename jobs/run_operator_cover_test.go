@@ -13,7 +13,6 @@ import (
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/gittest"
-	"github.com/akira-bot/akira/templates"
 )
 
 // commentBy is a command comment with its own id, so replies and reactions of several commands on one
@@ -149,7 +148,7 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 		t.Errorf("branch files after rollback = %q, want done-1.1.txt only", files)
 	}
 	run, _ = jh.store.Get(ctx, run.ID)
-	if run.Status != lifecycle.StatusStopped || run.Task("1.2").Status != templates.StatusPending || run.Task("1.1").Status != templates.StatusPassed {
+	if run.Status != lifecycle.StatusStopped || run.Task("1.2").Status != lifecycle.TaskStatusPending || run.Task("1.1").Status != lifecycle.TaskStatusPassed {
 		t.Errorf("run after rollback = %s, 1.1 %s, 1.2 %s; want stopped with 1.2 pending", run.Status, run.Task("1.1").Status, run.Task("1.2").Status)
 	}
 	replies := jh.gh.commentsOn(4)
@@ -230,7 +229,7 @@ func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != lifecycle.StatusStopped || run.StoppedBy != "alice" || run.Task("1.1").Status == templates.StatusPassed {
+	if run.Status != lifecycle.StatusStopped || run.StoppedBy != "alice" || run.Task("1.1").Status == lifecycle.TaskStatusPassed {
 		t.Fatalf("run = %s by %q, 1.1 %s; want stopped by alice before 1.1 was done", run.Status, run.StoppedBy, run.Task("1.1").Status)
 	}
 

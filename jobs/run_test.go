@@ -165,7 +165,7 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 		t.Fatalf("continued run: %v", err)
 	}
 	run, _ = jh.store.Get(ctx, run.ID)
-	if run.Status != lifecycle.StatusSucceeded || run.Task("1.2").Status != templates.StatusSkipped {
+	if run.Status != lifecycle.StatusSucceeded || run.Task("1.2").Status != lifecycle.TaskStatusSkipped {
 		t.Fatalf("run = %s, 1.2 %s", run.Status, run.Task("1.2").Status)
 	}
 
