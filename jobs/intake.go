@@ -324,7 +324,7 @@ func (in *intake) react(ctx context.Context, commentID int64) {
 
 // reply posts an answer on the issue or pull request, once per delivery.
 func (in *intake) reply(ctx context.Context, number int, body string) error {
-	return replyOnce(ctx, in.store, in.gh, in.p.Owner, in.p.Repo, number, "delivery-"+in.p.DeliveryID, body, in.retried)
+	return replyOnce(ctx, in.store.Dedupe, in.gh, in.p.Owner, in.p.Repo, number, "delivery-"+in.p.DeliveryID, body, in.retried)
 }
 
 // enqueued treats a duplicate as success: the work is queued already.

@@ -188,7 +188,7 @@ func (h *API) handoff(ctx context.Context, p HandoffPayload) (string, error) {
 	log := h.log.With("task", TypeHandoff, "run", id, "repo", p.Owner+"/"+p.Repo, "token", p.TokenName)
 	refuse := func(reason string) (string, error) {
 		log.Info("handoff: refused", "reason", reason)
-		if err := h.d.Store.FailHandoff(ctx, id, reason); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := h.handoffs.FailHandoff(ctx, id, reason); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return metrics.ResultRetry, err
 		}
 		return metrics.ResultRefused, nil
@@ -230,7 +230,7 @@ func (h *API) handoff(ctx context.Context, p HandoffPayload) (string, error) {
 	}
 	if planned.Branch != store.HandoffBranch(config.DefaultBranchPrefix, id) {
 		// The repository's branch_prefix: a repeated request answers with the branch the run will have.
-		if err := h.d.Store.UpdateHandoff(ctx, id, func(r *store.Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := h.handoffs.UpdateHandoff(ctx, id, func(r *store.Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return metrics.ResultRetry, err
 		}
 	}

@@ -108,7 +108,7 @@ func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 	in, err := h.runs.gatherRunInputs(ctx, gh, RunPayload{TaskHeader: TaskHeader{Owner: p.Owner, Repo: p.Repo}, DefaultBranch: p.DefaultBranch,
 		Trigger: lifecycle.TriggerIssue, Number: p.Number})
 	if ce, bad := asRepoConfigError(err); bad {
-		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
+		if rerr := replyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
 			configErrorText(ce, "write a plan", "", ""), retried > 0); rerr != nil {
 			return metrics.ResultRetry, rerr
 		}
@@ -176,7 +176,7 @@ func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 // planFailed says why there is no plan, once per job; the job ends (another try would fail alike).
 func (h *Planner) planFailed(ctx context.Context, c ports.Comments, p PlanPayload, reason string, retried bool) error {
 	text := render("plan_failed", templates.PlanFailed{Reason: reason}, "Akira could not write a plan for this issue: "+reason+".")
-	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
+	if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
 		return fmt.Errorf("jobs: reply: %w", err)
 	}
 	return nil

@@ -33,8 +33,10 @@ type ReporterGitHub interface {
 // (perform, with what this job knows of the attempts). It is used by one job at a time (under the
 // branch lock), from the engine's goroutine.
 type Reporter struct {
-	gh      ReporterGitHub
-	pub     publisher
+	gh  ReporterGitHub
+	pub publisher
+	// store keeps the attempts' logs and the tasks' durations (publisher keeps the run's record).
+	store   *store.Store
 	metrics *metrics.Metrics
 	runID   string
 	run     *lifecycle.Run
@@ -102,7 +104,7 @@ func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, l
 		log = slog.Default()
 	}
 	r := &Reporter{
-		gh: gh, pub: publisher{gh: gh, store: st, log: log}, metrics: metrics,
+		gh: gh, pub: publisher{gh: gh, store: st.Records, log: log}, store: st, metrics: metrics,
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
 		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, attemptBase: map[string]int{}, now: time.Now,
@@ -187,7 +189,7 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 // transition applies an event of the run's lifecycle to the stored run, keeps the result, and returns
 // the effects the transition requires; the reporter performs them at once (see perform).
 func (r *Reporter) transition(ctx context.Context, ev lifecycle.Event) ([]lifecycle.Effect, error) {
-	run, effects, err := r.pub.store.Apply(ctx, r.runID, ev)
+	run, effects, err := r.store.Apply(ctx, r.runID, ev)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +199,7 @@ func (r *Reporter) transition(ctx context.Context, ev lifecycle.Event) ([]lifecy
 
 // record applies a change to the stored run and keeps the result.
 func (r *Reporter) record(ctx context.Context, fn func(*lifecycle.Run) error) error {
-	run, err := r.pub.store.Update(ctx, r.runID, fn)
+	run, err := r.store.Update(ctx, r.runID, fn)
 	if err != nil {
 		return err
 	}
@@ -343,7 +345,7 @@ func (r *summaries) pastDurations(ctx context.Context) []time.Duration {
 			return nil
 		}
 	}
-	past, err := r.pub.store.TaskDurations(ctx, r.run.Owner, r.run.Repo)
+	past, err := r.store.TaskDurations(ctx, r.run.Owner, r.run.Repo)
 	if err != nil {
 		r.pub.log.Warn("task history unavailable; the estimate waits for a finished task", "err", err)
 		return nil
@@ -466,7 +468,7 @@ func (r *attemptLogs) keepPartialLog(ctx context.Context, taskID string, attempt
 		return
 	}
 	text := r.masker.Mask(b.String() + "\n==> (the attempt is still running)\n")
-	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+	if err := r.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
 		r.pub.log.Warn("partial attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
 	}
 }
@@ -476,7 +478,7 @@ func (r *attemptLogs) keepPartialLog(ctx context.Context, taskID string, attempt
 func (r *attemptLogs) endInterruptedLog(ctx context.Context, taskID string, attempt int) {
 	end := "\n==> " + strings.ToUpper(interruptedText(taskID, attempt)[:1]) + interruptedText(taskID, attempt)[1:] +
 		"; the run went on from its last pushed checkpoint (" + short(r.head) + ").\n"
-	text, err := r.pub.store.Log(ctx, r.runID, taskID, attempt)
+	text, err := r.store.Log(ctx, r.runID, taskID, attempt)
 	switch {
 	case errors.Is(err, store.ErrNoLog):
 		text = fmt.Sprintf("==> Run %s, task %s, attempt %d: nothing of its log was kept\n", r.runID, taskID, attempt)
@@ -487,7 +489,7 @@ func (r *attemptLogs) endInterruptedLog(ctx context.Context, taskID string, atte
 		return // ended by an earlier try of this job
 	}
 	text = strings.TrimSuffix(text, "\n==> (the attempt is still running)\n") + end
-	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+	if err := r.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
 		r.pub.log.Warn("interrupted attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
 	}
 }
@@ -512,7 +514,7 @@ func (r *attemptLogs) keepLog(ctx context.Context, taskID string, attempt int, e
 	}
 	delete(r.logs, taskID)
 	text := r.masker.Mask(b.String() + "\n==> " + end + "\n")
-	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+	if err := r.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
 		r.pub.log.Warn("attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
 	}
 }
@@ -628,7 +630,7 @@ func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error 
 	}
 	// A task approved by a person was not finished by its agent alone: its time is no measure.
 	if ev.Attempt > 0 && ev.Message == "" {
-		if err := r.pub.store.RecordTaskDuration(ctx, r.run.Owner, r.run.Repo, ev.Duration); err != nil {
+		if err := r.store.RecordTaskDuration(ctx, r.run.Owner, r.run.Repo, ev.Duration); err != nil {
 			r.pub.log.Warn("task duration not kept for later estimates", "err", err)
 		}
 	}

@@ -179,7 +179,7 @@ func (h *Runs) runJob(ctx context.Context, p RunPayload) (string, error) {
 		retried, _ := asynq.GetRetryCount(ctx)
 		text := render("plan_confirm", templates.PlanConfirm{URL: cn.URL},
 			"Akira did not start: the plan it proposed for this issue runs only with `/akira run --confirm`.")
-		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "confirm-"+p.JobID(), text, retried > 0); rerr != nil {
+		if rerr := replyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "confirm-"+p.JobID(), text, retried > 0); rerr != nil {
 			return metrics.ResultRetry, rerr
 		}
 		return metrics.ResultReplied, nil
@@ -381,7 +381,7 @@ func checkPlanTrust(ctx context.Context, perms ports.Permissions, p RunPayload, 
 func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
 	text := untrustedPlanText(up)
-	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
+	if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
 		return fmt.Errorf("jobs: post untrusted plan: %w", err)
 	}
 	return nil
@@ -418,7 +418,7 @@ func (h *Runs) refuseConfig(ctx context.Context, c ports.Comments, p RunPayload,
 	}
 	if p.Number > 0 {
 		retried, _ := asynq.GetRetryCount(ctx)
-		if rerr := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
+		if rerr := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
 			configErrorText(ce, "start the run", "", ""), retried > 0); rerr != nil {
 			return fmt.Errorf("jobs: post configuration error: %w", rerr)
 		}
@@ -478,7 +478,7 @@ func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, b
 		}
 		msg := render("branch_busy", data, "A run is already in progress on `"+active.Branch+"`.")
 		retried, _ := asynq.GetRetryCount(ctx)
-		if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
+		if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
 			return metrics.ResultRetry, fmt.Errorf("jobs: reply that the branch is busy: %w", err)
 		}
 	}

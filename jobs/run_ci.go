@@ -101,7 +101,7 @@ type ciVerdict struct {
 
 func (h *CIWatch) readCI(ctx context.Context, p CIPayload) (string, error) {
 	log := h.log.With("task", TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
-	run, err := h.d.Store.Get(ctx, p.RunID)
+	run, err := h.records.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
 		return metrics.ResultNoop, nil
 	}
@@ -141,7 +141,7 @@ func (h *CIWatch) readCI(ctx context.Context, p CIPayload) (string, error) {
 		}
 	}
 	head := run.CI.Head
-	run, _, err = h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
+	run, _, err = h.records.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if r.Status != lifecycle.StatusWaitingCI || r.CI == nil || r.CI.Head != head {
 			return nil, errNothingToDo // another reading moved it on
 		}
@@ -410,13 +410,13 @@ func ciPollKey(now time.Time) string {
 // PollCI queues a reading of the CI of every run waiting for it, once per poll slot whichever
 // workers poll: webhooks may be lost, and only a reading ends a wait that timed out.
 func (h *CIWatch) PollCI(ctx context.Context, now time.Time) error {
-	ids, err := h.d.Store.WaitingForCI(ctx)
+	ids, err := h.records.WaitingForCI(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, id := range ids {
-		run, err := h.d.Store.Get(ctx, id)
+		run, err := h.records.Get(ctx, id)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				errs = append(errs, err)
@@ -457,7 +457,7 @@ func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *lifecycl
 	if err != nil {
 		return err
 	}
-	_, err = h.d.Store.Update(ctx, run.ID, recordEscalationComment(t.ID, id, url))
+	_, err = h.records.Update(ctx, run.ID, recordEscalationComment(t.ID, id, url))
 	return err
 }
 
@@ -466,7 +466,7 @@ func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *lifecycl
 func (h *CIWatch) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
 	ci := p.Body.(*CIIntake)
 	for _, branch := range ci.Branches {
-		run, err := h.d.Store.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)
+		run, err := h.records.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}

@@ -106,9 +106,9 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	}
 	var run *lifecycle.Run
 	if p.RunID != "" {
-		run, err = h.d.Store.Get(ctx, p.RunID)
+		run, err = h.records.Get(ctx, p.RunID)
 	} else {
-		run, err = h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
+		run, err = h.records.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the record of a parked run: its branch still knows it.
@@ -140,7 +140,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	}
 	if p.Decision == runner.DecisionAbort && run.Status == lifecycle.StatusPaused {
 		// A paused run may have no branch yet (paused in the queue): it ends here, no job needed.
-		paused, _, err := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
+		paused, _, err := h.records.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 			if r.Status != lifecycle.StatusPaused {
 				return nil, nil
 			}
@@ -169,10 +169,10 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 		d.Link = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
 	}
 	runID := run.ID
-	run, already, err := h.d.Store.Decide(ctx, runID, d, head)
+	run, already, err := h.records.Decide(ctx, runID, d, head)
 	if _, ok := errors.AsType[*store.NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
 		// An abort of a run waiting for its CI, or paused, ends it here: no job works on it.
-		waiting, _, werr := h.d.Store.Transition(ctx, runID, func(r *lifecycle.Run) (lifecycle.Event, error) {
+		waiting, _, werr := h.records.Transition(ctx, runID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 			switch r.Status {
 			case lifecycle.StatusWaitingCI:
 				return lifecycle.CIAborted{By: p.Sender}, nil
@@ -191,7 +191,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 			return metrics.ResultAborted, nil
 		}
 		// An abort of a run that is working: the job working on it stops it and ends it.
-		if _, asked, serr := h.d.Store.RequestStop(ctx, runID, p.Sender, true); serr != nil {
+		if _, asked, serr := h.records.RequestStop(ctx, runID, p.Sender, true); serr != nil {
 			return metrics.ResultRetry, serr
 		} else if asked {
 			log.Info("resume job: abort requested of a working run")
@@ -231,7 +231,7 @@ func (h *Resumer) decisionIgnored(ctx context.Context, c ports.Comments, p Resum
 	msg := render("decision_ignored", templates.DecisionIgnored{Decision: string(p.Decision), ByButton: p.ByButton, Reason: why},
 		"`/akira "+string(p.Decision)+"` did nothing: "+why+".")
 	retried, _ := asynq.GetRetryCount(ctx)
-	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
+	if err := replyOnce(ctx, h.replies, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
 		return metrics.ResultRetry, fmt.Errorf("jobs: reply: %w", err)
 	}
 	return metrics.ResultRefused, nil
