@@ -211,16 +211,16 @@ func TestFixtureConformance(t *testing.T) {
 			}
 			switch event {
 			case "pull_request":
-				pr := p.PullRequest
+				pr := bodyOf[jobs.PullRequestIntake](p)
 				if pr == nil || pr.Number != 2 || pr.HeadRef != "changes" || !strings.HasPrefix(pr.HeadSHA, "ec26c3e") || p.Sender != "Codertocat" {
 					t.Fatalf("pull request = %+v", pr)
 				}
 			case "status":
-				if ci := p.CI; ci == nil || ci.HeadSHA[:7] != "6113728" || !slices.Equal(ci.Branches, []string{"master", "changes", "gh-pages"}) || ci.Conclusion != "success" {
+				if ci := bodyOf[jobs.CIIntake](p); ci == nil || ci.HeadSHA[:7] != "6113728" || !slices.Equal(ci.Branches, []string{"master", "changes", "gh-pages"}) || ci.Conclusion != "success" {
 					t.Fatalf("ci = %+v", ci)
 				}
 			case "push":
-				if push := p.Push; push == nil || push.Branch != "master" || len(push.After) != 40 || !slices.Contains(push.Changed, "README.md") {
+				if push := bodyOf[jobs.PushIntake](p); push == nil || push.Branch != "master" || len(push.After) != 40 || !slices.Contains(push.Changed, "README.md") {
 					t.Fatalf("push = %+v", push)
 				}
 			default:
@@ -293,7 +293,7 @@ func TestFixtureReviews(t *testing.T) {
 			if err := p.Validate(); err != nil {
 				t.Fatalf("intake payload is not valid: %v", err)
 			}
-			rv := p.Review
+			rv := bodyOf[jobs.ReviewIntake](p)
 			if rv == nil {
 				t.Fatalf("intake = %+v", p)
 			}
@@ -351,8 +351,8 @@ func TestFixtureTriggers(t *testing.T) {
 			if err := p.Validate(); err != nil {
 				t.Fatalf("intake payload is not valid: %v", err)
 			}
-			if p.Trigger == nil || *p.Trigger != tt.want || p.Event != "issues" {
-				t.Fatalf("trigger = %+v, want %+v", p.Trigger, tt.want)
+			if bodyOf[jobs.TriggerIntake](p) == nil || *bodyOf[jobs.TriggerIntake](p) != tt.want || p.Event != "issues" {
+				t.Fatalf("trigger = %+v, want %+v", bodyOf[jobs.TriggerIntake](p), tt.want)
 			}
 		})
 	}
@@ -389,7 +389,7 @@ func TestFakePushOfTheBaseConforms(t *testing.T) {
 		got.InstallationID != h.gh.InstallationID("octo", "demo") || got.Sender != "alice" {
 		t.Errorf("intake = %+v, GitHub's example gave %+v", got, want)
 	}
-	if p := got.Push; p == nil || p.Branch != "main" || p.After != after || !slices.Equal(p.Changed, []string{"ROADMAP.md"}) {
-		t.Errorf("push = %+v", got.Push)
+	if p := bodyOf[jobs.PushIntake](got); p == nil || p.Branch != "main" || p.After != after || !slices.Equal(p.Changed, []string{"ROADMAP.md"}) {
+		t.Errorf("push = %+v", bodyOf[jobs.PushIntake](got))
 	}
 }

@@ -199,7 +199,7 @@ func (s *server) onIssueComment(ev *issueCommentEvent) (jobs.IntakePayload, stri
 	if _, none := command.ParseComment(ev.Comment.Body).(command.Ignore); none {
 		return p, "no command in comment"
 	}
-	p.Comment = &jobs.CommentIntake{ID: ev.Comment.ID, Number: ev.Issue.Number, OnPullRequest: ev.Issue.PullRequest != nil,
+	p.Body = &jobs.CommentIntake{ID: ev.Comment.ID, Number: ev.Issue.Number, OnPullRequest: ev.Issue.PullRequest != nil,
 		Author: ev.Comment.User.Login, Body: ev.Comment.Body}
 	return p, ""
 }
@@ -231,7 +231,7 @@ func (s *server) onPush(ev *pushEvent) (jobs.IntakePayload, string) {
 			}
 		}
 	}
-	p.Push = push
+	p.Body = push
 	return p, ""
 }
 
@@ -253,7 +253,7 @@ func (s *server) onPullRequest(ev *pullRequestEvent) (jobs.IntakePayload, string
 	if number == 0 {
 		number = ev.Number
 	}
-	p.PullRequest = &jobs.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA}
+	p.Body = &jobs.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA}
 	return p, ""
 }
 
@@ -272,7 +272,7 @@ func (s *server) onReview(ev *pullRequestReviewEvent) (jobs.IntakePayload, strin
 	if why := sameRepository(&ev.PullRequest); why != "" {
 		return p, why
 	}
-	p.Review = &jobs.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Review.ID, Author: ev.Review.User.Login,
+	p.Body = &jobs.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Review.ID, Author: ev.Review.User.Login,
 		Body: ev.Review.Body, HeadRef: ev.PullRequest.Head.Ref}
 	return p, ""
 }
@@ -293,7 +293,7 @@ func (s *server) onReviewComment(ev *pullRequestReviewCommentEvent) (jobs.Intake
 	if why := sameRepository(&ev.PullRequest); why != "" {
 		return p, why
 	}
-	p.Review = &jobs.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Comment.ReviewID, CommentID: ev.Comment.ID,
+	p.Body = &jobs.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Comment.ReviewID, CommentID: ev.Comment.ID,
 		Author: ev.Comment.User.Login, Guidance: cmd.Guidance, HeadRef: ev.PullRequest.Head.Ref}
 	return p, ""
 }
@@ -334,7 +334,7 @@ func (s *server) onCheckRun(ev *checkRunEvent) (jobs.IntakePayload, string) {
 	if len(ev.CheckRun.PullRequests) > 0 {
 		cr.Number = ev.CheckRun.PullRequests[0].Number
 	}
-	p.CheckRun = cr
+	p.Body = cr
 	return p, ""
 }
 
@@ -378,7 +378,7 @@ func (s *server) onCI(event string, ev *ciEvent) (jobs.IntakePayload, string) {
 	if len(ci.HeadSHA) != 40 || len(ci.Branches) == 0 {
 		return p, event + " names no commit on a branch"
 	}
-	p.CI = ci
+	p.Body = ci
 	return p, ""
 }
 
@@ -407,7 +407,7 @@ func (s *server) onIssues(ev *issuesEvent) (jobs.IntakePayload, string) {
 	default:
 		return p, "issue " + ev.Action
 	}
-	p.Trigger = tr
+	p.Body = tr
 	return p, ""
 }
 

@@ -60,15 +60,15 @@ func TestCommentsEnqueued(t *testing.T) {
 			expect(t, got, http.StatusAccepted, resultAccepted)
 			p := h.lastIntake(repo, jobs.EventIssueComment, "rita")
 			want := &jobs.CommentIntake{ID: 77, Number: 1, Author: "rita", Body: body}
-			if !reflect.DeepEqual(p.Comment, want) || p.Push != nil || p.PullRequest != nil || p.CheckRun != nil {
-				t.Fatalf("intake = %+v, comment %+v", p, p.Comment)
+			if !reflect.DeepEqual(bodyOf[jobs.CommentIntake](p), want) || bodyOf[jobs.PushIntake](p) != nil || bodyOf[jobs.PullRequestIntake](p) != nil || bodyOf[jobs.CheckRunIntake](p) != nil {
+				t.Fatalf("intake = %+v, comment %+v", p, bodyOf[jobs.CommentIntake](p))
 			}
 		})
 	}
 	t.Run("on a pull request", func(t *testing.T) {
 		expect(t, h.send("issue_comment", issueCommentJSON(repo, 2, true, 78, "alice", "/akira run")), http.StatusAccepted, resultAccepted)
-		if p := h.lastIntake(repo, jobs.EventIssueComment, "alice"); !p.Comment.OnPullRequest || p.Comment.Number != 2 {
-			t.Fatalf("comment = %+v", p.Comment)
+		if p := h.lastIntake(repo, jobs.EventIssueComment, "alice"); !bodyOf[jobs.CommentIntake](p).OnPullRequest || bodyOf[jobs.CommentIntake](p).Number != 2 {
+			t.Fatalf("comment = %+v", bodyOf[jobs.CommentIntake](p))
 		}
 	})
 	if got := h.botComments(repo, 1); len(got) != 0 {
@@ -147,8 +147,8 @@ func TestPushes(t *testing.T) {
 				return
 			}
 			expect(t, got, http.StatusAccepted, resultAccepted)
-			if p := h.lastIntake(repo, jobs.EventPush, "alice"); !reflect.DeepEqual(p.Push, tt.want) {
-				t.Fatalf("push = %+v, want %+v", p.Push, tt.want)
+			if p := h.lastIntake(repo, jobs.EventPush, "alice"); !reflect.DeepEqual(bodyOf[jobs.PushIntake](p), tt.want) {
+				t.Fatalf("push = %+v, want %+v", bodyOf[jobs.PushIntake](p), tt.want)
 			}
 		})
 	}
@@ -190,8 +190,8 @@ func TestPullRequests(t *testing.T) {
 			expect(t, got, http.StatusAccepted, resultAccepted)
 			p := h.lastIntake(repo, jobs.EventPullRequest, "alice")
 			want := &jobs.PullRequestIntake{Number: 3, Action: tt.payload["action"].(string), HeadRef: "spec", HeadSHA: head}
-			if !reflect.DeepEqual(p.PullRequest, want) {
-				t.Fatalf("pull request = %+v, want %+v", p.PullRequest, want)
+			if !reflect.DeepEqual(bodyOf[jobs.PullRequestIntake](p), want) {
+				t.Fatalf("pull request = %+v, want %+v", bodyOf[jobs.PullRequestIntake](p), want)
 			}
 		})
 	}
@@ -229,8 +229,8 @@ func TestCheckRuns(t *testing.T) {
 			p := h.lastIntake(repo, jobs.EventCheckRun, "alice")
 			want := &jobs.CheckRunIntake{ID: 424242, RunID: "run1", TaskID: "1.2", Decision: tt.decision, Number: 5,
 				Rerequested: tt.payload["action"] == "rerequested"}
-			if !reflect.DeepEqual(p.CheckRun, want) {
-				t.Fatalf("check run = %+v, want %+v", p.CheckRun, want)
+			if !reflect.DeepEqual(bodyOf[jobs.CheckRunIntake](p), want) {
+				t.Fatalf("check run = %+v, want %+v", bodyOf[jobs.CheckRunIntake](p), want)
 			}
 		})
 	}
@@ -250,4 +250,10 @@ func TestEnqueueFailures(t *testing.T) {
 	if got.Reason != "already enqueued" {
 		t.Fatalf("reason = %q", got.Reason)
 	}
+}
+
+// bodyOf is the intake's event body when it is a T, else nil.
+func bodyOf[T any](p jobs.IntakePayload) *T {
+	b, _ := any(p.Body).(*T)
+	return b
 }

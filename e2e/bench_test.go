@@ -287,9 +287,8 @@ func newAckBench(b *testing.B) *ackBench {
 		return nil
 	}
 	floor := func(id string) error {
-		return enq.EnqueueIntake(context.Background(), jobs.IntakePayload{DeliveryID: id, Event: jobs.EventIssueComment,
-			InstallationID: installation, Owner: "octo", Repo: "bench", DefaultBranch: "main", Sender: "alice",
-			Comment: &jobs.CommentIntake{ID: 99, Number: 1, Author: "alice", Body: "/akira status"}})
+		return enq.EnqueueIntake(context.Background(), jobs.IntakePayload{TaskHeader: jobs.TaskHeader{DeliveryID: id, InstallationID: installation, Owner: "octo", Repo: "bench", Sender: "alice"}, Event: jobs.EventIssueComment, DefaultBranch: "main",
+			Body: &jobs.CommentIntake{ID: 99, Number: 1, Author: "alice", Body: "/akira status"}})
 	}
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {

@@ -112,7 +112,7 @@ func TestDecisions(t *testing.T) {
 		_, pr := e.parkedIssueRun("Issue 1")
 		e.comment(pr.Number, "alice", "/akira skip", true, http.StatusAccepted)
 		run := e.waitStatus(pr.Number, lifecycle.StatusSucceeded)
-		if s := run.Task("1.2").Status; s != templates.StatusSkipped {
+		if s := run.Task("1.2").Status; s != lifecycle.TaskStatusSkipped {
 			t.Errorf("skipped task status %q", s)
 		}
 		if cr := e.latestCheckRuns()["akira: 1.2 Add a flaky thing"]; cr.Conclusion != "neutral" {

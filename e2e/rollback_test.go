@@ -47,7 +47,7 @@ func TestRollbackThroughGitHub(t *testing.T) {
 		t.Error("out-1.2.txt is still on the branch")
 	}
 	stopped := e.waitStatus(1, lifecycle.StatusStopped)
-	if tk := stopped.Task("1.2"); tk.Status != templates.StatusPending || tk.Checkpoint != "" {
+	if tk := stopped.Task("1.2"); tk.Status != lifecycle.TaskStatusPending || tk.Checkpoint != "" {
 		t.Errorf("task 1.2 after the rollback: %+v", tk)
 	}
 	if cr := e.latestCheckRuns()["akira: 1.2 Add two"]; cr.Conclusion != "neutral" || !strings.Contains(cr.Title, "Rolled back") {

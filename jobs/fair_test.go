@@ -22,7 +22,7 @@ func newTestFair(t *testing.T, cfg config.Fair, workers int) *fair.Gate {
 
 func fairRun(inst int64, repo, delivery string) RunPayload {
 	owner, name, _ := strings.Cut(repo, "/")
-	return RunPayload{Version: PayloadVersion, DeliveryID: delivery, Trigger: lifecycle.TriggerIssue, InstallationID: inst, Owner: owner, Repo: name, Number: 1}
+	return RunPayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: delivery, InstallationID: inst, Owner: owner, Repo: name}, Trigger: lifecycle.TriggerIssue, Number: 1}
 }
 
 // TestSlotWaitIsNotAFailure: a run job the gate makes wait ends without counting as a failure, and

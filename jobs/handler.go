@@ -133,18 +133,42 @@ type Handler struct {
 	pub       *Publish   // effects performed: summary, check runs, notifications, the outbox relay
 }
 
-// The flows' types. Each embeds the Handler for the dependencies and the other flows.
+// The flows' types. Each embeds the Handler for the dependencies and the other flows; a flow whose
+// use of Redis is a few of the store's concerns holds those (h.records, h.replies), not the whole store,
+// so what it keeps in Redis shows in its type. Intake and Runs use most of the store.
 type (
-	Intake    struct{ *Handler }
-	API       struct{ *Handler }
-	Planner   struct{ *Handler }
-	Recovery  struct{ *Handler }
-	Runs      struct{ *Handler }
-	Resumer   struct{ *Handler }
-	Rollbacks struct{ *Handler }
-	CIWatch   struct{ *Handler }
-	Reaper    struct{ *Handler }
-	Publish   struct{ *Handler }
+	Intake struct{ *Handler }
+	API    struct {
+		*Handler
+		handoffs *store.Handoffs
+	}
+	Planner  struct{ *Handler }
+	Recovery struct{ *Handler }
+	Runs     struct{ *Handler }
+	Resumer  struct {
+		*Handler
+		records *store.Records
+		replies *store.Dedupe
+	}
+	Rollbacks struct {
+		*Handler
+		records *store.Records
+		replies *store.Dedupe
+	}
+	CIWatch struct {
+		*Handler
+		records *store.Records
+	}
+	Reaper struct {
+		*Handler
+		records *store.Records
+	}
+	Publish struct {
+		*Handler
+		records *store.Records
+		slots   *store.Slots
+		replies *store.Dedupe
+	}
 )
 
 // NewHandler checks the dependencies.
@@ -169,9 +193,11 @@ func NewHandler(d Deps) (*Handler, error) {
 		}
 	}
 	h := &Handler{d: d, log: log}
-	h.intake, h.api, h.planner, h.recovery = &Intake{h}, &API{h}, &Planner{h}, &Recovery{h}
-	h.runs, h.resumer, h.rollbacks, h.ci, h.reaper = &Runs{h}, &Resumer{h}, &Rollbacks{h}, &CIWatch{h}, &Reaper{h}
-	h.pub = &Publish{h}
+	records, replies := d.Store.Records, d.Store.Dedupe
+	h.intake, h.api, h.planner, h.recovery = &Intake{h}, &API{h, d.Store.Handoffs}, &Planner{h}, &Recovery{h}
+	h.runs, h.resumer, h.rollbacks = &Runs{h}, &Resumer{h, records, replies}, &Rollbacks{h, records, replies}
+	h.ci, h.reaper = &CIWatch{h, records}, &Reaper{h, records}
+	h.pub = &Publish{h, records, d.Store.Slots, replies}
 	return h, nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
-	"github.com/akira-bot/akira/templates"
 )
 
 // jobsHarness is a Handler wired to a recording fake GitHub, a real Redis store and a real asynq queue
@@ -187,5 +186,5 @@ func withDefaults(p IntakePayload) IntakePayload {
 // newRun is a run of two pending tasks on branch.
 func newRun(id, branch string) *lifecycle.Run {
 	return &lifecycle.Run{ID: id, Owner: "Octo", Repo: "Hello", InstallationID: 1, Trigger: lifecycle.TriggerIssue, Issue: 4, Branch: branch,
-		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPending}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
+		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: lifecycle.TaskStatusPending}, {ID: "1.2", Title: "two", Status: lifecycle.TaskStatusPending}}}
 }

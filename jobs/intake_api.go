@@ -151,9 +151,8 @@ func (c *Controller) control(ctx context.Context, run *lifecycle.Run, req Contro
 		if taskID == "" && len(run.Parked) > 0 && req.Action != ActionAbort {
 			taskID = run.Parked[0].TaskID
 		}
-		err := c.Enqueuer.EnqueueResume(ctx, ResumePayload{DeliveryID: "control-" + req.RequestID, InstallationID: run.InstallationID,
-			Owner: run.Owner, Repo: run.Repo, Number: cmp.Or(run.PR, run.Issue), RunID: run.ID, TaskID: taskID, ByButton: true,
-			Decision: runner.DecisionKind(req.Action), Guidance: req.Guidance, Sender: by})
+		err := c.Enqueuer.EnqueueResume(ctx, ResumePayload{TaskHeader: TaskHeader{DeliveryID: "control-" + req.RequestID, InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: by}, Number: cmp.Or(run.PR, run.Issue), RunID: run.ID, TaskID: taskID, ByButton: true,
+			Decision: runner.DecisionKind(req.Action), Guidance: req.Guidance})
 		if err := enqueued(err); err != nil {
 			return "", err
 		}

@@ -188,7 +188,7 @@ func (h *API) handoff(ctx context.Context, p HandoffPayload) (string, error) {
 	log := h.log.With("task", TypeHandoff, "run", id, "repo", p.Owner+"/"+p.Repo, "token", p.TokenName)
 	refuse := func(reason string) (string, error) {
 		log.Info("handoff: refused", "reason", reason)
-		if err := h.d.Store.FailHandoff(ctx, id, reason); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := h.handoffs.FailHandoff(ctx, id, reason); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return metrics.ResultRetry, err
 		}
 		return metrics.ResultRefused, nil
@@ -207,8 +207,7 @@ func (h *API) handoff(ctx context.Context, p HandoffPayload) (string, error) {
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	rp := RunPayload{Version: PayloadVersion, DeliveryID: p.DeliveryID, Trigger: TriggerAPI, InstallationID: inst,
-		Owner: p.Owner, Repo: p.Repo, Path: p.PlanPath, Plan: p.Plan, BudgetUSD: p.BudgetUSD, Sender: p.TokenName + " (API)",
+	rp := RunPayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: p.DeliveryID, InstallationID: inst, Owner: p.Owner, Repo: p.Repo, Sender: p.TokenName + " (API)"}, Trigger: TriggerAPI, Path: p.PlanPath, Plan: p.Plan, BudgetUSD: p.BudgetUSD,
 		Base: p.Base, Reference: p.Reference, Agent: p.Agent, Notify: p.Notify}
 	// Plan the run now as the run job will: a configuration or an agent the run job would refuse is
 	// told to the caller, who has no issue to read a reply on.
@@ -231,7 +230,7 @@ func (h *API) handoff(ctx context.Context, p HandoffPayload) (string, error) {
 	}
 	if planned.Branch != store.HandoffBranch(config.DefaultBranchPrefix, id) {
 		// The repository's branch_prefix: a repeated request answers with the branch the run will have.
-		if err := h.d.Store.UpdateHandoff(ctx, id, func(r *store.Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := h.handoffs.UpdateHandoff(ctx, id, func(r *store.Handoff) { r.Branch = planned.Branch }); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return metrics.ResultRetry, err
 		}
 	}

@@ -11,8 +11,8 @@ func TestInlinePlanInRunComment(t *testing.T) {
 	jh := newJobsHarness(t)
 	jh.gh.permissions["alice"] = "write"
 	good := "/akira run\n\n```markdown\n- [ ] 1 One\n- [ ] 2 Two\n  - depends: 1\n```\n"
-	if err := jh.intake(IntakePayload{Event: EventIssueComment, Sender: "alice",
-		Comment: &CommentIntake{ID: 11, Number: 4, Author: "alice", Body: good}}); err != nil {
+	if err := jh.intake(IntakePayload{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventIssueComment,
+		Body: &CommentIntake{ID: 11, Number: 4, Author: "alice", Body: good}}); err != nil {
 		t.Fatal(err)
 	}
 	runs := queued[RunPayload](jh, TypeRun)
@@ -21,8 +21,8 @@ func TestInlinePlanInRunComment(t *testing.T) {
 	}
 
 	bad := "Let's go.\n/akira run\n- [ ] 1 One\n- [ ] 2 Two\n  - depends: 9\n"
-	if err := jh.intake(IntakePayload{Event: EventIssueComment, Sender: "alice",
-		Comment: &CommentIntake{ID: 12, Number: 4, Author: "alice", Body: bad}}); err != nil {
+	if err := jh.intake(IntakePayload{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventIssueComment,
+		Body: &CommentIntake{ID: 12, Number: 4, Author: "alice", Body: bad}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(queued[RunPayload](jh, TypeRun)); n != 1 {

@@ -34,7 +34,7 @@ func (jh *jobsHarness) planJob(p PlanPayload) error {
 }
 
 func planFor(number int, delivery string) PlanPayload {
-	return PlanPayload{DeliveryID: delivery, InstallationID: 7, Owner: "o", Repo: "r", DefaultBranch: "main", Number: number, Sender: "alice"}
+	return PlanPayload{TaskHeader: TaskHeader{DeliveryID: delivery, InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, DefaultBranch: "main", Number: number}
 }
 
 func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {
@@ -138,7 +138,7 @@ func TestPlanJobExplainsABrokenConfiguration(t *testing.T) {
 
 func TestIssueTriggers(t *testing.T) {
 	trigger := func(actor, action, label string) IntakePayload {
-		return IntakePayload{Event: EventIssues, Sender: actor, Trigger: &TriggerIntake{Number: 4, Actor: actor, Action: action, Label: label}}
+		return IntakePayload{TaskHeader: TaskHeader{Sender: actor}, Event: EventIssues, Body: &TriggerIntake{Number: 4, Actor: actor, Action: action, Label: label}}
 	}
 	tests := []struct {
 		name    string

@@ -38,17 +38,12 @@ var planTaskType = taskType{Name: TypePlan, Handle: func(h *Handler) asynq.Handl
 
 // PlanPayload is the payload of TypePlan.
 type PlanPayload struct {
-	Version        int    `json:"v"`
-	DeliveryID     string `json:"delivery_id"`
-	InstallationID int64  `json:"installation_id"`
-	Owner          string `json:"owner"`
-	Repo           string `json:"repo"`
-	DefaultBranch  string `json:"default_branch,omitempty"`
-	Number         int    `json:"number"`
+	TaskHeader
+	DefaultBranch string `json:"default_branch,omitempty"`
+	Number        int    `json:"number"`
 	// CommentID is the command that asked for the plan.
 	CommentID int64  `json:"comment_id,omitempty"`
 	Guidance  string `json:"guidance,omitempty"`
-	Sender    string `json:"sender,omitempty"`
 	// FromRun says `/akira run` asked for it (the plan may then run at once, under plan: auto);
 	// otherwise `/akira plan` did and the plan is only posted.
 	FromRun bool `json:"from_run,omitempty"`
@@ -110,10 +105,10 @@ func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 		return metrics.ResultRetry, err
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
-	in, err := h.runs.gatherRunInputs(ctx, gh, RunPayload{Owner: p.Owner, Repo: p.Repo, DefaultBranch: p.DefaultBranch,
+	in, err := h.runs.gatherRunInputs(ctx, gh, RunPayload{TaskHeader: TaskHeader{Owner: p.Owner, Repo: p.Repo}, DefaultBranch: p.DefaultBranch,
 		Trigger: lifecycle.TriggerIssue, Number: p.Number})
 	if ce, bad := asRepoConfigError(err); bad {
-		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
+		if rerr := replyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
 			configErrorText(ce, "write a plan", "", ""), retried > 0); rerr != nil {
 			return metrics.ResultRetry, rerr
 		}
@@ -170,8 +165,7 @@ func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 	}
 	log.Info("plan job: plan posted", "tasks", res.Tasks, "attempts", res.Attempts, "auto", auto)
 	if auto {
-		err := h.d.Enqueuer.EnqueueRun(ctx, RunPayload{DeliveryID: "planned-" + p.DeliveryID, InstallationID: p.InstallationID,
-			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: p.Number, Sender: p.Sender})
+		err := h.d.Enqueuer.EnqueueRun(ctx, RunPayload{TaskHeader: TaskHeader{DeliveryID: "planned-" + p.DeliveryID, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender}, DefaultBranch: in.Repo.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: p.Number})
 		if err := enqueued(err); err != nil {
 			return metrics.ResultRetry, err
 		}
@@ -182,7 +176,7 @@ func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 // planFailed says why there is no plan, once per job; the job ends (another try would fail alike).
 func (h *Planner) planFailed(ctx context.Context, c ports.Comments, p PlanPayload, reason string, retried bool) error {
 	text := render("plan_failed", templates.PlanFailed{Reason: reason}, "Akira could not write a plan for this issue: "+reason+".")
-	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
+	if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
 		return fmt.Errorf("jobs: reply: %w", err)
 	}
 	return nil

@@ -226,7 +226,7 @@ func (h *Recovery) intakeLost() func(ctx context.Context, guid string) (bool, er
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		_, err := insp.GetTaskInfo(queue, IntakePayload{DeliveryID: guid}.JobID())
+		_, err := insp.GetTaskInfo(queue, IntakePayload{TaskHeader: TaskHeader{DeliveryID: guid}}.JobID())
 		switch {
 		case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
 			return true, nil

@@ -41,8 +41,8 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 	}, f.list[3:]...)...)
 	// "kept" reached the worker and its intake task is still in Redis: it was not lost.
 	f.list = append(f.list[:1], append([]Delivery{{ID: 10, GUID: "kept", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(30 * time.Second)}}, f.list[1:]...)...)
-	if err := jh.h.d.Enqueuer.EnqueueIntake(ctx, withDefaults(IntakePayload{DeliveryID: "kept", Event: "issue_comment",
-		Comment: &CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
+	if err := jh.h.d.Enqueuer.EnqueueIntake(ctx, withDefaults(IntakePayload{TaskHeader: TaskHeader{DeliveryID: "kept"}, Event: "issue_comment",
+		Body: &CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Recover(ctx, f, jh.store, since, jh.h.recovery.intakeLost())
@@ -112,8 +112,8 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 		if err := jh.store.MarkRecovered(ctx, guid, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		err := jh.intake(IntakePayload{DeliveryID: guid, Event: "issue_comment",
-			Comment: &CommentIntake{ID: int64(500 + i), Number: 5, OnPullRequest: true, Author: c.author, Body: c.body}})
+		err := jh.intake(IntakePayload{TaskHeader: TaskHeader{DeliveryID: guid}, Event: "issue_comment",
+			Body: &CommentIntake{ID: int64(500 + i), Number: 5, OnPullRequest: true, Author: c.author, Body: c.body}})
 		if err != nil {
 			t.Fatalf("%q by %s: %v", c.body, c.author, err)
 		}
@@ -136,8 +136,8 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 		if err := jh.store.MarkRecovered(ctx, guid, at); err != nil {
 			t.Fatal(err)
 		}
-		if err := jh.intake(IntakePayload{DeliveryID: guid, Event: "check_run", Sender: "alice",
-			CheckRun: &CheckRunIntake{ID: 77, RunID: "r1", TaskID: "1.2", Decision: c.decision, Number: 5}}); err != nil {
+		if err := jh.intake(IntakePayload{TaskHeader: TaskHeader{DeliveryID: guid, Sender: "alice"}, Event: "check_run",
+			Body: &CheckRunIntake{ID: 77, RunID: "r1", TaskID: "1.2", Decision: c.decision, Number: 5}}); err != nil {
 			t.Fatal(err)
 		}
 		resumes := queued[ResumePayload](jh, TypeResume)

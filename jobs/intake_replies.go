@@ -76,7 +76,7 @@ func replyMarker(key string) string { return "<!-- akira:reply " + key + " -->" 
 // answered again (the same delivery twice, a redelivery after asynq forgot the task). A try that died
 // between posting and recording is covered by the search for the hidden marker, which only retries
 // make: on a job's first try nothing can have been posted yet.
-func replyOnce(ctx context.Context, st *store.Store, c ports.Comments, owner, repo string, number int, key, body string, retried bool) error {
+func replyOnce(ctx context.Context, st *store.Dedupe, c ports.Comments, owner, repo string, number int, key, body string, retried bool) error {
 	if done, err := st.Replied(ctx, key); err != nil || done {
 		return err
 	}

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,8 +17,8 @@ import (
 )
 
 func comment(author, body string, number int) IntakePayload {
-	return IntakePayload{Event: EventIssueComment, Sender: author,
-		Comment: &CommentIntake{ID: 555, Number: number, Author: author, Body: body}}
+	return IntakePayload{TaskHeader: TaskHeader{Sender: author}, Event: EventIssueComment,
+		Body: &CommentIntake{ID: 555, Number: number, Author: author, Body: body}}
 }
 
 func TestIntakeComments(t *testing.T) {
@@ -93,7 +94,7 @@ func TestIntakeComments(t *testing.T) {
 			},
 			in: func() IntakePayload {
 				p := comment("alice", "/akira run", 4)
-				p.Comment.OnPullRequest = true
+				p.Body.(*CommentIntake).OnPullRequest = true
 				return p
 			}(),
 			effects: []string{"comment #4: "},
@@ -143,7 +144,7 @@ func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
 	jh.gh.permissions["alice"] = "admin"
 	jh.gh.pulls[9] = &ports.PullRequest{Number: 9, HeadRef: "feature", HeadSHA: "abc", HeadRepo: "o/r"}
 	p := comment("alice", "/akira run docs/PLAN.md", 9)
-	p.Comment.OnPullRequest = true
+	p.Body.(*CommentIntake).OnPullRequest = true
 	if err := jh.intake(p); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestIntakeRetriesWithoutDoublePosting(t *testing.T) {
 			payloads := []IntakePayload{
 				comment("rita", "/akira run", 4),
 				comment("alice", "/akira help", 5),
-				{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 9, Action: "opened", HeadRef: "feature"}},
+				{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 9, Action: "opened", HeadRef: "feature"}},
 				comment("alice", "/akira run", 6),
 			}
 			jh.process(payloads...)
@@ -223,27 +224,27 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 		want  []lifecycle.Trigger
 	}{
 		{"push changing the roadmap", nil,
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
+			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
 			[]lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push changing other files", nil,
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"README.md"}}}, nil},
+			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Changed: []string{"README.md"}}}, nil},
 		{"push cut at 20 commits", nil,
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Truncated: true}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
+			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Truncated: true}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push with the trigger off", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "triggers:\n  push: false\n" },
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
+			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
 		{"push with a configured roadmap", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "roadmap: docs/PLAN.md\n" },
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
+			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push with a broken configuration", func(f *fakeGitHub) { f.files[":.github/akira.yml"] = "nope: 1\n" },
-			IntakePayload{Event: EventPush, Push: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
+			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
 		{"pull request changing a spec", func(f *fakeGitHub) { f.pullFiles[3] = []string{"specs/login/tasks.md"} },
-			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}},
+			IntakePayload{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}},
 			[]lifecycle.Trigger{lifecycle.TriggerPullRequest}},
 		{"pull request changing code", func(f *fakeGitHub) { f.pullFiles[3] = []string{"main.go"} },
-			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}}, nil},
+			IntakePayload{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}}, nil},
 		{"pull request reopened by a triager", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
-			IntakePayload{Event: EventPullRequest, Sender: "rita", PullRequest: &PullRequestIntake{Number: 3, Action: "reopened", HeadRef: "spec"}}, nil},
+			IntakePayload{TaskHeader: TaskHeader{Sender: "rita"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 3, Action: "reopened", HeadRef: "spec"}}, nil},
 		{"pull request from Akira's own branch", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
-			IntakePayload{Event: EventPullRequest, Sender: "alice", PullRequest: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "akira/issue-2"}}, nil},
+			IntakePayload{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "akira/issue-2"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,8 +273,8 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 
 func TestIntakeCheckRunButtons(t *testing.T) {
 	button := func(sender string) IntakePayload {
-		return IntakePayload{Event: EventCheckRun, Sender: sender,
-			CheckRun: &CheckRunIntake{ID: 1, RunID: "run1", TaskID: "1.2", Decision: runner.DecisionSkip, Number: 5}}
+		return IntakePayload{TaskHeader: TaskHeader{Sender: sender}, Event: EventCheckRun,
+			Body: &CheckRunIntake{ID: 1, RunID: "run1", TaskID: "1.2", Decision: runner.DecisionSkip, Number: 5}}
 	}
 	jh := newJobsHarness(t)
 	jh.gh.permissions["alice"] = "write"
@@ -303,19 +304,19 @@ func TestIntakePayloadValidate(t *testing.T) {
 		edit func(*IntakePayload)
 		want string
 	}{
-		{"no body", func(p *IntakePayload) { p.Comment = nil }, "0 event bodies"},
-		{"two bodies", func(p *IntakePayload) { p.Push = &PushIntake{} }, "2 event bodies"},
+		{"no body", func(p *IntakePayload) { p.Body = nil }, "0 event bodies"},
+		{"two bodies", func(p *IntakePayload) { addBody(t, p, "push", `{"branch":"main"}`) }, "2 event bodies"},
 		{"wrong body", func(p *IntakePayload) { p.Event = EventPush }, "event push without its body"},
 		{"unknown event", func(p *IntakePayload) { p.Event = "fork" }, `unknown event "fork"`},
-		{"comment without id", func(p *IntakePayload) { p.Comment.ID = 0 }, "comment without an id"},
+		{"comment without id", func(p *IntakePayload) { p.Body.(*CommentIntake).ID = 0 }, "comment without an id"},
 		{"no delivery", func(p *IntakePayload) { p.DeliveryID = "" }, "no delivery id"},
 		{"old version", func(p *IntakePayload) { p.Version = 1 }, "version 1, want 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := good
-			c := *good.Comment
-			p.Comment = &c
+			c := *good.Body.(*CommentIntake)
+			p.Body = &c
 			tt.edit(&p)
 			if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Validate = %v, want %q", err, tt.want)
@@ -325,6 +326,19 @@ func TestIntakePayloadValidate(t *testing.T) {
 	task := asynq.NewTask(TypeIntake, []byte(`{"v":2}`))
 	if _, err := DecodeIntakePayload(task); !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("decode of an invalid payload = %v, want SkipRetry", err)
+	}
+}
+
+// addBody gives p's JSON a second event body under key, as a malformed task payload would have it.
+func addBody(t *testing.T, p *IntakePayload, key, body string) {
+	t.Helper()
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data[:len(data)-1], `,"`+key+`":`+body+`}`...)
+	if err := json.Unmarshal(data, p); err != nil {
+		t.Fatal(err)
 	}
 }
 

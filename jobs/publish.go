@@ -24,7 +24,7 @@ import (
 // publisher renders a run's summary onto its pull request or issue.
 type publisher struct {
 	gh    ports.Comments
-	store *store.Store
+	store *store.Records
 	log   *slog.Logger
 }
 
@@ -128,7 +128,7 @@ func summaryData(r *lifecycle.Run) templates.Summary {
 	}
 	for _, t := range r.Tasks {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
-			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL, Unverified: t.Unverified && t.Status == templates.StatusPassed,
+			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL, Unverified: t.Unverified && t.Status == lifecycle.TaskStatusPassed,
 			Usage:     templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD, Estimated: t.UsageEstimated},
 			Judgement: t.Judgement}
 		tt.LogURL = TaskPageURL(r.Dashboard, r.ID, t.ID)
@@ -357,7 +357,7 @@ func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *lifecycle
 		if err != nil {
 			return run, fmt.Errorf("jobs: %s of run %s: %w", e.Kind, run.ID, err)
 		}
-		if run, err = h.d.Store.Update(ctx, run.ID, func(r *lifecycle.Run) error {
+		if run, err = h.records.Update(ctx, run.ID, func(r *lifecycle.Run) error {
 			lifecycle.Done(r, e.ID)
 			return nil
 		}); err != nil {
@@ -371,7 +371,7 @@ func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *lifecycle
 func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, e lifecycle.Effect) error {
 	switch e.Kind {
 	case lifecycle.EffectSummary:
-		p := publisher{gh: gh, store: h.d.Store, log: h.log}
+		p := publisher{gh: gh, store: h.records, log: h.log}
 		_, err := p.publishSummary(ctx, run)
 		return err
 	case lifecycle.EffectConcludeCheckRuns:
@@ -384,7 +384,7 @@ func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *lifecycle
 			if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 				return fmt.Errorf("conclude check run of %s: %w", id, err)
 			}
-			if _, err := h.d.Store.Update(ctx, run.ID, recordCheckRunDone(id)); err != nil {
+			if _, err := h.records.Update(ctx, run.ID, recordCheckRunDone(id)); err != nil {
 				return err
 			}
 		}
@@ -402,7 +402,7 @@ func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *lifecycle
 		note := render("run_stopped", templates.RunStopped{RunID: run.ID, Reason: e.Reason},
 			"Akira stopped run `"+run.ID+"`: "+e.Reason+". Reply `/akira run` here to start again.")
 		// Always look for the reply first: the effect may be replayed after a worker died mid-post.
-		return replyOnce(ctx, h.d.Store, gh, run.Owner, run.Repo, run.Issue, e.Key, note, true)
+		return replyOnce(ctx, h.replies, gh, run.Owner, run.Repo, run.Issue, e.Key, note, true)
 	case lifecycle.EffectClosePullRequest:
 		h.runs.closeEmptyPullRequest(ctx, gh, run, h.log)
 		return nil

@@ -42,7 +42,7 @@ func TestBlockedDestinationsShown(t *testing.T) {
 			t.Errorf("the check run's text lacks %q:\n%s", want, text)
 		}
 	}
-	if _, err := (&publisher{gh: jh.gh, store: jh.store, log: jh.h.log}).publishSummary(ctx, rep.Run()); err != nil {
+	if _, err := (&publisher{gh: jh.gh, store: jh.store.Records, log: jh.h.log}).publishSummary(ctx, rep.Run()); err != nil {
 		t.Fatal(err)
 	}
 	if sum := jh.gh.commentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "Network: 3 destinations refused (7 requests)") {

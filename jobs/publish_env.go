@@ -46,7 +46,7 @@ func (r *Reporter) setupFinished(ctx context.Context, ev runner.Event) error {
 		return r.checks.envCheckRun(ctx, SetupCheckRunName, "", templates.EnvCheckRun{Kind: "setup"}, check, false, func(run *lifecycle.Run) **lifecycle.EnvCheck { return &run.Setup })
 	}
 	text := r.masker.Mask(res.Log)
-	if err := r.pub.store.SaveLog(ctx, r.runID, SetupLogTask, 1, text, r.logRetention); err != nil {
+	if err := r.store.SaveLog(ctx, r.runID, SetupLogTask, 1, text, r.logRetention); err != nil {
 		r.pub.log.Warn("setup log not kept", "err", err)
 	}
 	data := templates.EnvCheckRun{Kind: "setup", Detected: res.Detected, LogURL: LogURL(r.publicURL, r.runID, SetupLogTask, 1)}

@@ -107,7 +107,7 @@ func (h *Publish) sendNotification(ctx context.Context, p NotifyPayload) (string
 	if rate == 0 {
 		rate = DefaultNotifyRate
 	}
-	if wait, err := h.d.Store.TakeNotifySlot(ctx, p.Sink, rate); err != nil {
+	if wait, err := h.slots.TakeNotifySlot(ctx, p.Sink, rate); err != nil {
 		return metrics.ResultRetry, err
 	} else if wait > 0 {
 		later := p

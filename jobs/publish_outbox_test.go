@@ -148,8 +148,8 @@ func crashFixture(t *testing.T, jh *jobsHarness, from lifecycle.RunStatus) *life
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "crash-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
 		Trigger: lifecycle.TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
 		Tasks: []lifecycle.TaskState{
-			{ID: "1.1", Title: "one", Status: templates.StatusRunning, CheckRunID: open},
-			{ID: "1.2", Title: "two", Status: templates.StatusEscalated, CheckRunID: parked, CheckRunDone: true},
+			{ID: "1.1", Title: "one", Status: lifecycle.TaskStatusRunning, CheckRunID: open},
+			{ID: "1.2", Title: "two", Status: lifecycle.TaskStatusEscalated, CheckRunID: parked, CheckRunDone: true},
 		},
 		Parked: []lifecycle.Parked{{TaskID: "1.2"}},
 		Stop:   &lifecycle.StopRequest{By: "bob"},

@@ -75,10 +75,10 @@ func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	log := h.log.With("task", TypePublish, "installation", p.InstallationID, "run", p.RunID)
-	run, err := h.d.Store.Get(ctx, p.RunID)
+	run, err := h.records.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
 		h.d.Metrics.Job(TypePublish, metrics.ResultNoop)
-		return h.d.Store.ForgetOutbox(ctx, p.RunID)
+		return h.records.ForgetOutbox(ctx, p.RunID)
 	}
 	if err != nil {
 		h.d.Metrics.Job(TypePublish, metrics.ResultRetry)
@@ -104,16 +104,16 @@ func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
 // Relay queues a publish job for each run whose effects waited longer than age, and returns how many
 // it queued.
 func (h *Publish) Relay(ctx context.Context, age time.Duration) (int, error) {
-	ids, err := h.d.Store.LeftEffects(ctx, age)
+	ids, err := h.records.LeftEffects(ctx, age)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	var errs []error
 	for _, id := range ids {
-		run, err := h.d.Store.Get(ctx, id)
+		run, err := h.records.Get(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
-			errs = append(errs, h.d.Store.ForgetOutbox(ctx, id))
+			errs = append(errs, h.records.ForgetOutbox(ctx, id))
 			continue
 		}
 		if err != nil {

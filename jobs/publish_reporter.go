@@ -33,8 +33,10 @@ type ReporterGitHub interface {
 // (perform, with what this job knows of the attempts). It is used by one job at a time (under the
 // branch lock), from the engine's goroutine.
 type Reporter struct {
-	gh      ReporterGitHub
-	pub     publisher
+	gh  ReporterGitHub
+	pub publisher
+	// store keeps the attempts' logs and the tasks' durations (publisher keeps the run's record).
+	store   *store.Store
 	metrics *metrics.Metrics
 	runID   string
 	run     *lifecycle.Run
@@ -104,7 +106,7 @@ func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, l
 		log = slog.Default()
 	}
 	r := &Reporter{
-		gh: gh, pub: publisher{gh: gh, store: st, log: log}, metrics: metrics,
+		gh: gh, pub: publisher{gh: gh, store: st.Records, log: log}, store: st, metrics: metrics,
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
 		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, attemptBase: map[string]int{}, now: time.Now,
@@ -190,7 +192,7 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 // transition applies an event of the run's lifecycle to the stored run, keeps the result, and returns
 // the effects the transition requires; the reporter performs them at once (see perform).
 func (r *Reporter) transition(ctx context.Context, ev lifecycle.Event) ([]lifecycle.Effect, error) {
-	run, effects, err := r.pub.store.Apply(ctx, r.runID, ev)
+	run, effects, err := r.store.Apply(ctx, r.runID, ev)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +202,7 @@ func (r *Reporter) transition(ctx context.Context, ev lifecycle.Event) ([]lifecy
 
 // record applies a change to the stored run and keeps the result.
 func (r *Reporter) record(ctx context.Context, fn func(*lifecycle.Run) error) error {
-	run, err := r.pub.store.Update(ctx, r.runID, fn)
+	run, err := r.store.Update(ctx, r.runID, fn)
 	if err != nil {
 		return err
 	}
@@ -300,7 +302,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	}
 	running := map[string]bool{}
 	for _, t := range r.run.Tasks {
-		if t.Status == templates.StatusRunning && t.Attempts > 0 {
+		if t.Status == lifecycle.TaskStatusRunning && t.Attempts > 0 {
 			running[t.ID] = true
 		}
 	}
@@ -310,7 +312,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	}
 	// A task a dead job left running is pending again: its attempt ended with that job's worker.
 	for _, t := range r.run.Tasks {
-		if running[t.ID] && t.Status == templates.StatusPending {
+		if running[t.ID] && t.Status == lifecycle.TaskStatusPending {
 			r.attemptBase[t.ID] = t.Attempts
 			r.timelines.shift(t.ID, t.Attempts)
 			r.logBook.endInterruptedLog(ctx, t.ID, t.Attempts)
@@ -319,8 +321,8 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	// A job that died after a task's checkpoint was pushed left its check run in progress; the task
 	// is found done from its trailers now, and its check run gets the conclusion it missed.
 	for _, t := range r.run.Tasks {
-		if t.Status == templates.StatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
-			if err := r.checks.finishCheckRun(ctx, &t, templates.StatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
+		if t.Status == lifecycle.TaskStatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
+			if err := r.checks.finishCheckRun(ctx, &t, lifecycle.TaskStatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
 				return err
 			}
 		}
@@ -347,7 +349,7 @@ func (r *summaries) pastDurations(ctx context.Context) []time.Duration {
 			return nil
 		}
 	}
-	past, err := r.pub.store.TaskDurations(ctx, r.run.Owner, r.run.Repo)
+	past, err := r.store.TaskDurations(ctx, r.run.Owner, r.run.Repo)
 	if err != nil {
 		r.pub.log.Warn("task history unavailable; the estimate waits for a finished task", "err", err)
 		return nil
@@ -385,7 +387,7 @@ func (r *checkRuns) openCheckRun(ctx context.Context, taskID string, attempt int
 	if attempt == 0 {
 		attempt = t.Attempts + 1
 	}
-	sum, err := templates.Render("checkrun_summary", r.checkRunData(t, templates.StatusRunning, attempt, ""))
+	sum, err := templates.Render("checkrun_summary", r.checkRunData(t, lifecycle.TaskStatusRunning, attempt, ""))
 	if err != nil {
 		return err
 	}
@@ -470,7 +472,7 @@ func (r *attemptLogs) keepPartialLog(ctx context.Context, taskID string, attempt
 		return
 	}
 	text := r.masker.Mask(b.String() + "\n==> (the attempt is still running)\n")
-	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+	if err := r.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
 		r.pub.log.Warn("partial attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
 	}
 }
@@ -480,7 +482,7 @@ func (r *attemptLogs) keepPartialLog(ctx context.Context, taskID string, attempt
 func (r *attemptLogs) endInterruptedLog(ctx context.Context, taskID string, attempt int) {
 	end := "\n==> " + strings.ToUpper(interruptedText(taskID, attempt)[:1]) + interruptedText(taskID, attempt)[1:] +
 		"; the run went on from its last pushed checkpoint (" + short(r.head) + ").\n"
-	text, err := r.pub.store.Log(ctx, r.runID, taskID, attempt)
+	text, err := r.store.Log(ctx, r.runID, taskID, attempt)
 	switch {
 	case errors.Is(err, store.ErrNoLog):
 		text = fmt.Sprintf("==> Run %s, task %s, attempt %d: nothing of its log was kept\n", r.runID, taskID, attempt)
@@ -491,7 +493,7 @@ func (r *attemptLogs) endInterruptedLog(ctx context.Context, taskID string, atte
 		return // ended by an earlier try of this job
 	}
 	text = strings.TrimSuffix(text, "\n==> (the attempt is still running)\n") + end
-	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+	if err := r.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
 		r.pub.log.Warn("interrupted attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
 	}
 }
@@ -516,7 +518,7 @@ func (r *attemptLogs) keepLog(ctx context.Context, taskID string, attempt int, e
 	}
 	delete(r.logs, taskID)
 	text := r.masker.Mask(b.String() + "\n==> " + end + "\n")
-	if err := r.pub.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
+	if err := r.store.SaveLog(ctx, r.runID, taskID, attempt, text, r.logRetention); err != nil {
 		r.pub.log.Warn("attempt log not kept", "task", taskID, "attempt", attempt, "err", err)
 	}
 }
@@ -618,7 +620,7 @@ func (r *Reporter) attemptFailed(ctx context.Context, ev runner.Event) error {
 	if t == nil || t.CheckRunID == 0 || t.CheckRunDone {
 		return nil
 	}
-	return r.checks.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, ev.Message, ports.CheckRun{
+	return r.checks.updateCheckRun(ctx, t, lifecycle.TaskStatusRunning, ev.Attempt, ev.Message, ports.CheckRun{
 		Status: ports.CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d failed", ev.Attempt, r.maxAttempts),
 		Annotations: annotations(ev.Verify)})
 }
@@ -632,7 +634,7 @@ func (r *Reporter) taskCheckpointed(ctx context.Context, ev runner.Event) error 
 	}
 	// A task approved by a person was not finished by its agent alone: its time is no measure.
 	if ev.Attempt > 0 && ev.Message == "" {
-		if err := r.pub.store.RecordTaskDuration(ctx, r.run.Owner, r.run.Repo, ev.Duration); err != nil {
+		if err := r.store.RecordTaskDuration(ctx, r.run.Owner, r.run.Repo, ev.Duration); err != nil {
 			r.pub.log.Warn("task duration not kept for later estimates", "err", err)
 		}
 	}
@@ -678,9 +680,9 @@ func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev r
 		switch e.Kind {
 		case lifecycle.EffectMetric:
 			switch e.Event {
-			case templates.StatusPassed:
+			case lifecycle.TaskStatusPassed:
 				r.metrics.Task(e.Event, ev.Duration.Seconds(), t.Attempts)
-			case templates.StatusEscalated:
+			case lifecycle.TaskStatusEscalated:
 				r.metrics.Escalated()
 				r.metrics.Task(e.Event, 0, ev.Escalation.Attempts)
 			default:
@@ -729,7 +731,7 @@ func (r *checkRuns) checkRunPhase(ctx context.Context, t *lifecycle.TaskState, p
 		if ok && announced == ev.Attempt {
 			return nil // opened for this very attempt a moment ago: one update per change of state
 		}
-		return r.updateCheckRun(ctx, t, templates.StatusRunning, ev.Attempt, "", ports.CheckRun{
+		return r.updateCheckRun(ctx, t, lifecycle.TaskStatusRunning, ev.Attempt, "", ports.CheckRun{
 			Status: ports.CheckInProgress, Title: fmt.Sprintf("Attempt %d of %d", ev.Attempt, r.maxAttemptsOf(t.ID))})
 	case lifecycle.PhasePassed:
 		title := "Verified"
@@ -739,12 +741,12 @@ func (r *checkRuns) checkRunPhase(ctx context.Context, t *lifecycle.TaskState, p
 		case ev.Unverified:
 			title = "Checkpointed, unverified"
 		}
-		return r.finishCheckRun(ctx, t, templates.StatusPassed, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: title})
+		return r.finishCheckRun(ctx, t, lifecycle.TaskStatusPassed, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: title})
 	case lifecycle.PhaseSkipped:
-		return r.finishCheckRun(ctx, t, templates.StatusSkipped, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionNeutral, Title: "Skipped"})
+		return r.finishCheckRun(ctx, t, lifecycle.TaskStatusSkipped, ev.Message, ports.CheckRun{Conclusion: ports.ConclusionNeutral, Title: "Skipped"})
 	case lifecycle.PhaseEscalated:
 		esc := ev.Escalation
-		return r.finishCheckRun(ctx, t, templates.StatusEscalated, reasonText(esc), ports.CheckRun{
+		return r.finishCheckRun(ctx, t, lifecycle.TaskStatusEscalated, reasonText(esc), ports.CheckRun{
 			Conclusion: ports.ConclusionActionRequired, Title: "Needs a decision", Buttons: ports.EscalationButtons(),
 			Annotations: annotations(esc.Verify)})
 	}
@@ -793,7 +795,7 @@ func (r *checkRuns) checkRunData(t *lifecycle.TaskState, status string, attempt 
 		Attempts: r.interruptedAttempts(t), Accept: t.Accept, Unverified: t.Unverified,
 		Judging: r.judging, Verdict: r.verdicts[t.ID],
 	}
-	if status == templates.StatusPassed {
+	if status == lifecycle.TaskStatusPassed {
 		d.Checkpoint = t.Checkpoint
 		if r.run.RepoURL != "" && t.Checkpoint != "" {
 			d.CheckpointURL = r.run.RepoURL + "/commit/" + t.Checkpoint

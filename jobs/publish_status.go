@@ -31,9 +31,9 @@ func statusData(run *lifecycle.Run) templates.Status {
 	for i := range run.Tasks {
 		t := &run.Tasks[i]
 		switch t.Status {
-		case templates.StatusPassed, templates.StatusSkipped:
+		case lifecycle.TaskStatusPassed, lifecycle.TaskStatusSkipped:
 			s.Done++
-		case templates.StatusRunning:
+		case lifecycle.TaskStatusRunning:
 			current = t
 		}
 	}

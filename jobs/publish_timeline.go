@@ -30,7 +30,7 @@ func (t *attemptTimelines) Record(ctx context.Context, ev timeline.Event) error 
 	t.mu.Unlock()
 	// The engine masked the run's secrets; the App's own (its key, webhook secret, tokens) go too,
 	// as in the attempts' logs.
-	return t.r.pub.store.AppendEvent(ctx, t.r.masker.Clean(ev), t.r.logRetention)
+	return t.r.store.AppendEvent(ctx, t.r.masker.Clean(ev), t.r.logRetention)
 }
 
 // Timeline is where the engine records the attempts' timelines.

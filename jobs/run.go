@@ -33,14 +33,8 @@ var runTaskType = taskType{Name: TypeRun, Handle: func(h *Handler) asynq.Handler
 
 // RunPayload is the payload of TypeRun.
 type RunPayload struct {
-	Version int `json:"v"`
-	// DeliveryID is the webhook's X-GitHub-Delivery; with Trigger continue it is the resume task's key.
-	// It becomes the task id, so a redelivered webhook enqueues nothing.
-	DeliveryID     string            `json:"delivery_id"`
-	Trigger        lifecycle.Trigger `json:"trigger"`
-	InstallationID int64             `json:"installation_id"`
-	Owner          string            `json:"owner"`
-	Repo           string            `json:"repo"`
+	TaskHeader
+	Trigger lifecycle.Trigger `json:"trigger"`
 	// Number is the issue (trigger issue) or pull request (trigger pull_request) number.
 	Number int `json:"number,omitempty"`
 	// Branch is the pull request's head branch (trigger pull_request).
@@ -60,8 +54,6 @@ type RunPayload struct {
 	// AllowRedBase is `/akira run --allow-red-base`: the run starts although its base branch fails
 	// its repository-wide verification.
 	AllowRedBase bool `json:"allow_red_base,omitempty"`
-	// Sender is the login that triggered the run.
-	Sender string `json:"sender,omitempty"`
 	// CommentID is the `/akira run` comment.
 	CommentID int64 `json:"comment_id,omitempty"`
 	// Plan is a plan pasted under `/akira run` in the comment (an issue run): it runs instead of the
@@ -187,7 +179,7 @@ func (h *Runs) runJob(ctx context.Context, p RunPayload) (string, error) {
 		retried, _ := asynq.GetRetryCount(ctx)
 		text := render("plan_confirm", templates.PlanConfirm{URL: cn.URL},
 			"Akira did not start: the plan it proposed for this issue runs only with `/akira run --confirm`.")
-		if rerr := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, "confirm-"+p.JobID(), text, retried > 0); rerr != nil {
+		if rerr := replyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "confirm-"+p.JobID(), text, retried > 0); rerr != nil {
 			return metrics.ResultRetry, rerr
 		}
 		return metrics.ResultReplied, nil
@@ -282,9 +274,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*
 	if errors.Is(err, errNeedsPlan) || errors.Is(err, errNeedsNormalize) {
 		// An issue in prose: write a plan first; the plan job posts it (and, under plan: auto, runs it).
 		// A checklist no format reads: the plan job proposes a rewrite, which waits for --confirm.
-		perr := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{DeliveryID: planIssueKey(p), InstallationID: p.InstallationID,
-			Owner: p.Owner, Repo: p.Repo, DefaultBranch: in.Repo.DefaultBranch, Number: p.Number, CommentID: p.CommentID,
-			Sender: p.Sender, FromRun: true, Normalize: errors.Is(err, errNeedsNormalize)})
+		perr := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{TaskHeader: TaskHeader{DeliveryID: planIssueKey(p), InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender}, DefaultBranch: in.Repo.DefaultBranch, Number: p.Number, CommentID: p.CommentID, FromRun: true, Normalize: errors.Is(err, errNeedsNormalize)})
 		if perr := enqueued(perr); perr != nil {
 			return nil, perr
 		}
@@ -391,7 +381,7 @@ func checkPlanTrust(ctx context.Context, perms ports.Permissions, p RunPayload, 
 func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
 	text := untrustedPlanText(up)
-	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
+	if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
 		return fmt.Errorf("jobs: post untrusted plan: %w", err)
 	}
 	return nil
@@ -428,7 +418,7 @@ func (h *Runs) refuseConfig(ctx context.Context, c ports.Comments, p RunPayload,
 	}
 	if p.Number > 0 {
 		retried, _ := asynq.GetRetryCount(ctx)
-		if rerr := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
+		if rerr := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
 			configErrorText(ce, "start the run", "", ""), retried > 0); rerr != nil {
 			return fmt.Errorf("jobs: post configuration error: %w", rerr)
 		}
@@ -488,7 +478,7 @@ func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, b
 		}
 		msg := render("branch_busy", data, "A run is already in progress on `"+active.Branch+"`.")
 		retried, _ := asynq.GetRetryCount(ctx)
-		if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
+		if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
 			return metrics.ResultRetry, fmt.Errorf("jobs: reply that the branch is busy: %w", err)
 		}
 	}

@@ -101,7 +101,7 @@ type ciVerdict struct {
 
 func (h *CIWatch) readCI(ctx context.Context, p CIPayload) (string, error) {
 	log := h.log.With("task", TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
-	run, err := h.d.Store.Get(ctx, p.RunID)
+	run, err := h.records.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
 		return metrics.ResultNoop, nil
 	}
@@ -141,7 +141,7 @@ func (h *CIWatch) readCI(ctx context.Context, p CIPayload) (string, error) {
 		}
 	}
 	head := run.CI.Head
-	run, _, err = h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
+	run, _, err = h.records.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if r.Status != lifecycle.StatusWaitingCI || r.CI == nil || r.CI.Head != head {
 			return nil, errNothingToDo // another reading moved it on
 		}
@@ -410,13 +410,13 @@ func ciPollKey(now time.Time) string {
 // PollCI queues a reading of the CI of every run waiting for it, once per poll slot whichever
 // workers poll: webhooks may be lost, and only a reading ends a wait that timed out.
 func (h *CIWatch) PollCI(ctx context.Context, now time.Time) error {
-	ids, err := h.d.Store.WaitingForCI(ctx)
+	ids, err := h.records.WaitingForCI(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, id := range ids {
-		run, err := h.d.Store.Get(ctx, id)
+		run, err := h.records.Get(ctx, id)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				errs = append(errs, err)
@@ -457,30 +457,31 @@ func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *lifecycl
 	if err != nil {
 		return err
 	}
-	_, err = h.d.Store.Update(ctx, run.ID, recordEscalationComment(t.ID, id, url))
+	_, err = h.records.Update(ctx, run.ID, recordEscalationComment(t.ID, id, url))
 	return err
 }
 
 // onCI routes a CI report to the run waiting for that commit's CI on one of its branches, as a
 // reading keyed by the delivery; any other commit or branch is not Akira's business.
 func (h *CIWatch) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
-	for _, branch := range p.CI.Branches {
-		run, err := h.d.Store.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)
+	ci := p.Body.(*CIIntake)
+	for _, branch := range ci.Branches {
+		run, err := h.records.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return metrics.ResultRetry, err
 		}
-		if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || run.CI.Head != p.CI.HeadSHA {
-			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(p.CI.HeadSHA))
+		if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || run.CI.Head != ci.HeadSHA {
+			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(ci.HeadSHA))
 			continue
 		}
-		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: p.CI.HeadSHA, Key: p.DeliveryID})
+		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: ci.HeadSHA, Key: p.DeliveryID})
 		if err != nil && !errors.Is(err, ErrDuplicate) {
 			return metrics.ResultRetry, err
 		}
-		log.Info("intake: CI report routed", "run", run.ID, "check", p.CI.Name, "conclusion", p.CI.Conclusion)
+		log.Info("intake: CI report routed", "run", run.ID, "check", ci.Name, "conclusion", ci.Conclusion)
 		return metrics.ResultAccepted, nil
 	}
 	return metrics.ResultNoop, nil

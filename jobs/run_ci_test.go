@@ -9,7 +9,6 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
-	"github.com/akira-bot/akira/templates"
 )
 
 // waitingRun stores a run that waits for its pull request's CI on head.
@@ -21,7 +20,7 @@ func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch)
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "ci-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
 		Trigger: lifecycle.TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
 		Plan: "- [ ] one\n  - verify: `go test ./...`\n", PlanSource: "issue #5",
-		Tasks: []lifecycle.TaskState{{ID: "1", Title: "one", Status: templates.StatusPassed, Checkpoint: head}}, CI: &w})
+		Tasks: []lifecycle.TaskState{{ID: "1", Title: "one", Status: lifecycle.TaskStatusPassed, Checkpoint: head}}, CI: &w})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +228,8 @@ func TestAbortWhileWaitingForCI(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})
 	jh.gh.refs["heads/akira/issue-5"] = "h1"
-	if _, err := jh.h.resumer.resume(context.Background(), ResumePayload{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r",
-		Number: 7, CommentID: 99, Decision: "abort", Sender: "alice"}); err != nil {
+	if _, err := jh.h.resumer.resume(context.Background(), ResumePayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
+		Number: 7, CommentID: 99, Decision: "abort"}); err != nil {
 		t.Fatal(err)
 	}
 	run, err := jh.store.Get(context.Background(), run.ID)

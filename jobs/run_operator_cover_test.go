@@ -13,14 +13,13 @@ import (
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/gittest"
-	"github.com/akira-bot/akira/templates"
 )
 
 // commentBy is a command comment with its own id, so replies and reactions of several commands on one
 // issue do not mix.
 func commentBy(author, body string, number int, id int64) IntakePayload {
 	p := comment(author, body, number)
-	p.Comment.ID = id
+	p.Body.(*CommentIntake).ID = id
 	return p
 }
 
@@ -86,7 +85,7 @@ func TestIntakeOperatorCommands(t *testing.T) {
 	// On a pull request /akira plan and /akira fix are answered with where they belong.
 	for i, body := range []string{"/akira plan", "/akira fix"} {
 		p := commentBy("alice", body, 12, int64(610+i))
-		p.Comment.OnPullRequest = true
+		p.Body.(*CommentIntake).OnPullRequest = true
 		if err := jh.intake(p); err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +112,7 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	rb := func(task string, id int64) RollbackPayload {
-		return RollbackPayload{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Number: 4, CommentID: id, TaskID: task, Sender: "alice"}
+		return RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Number: 4, CommentID: id, TaskID: task}
 	}
 
 	// Nothing to roll back yet.
@@ -149,7 +148,7 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 		t.Errorf("branch files after rollback = %q, want done-1.1.txt only", files)
 	}
 	run, _ = jh.store.Get(ctx, run.ID)
-	if run.Status != lifecycle.StatusStopped || run.Task("1.2").Status != templates.StatusPending || run.Task("1.1").Status != templates.StatusPassed {
+	if run.Status != lifecycle.StatusStopped || run.Task("1.2").Status != lifecycle.TaskStatusPending || run.Task("1.1").Status != lifecycle.TaskStatusPassed {
 		t.Errorf("run after rollback = %s, 1.1 %s, 1.2 %s; want stopped with 1.2 pending", run.Status, run.Task("1.1").Status, run.Task("1.2").Status)
 	}
 	replies := jh.gh.commentsOn(4)
@@ -170,8 +169,8 @@ func TestRollbackPayloadValidate(t *testing.T) {
 	if _, err := (TaskOptions{}).NewRollbackTask(RollbackPayload{}); err == nil || !strings.Contains(err.Error(), "rollback") {
 		t.Errorf("NewRollbackTask of an empty payload = %v, want an error", err)
 	}
-	p := RollbackPayload{DeliveryID: "d1", InstallationID: 7, Owner: "o", Repo: "r", Number: 4, TaskID: "1.1"}
-	if p.JobID() == (RollbackPayload{DeliveryID: "d1", CommentID: 5}).JobID() {
+	p := RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d1", InstallationID: 7, Owner: "o", Repo: "r"}, Number: 4, TaskID: "1.1"}
+	if p.JobID() == (RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d1"}, CommentID: 5}).JobID() {
 		t.Error("a delivery and a comment share a job id")
 	}
 	task, err := TaskOptions{}.NewRollbackTask(p)
@@ -230,7 +229,7 @@ func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != lifecycle.StatusStopped || run.StoppedBy != "alice" || run.Task("1.1").Status == templates.StatusPassed {
+	if run.Status != lifecycle.StatusStopped || run.StoppedBy != "alice" || run.Task("1.1").Status == lifecycle.TaskStatusPassed {
 		t.Fatalf("run = %s by %q, 1.1 %s; want stopped by alice before 1.1 was done", run.Status, run.StoppedBy, run.Task("1.1").Status)
 	}
 
@@ -329,7 +328,7 @@ func TestRollbackRefusesARunThatIsNotFinished(t *testing.T) {
 		t.Run(string(status), func(t *testing.T) {
 			jh := newJobsHarness(t)
 			controlRun(t, jh.store, "r-"+string(status), status)
-			p := RollbackPayload{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Number: 9, CommentID: 5, TaskID: "1.1", Sender: "alice"}
+			p := RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Number: 9, CommentID: 5, TaskID: "1.1"}
 			if err := jh.rollbackJob(p); err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,6 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/store"
-	"github.com/akira-bot/akira/templates"
 )
 
 // TestPauseWhileWorkingThenResume: `/akira pause --now` while the agent works ends the job with the
@@ -46,7 +45,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != lifecycle.StatusPaused || run.PausedBy != "alice" || run.Task("1.1").Status != templates.StatusPending || run.Pause != nil {
+	if run.Status != lifecycle.StatusPaused || run.PausedBy != "alice" || run.Task("1.1").Status != lifecycle.TaskStatusPending || run.Pause != nil {
 		t.Fatalf("run = %s by %q, 1.1 %s, request %+v; want paused by alice with 1.1 pending", run.Status, run.PausedBy, run.Task("1.1").Status, run.Pause)
 	}
 	if replies := jh.gh.commentsOn(4); len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "Pausing run") {
@@ -140,8 +139,8 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	if err := jh.runJob(p); err != nil {
 		t.Fatal(err)
 	}
-	if err := jh.resumeJob(ResumePayload{Version: PayloadVersion, DeliveryID: "abort-1", InstallationID: 7, Owner: "o", Repo: "r",
-		Number: 4, RunID: r.ID, Decision: "abort", Sender: "alice"}); err != nil {
+	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: "abort-1", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
+		Number: 4, RunID: r.ID, Decision: "abort"}); err != nil {
 		t.Fatal(err)
 	}
 	if end, _ := jh.store.Get(ctx, r.ID); end.Status != lifecycle.StatusAborted || end.AbortedBy != "alice" {

@@ -22,7 +22,7 @@ func testOperator(t *testing.T) config.Operator {
 }
 
 func TestPlanRunOfAProseIssueNeedsAPlan(t *testing.T) {
-	p := RunPayload{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Trigger: lifecycle.TriggerIssue, Number: 4}
+	p := RunPayload{TaskHeader: TaskHeader{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerIssue, Number: 4}
 	in := runInputs{Repo: ports.RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Issue: &ports.Issue{Number: 4, Body: "Please fix the login."}}
 	if _, err := planRun(p, "run1", in, testOperator(t)); !errors.Is(err, errNeedsPlan) {
 		t.Fatalf("planRun = %v, want errNeedsPlan", err)
@@ -31,7 +31,7 @@ func TestPlanRunOfAProseIssueNeedsAPlan(t *testing.T) {
 
 func TestPlanRun(t *testing.T) {
 	info := ports.RepoInfo{DefaultBranch: "main", CloneURL: "https://gh.example/o/r.git", HTMLURL: "https://gh.example/o/r"}
-	base := RunPayload{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}
+	base := RunPayload{TaskHeader: TaskHeader{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}}
 	tests := []struct {
 		name  string
 		edit  func(*RunPayload, *runInputs)

@@ -40,7 +40,7 @@ func TestSpecPullRequestRunsEachChangedPlan(t *testing.T) {
 	ctx := context.Background()
 
 	push := func(delivery string) RunPayload {
-		return RunPayload{DeliveryID: delivery, Trigger: lifecycle.TriggerPullRequest, InstallationID: 7, Owner: "o", Repo: "r", Number: 6, Branch: "feature", Sender: "alice"}
+		return RunPayload{TaskHeader: TaskHeader{DeliveryID: delivery, InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Trigger: lifecycle.TriggerPullRequest, Number: 6, Branch: "feature"}
 	}
 	if err := jh.runJob(push("d-pr")); err != nil {
 		t.Fatalf("run job: %v", err)

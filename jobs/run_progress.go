@@ -25,11 +25,11 @@ func estimate(run *lifecycle.Run, now time.Time) (left time.Duration, ok bool) {
 	pending := 0
 	for _, t := range run.Tasks {
 		switch t.Status {
-		case templates.StatusPassed:
+		case lifecycle.TaskStatusPassed:
 			if t.Attempts > 0 && t.Duration > 0 {
 				done = append(done, t.Duration)
 			}
-		case templates.StatusPending, templates.StatusRunning:
+		case lifecycle.TaskStatusPending, lifecycle.TaskStatusRunning:
 			pending++
 		}
 	}
@@ -60,7 +60,7 @@ func progressData(run *lifecycle.Run, now time.Time) templates.Progress {
 	p.Left, p.Estimated = estimate(run, now)
 	for _, t := range run.Tasks {
 		p.CostUSD += t.CostUSD
-		if t.Status != templates.StatusRunning {
+		if t.Status != lifecycle.TaskStatusRunning {
 			continue
 		}
 		// The first task in progress is told in full; in a parallel run the others are named.

@@ -39,7 +39,7 @@ func (h *Reaper) Reap(ctx context.Context) (int, error) {
 // reap is Reap, which also says when the soonest held lease lapses unless renewed (0: none held), so
 // that the reaper can look again right then instead of up to an interval later.
 func (h *Reaper) reap(ctx context.Context) (int, time.Duration, error) {
-	ids, err := h.d.Store.Running(ctx)
+	ids, err := h.records.Running(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -62,15 +62,15 @@ func (h *Reaper) reap(ctx context.Context) (int, time.Duration, error) {
 }
 
 func (h *Reaper) reapOne(ctx context.Context, id string) (bool, time.Duration, error) {
-	run, err := h.d.Store.Get(ctx, id)
+	run, err := h.records.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, 0, h.d.Store.ForgetRunning(ctx, id)
+		return false, 0, h.records.ForgetRunning(ctx, id)
 	}
 	if err != nil {
 		return false, 0, err
 	}
 	if run.Status != lifecycle.StatusRunning {
-		return false, 0, h.d.Store.ForgetRunning(ctx, id)
+		return false, 0, h.records.ForgetRunning(ctx, id)
 	}
 	// The lease of the job on the run: renewed every third of its TTL while the job's worker lives.
 	lapse, err := h.d.Locker.Lapse(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))

@@ -103,8 +103,8 @@ func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunReq
 	if p.Number <= 0 {
 		return nil, errNoLostRun
 	}
-	rp := RunPayload{DeliveryID: p.Key, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo,
-		Trigger: lifecycle.TriggerIssue, Number: p.Number, Sender: p.Sender}
+	rp := RunPayload{TaskHeader: TaskHeader{DeliveryID: p.Key, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender},
+		Trigger: lifecycle.TriggerIssue, Number: p.Number}
 	pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 	switch {
 	case errors.Is(err, ports.ErrGitHubNotFound):

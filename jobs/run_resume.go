@@ -26,11 +26,7 @@ var resumeTaskType = taskType{Name: TypeResume, Handle: func(h *Handler) asynq.H
 
 // ResumePayload is the payload of TypeResume: a person's decision on a parked run.
 type ResumePayload struct {
-	Version        int    `json:"v"`
-	DeliveryID     string `json:"delivery_id"`
-	InstallationID int64  `json:"installation_id"`
-	Owner          string `json:"owner"`
-	Repo           string `json:"repo"`
+	TaskHeader
 	// Number is the issue or pull request the decision was made on (0 for a check run GitHub did not
 	// attach to a pull request).
 	Number int `json:"number,omitempty"`
@@ -39,7 +35,6 @@ type ResumePayload struct {
 	Decision  runner.DecisionKind `json:"decision"`
 	// Guidance is the text after `/akira retry`; it reaches the agent's next prompt.
 	Guidance string `json:"guidance,omitempty"`
-	Sender   string `json:"sender,omitempty"`
 	// ByButton says the decision came from a check run (a button or "Re-run"), which names RunID and
 	// TaskID (its external_id); a reply names neither and the run is found by Number.
 	ByButton bool   `json:"by_button,omitempty"`
@@ -111,9 +106,9 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	}
 	var run *lifecycle.Run
 	if p.RunID != "" {
-		run, err = h.d.Store.Get(ctx, p.RunID)
+		run, err = h.records.Get(ctx, p.RunID)
 	} else {
-		run, err = h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
+		run, err = h.records.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the record of a parked run: its branch still knows it.
@@ -145,7 +140,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 	}
 	if p.Decision == runner.DecisionAbort && run.Status == lifecycle.StatusPaused {
 		// A paused run may have no branch yet (paused in the queue): it ends here, no job needed.
-		paused, _, err := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
+		paused, _, err := h.records.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 			if r.Status != lifecycle.StatusPaused {
 				return nil, nil
 			}
@@ -174,10 +169,10 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 		d.Link = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
 	}
 	runID := run.ID
-	run, already, err := h.d.Store.Decide(ctx, runID, d, head)
+	run, already, err := h.records.Decide(ctx, runID, d, head)
 	if _, ok := errors.AsType[*store.NotParkedError](err); ok && p.Decision == runner.DecisionAbort {
 		// An abort of a run waiting for its CI, or paused, ends it here: no job works on it.
-		waiting, _, werr := h.d.Store.Transition(ctx, runID, func(r *lifecycle.Run) (lifecycle.Event, error) {
+		waiting, _, werr := h.records.Transition(ctx, runID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 			switch r.Status {
 			case lifecycle.StatusWaitingCI:
 				return lifecycle.CIAborted{By: p.Sender}, nil
@@ -196,7 +191,7 @@ func (h *Resumer) resume(ctx context.Context, p ResumePayload) (string, error) {
 			return metrics.ResultAborted, nil
 		}
 		// An abort of a run that is working: the job working on it stops it and ends it.
-		if _, asked, serr := h.d.Store.RequestStop(ctx, runID, p.Sender, true); serr != nil {
+		if _, asked, serr := h.records.RequestStop(ctx, runID, p.Sender, true); serr != nil {
 			return metrics.ResultRetry, serr
 		} else if asked {
 			log.Info("resume job: abort requested of a working run")
@@ -236,7 +231,7 @@ func (h *Resumer) decisionIgnored(ctx context.Context, c ports.Comments, p Resum
 	msg := render("decision_ignored", templates.DecisionIgnored{Decision: string(p.Decision), ByButton: p.ByButton, Reason: why},
 		"`/akira "+string(p.Decision)+"` did nothing: "+why+".")
 	retried, _ := asynq.GetRetryCount(ctx)
-	if err := replyOnce(ctx, h.d.Store, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
+	if err := replyOnce(ctx, h.replies, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
 		return metrics.ResultRetry, fmt.Errorf("jobs: reply: %w", err)
 	}
 	return metrics.ResultRefused, nil

@@ -11,8 +11,8 @@ import (
 )
 
 func reviewIntake(author, headRef string, number int) IntakePayload {
-	return IntakePayload{Event: EventReview, Sender: author,
-		Review: &ReviewIntake{Number: number, ReviewID: 77, Author: author, Body: "Please use tabs.", HeadRef: headRef}}
+	return IntakePayload{TaskHeader: TaskHeader{Sender: author}, Event: EventReview,
+		Body: &ReviewIntake{Number: number, ReviewID: 77, Author: author, Body: "Please use tabs.", HeadRef: headRef}}
 }
 
 func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {
@@ -67,8 +67,8 @@ func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 		{ID: 901, Path: "main.go", Line: 3, DiffHunk: "@@ -1 +1 @@\n-a\n+b", Body: "Name this better.", User: "rev"},
 		{ID: 902, Path: "main.go", Line: 3, Body: "Agreed.", User: "alice", InReplyTo: 901},
 	}}
-	p := RunPayload{DeliveryID: "d-review", Trigger: lifecycle.TriggerReview, InstallationID: 7, Owner: "o", Repo: "r", Number: 5,
-		Branch: "akira/issue-4", Sender: "rev", Review: &lifecycle.ReviewRequest{ID: 77, By: "rev", Body: "Please use tabs."}}
+	p := RunPayload{TaskHeader: TaskHeader{DeliveryID: "d-review", InstallationID: 7, Owner: "o", Repo: "r", Sender: "rev"}, Trigger: lifecycle.TriggerReview, Number: 5,
+		Branch: "akira/issue-4", Review: &lifecycle.ReviewRequest{ID: 77, By: "rev", Body: "Please use tabs."}}
 	if err := jh.runJob(p); err != nil {
 		t.Fatalf("review run: %v", err)
 	}

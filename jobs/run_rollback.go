@@ -25,18 +25,13 @@ var rollbackTaskType = taskType{Name: TypeRollback, Handle: func(h *Handler) asy
 
 // RollbackPayload is the payload of TypeRollback.
 type RollbackPayload struct {
-	Version        int    `json:"v"`
-	DeliveryID     string `json:"delivery_id"`
-	InstallationID int64  `json:"installation_id"`
-	Owner          string `json:"owner"`
-	Repo           string `json:"repo"`
-	Number         int    `json:"number"`
-	CommentID      int64  `json:"comment_id,omitempty"`
-	TaskID         string `json:"task_id"`
+	TaskHeader
+	Number    int    `json:"number"`
+	CommentID int64  `json:"comment_id,omitempty"`
+	TaskID    string `json:"task_id"`
 	// Retry runs the reverted tasks again at once, with Guidance in their prompts.
 	Retry    bool   `json:"retry,omitempty"`
 	Guidance string `json:"guidance,omitempty"`
-	Sender   string `json:"sender,omitempty"`
 }
 
 // JobID is the comment when there is one (an edited comment comes as a new delivery), else the
@@ -126,12 +121,12 @@ func (h *Rollbacks) rollback(ctx context.Context, p RollbackPayload) (string, er
 		data.TaskID = p.TaskID
 		text := render("rollback_reply", data, "`/akira rollback "+p.TaskID+"`: "+data.Refusal+" "+data.Problem)
 		retried, _ := asynq.GetRetryCount(ctx)
-		if err := replyOnce(ctx, h.d.Store, gh, p.Owner, p.Repo, p.Number, p.JobID(), text, retried > 0); err != nil {
+		if err := replyOnce(ctx, h.replies, gh, p.Owner, p.Repo, p.Number, p.JobID(), text, retried > 0); err != nil {
 			return metrics.ResultRetry, err
 		}
 		return result, nil
 	}
-	run, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
+	run, err := h.records.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the run's record: its branch still says which tasks are done.
 		run, err = h.runs.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
@@ -204,7 +199,7 @@ func (h *Rollbacks) rollback(ctx context.Context, p RollbackPayload) (string, er
 		rolled.Texts[rv.ID] = fmt.Sprintf("@%s rolled this task back: its checkpoint %s is reverted by %s on `%s`; the task is pending again.",
 			p.Sender, short(rv.Checkpoint), short(rv.Revert), run.Branch)
 	}
-	run, _, err = h.d.Store.Apply(lctx, run.ID, rolled)
+	run, _, err = h.records.Apply(lctx, run.ID, rolled)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}

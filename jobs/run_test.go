@@ -69,7 +69,7 @@ func (jh *jobsHarness) resumeJob(p ResumePayload) error {
 }
 
 func issueRun(number int) RunPayload {
-	return RunPayload{DeliveryID: "d-run", Trigger: lifecycle.TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: number, Sender: "alice"}
+	return RunPayload{TaskHeader: TaskHeader{DeliveryID: "d-run", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Trigger: lifecycle.TriggerIssue, Number: number}
 }
 
 // roadmapRun is `/akira run ROADMAP.md` on an issue: the roadmap, whatever the issue says.
@@ -153,8 +153,8 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 
 	// A decision before the branch moved: a reader's... is refused at intake; here a writer skips.
 	jh.gh.refs["heads/akira/issue-4"] = run.Head
-	if err := jh.resumeJob(ResumePayload{CommentID: 900, InstallationID: 7, Owner: "o", Repo: "r", Number: run.PR,
-		Decision: runner.DecisionSkip, Sender: "alice"}); err != nil {
+	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 900, Number: run.PR,
+		Decision: runner.DecisionSkip}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	conts := queued[RunPayload](jh, TypeRun)
@@ -165,14 +165,14 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 		t.Fatalf("continued run: %v", err)
 	}
 	run, _ = jh.store.Get(ctx, run.ID)
-	if run.Status != lifecycle.StatusSucceeded || run.Task("1.2").Status != templates.StatusSkipped {
+	if run.Status != lifecycle.StatusSucceeded || run.Task("1.2").Status != lifecycle.TaskStatusSkipped {
 		t.Fatalf("run = %s, 1.2 %s", run.Status, run.Task("1.2").Status)
 	}
 
 	// A decision on a finished run does nothing and says why, once.
 	for range 2 {
-		if err := jh.resumeJob(ResumePayload{CommentID: 901, InstallationID: 7, Owner: "o", Repo: "r", Number: run.PR,
-			Decision: runner.DecisionApprove, Sender: "alice"}); err != nil {
+		if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 901, Number: run.PR,
+			Decision: runner.DecisionApprove}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,8 +198,8 @@ func TestRunJobAbort(t *testing.T) {
 	ctx := context.Background()
 	run, _ := jh.store.ByNumber(ctx, "o", "r", 4)
 	jh.gh.refs["heads/akira/issue-4"] = run.Head
-	if err := jh.resumeJob(ResumePayload{DeliveryID: "d-abort", InstallationID: 7, Owner: "o", Repo: "r", RunID: run.ID,
-		TaskID: "1.1", ByButton: true, Decision: runner.DecisionAbort, Sender: "alice"}); err != nil {
+	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{DeliveryID: "d-abort", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, RunID: run.ID,
+		TaskID: "1.1", ByButton: true, Decision: runner.DecisionAbort}); err != nil {
 		t.Fatal(err)
 	}
 	run, _ = jh.store.Get(ctx, run.ID)
@@ -216,8 +216,8 @@ func TestRunJobAbort(t *testing.T) {
 
 func TestResumeWithoutARun(t *testing.T) {
 	jh := newJobsHarness(t)
-	if err := jh.resumeJob(ResumePayload{CommentID: 5, InstallationID: 7, Owner: "o", Repo: "r", Number: 3,
-		Decision: runner.DecisionApprove, Sender: "alice"}); err != nil {
+	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 5, Number: 3,
+		Decision: runner.DecisionApprove}); err != nil {
 		t.Fatal(err)
 	}
 	if c := jh.gh.commentsOn(3); len(c) != 1 || !strings.Contains(c[0], "there is no Akira run here to approve") {
@@ -413,8 +413,8 @@ func TestRunSurvivesDeletedComments(t *testing.T) {
 	jh.gh.deleteComment(deletedEsc)
 
 	jh.gh.refs["heads/akira/issue-4"] = run.Head
-	if err := jh.resumeJob(ResumePayload{CommentID: 900, InstallationID: 7, Owner: "o", Repo: "r", Number: run.PR,
-		Decision: runner.DecisionSkip, Sender: "alice"}); err != nil {
+	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 900, Number: run.PR,
+		Decision: runner.DecisionSkip}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	conts := queued[RunPayload](jh, TypeRun)
@@ -558,7 +558,7 @@ func TestRunStopsWhenPeopleTakeItsPullRequestOrBranch(t *testing.T) {
 			if _, _, err := jh.store.Decide(ctx, run.ID, lifecycle.Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry}}, ""); err != nil {
 				t.Fatal(err)
 			}
-			cont := RunPayload{Trigger: lifecycle.TriggerContinue, RunID: run.ID, DeliveryID: "cont-1", InstallationID: 7, Owner: "o", Repo: "r"}
+			cont := RunPayload{TaskHeader: TaskHeader{DeliveryID: "cont-1", InstallationID: 7, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerContinue, RunID: run.ID}
 			if err := jh.runJob(cont); err != nil {
 				t.Fatalf("continuation: %v", err)
 			}

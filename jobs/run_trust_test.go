@@ -42,7 +42,7 @@ func TestCheckPlanTrust(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkPlanTrust(context.Background(), perms, RunPayload{Owner: "o", Repo: "r", TrustPlan: tt.trust},
+			err := checkPlanTrust(context.Background(), perms, RunPayload{TaskHeader: TaskHeader{Owner: "o", Repo: "r"}, TrustPlan: tt.trust},
 				&lifecycle.Run{Plan: tt.plan}, &ports.Issue{Author: tt.author})
 			var up *UntrustedPlanError
 			switch {

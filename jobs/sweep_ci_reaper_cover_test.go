@@ -124,7 +124,7 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 
 	// A CI report for the run's head on its branch is routed to it; another commit, another branch are not.
 	report := func(head, branch string) IntakePayload {
-		return IntakePayload{Event: EventCheckSuite, CI: &CIIntake{HeadSHA: head, Branches: []string{branch}, Name: "test", Conclusion: "failure"}}
+		return IntakePayload{Event: EventCheckSuite, Body: &CIIntake{HeadSHA: head, Branches: []string{branch}, Name: "test", Conclusion: "failure"}}
 	}
 	for _, p := range []IntakePayload{report(old, "akira/issue-5"), report(h1, "feature"), report(h1, "akira/issue-5")} {
 		if err := jh.intake(p); err != nil {

@@ -202,8 +202,7 @@ func (e *Enqueuer) enqueue(ctx context.Context, t *asynq.Task, opts ...asynq.Opt
 // continuation is the run task that continues run; key tells continuations of the same run apart
 // (it becomes the task id, so each key enqueues once).
 func continuation(run *lifecycle.Run, key, sender string) RunPayload {
-	return RunPayload{Trigger: lifecycle.TriggerContinue, RunID: run.ID, DeliveryID: key,
-		InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: sender}
+	return RunPayload{TaskHeader: TaskHeader{DeliveryID: key, InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: sender}, Trigger: lifecycle.TriggerContinue, RunID: run.ID}
 }
 
 func continueKey(runID, resumeTaskID string) string {

@@ -16,11 +16,11 @@ import (
 )
 
 func validRun() RunPayload {
-	return RunPayload{DeliveryID: "d-1", Trigger: lifecycle.TriggerIssue, InstallationID: 7, Owner: "o", Repo: "r", Number: 3}
+	return RunPayload{TaskHeader: TaskHeader{DeliveryID: "d-1", InstallationID: 7, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerIssue, Number: 3}
 }
 
 func validResume() ResumePayload {
-	return ResumePayload{CommentID: 99, InstallationID: 7, Owner: "o", Repo: "r", Number: 3, Decision: runner.DecisionRetry, Guidance: "use tabs"}
+	return ResumePayload{TaskHeader: TaskHeader{InstallationID: 7, Owner: "o", Repo: "r"}, CommentID: 99, Number: 3, Decision: runner.DecisionRetry, Guidance: "use tabs"}
 }
 
 func TestRunPayloadValidate(t *testing.T) {
@@ -121,7 +121,7 @@ func TestDecodeRejectsWithoutRetry(t *testing.T) {
 	if p, err := DecodeRunPayload(good); err != nil || p.Number != 3 || p.Version != PayloadVersion {
 		t.Fatalf("DecodeRunPayload(good) = %+v, %v", p, err)
 	}
-	future, _ := json.Marshal(RunPayload{Version: 99, DeliveryID: "d", Trigger: lifecycle.TriggerPush, InstallationID: 1, Owner: "o", Repo: "r"})
+	future, _ := json.Marshal(RunPayload{TaskHeader: TaskHeader{Version: 99, DeliveryID: "d", InstallationID: 1, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerPush})
 	tests := []struct {
 		name string
 		task *asynq.Task
@@ -181,7 +181,7 @@ func TestEnqueuer(t *testing.T) {
 		t.Fatalf("EnqueueRun(empty) = %v, want a validation error", err)
 	}
 
-	intake := IntakePayload{DeliveryID: "d-7", Event: EventPush, InstallationID: 7, Owner: "o", Repo: "r", Push: &PushIntake{Branch: "main"}}
+	intake := IntakePayload{TaskHeader: TaskHeader{DeliveryID: "d-7", InstallationID: 7, Owner: "o", Repo: "r"}, Event: EventPush, Body: &PushIntake{Branch: "main"}}
 	if err := e.EnqueueIntake(ctx, intake); err != nil {
 		t.Fatalf("EnqueueIntake: %v", err)
 	}

@@ -35,8 +35,8 @@ func TestWorkerLogsEveryFailedAttempt(t *testing.T) {
 	jh.gh.mu.Lock()
 	jh.gh.fail["Permission"], jh.gh.failTimes["Permission"] = errors.New("github: 502 Bad Gateway"), 2
 	jh.gh.mu.Unlock()
-	intake := withDefaults(IntakePayload{DeliveryID: "d-intake-" + randomHex(t, 3), Event: EventIssueComment, Sender: "alice",
-		Comment: &CommentIntake{ID: 51, Number: 4, Author: "alice", Body: "/akira status"}})
+	intake := withDefaults(IntakePayload{TaskHeader: TaskHeader{DeliveryID: "d-intake-" + randomHex(t, 3), Sender: "alice"}, Event: EventIssueComment,
+		Body: &CommentIntake{ID: 51, Number: 4, Author: "alice", Body: "/akira status"}})
 	if err := jh.h.d.Enqueuer.EnqueueIntake(context.Background(), intake); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"strconv"
 	"strings"
 	"time"
@@ -132,14 +133,11 @@ func (s Summary) Judged() bool {
 // Tally says how many tasks have each status, in words.
 func (s Summary) Tally() string {
 	var parts []string
-	for _, st := range []string{StatusPassed, StatusFailed, StatusEscalated, StatusSkipped, StatusAborted, StatusRunning, StatusPending} {
-		if n := s.Count(st); n > 0 {
-			word := st
-			if st == StatusEscalated {
-				word = "need a decision"
-				if n == 1 {
-					word = "needs a decision"
-				}
+	for _, st := range lifecycle.TaskStatusInfos() {
+		if n := s.Count(st.Status); n > 0 {
+			word := st.Plural
+			if n == 1 {
+				word = st.Words
 			}
 			parts = append(parts, strconv.Itoa(n)+" "+word)
 		}
@@ -627,12 +625,8 @@ type VerdictCriterion struct {
 	Reason    string
 }
 
-// Judgement is the acceptance judge's latest verdict on a task: kept in the run's state, shown in the
-// summary's Judge column and by the API.
-type Judgement struct {
-	Confidence float64 `json:"confidence"`
-	Accepted   bool    `json:"accepted"`
-}
+// Judgement is the acceptance judge's latest verdict on a task (lifecycle keeps it in the run's state).
+type Judgement = lifecycle.Judgement
 
 // Attempt is one attempt's record in the check run's text.
 type Attempt struct {
@@ -681,7 +675,7 @@ func PRBodyOf(s Summary, issue int) PRBody {
 		ParkedTask: s.ParkedTask, EscalationURL: s.EscalationURL, StoppedBy: s.StoppedBy, PausedBy: s.PausedBy,
 		AbortedBy: s.AbortedBy, Error: s.Error}
 	for _, t := range s.Tasks {
-		b.Tasks = append(b.Tasks, PRTask{ID: t.ID, Title: t.Title, Done: t.Status == StatusPassed, Status: t.Status})
+		b.Tasks = append(b.Tasks, PRTask{ID: t.ID, Title: t.Title, Done: t.Status == lifecycle.TaskStatusPassed, Status: t.Status})
 		if t.ID == s.ParkedTask {
 			b.ParkedTitle = t.Title
 		}
@@ -703,7 +697,7 @@ func (p PRBody) Done() int {
 // Skipped says some task was skipped.
 func (p PRBody) Skipped() bool {
 	for _, t := range p.Tasks {
-		if t.Status == StatusSkipped {
+		if t.Status == lifecycle.TaskStatusSkipped {
 			return true
 		}
 	}

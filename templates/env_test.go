@@ -1,6 +1,10 @@
 package templates
 
-import "time"
+import (
+	"time"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+)
 
 // The environment's templates join the golden cases of TestGolden.
 func init() {
@@ -38,11 +42,11 @@ func init() {
 			Detail: "none: `npm ci` detected from package.json + package-lock.json would run with the operator's auto_setup (or setup: in .github/akira.yml)"}}},
 		{"summary_red_base", "summary", Summary{RunID: "r11", State: "failed",
 			Error:       "the base branch fails `go test ./...` before any change: exit code 1",
-			Tasks:       []Task{{ID: "1", Title: "Add login", Status: StatusPending}},
+			Tasks:       []Task{{ID: "1", Title: "Add login", Status: lifecycle.TaskStatusPending}},
 			Environment: &EnvSummary{Base: &EnvLine{Detail: "red at `3f2a9c1`", CheckRunURL: "https://github.com/o/r/runs/10"}}}},
 		{"summary_environment", "summary", Summary{RunID: "r10", State: "failed",
 			Error:       "setup failed: `npm ci` failed (exit code 1)",
-			Tasks:       []Task{{ID: "1", Title: "Add login", Status: StatusPending}},
+			Tasks:       []Task{{ID: "1", Title: "Add login", Status: lifecycle.TaskStatusPending}},
 			Environment: &EnvSummary{Setup: &EnvLine{Detail: "`npm ci` failed (exit code 1)", CheckRunURL: "https://github.com/o/r/runs/9"}}}},
 	}...)
 }

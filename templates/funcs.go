@@ -1,7 +1,7 @@
 package templates
 
 import (
-	"regexp"
+	"github.com/akira-bot/akira/jobs/lifecycle"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,37 +43,10 @@ var funcs = template.FuncMap{
 	"checkRunOutputLines": func() int { return CheckRunOutputLines },
 }
 
-// Task statuses, as used in the summary table and check runs.
-const (
-	StatusPending   = "pending"
-	StatusRunning   = "running"
-	StatusPassed    = "passed"
-	StatusFailed    = "failed"
-	StatusSkipped   = "skipped"
-	StatusEscalated = "escalated"
-	StatusAborted   = "aborted"
-)
-
-var statusEmoji = map[string]string{
-	StatusPending:   "⚪",
-	StatusRunning:   "🔄",
-	StatusPassed:    "✅",
-	StatusFailed:    "❌",
-	StatusSkipped:   "⏭️",
-	StatusEscalated: "✋",
-	StatusAborted:   "🛑",
-}
-
-// statusWords are the task statuses people read differently from their names: one phrase, "needs a
-// decision", wherever a person reads that a task waits for one.
-var statusWords = map[string]string{StatusEscalated: "needs a decision"}
-
+// statusLabel is a task's status with its mark, in the words people read it ("✋ needs a decision").
 func statusLabel(s string) string {
-	if e, ok := statusEmoji[s]; ok {
-		if w, ok := statusWords[s]; ok {
-			return e + " " + w
-		}
-		return e + " " + s
+	if info, ok := lifecycle.TaskStatusOf(s); ok {
+		return info.Emoji + " " + info.Words
 	}
 	if s == "" {
 		return "—"
@@ -178,24 +151,15 @@ func nonEmptyLines(s string) []string {
 func cellCode(s string) string { return strings.ReplaceAll(inlineCode(s), "|", `\|`) }
 
 // loginRE is a GitHub login: letters, digits and single hyphens, at most 39 characters.
-var loginRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9]|-[A-Za-z0-9]){0,38}$`)
+// IsLogin says s is a GitHub login, which "@" + s mentions (lifecycle.IsLogin).
+func IsLogin(s string) bool { return lifecycle.IsLogin(s) }
 
-// IsLogin says s is a GitHub login, which "@" + s mentions.
-func IsLogin(s string) bool { return loginRE.MatchString(s) }
+// Who names who did something: "@alice" for a GitHub login, anything else as written (lifecycle.Who,
+// which a task's notes are written with).
+func Who(s string) string { return lifecycle.Who(s) }
 
-// Who names who did something: "@alice" for a GitHub login; anything else ("ops (API)", an operator
-// token through the API) as written, so that it never mentions a GitHub user of the same name.
-func Who(s string) string {
-	if IsLogin(s) {
-		return "@" + s
-	}
-	return s
-}
-
-// parkedLabel is the label jobs/lifecycle gives a parked run (its status table owns the words; this
-// package sits below jobs and cannot import it; TestParkedLabelReadsAsNeedsADecision in jobs holds the
-// two together).
-const parkedLabel = "parked"
+// parkedLabel is the label lifecycle's status table gives a parked run.
+var parkedLabel = lifecycle.StatusParked.Label()
 
 // stateWords is a run state as a person reads it: a parked run "needs a decision".
 func stateWords(s string) string {

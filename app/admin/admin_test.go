@@ -80,9 +80,9 @@ func newFixture(t *testing.T) *fixture {
 	run, _, err := st.Create(ctx, &lifecycle.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
 		Source: "issue #1", Issue: 1, Title: "Docs for the parser", Sender: "alice", RepoURL: "https://github.example/octo/demo", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: lifecycle.StatusParked,
 		Tasks: []lifecycle.TaskState{
-			{ID: "1.1", Title: "Add <b>bold</b> parser", Status: templates.StatusPassed, Attempts: 2, Checkpoint: "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b",
+			{ID: "1.1", Title: "Add <b>bold</b> parser", Status: lifecycle.TaskStatusPassed, Attempts: 2, Checkpoint: "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b",
 				CostUSD: 0.12, InputTokens: 1000, OutputTokens: 200, UsageEstimated: true, Judgement: &templates.Judgement{Confidence: 0.93, Accepted: true}},
-			{ID: "1.2", Title: "Write docs", Status: templates.StatusEscalated, Attempts: 3},
+			{ID: "1.2", Title: "Write docs", Status: lifecycle.TaskStatusEscalated, Attempts: 3},
 		},
 		Parked: []lifecycle.Parked{{TaskID: "1.2", Attempt: 3, Reason: "max_attempts", Summary: "verification failed: `mkdocs build --strict` exited 1",
 			At: time.Now().Add(-time.Hour), Changed: []string{"docs/guide.md", "mkdocs.yml"}}}})

@@ -24,8 +24,7 @@ import (
 )
 
 func fairPayload(inst int64, owner, repo, delivery string) jobs.RunPayload {
-	return jobs.RunPayload{Version: jobs.PayloadVersion, DeliveryID: delivery, Trigger: lifecycle.TriggerIssue,
-		InstallationID: inst, Owner: owner, Repo: repo, Number: 3}
+	return jobs.RunPayload{TaskHeader: jobs.TaskHeader{Version: jobs.PayloadVersion, DeliveryID: delivery, InstallationID: inst, Owner: owner, Repo: repo}, Trigger: lifecycle.TriggerIssue, Number: 3}
 }
 
 // fairLine fills a fair gate of two workers: installation 7 (octo/demo) ran a run job of ten

@@ -475,7 +475,7 @@ func (s *server) taskPage(c *gin.Context) {
 			continue
 		}
 		v := taskView{RunID: run.ID, Repo: run.Owner + "/" + run.Repo, Run: nameOf(run), Task: t, Attempts: s.attemptsOf(c, run.ID, t)}
-		if t.Status == templates.StatusRunning && run.Status == lifecycle.StatusRunning {
+		if t.Status == lifecycle.TaskStatusRunning && run.Status == lifecycle.StatusRunning {
 			v.Started = run.TaskStartedAt
 		}
 		for _, d := range s.decisionsOf(c, run) {

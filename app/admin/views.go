@@ -20,7 +20,7 @@ import (
 
 // taskWords are the task statuses the pages say otherwise; a run's state is said as lifecycle
 // phrases it.
-var taskWords = map[string]string{templates.StatusEscalated: "needs a decision"}
+var taskWords = map[string]string{lifecycle.TaskStatusEscalated: "needs a decision"}
 
 // words is a run's or a task's state as the pages say it.
 func words(state string) string {

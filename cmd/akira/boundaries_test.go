@@ -35,6 +35,12 @@ func TestPackageBoundaries(t *testing.T) {
 			}
 		}
 	}
+	// A run's and a task's status words are lifecycle's; templates reads them, never the other way.
+	for _, dep := range list("-deps", module+"jobs/lifecycle") {
+		if dep == module+"templates" {
+			t.Errorf("jobs/lifecycle depends on %s: the status words are lifecycle's, and templates reads them", dep)
+		}
+	}
 	for _, pkg := range list(module + "...") {
 		if pkg == module+"jobs/bridge" {
 			t.Errorf("%s is back: app/gh implements jobs' interfaces with jobs' types, nothing converts between them", pkg)

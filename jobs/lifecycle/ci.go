@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner"
-	"github.com/akira-bot/akira/templates"
 )
 
 // A run whose tasks are done waits for its pull request's own CI (the checks and statuses other apps
@@ -169,10 +168,10 @@ func (e CIGaveUp) apply(r *Run, now time.Time) ([]Effect, error) {
 	r.CI.Checks = e.Checks
 	t := r.Task(CITaskID)
 	if t == nil {
-		r.Tasks = append(r.Tasks, TaskState{ID: CITaskID, Title: "the pull request's CI", Status: templates.StatusPending})
+		r.Tasks = append(r.Tasks, TaskState{ID: CITaskID, Title: "the pull request's CI", Status: TaskStatusPending})
 		t = &r.Tasks[len(r.Tasks)-1]
 	}
-	if err := setTask(t, templates.StatusEscalated); err != nil {
+	if err := setTask(t, TaskStatusEscalated); err != nil {
 		return nil, err
 	}
 	t.Escalations++
@@ -213,7 +212,7 @@ func (e CIDecided) apply(r *Run, _ time.Time) ([]Effect, error) {
 	delete(r.Decisions, CITaskID)
 	switch e.Decision.Kind {
 	case runner.DecisionRetry:
-		if err := setTask(t, templates.StatusRunning); err != nil {
+		if err := setTask(t, TaskStatusRunning); err != nil {
 			return nil, err
 		}
 		fix := CIFix{Guidance: e.Decision.Guidance}
@@ -225,14 +224,14 @@ func (e CIDecided) apply(r *Run, _ time.Time) ([]Effect, error) {
 		r.CI.MaxRounds = max(r.CI.MaxRounds, r.CI.Round)
 		return []Effect{{Kind: EffectSummary}}, nil
 	case runner.DecisionApprove, runner.DecisionSkip:
-		status := templates.StatusPassed
+		status := TaskStatusPassed
 		if e.Decision.Kind == runner.DecisionSkip {
-			status = templates.StatusSkipped
+			status = TaskStatusSkipped
 		}
 		if err := setTask(t, status); err != nil {
 			return nil, err
 		}
-		t.Note = "accepted by " + templates.Who(e.Decision.By)
+		t.Note = "accepted by " + Who(e.Decision.By)
 		r.CI.Fix = nil
 		if r.CI.More {
 			// Tasks remain (ci.watch: each): the job that applies this goes on with them.

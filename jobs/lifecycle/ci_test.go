@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner"
-	"github.com/akira-bot/akira/templates"
 )
 
 // TestCIWatch follows a run through its CI: the tasks done start the watch on the head, a red check
@@ -56,7 +55,7 @@ func TestCIWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	ci := run.Task(CITaskID)
-	if run.Status != StatusParked || ci == nil || ci.Status != templates.StatusEscalated || ci.Escalations != 1 ||
+	if run.Status != StatusParked || ci == nil || ci.Status != TaskStatusEscalated || ci.Escalations != 1 ||
 		run.ParkedTask(CITaskID) == nil || run.CI.Fix.Evidence != "FAIL TestAdd" {
 		t.Fatalf("parked: %s %+v %+v", run.Status, ci, run.Parked)
 	}
@@ -75,7 +74,7 @@ func TestCIWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if run.Status != StatusRunning || run.CI.Round != 2 || run.CI.MaxRounds != 2 || run.CI.Fix.Guidance != "the test is right" ||
-		run.CI.Fix.Evidence != "FAIL TestAdd" || run.Task(CITaskID).Status != templates.StatusRunning || run.Decisions[CITaskID].Key != "" {
+		run.CI.Fix.Evidence != "FAIL TestAdd" || run.Task(CITaskID).Status != TaskStatusRunning || run.Decisions[CITaskID].Key != "" {
 		t.Fatalf("retried: %s %+v", run.Status, run.CI)
 	}
 
@@ -97,7 +96,7 @@ func TestCIDecisions(t *testing.T) {
 		kind runner.DecisionKind
 		want string
 		err  bool
-	}{{runner.DecisionApprove, templates.StatusPassed, false}, {runner.DecisionSkip, templates.StatusSkipped, false}, {runner.DecisionAbort, "", true}} {
+	}{{runner.DecisionApprove, TaskStatusPassed, false}, {runner.DecisionSkip, TaskStatusSkipped, false}, {runner.DecisionAbort, "", true}} {
 		run := fixture(StatusRunning)
 		effects, err := Apply(run, CIDecided{Decision: runner.Decision{Kind: tc.kind, By: "alice"}}, now)
 		if tc.err {

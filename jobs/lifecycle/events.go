@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner"
-	"github.com/akira-bot/akira/templates"
 )
 
 // EventKind names an event of a run's life.
@@ -90,12 +89,12 @@ func (e Rebuilt) apply(r *Run, now time.Time) ([]Effect, error) {
 	}
 	r.Tasks, r.Parked = nil, nil
 	for _, t := range e.Tasks {
-		ts := TaskState{ID: t.ID, Title: t.Title, Status: templates.StatusPending}
+		ts := TaskState{ID: t.ID, Title: t.Title, Status: TaskStatusPending}
 		switch {
 		case t.Done:
-			ts.Status, ts.Checkpoint = templates.StatusPassed, t.Checkpoint
+			ts.Status, ts.Checkpoint = TaskStatusPassed, t.Checkpoint
 		case t.Parked:
-			ts.Status = templates.StatusEscalated
+			ts.Status = TaskStatusEscalated
 			r.Parked = append(r.Parked, Parked{TaskID: t.ID, HeadSHA: e.Head, At: now,
 				Summary: "waiting for a decision (rebuilt from the branch)"})
 		}
@@ -106,7 +105,7 @@ func (e Rebuilt) apply(r *Run, now time.Time) ([]Effect, error) {
 		r.Status = StatusParked
 	case !e.Settled:
 		return nil, fmt.Errorf("no task of run %s is parked", r.ID)
-	case !slices.ContainsFunc(r.Tasks, func(t TaskState) bool { return t.Status != templates.StatusPassed }):
+	case !slices.ContainsFunc(r.Tasks, func(t TaskState) bool { return t.Status != TaskStatusPassed }):
 		r.Status, r.FinishedAt = StatusSucceeded, now
 	default:
 		r.Status = StatusStopped
@@ -159,13 +158,13 @@ func (e PlanRead) apply(r *Run, _ time.Time) ([]Effect, error) {
 	for _, tr := range e.Engine.Tasks {
 		t, ok := old[tr.ID]
 		if !ok {
-			t = TaskState{ID: tr.ID, Status: templates.StatusPending}
+			t = TaskState{ID: tr.ID, Status: TaskStatusPending}
 		}
 		t.Title = tr.Title
 		switch tr.Status {
 		case runner.TaskDone:
-			if t.Status != templates.StatusPassed {
-				if err := setTask(&t, templates.StatusPassed); err != nil {
+			if t.Status != TaskStatusPassed {
+				if err := setTask(&t, TaskStatusPassed); err != nil {
 					return nil, err
 				}
 				t.Note = tr.Note
@@ -174,12 +173,12 @@ func (e PlanRead) apply(r *Run, _ time.Time) ([]Effect, error) {
 				t.Checkpoint = tr.Commit
 			}
 		case runner.TaskSkipped:
-			if err := setTask(&t, templates.StatusSkipped); err != nil {
+			if err := setTask(&t, TaskStatusSkipped); err != nil {
 				return nil, err
 			}
 		case runner.TaskPending:
-			if t.Status == templates.StatusRunning {
-				if err := setTask(&t, templates.StatusPending); err != nil {
+			if t.Status == TaskStatusRunning {
+				if err := setTask(&t, TaskStatusPending); err != nil {
 					return nil, err
 				}
 				if t.Attempts > 0 && !slices.Contains(t.Interrupted, t.Attempts) {
@@ -230,8 +229,8 @@ func (e TaskStarted) apply(r *Run, now time.Time) ([]Effect, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.Status != templates.StatusEscalated {
-		if err := setTask(t, templates.StatusRunning); err != nil {
+	if t.Status != TaskStatusEscalated {
+		if err := setTask(t, TaskStatusRunning); err != nil {
 			return nil, err
 		}
 	}
@@ -253,7 +252,7 @@ func (e AttemptStarted) apply(r *Run, _ time.Time) ([]Effect, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := setTask(t, templates.StatusRunning); err != nil {
+	if err := setTask(t, TaskStatusRunning); err != nil {
 		return nil, err
 	}
 	t.Attempts = e.Engine.Attempt
@@ -270,7 +269,7 @@ func (e TaskCheckpointed) apply(r *Run, _ time.Time) ([]Effect, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := setTask(t, templates.StatusPassed); err != nil {
+	if err := setTask(t, TaskStatusPassed); err != nil {
 		return nil, err
 	}
 	t.Checkpoint, t.Note, t.Unverified = ev.Commit, ev.Message, ev.Unverified
@@ -280,7 +279,7 @@ func (e TaskCheckpointed) apply(r *Run, _ time.Time) ([]Effect, error) {
 	t.Duration = ev.Duration
 	r.Head = ev.Commit
 	ids := []string{t.ID}
-	return []Effect{{Kind: EffectMetric, Event: templates.StatusPassed, TaskIDs: ids},
+	return []Effect{{Kind: EffectMetric, Event: TaskStatusPassed, TaskIDs: ids},
 		{Kind: EffectCheckRun, Phase: PhasePassed, TaskIDs: ids}, {Kind: EffectSummary}}, nil
 }
 
@@ -293,13 +292,13 @@ func (e TaskSkipped) apply(r *Run, _ time.Time) ([]Effect, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := setTask(t, templates.StatusSkipped); err != nil {
+	if err := setTask(t, TaskStatusSkipped); err != nil {
 		return nil, err
 	}
 	t.Note = e.Engine.Message
 	r.Parked = removeParked(r.Parked, t.ID)
 	ids := []string{t.ID}
-	return []Effect{{Kind: EffectMetric, Event: templates.StatusSkipped, TaskIDs: ids},
+	return []Effect{{Kind: EffectMetric, Event: TaskStatusSkipped, TaskIDs: ids},
 		{Kind: EffectCheckRun, Phase: PhaseSkipped, TaskIDs: ids}, {Kind: EffectSummary}}, nil
 }
 
@@ -317,7 +316,7 @@ func (e TaskParked) apply(r *Run, now time.Time) ([]Effect, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := setTask(t, templates.StatusEscalated); err != nil {
+	if err := setTask(t, TaskStatusEscalated); err != nil {
 		return nil, err
 	}
 	if esc.Attempts > 0 {
@@ -337,7 +336,7 @@ func (e TaskParked) apply(r *Run, now time.Time) ([]Effect, error) {
 		if esc.Reason == runner.ReasonBudget {
 			event = "budget_reached"
 		}
-		out = append(out, Effect{Kind: EffectMetric, Event: templates.StatusEscalated, TaskIDs: ids},
+		out = append(out, Effect{Kind: EffectMetric, Event: TaskStatusEscalated, TaskIDs: ids},
 			Effect{Kind: EffectNotify, Event: event, Occasion: t.ID + "-" + strconv.Itoa(t.Escalations), Reason: esc.Summary, TaskIDs: ids})
 	}
 	if e.Fresh || !t.CheckRunDone {
@@ -468,7 +467,7 @@ func (e Decided) apply(r *Run, _ time.Time) ([]Effect, error) {
 			return nil, err
 		}
 		return []Effect{{Kind: EffectConcludeCheckRuns, TaskIDs: parked, Conclusion: ConclusionCancelled, Title: "Aborted",
-			Text: fmt.Sprintf("The run was aborted by %s.", templates.Who(d.By))}, {Kind: EffectSummary}}, nil
+			Text: fmt.Sprintf("The run was aborted by %s.", Who(d.By))}, {Kind: EffectSummary}}, nil
 	}
 	r.Parked = removeParked(r.Parked, d.TaskID)
 	if r.Decisions == nil {
@@ -490,8 +489,8 @@ func abort(r *Run, by, why string) error {
 		r.Error = why
 	}
 	for i := range r.Tasks {
-		if t := &r.Tasks[i]; t.Status == templates.StatusPending || t.Status == templates.StatusRunning || t.Status == templates.StatusEscalated {
-			if err := setTask(t, templates.StatusAborted); err != nil {
+		if t := &r.Tasks[i]; t.Status == TaskStatusPending || t.Status == TaskStatusRunning || t.Status == TaskStatusEscalated {
+			if err := setTask(t, TaskStatusAborted); err != nil {
 				return err
 			}
 		}
@@ -544,15 +543,15 @@ func (Stopped) apply(r *Run, _ time.Time) ([]Effect, error) {
 	} else {
 		r.Status, r.StoppedBy = StatusStopped, req.By
 		for i := range r.Tasks {
-			if r.Tasks[i].Status == templates.StatusRunning {
-				if err := setTask(&r.Tasks[i], templates.StatusPending); err != nil {
+			if r.Tasks[i].Status == TaskStatusRunning {
+				if err := setTask(&r.Tasks[i], TaskStatusPending); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
 	return []Effect{{Kind: EffectConcludeCheckRuns, TaskIDs: openCheckRuns(r), Conclusion: ConclusionCancelled, Title: "Stopped",
-		Text: fmt.Sprintf("The run was stopped by %s; the attempt was discarded.", templates.Who(by))}, {Kind: EffectSummary}}, nil
+		Text: fmt.Sprintf("The run was stopped by %s; the attempt was discarded.", Who(by))}, {Kind: EffectSummary}}, nil
 }
 
 // TakenAway: people closed or merged the run's pull request or deleted its branch. The run ends
@@ -581,8 +580,8 @@ func (Failed) Kind() EventKind { return EventFailed }
 func (e Failed) apply(r *Run, _ time.Time) ([]Effect, error) {
 	r.Status, r.Error = StatusFailed, e.Message
 	for i := range r.Tasks {
-		if r.Tasks[i].Status == templates.StatusRunning {
-			if err := setTask(&r.Tasks[i], templates.StatusFailed); err != nil {
+		if r.Tasks[i].Status == TaskStatusRunning {
+			if err := setTask(&r.Tasks[i], TaskStatusFailed); err != nil {
 				return nil, err
 			}
 		}
@@ -649,7 +648,7 @@ func (e RolledBack) apply(r *Run, _ time.Time) ([]Effect, error) {
 		if !ok {
 			continue
 		}
-		if err := setTask(t, templates.StatusPending); err != nil {
+		if err := setTask(t, TaskStatusPending); err != nil {
 			return nil, err
 		}
 		t.Checkpoint, t.Note = "", note

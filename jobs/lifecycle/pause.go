@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/akira-bot/akira/templates"
 )
 
 // A person pauses a run (/akira pause, POST /api/v1/runs/{id}/pause): the job working on it lets the
@@ -39,14 +37,14 @@ func (Paused) apply(r *Run, _ time.Time) ([]Effect, error) {
 	r.Pause = nil
 	r.Status, r.PausedBy = StatusPaused, req.By
 	for i := range r.Tasks {
-		if r.Tasks[i].Status == templates.StatusRunning {
-			if err := setTask(&r.Tasks[i], templates.StatusPending); err != nil {
+		if r.Tasks[i].Status == TaskStatusRunning {
+			if err := setTask(&r.Tasks[i], TaskStatusPending); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return []Effect{{Kind: EffectConcludeCheckRuns, TaskIDs: openCheckRuns(r), Conclusion: ConclusionCancelled, Title: "Paused",
-		Text: fmt.Sprintf("The run was paused by %s; the attempt was discarded and the task runs again when the run is resumed.", templates.Who(req.By))},
+		Text: fmt.Sprintf("The run was paused by %s; the attempt was discarded and the task runs again when the run is resumed.", Who(req.By))},
 		{Kind: EffectSummary}}, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner"
-	"github.com/akira-bot/akira/templates"
 )
 
 // TestPauseAndResume: a pause asked while a task runs takes effect when the engine yields before the
@@ -35,7 +34,7 @@ func TestPauseAndResume(t *testing.T) {
 
 	now1 := fixtureRun(StatusRunning)
 	effects, err = Apply(now1, Paused{}, now) // the fixture's request is for now
-	if err != nil || now1.Status != StatusPaused || now1.Task("1.1").Status != templates.StatusPending ||
+	if err != nil || now1.Status != StatusPaused || now1.Task("1.1").Status != TaskStatusPending ||
 		effects[0].Kind != EffectConcludeCheckRuns || !slices.Equal(effects[0].TaskIDs, []string{"1.1"}) || effects[0].Conclusion != ConclusionCancelled {
 		t.Fatalf("paused now: %v %s %+v", err, now1.Status, effects)
 	}

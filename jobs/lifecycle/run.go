@@ -12,7 +12,6 @@ import (
 
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
-	"github.com/akira-bot/akira/templates"
 )
 
 // Trigger is what started a run.
@@ -202,7 +201,7 @@ type EnvCheck struct {
 type TaskState struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
-	// Status is one of the templates.Status* values (pending, running, passed, ...); only the
+	// Status is one of the TaskStatus* values (pending, running, passed, ...); only the
 	// transitions of this package change it.
 	Status   string        `json:"status"`
 	Attempts int           `json:"attempts,omitempty"`
@@ -228,10 +227,10 @@ type TaskState struct {
 	Accept     []string `json:"accept,omitempty"`
 	Unverified bool     `json:"unverified,omitempty"`
 	// Judgement is the acceptance judge's latest verdict on the task.
-	Judgement *templates.Judgement `json:"judgement,omitempty"`
+	Judgement *Judgement `json:"judgement,omitempty"`
 	// Blocked are the destinations the egress proxy refused the task's agent and verification, with
 	// the configuration line that would allow each.
-	Blocked []templates.Blocked `json:"blocked,omitempty"`
+	Blocked []Blocked `json:"blocked,omitempty"`
 	// Escalations counts how often the task was escalated; EscalationCommentID is the comment of the
 	// latest escalation.
 	Escalations         int     `json:"escalations,omitempty"`

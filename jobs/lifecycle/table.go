@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/akira-bot/akira/templates"
 )
 
 // StatusNew is the state of a run before it is stored: Created and Rebuilt start from it.
@@ -124,24 +122,29 @@ var Table = []Rule{
 }
 
 // TaskStatuses are a task's states.
-var TaskStatuses = []string{templates.StatusPending, templates.StatusRunning, templates.StatusPassed, templates.StatusFailed,
-	templates.StatusSkipped, templates.StatusEscalated, templates.StatusAborted}
+var TaskStatuses = func() []string {
+	out := make([]string, len(taskStatusTable))
+	for i, info := range taskStatusTable {
+		out[i] = info.Status
+	}
+	return out
+}()
 
 // TaskTable is the task's transition table: the states a task may go to from each state. A task is
 // created pending (or, rebuilt from its branch, passed or escalated).
 var TaskTable = map[string][]string{
-	templates.StatusPending: {templates.StatusRunning, templates.StatusPassed, templates.StatusSkipped,
-		templates.StatusEscalated, templates.StatusAborted},
-	templates.StatusRunning: {templates.StatusRunning, templates.StatusPending, templates.StatusPassed, templates.StatusFailed,
-		templates.StatusSkipped, templates.StatusEscalated, templates.StatusAborted},
+	TaskStatusPending: {TaskStatusRunning, TaskStatusPassed, TaskStatusSkipped,
+		TaskStatusEscalated, TaskStatusAborted},
+	TaskStatusRunning: {TaskStatusRunning, TaskStatusPending, TaskStatusPassed, TaskStatusFailed,
+		TaskStatusSkipped, TaskStatusEscalated, TaskStatusAborted},
 	// An escalated task is attempted again (retry), approved, skipped or aborted; a gate escalates it twice.
-	templates.StatusEscalated: {templates.StatusRunning, templates.StatusPassed, templates.StatusSkipped,
-		templates.StatusEscalated, templates.StatusAborted},
+	TaskStatusEscalated: {TaskStatusRunning, TaskStatusPassed, TaskStatusSkipped,
+		TaskStatusEscalated, TaskStatusAborted},
 	// A checkpoint is rolled back; the engine may find a task done again.
-	templates.StatusPassed:  {templates.StatusPassed, templates.StatusPending},
-	templates.StatusSkipped: {templates.StatusSkipped, templates.StatusPassed},
-	templates.StatusFailed:  {templates.StatusPending},
-	templates.StatusAborted: nil,
+	TaskStatusPassed:  {TaskStatusPassed, TaskStatusPending},
+	TaskStatusSkipped: {TaskStatusSkipped, TaskStatusPassed},
+	TaskStatusFailed:  {TaskStatusPending},
+	TaskStatusAborted: nil,
 }
 
 // ErrTransition is wrapped by every *TransitionError.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/runner"
-	"github.com/akira-bot/akira/templates"
 )
 
 var now = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
@@ -21,17 +20,17 @@ var now = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 func fixture(s RunStatus) *Run {
 	r := fixtureRun(s)
 	r.CI = &CIWatch{Head: "h", Since: now.Add(-time.Minute), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 2}
-	r.Tasks = append(r.Tasks, TaskState{ID: CITaskID, Title: "the pull request's CI", Status: templates.StatusEscalated})
+	r.Tasks = append(r.Tasks, TaskState{ID: CITaskID, Title: "the pull request's CI", Status: TaskStatusEscalated})
 	return r
 }
 
 func fixtureRun(s RunStatus) *Run {
 	return &Run{ID: "r1", Status: s, Issue: 5, PR: 7, Sender: "alice", Jobs: 2, Rev: 9, Roadmap: "ROADMAP.md",
 		Tasks: []TaskState{
-			{ID: "1.1", Title: "one", Status: templates.StatusRunning, CheckRunID: 11},
-			{ID: "1.2", Title: "two", Status: templates.StatusEscalated, CheckRunID: 12, CheckRunDone: true},
-			{ID: "1.3", Title: "three", Status: templates.StatusPending},
-			{ID: "1.4", Title: "four", Status: templates.StatusPassed, CheckRunID: 14, CheckRunDone: true, Checkpoint: "c4"},
+			{ID: "1.1", Title: "one", Status: TaskStatusRunning, CheckRunID: 11},
+			{ID: "1.2", Title: "two", Status: TaskStatusEscalated, CheckRunID: 12, CheckRunDone: true},
+			{ID: "1.3", Title: "three", Status: TaskStatusPending},
+			{ID: "1.4", Title: "four", Status: TaskStatusPassed, CheckRunID: 14, CheckRunDone: true, Checkpoint: "c4"},
 		},
 		Parked: []Parked{{TaskID: "1.2", HeadSHA: "h"}},
 		Stop:   &StopRequest{By: "bob", At: now},
@@ -244,11 +243,11 @@ func TestTaskTable(t *testing.T) {
 		}
 	}
 	run := fixture(StatusRunning)
-	run.Task("1.1").Status = templates.StatusAborted
+	run.Task("1.1").Status = TaskStatusAborted
 	before := clone(run)
 	_, err := Apply(run, sample(EventTaskCheckpointed), now)
 	var te *TransitionError
-	if !errors.As(err, &te) || te.Task != "1.1" || te.From != templates.StatusAborted || !strings.Contains(err.Error(), "task 1.1") {
+	if !errors.As(err, &te) || te.Task != "1.1" || te.From != TaskStatusAborted || !strings.Contains(err.Error(), "task 1.1") {
 		t.Fatalf("err = %v, want the task's refusal", err)
 	}
 	if te.Run != "r1" {
@@ -295,11 +294,11 @@ func TestOutcomes(t *testing.T) {
 			t.Fatalf("effects = %+v", effects)
 		}
 		for _, id := range []string{"1.1", "1.2", "1.3"} {
-			if s := run.Task(id).Status; s != templates.StatusAborted {
+			if s := run.Task(id).Status; s != TaskStatusAborted {
 				t.Errorf("task %s = %s", id, s)
 			}
 		}
-		if run.Task("1.4").Status != templates.StatusPassed {
+		if run.Task("1.4").Status != TaskStatusPassed {
 			t.Error("a passed task must stay passed")
 		}
 	})
@@ -315,7 +314,7 @@ func TestOutcomes(t *testing.T) {
 		if _, err := Apply(run, Stopped{}, now); err != nil {
 			t.Fatal(err)
 		}
-		if run.StoppedBy != "bob" || run.Task("1.1").Status != templates.StatusPending {
+		if run.StoppedBy != "bob" || run.Task("1.1").Status != TaskStatusPending {
 			t.Fatalf("run = %+v", run)
 		}
 	})
@@ -368,7 +367,7 @@ func TestOutcomes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(kinds(effects), []EffectKind{EffectNotify, EffectClosePullRequest, EffectSummary}) || run.Task("1.1").Status != templates.StatusFailed {
+		if !slices.Equal(kinds(effects), []EffectKind{EffectNotify, EffectClosePullRequest, EffectSummary}) || run.Task("1.1").Status != TaskStatusFailed {
 			t.Fatalf("effects %v, task %s", kinds(effects), run.Task("1.1").Status)
 		}
 	})
@@ -410,7 +409,7 @@ func TestOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 		tk := run.Task("1.4")
-		if run.Status != StatusQueued || tk.Status != templates.StatusPending || tk.Checkpoint != "" || run.Decisions["1.4"].Guidance != "smaller" || run.Head != "h4" {
+		if run.Status != StatusQueued || tk.Status != TaskStatusPending || tk.Checkpoint != "" || run.Decisions["1.4"].Guidance != "smaller" || run.Head != "h4" {
 			t.Fatalf("run = %+v", run)
 		}
 		if !slices.Equal(kinds(effects), []EffectKind{EffectConcludeCheckRuns, EffectContinue, EffectSummary}) || effects[0].Conclusion != ConclusionNeutral {
@@ -446,8 +445,8 @@ func TestOutcomes(t *testing.T) {
 	})
 	t.Run("plan read keeps the other plans' tasks in order", func(t *testing.T) {
 		run := &Run{ID: "r3", Status: StatusRunning, Roadmap: "ROADMAP.md", Plans: []string{"a.md", "b.md", "c.md"},
-			Tasks: []TaskState{{ID: "a.md#1", Status: templates.StatusPassed}, {ID: "b.md#1", Status: templates.StatusRunning},
-				{ID: "c.md#1", Status: templates.StatusPending}}}
+			Tasks: []TaskState{{ID: "a.md#1", Status: TaskStatusPassed}, {ID: "b.md#1", Status: TaskStatusRunning},
+				{ID: "c.md#1", Status: TaskStatusPending}}}
 		_, err := Apply(run, PlanRead{Engine: runner.Event{Tasks: []runner.TaskResult{{ID: "b.md#1", Status: runner.TaskPending},
 			{ID: "b.md#2", Status: runner.TaskSkipped}}}, Past: []time.Duration{time.Second}}, now)
 		if err != nil {
@@ -463,9 +462,9 @@ func TestOutcomes(t *testing.T) {
 	})
 	t.Run("a task a dead job left running keeps its attempt as interrupted, once", func(t *testing.T) {
 		run := &Run{ID: "r4", Status: StatusRunning, Tasks: []TaskState{
-			{ID: "1", Status: templates.StatusPassed, Attempts: 1},
-			{ID: "2", Status: templates.StatusRunning, Attempts: 2},
-			{ID: "3", Status: templates.StatusRunning}, // the job died before its first attempt
+			{ID: "1", Status: TaskStatusPassed, Attempts: 1},
+			{ID: "2", Status: TaskStatusRunning, Attempts: 2},
+			{ID: "3", Status: TaskStatusRunning}, // the job died before its first attempt
 		}}
 		read := PlanRead{Engine: runner.Event{Tasks: []runner.TaskResult{{ID: "1", Status: runner.TaskDone},
 			{ID: "2", Status: runner.TaskPending}, {ID: "3", Status: runner.TaskPending}}}}
@@ -474,7 +473,7 @@ func TestOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := run.Task("2"); got.Status != templates.StatusPending || !slices.Equal(got.Interrupted, []int{2}) {
+		if got := run.Task("2"); got.Status != TaskStatusPending || !slices.Equal(got.Interrupted, []int{2}) {
 			t.Errorf("task 2 = %s %v, want pending with attempt 2 interrupted", got.Status, got.Interrupted)
 		}
 		if got := run.Task("3"); got.Interrupted != nil {

@@ -10,12 +10,11 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner"
-	"github.com/akira-bot/akira/templates"
 )
 
 func newRun(id, branch string) *lifecycle.Run {
 	return &lifecycle.Run{ID: id, Owner: "Octo", Repo: "Hello", InstallationID: 1, Trigger: lifecycle.TriggerIssue, Issue: 4, Branch: branch,
-		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPending}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
+		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: lifecycle.TaskStatusPending}, {ID: "1.2", Title: "two", Status: lifecycle.TaskStatusPending}}}
 }
 
 func TestStoreCreateAndFind(t *testing.T) {
@@ -177,7 +176,7 @@ func TestStoreDecide(t *testing.T) {
 		r.Status = lifecycle.StatusParked
 		r.Parked = []lifecycle.Parked{{TaskID: "1.2", Attempt: 3}}
 		r.Head = "aaaaaaaaaa"
-		r.Tasks[1].Status = templates.StatusEscalated
+		r.Tasks[1].Status = lifecycle.TaskStatusEscalated
 		return nil
 	}
 	tests := []struct {
@@ -246,7 +245,7 @@ func TestStoreDecide(t *testing.T) {
 					t.Errorf("after decision: parked %+v decisions %+v", r.Parked, r.Decisions)
 				}
 			case lifecycle.StatusAborted:
-				if r.AbortedBy != "ann" || r.Tasks[0].Status != templates.StatusAborted || r.Tasks[1].Status != templates.StatusAborted {
+				if r.AbortedBy != "ann" || r.Tasks[0].Status != lifecycle.TaskStatusAborted || r.Tasks[1].Status != lifecycle.TaskStatusAborted {
 					t.Errorf("after abort: by %q tasks %+v", r.AbortedBy, r.Tasks)
 				}
 				if _, err := s.ActiveOnBranch(ctx, "octo", "hello", "b"); !errors.Is(err, ErrNotFound) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
-	"github.com/akira-bot/akira/templates"
 )
 
 // filledTask has every field of TaskState set, each to a value of its own.
@@ -90,7 +89,7 @@ func storeWithTasks(t *testing.T, s *Store, id string, n int) *lifecycle.Run {
 	t.Helper()
 	r := &lifecycle.Run{ID: id, Owner: "o", Repo: "r", Branch: "b-" + id, Base: "main", Status: lifecycle.StatusRunning}
 	for i := range n {
-		r.Tasks = append(r.Tasks, lifecycle.TaskState{ID: fmt.Sprintf("1.%d", i+1), Title: fmt.Sprintf("Task %d", i+1), Status: templates.StatusPending})
+		r.Tasks = append(r.Tasks, lifecycle.TaskState{ID: fmt.Sprintf("1.%d", i+1), Title: fmt.Sprintf("Task %d", i+1), Status: lifecycle.TaskStatusPending})
 	}
 	created, ok, err := s.Create(context.Background(), r)
 	if err != nil || !ok {
@@ -181,7 +180,7 @@ func TestRecordWithInlineTasksIsSplitAtItsNextChange(t *testing.T) {
 	s := NewStore(rdb, prefix)
 	ctx := context.Background()
 	old := lifecycle.Run{ID: "r3", Owner: "o", Repo: "r", Branch: "b3", Base: "main", Status: lifecycle.StatusRunning, Rev: 4,
-		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: templates.StatusPassed}, {ID: "1.2", Title: "two", Status: templates.StatusPending}}}
+		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: lifecycle.TaskStatusPassed}, {ID: "1.2", Title: "two", Status: lifecycle.TaskStatusPending}}}
 	data, _ := json.Marshal(old)
 	if err := rdb.Set(ctx, s.runKey("r3"), data, 0).Err(); err != nil {
 		t.Fatal(err)
@@ -190,14 +189,14 @@ func TestRecordWithInlineTasksIsSplitAtItsNextChange(t *testing.T) {
 	if err != nil || len(got.Tasks) != 2 || got.Tasks[1].Title != "two" {
 		t.Fatalf("old record read as %+v, %v", got, err)
 	}
-	if _, err := s.Update(ctx, "r3", func(r *lifecycle.Run) error { r.Task("1.2").Status = templates.StatusRunning; return nil }); err != nil {
+	if _, err := s.Update(ctx, "r3", func(r *lifecycle.Run) error { r.Task("1.2").Status = lifecycle.TaskStatusRunning; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if rec := rdb.Get(ctx, s.runKey("r3")).Val(); strings.Contains(rec, `"tasks"`) {
 		t.Errorf("the record still holds its tasks inline: %s", rec)
 	}
 	got, err = NewStore(rdb, prefix).Get(ctx, "r3")
-	if err != nil || len(got.Tasks) != 2 || got.Tasks[0].Status != templates.StatusPassed || got.Tasks[1].Status != templates.StatusRunning {
+	if err != nil || len(got.Tasks) != 2 || got.Tasks[0].Status != lifecycle.TaskStatusPassed || got.Tasks[1].Status != lifecycle.TaskStatusRunning {
 		t.Errorf("split record read as %+v, %v", got, err)
 	}
 }
@@ -231,7 +230,7 @@ func BenchmarkStoreUpdate(b *testing.B) {
 			r := &lifecycle.Run{ID: fmt.Sprintf("bench-%d", n), Owner: "o", Repo: "r", Branch: fmt.Sprintf("bench-%d", n), Base: "main", Status: lifecycle.StatusRunning}
 			for i := range n {
 				r.Tasks = append(r.Tasks, lifecycle.TaskState{ID: fmt.Sprintf("1.%d", i), Title: "Add the thing number " + fmt.Sprint(i),
-					Status: templates.StatusPassed, Attempts: 1, Duration: time.Second, CheckRunID: int64(1000 + i),
+					Status: lifecycle.TaskStatusPassed, Attempts: 1, Duration: time.Second, CheckRunID: int64(1000 + i),
 					CheckRunURL: "https://github.com/o/r/runs/123456789", CheckRunDone: true, CheckRunHead: strings.Repeat("a", 40),
 					Checkpoint: strings.Repeat("b", 40), Accept: []string{"it works"}, InputTokens: 12345, OutputTokens: 2345, CostUSD: 0.12})
 			}

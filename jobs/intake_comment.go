@@ -1,0 +1,82 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/metrics"
+)
+
+// EventIssueComment is a comment on an issue or a pull request: a slash command.
+const EventIssueComment = "issue_comment"
+
+// commentEvent registers the comment body (see intakeEvents); its commands are intake_commands.go.
+var commentEvent = intakeEvent{Events: []string{EventIssueComment}, Key: "comment",
+	New: func() IntakeBody { return new(CommentIntake) }, Handle: (*Intake).onComment}
+
+// CommentIntake is a new comment that holds an /akira command (ParseComment did not ignore it).
+type CommentIntake struct {
+	ID int64 `json:"id"`
+	// Number is the issue or pull request the comment is on; OnPullRequest says which.
+	Number        int    `json:"number"`
+	OnPullRequest bool   `json:"on_pull_request,omitempty"`
+	Author        string `json:"author"`
+	Body          string `json:"body"`
+}
+
+func (c *CommentIntake) check() error {
+	if c.ID == 0 || c.Number <= 0 {
+		return errors.New("comment without an id and a number")
+	}
+	return nil
+}
+
+// answer: a comment may hold an answer to an escalation, which a recovery replays.
+func (c *CommentIntake) answer() bool { return true }
+
+func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
+	c := in.comment()
+	res := command.ParseComment(c.Body)
+	if _, ok := res.(command.Ignore); ok {
+		return metrics.ResultNoop, nil
+	}
+	if in.recovered {
+		// Replayed after Redis lost its data: only an answer can have been lost unacted.
+		if cmd, ok := res.(command.Command); !ok {
+			return metrics.ResultNoop, nil
+		} else if _, ok := cmd.Decision(); !ok {
+			return metrics.ResultNoop, nil
+		}
+	}
+	acc, err := h.authorize(ctx, in, c.Author)
+	if err != nil {
+		return "", err
+	}
+	if !acc.allowed && in.recovered {
+		return metrics.ResultRefused, nil // refused when it first came
+	}
+	if !acc.allowed {
+		if err := in.reply(ctx, c.Number, refusalText(c.Author, commandText(res), acc.level)); err != nil {
+			return "", err
+		}
+		return metrics.ResultRefused, nil
+	}
+	switch r := res.(type) {
+	case command.Reply:
+		if err := in.reply(ctx, c.Number, r.Text); err != nil {
+			return "", err
+		}
+		return metrics.ResultReplied, nil
+	case command.Command:
+		if d, ok := r.Decision(); ok {
+			return h.commandDecision(ctx, in, d, r.Guidance)
+		}
+		if handle, ok := commandHandlers[r.Name]; ok {
+			return handle(h, ctx, in, acc, r)
+		}
+	}
+	return metrics.ResultNoop, nil
+}
+
+// comment is the delivery's comment; the commands (intake_commands.go) are only run from onComment.
+func (in *intake) comment() *CommentIntake { return in.p.Body.(*CommentIntake) }

@@ -1,0 +1,78 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/runner/config"
+	"slices"
+	"strings"
+)
+
+// EventPullRequest is a pull request opened, reopened or pushed to.
+const EventPullRequest = "pull_request"
+
+// pullRequestEvent registers the pull request body (see intakeEvents).
+var pullRequestEvent = intakeEvent{Events: []string{EventPullRequest}, Key: "pull_request",
+	New: func() IntakeBody { return new(PullRequestIntake) }, Handle: (*Intake).onPullRequest}
+
+// PullRequestIntake is a pull request opened, reopened or pushed to, from the repository itself.
+type PullRequestIntake struct {
+	Number  int    `json:"number"`
+	Action  string `json:"action"`
+	HeadRef string `json:"head_ref"`
+	HeadSHA string `json:"head_sha"`
+}
+
+func (pr *PullRequestIntake) check() error {
+	if pr.Number <= 0 || pr.HeadRef == "" {
+		return errors.New("pull request without a number and a head branch")
+	}
+	return nil
+}
+
+func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) {
+	pr := in.p.Body.(*PullRequestIntake)
+	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
+	if ce, bad := asRepoConfigError(err); bad {
+		// Said once when the pull request opens, not on every push to it.
+		if pr.Action == "synchronize" {
+			return metrics.ResultNoop, nil
+		}
+		if err := in.reply(ctx, pr.Number, configErrorText(ce, "start a run for this pull request", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
+			return "", err
+		}
+		return metrics.ResultReplied, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(pr.HeadRef, rc.BranchPrefix) || !rc.Triggers.PullRequest {
+		return metrics.ResultNoop, nil
+	}
+	files, err := in.gh.PullRequestFiles(ctx, in.p.Owner, in.p.Repo, pr.Number)
+	if err != nil {
+		return "", fmt.Errorf("jobs: files of pull request #%d: %w", pr.Number, err)
+	}
+	if !slices.ContainsFunc(files, func(f string) bool { return f == rc.Roadmap || config.MatchAny(rc.Specs, f) }) {
+		return metrics.ResultNoop, nil
+	}
+	// Pushing to a branch of the repository needs write access, but reopening a pull request needs only
+	// triage: the person who set it going must be allowed to start runs.
+	acc, err := h.authorize(ctx, in, in.p.Sender)
+	if err != nil {
+		return "", err
+	}
+	if !acc.allowed {
+		return metrics.ResultRefused, nil
+	}
+	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{TaskHeader: in.p.by(in.p.Sender),
+		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerPullRequest, Number: pr.Number, Branch: pr.HeadRef,
+		HeadSHA: pr.HeadSHA})
+	if err := enqueued(err); err != nil {
+		return "", err
+	}
+	return metrics.ResultAccepted, nil
+}

@@ -1,0 +1,112 @@
+package jobs
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/akira-bot/akira/runner"
+)
+
+// TestIntakePayloadWire: a task queued before the body became one field (each event's body under its
+// own key) reads into the same body, and a payload written now has that layout, so workers of either
+// release read each other's tasks during a rolling deploy.
+func TestIntakePayloadWire(t *testing.T) {
+	sha := strings.Repeat("a", 40)
+	tests := []struct {
+		event, key, body string
+		want             IntakeBody
+	}{
+		{EventIssueComment, "comment", `{"id":1,"number":2,"on_pull_request":true,"author":"a","body":"/akira run"}`,
+			&CommentIntake{ID: 1, Number: 2, OnPullRequest: true, Author: "a", Body: "/akira run"}},
+		{EventPush, "push", `{"branch":"main","after":"abc","changed":["ROADMAP.md"]}`,
+			&PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
+		{EventPullRequest, "pull_request", `{"number":3,"action":"opened","head_ref":"f","head_sha":"s"}`,
+			&PullRequestIntake{Number: 3, Action: "opened", HeadRef: "f", HeadSHA: "s"}},
+		{EventCheckRun, "check_run", `{"id":4,"run_id":"r","task_id":"1.1","decision":"skip","number":5}`,
+			&CheckRunIntake{ID: 4, RunID: "r", TaskID: "1.1", Decision: runner.DecisionSkip, Number: 5}},
+		{EventReviewComment, "review", `{"number":5,"review_id":6,"comment_id":7,"author":"a","head_ref":"akira/x"}`,
+			&ReviewIntake{Number: 5, ReviewID: 6, CommentID: 7, Author: "a", HeadRef: "akira/x"}},
+		{EventStatus, "ci", `{"head_sha":"` + sha + `","branches":["b"]}`,
+			&CIIntake{HeadSHA: sha, Branches: []string{"b"}}},
+		{EventIssues, "trigger", `{"number":7,"action":"labeled","actor":"a","label":"akira"}`,
+			&TriggerIntake{Number: 7, Action: TriggerLabeled, Actor: "a", Label: "akira"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.event, func(t *testing.T) {
+			raw := fmt.Sprintf(`{"v":2,"delivery_id":"d","event":%q,"installation_id":1,"owner":"o","repo":"r","sender":"a",%q:%s}`,
+				tt.event, tt.key, tt.body)
+			p, err := DecodeIntakePayload(asynq.NewTask(TypeIntake, []byte(raw)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(p.Body, tt.want) || p.DeliveryID != "d" || p.InstallationID != 1 || p.Sender != "a" {
+				t.Fatalf("decoded %+v with body %+v, want body %+v", p, p.Body, tt.want)
+			}
+			out, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want map[string]any
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(raw), &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("encoded %s\nwant the layout %s", out, raw)
+			}
+		})
+	}
+}
+
+// TestIntakeEventsAreDistinct: each registered trigger event has its own key, body type and events,
+// so a payload's event names exactly one body.
+func TestIntakeEventsAreDistinct(t *testing.T) {
+	keys, types, events := map[string]bool{}, map[reflect.Type]bool{}, map[string]bool{}
+	for _, e := range intakeEvents {
+		typ := reflect.TypeOf(e.New())
+		if keys[e.Key] || types[typ] || e.Handle == nil || len(e.Events) == 0 {
+			t.Errorf("intake event %v (%s): key or body type taken, or no handler or events", e.Events, typ)
+		}
+		keys[e.Key], types[typ] = true, true
+		for _, name := range e.Events {
+			if events[name] {
+				t.Errorf("webhook event %s is registered twice", name)
+			}
+			events[name] = true
+		}
+	}
+}
+
+// TestHeaderWire: the payloads that share TaskHeader keep the layout they had with the header's
+// fields of their own, so a task queued by the previous release reads the same.
+func TestHeaderWire(t *testing.T) {
+	head := `"v":2,"delivery_id":"d","installation_id":1,"owner":"o","repo":"r","sender":"a"`
+	want := TaskHeader{Version: 2, DeliveryID: "d", InstallationID: 1, Owner: "o", Repo: "r", Sender: "a"}
+	tests := []struct {
+		typ, rest string
+		decode    func(*asynq.Task) (TaskHeader, error)
+	}{
+		{TypeRun, `"trigger":"issue","number":4`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodeRunPayload(t); return p.TaskHeader, err }},
+		{TypeResume, `"number":4,"comment_id":9,"decision":"skip"`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodeResumePayload(t); return p.TaskHeader, err }},
+		{TypeRollback, `"number":4,"task_id":"1.1"`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodeRollbackPayload(t); return p.TaskHeader, err }},
+		{TypePlan, `"number":4`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodePlanPayload(t); return p.TaskHeader, err }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ, func(t *testing.T) {
+			got, err := tt.decode(asynq.NewTask(tt.typ, []byte("{"+head+","+tt.rest+"}")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("header = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
