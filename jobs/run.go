@@ -589,6 +589,11 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		return h.fail(ctx, gh, run, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry), log)
 	}
 
+	if over := h.spendCapReached(ctx, run); over != "" && !run.Checkpointed() {
+		// A run that has done nothing yet does not start; one that has pauses before its next
+		// task (Yield below), keeping its work.
+		return h.fail(ctx, gh, run, fmt.Errorf("jobs: %s: %w", over, asynq.SkipRetry), log)
+	}
 	rep := NewReporter(gh, h.d.Store, h.d.Metrics, log, run)
 	rep.judging = h.d.Judge != nil
 	rep.masker, rep.logRetention, rep.publicURL = h.d.Masker, h.d.LogRetention, h.d.PublicURL
@@ -660,6 +665,14 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	opts.Yield = func(ctx context.Context) bool {
 		if pauseAsked.Load() {
 			return true
+		}
+		if over := h.spendCapReached(ctx, run); over != "" {
+			// The installation's month is spent: the run pauses here, for a person to resume
+			// once the operator raises the cap or the month turns.
+			log.Warn("run job: pausing: " + over)
+			if _, asked, err := h.d.Store.RequestPause(ctx, run.ID, spendCapActor, false); err == nil && asked {
+				return true
+			}
 		}
 		r, err := h.d.Store.Get(ctx, run.ID)
 		return err == nil && r.Pause != nil

@@ -167,6 +167,37 @@ type Operator struct {
 	// GitHub's API where the base branch's rules require signed commits) or CommitsGitHub (always
 	// through GitHub's API, so GitHub signs every checkpoint).
 	Commits string `yaml:"commits"`
+	// Spend caps what each installation's runs may cost in a month (the App only).
+	Spend Spend `yaml:"spend"`
+}
+
+// Spend is the operator's monthly caps on what runs cost, per installation: a run does not start
+// once its installation's month has reached its cap, and one running pauses at its next task.
+type Spend struct {
+	// MonthlyUSD is every installation's cap per month (UTC); 0: none.
+	MonthlyUSD float64 `yaml:"monthly_usd"`
+	// Installations caps these installations otherwise (by id), 0 meaning none for that one.
+	Installations map[int64]float64 `yaml:"installations"`
+}
+
+// CapFor is installation's monthly cap in USD; 0 when it has none.
+func (s Spend) CapFor(installation int64) float64 {
+	if c, ok := s.Installations[installation]; ok {
+		return c
+	}
+	return s.MonthlyUSD
+}
+
+func (s Spend) check() error {
+	if s.MonthlyUSD < 0 {
+		return fmt.Errorf("spend.monthly_usd: %v is negative", s.MonthlyUSD)
+	}
+	for id, c := range s.Installations {
+		if c < 0 {
+			return fmt.Errorf("spend.installations.%d: %v is negative", id, c)
+		}
+	}
+	return nil
 }
 
 // Who makes the checkpoints (Operator.Commits).
@@ -515,6 +546,9 @@ func ParseOperator(data []byte) (Operator, error) {
 		errs = append(errs, err)
 	}
 	if err := op.CI.check("ci"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := op.Spend.check(); err != nil {
 		errs = append(errs, err)
 	}
 	if op.Commits != "" && op.Commits != CommitsGit && op.Commits != CommitsGitHub {
