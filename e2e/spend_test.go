@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"strings"
@@ -69,5 +70,35 @@ func TestMonthlyCapPausesARunAtItsNextTask(t *testing.T) {
 	}
 	if run.PausedBy != "the monthly spend cap" {
 		t.Errorf("paused by %q; want the monthly spend cap", run.PausedBy)
+	}
+}
+
+// TestSpendWarningOnceAMonth: the run that takes an installation past 80% of its monthly cap
+// notifies the operator's sinks once; the next run of the month, still under the cap, does not
+// again.
+func TestSpendWarningOnceAMonth(t *testing.T) {
+	hook := newSinkReceiver(t, 200, 0)
+	t.Setenv("E2E_HOOK_SECRET", "hook-secret")
+	e := newEnvWith(t, false, redisAddr(t), "spend:\n  monthly_usd: 1\nnotify:\n  sinks:\n    ops: {kind: webhook, url: "+hook.srv.URL+"/akira, secret_env: E2E_HOOK_SECRET}\n"+
+		"  events:\n    spend_warning: [ops]\n")
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Notes", User: "alice", Body: "- [ ] Write the costly notes\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.waitStatus(1, lifecycle.StatusSucceeded) // $0.60 of $1: not yet
+	more := e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Title: "More", User: "alice", Body: "- [ ] Write the plain notes\n- [ ] Write more costly notes\n"})
+	e.comment(more.Number, "alice", "/akira run", false, http.StatusAccepted)
+	e.waitStatus(more.Number, lifecycle.StatusSucceeded, lifecycle.StatusFailed, lifecycle.StatusPaused) // $1.20: past the cap during its last task
+	e.eventually("the spend warning at the sink", func() bool { return len(hook.all()) >= 1 })
+	time.Sleep(500 * time.Millisecond) // a second warning, were there one, is queued by now
+	msgs := hook.all()
+	if len(msgs) != 1 {
+		t.Fatalf("%d notifications, want one warning", len(msgs))
+	}
+	var m struct{ Event, Title, Text string }
+	if err := json.Unmarshal([]byte(msgs[0].body), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Event != "spend_warning" || !strings.Contains(m.Text, "of its $1.00 cap for "+store.SpendMonth(time.Now())) {
+		t.Errorf("the warning: %+v", m)
 	}
 }

@@ -695,6 +695,8 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		}
 		out, runErr = runPlans(sctx, opts, run, rep)
 	}
+	// The month's warning, when this run's last task took the installation past 80% of its cap.
+	_ = h.spendCapReached(ctx, run)
 	stopped := errors.Is(context.Cause(sctx), errStopRequested)
 	pausedNow := errors.Is(context.Cause(sctx), errPauseNow)
 	cancelStop(nil)

@@ -115,6 +115,8 @@ var cases = []struct {
 	{"notify_text_escalation", "notify_text", Notification{Event: "escalation", Repo: "octo/demo", RunID: "r1", TaskID: "1.2", TaskTitle: "Add the parser",
 		Attempts: 3, Reason: "verification failed: `go test ./...` exited 1"}},
 	{"notify_text_budget", "notify_text", Notification{Event: "budget_reached", TaskID: "2", TaskTitle: "Docs", Reason: "spent $5.10 of the $5.00 it had"}},
+	{"notify_title_spend", "notify_title", Notification{Event: "spend_warning", Repo: "octo/demo", RunID: "r1"}},
+	{"notify_text_spend", "notify_text", Notification{Event: "spend_warning", Reason: "installation 7 has spent $41.20 of its $50.00 cap for 2026-11 (82%)"}},
 	{"notify_text_stalled", "notify_text", Notification{Event: "stalled", TaskID: "2", TaskTitle: "Docs", Reason: "no output for 10m0s"}},
 	{"notify_text_finished", "notify_text", Notification{Event: "run_finished", Tally: "3 tasks: 2 passed, 1 skipped"}},
 	{"notify_text_failed", "notify_text", Notification{Event: "run_failed", Reason: "the roadmap no longer parses"}},

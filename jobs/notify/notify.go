@@ -38,10 +38,12 @@ const (
 	EventRunFailed     = "run_failed"
 	EventBudgetReached = "budget_reached"
 	EventStalled       = "stalled"
+	// EventSpendWarning: an installation's month has spent 80% of its cap (once a month).
+	EventSpendWarning = "spend_warning"
 )
 
 // Events lists every event, in the order the README documents them.
-var Events = []string{EventEscalation, EventRunFinished, EventRunFailed, EventBudgetReached, EventStalled}
+var Events = []string{EventEscalation, EventRunFinished, EventRunFailed, EventBudgetReached, EventStalled, EventSpendWarning}
 
 // Message is one notification. It is also the body of a generic webhook (see Payload).
 type Message struct {

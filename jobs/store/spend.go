@@ -49,6 +49,16 @@ func (c *conn) queueSpend(ctx context.Context, p redis.Pipeliner, r *lifecycle.R
 	p.SAdd(ctx, c.spendMonthsKey(), month)
 }
 
+// WarnOnce says whether installation's warning for month is still to be given, marking it given:
+// true once per installation and month, however many processes ask.
+func (s *Spend) WarnOnce(ctx context.Context, installationID int64, month string) (bool, error) {
+	first, err := s.rdb.SetNX(ctx, fmt.Sprintf("%sspend:warned:%d:%s", s.prefix, installationID, month), "1", 40*24*time.Hour).Result()
+	if err != nil {
+		return false, fmt.Errorf("jobs: spend: %w", err)
+	}
+	return first, nil
+}
+
 // tasksCost is what a run's tasks cost together.
 func tasksCost(ts []lifecycle.TaskState) float64 {
 	var usd float64

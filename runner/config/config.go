@@ -207,7 +207,7 @@ const (
 )
 
 // NotifyEvents are the events a notification is sent for.
-var NotifyEvents = []string{"escalation", "run_finished", "run_failed", "budget_reached", "stalled"}
+var NotifyEvents = []string{"escalation", "run_finished", "run_failed", "budget_reached", "stalled", "spend_warning"}
 
 // Notify is the operator's notification sinks and which events go to which by default.
 type Notify struct {
