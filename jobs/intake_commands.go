@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
@@ -15,8 +18,6 @@ import (
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/templates"
-	"strconv"
-	"strings"
 )
 
 // commandHandler runs a command whose author may run it, on the issue or pull request of in.

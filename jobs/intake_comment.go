@@ -3,8 +3,12 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
+
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 // EventIssueComment is a comment on an issue or a pull request: a slash command.
@@ -59,6 +63,7 @@ func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
 		if err := in.reply(ctx, c.Number, refusalText(c.Author, commandText(res), acc.level)); err != nil {
 			return "", err
 		}
+		in.audit(ctx, commandText(res), "refused: "+c.Author+" has "+acc.level+" access")
 		return metrics.ResultRefused, nil
 	}
 	switch r := res.(type) {
@@ -69,13 +74,33 @@ func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
 		return metrics.ResultReplied, nil
 	case command.Command:
 		if d, ok := r.Decision(); ok {
-			return h.commandDecision(ctx, in, d, r.Guidance)
+			result, err := h.commandDecision(ctx, in, d, r.Guidance)
+			if err == nil {
+				in.audit(ctx, commandText(res), result)
+			}
+			return result, err
 		}
 		if handle, ok := commandHandlers[r.Name]; ok {
-			return handle(h, ctx, in, acc, r)
+			result, err := handle(h, ctx, in, acc, r)
+			if err == nil {
+				in.audit(ctx, commandText(res), result)
+			}
+			return result, err
 		}
 	}
 	return metrics.ResultNoop, nil
+}
+
+// audit records a slash command in the audit trail (and so its stream): who wrote it, where, through
+// which delivery, and how it ended. A retried intake may record it twice; a failure to record is
+// logged, not the command's failure.
+func (in *intake) audit(ctx context.Context, action, result string) {
+	c := in.comment()
+	e := store.AuditEntry{Time: time.Now().UTC(), Actor: c.Author, Via: store.ViaComment, Action: "/akira " + action, Result: result,
+		Target: fmt.Sprintf("#%d", c.Number), InstallationID: in.p.InstallationID, Repo: in.p.Owner + "/" + in.p.Repo, DeliveryID: in.p.DeliveryID}
+	if err := in.store.Audit(ctx, e); err != nil {
+		in.log.Warn("intake: command not audited", "err", err)
+	}
 }
 
 // comment is the delivery's comment; the commands (intake_commands.go) are only run from onComment.

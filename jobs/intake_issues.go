@@ -3,14 +3,15 @@ package jobs
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
+
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/templates"
-	"slices"
-	"strings"
 )
 
 // EventIssues is an issue assigned or labelled (see TriggerIntake).

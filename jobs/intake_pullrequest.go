@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/runner/config"
-	"slices"
-	"strings"
 )
 
 // EventPullRequest is a pull request opened, reopened or pushed to.

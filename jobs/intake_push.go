@@ -2,10 +2,11 @@ package jobs
 
 import (
 	"context"
-	"github.com/akira-bot/akira/jobs/lifecycle"
-	"github.com/akira-bot/akira/jobs/metrics"
 	"slices"
 	"strings"
+
+	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/metrics"
 )
 
 // EventPush is a push to the default branch: the roadmap may have changed.

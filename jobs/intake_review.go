@@ -3,11 +3,12 @@ package jobs
 import (
 	"context"
 	"errors"
+	"strings"
+
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/store"
-	"strings"
 )
 
 // EventReview is a review submitted on a pull request; EventReviewComment a comment on its diff.
