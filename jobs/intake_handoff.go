@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -54,6 +55,8 @@ type HandoffRequest struct {
 	Token     store.Token
 	// Key is the client's Idempotency-Key ("" for none).
 	Key string
+	// Via is how the request came (store.ViaAPI when empty; ViaMCP, ViaCLI), for the audit.
+	Via string
 }
 
 // HandoffPayload is the payload of TypeHandoff.
@@ -160,7 +163,7 @@ func (c *Controller) StartHandoff(ctx context.Context, req HandoffRequest, tasks
 		// Nothing was queued: the key must not keep answering with a run that will never exist.
 		return store.Handoff{}, false, errors.Join(err, c.Store.Drop(ctx, id, req.Token.ID, req.Key))
 	}
-	_ = c.Store.Audit(ctx, store.AuditEntry{Time: h.Created, Token: req.Token.Name, Via: "API", Action: "start", RunID: id, Repo: h.Repo,
+	_ = c.Store.Audit(ctx, store.AuditEntry{Time: h.Created, Token: req.Token.Name, Via: cmp.Or(req.Via, store.ViaAPI), Action: "start", RunID: id, Repo: h.Repo,
 		Result: "queued"})
 	return h, true, nil
 }

@@ -176,7 +176,7 @@ func (s *server) apiStart(c *gin.Context) {
 	}
 	h, created, err := s.d.Starter.StartHandoff(c, jobs.HandoffRequest{Owner: owner, Repo: repo, Base: body.Base, Plan: body.Plan,
 		PlanPath: body.PlanPath, Agent: body.Agent, BudgetUSD: body.Budget, Reference: body.Reference, Notify: body.Notify, Token: tok,
-		Key: key}, tasks)
+		Key: key, Via: viaOf(c)}, tasks)
 	if reused, ok := errors.AsType[*store.KeyReusedError](err); ok {
 		abortJSON(c, http.StatusUnprocessableEntity, "Idempotency-Key %q started run %s for a different request in the last %s: "+
 			"send the same request to get that run again, or a new key to start another", key, reused.RunID, keyTTL)
@@ -333,4 +333,14 @@ func (s *server) apiEscalation(c *gin.Context) {
 	}
 	s.control(c, jobs.ControlRequest{RunID: run.ID, Action: body.Action, TaskID: task, Guidance: body.Guidance, Token: tok, Via: "API",
 		RequestID: requestID(c, tok, run.ID+"-esc-"+task+"-"+body.Action), Answer: true})
+}
+
+// viaOf is how a request says it came (akira mcp, akira handoff: remote.ViaHeader), for the audit;
+// only the ways Akira's own clients name, anything else being the API's.
+func viaOf(c *gin.Context) string {
+	switch v := c.GetHeader("X-Akira-Via"); v {
+	case store.ViaMCP, store.ViaCLI:
+		return v
+	}
+	return store.ViaAPI
 }

@@ -24,6 +24,19 @@ type Client struct {
 	server string
 	token  string
 	http   *http.Client
+	// via is how the server's audit records what this client starts (ViaHeader): "MCP" for the
+	// editor's assistant through akira mcp, "cli" for akira handoff; "" leaves it the API's.
+	via string
+}
+
+// ViaHeader tells the server through what a request came (audited as the action's via).
+const ViaHeader = "X-Akira-Via"
+
+// Via is c for requests that came through via ("MCP", "cli").
+func (c *Client) Via(via string) *Client {
+	v := *c
+	v.via = via
+	return &v
 }
 
 // New checks the server's address (AKIRA_SERVER: the admin address, e.g. http://127.0.0.1:9090, the default of AKIRA_ADMIN_ADDR)
@@ -81,6 +94,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, header h
 		req.Header[k] = v
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.via != "" {
+		req.Header.Set(ViaHeader, c.via)
+	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

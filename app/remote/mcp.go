@@ -71,6 +71,7 @@ var errNoPause = errors.New("not supported by this server yet: this Akira cannot
 
 // MCPServer is the MCP server of the client's Akira.
 func (c *Client) MCPServer(version string) *mcp.Server {
+	c = c.Via("MCP")
 	s := mcp.NewServer(&mcp.Implementation{Name: "akira", Title: "Akira", Version: version}, &mcp.ServerOptions{
 		Instructions: "Akira runs a plan's tasks with a coding agent on the team's server, one verified checkpoint commit per task, " +
 			"on a branch with a pull request. Hand off a plan with start_run (markdown task checkboxes), then follow it with run_status; " +

@@ -14,6 +14,7 @@ import (
 
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/app/remote"
+	"github.com/akira-bot/akira/jobs/store"
 )
 
 func init() { subcommands = append(subcommands, newHandoffCmd) }
@@ -33,7 +34,8 @@ func remoteClient() (*remote.Client, error) {
 	if err != nil {
 		return nil, withExit(exitUsage, err)
 	}
-	return c, nil
+	// What it starts is audited as the command line's (akira mcp's server says MCP instead).
+	return c.Via(store.ViaCLI), nil
 }
 
 // refused maps an API error to its exit status.

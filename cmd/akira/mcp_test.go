@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -90,6 +92,11 @@ func TestMCPStartsAndFollowsARun(t *testing.T) {
 	}
 	if started.ID == "" || started.Branch != "akira/handoff-"+started.ID {
 		t.Fatalf("start_run answered %+v", started)
+	}
+	// The audit says the run came through MCP, not the API alone.
+	if code, body := authedGet(t, adminURL+"/api/v1/audit", token); code != http.StatusOK ||
+		!strings.Contains(body, `"via":"MCP","action":"start"`) || !strings.Contains(body, started.ID) {
+		t.Errorf("the audit of start_run: %d %s", code, body)
 	}
 	var run admin.RunDetail
 	deadline := time.Now().Add(4 * time.Minute)
@@ -205,4 +212,18 @@ func TestMCPAnswersAPipedSession(t *testing.T) {
 	if !strings.Contains(string(answers[4]), `"isError":true`) || !strings.Contains(string(answers[4]), "404") {
 		t.Errorf("run_status of an unknown run answered %s, want the server's 404 as a tool error", answers[4])
 	}
+}
+
+// authedGet GETs url with a bearer token.
+func authedGet(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
 }
