@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -53,6 +54,20 @@ func TestAssignAndLabelStartRuns(t *testing.T) {
 	}
 	if n := len(e.gh.PullRequests(e.owner, e.repo)); n != 2 {
 		t.Fatalf("%d pull requests, want 2", n)
+	}
+	// The audit says who started each run and through what; the reader's label is there, refused.
+	audit, err := e.store.AuditLog(context.Background(), 50)
+	must(t, err)
+	seen := map[string]string{}
+	for _, a := range audit {
+		if a.Action == "run" {
+			seen[a.Target+" "+a.Via+" "+a.Actor] = a.Result
+		}
+	}
+	for key, want := range map[string]string{"#1 assignment alice": "accepted", "#2 label alice": "accepted", "#3 label rita": "refused: rita has read access"} {
+		if got, ok := seen[key]; !ok || !strings.HasPrefix(got, want) {
+			t.Errorf("audit of %s: %q (%v); want %q", key, got, ok, want)
+		}
 	}
 
 	// Taking the label back while the run waits says how to stop it.

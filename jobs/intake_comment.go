@@ -96,8 +96,13 @@ func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
 // logged, not the command's failure.
 func (in *intake) audit(ctx context.Context, action, result string) {
 	c := in.comment()
-	e := store.AuditEntry{Time: time.Now().UTC(), Actor: c.Author, Via: store.ViaComment, Action: "/akira " + action, Result: result,
-		Target: fmt.Sprintf("#%d", c.Number), InstallationID: in.p.InstallationID, Repo: in.p.Owner + "/" + in.p.Repo, DeliveryID: in.p.DeliveryID}
+	in.auditAs(ctx, c.Author, store.ViaComment, c.Number, "/akira "+action, result)
+}
+
+// auditAs records an action actor took on issue or pull request number through via.
+func (in *intake) auditAs(ctx context.Context, actor, via string, number int, action, result string) {
+	e := store.AuditEntry{Time: time.Now().UTC(), Actor: actor, Via: via, Action: action, Result: result,
+		Target: fmt.Sprintf("#%d", number), InstallationID: in.p.InstallationID, Repo: in.p.Owner + "/" + in.p.Repo, DeliveryID: in.p.DeliveryID}
 	if err := in.store.Audit(ctx, e); err != nil {
 		in.log.Warn("intake: command not audited", "err", err)
 	}

@@ -64,6 +64,7 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 		if err := in.reply(ctx, tr.Number, refusalText(tr.Actor, string(command.CmdRun), acc.level)); err != nil {
 			return "", err
 		}
+		in.auditAs(ctx, tr.Actor, triggerVia(tr.Action), tr.Number, "run", "refused: "+tr.Actor+" has "+acc.level+" access")
 		return metrics.ResultRefused, nil
 	}
 	rc, err := h.configOf(ctx, in, acc)
@@ -107,5 +108,14 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 	if err != nil {
 		return "", err
 	}
+	in.auditAs(ctx, tr.Actor, triggerVia(tr.Action), tr.Number, "run", metrics.ResultAccepted)
 	return metrics.ResultAccepted, nil
+}
+
+// triggerVia is how an issue trigger reached Akira, for the audit.
+func triggerVia(action string) string {
+	if action == TriggerLabeled || action == TriggerUnlabeled {
+		return store.ViaLabel
+	}
+	return store.ViaAssignment
 }

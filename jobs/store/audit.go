@@ -14,12 +14,13 @@ import (
 // Ways an action reaches Akira (AuditEntry.Via). "API" and "dashboard" are spelled as the first
 // entries were, so that old and new entries read the same.
 const (
-	ViaComment   = "comment"
-	ViaLabel     = "label"
-	ViaAPI       = "API"
-	ViaMCP       = "MCP"
-	ViaDashboard = "dashboard"
-	ViaCLI       = "cli"
+	ViaComment    = "comment"
+	ViaLabel      = "label"
+	ViaAssignment = "assignment"
+	ViaAPI        = "API"
+	ViaMCP        = "MCP"
+	ViaDashboard  = "dashboard"
+	ViaCLI        = "cli"
 )
 
 // Token actions audited by the Keyring.
@@ -36,7 +37,7 @@ type AuditEntry struct {
 	Actor string `json:"actor,omitempty"`
 	// Token is the name of the API token that acted, if one did.
 	Token string `json:"token"`
-	// Via is how the action came: ViaComment, ViaLabel, ViaAPI, ViaMCP, ViaDashboard or ViaCLI.
+	// Via is how the action came: ViaComment, ViaLabel, ViaAssignment, ViaAPI, ViaMCP, ViaDashboard or ViaCLI.
 	Via    string `json:"via"`
 	Action string `json:"action"`
 	Result string `json:"result"`
