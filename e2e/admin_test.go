@@ -118,15 +118,21 @@ func TestControlThroughTheAPI(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &audit) != nil || len(audit.Entries) < 3 {
 		t.Fatalf("audit: %d %s", code, body)
 	}
-	// The tokens' creation is audited too (by the store, through no controller): the control
-	// actions are the rest.
-	created := 0
+	// The tokens' creation and the slash commands are audited too (by the store and the intake,
+	// through no controller): the API's control actions are the rest.
+	created, commands := 0, 0
 	audit.Entries = slices.DeleteFunc(audit.Entries, func(a store.AuditEntry) bool {
-		if a.Action == "token_create" {
+		switch {
+		case a.Action == "token_create":
 			created++
+		case a.Via == store.ViaComment:
+			commands++
 		}
-		return strings.HasPrefix(a.Action, "token_")
+		return strings.HasPrefix(a.Action, "token_") || a.Via == store.ViaComment
 	})
+	if commands == 0 {
+		t.Error("the /akira run that started the run is not in the audit")
+	}
 	if created < 2 {
 		t.Errorf("%d token creations audited, want the reader's and the operator's", created)
 	}
