@@ -16,6 +16,8 @@ package redistest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -28,6 +30,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/internal/testnotes"
 )
@@ -285,4 +288,29 @@ func answers(addr string) bool {
 	buf := make([]byte, 7)
 	n, _ := conn.Read(buf)
 	return string(buf[:n]) == "+PONG\r\n"
+}
+
+// Prefixed connects to the test Redis (Addr) and returns a key prefix no other test uses; every key
+// under the prefix is deleted, and the client closed, when the test ends.
+func Prefixed(tb testing.TB) (*redis.Client, string) {
+	tb.Helper()
+	addr := Addr(tb)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		tb.Fatalf("redis at %s: %v", addr, err)
+	}
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		tb.Fatal(err)
+	}
+	prefix := "akira-test:" + hex.EncodeToString(b) + ":"
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			rdb.Del(ctx, iter.Val())
+		}
+		_ = rdb.Close()
+	})
+	return rdb, prefix
 }
