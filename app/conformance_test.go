@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 // fixturesDir finds the shared GitHub fixtures: the "shared" folder beside the repository root. The
@@ -201,7 +201,7 @@ func TestFixtureConformance(t *testing.T) {
 				t.Fatalf("enqueued = %+v", all[before:])
 			}
 			p := all[len(all)-1]
-			p.Version = jobs.PayloadVersion
+			p.Version = queue.PayloadVersion
 			if err := p.Validate(); err != nil {
 				t.Fatalf("intake payload is not valid: %v", err)
 			}
@@ -211,16 +211,16 @@ func TestFixtureConformance(t *testing.T) {
 			}
 			switch event {
 			case "pull_request":
-				pr := bodyOf[jobs.PullRequestIntake](p)
+				pr := bodyOf[queue.PullRequestIntake](p)
 				if pr == nil || pr.Number != 2 || pr.HeadRef != "changes" || !strings.HasPrefix(pr.HeadSHA, "ec26c3e") || p.Sender != "Codertocat" {
 					t.Fatalf("pull request = %+v", pr)
 				}
 			case "status":
-				if ci := bodyOf[jobs.CIIntake](p); ci == nil || ci.HeadSHA[:7] != "6113728" || !slices.Equal(ci.Branches, []string{"master", "changes", "gh-pages"}) || ci.Conclusion != "success" {
+				if ci := bodyOf[queue.CIIntake](p); ci == nil || ci.HeadSHA[:7] != "6113728" || !slices.Equal(ci.Branches, []string{"master", "changes", "gh-pages"}) || ci.Conclusion != "success" {
 					t.Fatalf("ci = %+v", ci)
 				}
 			case "push":
-				if push := bodyOf[jobs.PushIntake](p); push == nil || push.Branch != "master" || len(push.After) != 40 || !slices.Contains(push.Changed, "README.md") {
+				if push := bodyOf[queue.PushIntake](p); push == nil || push.Branch != "master" || len(push.After) != 40 || !slices.Contains(push.Changed, "README.md") {
 					t.Fatalf("push = %+v", push)
 				}
 			default:
@@ -250,22 +250,22 @@ func TestFixtureReviews(t *testing.T) {
 	tests := []struct {
 		file, event string
 		edit        func(map[string]any)
-		want        jobs.ReviewIntake
+		want        queue.ReviewIntake
 	}{
 		{"pull_request_review/submitted.payload.json", "pull_request_review",
 			func(m map[string]any) { m["review"].(map[string]any)["state"] = "changes_requested" },
-			jobs.ReviewIntake{Number: 2, ReviewID: 237895671, Author: "Codertocat", HeadRef: "changes"}},
+			queue.ReviewIntake{Number: 2, ReviewID: 237895671, Author: "Codertocat", HeadRef: "changes"}},
 		{"pull_request_review/submitted.with-organization.payload.json", "pull_request_review",
 			func(m map[string]any) {
 				m["review"].(map[string]any)["state"] = "changes_requested"
 				m["review"].(map[string]any)["body"] = "Please split this."
 			},
-			jobs.ReviewIntake{Number: 2, Author: "Codertocat", HeadRef: "changes", Body: "Please split this."}},
+			queue.ReviewIntake{Number: 2, Author: "Codertocat", HeadRef: "changes", Body: "Please split this."}},
 		{"pull_request_review_comment/created.payload.json", "pull_request_review_comment",
 			func(m map[string]any) {
 				m["comment"].(map[string]any)["body"] = "Too plain.\n/akira fix use more emoji"
 			},
-			jobs.ReviewIntake{Number: 2, ReviewID: 237895671, CommentID: 284312630, Author: "Codertocat", HeadRef: "changes", Guidance: "use more emoji"}},
+			queue.ReviewIntake{Number: 2, ReviewID: 237895671, CommentID: 284312630, Author: "Codertocat", HeadRef: "changes", Guidance: "use more emoji"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -289,11 +289,11 @@ func TestFixtureReviews(t *testing.T) {
 				t.Fatalf("enqueued = %+v", all[before:])
 			}
 			p := all[len(all)-1]
-			p.Version = jobs.PayloadVersion
+			p.Version = queue.PayloadVersion
 			if err := p.Validate(); err != nil {
 				t.Fatalf("intake payload is not valid: %v", err)
 			}
-			rv := bodyOf[jobs.ReviewIntake](p)
+			rv := bodyOf[queue.ReviewIntake](p)
 			if rv == nil {
 				t.Fatalf("intake = %+v", p)
 			}
@@ -316,14 +316,14 @@ func TestFixtureTriggers(t *testing.T) {
 	tests := []struct {
 		file string
 		edit func(map[string]any)
-		want jobs.TriggerIntake
+		want queue.TriggerIntake
 	}{
 		{"issues/assigned.with-installation.payload.json",
 			func(m map[string]any) { m["assignee"].(map[string]any)["login"] = h.gh.BotLogin() },
-			jobs.TriggerIntake{Number: 1, Action: jobs.TriggerAssigned, Actor: "Codertocat"}},
+			queue.TriggerIntake{Number: 1, Action: queue.TriggerAssigned, Actor: "Codertocat"}},
 		{"issues/labeled.payload.json",
 			func(m map[string]any) { m["installation"] = map[string]any{"id": 1} },
-			jobs.TriggerIntake{Number: 1, Action: jobs.TriggerLabeled, Actor: "Codertocat", Label: "bug"}},
+			queue.TriggerIntake{Number: 1, Action: queue.TriggerLabeled, Actor: "Codertocat", Label: "bug"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -347,12 +347,12 @@ func TestFixtureTriggers(t *testing.T) {
 				t.Fatalf("enqueued = %+v", all[before:])
 			}
 			p := all[len(all)-1]
-			p.Version = jobs.PayloadVersion
+			p.Version = queue.PayloadVersion
 			if err := p.Validate(); err != nil {
 				t.Fatalf("intake payload is not valid: %v", err)
 			}
-			if bodyOf[jobs.TriggerIntake](p) == nil || *bodyOf[jobs.TriggerIntake](p) != tt.want || p.Event != "issues" {
-				t.Fatalf("trigger = %+v, want %+v", bodyOf[jobs.TriggerIntake](p), tt.want)
+			if bodyOf[queue.TriggerIntake](p) == nil || *bodyOf[queue.TriggerIntake](p) != tt.want || p.Event != "issues" {
+				t.Fatalf("trigger = %+v, want %+v", bodyOf[queue.TriggerIntake](p), tt.want)
 			}
 		})
 	}
@@ -381,7 +381,7 @@ func TestFakePushOfTheBaseConforms(t *testing.T) {
 		t.Fatalf("enqueued %d, want one more than %d", len(all), len(fromGitHub))
 	}
 	want, got := fromGitHub[len(fromGitHub)-1], all[len(all)-1]
-	got.Version = jobs.PayloadVersion
+	got.Version = queue.PayloadVersion
 	if err := got.Validate(); err != nil {
 		t.Fatalf("intake payload is not valid: %v", err)
 	}
@@ -389,7 +389,7 @@ func TestFakePushOfTheBaseConforms(t *testing.T) {
 		got.InstallationID != h.gh.InstallationID("octo", "demo") || got.Sender != "alice" {
 		t.Errorf("intake = %+v, GitHub's example gave %+v", got, want)
 	}
-	if p := bodyOf[jobs.PushIntake](got); p == nil || p.Branch != "main" || p.After != after || !slices.Equal(p.Changed, []string{"ROADMAP.md"}) {
-		t.Errorf("push = %+v", bodyOf[jobs.PushIntake](got))
+	if p := bodyOf[queue.PushIntake](got); p == nil || p.Branch != "main" || p.After != after || !slices.Equal(p.Changed, []string{"ROADMAP.md"}) {
+		t.Errorf("push = %+v", bodyOf[queue.PushIntake](got))
 	}
 }

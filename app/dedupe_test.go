@@ -16,7 +16,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 // TestSameDeliveryQueuedOnce: GitHub redelivering a delivery (the same X-GitHub-Delivery, several
@@ -27,15 +27,15 @@ func TestSameDeliveryQueuedOnce(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	b := make([]byte, 4)
 	rand.Read(b)
-	queue := "akira-app-dedupe-" + hex.EncodeToString(b)
+	qname := "akira-app-dedupe-" + hex.EncodeToString(b)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	t.Cleanup(func() { _ = insp.DeleteQueue(queue, true) })
+	t.Cleanup(func() { _ = insp.DeleteQueue(qname, true) })
 	client := asynq.NewClientFromRedisClient(rdb)
 
 	fake := githubtest.New(t)
 	repo := fake.CreateRepo("acme", "widgets", map[string]string{"README.md": "hi\n"})
 	h, err := NewServer(ServerConfig{AppID: fake.AppID(), WebhookSecret: []byte(testSecret), BotLogin: fake.BotLogin()},
-		Deps{Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: queue}), Logger: slog.New(slog.DiscardHandler)})
+		Deps{Enqueuer: queue.NewEnqueuer(client, queue.TaskOptions{Queue: qname}), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,11 @@ func TestSameDeliveryQueuedOnce(t *testing.T) {
 	if count["intake enqueued"] != 1 || count["already enqueued"] != copies-1 {
 		t.Errorf("answers %v, want one \"intake enqueued\" and %d \"already enqueued\"", count, copies-1)
 	}
-	tasks, err := insp.ListPendingTasks(queue)
+	tasks, err := insp.ListPendingTasks(qname)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tasks) != 1 || tasks[0].Type != jobs.TypeIntake {
+	if len(tasks) != 1 || tasks[0].Type != queue.TypeIntake {
 		t.Fatalf("%d tasks queued for one delivery, want one intake: %+v", len(tasks), tasks)
 	}
 }

@@ -12,9 +12,9 @@ import (
 
 	segjson "github.com/segmentio/encoding/json"
 
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 // decodeEvent reads a payload once, into the struct of its event (which holds the envelope too): a
@@ -49,28 +49,28 @@ func decodeEventWith(read func([]byte, any) error, event string, payload []byte)
 // events Akira does not act on.
 func newEvent(event string) (any, *envelope) {
 	switch event {
-	case jobs.EventIssueComment:
+	case queue.EventIssueComment:
 		e := &issueCommentEvent{}
 		return e, &e.envelope
-	case jobs.EventPush:
+	case queue.EventPush:
 		e := &pushEvent{}
 		return e, &e.envelope
-	case jobs.EventPullRequest:
+	case queue.EventPullRequest:
 		e := &pullRequestEvent{}
 		return e, &e.envelope
-	case jobs.EventReview:
+	case queue.EventReview:
 		e := &pullRequestReviewEvent{}
 		return e, &e.envelope
-	case jobs.EventReviewComment:
+	case queue.EventReviewComment:
 		e := &pullRequestReviewCommentEvent{}
 		return e, &e.envelope
-	case jobs.EventCheckRun:
+	case queue.EventCheckRun:
 		e := &checkRunEvent{}
 		return e, &e.envelope
-	case jobs.EventIssues:
+	case queue.EventIssues:
 		e := &issuesEvent{}
 		return e, &e.envelope
-	case jobs.EventCheckSuite, jobs.EventWorkflowRun, jobs.EventStatus:
+	case queue.EventCheckSuite, queue.EventWorkflowRun, queue.EventStatus:
 		e := &ciEvent{}
 		return e, &e.envelope
 	}
@@ -109,7 +109,7 @@ const maxPushCommits = 20
 // payload itself tells is looked at: everything that asks GitHub happens in the intake job.
 func (s *server) route(ctx context.Context, d *delivery) answer {
 	var (
-		p   jobs.IntakePayload
+		p   queue.IntakePayload
 		why string
 	)
 	switch ev := d.ev.(type) {
@@ -152,9 +152,9 @@ func (s *server) route(ctx context.Context, d *delivery) answer {
 	switch {
 	case err == nil:
 		return accepted("intake enqueued")
-	case errors.Is(err, jobs.ErrDuplicate):
+	case errors.Is(err, queue.ErrDuplicate):
 		return accepted("already enqueued")
-	case errors.Is(err, jobs.ErrInvalidPayload):
+	case errors.Is(err, queue.ErrInvalidPayload):
 		// A 4xx: GitHub records the failure, and the redelivery sweep leaves it alone.
 		return rejected(http.StatusBadRequest, err.Error())
 	case ctx.Err() != nil:
@@ -164,7 +164,7 @@ func (s *server) route(ctx context.Context, d *delivery) answer {
 }
 
 // targetOf fills in the repository and installation a delivery is about, or says why there is none.
-func targetOf(e envelope, p *jobs.IntakePayload) string {
+func targetOf(e envelope, p *queue.IntakePayload) string {
 	owner, repo := e.ownerRepo()
 	if e.installationID() == 0 || owner == "" || repo == "" {
 		return "no installation or repository in the payload"
@@ -188,8 +188,8 @@ func (s *server) isBotLogin(login string) bool {
 		(s.cfg.BotLogin != "" && strings.EqualFold(login, s.cfg.BotLogin))
 }
 
-func (s *server) onIssueComment(ev *issueCommentEvent) (jobs.IntakePayload, string) {
-	var p jobs.IntakePayload
+func (s *server) onIssueComment(ev *issueCommentEvent) (queue.IntakePayload, string) {
+	var p queue.IntakePayload
 	switch {
 	case ev.Action != "created":
 		return p, "comment " + ev.Action
@@ -199,13 +199,13 @@ func (s *server) onIssueComment(ev *issueCommentEvent) (jobs.IntakePayload, stri
 	if _, none := command.ParseComment(ev.Comment.Body).(command.Ignore); none {
 		return p, "no command in comment"
 	}
-	p.Body = &jobs.CommentIntake{ID: ev.Comment.ID, Number: ev.Issue.Number, OnPullRequest: ev.Issue.PullRequest != nil,
+	p.Body = &queue.CommentIntake{ID: ev.Comment.ID, Number: ev.Issue.Number, OnPullRequest: ev.Issue.PullRequest != nil,
 		Author: ev.Comment.User.Login, Body: ev.Comment.Body}
 	return p, ""
 }
 
-func (s *server) onPush(ev *pushEvent) (jobs.IntakePayload, string) {
-	var p jobs.IntakePayload
+func (s *server) onPush(ev *pushEvent) (queue.IntakePayload, string) {
+	var p queue.IntakePayload
 	branch, isBranch := strings.CutPrefix(ev.Ref, "refs/heads/")
 	switch {
 	case s.isBot(ev.Sender) || s.isBotLogin(ev.Pusher.Name):
@@ -217,7 +217,7 @@ func (s *server) onPush(ev *pushEvent) (jobs.IntakePayload, string) {
 	case ev.Repository != nil && branch != ev.Repository.DefaultBranch:
 		return p, "push to " + branch + " is not to the default branch"
 	}
-	push := &jobs.PushIntake{Branch: branch, After: ev.After, Truncated: len(ev.Commits) >= maxPushCommits}
+	push := &queue.PushIntake{Branch: branch, After: ev.After, Truncated: len(ev.Commits) >= maxPushCommits}
 	commits := ev.Commits
 	if ev.HeadCommit != nil {
 		commits = append(commits[:len(commits):len(commits)], *ev.HeadCommit)
@@ -235,8 +235,8 @@ func (s *server) onPush(ev *pushEvent) (jobs.IntakePayload, string) {
 	return p, ""
 }
 
-func (s *server) onPullRequest(ev *pullRequestEvent) (jobs.IntakePayload, string) {
-	var p jobs.IntakePayload
+func (s *server) onPullRequest(ev *pullRequestEvent) (queue.IntakePayload, string) {
+	var p queue.IntakePayload
 	pr := ev.PullRequest
 	switch ev.Action {
 	case "opened", "synchronize", "reopened":
@@ -253,14 +253,14 @@ func (s *server) onPullRequest(ev *pullRequestEvent) (jobs.IntakePayload, string
 	if number == 0 {
 		number = ev.Number
 	}
-	p.Body = &jobs.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA}
+	p.Body = &queue.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA}
 	return p, ""
 }
 
 // onReview takes a review that requests changes. Whether the reviewer may command Akira, and whether
 // the pull request is one Akira works on, the intake job asks.
-func (s *server) onReview(ev *pullRequestReviewEvent) (jobs.IntakePayload, string) {
-	var p jobs.IntakePayload
+func (s *server) onReview(ev *pullRequestReviewEvent) (queue.IntakePayload, string) {
+	var p queue.IntakePayload
 	switch {
 	case ev.Action != "submitted":
 		return p, "review " + ev.Action
@@ -272,14 +272,14 @@ func (s *server) onReview(ev *pullRequestReviewEvent) (jobs.IntakePayload, strin
 	if why := sameRepository(&ev.PullRequest); why != "" {
 		return p, why
 	}
-	p.Body = &jobs.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Review.ID, Author: ev.Review.User.Login,
+	p.Body = &queue.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Review.ID, Author: ev.Review.User.Login,
 		Body: ev.Review.Body, HeadRef: ev.PullRequest.Head.Ref}
 	return p, ""
 }
 
 // onReviewComment takes a review comment holding `/akira fix [guidance]`.
-func (s *server) onReviewComment(ev *pullRequestReviewCommentEvent) (jobs.IntakePayload, string) {
-	var p jobs.IntakePayload
+func (s *server) onReviewComment(ev *pullRequestReviewCommentEvent) (queue.IntakePayload, string) {
+	var p queue.IntakePayload
 	switch {
 	case ev.Action != "created":
 		return p, "review comment " + ev.Action
@@ -293,7 +293,7 @@ func (s *server) onReviewComment(ev *pullRequestReviewCommentEvent) (jobs.Intake
 	if why := sameRepository(&ev.PullRequest); why != "" {
 		return p, why
 	}
-	p.Body = &jobs.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Comment.ReviewID, CommentID: ev.Comment.ID,
+	p.Body = &queue.ReviewIntake{Number: ev.PullRequest.Number, ReviewID: ev.Comment.ReviewID, CommentID: ev.Comment.ID,
 		Author: ev.Comment.User.Login, Guidance: cmd.Guidance, HeadRef: ev.PullRequest.Head.Ref}
 	return p, ""
 }
@@ -305,9 +305,9 @@ func sameRepository(pr *reviewPullRequest) string {
 	return ""
 }
 
-func (s *server) onCheckRun(ev *checkRunEvent) (jobs.IntakePayload, string) {
-	var p jobs.IntakePayload
-	cr := &jobs.CheckRunIntake{ID: ev.CheckRun.ID}
+func (s *server) onCheckRun(ev *checkRunEvent) (queue.IntakePayload, string) {
+	var p queue.IntakePayload
+	cr := &queue.CheckRunIntake{ID: ev.CheckRun.ID}
 	switch ev.Action {
 	case "requested_action":
 		d, ok := ports.ButtonDecision(ev.RequestedAction.Identifier)
@@ -342,13 +342,13 @@ func (s *server) onCheckRun(ev *checkRunEvent) (jobs.IntakePayload, string) {
 // run completed, a commit status that is no longer pending. Whether a run waits for that commit is for
 // the intake to find out; Akira's own suites say nothing it does not know. Check runs are not passed
 // on one by one: their suite's completion follows them.
-func (s *server) onCI(event string, ev *ciEvent) (jobs.IntakePayload, string) {
-	var p jobs.IntakePayload
-	ci := &jobs.CIIntake{}
+func (s *server) onCI(event string, ev *ciEvent) (queue.IntakePayload, string) {
+	var p queue.IntakePayload
+	ci := &queue.CIIntake{}
 	switch event {
-	case jobs.EventCheckSuite, jobs.EventWorkflowRun:
+	case queue.EventCheckSuite, queue.EventWorkflowRun:
 		body := ev.CheckSuite
-		if event == jobs.EventWorkflowRun {
+		if event == queue.EventWorkflowRun {
 			body = ev.WorkflowRun
 		}
 		switch {
@@ -366,7 +366,7 @@ func (s *server) onCI(event string, ev *ciEvent) (jobs.IntakePayload, string) {
 		if body.HeadBranch != "" {
 			ci.Branches = []string{body.HeadBranch}
 		}
-	case jobs.EventStatus:
+	case queue.EventStatus:
 		if ev.State == "pending" {
 			return p, "status pending"
 		}
@@ -384,9 +384,9 @@ func (s *server) onCI(event string, ev *ciEvent) (jobs.IntakePayload, string) {
 
 // onIssues passes on an issue assigned to (or unassigned from) Akira's bot, and any label added to or
 // removed from an issue: which label starts a run is the repository's choice, read by the intake.
-func (s *server) onIssues(ev *issuesEvent) (jobs.IntakePayload, string) {
-	var p jobs.IntakePayload
-	tr := &jobs.TriggerIntake{Number: ev.Issue.Number, Action: ev.Action}
+func (s *server) onIssues(ev *issuesEvent) (queue.IntakePayload, string) {
+	var p queue.IntakePayload
+	tr := &queue.TriggerIntake{Number: ev.Issue.Number, Action: ev.Action}
 	switch {
 	case s.isBot(ev.Sender):
 		return p, "issue changed by a bot"
@@ -395,11 +395,11 @@ func (s *server) onIssues(ev *issuesEvent) (jobs.IntakePayload, string) {
 	}
 	tr.Actor = ev.Sender.Login
 	switch ev.Action {
-	case jobs.TriggerAssigned, jobs.TriggerUnassigned:
+	case queue.TriggerAssigned, queue.TriggerUnassigned:
 		if ev.Assignee == nil || s.cfg.BotLogin == "" || !strings.EqualFold(ev.Assignee.Login, s.cfg.BotLogin) {
 			return p, "issue " + ev.Action + ", not to Akira"
 		}
-	case jobs.TriggerLabeled, jobs.TriggerUnlabeled:
+	case queue.TriggerLabeled, queue.TriggerUnlabeled:
 		if ev.Label == nil || ev.Label.Name == "" {
 			return p, "issue " + ev.Action + " without a label"
 		}

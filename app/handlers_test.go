@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner"
 )
 
@@ -34,7 +34,7 @@ func (h *harness) botComments(repo githubtest.Repo, number int) []string {
 }
 
 // lastIntake is the intake task the last delivery enqueued, with the fields every delivery has checked.
-func (h *harness) lastIntake(repo githubtest.Repo, event, sender string) jobs.IntakePayload {
+func (h *harness) lastIntake(repo githubtest.Repo, event, sender string) queue.IntakePayload {
 	h.t.Helper()
 	all := h.enq.enqueued()
 	if len(all) == 0 {
@@ -58,17 +58,17 @@ func TestCommentsEnqueued(t *testing.T) {
 		t.Run(body, func(t *testing.T) {
 			got := h.send("issue_comment", issueCommentJSON(repo, 1, false, 77, "rita", body))
 			expect(t, got, http.StatusAccepted, resultAccepted)
-			p := h.lastIntake(repo, jobs.EventIssueComment, "rita")
-			want := &jobs.CommentIntake{ID: 77, Number: 1, Author: "rita", Body: body}
-			if !reflect.DeepEqual(bodyOf[jobs.CommentIntake](p), want) || bodyOf[jobs.PushIntake](p) != nil || bodyOf[jobs.PullRequestIntake](p) != nil || bodyOf[jobs.CheckRunIntake](p) != nil {
-				t.Fatalf("intake = %+v, comment %+v", p, bodyOf[jobs.CommentIntake](p))
+			p := h.lastIntake(repo, queue.EventIssueComment, "rita")
+			want := &queue.CommentIntake{ID: 77, Number: 1, Author: "rita", Body: body}
+			if !reflect.DeepEqual(bodyOf[queue.CommentIntake](p), want) || bodyOf[queue.PushIntake](p) != nil || bodyOf[queue.PullRequestIntake](p) != nil || bodyOf[queue.CheckRunIntake](p) != nil {
+				t.Fatalf("intake = %+v, comment %+v", p, bodyOf[queue.CommentIntake](p))
 			}
 		})
 	}
 	t.Run("on a pull request", func(t *testing.T) {
 		expect(t, h.send("issue_comment", issueCommentJSON(repo, 2, true, 78, "alice", "/akira run")), http.StatusAccepted, resultAccepted)
-		if p := h.lastIntake(repo, jobs.EventIssueComment, "alice"); !bodyOf[jobs.CommentIntake](p).OnPullRequest || bodyOf[jobs.CommentIntake](p).Number != 2 {
-			t.Fatalf("comment = %+v", bodyOf[jobs.CommentIntake](p))
+		if p := h.lastIntake(repo, queue.EventIssueComment, "alice"); !bodyOf[queue.CommentIntake](p).OnPullRequest || bodyOf[queue.CommentIntake](p).Number != 2 {
+			t.Fatalf("comment = %+v", bodyOf[queue.CommentIntake](p))
 		}
 	})
 	if got := h.botComments(repo, 1); len(got) != 0 {
@@ -124,13 +124,13 @@ func TestPushes(t *testing.T) {
 		name    string
 		payload map[string]any
 		reason  string
-		want    *jobs.PushIntake
+		want    *queue.PushIntake
 	}{
 		{"changes the roadmap", pushJSON(repo, "refs/heads/main", sha, "alice", commitJSON("c1", []string{"docs/a.md"}, nil),
 			commitJSON("c2", nil, []string{"ROADMAP.md"})), "",
-			&jobs.PushIntake{Branch: "main", After: sha, Changed: []string{"docs/a.md", "ROADMAP.md"}}},
+			&queue.PushIntake{Branch: "main", After: sha, Changed: []string{"docs/a.md", "ROADMAP.md"}}},
 		{"twenty commits may hide a change", pushJSON(repo, "refs/heads/main", sha, "alice", many...), "",
-			&jobs.PushIntake{Branch: "main", After: sha, Changed: []string{"main.go"}, Truncated: true}},
+			&queue.PushIntake{Branch: "main", After: sha, Changed: []string{"main.go"}, Truncated: true}},
 		{"another branch", pushJSON(repo, "refs/heads/feature", sha, "alice"), "push to feature is not to the default branch", nil},
 		{"a tag", pushJSON(repo, "refs/tags/v1", sha, "alice"), "push to refs/tags/v1 is not to a branch", nil},
 		{"deleted", deleted, "branch deleted", nil},
@@ -147,8 +147,8 @@ func TestPushes(t *testing.T) {
 				return
 			}
 			expect(t, got, http.StatusAccepted, resultAccepted)
-			if p := h.lastIntake(repo, jobs.EventPush, "alice"); !reflect.DeepEqual(bodyOf[jobs.PushIntake](p), tt.want) {
-				t.Fatalf("push = %+v, want %+v", bodyOf[jobs.PushIntake](p), tt.want)
+			if p := h.lastIntake(repo, queue.EventPush, "alice"); !reflect.DeepEqual(bodyOf[queue.PushIntake](p), tt.want) {
+				t.Fatalf("push = %+v, want %+v", bodyOf[queue.PushIntake](p), tt.want)
 			}
 		})
 	}
@@ -188,10 +188,10 @@ func TestPullRequests(t *testing.T) {
 				return
 			}
 			expect(t, got, http.StatusAccepted, resultAccepted)
-			p := h.lastIntake(repo, jobs.EventPullRequest, "alice")
-			want := &jobs.PullRequestIntake{Number: 3, Action: tt.payload["action"].(string), HeadRef: "spec", HeadSHA: head}
-			if !reflect.DeepEqual(bodyOf[jobs.PullRequestIntake](p), want) {
-				t.Fatalf("pull request = %+v, want %+v", bodyOf[jobs.PullRequestIntake](p), want)
+			p := h.lastIntake(repo, queue.EventPullRequest, "alice")
+			want := &queue.PullRequestIntake{Number: 3, Action: tt.payload["action"].(string), HeadRef: "spec", HeadSHA: head}
+			if !reflect.DeepEqual(bodyOf[queue.PullRequestIntake](p), want) {
+				t.Fatalf("pull request = %+v, want %+v", bodyOf[queue.PullRequestIntake](p), want)
 			}
 		})
 	}
@@ -226,11 +226,11 @@ func TestCheckRuns(t *testing.T) {
 				return
 			}
 			expect(t, got, http.StatusAccepted, resultAccepted)
-			p := h.lastIntake(repo, jobs.EventCheckRun, "alice")
-			want := &jobs.CheckRunIntake{ID: 424242, RunID: "run1", TaskID: "1.2", Decision: tt.decision, Number: 5,
+			p := h.lastIntake(repo, queue.EventCheckRun, "alice")
+			want := &queue.CheckRunIntake{ID: 424242, RunID: "run1", TaskID: "1.2", Decision: tt.decision, Number: 5,
 				Rerequested: tt.payload["action"] == "rerequested"}
-			if !reflect.DeepEqual(bodyOf[jobs.CheckRunIntake](p), want) {
-				t.Fatalf("check run = %+v, want %+v", bodyOf[jobs.CheckRunIntake](p), want)
+			if !reflect.DeepEqual(bodyOf[queue.CheckRunIntake](p), want) {
+				t.Fatalf("check run = %+v, want %+v", bodyOf[queue.CheckRunIntake](p), want)
 			}
 		})
 	}
@@ -244,7 +244,7 @@ func TestEnqueueFailures(t *testing.T) {
 	got := h.send("issue_comment", body)
 	expect(t, got, http.StatusServiceUnavailable, resultUnavailable)
 
-	h.enq.set(func(r *recordingEnqueuer) { r.err = jobs.ErrDuplicate })
+	h.enq.set(func(r *recordingEnqueuer) { r.err = queue.ErrDuplicate })
 	got = h.send("issue_comment", body)
 	expect(t, got, http.StatusAccepted, resultAccepted)
 	if got.Reason != "already enqueued" {
@@ -253,7 +253,7 @@ func TestEnqueueFailures(t *testing.T) {
 }
 
 // bodyOf is the intake's event body when it is a T, else nil.
-func bodyOf[T any](p jobs.IntakePayload) *T {
+func bodyOf[T any](p queue.IntakePayload) *T {
 	b, _ := any(p.Body).(*T)
 	return b
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 const testSecret = "It's a Secret to Everybody"
@@ -25,12 +25,12 @@ const testSecret = "It's a Secret to Everybody"
 // told to fail or to panic.
 type recordingEnqueuer struct {
 	mu       sync.Mutex
-	intakes  []jobs.IntakePayload
+	intakes  []queue.IntakePayload
 	err      error // returned (and nothing recorded) when set
 	panicMsg string
 }
 
-func (r *recordingEnqueuer) EnqueueIntake(_ context.Context, p jobs.IntakePayload) error {
+func (r *recordingEnqueuer) EnqueueIntake(_ context.Context, p queue.IntakePayload) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.panicMsg != "" {
@@ -40,7 +40,7 @@ func (r *recordingEnqueuer) EnqueueIntake(_ context.Context, p jobs.IntakePayloa
 		return r.err
 	}
 	// The payload must make a task, as the real enqueuer requires.
-	if _, err := (jobs.TaskOptions{}).NewIntakeTask(p); err != nil {
+	if _, err := (queue.TaskOptions{}).NewIntakeTask(p); err != nil {
 		return err
 	}
 	r.intakes = append(r.intakes, p)
@@ -54,10 +54,10 @@ func (r *recordingEnqueuer) set(f func(*recordingEnqueuer)) {
 	f(r)
 }
 
-func (r *recordingEnqueuer) enqueued() []jobs.IntakePayload {
+func (r *recordingEnqueuer) enqueued() []queue.IntakePayload {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]jobs.IntakePayload(nil), r.intakes...)
+	return append([]queue.IntakePayload(nil), r.intakes...)
 }
 
 // harness is the webhook server wired to a fake GitHub through the real gh client, served over HTTP.

@@ -21,13 +21,14 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
 // adminServer starts the admin address's handler for e, wired as akira serve wires it.
 func (e *env) adminServer() *httptest.Server {
 	e.t.Helper()
-	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), jobs.TaskOptions{Queue: e.spec.Queue})
+	enq := queue.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), queue.TaskOptions{Queue: e.spec.Queue})
 	h, err := admin.NewServer(admin.Deps{Store: e.store, Queue: asynq.NewInspectorFromRedisClient(e.rdb), Logger: testLogger(e.t),
 		Controller: &jobs.Controller{Store: e.store, Enqueuer: enq}})
 	must(e.t, err)

@@ -22,7 +22,7 @@ import (
 
 	"github.com/akira-bot/akira/app"
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 // ackConcurrency is how many deliveries arrive at once in BenchmarkWebhookAck.
@@ -44,11 +44,11 @@ const ackConcurrency = 200
 // (x-http-p50, -p99).
 func BenchmarkWebhookAck(b *testing.B) {
 	a := newAckBench(b)
-	webhook, floor, httpFloor, queue := a.webhook, a.floor, a.httpFloor, a.queue
+	webhook, floor, httpFloor, qname := a.webhook, a.floor, a.httpFloor, a.queue
 	// Warm every path: connections, Redis scripts.
-	must(b, webhook("warm-web-"+queue))
-	must(b, floor("warm-floor-"+queue))
-	must(b, httpFloor("warm-http-"+queue))
+	must(b, webhook("warm-web-"+qname))
+	must(b, floor("warm-floor-"+qname))
+	must(b, httpFloor("warm-http-"+qname))
 
 	var webLat, floorLat, httpLat []time.Duration
 	a.takeHeld() // not the warm-up's
@@ -59,7 +59,7 @@ func BenchmarkWebhookAck(b *testing.B) {
 		// delivery, one bare enqueue and one bare HTTP enqueue, in an order that rotates with the
 		// sender, so that the floors are measured under the very load the webhook meets (a busy
 		// machine slows all three alike) rather than in a quieter moment before or after.
-		lats := interleaved(b, fmt.Sprintf("%s-%d", queue, round), webhook, floor, httpFloor)
+		lats := interleaved(b, fmt.Sprintf("%s-%d", qname, round), webhook, floor, httpFloor)
 		webLat, floorLat, httpLat = append(webLat, lats[0]...), append(floorLat, lats[1]...), append(httpLat, lats[2]...)
 	}
 	wp50, wp99 := percentiles(webLat)
@@ -182,7 +182,7 @@ func (a *ackBench) queuedIntakes(b *testing.B, prefix string, n int) (lost, doub
 		tasks, err := ins.ListPendingTasks(a.queue, asynq.PageSize(1000), asynq.Page(page))
 		must(b, err)
 		for _, t := range tasks {
-			var p jobs.IntakePayload
+			var p queue.IntakePayload
 			must(b, json.Unmarshal(t.Payload, &p))
 			if strings.HasPrefix(p.DeliveryID, prefix) {
 				seen[p.DeliveryID]++
@@ -235,12 +235,12 @@ func newAckBench(b *testing.B) *ackBench {
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		b.Fatalf("redis at %s: %v", redisAddr(b), err)
 	}
-	queue := "akira-bench-" + randomHex(b, 6)
+	qname := "akira-bench-" + randomHex(b, 6)
 	b.Cleanup(func() {
-		_ = asynq.NewInspectorFromRedisClient(rdb).DeleteQueue(queue, true)
+		_ = asynq.NewInspectorFromRedisClient(rdb).DeleteQueue(qname, true)
 		_ = rdb.Close()
 	})
-	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), jobs.TaskOptions{Queue: queue})
+	enq := queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), queue.TaskOptions{Queue: qname})
 	// The server's own view of each delivery, through the hook that feeds akira_webhook_ack_seconds.
 	handler, err := app.NewServer(
 		app.ServerConfig{AppID: fake.AppID(), WebhookSecret: []byte(webhookSecret), BotLogin: fake.BotLogin()},
@@ -287,8 +287,8 @@ func newAckBench(b *testing.B) *ackBench {
 		return nil
 	}
 	floor := func(id string) error {
-		return enq.EnqueueIntake(context.Background(), jobs.IntakePayload{TaskHeader: jobs.TaskHeader{DeliveryID: id, InstallationID: installation, Owner: "octo", Repo: "bench", Sender: "alice"}, Event: jobs.EventIssueComment, DefaultBranch: "main",
-			Body: &jobs.CommentIntake{ID: 99, Number: 1, Author: "alice", Body: "/akira status"}})
+		return enq.EnqueueIntake(context.Background(), queue.IntakePayload{TaskHeader: queue.TaskHeader{DeliveryID: id, InstallationID: installation, Owner: "octo", Repo: "bench", Sender: "alice"}, Event: queue.EventIssueComment, DefaultBranch: "main",
+			Body: &queue.CommentIntake{ID: 99, Number: 1, Author: "alice", Body: "/akira status"}})
 	}
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
@@ -314,7 +314,7 @@ func newAckBench(b *testing.B) *ackBench {
 		}
 		return nil
 	}
-	a.fake, a.rdb, a.queue, a.installation = fake, rdb, queue, installation
+	a.fake, a.rdb, a.queue, a.installation = fake, rdb, qname, installation
 	a.webhook, a.floor, a.httpFloor = webhook, floor, httpFloor
 	return a
 }

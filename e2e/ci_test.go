@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 // ciOperator watches CI with a short grace period; the tests play the CI.
@@ -32,12 +32,12 @@ func (e *env) ciReport(event, branch, head, conclusion string) {
 	payload := map[string]any{"action": "completed", "installation": e.installation(), "repository": e.repository(),
 		"sender": user("github-actions[bot]")}
 	switch event {
-	case jobs.EventCheckSuite:
+	case queue.EventCheckSuite:
 		payload["check_suite"] = body
-	case jobs.EventWorkflowRun:
+	case queue.EventWorkflowRun:
 		body["name"] = "CI"
 		payload["workflow_run"] = body
-	case jobs.EventStatus:
+	case queue.EventStatus:
 		payload = map[string]any{"sha": head, "state": conclusion, "context": "ci/jenkins", "installation": e.installation(),
 			"repository": e.repository(), "sender": user("jenkins[bot]"), "branches": []any{map[string]any{"name": branch}}}
 	}
@@ -57,7 +57,7 @@ func TestCIThroughGitHub(t *testing.T) {
 		pass        func(e *env, branch, head string)
 		quote       string
 	}{
-		{name: "actions", event: jobs.EventCheckSuite,
+		{name: "actions", event: queue.EventCheckSuite,
 			fail: func(e *env, branch, head string) {
 				e.gh.AddWorkflowRun(e.owner, e.repo, githubtest.WorkflowRun{Name: "CI", HeadSHA: head, HeadBranch: branch, Jobs: []githubtest.WorkflowJob{
 					{Name: "lint", Conclusion: "success", Log: "ok\n"},
@@ -68,7 +68,7 @@ func TestCIThroughGitHub(t *testing.T) {
 					Jobs: []githubtest.WorkflowJob{{Name: "lint", Conclusion: "success"}, {Name: "test", Conclusion: "success"}}})
 			},
 			quote: "add_test.go:9: got 3, want 4"},
-		{name: "third-party check run", event: jobs.EventCheckSuite,
+		{name: "third-party check run", event: queue.EventCheckSuite,
 			fail: func(e *env, branch, head string) {
 				e.gh.AddForeignCheckRun(e.owner, e.repo, githubtest.ForeignCheckRun{App: githubtest.CIApp{ID: 77, Slug: "circleci", Name: "CircleCI"},
 					Name: "build", HeadSHA: head, HeadBranch: branch, Conclusion: "failure", Title: "Build failed", Summary: "make: *** [all] Error 2",
@@ -79,7 +79,7 @@ func TestCIThroughGitHub(t *testing.T) {
 					Name: "build", HeadSHA: head, HeadBranch: branch, Conclusion: "success"})
 			},
 			quote: "main.go:3: failure: undefined: frobnicate"},
-		{name: "commit status", event: jobs.EventStatus,
+		{name: "commit status", event: queue.EventStatus,
 			fail: func(e *env, _, head string) {
 				e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: head, Context: "ci/jenkins", State: "failure", Description: "2 tests failed in suite payments"})
 			},
@@ -154,7 +154,7 @@ func TestCIStaysRed(t *testing.T) {
 	branch := run.Branch
 	red := func(head string) {
 		e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: head, Context: "ci/jenkins", State: "failure", Description: "payments suite: 2 failed"})
-		e.ciReport(jobs.EventStatus, branch, head, "failure")
+		e.ciReport(queue.EventStatus, branch, head, "failure")
 	}
 	red(run.CI.Head)
 	run = e.waitCI(1, run.CI.Head)
@@ -173,7 +173,7 @@ func TestCIStaysRed(t *testing.T) {
 		t.Fatalf("the retried round's prompt has no guidance:\n%s", prompt)
 	}
 	e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: run.CI.Head, Context: "ci/jenkins", State: "success"})
-	e.ciReport(jobs.EventStatus, branch, run.CI.Head, "success")
+	e.ciReport(queue.EventStatus, branch, run.CI.Head, "success")
 	e.waitStatus(1, lifecycle.StatusSucceeded)
 	e.eventually("the pull request to be ready", func() bool { return !e.onlyPR(branch).Draft })
 }
@@ -193,7 +193,7 @@ func TestCIWatchEach(t *testing.T) {
 	}
 	status := func(head, state string) {
 		e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: head, Context: "ci/jenkins", State: state, Description: "suite " + state})
-		e.ciReport(jobs.EventStatus, branch, head, state)
+		e.ciReport(queue.EventStatus, branch, head, state)
 	}
 
 	status(run.CI.Head, "failure") // fixed before the second task starts

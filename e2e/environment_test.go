@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -57,7 +57,7 @@ func TestRedBaseThroughGitHub(t *testing.T) {
 	}, http.StatusAccepted)
 	e.eventually("the allowed run to succeed", func() bool {
 		r := e.runOf(1)
-		return r != nil && r.ID == jobs.RunIDFor("delivery-allowed") && r.Status == lifecycle.StatusSucceeded
+		return r != nil && r.ID == queue.RunIDFor("delivery-allowed") && r.Status == lifecycle.StatusSucceeded
 	})
 	if got := e.taskCommits("akira/issue-1"); got["1.1"] != 1 {
 		t.Errorf("checkpoints = %v, want one for 1.1", got)

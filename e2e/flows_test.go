@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/templates"
 )
 
@@ -32,7 +32,7 @@ func TestIssueRun(t *testing.T) {
 	e.deliver("issue_comment", "delivery-1", payload, http.StatusAccepted)
 
 	run := e.waitStatus(1, lifecycle.StatusSucceeded)
-	if run.ID != jobs.RunIDFor("delivery-1") || run.Branch != "akira/issue-1" {
+	if run.ID != queue.RunIDFor("delivery-1") || run.Branch != "akira/issue-1" {
 		t.Fatalf("run %s on %s", run.ID, run.Branch)
 	}
 	// One clone per run: the start commit, the pull request and every checkpoint come from the one

@@ -30,6 +30,7 @@ import (
 	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/agent/profiles"
 	"github.com/akira-bot/akira/runner/config"
@@ -126,7 +127,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	go fg.Heartbeat(ctx)
 	deps := jobs.Deps{
 		Store: store.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fg,
-		Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: ws.Queue}).WithFair(fg),
+		Enqueuer: queue.NewEnqueuer(client, queue.TaskOptions{Queue: ws.Queue}).WithFair(fg),
 		GitHub:   ghApp.Installations(),
 		Operator: op, WorkDir: ws.WorkDir, Cache: cache, Semantic: semantic, Sinks: sinks, Logger: log, Repositories: ghApp,
 		PublicURL: ws.PublicURL, Deliveries: ghApp,
@@ -270,10 +271,10 @@ func newEnvWith(t *testing.T, external bool, addr, operatorYAML string, ghOpts .
 		t.Fatalf("redis at %s: %v", addr, err)
 	}
 	id := randomHex(t, 6)
-	prefix, queue := "akira-e2e:"+id+":", "akira-e2e-"+id
+	prefix, qname := "akira-e2e:"+id+":", "akira-e2e-"+id
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = asynq.NewInspectorFromRedisClient(e.rdb).DeleteQueue(queue, true)
+		_ = asynq.NewInspectorFromRedisClient(e.rdb).DeleteQueue(qname, true)
 		iter := e.rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
 		for iter.Next(ctx) {
 			e.rdb.Del(ctx, iter.Val())
@@ -294,10 +295,10 @@ func newEnvWith(t *testing.T, external bool, addr, operatorYAML string, ghOpts .
 	must(t, os.WriteFile(opFile, []byte(op), 0o644))
 	t.Setenv("E2E_LOG", e.logDir)
 
-	e.spec = workerSpec{RedisAddr: addr, Prefix: prefix, Queue: queue, APIURL: e.gh.URL(), AppID: e.gh.AppID(),
+	e.spec = workerSpec{RedisAddr: addr, Prefix: prefix, Queue: qname, APIURL: e.gh.URL(), AppID: e.gh.AppID(),
 		KeyPEM: e.gh.PrivateKeyPEM(), OperatorFile: opFile, WorkDir: t.TempDir(), LockTTL: 3 * time.Second, Concurrency: 2}
 
-	enq := jobs.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), jobs.TaskOptions{Queue: queue})
+	enq := queue.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), queue.TaskOptions{Queue: qname})
 	handler, err := app.NewServer(
 		app.ServerConfig{AppID: e.gh.AppID(), WebhookSecret: []byte(webhookSecret), BotLogin: e.gh.BotLogin()},
 		app.Deps{Enqueuer: enq, Logger: testLogger(t)})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -20,9 +21,9 @@ func newTestFair(t *testing.T, cfg config.Fair, workers int) *fair.Gate {
 	return fair.New(rdb, prefix, cfg, workers)
 }
 
-func fairRun(inst int64, repo, delivery string) RunPayload {
+func fairRun(inst int64, repo, delivery string) queue.RunPayload {
 	owner, name, _ := strings.Cut(repo, "/")
-	return RunPayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: delivery, InstallationID: inst, Owner: owner, Repo: name}, Trigger: lifecycle.TriggerIssue, Number: 1}
+	return queue.RunPayload{TaskHeader: queue.TaskHeader{Version: queue.PayloadVersion, DeliveryID: delivery, InstallationID: inst, Owner: owner, Repo: name}, Trigger: lifecycle.TriggerIssue, Number: 1}
 }
 
 // TestSlotWaitIsNotAFailure: a run job the gate makes wait ends without counting as a failure, and
@@ -54,7 +55,7 @@ func TestSlotWaitIsNotAFailure(t *testing.T) {
 // the delivery when the payload has none (a new run), so a continuation keeps its run's slot.
 func TestTicketOfARunPayload(t *testing.T) {
 	p := fairRun(7, "octo/demo", "d1")
-	if got := p.Ticket(); got != (fair.Ticket{JobID: p.JobID(), RunID: RunIDFor("d1"), Installation: 7, Repo: "octo/demo", Number: 1}) {
+	if got := p.Ticket(); got != (fair.Ticket{JobID: p.JobID(), RunID: queue.RunIDFor("d1"), Installation: 7, Repo: "octo/demo", Number: 1}) {
 		t.Errorf("ticket of a new run = %+v", got)
 	}
 	cont := p
@@ -74,9 +75,9 @@ func TestFairForgetsVanishedTasks(t *testing.T) {
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	t.Cleanup(func() { _ = insp.DeleteQueue(f.TaskQueue, true) })
-	enq := NewEnqueuer(client, TaskOptions{Queue: f.TaskQueue}).WithFair(f)
+	enq := queue.NewEnqueuer(client, queue.TaskOptions{Queue: f.TaskQueue}).WithFair(f)
 	kept, gone := fairRun(1, "a/x", "kept"), fairRun(1, "a/x", "gone")
-	for _, p := range []RunPayload{kept, gone} {
+	for _, p := range []queue.RunPayload{kept, gone} {
 		if err := enq.EnqueueRun(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func TestFairForgetsVanishedTasks(t *testing.T) {
 
 // TestFairDefaultQueueIsTheRunQueue: the gate looks for run tasks on the queue they are put on.
 func TestFairDefaultQueueIsTheRunQueue(t *testing.T) {
-	if fair.DefaultTaskQueue != Queue {
-		t.Errorf("fair.DefaultTaskQueue = %q, want jobs.Queue %q", fair.DefaultTaskQueue, Queue)
+	if fair.DefaultTaskQueue != queue.Queue {
+		t.Errorf("fair.DefaultTaskQueue = %q, want jobs.Queue %q", fair.DefaultTaskQueue, queue.Queue)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
@@ -60,7 +61,7 @@ type AgentFactory func(name string, p config.AgentProfile) (agent.Agent, error)
 type Deps struct {
 	Store    *store.Store
 	Locker   *store.Locker
-	Enqueuer *Enqueuer
+	Enqueuer *queue.Enqueuer
 	GitHub   ports.Installations
 	// Operator is the operator's configuration: agent profiles, attempts, verification settings.
 	Operator config.Operator

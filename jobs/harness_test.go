@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 )
@@ -52,11 +53,11 @@ func (b *syncBuffer) String() string {
 func newJobsHarness(t *testing.T) *jobsHarness {
 	t.Helper()
 	rdb, prefix := testRedis(t)
-	queue := "test-" + randomHex(t, 4)
+	qname := "test-" + randomHex(t, 4)
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	t.Cleanup(func() {
-		_ = insp.DeleteQueue(queue, true)
+		_ = insp.DeleteQueue(qname, true)
 	})
 	logs := &syncBuffer{}
 	gh := newFakeGitHub()
@@ -68,14 +69,14 @@ func newJobsHarness(t *testing.T) *jobsHarness {
 		t.Fatal(err)
 	}
 	h, err := NewHandler(Deps{
-		Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: NewEnqueuer(client, TaskOptions{Queue: queue}),
+		Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: queue.NewEnqueuer(client, queue.TaskOptions{Queue: qname}),
 		GitHub: gh.installations(), Operator: op, WorkDir: t.TempDir(),
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &jobsHarness{t: t, gh: gh, h: h, store: st, prefix: prefix, queue: queue, insp: insp, logs: logs}
+	return &jobsHarness{t: t, gh: gh, h: h, store: st, prefix: prefix, queue: qname, insp: insp, logs: logs}
 }
 
 // queued returns the payloads of the tasks of a type enqueued so far, in any state, decoded into T.
@@ -107,7 +108,7 @@ func queued[T any](jh *jobsHarness, typ string) []T {
 
 // process enqueues the intake tasks and runs a real asynq worker on the harness's queue until every
 // task is done (retries included, with no delay between them) or archived.
-func (jh *jobsHarness) process(ps ...IntakePayload) {
+func (jh *jobsHarness) process(ps ...queue.IntakePayload) {
 	jh.t.Helper()
 	rdb, _ := testRedis(jh.t)
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
@@ -117,11 +118,11 @@ func (jh *jobsHarness) process(ps ...IntakePayload) {
 		Logger:         slogAsynq{slog.New(slog.NewJSONHandler(jh.logs, nil))}, LogLevel: asynq.ErrorLevel,
 	})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(TypeIntake, jh.h.intake.HandleIntake)
+	mux.HandleFunc(queue.TypeIntake, jh.h.intake.HandleIntake)
 	// What an intake queues is only looked at: it completes untouched and is kept for queued.
 	done := func(context.Context, *asynq.Task) error { return nil }
-	mux.HandleFunc(TypeRun, done)
-	mux.HandleFunc(TypeResume, done)
+	mux.HandleFunc(queue.TypeRun, done)
+	mux.HandleFunc(queue.TypeResume, done)
 	if err := srv.Start(mux); err != nil {
 		jh.t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func (jh *jobsHarness) process(ps ...IntakePayload) {
 }
 
 // intake runs one intake task through the handler, as asynq would on its first try.
-func (jh *jobsHarness) intake(p IntakePayload) error {
+func (jh *jobsHarness) intake(p queue.IntakePayload) error {
 	jh.t.Helper()
 	if p.DeliveryID == "" {
 		p.DeliveryID = "d-" + randomHex(jh.t, 4)
@@ -170,7 +171,7 @@ func (jh *jobsHarness) intake(p IntakePayload) error {
 	if p.DefaultBranch == "" {
 		p.DefaultBranch = "main"
 	}
-	task, err := TaskOptions{}.NewIntakeTask(p)
+	task, err := queue.TaskOptions{}.NewIntakeTask(p)
 	if err != nil {
 		jh.t.Fatalf("intake payload: %v", err)
 	}
@@ -178,8 +179,8 @@ func (jh *jobsHarness) intake(p IntakePayload) error {
 }
 
 // withDefaults fills in what every test intake has: the repository o/r of installation 7.
-func withDefaults(p IntakePayload) IntakePayload {
-	p.Version, p.InstallationID, p.Owner, p.Repo, p.DefaultBranch = PayloadVersion, 7, "o", "r", "main"
+func withDefaults(p queue.IntakePayload) queue.IntakePayload {
+	p.Version, p.InstallationID, p.Owner, p.Repo, p.DefaultBranch = queue.PayloadVersion, 7, "o", "r", "main"
 	return p
 }
 

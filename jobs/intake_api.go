@@ -12,6 +12,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
@@ -57,7 +58,7 @@ type ControlRequest struct {
 // approve` do. Every action is audited and mirrored as a line on the pull request (a job).
 type Controller struct {
 	Store    *store.Store
-	Enqueuer *Enqueuer
+	Enqueuer *queue.Enqueuer
 	Logger   *slog.Logger
 }
 
@@ -119,8 +120,8 @@ func (c *Controller) control(ctx context.Context, run *lifecycle.Run, req Contro
 		if len(resumed.Outbox) > 0 {
 			// The next job and the summary are the outbox's effects: a publish job performs them now
 			// (the relay would, later, if this enqueue were lost).
-			err := c.Enqueuer.EnqueuePublish(ctx, PublishPayload{RunID: run.ID, InstallationID: run.InstallationID, Rev: resumed.Rev})
-			if err := enqueued(err); err != nil {
+			err := c.Enqueuer.EnqueuePublish(ctx, queue.PublishPayload{RunID: run.ID, InstallationID: run.InstallationID, Rev: resumed.Rev})
+			if err := queue.Enqueued(err); err != nil {
 				return "", err
 			}
 		}
@@ -151,9 +152,9 @@ func (c *Controller) control(ctx context.Context, run *lifecycle.Run, req Contro
 		if taskID == "" && len(run.Parked) > 0 && req.Action != ActionAbort {
 			taskID = run.Parked[0].TaskID
 		}
-		err := c.Enqueuer.EnqueueResume(ctx, ResumePayload{TaskHeader: TaskHeader{DeliveryID: "control-" + req.RequestID, InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: by}, Number: cmp.Or(run.PR, run.Issue), RunID: run.ID, TaskID: taskID, ByButton: true,
+		err := c.Enqueuer.EnqueueResume(ctx, queue.ResumePayload{TaskHeader: queue.TaskHeader{DeliveryID: "control-" + req.RequestID, InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: by}, Number: cmp.Or(run.PR, run.Issue), RunID: run.ID, TaskID: taskID, ByButton: true,
 			Decision: runner.DecisionKind(req.Action), Guidance: req.Guidance})
-		if err := enqueued(err); err != nil {
+		if err := queue.Enqueued(err); err != nil {
 			return "", err
 		}
 		return req.Action + " queued", nil
@@ -171,9 +172,9 @@ func (c *Controller) mirror(ctx context.Context, run *lifecycle.Run, req Control
 	}
 	body := render("control_audit", templates.ControlAudit{Action: req.Action, TaskID: req.TaskID, Token: req.Token.Name, Via: req.Via,
 		Guidance: req.Guidance, Result: result, RunID: run.ID, Answer: req.Answer}, req.Action+" through the "+req.Via+" by "+req.Token.Name+".")
-	err := c.Enqueuer.EnqueueAuditLine(ctx, AuditLinePayload{ID: req.RequestID + "-" + req.Action, InstallationID: run.InstallationID,
+	err := c.Enqueuer.EnqueueAuditLine(ctx, queue.AuditLinePayload{ID: req.RequestID + "-" + req.Action, InstallationID: run.InstallationID,
 		Owner: run.Owner, Repo: run.Repo, Number: number, Body: body})
-	if err := enqueued(err); err != nil {
+	if err := queue.Enqueued(err); err != nil {
 		log := c.Logger
 		if log == nil {
 			log = slog.Default()
@@ -182,56 +183,14 @@ func (c *Controller) mirror(ctx context.Context, run *lifecycle.Run, req Control
 	}
 }
 
-// TypeAuditLine posts the line on a pull request that mirrors an operator's control action.
-const TypeAuditLine = "akira:audit-line"
-
 // auditLineTaskType is served by API.HandleAuditLine (see taskTypes).
-var auditLineTaskType = taskType{Name: TypeAuditLine, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleAuditLine }}
-
-// AuditLinePayload is the payload of TypeAuditLine: the comment, already rendered.
-type AuditLinePayload struct {
-	Version        int    `json:"v"`
-	ID             string `json:"id"`
-	InstallationID int64  `json:"installation_id"`
-	Owner          string `json:"owner"`
-	Repo           string `json:"repo"`
-	Number         int    `json:"number"`
-	Body           string `json:"body"`
-}
-
-// JobID makes one line per control request.
-func (p AuditLinePayload) JobID() string { return "audit-line:" + p.ID }
-
-// Validate reports what is missing from an audit line payload.
-func (p AuditLinePayload) Validate() error {
-	errs := []error{checkVersion(p.Version)}
-	if p.ID == "" || p.InstallationID <= 0 || p.Owner == "" || p.Repo == "" || p.Number <= 0 || p.Body == "" {
-		errs = append(errs, errors.New("id, installation, repository, number and body are required"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("audit line payload: %w", err)
-	}
-	return nil
-}
-
-// EnqueueAuditLine enqueues a TypeAuditLine task; ErrDuplicate when this line was queued already.
-func (e *Enqueuer) EnqueueAuditLine(ctx context.Context, p AuditLinePayload) error {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o := e.opts.withDefaults()
-	t, err := o.newTask(TypeAuditLine, p, resumeTimeout, intakeMaxRetry)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
-}
+var auditLineTaskType = taskType{Name: queue.TypeAuditLine, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleAuditLine }}
 
 // HandleAuditLine posts the line.
 func (h *API) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
-	var p AuditLinePayload
-	if err := decode(t, TypeAuditLine, &p); err != nil {
-		h.d.Metrics.Job(TypeAuditLine, metrics.ResultInvalid)
+	var p queue.AuditLinePayload
+	if err := queue.Decode(t, queue.TypeAuditLine, &p); err != nil {
+		h.d.Metrics.Job(queue.TypeAuditLine, metrics.ResultInvalid)
 		return err
 	}
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
@@ -239,9 +198,9 @@ func (h *API) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
 		_, _, err = gh.CreateComment(ctx, p.Owner, p.Repo, p.Number, p.Body)
 	}
 	if err != nil {
-		h.d.Metrics.Job(TypeAuditLine, metrics.ResultRetry)
+		h.d.Metrics.Job(queue.TypeAuditLine, metrics.ResultRetry)
 		return fmt.Errorf("jobs: audit line on %s/%s#%d: %w", p.Owner, p.Repo, p.Number, err)
 	}
-	h.d.Metrics.Job(TypeAuditLine, ResultSent)
+	h.d.Metrics.Job(queue.TypeAuditLine, ResultSent)
 	return nil
 }

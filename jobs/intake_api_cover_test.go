@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 )
@@ -234,7 +235,7 @@ func TestControlActions(t *testing.T) {
 		t.Errorf("queued run's stop = %+v, want an abort", r.Stop)
 	}
 	// The retry goes through the resume job with the parked task and the guidance.
-	resumes := queued[ResumePayload](jh, TypeResume)
+	resumes := queued[queue.ResumePayload](jh, queue.TypeResume)
 	if len(resumes) != 1 || resumes[0].RunID != "parked" || resumes[0].TaskID != "1.2" || resumes[0].Decision != runner.DecisionKind(ActionRetry) ||
 		resumes[0].Guidance != "use the v2 API" || resumes[0].Sender != "ops (api)" || resumes[0].Number != 9 || !resumes[0].ByButton {
 		t.Errorf("resume jobs = %+v, want one retry of task 1.2 of run parked", resumes)
@@ -251,7 +252,7 @@ func TestControlActions(t *testing.T) {
 		t.Errorf("refused action audited as %q", e.Result)
 	}
 	// The actions that happened are mirrored on the pull request by a job each.
-	lines := queued[AuditLinePayload](jh, TypeAuditLine)
+	lines := queued[queue.AuditLinePayload](jh, queue.TypeAuditLine)
 	if len(lines) != 3 {
 		t.Fatalf("audit lines = %+v, want 3 (stop, retry, abort)", lines)
 	}
@@ -265,8 +266,8 @@ func TestControlActions(t *testing.T) {
 func TestHandleAuditLinePostsAndRetries(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	p := AuditLinePayload{Version: PayloadVersion, ID: "q1-stop", InstallationID: 7, Owner: "o", Repo: "r", Number: 9, Body: "stop through the api by ops."}
-	task, err := TaskOptions{}.withDefaults().newTask(TypeAuditLine, p, resumeTimeout, intakeMaxRetry)
+	p := queue.AuditLinePayload{Version: queue.PayloadVersion, ID: "q1-stop", InstallationID: 7, Owner: "o", Repo: "r", Number: 9, Body: "stop through the api by ops."}
+	task, err := queue.TaskOptions{}.NewAuditLineTask(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestHandleAuditLinePostsAndRetries(t *testing.T) {
 	if p.JobID() != "audit-line:q1-stop" {
 		t.Errorf("JobID = %q", p.JobID())
 	}
-	if err := (AuditLinePayload{Version: PayloadVersion}).Validate(); err == nil || !strings.Contains(err.Error(), "required") {
+	if err := (queue.AuditLinePayload{Version: queue.PayloadVersion}).Validate(); err == nil || !strings.Contains(err.Error(), "required") {
 		t.Errorf("Validate of an empty payload = %v", err)
 	}
 }

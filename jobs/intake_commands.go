@@ -12,6 +12,7 @@ import (
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
@@ -165,9 +166,9 @@ func (h *Intake) commandMemory(ctx context.Context, in *intake, cmd command.Comm
 // commandRollback hands /akira rollback to a job, which takes the branch's lock.
 func (h *Intake) commandRollback(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.comment()
-	err := h.d.Enqueuer.EnqueueRollback(ctx, RollbackPayload{TaskHeader: in.p.by(c.Author), Number: c.Number, CommentID: c.ID, TaskID: cmd.TaskID, Retry: cmd.Retry,
+	err := h.d.Enqueuer.EnqueueRollback(ctx, queue.RollbackPayload{TaskHeader: in.p.By(c.Author), Number: c.Number, CommentID: c.ID, TaskID: cmd.TaskID, Retry: cmd.Retry,
 		Guidance: cmd.Guidance})
-	if err := enqueued(err); err != nil {
+	if err := queue.Enqueued(err); err != nil {
 		return "", err
 	}
 	in.react(ctx, c.ID)
@@ -182,9 +183,9 @@ func (h *Intake) commandPlan(ctx context.Context, in *intake, cmd command.Comman
 		}
 		return metrics.ResultReplied, nil
 	}
-	err := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{TaskHeader: in.p.by(c.Author), DefaultBranch: in.p.DefaultBranch, Number: c.Number, CommentID: c.ID,
+	err := h.d.Enqueuer.EnqueuePlan(ctx, queue.PlanPayload{TaskHeader: in.p.By(c.Author), DefaultBranch: in.p.DefaultBranch, Number: c.Number, CommentID: c.ID,
 		Guidance: cmd.Guidance})
-	if err := enqueued(err); err != nil {
+	if err := queue.Enqueued(err); err != nil {
 		return "", err
 	}
 	in.react(ctx, c.ID)
@@ -193,9 +194,9 @@ func (h *Intake) commandPlan(ctx context.Context, in *intake, cmd command.Comman
 
 func (h *Intake) commandDecision(ctx context.Context, in *intake, d runner.DecisionKind, guidance string) (string, error) {
 	c := in.comment()
-	err := h.d.Enqueuer.EnqueueResume(ctx, ResumePayload{TaskHeader: in.p.by(c.Author), CommentID: c.ID, Number: c.Number, Decision: d, Guidance: guidance,
+	err := h.d.Enqueuer.EnqueueResume(ctx, queue.ResumePayload{TaskHeader: in.p.By(c.Author), CommentID: c.ID, Number: c.Number, Decision: d, Guidance: guidance,
 		Recovered: in.recovered, AnsweredAt: in.answeredAt})
-	if err := enqueued(err); err != nil {
+	if err := queue.Enqueued(err); err != nil {
 		return "", err
 	}
 	if !in.recovered {
@@ -219,7 +220,7 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 	if !rc.Triggers.IssueComment {
 		return metrics.ResultNoop, nil
 	}
-	run := RunPayload{TaskHeader: in.p.by(c.Author),
+	run := queue.RunPayload{TaskHeader: in.p.By(c.Author),
 		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: c.Number, CommentID: c.ID, Path: cmd.Path,
 		TrustPlan: cmd.TrustPlan, BudgetUSD: cmd.BudgetUSD, Confirm: cmd.Confirm, AllowRedBase: cmd.AllowRedBase}
 	if plan, line, ok := roadmap.InlinePlan(c.Body, "/akira run"); ok && !c.OnPullRequest && cmd.Path == "" {
@@ -248,7 +249,7 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 		}
 		run.Trigger, run.Branch, run.HeadSHA = lifecycle.TriggerPullRequest, pr.HeadRef, pr.HeadSHA
 	}
-	if err := enqueued(h.d.Enqueuer.EnqueueRun(ctx, run)); err != nil {
+	if err := queue.Enqueued(h.d.Enqueuer.EnqueueRun(ctx, run)); err != nil {
 		return "", err
 	}
 	in.react(ctx, c.ID)

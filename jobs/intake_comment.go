@@ -2,41 +2,14 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
-
-// EventIssueComment is a comment on an issue or a pull request: a slash command.
-const EventIssueComment = "issue_comment"
-
-// commentEvent registers the comment body (see intakeEvents); its commands are intake_commands.go.
-var commentEvent = intakeEvent{Events: []string{EventIssueComment}, Key: "comment",
-	New: func() IntakeBody { return new(CommentIntake) }, Handle: (*Intake).onComment}
-
-// CommentIntake is a new comment that holds an /akira command (ParseComment did not ignore it).
-type CommentIntake struct {
-	ID int64 `json:"id"`
-	// Number is the issue or pull request the comment is on; OnPullRequest says which.
-	Number        int    `json:"number"`
-	OnPullRequest bool   `json:"on_pull_request,omitempty"`
-	Author        string `json:"author"`
-	Body          string `json:"body"`
-}
-
-func (c *CommentIntake) check() error {
-	if c.ID == 0 || c.Number <= 0 {
-		return errors.New("comment without an id and a number")
-	}
-	return nil
-}
-
-// answer: a comment may hold an answer to an escalation, which a recovery replays.
-func (c *CommentIntake) answer() bool { return true }
 
 func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
 	c := in.comment()
@@ -109,4 +82,4 @@ func (in *intake) auditAs(ctx context.Context, actor, via string, number int, ac
 }
 
 // comment is the delivery's comment; the commands (intake_commands.go) are only run from onComment.
-func (in *intake) comment() *CommentIntake { return in.p.Body.(*CommentIntake) }
+func (in *intake) comment() *queue.CommentIntake { return in.p.Body.(*queue.CommentIntake) }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestStartHandoffOncePerKey(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctl := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
-	req := HandoffRequest{Owner: "octo", Repo: "demo", Plan: "- [ ] 1 One\n", Token: store.Token{ID: "t-1", Name: "editor", Scope: store.ScopeStart}, Key: "k"}
+	req := queue.HandoffRequest{Owner: "octo", Repo: "demo", Plan: "- [ ] 1 One\n", Token: store.Token{ID: "t-1", Name: "editor", Scope: store.ScopeStart}, Key: "k"}
 	const n = 8
 	var wg sync.WaitGroup
 	ids, created := make([]string, n), make([]bool, n)
@@ -42,7 +43,7 @@ func TestStartHandoffOncePerKey(t *testing.T) {
 	if firsts != 1 {
 		t.Errorf("%d requests created a run, want 1", firsts)
 	}
-	if got := queued[HandoffPayload](jh, TypeHandoff); len(got) != 1 || RunIDFor(got[0].DeliveryID) != ids[0] {
+	if got := queued[queue.HandoffPayload](jh, queue.TypeHandoff); len(got) != 1 || queue.RunIDFor(got[0].DeliveryID) != ids[0] {
 		t.Fatalf("handoff jobs %+v, want one for run %s", got, ids[0])
 	}
 	// Another token's key is another request, whatever its name.
@@ -53,11 +54,11 @@ func TestStartHandoffOncePerKey(t *testing.T) {
 		t.Errorf("another token's key: %+v created %v err %v", h, c, err)
 	}
 	// The same token's key with another request is refused, naming the run the key started.
-	for _, change := range []func(*HandoffRequest){
-		func(r *HandoffRequest) { r.Plan = "- [ ] 1 Something else\n" },
-		func(r *HandoffRequest) { r.BudgetUSD = 5 },
-		func(r *HandoffRequest) { r.Base = "release" },
-		func(r *HandoffRequest) { r.Notify = map[string][]string{"run_finished": {"team"}} },
+	for _, change := range []func(*queue.HandoffRequest){
+		func(r *queue.HandoffRequest) { r.Plan = "- [ ] 1 Something else\n" },
+		func(r *queue.HandoffRequest) { r.BudgetUSD = 5 },
+		func(r *queue.HandoffRequest) { r.Base = "release" },
+		func(r *queue.HandoffRequest) { r.Notify = map[string][]string{"run_finished": {"team"}} },
 	} {
 		changed := req
 		change(&changed)
@@ -66,7 +67,7 @@ func TestStartHandoffOncePerKey(t *testing.T) {
 			t.Errorf("the key with %+v: created %v, err %v; want the run %s it started named", changed, c, err, ids[0])
 		}
 	}
-	if got := queued[HandoffPayload](jh, TypeHandoff); len(got) != 2 {
+	if got := queued[queue.HandoffPayload](jh, queue.TypeHandoff); len(got) != 2 {
 		t.Errorf("%d handoff jobs, want 2 (one per token)", len(got))
 	}
 }

@@ -3,62 +3,28 @@ package jobs
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/templates"
 )
 
-// EventIssues is an issue assigned or labelled (see TriggerIntake).
-const EventIssues = "issues"
-
-// issueTriggerEvent registers the issue trigger body (see intakeEvents).
-var issueTriggerEvent = intakeEvent{Events: []string{EventIssues}, Key: "trigger",
-	New: func() IntakeBody { return new(TriggerIntake) }, Handle: (*Intake).onIssueTrigger}
-
-// Issue triggers: the issue assigned to the App's bot, or the trigger label added; and the same taken
-// back, which stops nothing.
-const (
-	TriggerAssigned   = "assigned"
-	TriggerUnassigned = "unassigned"
-	TriggerLabeled    = "labeled"
-	TriggerUnlabeled  = "unlabeled"
-)
-
-// TriggerIntake is an issue assigned to Akira's bot or labelled, which starts a run as `/akira run` on
-// it would, with the same permission rules (the actor's).
-type TriggerIntake struct {
-	Number int    `json:"number"`
-	Action string `json:"action"`
-	Actor  string `json:"actor"`
-	// Label is the label added or removed.
-	Label string `json:"label,omitempty"`
-}
-
-func (tr *TriggerIntake) check() error {
-	if tr.Number <= 0 || tr.Actor == "" ||
-		!slices.Contains([]string{TriggerAssigned, TriggerUnassigned, TriggerLabeled, TriggerUnlabeled}, tr.Action) {
-		return errors.New("issue trigger without an issue, an actor and an action")
-	}
-	return nil
-}
-
 // onIssueTrigger starts a run when a writer assigns the issue to Akira's bot or adds the repository's
 // trigger label, exactly as `/akira run` on the issue would (the delivery makes it once); taking the
 // assignment or the label back stops nothing, and the reply says how to.
 func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error) {
-	tr := in.p.Body.(*TriggerIntake)
+	tr := in.p.Body.(*queue.TriggerIntake)
 	acc, err := h.authorize(ctx, in, tr.Actor)
 	if err != nil {
 		return "", err
 	}
 	if !acc.allowed {
-		if tr.Action == TriggerUnassigned || tr.Action == TriggerUnlabeled {
+		if tr.Action == queue.TriggerUnassigned || tr.Action == queue.TriggerUnlabeled {
 			return metrics.ResultNoop, nil
 		}
 		if err := in.reply(ctx, tr.Number, refusalText(tr.Actor, string(command.CmdRun), acc.level)); err != nil {
@@ -81,11 +47,11 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 	if label == "" {
 		label = config.DefaultTriggerLabel
 	}
-	labelled := tr.Action == TriggerLabeled || tr.Action == TriggerUnlabeled
+	labelled := tr.Action == queue.TriggerLabeled || tr.Action == queue.TriggerUnlabeled
 	if !rc.Triggers.IssueComment || (labelled && !strings.EqualFold(tr.Label, label)) {
 		return metrics.ResultNoop, nil
 	}
-	if tr.Action == TriggerUnassigned || tr.Action == TriggerUnlabeled {
+	if tr.Action == queue.TriggerUnassigned || tr.Action == queue.TriggerUnlabeled {
 		run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, tr.Number)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && run.Status.Terminal()) {
 			return metrics.ResultNoop, nil
@@ -104,7 +70,7 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 		}
 		return metrics.ResultReplied, nil
 	}
-	err = enqueued(h.d.Enqueuer.EnqueueRun(ctx, RunPayload{TaskHeader: in.p.by(tr.Actor), DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: tr.Number}))
+	err = queue.Enqueued(h.d.Enqueuer.EnqueueRun(ctx, queue.RunPayload{TaskHeader: in.p.By(tr.Actor), DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: tr.Number}))
 	if err != nil {
 		return "", err
 	}
@@ -114,7 +80,7 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 
 // triggerVia is how an issue trigger reached Akira, for the audit.
 func triggerVia(action string) string {
-	if action == TriggerLabeled || action == TriggerUnlabeled {
+	if action == queue.TriggerLabeled || action == queue.TriggerUnlabeled {
 		return store.ViaLabel
 	}
 	return store.ViaAssignment

@@ -9,6 +9,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -24,17 +25,17 @@ func planAgent(t *testing.T, answer string) {
 	t.Setenv("AKIRA_TEST_AGENT", script)
 }
 
-func (jh *jobsHarness) planJob(p PlanPayload) error {
+func (jh *jobsHarness) planJob(p queue.PlanPayload) error {
 	jh.t.Helper()
-	task, err := TaskOptions{}.NewPlanTask(p)
+	task, err := queue.TaskOptions{}.NewPlanTask(p)
 	if err != nil {
 		jh.t.Fatal(err)
 	}
 	return jh.h.planner.HandlePlan(context.Background(), task)
 }
 
-func planFor(number int, delivery string) PlanPayload {
-	return PlanPayload{TaskHeader: TaskHeader{DeliveryID: delivery, InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, DefaultBranch: "main", Number: number}
+func planFor(number int, delivery string) queue.PlanPayload {
+	return queue.PlanPayload{TaskHeader: queue.TaskHeader{DeliveryID: delivery, InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, DefaultBranch: "main", Number: number}
 }
 
 func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {
@@ -54,7 +55,7 @@ func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {
 	if len(comments) != 1 || !strings.Contains(comments[0], templates.PlanMarker(4)) || !strings.Contains(comments[0], "1.2 Test the greeting") {
 		t.Fatalf("comments on #4 = %q, want the one plan", comments)
 	}
-	if n := len(queued[RunPayload](jh, TypeRun)); n != 0 {
+	if n := len(queued[queue.RunPayload](jh, queue.TypeRun)); n != 0 {
 		t.Errorf("/akira plan queued %d runs, want none", n)
 	}
 
@@ -84,7 +85,7 @@ func TestPlanJobUnderPlanAutoRunsForAWriterOnly(t *testing.T) {
 			if err := jh.planJob(p); err != nil {
 				t.Fatal(err)
 			}
-			runs := queued[RunPayload](jh, TypeRun)
+			runs := queued[queue.RunPayload](jh, queue.TypeRun)
 			if len(runs) != tc.runs {
 				t.Fatalf("runs = %+v, want %d", runs, tc.runs)
 			}
@@ -137,27 +138,27 @@ func TestPlanJobExplainsABrokenConfiguration(t *testing.T) {
 }
 
 func TestIssueTriggers(t *testing.T) {
-	trigger := func(actor, action, label string) IntakePayload {
-		return IntakePayload{TaskHeader: TaskHeader{Sender: actor}, Event: EventIssues, Body: &TriggerIntake{Number: 4, Actor: actor, Action: action, Label: label}}
+	trigger := func(actor, action, label string) queue.IntakePayload {
+		return queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: actor}, Event: queue.EventIssues, Body: &queue.TriggerIntake{Number: 4, Actor: actor, Action: action, Label: label}}
 	}
 	tests := []struct {
 		name    string
 		config  string
 		running bool
-		in      IntakePayload
+		in      queue.IntakePayload
 		runs    int
 		replies int
 	}{
-		{name: "writer assigns", in: trigger("alice", TriggerAssigned, ""), runs: 1},
-		{name: "writer adds the label", in: trigger("alice", TriggerLabeled, "akira"), runs: 1},
-		{name: "another label", in: trigger("alice", TriggerLabeled, "bug")},
-		{name: "a label of the repository's choice", config: "triggers:\n  label: go-bot\n", in: trigger("alice", TriggerLabeled, "Go-Bot"), runs: 1},
-		{name: "reader assigns", in: trigger("rita", TriggerAssigned, ""), replies: 1},
-		{name: "reader unassigns", in: trigger("rita", TriggerUnassigned, "")},
-		{name: "unassigned with no run", in: trigger("alice", TriggerUnassigned, "")},
-		{name: "unlabelled while running", running: true, in: trigger("alice", TriggerUnlabeled, "akira"), replies: 1},
-		{name: "triggers off", config: "triggers:\n  issue_comment: false\n", in: trigger("alice", TriggerAssigned, "")},
-		{name: "broken configuration", config: "roadmap: [\n", in: trigger("alice", TriggerAssigned, ""), replies: 1},
+		{name: "writer assigns", in: trigger("alice", queue.TriggerAssigned, ""), runs: 1},
+		{name: "writer adds the label", in: trigger("alice", queue.TriggerLabeled, "akira"), runs: 1},
+		{name: "another label", in: trigger("alice", queue.TriggerLabeled, "bug")},
+		{name: "a label of the repository's choice", config: "triggers:\n  label: go-bot\n", in: trigger("alice", queue.TriggerLabeled, "Go-Bot"), runs: 1},
+		{name: "reader assigns", in: trigger("rita", queue.TriggerAssigned, ""), replies: 1},
+		{name: "reader unassigns", in: trigger("rita", queue.TriggerUnassigned, "")},
+		{name: "unassigned with no run", in: trigger("alice", queue.TriggerUnassigned, "")},
+		{name: "unlabelled while running", running: true, in: trigger("alice", queue.TriggerUnlabeled, "akira"), replies: 1},
+		{name: "triggers off", config: "triggers:\n  issue_comment: false\n", in: trigger("alice", queue.TriggerAssigned, "")},
+		{name: "broken configuration", config: "roadmap: [\n", in: trigger("alice", queue.TriggerAssigned, ""), replies: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,7 +178,7 @@ func TestIssueTriggers(t *testing.T) {
 			if err := jh.intake(tt.in); err != nil {
 				t.Fatal(err)
 			}
-			runs := queued[RunPayload](jh, TypeRun)
+			runs := queued[queue.RunPayload](jh, queue.TypeRun)
 			if len(runs) != tt.runs {
 				t.Errorf("runs = %+v, want %d", runs, tt.runs)
 			}

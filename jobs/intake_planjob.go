@@ -15,6 +15,7 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/config"
@@ -22,11 +23,8 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
-// TypePlan asks the agent for a plan of an issue written in prose and posts it.
-const TypePlan = "akira:plan"
-
 // planTaskType is served by Planner.HandlePlan (see taskTypes).
-var planTaskType = taskType{Name: TypePlan, Handle: func(h *Handler) asynq.HandlerFunc { return h.planner.HandlePlan }}
+var planTaskType = taskType{Name: queue.TypePlan, Handle: func(h *Handler) asynq.HandlerFunc { return h.planner.HandlePlan }}
 
 // Most issues are written in prose. `/akira run` on one (no task checkboxes, no path) first asks the
 // repository's agent for a plan and posts it as a comment; the next `/akira run` runs that plan, read
@@ -36,46 +34,6 @@ var planTaskType = taskType{Name: TypePlan, Handle: func(h *Handler) asynq.Handl
 // the issue's text, and a stranger's text must not choose commands that run before a writer has seen
 // them. No pull request is opened before there is a plan to run.
 
-// PlanPayload is the payload of TypePlan.
-type PlanPayload struct {
-	TaskHeader
-	DefaultBranch string `json:"default_branch,omitempty"`
-	Number        int    `json:"number"`
-	// CommentID is the command that asked for the plan.
-	CommentID int64  `json:"comment_id,omitempty"`
-	Guidance  string `json:"guidance,omitempty"`
-	// FromRun says `/akira run` asked for it (the plan may then run at once, under plan: auto);
-	// otherwise `/akira plan` did and the plan is only posted.
-	FromRun bool `json:"from_run,omitempty"`
-	// Normalize: the issue holds a checklist no format reads with confidence; the planner agent
-	// rewrites it, and the rewrite is posted to be confirmed (/akira run --confirm), never run at once.
-	Normalize bool `json:"normalize,omitempty"`
-}
-
-// JobID is the delivery: a redelivered command plans once.
-func (p PlanPayload) JobID() string { return "plan:" + p.DeliveryID }
-
-// Validate reports what is missing from a plan payload.
-func (p PlanPayload) Validate() error {
-	errs := []error{checkVersion(p.Version)}
-	if p.DeliveryID == "" {
-		errs = append(errs, errors.New("no delivery id"))
-	}
-	if p.InstallationID <= 0 {
-		errs = append(errs, errors.New("no installation id"))
-	}
-	if p.Owner == "" || p.Repo == "" {
-		errs = append(errs, errors.New("no repository"))
-	}
-	if p.Number <= 0 {
-		errs = append(errs, errors.New("no issue number"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("plan payload: %w", err)
-	}
-	return nil
-}
-
 // Results of a plan job.
 const (
 	ResultPlanned = "planned"
@@ -83,29 +41,29 @@ const (
 
 // HandlePlan writes and posts a plan for an issue.
 func (h *Planner) HandlePlan(ctx context.Context, t *asynq.Task) error {
-	p, err := DecodePlanPayload(t)
+	p, err := queue.DecodePlanPayload(t)
 	if err != nil {
-		h.d.Metrics.Job(TypePlan, metrics.ResultInvalid)
+		h.d.Metrics.Job(queue.TypePlan, metrics.ResultInvalid)
 		return err
 	}
 	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.Job(TypePlan, metrics.ResultQueued)
+		h.d.Metrics.Job(queue.TypePlan, metrics.ResultQueued)
 		return err
 	}
 	result, err := h.plan(ctx, p)
-	h.d.Metrics.Job(TypePlan, result)
+	h.d.Metrics.Job(queue.TypePlan, result)
 	return err
 }
 
-func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
-	log := h.log.With("task", TypePlan, "delivery", p.DeliveryID, "installation", p.InstallationID,
+func (h *Planner) plan(ctx context.Context, p queue.PlanPayload) (string, error) {
+	log := h.log.With("task", queue.TypePlan, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "issue", p.Number)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
-	in, err := h.runs.gatherRunInputs(ctx, gh, RunPayload{TaskHeader: TaskHeader{Owner: p.Owner, Repo: p.Repo}, DefaultBranch: p.DefaultBranch,
+	in, err := h.runs.gatherRunInputs(ctx, gh, queue.RunPayload{TaskHeader: queue.TaskHeader{Owner: p.Owner, Repo: p.Repo}, DefaultBranch: p.DefaultBranch,
 		Trigger: lifecycle.TriggerIssue, Number: p.Number})
 	if ce, bad := asRepoConfigError(err); bad {
 		if rerr := replyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
@@ -165,8 +123,8 @@ func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 	}
 	log.Info("plan job: plan posted", "tasks", res.Tasks, "attempts", res.Attempts, "auto", auto)
 	if auto {
-		err := h.d.Enqueuer.EnqueueRun(ctx, RunPayload{TaskHeader: TaskHeader{DeliveryID: "planned-" + p.DeliveryID, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender}, DefaultBranch: in.Repo.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: p.Number})
-		if err := enqueued(err); err != nil {
+		err := h.d.Enqueuer.EnqueueRun(ctx, queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: "planned-" + p.DeliveryID, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender}, DefaultBranch: in.Repo.DefaultBranch, Trigger: lifecycle.TriggerIssue, Number: p.Number})
+		if err := queue.Enqueued(err); err != nil {
 			return metrics.ResultRetry, err
 		}
 	}
@@ -174,7 +132,7 @@ func (h *Planner) plan(ctx context.Context, p PlanPayload) (string, error) {
 }
 
 // planFailed says why there is no plan, once per job; the job ends (another try would fail alike).
-func (h *Planner) planFailed(ctx context.Context, c ports.Comments, p PlanPayload, reason string, retried bool) error {
+func (h *Planner) planFailed(ctx context.Context, c ports.Comments, p queue.PlanPayload, reason string, retried bool) error {
 	text := render("plan_failed", templates.PlanFailed{Reason: reason}, "Akira could not write a plan for this issue: "+reason+".")
 	if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
 		return fmt.Errorf("jobs: reply: %w", err)
@@ -220,7 +178,7 @@ func postedPlan(ctx context.Context, c ports.Comments, owner, repo string, numbe
 // normalize has the planner agent rewrite an issue's checklist that no format reads with
 // confidence, and posts the rewrite beside the lines each task came from. Nothing runs: a person
 // reads it and replies /akira run --confirm (whatever plan: auto says).
-func (h *Planner) normalize(ctx context.Context, gh ports.GitHub, p PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
+func (h *Planner) normalize(ctx context.Context, gh ports.GitHub, p queue.PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
 	retried, _ := asynq.GetRetryCount(ctx)
 	body := in.Issue.Body
 	a := roadmap.Assess("issue.md", []byte(body), "")
@@ -260,28 +218,6 @@ func (h *Planner) normalize(ctx context.Context, gh ports.GitHub, p PlanPayload,
 }
 
 // planIssueKey names the plan job a `/akira run` starts for a prose issue.
-func planIssueKey(p RunPayload) string { return "run-" + p.DeliveryID + "-" + strconv.Itoa(p.Number) }
-
-// NewPlanTask builds a TypePlan task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewPlanTask(p PlanPayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypePlan, p, planTimeout, o.MaxRetry)
-}
-
-// DecodePlanPayload reads a TypePlan payload; see decode.
-func DecodePlanPayload(t *asynq.Task) (PlanPayload, error) {
-	var p PlanPayload
-	return p, decode(t, TypePlan, &p)
-}
-
-// EnqueuePlan enqueues a TypePlan task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueuePlan(ctx context.Context, p PlanPayload) error {
-	t, err := e.opts.NewPlanTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
+func planIssueKey(p queue.RunPayload) string {
+	return "run-" + p.DeliveryID + "-" + strconv.Itoa(p.Number)
 }

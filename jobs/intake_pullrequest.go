@@ -2,40 +2,18 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner/config"
 )
 
-// EventPullRequest is a pull request opened, reopened or pushed to.
-const EventPullRequest = "pull_request"
-
-// pullRequestEvent registers the pull request body (see intakeEvents).
-var pullRequestEvent = intakeEvent{Events: []string{EventPullRequest}, Key: "pull_request",
-	New: func() IntakeBody { return new(PullRequestIntake) }, Handle: (*Intake).onPullRequest}
-
-// PullRequestIntake is a pull request opened, reopened or pushed to, from the repository itself.
-type PullRequestIntake struct {
-	Number  int    `json:"number"`
-	Action  string `json:"action"`
-	HeadRef string `json:"head_ref"`
-	HeadSHA string `json:"head_sha"`
-}
-
-func (pr *PullRequestIntake) check() error {
-	if pr.Number <= 0 || pr.HeadRef == "" {
-		return errors.New("pull request without a number and a head branch")
-	}
-	return nil
-}
-
 func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) {
-	pr := in.p.Body.(*PullRequestIntake)
+	pr := in.p.Body.(*queue.PullRequestIntake)
 	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
 	if ce, bad := asRepoConfigError(err); bad {
 		// Said once when the pull request opens, not on every push to it.
@@ -69,10 +47,10 @@ func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) 
 	if !acc.allowed {
 		return metrics.ResultRefused, nil
 	}
-	err = h.d.Enqueuer.EnqueueRun(ctx, RunPayload{TaskHeader: in.p.by(in.p.Sender),
+	err = h.d.Enqueuer.EnqueueRun(ctx, queue.RunPayload{TaskHeader: in.p.By(in.p.Sender),
 		DefaultBranch: in.p.DefaultBranch, Trigger: lifecycle.TriggerPullRequest, Number: pr.Number, Branch: pr.HeadRef,
 		HeadSHA: pr.HeadSHA})
-	if err := enqueued(err); err != nil {
+	if err := queue.Enqueued(err); err != nil {
 		return "", err
 	}
 	return metrics.ResultAccepted, nil

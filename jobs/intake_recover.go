@@ -14,6 +14,7 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -30,11 +31,8 @@ import (
 // An answer the run acted on before the loss is older than the escalation that followed it, or its
 // task is done on the branch, so it never acts twice.
 
-// TypeRecover is the job that replays the answers Redis may have lost.
-const TypeRecover = "akira:recover"
-
 // recoverTaskType is served by Recovery.HandleRecover (see taskTypes).
-var recoverTaskType = taskType{Name: TypeRecover, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleRecover }}
+var recoverTaskType = taskType{Name: queue.TypeRecover, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleRecover }}
 
 const (
 	// RecoverWindow is how far back a recovery looks: as far as the sweep, since an answer may wait
@@ -46,57 +44,6 @@ const (
 	// be and still be looked at: what reached the new Redis is told apart by its intake task anyway.
 	recoverClockSkew = 2 * time.Minute
 )
-
-// RecoverPayload is the payload of TypeRecover.
-type RecoverPayload struct {
-	Version int `json:"v"`
-	// Epoch is the epoch key's new value; Since when it was written: deliveries after it reached the
-	// new Redis and need no replay.
-	Epoch string    `json:"epoch"`
-	Since time.Time `json:"since"`
-}
-
-// JobID makes one recovery per lost epoch, however many workers noticed.
-func (p RecoverPayload) JobID() string { return "recover:" + p.Epoch }
-
-// Validate reports what is missing from a recover payload.
-func (p RecoverPayload) Validate() error {
-	errs := []error{checkVersion(p.Version)}
-	if p.Epoch == "" {
-		errs = append(errs, errors.New("no epoch"))
-	}
-	if p.Since.IsZero() {
-		errs = append(errs, errors.New("no time"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("recover payload: %w", err)
-	}
-	return nil
-}
-
-// NewRecoverTask builds a TypeRecover task.
-func (o TaskOptions) NewRecoverTask(p RecoverPayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypeRecover, p, 10*time.Minute, o.MaxRetry)
-}
-
-// EnqueueRecover enqueues a TypeRecover task; ErrDuplicate when that epoch's recovery is queued.
-func (e *Enqueuer) EnqueueRecover(ctx context.Context, p RecoverPayload) error {
-	t, err := e.opts.NewRecoverTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
-}
-
-// DecodeRecoverPayload reads a TypeRecover payload; see decode.
-func DecodeRecoverPayload(t *asynq.Task) (RecoverPayload, error) {
-	var p RecoverPayload
-	return p, decode(t, TypeRecover, &p)
-}
 
 // checkEpoch queues a recovery when Redis has lost the epoch key. It reports whether it queued one.
 func (h *Recovery) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
@@ -110,8 +57,8 @@ func (h *Recovery) checkEpoch(ctx context.Context, now time.Time) (bool, error) 
 	// a restart; a new client names it again.
 	client := asynq.NewClientFromRedisClient(h.d.Store.Client())
 	defer client.Close() // leaves the store's connection pool open
-	err = NewEnqueuer(client, h.d.Enqueuer.opts).EnqueueRecover(ctx, RecoverPayload{Epoch: epoch, Since: now})
-	if err != nil && !errors.Is(err, ErrDuplicate) {
+	err = queue.NewEnqueuer(client, h.d.Enqueuer.Options()).EnqueueRecover(ctx, queue.RecoverPayload{Epoch: epoch, Since: now})
+	if err != nil && !errors.Is(err, queue.ErrDuplicate) {
 		// Without its job the epoch would hide the loss: the next check tries again.
 		h.d.Store.DropEpoch(ctx, epoch)
 		return false, err
@@ -197,22 +144,22 @@ func Recover(ctx context.Context, deliveries Deliveries, st *store.Store, since 
 
 // HandleRecover runs one recovery.
 func (h *Recovery) HandleRecover(ctx context.Context, t *asynq.Task) error {
-	p, err := DecodeRecoverPayload(t)
+	p, err := queue.DecodeRecoverPayload(t)
 	if err != nil {
-		h.d.Metrics.Job(TypeRecover, metrics.ResultInvalid)
+		h.d.Metrics.Job(queue.TypeRecover, metrics.ResultInvalid)
 		return err
 	}
 	if h.d.Deliveries == nil {
 		h.log.Warn("recover: no access to the App's deliveries; answers Redis lost are not replayed", "epoch", p.Epoch)
-		h.d.Metrics.Job(TypeRecover, metrics.ResultNoop)
+		h.d.Metrics.Job(queue.TypeRecover, metrics.ResultNoop)
 		return nil
 	}
 	res, err := Recover(ctx, h.d.Deliveries, h.d.Store, p.Since, h.intakeLost())
 	if err != nil {
-		h.d.Metrics.Job(TypeRecover, metrics.ResultRetry)
+		h.d.Metrics.Job(queue.TypeRecover, metrics.ResultRetry)
 		return err
 	}
-	h.d.Metrics.Job(TypeRecover, metrics.ResultSucceeded)
+	h.d.Metrics.Job(queue.TypeRecover, metrics.ResultSucceeded)
 	h.log.Info("recover: done", "epoch", p.Epoch, "comments", res.Seen, "kept", res.Kept, "redelivered", res.Redelivered, "capped", res.Capped)
 	return nil
 }
@@ -221,12 +168,12 @@ func (h *Recovery) HandleRecover(ctx context.Context, t *asynq.Task) error {
 // enqueues it, with the delivery's GUID in its id, before it answers GitHub).
 func (h *Recovery) intakeLost() func(ctx context.Context, guid string) (bool, error) {
 	insp := asynq.NewInspectorFromRedisClient(h.d.Store.Client()) // shares the store's pool; not closed
-	queue := h.d.Enqueuer.opts.withDefaults().Queue
+	name := h.d.Enqueuer.Options().Queue
 	return func(ctx context.Context, guid string) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		_, err := insp.GetTaskInfo(queue, IntakePayload{TaskHeader: TaskHeader{DeliveryID: guid}}.JobID())
+		_, err := insp.GetTaskInfo(name, queue.IntakePayload{TaskHeader: queue.TaskHeader{DeliveryID: guid}}.JobID())
 		switch {
 		case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
 			return true, nil
@@ -242,7 +189,7 @@ func (h *Recovery) intakeLost() func(ctx context.Context, guid string) (bool, er
 // when Akira wrote it (a person quoting its marker cannot hide an answer); a reply may be on the pull
 // request or on the issue the run came from. A reply is placed by its comment's time, a button by
 // the time GitHub delivered it (p.AnsweredAt), which the recovery kept.
-func (h *Recovery) pendingAnswer(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, p ResumePayload) (bool, string, error) {
+func (h *Recovery) pendingAnswer(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, p queue.ResumePayload) (bool, string, error) {
 	numbers := []int{}
 	if pr := summaryNumber(run); pr != 0 {
 		numbers = append(numbers, pr)

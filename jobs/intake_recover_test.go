@@ -9,6 +9,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -41,8 +42,8 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 	}, f.list[3:]...)...)
 	// "kept" reached the worker and its intake task is still in Redis: it was not lost.
 	f.list = append(f.list[:1], append([]Delivery{{ID: 10, GUID: "kept", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(30 * time.Second)}}, f.list[1:]...)...)
-	if err := jh.h.d.Enqueuer.EnqueueIntake(ctx, withDefaults(IntakePayload{TaskHeader: TaskHeader{DeliveryID: "kept"}, Event: "issue_comment",
-		Body: &CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
+	if err := jh.h.d.Enqueuer.EnqueueIntake(ctx, withDefaults(queue.IntakePayload{TaskHeader: queue.TaskHeader{DeliveryID: "kept"}, Event: "issue_comment",
+		Body: &queue.CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Recover(ctx, f, jh.store, since, jh.h.recovery.intakeLost())
@@ -82,7 +83,7 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 	if got, err := jh.h.recovery.checkEpoch(ctx, now.Add(time.Second)); err != nil || !got {
 		t.Fatalf("check after the loss = %v, %v; want a recovery", got, err)
 	}
-	if got := queued[RecoverPayload](jh, TypeRecover); len(got) != 2 || got[0].Epoch == got[1].Epoch {
+	if got := queued[queue.RecoverPayload](jh, queue.TypeRecover); len(got) != 2 || got[0].Epoch == got[1].Epoch {
 		t.Errorf("recoveries queued = %+v, want two of different epochs", got)
 	}
 	if qs, err := jh.insp.Queues(); err != nil || !slices.Contains(qs, jh.queue) {
@@ -112,13 +113,13 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 		if err := jh.store.MarkRecovered(ctx, guid, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		err := jh.intake(IntakePayload{TaskHeader: TaskHeader{DeliveryID: guid}, Event: "issue_comment",
-			Body: &CommentIntake{ID: int64(500 + i), Number: 5, OnPullRequest: true, Author: c.author, Body: c.body}})
+		err := jh.intake(queue.IntakePayload{TaskHeader: queue.TaskHeader{DeliveryID: guid}, Event: "issue_comment",
+			Body: &queue.CommentIntake{ID: int64(500 + i), Number: 5, OnPullRequest: true, Author: c.author, Body: c.body}})
 		if err != nil {
 			t.Fatalf("%q by %s: %v", c.body, c.author, err)
 		}
-		resumes := queued[ResumePayload](jh, TypeResume)
-		got := slices.ContainsFunc(resumes, func(p ResumePayload) bool { return p.CommentID == int64(500+i) })
+		resumes := queued[queue.ResumePayload](jh, queue.TypeResume)
+		got := slices.ContainsFunc(resumes, func(p queue.ResumePayload) bool { return p.CommentID == int64(500+i) })
 		if got != c.queued {
 			t.Errorf("%q by %s: resume queued = %v, want %v", c.body, c.author, got, c.queued)
 		}
@@ -136,12 +137,12 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 		if err := jh.store.MarkRecovered(ctx, guid, at); err != nil {
 			t.Fatal(err)
 		}
-		if err := jh.intake(IntakePayload{TaskHeader: TaskHeader{DeliveryID: guid, Sender: "alice"}, Event: "check_run",
-			Body: &CheckRunIntake{ID: 77, RunID: "r1", TaskID: "1.2", Decision: c.decision, Number: 5}}); err != nil {
+		if err := jh.intake(queue.IntakePayload{TaskHeader: queue.TaskHeader{DeliveryID: guid, Sender: "alice"}, Event: "check_run",
+			Body: &queue.CheckRunIntake{ID: 77, RunID: "r1", TaskID: "1.2", Decision: c.decision, Number: 5}}); err != nil {
 			t.Fatal(err)
 		}
-		resumes := queued[ResumePayload](jh, TypeResume)
-		got := slices.ContainsFunc(resumes, func(p ResumePayload) bool {
+		resumes := queued[queue.ResumePayload](jh, queue.TypeResume)
+		got := slices.ContainsFunc(resumes, func(p queue.ResumePayload) bool {
 			return p.ByButton && p.Decision == c.decision && p.Recovered && p.AnsweredAt.Equal(at)
 		})
 		if got != c.queued {
@@ -151,7 +152,7 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 	if len(jh.gh.reactions) != 0 || len(jh.gh.comments) != 0 {
 		t.Errorf("a recovered delivery spoke: reactions %v, comments %d", jh.gh.reactions, len(jh.gh.comments))
 	}
-	if got := queued[RunPayload](jh, TypeRun); len(got) != 0 {
+	if got := queued[queue.RunPayload](jh, queue.TypeRun); len(got) != 0 {
 		t.Errorf("a recovered /akira run started %d runs", len(got))
 	}
 }
@@ -223,7 +224,7 @@ func TestPendingAnswer(t *testing.T) {
 			}
 			h := &Handler{}
 			run := &lifecycle.Run{ID: "r1", Owner: "o", Repo: "r", PR: 5, Issue: 3}
-			p := ResumePayload{CommentID: id, Number: number, Decision: runner.DecisionRetry, Recovered: true}
+			p := queue.ResumePayload{CommentID: id, Number: number, Decision: runner.DecisionRetry, Recovered: true}
 			if !pressed.IsZero() {
 				p.ByButton, p.AnsweredAt, p.RunID, p.TaskID = true, pressed, "r1", "1.2"
 			}

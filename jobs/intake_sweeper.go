@@ -10,18 +10,14 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
-// TypeSweep is the periodic job that asks GitHub to redeliver the webhook deliveries Akira missed.
-const TypeSweep = "akira:sweep"
-
 // sweepTaskType is served by Recovery.HandleSweep (see taskTypes).
-var sweepTaskType = taskType{Name: TypeSweep, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleSweep }}
+var sweepTaskType = taskType{Name: queue.TypeSweep, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleSweep }}
 
 // Sweeper defaults.
 const (
-	// SweepInterval is how often the scheduler queues a sweep; one runs cluster-wide per interval.
-	SweepInterval = time.Minute
 	// SweepWindow is how far back a sweep looks. GitHub keeps deliveries for redelivery for 3 days;
 	// what failed longer ago than this was either redelivered already or given up.
 	SweepWindow = 6 * time.Hour
@@ -47,16 +43,6 @@ type Deliveries interface {
 	// ListDeliveries returns one page, newest first, and the cursor of the next ("" on the last).
 	ListDeliveries(ctx context.Context, cursor string) ([]Delivery, string, error)
 	Redeliver(ctx context.Context, id int64) error
-}
-
-// NewSweepTask returns the sweep task. Unique for most of an interval, so that when every worker's
-// scheduler queues one, a single sweep runs.
-func NewSweepTask(queue string) *asynq.Task {
-	if queue == "" {
-		queue = Queue
-	}
-	return asynq.NewTask(TypeSweep, []byte("{}"), asynq.Queue(queue), asynq.Unique(SweepInterval-5*time.Second),
-		asynq.MaxRetry(0), asynq.Timeout(SweepInterval))
 }
 
 // SweepResult counts what a sweep did.
@@ -151,10 +137,10 @@ func (h *Recovery) HandleSweep(ctx context.Context, _ *asynq.Task) error {
 	}
 	res, err := Sweep(ctx, h.d.Deliveries, time.Now(), h.d.Metrics, h.log)
 	if err != nil {
-		h.d.Metrics.Job(TypeSweep, metrics.ResultRetry)
+		h.d.Metrics.Job(queue.TypeSweep, metrics.ResultRetry)
 		return err
 	}
-	h.d.Metrics.Job(TypeSweep, metrics.ResultSucceeded)
+	h.d.Metrics.Job(queue.TypeSweep, metrics.ResultSucceeded)
 	if res.Redelivered > 0 || res.GivenUp > 0 {
 		b, _ := json.Marshal(res)
 		h.log.Info("sweep: done", "result", string(b))

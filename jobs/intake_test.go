@@ -13,19 +13,20 @@ import (
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner"
 )
 
-func comment(author, body string, number int) IntakePayload {
-	return IntakePayload{TaskHeader: TaskHeader{Sender: author}, Event: EventIssueComment,
-		Body: &CommentIntake{ID: 555, Number: number, Author: author, Body: body}}
+func comment(author, body string, number int) queue.IntakePayload {
+	return queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: author}, Event: queue.EventIssueComment,
+		Body: &queue.CommentIntake{ID: 555, Number: number, Author: author, Body: body}}
 }
 
 func TestIntakeComments(t *testing.T) {
 	tests := []struct {
 		name   string
 		setup  func(*fakeGitHub)
-		in     IntakePayload
+		in     queue.IntakePayload
 		runs   int
 		resume []runner.DecisionKind
 		// effects are what GitHub saw, in order; replies are matched by a fragment of their first line.
@@ -92,9 +93,9 @@ func TestIntakeComments(t *testing.T) {
 			setup: func(f *fakeGitHub) {
 				f.pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "evil/r"}
 			},
-			in: func() IntakePayload {
+			in: func() queue.IntakePayload {
 				p := comment("alice", "/akira run", 4)
-				p.Body.(*CommentIntake).OnPullRequest = true
+				p.Body.(*queue.CommentIntake).OnPullRequest = true
 				return p
 			}(),
 			effects: []string{"comment #4: "},
@@ -112,12 +113,12 @@ func TestIntakeComments(t *testing.T) {
 			if err := jh.intake(tt.in); err != nil {
 				t.Fatalf("intake: %v", err)
 			}
-			runs := queued[RunPayload](jh, TypeRun)
+			runs := queued[queue.RunPayload](jh, queue.TypeRun)
 			if len(runs) != tt.runs {
 				t.Errorf("runs queued = %+v, want %d", runs, tt.runs)
 			}
 			var decisions []runner.DecisionKind
-			for _, r := range queued[ResumePayload](jh, TypeResume) {
+			for _, r := range queued[queue.ResumePayload](jh, queue.TypeResume) {
 				decisions = append(decisions, r.Decision)
 				if r.CommentID != 555 || r.Number != 4 {
 					t.Errorf("resume = %+v, want comment 555 on #4", r)
@@ -144,11 +145,11 @@ func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
 	jh.gh.permissions["alice"] = "admin"
 	jh.gh.pulls[9] = &ports.PullRequest{Number: 9, HeadRef: "feature", HeadSHA: "abc", HeadRepo: "o/r"}
 	p := comment("alice", "/akira run docs/PLAN.md", 9)
-	p.Body.(*CommentIntake).OnPullRequest = true
+	p.Body.(*queue.CommentIntake).OnPullRequest = true
 	if err := jh.intake(p); err != nil {
 		t.Fatal(err)
 	}
-	runs := queued[RunPayload](jh, TypeRun)
+	runs := queued[queue.RunPayload](jh, queue.TypeRun)
 	if len(runs) != 1 {
 		t.Fatalf("runs = %+v", runs)
 	}
@@ -167,7 +168,7 @@ func TestIntakeRepliesOncePerDelivery(t *testing.T) {
 	jh := newJobsHarness(t)
 	jh.gh.permissions["alice"] = "write"
 	jh.gh.permissions["rita"] = "read"
-	for i, p := range []IntakePayload{comment("alice", "/akira help", 4), comment("alice", "/akira status", 5), comment("rita", "/akira run", 6)} {
+	for i, p := range []queue.IntakePayload{comment("alice", "/akira help", 4), comment("alice", "/akira status", 5), comment("rita", "/akira run", 6)} {
 		p.DeliveryID = fmt.Sprintf("same-delivery-%d", i)
 		for range 2 {
 			if err := jh.intake(p); err != nil {
@@ -191,10 +192,10 @@ func TestIntakeRetriesWithoutDoublePosting(t *testing.T) {
 			jh.gh.pullFiles[9] = []string{"ROADMAP.md"}
 			jh.gh.failOnce(op, errors.New("GitHub answered 502"))
 			jh.gh.lostAnswer["CreateComment"] = true // the first comment is made, its answer lost
-			payloads := []IntakePayload{
+			payloads := []queue.IntakePayload{
 				comment("rita", "/akira run", 4),
 				comment("alice", "/akira help", 5),
-				{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 9, Action: "opened", HeadRef: "feature"}},
+				{TaskHeader: queue.TaskHeader{Sender: "alice"}, Event: queue.EventPullRequest, Body: &queue.PullRequestIntake{Number: 9, Action: "opened", HeadRef: "feature"}},
 				comment("alice", "/akira run", 6),
 			}
 			jh.process(payloads...)
@@ -205,7 +206,7 @@ func TestIntakeRetriesWithoutDoublePosting(t *testing.T) {
 				t.Errorf("comments on #5 = %q, want one help", got)
 			}
 			var numbers []int
-			for _, r := range queued[RunPayload](jh, TypeRun) {
+			for _, r := range queued[queue.RunPayload](jh, queue.TypeRun) {
 				numbers = append(numbers, r.Number)
 			}
 			slices.Sort(numbers)
@@ -220,31 +221,31 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(*fakeGitHub)
-		in    IntakePayload
+		in    queue.IntakePayload
 		want  []lifecycle.Trigger
 	}{
 		{"push changing the roadmap", nil,
-			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
+			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
 			[]lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push changing other files", nil,
-			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Changed: []string{"README.md"}}}, nil},
+			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Changed: []string{"README.md"}}}, nil},
 		{"push cut at 20 commits", nil,
-			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Truncated: true}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
+			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Truncated: true}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push with the trigger off", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "triggers:\n  push: false\n" },
-			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
+			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
 		{"push with a configured roadmap", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "roadmap: docs/PLAN.md\n" },
-			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
+			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
 		{"push with a broken configuration", func(f *fakeGitHub) { f.files[":.github/akira.yml"] = "nope: 1\n" },
-			IntakePayload{Event: EventPush, Body: &PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
+			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
 		{"pull request changing a spec", func(f *fakeGitHub) { f.pullFiles[3] = []string{"specs/login/tasks.md"} },
-			IntakePayload{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}},
+			queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "alice"}, Event: queue.EventPullRequest, Body: &queue.PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}},
 			[]lifecycle.Trigger{lifecycle.TriggerPullRequest}},
 		{"pull request changing code", func(f *fakeGitHub) { f.pullFiles[3] = []string{"main.go"} },
-			IntakePayload{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}}, nil},
+			queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "alice"}, Event: queue.EventPullRequest, Body: &queue.PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}}, nil},
 		{"pull request reopened by a triager", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
-			IntakePayload{TaskHeader: TaskHeader{Sender: "rita"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 3, Action: "reopened", HeadRef: "spec"}}, nil},
+			queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "rita"}, Event: queue.EventPullRequest, Body: &queue.PullRequestIntake{Number: 3, Action: "reopened", HeadRef: "spec"}}, nil},
 		{"pull request from Akira's own branch", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
-			IntakePayload{TaskHeader: TaskHeader{Sender: "alice"}, Event: EventPullRequest, Body: &PullRequestIntake{Number: 3, Action: "opened", HeadRef: "akira/issue-2"}}, nil},
+			queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "alice"}, Event: queue.EventPullRequest, Body: &queue.PullRequestIntake{Number: 3, Action: "opened", HeadRef: "akira/issue-2"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,7 +259,7 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []lifecycle.Trigger
-			for _, r := range queued[RunPayload](jh, TypeRun) {
+			for _, r := range queued[queue.RunPayload](jh, queue.TypeRun) {
 				got = append(got, r.Trigger)
 			}
 			if !slices.Equal(got, tt.want) {
@@ -272,9 +273,9 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 }
 
 func TestIntakeCheckRunButtons(t *testing.T) {
-	button := func(sender string) IntakePayload {
-		return IntakePayload{TaskHeader: TaskHeader{Sender: sender}, Event: EventCheckRun,
-			Body: &CheckRunIntake{ID: 1, RunID: "run1", TaskID: "1.2", Decision: runner.DecisionSkip, Number: 5}}
+	button := func(sender string) queue.IntakePayload {
+		return queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: sender}, Event: queue.EventCheckRun,
+			Body: &queue.CheckRunIntake{ID: 1, RunID: "run1", TaskID: "1.2", Decision: runner.DecisionSkip, Number: 5}}
 	}
 	jh := newJobsHarness(t)
 	jh.gh.permissions["alice"] = "write"
@@ -284,7 +285,7 @@ func TestIntakeCheckRunButtons(t *testing.T) {
 	if err := jh.intake(button("rita")); err != nil {
 		t.Fatal(err)
 	}
-	resumes := queued[ResumePayload](jh, TypeResume)
+	resumes := queued[queue.ResumePayload](jh, queue.TypeResume)
 	if len(resumes) != 1 || resumes[0].RunID != "run1" || resumes[0].TaskID != "1.2" || resumes[0].Decision != runner.DecisionSkip || !resumes[0].ByButton {
 		t.Fatalf("resumes = %+v", resumes)
 	}
@@ -301,21 +302,21 @@ func TestIntakePayloadValidate(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		edit func(*IntakePayload)
+		edit func(*queue.IntakePayload)
 		want string
 	}{
-		{"no body", func(p *IntakePayload) { p.Body = nil }, "0 event bodies"},
-		{"two bodies", func(p *IntakePayload) { addBody(t, p, "push", `{"branch":"main"}`) }, "2 event bodies"},
-		{"wrong body", func(p *IntakePayload) { p.Event = EventPush }, "event push without its body"},
-		{"unknown event", func(p *IntakePayload) { p.Event = "fork" }, `unknown event "fork"`},
-		{"comment without id", func(p *IntakePayload) { p.Body.(*CommentIntake).ID = 0 }, "comment without an id"},
-		{"no delivery", func(p *IntakePayload) { p.DeliveryID = "" }, "no delivery id"},
-		{"old version", func(p *IntakePayload) { p.Version = 1 }, "version 1, want 2"},
+		{"no body", func(p *queue.IntakePayload) { p.Body = nil }, "0 event bodies"},
+		{"two bodies", func(p *queue.IntakePayload) { addBody(t, p, "push", `{"branch":"main"}`) }, "2 event bodies"},
+		{"wrong body", func(p *queue.IntakePayload) { p.Event = queue.EventPush }, "event push without its body"},
+		{"unknown event", func(p *queue.IntakePayload) { p.Event = "fork" }, `unknown event "fork"`},
+		{"comment without id", func(p *queue.IntakePayload) { p.Body.(*queue.CommentIntake).ID = 0 }, "comment without an id"},
+		{"no delivery", func(p *queue.IntakePayload) { p.DeliveryID = "" }, "no delivery id"},
+		{"old version", func(p *queue.IntakePayload) { p.Version = 1 }, "version 1, want 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := good
-			c := *good.Body.(*CommentIntake)
+			c := *good.Body.(*queue.CommentIntake)
 			p.Body = &c
 			tt.edit(&p)
 			if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -323,14 +324,14 @@ func TestIntakePayloadValidate(t *testing.T) {
 			}
 		})
 	}
-	task := asynq.NewTask(TypeIntake, []byte(`{"v":2}`))
-	if _, err := DecodeIntakePayload(task); !errors.Is(err, asynq.SkipRetry) {
+	task := asynq.NewTask(queue.TypeIntake, []byte(`{"v":2}`))
+	if _, err := queue.DecodeIntakePayload(task); !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("decode of an invalid payload = %v, want SkipRetry", err)
 	}
 }
 
 // addBody gives p's JSON a second event body under key, as a malformed task payload would have it.
-func addBody(t *testing.T, p *IntakePayload, key, body string) {
+func addBody(t *testing.T, p *queue.IntakePayload, key, body string) {
 	t.Helper()
 	data, err := json.Marshal(p)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner"
 )
 
@@ -19,28 +20,28 @@ func TestIntakePayloadWire(t *testing.T) {
 	sha := strings.Repeat("a", 40)
 	tests := []struct {
 		event, key, body string
-		want             IntakeBody
+		want             queue.IntakeBody
 	}{
-		{EventIssueComment, "comment", `{"id":1,"number":2,"on_pull_request":true,"author":"a","body":"/akira run"}`,
-			&CommentIntake{ID: 1, Number: 2, OnPullRequest: true, Author: "a", Body: "/akira run"}},
-		{EventPush, "push", `{"branch":"main","after":"abc","changed":["ROADMAP.md"]}`,
-			&PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
-		{EventPullRequest, "pull_request", `{"number":3,"action":"opened","head_ref":"f","head_sha":"s"}`,
-			&PullRequestIntake{Number: 3, Action: "opened", HeadRef: "f", HeadSHA: "s"}},
-		{EventCheckRun, "check_run", `{"id":4,"run_id":"r","task_id":"1.1","decision":"skip","number":5}`,
-			&CheckRunIntake{ID: 4, RunID: "r", TaskID: "1.1", Decision: runner.DecisionSkip, Number: 5}},
-		{EventReviewComment, "review", `{"number":5,"review_id":6,"comment_id":7,"author":"a","head_ref":"akira/x"}`,
-			&ReviewIntake{Number: 5, ReviewID: 6, CommentID: 7, Author: "a", HeadRef: "akira/x"}},
-		{EventStatus, "ci", `{"head_sha":"` + sha + `","branches":["b"]}`,
-			&CIIntake{HeadSHA: sha, Branches: []string{"b"}}},
-		{EventIssues, "trigger", `{"number":7,"action":"labeled","actor":"a","label":"akira"}`,
-			&TriggerIntake{Number: 7, Action: TriggerLabeled, Actor: "a", Label: "akira"}},
+		{queue.EventIssueComment, "comment", `{"id":1,"number":2,"on_pull_request":true,"author":"a","body":"/akira run"}`,
+			&queue.CommentIntake{ID: 1, Number: 2, OnPullRequest: true, Author: "a", Body: "/akira run"}},
+		{queue.EventPush, "push", `{"branch":"main","after":"abc","changed":["ROADMAP.md"]}`,
+			&queue.PushIntake{Branch: "main", After: "abc", Changed: []string{"ROADMAP.md"}}},
+		{queue.EventPullRequest, "pull_request", `{"number":3,"action":"opened","head_ref":"f","head_sha":"s"}`,
+			&queue.PullRequestIntake{Number: 3, Action: "opened", HeadRef: "f", HeadSHA: "s"}},
+		{queue.EventCheckRun, "check_run", `{"id":4,"run_id":"r","task_id":"1.1","decision":"skip","number":5}`,
+			&queue.CheckRunIntake{ID: 4, RunID: "r", TaskID: "1.1", Decision: runner.DecisionSkip, Number: 5}},
+		{queue.EventReviewComment, "review", `{"number":5,"review_id":6,"comment_id":7,"author":"a","head_ref":"akira/x"}`,
+			&queue.ReviewIntake{Number: 5, ReviewID: 6, CommentID: 7, Author: "a", HeadRef: "akira/x"}},
+		{queue.EventStatus, "ci", `{"head_sha":"` + sha + `","branches":["b"]}`,
+			&queue.CIIntake{HeadSHA: sha, Branches: []string{"b"}}},
+		{queue.EventIssues, "trigger", `{"number":7,"action":"labeled","actor":"a","label":"akira"}`,
+			&queue.TriggerIntake{Number: 7, Action: queue.TriggerLabeled, Actor: "a", Label: "akira"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.event, func(t *testing.T) {
 			raw := fmt.Sprintf(`{"v":2,"delivery_id":"d","event":%q,"installation_id":1,"owner":"o","repo":"r","sender":"a",%q:%s}`,
 				tt.event, tt.key, tt.body)
-			p, err := DecodeIntakePayload(asynq.NewTask(TypeIntake, []byte(raw)))
+			p, err := queue.DecodeIntakePayload(asynq.NewTask(queue.TypeIntake, []byte(raw)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,13 +66,16 @@ func TestIntakePayloadWire(t *testing.T) {
 	}
 }
 
-// TestIntakeEventsAreDistinct: each registered trigger event has its own key, body type and events,
-// so a payload's event names exactly one body.
+// TestIntakeEventsAreDistinct: each registered trigger event has its own key, body type, events and
+// handler, so a payload's event names exactly one body and one handler.
 func TestIntakeEventsAreDistinct(t *testing.T) {
 	keys, types, events := map[string]bool{}, map[reflect.Type]bool{}, map[string]bool{}
-	for _, e := range intakeEvents {
+	if len(intakeHandlers) != len(queue.IntakeEvents) {
+		t.Errorf("%d intake handlers for %d intake events", len(intakeHandlers), len(queue.IntakeEvents))
+	}
+	for _, e := range queue.IntakeEvents {
 		typ := reflect.TypeOf(e.New())
-		if keys[e.Key] || types[typ] || e.Handle == nil || len(e.Events) == 0 {
+		if keys[e.Key] || types[typ] || intakeHandlers[e.Key].Handle == nil || len(e.Events) == 0 {
 			t.Errorf("intake event %v (%s): key or body type taken, or no handler or events", e.Events, typ)
 		}
 		keys[e.Key], types[typ] = true, true
@@ -88,15 +92,27 @@ func TestIntakeEventsAreDistinct(t *testing.T) {
 // fields of their own, so a task queued by the previous release reads the same.
 func TestHeaderWire(t *testing.T) {
 	head := `"v":2,"delivery_id":"d","installation_id":1,"owner":"o","repo":"r","sender":"a"`
-	want := TaskHeader{Version: 2, DeliveryID: "d", InstallationID: 1, Owner: "o", Repo: "r", Sender: "a"}
+	want := queue.TaskHeader{Version: 2, DeliveryID: "d", InstallationID: 1, Owner: "o", Repo: "r", Sender: "a"}
 	tests := []struct {
 		typ, rest string
-		decode    func(*asynq.Task) (TaskHeader, error)
+		decode    func(*asynq.Task) (queue.TaskHeader, error)
 	}{
-		{TypeRun, `"trigger":"issue","number":4`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodeRunPayload(t); return p.TaskHeader, err }},
-		{TypeResume, `"number":4,"comment_id":9,"decision":"skip"`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodeResumePayload(t); return p.TaskHeader, err }},
-		{TypeRollback, `"number":4,"task_id":"1.1"`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodeRollbackPayload(t); return p.TaskHeader, err }},
-		{TypePlan, `"number":4`, func(t *asynq.Task) (TaskHeader, error) { p, err := DecodePlanPayload(t); return p.TaskHeader, err }},
+		{queue.TypeRun, `"trigger":"issue","number":4`, func(t *asynq.Task) (queue.TaskHeader, error) {
+			p, err := queue.DecodeRunPayload(t)
+			return p.TaskHeader, err
+		}},
+		{queue.TypeResume, `"number":4,"comment_id":9,"decision":"skip"`, func(t *asynq.Task) (queue.TaskHeader, error) {
+			p, err := queue.DecodeResumePayload(t)
+			return p.TaskHeader, err
+		}},
+		{queue.TypeRollback, `"number":4,"task_id":"1.1"`, func(t *asynq.Task) (queue.TaskHeader, error) {
+			p, err := queue.DecodeRollbackPayload(t)
+			return p.TaskHeader, err
+		}},
+		{queue.TypePlan, `"number":4`, func(t *asynq.Task) (queue.TaskHeader, error) {
+			p, err := queue.DecodePlanPayload(t)
+			return p.TaskHeader, err
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -26,7 +27,7 @@ func TestRefusedTransitionLoggedAndCounted(t *testing.T) {
 	}
 	var logs syncBuffer
 	st := store.NewStore(rdb, prefix)
-	if _, err := NewHandler(Deps{Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: &Enqueuer{}, GitHub: newFakeGitHub().installations(),
+	if _, err := NewHandler(Deps{Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: &queue.Enqueuer{}, GitHub: newFakeGitHub().installations(),
 		Metrics: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/verify"
@@ -397,7 +398,7 @@ func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *lifecycle
 		h.notifyRun(ctx, run, e.Event, e.Occasion, data)
 		return nil
 	case lifecycle.EffectContinue:
-		return enqueued(h.d.Enqueuer.EnqueueRun(ctx, continuation(run, continueKey(run.ID, e.Key), e.By)))
+		return queue.Enqueued(h.d.Enqueuer.EnqueueRun(ctx, queue.Continuation(run, queue.ContinueKey(run.ID, e.Key), e.By)))
 	case lifecycle.EffectReply:
 		note := render("run_stopped", templates.RunStopped{RunID: run.ID, Reason: e.Reason},
 			"Akira stopped run `"+run.ID+"`: "+e.Reason+". Reply `/akira run` here to start again.")

@@ -13,69 +13,15 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/templates"
 )
 
-// TypeNotify sends one notification to one sink. A job per sink: one sink that is down neither
-// delays nor repeats the others.
-const TypeNotify = "akira:notify"
-
 // notifyTaskType is served by Publish.HandleNotify (see taskTypes).
-var notifyTaskType = taskType{Name: TypeNotify, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandleNotify }}
-
-// notifyTimeout bounds one notify job; notifyMaxRetry with RetryDelay's backoff spans about an hour.
-const (
-	notifyTimeout  = time.Minute
-	notifyMaxRetry = 10
-)
+var notifyTaskType = taskType{Name: queue.TypeNotify, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandleNotify }}
 
 // DefaultNotifyRate is how many notifications a sink is sent per minute when the operator sets none.
 const DefaultNotifyRate = 30
-
-// NotifyPayload is the payload of TypeNotify.
-type NotifyPayload struct {
-	Version int    `json:"v"`
-	ID      string `json:"id"`
-	Sink    string `json:"sink"`
-	// Message is what the sink is told; sinks are the operator's, so no installation is involved.
-	Message notify.Message `json:"message"`
-}
-
-// JobID makes one notification per event, sink and occasion.
-func (p NotifyPayload) JobID() string { return "notify:" + p.Sink + ":" + p.ID }
-
-// Validate reports what is missing from a notify payload.
-func (p NotifyPayload) Validate() error {
-	errs := []error{checkVersion(p.Version)}
-	if p.ID == "" || p.Sink == "" {
-		errs = append(errs, errors.New("no id or no sink"))
-	}
-	if p.Message.Event == "" || p.Message.Title == "" {
-		errs = append(errs, errors.New("no event or no title"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("notify payload: %w", err)
-	}
-	return nil
-}
-
-// NewNotifyTask builds a TypeNotify task.
-func (o TaskOptions) NewNotifyTask(p NotifyPayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypeNotify, p, notifyTimeout, notifyMaxRetry)
-}
-
-// EnqueueNotify enqueues a TypeNotify task; ErrDuplicate when this notification was sent already.
-func (e *Enqueuer) EnqueueNotify(ctx context.Context, p NotifyPayload, opts ...asynq.Option) error {
-	t, err := e.opts.NewNotifyTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t, opts...)
-}
 
 // Results of a notify job.
 const (
@@ -86,18 +32,18 @@ const (
 // HandleNotify sends a notification, within the sink's rate: over it, the job is put back for the
 // next minute. A sink that answers 5xx or 429 is retried by asynq; one that refuses (4xx) is not.
 func (h *Publish) HandleNotify(ctx context.Context, t *asynq.Task) error {
-	var p NotifyPayload
-	if err := decode(t, TypeNotify, &p); err != nil {
-		h.d.Metrics.Job(TypeNotify, metrics.ResultInvalid)
+	var p queue.NotifyPayload
+	if err := queue.Decode(t, queue.TypeNotify, &p); err != nil {
+		h.d.Metrics.Job(queue.TypeNotify, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.sendNotification(ctx, p)
-	h.d.Metrics.Job(TypeNotify, result)
+	h.d.Metrics.Job(queue.TypeNotify, result)
 	return err
 }
 
-func (h *Publish) sendNotification(ctx context.Context, p NotifyPayload) (string, error) {
-	log := h.log.With("task", TypeNotify, "sink", p.Sink, "event", p.Message.Event, "run", p.Message.RunID, "repo", p.Message.Repo)
+func (h *Publish) sendNotification(ctx context.Context, p queue.NotifyPayload) (string, error) {
+	log := h.log.With("task", queue.TypeNotify, "sink", p.Sink, "event", p.Message.Event, "run", p.Message.RunID, "repo", p.Message.Repo)
 	sink, ok := h.d.Sinks[p.Sink]
 	if !ok {
 		log.Warn("notify job: the sink is not configured (any more)")
@@ -112,7 +58,7 @@ func (h *Publish) sendNotification(ctx context.Context, p NotifyPayload) (string
 	} else if wait > 0 {
 		later := p
 		later.ID = p.ID + ":later-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		if err := h.d.Enqueuer.EnqueueNotify(ctx, later, asynq.ProcessIn(wait)); err != nil && !errors.Is(err, ErrDuplicate) {
+		if err := h.d.Enqueuer.EnqueueNotify(ctx, later, asynq.ProcessIn(wait)); err != nil && !errors.Is(err, queue.ErrDuplicate) {
 			return metrics.ResultRetry, err
 		}
 		log.Info("notify job: over the sink's rate; sent later", "in", wait)
@@ -158,8 +104,8 @@ func (h *Publish) notifyRun(ctx context.Context, run *lifecycle.Run, event, occa
 	m := notify.Message{Event: event, Time: time.Now().UTC(), Repo: data.Repo, RunID: run.ID, TaskID: data.TaskID,
 		Title: title, Text: text, URL: data.URL, Reply: data.Reply}
 	for _, s := range sinks {
-		err := h.d.Enqueuer.EnqueueNotify(ctx, NotifyPayload{ID: run.ID + ":" + event + ":" + occasion, Sink: s, Message: m})
-		if err != nil && !errors.Is(err, ErrDuplicate) {
+		err := h.d.Enqueuer.EnqueueNotify(ctx, queue.NotifyPayload{ID: run.ID + ":" + event + ":" + occasion, Sink: s, Message: m})
+		if err != nil && !errors.Is(err, queue.ErrDuplicate) {
 			h.log.Warn("notify: not enqueued", "sink", s, "event", event, "run", run.ID, "err", err)
 		}
 	}

@@ -13,12 +13,13 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
-func notifyTask(t *testing.T, jh *jobsHarness, p NotifyPayload) *asynq.Task {
+func notifyTask(t *testing.T, jh *jobsHarness, p queue.NotifyPayload) *asynq.Task {
 	t.Helper()
-	task, err := jh.h.d.Enqueuer.opts.NewNotifyTask(p)
+	task, err := jh.h.d.Enqueuer.Options().NewNotifyTask(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestNotifyRateAndRetries(t *testing.T) {
 
 	msg := notify.Message{Event: notify.EventEscalation, Title: "Akira needs a decision", Text: "x", Time: time.Now()}
 	for i, id := range []string{"a", "b", "c"} {
-		if err := jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: id, Sink: "team", Message: msg})); err != nil {
+		if err := jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, queue.NotifyPayload{ID: id, Sink: "team", Message: msg})); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
@@ -65,16 +66,16 @@ func TestNotifyRateAndRetries(t *testing.T) {
 
 	jh.store.Now = nil
 	status.Store(http.StatusServiceUnavailable)
-	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "d", Sink: "team", Message: msg}))
+	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, queue.NotifyPayload{ID: "d", Sink: "team", Message: msg}))
 	if err == nil || errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("a 503 must be retried: %v", err)
 	}
 	status.Store(http.StatusNotFound)
-	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "e", Sink: "team", Message: msg}))
+	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, queue.NotifyPayload{ID: "e", Sink: "team", Message: msg}))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("a 404 (a deleted webhook) must not be retried: %v", err)
 	}
-	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, NotifyPayload{ID: "f", Sink: "gone", Message: msg}))
+	err = jh.h.pub.HandleNotify(context.Background(), notifyTask(t, jh, queue.NotifyPayload{ID: "f", Sink: "gone", Message: msg}))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Errorf("an unknown sink: %v", err)
 	}
@@ -113,9 +114,9 @@ func TestAttemptLogs(t *testing.T) {
 // failing when it is posted is an error asynq retries, and the next try posts it.
 func TestAuditLineRetried(t *testing.T) {
 	jh := newJobsHarness(t)
-	p := AuditLinePayload{ID: "r1-stop", InstallationID: 1, Owner: "octo", Repo: "demo", Number: 7, Body: "⚙️ Run `r1` stopped through the API by operator token `ops`."}
-	p.Version = PayloadVersion
-	task, err := jh.h.d.Enqueuer.opts.withDefaults().newTask(TypeAuditLine, p, resumeTimeout, intakeMaxRetry)
+	p := queue.AuditLinePayload{ID: "r1-stop", InstallationID: 1, Owner: "octo", Repo: "demo", Number: 7, Body: "⚙️ Run `r1` stopped through the API by operator token `ops`."}
+	p.Version = queue.PayloadVersion
+	task, err := jh.h.d.Enqueuer.Options().NewAuditLineTask(p)
 	if err != nil {
 		t.Fatal(err)
 	}

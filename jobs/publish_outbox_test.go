@@ -10,6 +10,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
@@ -76,12 +77,12 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 					if _, err := jh.h.pub.Relay(ctx, 0); err != nil {
 						t.Fatal(err)
 					}
-					for _, p := range queued[PublishPayload](jh, TypePublish) {
-						task, err := TaskOptions{}.newTask(TypePublish, p, resumeTimeout, 1)
+					for _, p := range queued[queue.PublishPayload](jh, queue.TypePublish) {
+						task, err := queue.TaskOptions{}.NewPublishTask(p)
 						if err != nil {
 							t.Fatal(err)
 						}
-						if err := jh.h.pub.HandlePublish(ctx, asynq.NewTask(TypePublish, task.Payload())); err != nil {
+						if err := jh.h.pub.HandlePublish(ctx, asynq.NewTask(queue.TypePublish, task.Payload())); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -116,7 +117,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 						t.Errorf("check run of %s: %+v (done %v), want %s", id, cr, tk.CheckRunDone, tc.conclusion)
 					}
 				}
-				if n := len(queued[RunPayload](jh, TypeRun)); n != tc.continued {
+				if n := len(queued[queue.RunPayload](jh, queue.TypeRun)); n != tc.continued {
 					t.Errorf("%d continuations queued, want %d", n, tc.continued)
 				}
 				replies := len(jh.gh.commentsOn(5))

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -19,73 +19,32 @@ import (
 // looks for outboxes left longer than RelayAge and queues a publish job for each, which performs what
 // is left in order. Its task id names the run's revision, so workers reaping at once queue it once.
 
-// TypePublish performs the effects a run's transitions left in its outbox.
-const TypePublish = "akira:publish"
-
 // publishTaskType is served by Publish.HandlePublish (see taskTypes).
-var publishTaskType = taskType{Name: TypePublish, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandlePublish }}
+var publishTaskType = taskType{Name: queue.TypePublish, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandlePublish }}
 
 // RelayAge is how long effects may wait in an outbox before the relay takes them for left behind:
 // longer than the job that wrote them needs to perform them.
 const RelayAge = 30 * time.Second
 
-// PublishPayload is the payload of TypePublish.
-type PublishPayload struct {
-	Version        int    `json:"v"`
-	RunID          string `json:"run_id"`
-	InstallationID int64  `json:"installation_id"`
-	// Rev is the run's revision when the relay found the effects left.
-	Rev int64 `json:"rev"`
-}
-
-// JobID makes one publish job per run revision.
-func (p PublishPayload) JobID() string {
-	return "publish:" + p.RunID + ":" + strconv.FormatInt(p.Rev, 10)
-}
-
-// Validate reports what is missing from a publish payload.
-func (p PublishPayload) Validate() error {
-	errs := []error{checkVersion(p.Version)}
-	if p.RunID == "" || p.InstallationID <= 0 {
-		errs = append(errs, errors.New("run and installation are required"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("publish payload: %w", err)
-	}
-	return nil
-}
-
-// EnqueuePublish enqueues a TypePublish task; ErrDuplicate when this revision's is queued already.
-func (e *Enqueuer) EnqueuePublish(ctx context.Context, p PublishPayload) error {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	t, err := e.opts.withDefaults().newTask(TypePublish, p, resumeTimeout, intakeMaxRetry)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
-}
-
 // HandlePublish performs what the run's outbox holds.
 func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
-	var p PublishPayload
-	if err := decode(t, TypePublish, &p); err != nil {
-		h.d.Metrics.Job(TypePublish, metrics.ResultInvalid)
+	var p queue.PublishPayload
+	if err := queue.Decode(t, queue.TypePublish, &p); err != nil {
+		h.d.Metrics.Job(queue.TypePublish, metrics.ResultInvalid)
 		return err
 	}
-	log := h.log.With("task", TypePublish, "installation", p.InstallationID, "run", p.RunID)
+	log := h.log.With("task", queue.TypePublish, "installation", p.InstallationID, "run", p.RunID)
 	run, err := h.records.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
-		h.d.Metrics.Job(TypePublish, metrics.ResultNoop)
+		h.d.Metrics.Job(queue.TypePublish, metrics.ResultNoop)
 		return h.records.ForgetOutbox(ctx, p.RunID)
 	}
 	if err != nil {
-		h.d.Metrics.Job(TypePublish, metrics.ResultRetry)
+		h.d.Metrics.Job(queue.TypePublish, metrics.ResultRetry)
 		return err
 	}
 	if len(run.Outbox) == 0 {
-		h.d.Metrics.Job(TypePublish, metrics.ResultNoop)
+		h.d.Metrics.Job(queue.TypePublish, metrics.ResultNoop)
 		return nil
 	}
 	gh, err := installation(ctx, h.d.GitHub, run.InstallationID)
@@ -94,10 +53,10 @@ func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
 		_, err = h.publish(ctx, gh, run, log)
 	}
 	if err != nil {
-		h.d.Metrics.Job(TypePublish, metrics.ResultRetry)
+		h.d.Metrics.Job(queue.TypePublish, metrics.ResultRetry)
 		return err
 	}
-	h.d.Metrics.Job(TypePublish, metrics.ResultSucceeded)
+	h.d.Metrics.Job(queue.TypePublish, metrics.ResultSucceeded)
 	return nil
 }
 
@@ -123,9 +82,9 @@ func (h *Publish) Relay(ctx context.Context, age time.Duration) (int, error) {
 		if len(run.Outbox) == 0 {
 			continue
 		}
-		err = h.d.Enqueuer.EnqueuePublish(ctx, PublishPayload{RunID: id, InstallationID: run.InstallationID, Rev: run.Rev})
+		err = h.d.Enqueuer.EnqueuePublish(ctx, queue.PublishPayload{RunID: id, InstallationID: run.InstallationID, Rev: run.Rev})
 		switch {
-		case errors.Is(err, ErrDuplicate):
+		case errors.Is(err, queue.ErrDuplicate):
 		case err != nil:
 			errs = append(errs, fmt.Errorf("jobs: relay effects of run %s: %w", id, err))
 		default:

@@ -18,6 +18,7 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -25,114 +26,25 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
-// TypeRun starts a run or continues one (after a resume decision, or after a crash).
-const TypeRun = "akira:run"
-
 // runTaskType is served by Runs.HandleRun (see taskTypes).
-var runTaskType = taskType{Name: TypeRun, Handle: func(h *Handler) asynq.HandlerFunc { return h.runs.HandleRun }}
-
-// RunPayload is the payload of TypeRun.
-type RunPayload struct {
-	TaskHeader
-	Trigger lifecycle.Trigger `json:"trigger"`
-	// Number is the issue (trigger issue) or pull request (trigger pull_request) number.
-	Number int `json:"number,omitempty"`
-	// Branch is the pull request's head branch (trigger pull_request).
-	Branch string `json:"branch,omitempty"`
-	// HeadSHA is the pushed commit (push) or the pull request's head (pull_request).
-	HeadSHA string `json:"head_sha,omitempty"`
-	// Path is the roadmap named by `/akira run <path>`; empty means the repository's configured one.
-	Path string `json:"path,omitempty"`
-	// TrustPlan is `/akira run --trust-plan`: a writer vouches for a plan whose author has no write
-	// access, so its verify commands run.
-	TrustPlan bool `json:"trust_plan,omitempty"`
-	// Confirm is `/akira run --confirm`: run the plan Akira proposed for an issue whose checklist it
-	// could not read with confidence (never run without it).
-	Confirm bool `json:"confirm,omitempty"`
-	// BudgetUSD is `/akira run --budget <usd>`: the run's cost limit, up to the operator's ceiling.
-	BudgetUSD float64 `json:"budget_usd,omitempty"`
-	// AllowRedBase is `/akira run --allow-red-base`: the run starts although its base branch fails
-	// its repository-wide verification.
-	AllowRedBase bool `json:"allow_red_base,omitempty"`
-	// CommentID is the `/akira run` comment.
-	CommentID int64 `json:"comment_id,omitempty"`
-	// Plan is a plan pasted under `/akira run` in the comment (an issue run): it runs instead of the
-	// issue's checklist, with the same rules as one.
-	Plan string `json:"plan,omitempty"`
-	// DefaultBranch is the repository's, from the webhook; when empty the job asks GitHub.
-	DefaultBranch string `json:"default_branch,omitempty"`
-	// Review is the review to address (trigger review).
-	Review *lifecycle.ReviewRequest `json:"review,omitempty"`
-	// RunID names the run to continue (trigger continue). For a new run it is left empty and derived
-	// from DeliveryID, so a retried or redelivered job finds the run it already created.
-	RunID string `json:"run_id,omitempty"`
-	// Base, Reference, Agent and Notify are a handed-off run's (trigger api): the branch it starts
-	// from, the caller's reference, the agent profile and the notification routes it asked for.
-	Base      string              `json:"base,omitempty"`
-	Reference string              `json:"reference,omitempty"`
-	Agent     string              `json:"agent,omitempty"`
-	Notify    map[string][]string `json:"notify,omitempty"`
-}
-
-// JobID is the asynq task id of the payload: the delivery id, so GitHub redelivering a webhook
-// enqueues nothing new.
-func (p RunPayload) JobID() string { return "run:" + p.DeliveryID }
-
-// Validate reports what is missing from a run payload.
-func (p RunPayload) Validate() error {
-	errs := []error{checkVersion(p.Version)}
-	if p.DeliveryID == "" {
-		errs = append(errs, errors.New("no delivery id"))
-	}
-	if p.InstallationID <= 0 {
-		errs = append(errs, errors.New("no installation id"))
-	}
-	if p.Owner == "" || p.Repo == "" {
-		errs = append(errs, errors.New("no repository"))
-	}
-	switch p.Trigger {
-	case lifecycle.TriggerIssue:
-		if p.Number <= 0 {
-			errs = append(errs, errors.New("issue trigger without an issue number"))
-		}
-	case lifecycle.TriggerPush, TriggerAPI:
-	case lifecycle.TriggerPullRequest:
-		if p.Number <= 0 || p.Branch == "" {
-			errs = append(errs, errors.New("pull_request trigger without a number and a branch"))
-		}
-	case lifecycle.TriggerContinue:
-		if p.RunID == "" {
-			errs = append(errs, errors.New("continue without a run id"))
-		}
-	case lifecycle.TriggerReview:
-		if p.Number <= 0 || p.Branch == "" || p.Review == nil || p.Review.ID <= 0 || p.Review.By == "" {
-			errs = append(errs, errors.New("review trigger without a pull request, a branch and a review"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("unknown trigger %q", p.Trigger))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("run payload: %w", err)
-	}
-	return nil
-}
+var runTaskType = taskType{Name: queue.TypeRun, Handle: func(h *Handler) asynq.HandlerFunc { return h.runs.HandleRun }}
 
 // HandleRun starts or continues a run: branch lock, fresh installation token for git, the engine with
 // the GitHub reporter, and the run state at the end. A parked run ends the job (successfully): it
 // holds no worker while people decide.
 func (h *Runs) HandleRun(ctx context.Context, t *asynq.Task) error {
-	p, err := DecodeRunPayload(t)
+	p, err := queue.DecodeRunPayload(t)
 	if err != nil {
-		h.d.Metrics.Job(TypeRun, metrics.ResultInvalid)
+		h.d.Metrics.Job(queue.TypeRun, metrics.ResultInvalid)
 		return err
 	}
 	// A rate-limited installation's run waits out the limit in the queue, before any GitHub call.
 	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.Job(TypeRun, metrics.ResultQueued)
+		h.d.Metrics.Job(queue.TypeRun, metrics.ResultQueued)
 		return err
 	}
 	result, err := h.runJob(ctx, p)
-	h.d.Metrics.Job(TypeRun, result)
+	h.d.Metrics.Job(queue.TypeRun, result)
 	if result != metrics.ResultQueued && (err == nil || errors.Is(err, asynq.SkipRetry)) {
 		// The job ended without taking its turn (nothing to do, a reply, a plan first) and will not
 		// be tried again: its place in line goes. A slot it took was freed by work's caller.
@@ -144,7 +56,7 @@ func (h *Runs) HandleRun(ctx context.Context, t *asynq.Task) error {
 // workFair is h.work behind the fair gate (jobs/fair): the run's turn and a slot of its installation
 // first, so that resolving it (cheap on a retry: the run is found by its id) is all a waiting run
 // costs, and an answer that needs no worker (a run already active on the branch) is not held back.
-func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run *lifecycle.Run, log *slog.Logger) (string, error) {
+func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p queue.RunPayload, run *lifecycle.Run, log *slog.Logger) (string, error) {
 	if err := h.d.Fair.Acquire(ctx, p.Ticket()); err != nil {
 		if w, ok := errors.AsType[*fair.SlotWaitError](err); ok {
 			log.Debug("run job: waits for a slot", "reason", w.Reason, "retry_in", w.Delay)
@@ -157,8 +69,8 @@ func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p RunPayload, run 
 	return h.work(ctx, gh, run, log)
 }
 
-func (h *Runs) runJob(ctx context.Context, p RunPayload) (string, error) {
-	log := h.log.With("task", TypeRun, "delivery", p.DeliveryID, "installation", p.InstallationID,
+func (h *Runs) runJob(ctx context.Context, p queue.RunPayload) (string, error) {
+	log := h.log.With("task", queue.TypeRun, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "trigger", p.Trigger)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
@@ -215,7 +127,7 @@ func isRepoConfigError(err error) bool {
 
 // resolveRun loads the run a payload continues, or creates the run a trigger starts. A run created
 // by an earlier try of the same job is found again by its id, derived from the delivery.
-func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*lifecycle.Run, error) {
+func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p queue.RunPayload) (*lifecycle.Run, error) {
 	if p.Trigger == lifecycle.TriggerContinue {
 		run, err := h.d.Store.Get(ctx, p.RunID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -241,7 +153,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*
 			return run, err
 		}
 	}
-	id := RunIDFor(p.DeliveryID)
+	id := queue.RunIDFor(p.DeliveryID)
 	if run, err := h.d.Store.Get(ctx, id); err == nil {
 		if run.Status.Terminal() || run.Status == lifecycle.StatusParked {
 			return nil, errNothingToDo
@@ -274,8 +186,8 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p RunPayload) (*
 	if errors.Is(err, errNeedsPlan) || errors.Is(err, errNeedsNormalize) {
 		// An issue in prose: write a plan first; the plan job posts it (and, under plan: auto, runs it).
 		// A checklist no format reads: the plan job proposes a rewrite, which waits for --confirm.
-		perr := h.d.Enqueuer.EnqueuePlan(ctx, PlanPayload{TaskHeader: TaskHeader{DeliveryID: planIssueKey(p), InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender}, DefaultBranch: in.Repo.DefaultBranch, Number: p.Number, CommentID: p.CommentID, FromRun: true, Normalize: errors.Is(err, errNeedsNormalize)})
-		if perr := enqueued(perr); perr != nil {
+		perr := h.d.Enqueuer.EnqueuePlan(ctx, queue.PlanPayload{TaskHeader: queue.TaskHeader{DeliveryID: planIssueKey(p), InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender}, DefaultBranch: in.Repo.DefaultBranch, Number: p.Number, CommentID: p.CommentID, FromRun: true, Normalize: errors.Is(err, errNeedsNormalize)})
+		if perr := queue.Enqueued(perr); perr != nil {
 			return nil, perr
 		}
 		return nil, errPlanning
@@ -345,7 +257,7 @@ func (e *UntrustedPlanError) Error() string {
 // this is about who wrote the commands. A plan without verify commands is only text for the agent.
 // A plan file in the repository is not checked: only people with push access put files on a branch
 // (a fork's pull request is refused), and a commit's author field proves nothing about who pushed it.
-func checkPlanTrust(ctx context.Context, perms ports.Permissions, p RunPayload, run *lifecycle.Run, is *ports.Issue) error {
+func checkPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPayload, run *lifecycle.Run, is *ports.Issue) error {
 	if run.Plan == "" || p.TrustPlan || is == nil || run.PlanFromComment {
 		return nil
 	}
@@ -378,7 +290,7 @@ func checkPlanTrust(ctx context.Context, perms ports.Permissions, p RunPayload, 
 }
 
 // refuseUntrustedPlan shows the commands Akira will not run and how a writer confirms them.
-func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p RunPayload, up *UntrustedPlanError) error {
+func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p queue.RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
 	text := untrustedPlanText(up)
 	if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
@@ -411,7 +323,7 @@ func clipAll(cmds []string) []string {
 
 // refuseConfig answers a configuration problem where the people who can fix it will see it, and
 // makes the job end without a retry. Other errors are returned as they are.
-func (h *Runs) refuseConfig(ctx context.Context, c ports.Comments, p RunPayload, err error) error {
+func (h *Runs) refuseConfig(ctx context.Context, c ports.Comments, p queue.RunPayload, err error) error {
 	ce, ok := asRepoConfigError(err)
 	if !ok {
 		return err
@@ -451,8 +363,8 @@ func (h *Runs) restoreLostRun(ctx context.Context, run *lifecycle.Run, worked ti
 	if restored.Status != lifecycle.StatusQueued {
 		return // parked, finished: nothing runs until people act, as before the loss
 	}
-	err = h.d.Enqueuer.EnqueueRun(ctx, continuation(restored, "restored:"+restored.ID+":"+strconv.Itoa(restored.Jobs), restored.Sender))
-	if err != nil && !errors.Is(err, ErrDuplicate) {
+	err = h.d.Enqueuer.EnqueueRun(ctx, queue.Continuation(restored, "restored:"+restored.ID+":"+strconv.Itoa(restored.Jobs), restored.Sender))
+	if err != nil && !errors.Is(err, queue.ErrDuplicate) {
 		log.Warn("run job: restored run not queued; the reaper or the next command continues it", "err", err)
 	}
 }
@@ -460,7 +372,7 @@ func (h *Runs) restoreLostRun(ctx context.Context, run *lifecycle.Run, worked ti
 // branchBusy answers a trigger for a branch another run owns. People get a reply at once; a push or
 // a pull request update waits behind a working run (and is dropped, with a note, behind a parked one,
 // because a parked run may wait for days).
-func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
+func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p queue.RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
 	active := busy.Active
 	if p.Trigger != lifecycle.TriggerIssue && active.Status != lifecycle.StatusParked {
 		log.Info("run job: branch busy, waiting", "active_run", active.ID)
@@ -881,43 +793,4 @@ func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, 
 	}
 	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))
 	return result, nil
-}
-
-// NewRunTask builds a TypeRun task. A zero Version is filled in; an invalid payload is an error.
-func (o TaskOptions) NewRunTask(p RunPayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypeRun, p, o.Timeout, o.MaxRetry)
-}
-
-// DecodeRunPayload reads a TypeRun payload; see decode.
-func DecodeRunPayload(t *asynq.Task) (RunPayload, error) {
-	var p RunPayload
-	return p, decode(t, TypeRun, &p)
-}
-
-// EnqueueRun enqueues a TypeRun task. It returns ErrDuplicate when a task with the same id exists.
-func (e *Enqueuer) EnqueueRun(ctx context.Context, p RunPayload) error {
-	t, err := e.opts.NewRunTask(p)
-	if err != nil {
-		return err
-	}
-	if err := e.enqueue(ctx, t); err != nil {
-		return err
-	}
-	// The task is safe in asynq; a listing that fails now is made by the gate at the job's first
-	// try, so the run keeps its turn either way, only shown a moment later.
-	_ = e.fair.List(ctx, p.Ticket())
-	return nil
-}
-
-// Ticket is the run job of p as the fair gate sees it.
-func (p RunPayload) Ticket() fair.Ticket {
-	id := p.RunID
-	if id == "" {
-		id = RunIDFor(p.DeliveryID)
-	}
-	return fair.Ticket{JobID: p.JobID(), RunID: id, Installation: p.InstallationID, Repo: p.Owner + "/" + p.Repo, Number: p.Number}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
@@ -36,7 +37,7 @@ func parkedForBudget(run *lifecycle.Run) bool {
 // raiseBudget raises the cost limit of the issue's or pull request's run to what `/akira run --budget`
 // asks (cut at the operator's ceiling) and, when the run waits because its budget is spent, continues
 // it. nil when there is no such run: the command then starts a run with that budget.
-func (h *Runs) raiseBudget(ctx context.Context, p RunPayload) (*lifecycle.Run, error) {
+func (h *Runs) raiseBudget(ctx context.Context, p queue.RunPayload) (*lifecycle.Run, error) {
 	if p.Number <= 0 {
 		return nil, nil
 	}

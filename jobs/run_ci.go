@@ -17,6 +17,7 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
@@ -30,11 +31,8 @@ import (
 // delivery said, so deliveries that come twice or out of order change nothing; and a transition only
 // leaves waiting_ci for the head it read, so two readings never start two fix rounds.
 
-// TypeCI reads a waiting run's CI and moves the run on.
-const TypeCI = "akira:ci"
-
 // ciTaskType is served by CIWatch.HandleCI (see taskTypes).
-var ciTaskType = taskType{Name: TypeCI, Handle: func(h *Handler) asynq.HandlerFunc { return h.ci.HandleCI }}
+var ciTaskType = taskType{Name: queue.TypeCI, Handle: func(h *Handler) asynq.HandlerFunc { return h.ci.HandleCI }}
 
 // CIPollInterval is how often a waiting run's CI is read without a webhook.
 const CIPollInterval = 30 * time.Second
@@ -42,53 +40,15 @@ const CIPollInterval = 30 * time.Second
 // TrailerFixFor names the checks a fix round's checkpoint addresses.
 const TrailerFixFor = "Akira-Fix-For"
 
-// CIPayload is the payload of TypeCI.
-type CIPayload struct {
-	Version        int    `json:"v"`
-	RunID          string `json:"run_id"`
-	InstallationID int64  `json:"installation_id"`
-	// Head is the commit the delivery was about ("" from the poll: the run's head).
-	Head string `json:"head,omitempty"`
-	// Key tells readings apart: the delivery id, or the poll's time slot.
-	Key string `json:"key"`
-}
-
-// JobID makes one reading per delivery or poll slot.
-func (p CIPayload) JobID() string { return "ci:" + p.RunID + ":" + p.Head + ":" + p.Key }
-
-// Validate reports what is missing from a CI payload.
-func (p CIPayload) Validate() error {
-	errs := []error{checkVersion(p.Version)}
-	if p.RunID == "" || p.InstallationID <= 0 || p.Key == "" {
-		errs = append(errs, errors.New("run, installation and key are required"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("ci payload: %w", err)
-	}
-	return nil
-}
-
-// EnqueueCI enqueues a TypeCI task; ErrDuplicate when this reading is queued already.
-func (e *Enqueuer) EnqueueCI(ctx context.Context, p CIPayload) error {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	t, err := e.opts.withDefaults().newTask(TypeCI, p, resumeTimeout, intakeMaxRetry)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
-}
-
 // HandleCI reads a waiting run's CI.
 func (h *CIWatch) HandleCI(ctx context.Context, t *asynq.Task) error {
-	var p CIPayload
-	if err := decode(t, TypeCI, &p); err != nil {
-		h.d.Metrics.Job(TypeCI, metrics.ResultInvalid)
+	var p queue.CIPayload
+	if err := queue.Decode(t, queue.TypeCI, &p); err != nil {
+		h.d.Metrics.Job(queue.TypeCI, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.readCI(ctx, p)
-	h.d.Metrics.Job(TypeCI, result)
+	h.d.Metrics.Job(queue.TypeCI, result)
 	return err
 }
 
@@ -99,8 +59,8 @@ type ciVerdict struct {
 	changed bool            // the reading differs from the run's last
 }
 
-func (h *CIWatch) readCI(ctx context.Context, p CIPayload) (string, error) {
-	log := h.log.With("task", TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
+func (h *CIWatch) readCI(ctx context.Context, p queue.CIPayload) (string, error) {
+	log := h.log.With("task", queue.TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
 	run, err := h.records.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
 		return metrics.ResultNoop, nil
@@ -423,8 +383,8 @@ func (h *CIWatch) PollCI(ctx context.Context, now time.Time) error {
 			}
 			continue
 		}
-		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: id, InstallationID: run.InstallationID, Key: ciPollKey(now)})
-		if err != nil && !errors.Is(err, ErrDuplicate) {
+		err = h.d.Enqueuer.EnqueueCI(ctx, queue.CIPayload{RunID: id, InstallationID: run.InstallationID, Key: ciPollKey(now)})
+		if err != nil && !errors.Is(err, queue.ErrDuplicate) {
 			errs = append(errs, err)
 		}
 	}
@@ -463,8 +423,8 @@ func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *lifecycl
 
 // onCI routes a CI report to the run waiting for that commit's CI on one of its branches, as a
 // reading keyed by the delivery; any other commit or branch is not Akira's business.
-func (h *CIWatch) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (string, error) {
-	ci := p.Body.(*CIIntake)
+func (h *CIWatch) onCI(ctx context.Context, p queue.IntakePayload, log *slog.Logger) (string, error) {
+	ci := p.Body.(*queue.CIIntake)
 	for _, branch := range ci.Branches {
 		run, err := h.records.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)
 		if errors.Is(err, store.ErrNotFound) {
@@ -477,8 +437,8 @@ func (h *CIWatch) onCI(ctx context.Context, p IntakePayload, log *slog.Logger) (
 			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(ci.HeadSHA))
 			continue
 		}
-		err = h.d.Enqueuer.EnqueueCI(ctx, CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: ci.HeadSHA, Key: p.DeliveryID})
-		if err != nil && !errors.Is(err, ErrDuplicate) {
+		err = h.d.Enqueuer.EnqueueCI(ctx, queue.CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: ci.HeadSHA, Key: p.DeliveryID})
+		if err != nil && !errors.Is(err, queue.ErrDuplicate) {
 			return metrics.ResultRetry, err
 		}
 		log.Info("intake: CI report routed", "run", run.ID, "check", ci.Name, "conclusion", ci.Conclusion)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 // waitingRun stores a run that waits for its pull request's CI on head.
@@ -32,7 +33,7 @@ func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch)
 
 func (jh *jobsHarness) readCI(t *testing.T, run *lifecycle.Run, key string) *lifecycle.Run {
 	t.Helper()
-	if _, err := jh.h.ci.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Key: key}); err != nil {
+	if _, err := jh.h.ci.readCI(context.Background(), queue.CIPayload{RunID: run.ID, InstallationID: 7, Key: key}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := jh.store.Get(context.Background(), run.ID)
@@ -71,7 +72,7 @@ func TestCIReadings(t *testing.T) {
 	if !strings.Contains(run.CI.Fix.Evidence, "add_test.go:9: got 3, want 4") || strings.Contains(run.CI.Fix.Evidence, token) {
 		t.Fatalf("evidence = %q", run.CI.Fix.Evidence)
 	}
-	if n := len(queued[RunPayload](jh, TypeRun)); n != 1 {
+	if n := len(queued[queue.RunPayload](jh, queue.TypeRun)); n != 1 {
 		t.Fatalf("%d continuations for one red head, want 1", n)
 	}
 	for _, c := range jh.gh.commentsOn(7) {
@@ -101,7 +102,7 @@ func TestCIReadings(t *testing.T) {
 	}
 	jh.gh.ci.checks["h2"] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, Status: "completed", Conclusion: "success"},
 		{Name: "ci/jenkins", Source: ports.CISourceStatus, Status: "completed", Conclusion: "success"}}
-	if _, err := jh.h.ci.readCI(context.Background(), CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
+	if _, err := jh.h.ci.readCI(context.Background(), queue.CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := jh.store.Get(context.Background(), run.ID); r.Status != lifecycle.StatusWaitingCI {
@@ -228,7 +229,7 @@ func TestAbortWhileWaitingForCI(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})
 	jh.gh.refs["heads/akira/issue-5"] = "h1"
-	if _, err := jh.h.resumer.resume(context.Background(), ResumePayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
+	if _, err := jh.h.resumer.resume(context.Background(), queue.ResumePayload{TaskHeader: queue.TaskHeader{Version: queue.PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
 		Number: 7, CommentID: 99, Decision: "abort"}); err != nil {
 		t.Fatal(err)
 	}

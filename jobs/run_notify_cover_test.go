@@ -7,6 +7,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -37,7 +38,7 @@ func TestRunNotifiesTheOperatorsSinks(t *testing.T) {
 	if err != nil || run.Status != lifecycle.StatusParked {
 		t.Fatalf("run = %+v, %v; want parked", run, err)
 	}
-	msgs := queued[NotifyPayload](jh, TypeNotify)
+	msgs := queued[queue.NotifyPayload](jh, queue.TypeNotify)
 	if len(msgs) != 1 {
 		t.Fatalf("notifications = %+v, want the escalation only", msgs)
 	}
@@ -50,7 +51,7 @@ func TestRunNotifiesTheOperatorsSinks(t *testing.T) {
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(queued[NotifyPayload](jh, TypeNotify)); n != 1 {
+	if n := len(queued[queue.NotifyPayload](jh, queue.TypeNotify)); n != 1 {
 		t.Errorf("notifications after a redelivery = %d, want 1", n)
 	}
 }
@@ -66,7 +67,7 @@ func TestRepositoryChoosesItsNotifications(t *testing.T) {
 	if run, err := jh.store.ByNumber(context.Background(), "o", "r", 4); err != nil || run.Status != lifecycle.StatusSucceeded {
 		t.Fatalf("run = %+v, %v", run, err)
 	}
-	if msgs := queued[NotifyPayload](jh, TypeNotify); len(msgs) != 0 {
+	if msgs := queued[queue.NotifyPayload](jh, queue.TypeNotify); len(msgs) != 0 {
 		t.Errorf("notifications = %+v, want none (the repository turned them off)", msgs)
 	}
 
@@ -77,7 +78,7 @@ func TestRepositoryChoosesItsNotifications(t *testing.T) {
 	if err := jh2.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
 	}
-	msgs := queued[NotifyPayload](jh2, TypeNotify)
+	msgs := queued[queue.NotifyPayload](jh2, queue.TypeNotify)
 	if len(msgs) != 1 || msgs[0].Message.Event != "run_finished" || msgs[0].Sink != "ops" {
 		t.Errorf("notifications = %+v, want run_finished to ops", msgs)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/gittest"
@@ -17,9 +18,9 @@ import (
 
 // commentBy is a command comment with its own id, so replies and reactions of several commands on one
 // issue do not mix.
-func commentBy(author, body string, number int, id int64) IntakePayload {
+func commentBy(author, body string, number int, id int64) queue.IntakePayload {
 	p := comment(author, body, number)
-	p.Body.(*CommentIntake).ID = id
+	p.Body.(*queue.CommentIntake).ID = id
 	return p
 }
 
@@ -71,21 +72,21 @@ func TestIntakeOperatorCommands(t *testing.T) {
 	if err := jh.intake(commentBy("alice", "/akira rollback 1.2 --retry keep the old API", 4, 605)); err != nil {
 		t.Fatal(err)
 	}
-	rbs := queued[RollbackPayload](jh, TypeRollback)
+	rbs := queued[queue.RollbackPayload](jh, queue.TypeRollback)
 	if len(rbs) != 1 || rbs[0].TaskID != "1.2" || !rbs[0].Retry || rbs[0].Guidance != "keep the old API" || rbs[0].Sender != "alice" || rbs[0].CommentID != 605 {
 		t.Errorf("rollback jobs = %+v", rbs)
 	}
 	if err := jh.intake(commentBy("alice", "/akira plan small steps", 4, 606)); err != nil {
 		t.Fatal(err)
 	}
-	plans := queued[PlanPayload](jh, TypePlan)
+	plans := queued[queue.PlanPayload](jh, queue.TypePlan)
 	if len(plans) != 1 || plans[0].Number != 4 || plans[0].Guidance != "small steps" || plans[0].FromRun {
 		t.Errorf("plan jobs = %+v", plans)
 	}
 	// On a pull request /akira plan and /akira fix are answered with where they belong.
 	for i, body := range []string{"/akira plan", "/akira fix"} {
 		p := commentBy("alice", body, 12, int64(610+i))
-		p.Body.(*CommentIntake).OnPullRequest = true
+		p.Body.(*queue.CommentIntake).OnPullRequest = true
 		if err := jh.intake(p); err != nil {
 			t.Fatal(err)
 		}
@@ -93,14 +94,14 @@ func TestIntakeOperatorCommands(t *testing.T) {
 	if got := jh.gh.commentsOn(12); len(got) != 2 {
 		t.Errorf("replies on pull request 12 = %q, want two", got)
 	}
-	if plans := queued[PlanPayload](jh, TypePlan); len(plans) != 1 {
+	if plans := queued[queue.PlanPayload](jh, queue.TypePlan); len(plans) != 1 {
 		t.Errorf("a plan was queued from a pull request: %+v", plans)
 	}
 }
 
-func (jh *jobsHarness) rollbackJob(p RollbackPayload) error {
+func (jh *jobsHarness) rollbackJob(p queue.RollbackPayload) error {
 	jh.t.Helper()
-	task, err := TaskOptions{}.NewRollbackTask(p)
+	task, err := queue.TaskOptions{}.NewRollbackTask(p)
 	if err != nil {
 		jh.t.Fatal(err)
 	}
@@ -111,8 +112,8 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
 	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
-	rb := func(task string, id int64) RollbackPayload {
-		return RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Number: 4, CommentID: id, TaskID: task}
+	rb := func(task string, id int64) queue.RollbackPayload {
+		return queue.RollbackPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Number: 4, CommentID: id, TaskID: task}
 	}
 
 	// Nothing to roll back yet.
@@ -166,18 +167,18 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 }
 
 func TestRollbackPayloadValidate(t *testing.T) {
-	if _, err := (TaskOptions{}).NewRollbackTask(RollbackPayload{}); err == nil || !strings.Contains(err.Error(), "rollback") {
+	if _, err := (queue.TaskOptions{}).NewRollbackTask(queue.RollbackPayload{}); err == nil || !strings.Contains(err.Error(), "rollback") {
 		t.Errorf("NewRollbackTask of an empty payload = %v, want an error", err)
 	}
-	p := RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d1", InstallationID: 7, Owner: "o", Repo: "r"}, Number: 4, TaskID: "1.1"}
-	if p.JobID() == (RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d1"}, CommentID: 5}).JobID() {
+	p := queue.RollbackPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d1", InstallationID: 7, Owner: "o", Repo: "r"}, Number: 4, TaskID: "1.1"}
+	if p.JobID() == (queue.RollbackPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d1"}, CommentID: 5}).JobID() {
 		t.Error("a delivery and a comment share a job id")
 	}
-	task, err := TaskOptions{}.NewRollbackTask(p)
+	task, err := queue.TaskOptions{}.NewRollbackTask(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeRollbackPayload(task)
+	got, err := queue.DecodeRollbackPayload(task)
 	if err != nil || got.TaskID != "1.1" || got.Number != 4 {
 		t.Errorf("DecodeRollbackPayload = %+v, %v", got, err)
 	}
@@ -255,7 +256,7 @@ func TestStopOfAQueuedRunEndsItsJob(t *testing.T) {
 	// The run exists and waits in the queue when the abort comes.
 	p := issueRun(4)
 	stopAgent(t) // the first task would hang: the job must not start it
-	r := newRun(RunIDFor(p.DeliveryID), "akira/issue-4")
+	r := newRun(queue.RunIDFor(p.DeliveryID), "akira/issue-4")
 	r.Owner, r.Repo, r.InstallationID, r.CloneURL, r.Base = "o", "r", 7, jh.gh.info.CloneURL, "main"
 	if _, _, err := jh.store.Create(ctx, r); err != nil {
 		t.Fatal(err)
@@ -328,7 +329,7 @@ func TestRollbackRefusesARunThatIsNotFinished(t *testing.T) {
 		t.Run(string(status), func(t *testing.T) {
 			jh := newJobsHarness(t)
 			controlRun(t, jh.store, "r-"+string(status), status)
-			p := RollbackPayload{TaskHeader: TaskHeader{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Number: 9, CommentID: 5, TaskID: "1.1"}
+			p := queue.RollbackPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Number: 9, CommentID: 5, TaskID: "1.1"}
 			if err := jh.rollbackJob(p); err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -67,8 +68,8 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 	if resumed.Status != lifecycle.StatusQueued || len(resumed.Outbox) != 0 {
 		t.Fatalf("after /akira resume: %s, outbox %v; want queued with its effects performed", resumed.Status, resumed.Outbox)
 	}
-	next := queued[RunPayload](jh, TypeRun)
-	var cont *RunPayload
+	next := queued[queue.RunPayload](jh, queue.TypeRun)
+	var cont *queue.RunPayload
 	for i := range next {
 		if next[i].RunID == run.ID {
 			cont = &next[i]
@@ -100,7 +101,7 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	ctx := context.Background()
 	p := issueRun(4)
 	mark := stopAgent(t)
-	r := newRun(RunIDFor(p.DeliveryID), "akira/issue-4")
+	r := newRun(queue.RunIDFor(p.DeliveryID), "akira/issue-4")
 	r.Owner, r.Repo, r.InstallationID, r.CloneURL, r.Base = "o", "r", 7, jh.gh.info.CloneURL, "main"
 	if _, _, err := jh.store.Create(ctx, r); err != nil {
 		t.Fatal(err)
@@ -125,7 +126,7 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r1"}); err != nil || res != "resumed" {
 		t.Fatalf("resume = %q, %v", res, err)
 	}
-	if got := queued[PublishPayload](jh, TypePublish); len(got) != 1 || got[0].RunID != r.ID {
+	if got := queued[queue.PublishPayload](jh, queue.TypePublish); len(got) != 1 || got[0].RunID != r.ID {
 		t.Errorf("publish jobs after the resume = %+v, want one for the run", got)
 	}
 	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r2"}); err == nil {
@@ -139,7 +140,7 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	if err := jh.runJob(p); err != nil {
 		t.Fatal(err)
 	}
-	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{Version: PayloadVersion, DeliveryID: "abort-1", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
+	if err := jh.resumeJob(queue.ResumePayload{TaskHeader: queue.TaskHeader{Version: queue.PayloadVersion, DeliveryID: "abort-1", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
 		Number: 4, RunID: r.ID, Decision: "abort"}); err != nil {
 		t.Fatal(err)
 	}

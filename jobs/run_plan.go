@@ -13,6 +13,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
@@ -54,7 +55,7 @@ type inputsGitHub interface {
 }
 
 // gatherRunInputs asks GitHub what planRun needs.
-func (h *Runs) gatherRunInputs(ctx context.Context, gh inputsGitHub, p RunPayload) (runInputs, error) {
+func (h *Runs) gatherRunInputs(ctx context.Context, gh inputsGitHub, p queue.RunPayload) (runInputs, error) {
 	var in runInputs
 	info, err := gh.Repository(ctx, p.Owner, p.Repo)
 	if err != nil {
@@ -112,7 +113,7 @@ func agentConfigError(err error) error {
 
 // planRun works out a new run, id, from its payload and what GitHub said: the branch, the plan, the
 // agent and the attempts. It is pure, so every trigger's planning is tested without GitHub.
-func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*lifecycle.Run, error) {
+func planRun(p queue.RunPayload, id string, in runInputs, op config.Operator) (*lifecycle.Run, error) {
 	run := &lifecycle.Run{ID: id, Owner: p.Owner, Repo: p.Repo, InstallationID: p.InstallationID, Trigger: p.Trigger,
 		Sender: p.Sender, Base: in.Repo.DefaultBranch, CloneURL: in.Repo.CloneURL, RepoURL: in.Repo.HTMLURL}
 	if _, err := lifecycle.Apply(run, lifecycle.Created{}, time.Now()); err != nil {
@@ -173,7 +174,7 @@ func planRun(p RunPayload, id string, in runInputs, op config.Operator) (*lifecy
 	case lifecycle.TriggerPush:
 		run.Branch = runner.DefaultBranch(rc.BranchPrefix, run.Roadmap)
 		run.Title = "Akira: tasks from " + run.Roadmap
-	case TriggerAPI:
+	case queue.TriggerAPI:
 		if err := planAPIRun(run, p, rc, op); err != nil {
 			return nil, err
 		}

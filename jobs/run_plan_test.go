@@ -9,6 +9,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -22,7 +23,7 @@ func testOperator(t *testing.T) config.Operator {
 }
 
 func TestPlanRunOfAProseIssueNeedsAPlan(t *testing.T) {
-	p := RunPayload{TaskHeader: TaskHeader{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerIssue, Number: 4}
+	p := queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerIssue, Number: 4}
 	in := runInputs{Repo: ports.RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Issue: &ports.Issue{Number: 4, Body: "Please fix the login."}}
 	if _, err := planRun(p, "run1", in, testOperator(t)); !errors.Is(err, errNeedsPlan) {
 		t.Fatalf("planRun = %v, want errNeedsPlan", err)
@@ -31,16 +32,16 @@ func TestPlanRunOfAProseIssueNeedsAPlan(t *testing.T) {
 
 func TestPlanRun(t *testing.T) {
 	info := ports.RepoInfo{DefaultBranch: "main", CloneURL: "https://gh.example/o/r.git", HTMLURL: "https://gh.example/o/r"}
-	base := RunPayload{TaskHeader: TaskHeader{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}}
+	base := queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}}
 	tests := []struct {
 		name  string
-		edit  func(*RunPayload, *runInputs)
+		edit  func(*queue.RunPayload, *runInputs)
 		check func(t *testing.T, r *lifecycle.Run)
 		err   string
 	}{
 		{
 			name: "issue with task checkboxes runs them",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger, p.Number = lifecycle.TriggerIssue, 4
 				in.Issue = &ports.Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n- [ ] 1.2 Session\n", URL: "https://gh.example/o/r/issues/4"}
 			},
@@ -53,7 +54,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "a plan pasted under /akira run runs instead of the issue's checklist",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.CommentID, p.Plan = lifecycle.TriggerIssue, 4, 77, "- [ ] 9 Pasted\n"
 				in.Issue = &ports.Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n"}
 			},
@@ -66,7 +67,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "issue in prose with Akira's plan runs the plan",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger, p.Number = lifecycle.TriggerIssue, 4
 				in.Issue = &ports.Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
 				in.PostedPlan, in.PostedPlanURL = "- [ ] 1 Fix it\n", "https://gh.example/o/r/issues/4#issuecomment-9"
@@ -79,7 +80,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "issue in prose with a path runs the file",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Path = lifecycle.TriggerIssue, 4, "ROADMAP.md"
 				in.Issue = &ports.Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
 			},
@@ -91,7 +92,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "a path wins over the issue's checkboxes",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Path = lifecycle.TriggerIssue, 4, "docs/PLAN.md"
 				in.Issue = &ports.Issue{Number: 4, Body: "- [ ] one\n"}
 			},
@@ -103,7 +104,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "push runs the configured roadmap on its branch",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger = lifecycle.TriggerPush
 				in.Config.Roadmap, in.Config.BranchPrefix, in.Config.Agent, in.Config.MaxAttempts = "docs/ROADMAP.md", "bot/", "other", 2
 			},
@@ -115,7 +116,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "pull request runs on its own branch into its base",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
 				in.PR = &ports.PullRequest{Number: 9, URL: "https://gh.example/o/r/pull/9", NodeID: "PR_9", HeadRef: "spec", BaseRef: "develop", HeadRepo: "O/R"}
 			},
@@ -127,7 +128,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "pull request from a fork is never run",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
 				in.PR = &ports.PullRequest{Number: 9, HeadRef: "spec", HeadRepo: "mallory/r"}
 			},
@@ -135,7 +136,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "pull request whose branch changed",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
 				in.PR = &ports.PullRequest{Number: 9, HeadRef: "other", HeadRepo: "o/r"}
 			},
@@ -143,7 +144,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "an agent the operator does not offer",
-			edit: func(p *RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *runInputs) {
 				p.Trigger = lifecycle.TriggerPush
 				in.Config.Agent = "gpt-9"
 			},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner/gittest"
 )
 
@@ -39,13 +40,13 @@ func TestSpecPullRequestRunsEachChangedPlan(t *testing.T) {
 	jh.gh.pullFiles[6] = []string{"specs/beta/tasks.md", "specs/alpha/tasks.md", "README.md"}
 	ctx := context.Background()
 
-	push := func(delivery string) RunPayload {
-		return RunPayload{TaskHeader: TaskHeader{DeliveryID: delivery, InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Trigger: lifecycle.TriggerPullRequest, Number: 6, Branch: "feature"}
+	push := func(delivery string) queue.RunPayload {
+		return queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: delivery, InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Trigger: lifecycle.TriggerPullRequest, Number: 6, Branch: "feature"}
 	}
 	if err := jh.runJob(push("d-pr")); err != nil {
 		t.Fatalf("run job: %v", err)
 	}
-	run, err := jh.store.Get(ctx, RunIDFor("d-pr"))
+	run, err := jh.store.Get(ctx, queue.RunIDFor("d-pr"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestSpecPullRequestRunsEachChangedPlan(t *testing.T) {
 	if err := jh.runJob(push("d-pr-2")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := jh.store.Get(ctx, RunIDFor("d-pr-2")); err == nil {
+	if _, err := jh.store.Get(ctx, queue.RunIDFor("d-pr-2")); err == nil {
 		t.Error("a push with nothing left to do started a run")
 	}
 }

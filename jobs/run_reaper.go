@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -78,8 +79,8 @@ func (h *Reaper) reapOne(ctx context.Context, id string) (bool, time.Duration, e
 		return false, lapse, err
 	}
 	// The job count names the dead job: one continuation per job that died.
-	err = h.d.Enqueuer.EnqueueRun(ctx, continuation(run, "reap:"+run.ID+":"+strconv.Itoa(run.Jobs), run.Sender))
-	if errors.Is(err, ErrDuplicate) {
+	err = h.d.Enqueuer.EnqueueRun(ctx, queue.Continuation(run, "reap:"+run.ID+":"+strconv.Itoa(run.Jobs), run.Sender))
+	if errors.Is(err, queue.ErrDuplicate) {
 		return false, 0, nil
 	}
 	if err != nil {

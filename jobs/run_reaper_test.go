@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -41,7 +42,7 @@ func TestReaper(t *testing.T) {
 			t.Fatalf("sweep %d continued %d runs, want %d", sweep, n, want)
 		}
 	}
-	conts := queued[RunPayload](jh, TypeRun)
+	conts := queued[queue.RunPayload](jh, queue.TypeRun)
 	if len(conts) != 1 || conts[0].RunID != "dead" || conts[0].Trigger != lifecycle.TriggerContinue {
 		t.Fatalf("continuations = %+v, want one for the dead run", conts)
 	}
@@ -77,13 +78,13 @@ func TestReaperWakesWhenALeaseLapses(t *testing.T) {
 	go func() { jh.h.reaper.RunReaper(loop, time.Hour); close(ended) }()
 	defer func() { cancel(); <-ended }()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(queued[RunPayload](jh, TypeRun)) == 0 {
+	for len(queued[queue.RunPayload](jh, queue.TypeRun)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the lapsed lease was not noticed before the next round; log:\n%s", jh.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if conts := queued[RunPayload](jh, TypeRun); len(conts) != 1 || conts[0].RunID != "dying" {
+	if conts := queued[queue.RunPayload](jh, queue.TypeRun); len(conts) != 1 || conts[0].RunID != "dying" {
 		t.Errorf("continuations = %+v, want one of the dying run", conts)
 	}
 }

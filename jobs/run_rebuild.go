@@ -10,6 +10,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -81,7 +82,7 @@ var errNoLostRun = errors.New("jobs: no lost run to rebuild")
 // `/akira run` on it would plan, under the id its branch names, with its done tasks from the trailers
 // and its parked tasks from their parked refs. The rebuilt run is stored parked so that the decision
 // applies to it as to any parked run. errNoLostRun when there is nothing to rebuild or nothing waits.
-func (h *Runs) rebuildParkedRun(ctx context.Context, gh ports.GitHub, p ResumePayload) (*lifecycle.Run, error) {
+func (h *Runs) rebuildParkedRun(ctx context.Context, gh ports.GitHub, p queue.ResumePayload) (*lifecycle.Run, error) {
 	return h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 		Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender})
 }
@@ -103,7 +104,7 @@ func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunReq
 	if p.Number <= 0 {
 		return nil, errNoLostRun
 	}
-	rp := RunPayload{TaskHeader: TaskHeader{DeliveryID: p.Key, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender},
+	rp := queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: p.Key, InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender},
 		Trigger: lifecycle.TriggerIssue, Number: p.Number}
 	pr, err := gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number)
 	switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner/lessons"
 	"github.com/akira-bot/akira/runner/roadmap"
 	"github.com/akira-bot/akira/templates"
@@ -64,7 +65,7 @@ func verifyOf(planText, source string) []string {
 }
 
 // planReviewRun fills in a review run from the pull request's earlier run, when Akira has one.
-func planReviewRun(run *lifecycle.Run, p RunPayload, prior *lifecycle.Run) {
+func planReviewRun(run *lifecycle.Run, p queue.RunPayload, prior *lifecycle.Run) {
 	rv := p.Review
 	run.Review = rv
 	var verify []string

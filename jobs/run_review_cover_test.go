@@ -7,18 +7,19 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner/gittest"
 )
 
-func reviewIntake(author, headRef string, number int) IntakePayload {
-	return IntakePayload{TaskHeader: TaskHeader{Sender: author}, Event: EventReview,
-		Body: &ReviewIntake{Number: number, ReviewID: 77, Author: author, Body: "Please use tabs.", HeadRef: headRef}}
+func reviewIntake(author, headRef string, number int) queue.IntakePayload {
+	return queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: author}, Event: queue.EventReview,
+		Body: &queue.ReviewIntake{Number: number, ReviewID: 77, Author: author, Body: "Please use tabs.", HeadRef: headRef}}
 }
 
 func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {
 	tests := []struct {
 		name string
-		in   IntakePayload
+		in   queue.IntakePayload
 		runs int
 	}{
 		{"writer on Akira's branch", reviewIntake("alice", "akira/issue-4", 5), 1},
@@ -33,7 +34,7 @@ func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {
 			if err := jh.intake(tt.in); err != nil {
 				t.Fatal(err)
 			}
-			runs := queued[RunPayload](jh, TypeRun)
+			runs := queued[queue.RunPayload](jh, queue.TypeRun)
 			if len(runs) != tt.runs {
 				t.Fatalf("runs = %+v, want %d", runs, tt.runs)
 			}
@@ -67,12 +68,12 @@ func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 		{ID: 901, Path: "main.go", Line: 3, DiffHunk: "@@ -1 +1 @@\n-a\n+b", Body: "Name this better.", User: "rev"},
 		{ID: 902, Path: "main.go", Line: 3, Body: "Agreed.", User: "alice", InReplyTo: 901},
 	}}
-	p := RunPayload{TaskHeader: TaskHeader{DeliveryID: "d-review", InstallationID: 7, Owner: "o", Repo: "r", Sender: "rev"}, Trigger: lifecycle.TriggerReview, Number: 5,
+	p := queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d-review", InstallationID: 7, Owner: "o", Repo: "r", Sender: "rev"}, Trigger: lifecycle.TriggerReview, Number: 5,
 		Branch: "akira/issue-4", Review: &lifecycle.ReviewRequest{ID: 77, By: "rev", Body: "Please use tabs."}}
 	if err := jh.runJob(p); err != nil {
 		t.Fatalf("review run: %v", err)
 	}
-	run, err := jh.store.Get(ctx, RunIDFor("d-review"))
+	run, err := jh.store.Get(ctx, queue.RunIDFor("d-review"))
 	if err != nil {
 		t.Fatal(err)
 	}

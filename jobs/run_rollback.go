@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/hibiken/asynq"
@@ -12,86 +11,14 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
 
-// TypeRollback undoes a task's checkpoint (and its dependents') on a run's branch: /akira rollback.
-const TypeRollback = "akira:rollback"
-
 // rollbackTaskType is served by Rollbacks.HandleRollback (see taskTypes).
-var rollbackTaskType = taskType{Name: TypeRollback, Handle: func(h *Handler) asynq.HandlerFunc { return h.rollbacks.HandleRollback }}
-
-// RollbackPayload is the payload of TypeRollback.
-type RollbackPayload struct {
-	TaskHeader
-	Number    int    `json:"number"`
-	CommentID int64  `json:"comment_id,omitempty"`
-	TaskID    string `json:"task_id"`
-	// Retry runs the reverted tasks again at once, with Guidance in their prompts.
-	Retry    bool   `json:"retry,omitempty"`
-	Guidance string `json:"guidance,omitempty"`
-}
-
-// JobID is the comment when there is one (an edited comment comes as a new delivery), else the
-// delivery: the same command rolls back once.
-func (p RollbackPayload) JobID() string {
-	if p.CommentID != 0 {
-		return "rollback:comment:" + strconv.FormatInt(p.CommentID, 10)
-	}
-	return "rollback:" + p.DeliveryID
-}
-
-// Validate reports what is missing from a rollback payload.
-func (p RollbackPayload) Validate() error {
-	errs := []error{checkVersion(p.Version)}
-	if p.DeliveryID == "" && p.CommentID == 0 {
-		errs = append(errs, errors.New("neither a delivery id nor a comment id"))
-	}
-	if p.InstallationID <= 0 {
-		errs = append(errs, errors.New("no installation id"))
-	}
-	if p.Owner == "" || p.Repo == "" {
-		errs = append(errs, errors.New("no repository"))
-	}
-	if p.Number <= 0 {
-		errs = append(errs, errors.New("no issue or pull request number"))
-	}
-	if p.TaskID == "" || strings.HasPrefix(p.TaskID, "-") {
-		errs = append(errs, fmt.Errorf("task id %q", p.TaskID))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("rollback payload: %w", err)
-	}
-	return nil
-}
-
-// NewRollbackTask builds a TypeRollback task. A zero Version is filled in; an invalid payload is an
-// error.
-func (o TaskOptions) NewRollbackTask(p RollbackPayload) (*asynq.Task, error) {
-	if p.Version == 0 {
-		p.Version = PayloadVersion
-	}
-	o = o.withDefaults()
-	return o.newTask(TypeRollback, p, planTimeout, o.MaxRetry)
-}
-
-// DecodeRollbackPayload reads a TypeRollback payload; see decode.
-func DecodeRollbackPayload(t *asynq.Task) (RollbackPayload, error) {
-	var p RollbackPayload
-	return p, decode(t, TypeRollback, &p)
-}
-
-// EnqueueRollback enqueues a TypeRollback task. It returns ErrDuplicate when a task with the same id
-// exists.
-func (e *Enqueuer) EnqueueRollback(ctx context.Context, p RollbackPayload) error {
-	t, err := e.opts.NewRollbackTask(p)
-	if err != nil {
-		return err
-	}
-	return e.enqueue(ctx, t)
-}
+var rollbackTaskType = taskType{Name: queue.TypeRollback, Handle: func(h *Handler) asynq.HandlerFunc { return h.rollbacks.HandleRollback }}
 
 // Results of a rollback job.
 const (
@@ -100,18 +27,18 @@ const (
 
 // HandleRollback reverts a task's checkpoint on the branch of the run of an issue or pull request.
 func (h *Rollbacks) HandleRollback(ctx context.Context, t *asynq.Task) error {
-	p, err := DecodeRollbackPayload(t)
+	p, err := queue.DecodeRollbackPayload(t)
 	if err != nil {
-		h.d.Metrics.Job(TypeRollback, metrics.ResultInvalid)
+		h.d.Metrics.Job(queue.TypeRollback, metrics.ResultInvalid)
 		return err
 	}
 	result, err := h.rollback(ctx, p)
-	h.d.Metrics.Job(TypeRollback, result)
+	h.d.Metrics.Job(queue.TypeRollback, result)
 	return err
 }
 
-func (h *Rollbacks) rollback(ctx context.Context, p RollbackPayload) (string, error) {
-	log := h.log.With("task", TypeRollback, "delivery", p.DeliveryID, "installation", p.InstallationID,
+func (h *Rollbacks) rollback(ctx context.Context, p queue.RollbackPayload) (string, error) {
+	log := h.log.With("task", queue.TypeRollback, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "number", p.Number, "rollback", p.TaskID, "by", p.Sender)
 	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -112,7 +113,7 @@ func (h *Runs) stopRun(ctx context.Context, gh ports.GitHub, run *lifecycle.Run,
 
 // reviveStopped continues a stopped run of the issue or pull request instead of starting a second one
 // beside it; nil when its latest run is not stopped.
-func (h *Runs) reviveStopped(ctx context.Context, p RunPayload) (*lifecycle.Run, error) {
+func (h *Runs) reviveStopped(ctx context.Context, p queue.RunPayload) (*lifecycle.Run, error) {
 	if p.Number <= 0 || (p.Trigger != lifecycle.TriggerIssue && p.Trigger != lifecycle.TriggerPullRequest) {
 		return nil, nil
 	}

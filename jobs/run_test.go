@@ -15,6 +15,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/gittest"
@@ -50,30 +51,30 @@ func runWorld(t *testing.T, files map[string]string) (*jobsHarness, gittest.Repo
 }
 
 // runJob runs one run task through the handler, as asynq would.
-func (jh *jobsHarness) runJob(p RunPayload) error {
+func (jh *jobsHarness) runJob(p queue.RunPayload) error {
 	jh.t.Helper()
-	task, err := TaskOptions{}.NewRunTask(p)
+	task, err := queue.TaskOptions{}.NewRunTask(p)
 	if err != nil {
 		jh.t.Fatal(err)
 	}
 	return jh.h.runs.HandleRun(context.Background(), task)
 }
 
-func (jh *jobsHarness) resumeJob(p ResumePayload) error {
+func (jh *jobsHarness) resumeJob(p queue.ResumePayload) error {
 	jh.t.Helper()
-	task, err := TaskOptions{}.NewResumeTask(p)
+	task, err := queue.TaskOptions{}.NewResumeTask(p)
 	if err != nil {
 		jh.t.Fatal(err)
 	}
 	return jh.h.resumer.HandleResume(context.Background(), task)
 }
 
-func issueRun(number int) RunPayload {
-	return RunPayload{TaskHeader: TaskHeader{DeliveryID: "d-run", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Trigger: lifecycle.TriggerIssue, Number: number}
+func issueRun(number int) queue.RunPayload {
+	return queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d-run", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Trigger: lifecycle.TriggerIssue, Number: number}
 }
 
 // roadmapRun is `/akira run ROADMAP.md` on an issue: the roadmap, whatever the issue says.
-func roadmapRun(number int) RunPayload {
+func roadmapRun(number int) queue.RunPayload {
 	p := issueRun(number)
 	p.Path = "ROADMAP.md"
 	return p
@@ -153,11 +154,11 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 
 	// A decision before the branch moved: a reader's... is refused at intake; here a writer skips.
 	jh.gh.refs["heads/akira/issue-4"] = run.Head
-	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 900, Number: run.PR,
+	if err := jh.resumeJob(queue.ResumePayload{TaskHeader: queue.TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 900, Number: run.PR,
 		Decision: runner.DecisionSkip}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	conts := queued[RunPayload](jh, TypeRun)
+	conts := queued[queue.RunPayload](jh, queue.TypeRun)
 	if len(conts) != 1 || conts[0].Trigger != lifecycle.TriggerContinue || conts[0].RunID != run.ID {
 		t.Fatalf("continuations = %+v", conts)
 	}
@@ -171,7 +172,7 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 
 	// A decision on a finished run does nothing and says why, once.
 	for range 2 {
-		if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 901, Number: run.PR,
+		if err := jh.resumeJob(queue.ResumePayload{TaskHeader: queue.TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 901, Number: run.PR,
 			Decision: runner.DecisionApprove}); err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +199,7 @@ func TestRunJobAbort(t *testing.T) {
 	ctx := context.Background()
 	run, _ := jh.store.ByNumber(ctx, "o", "r", 4)
 	jh.gh.refs["heads/akira/issue-4"] = run.Head
-	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{DeliveryID: "d-abort", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, RunID: run.ID,
+	if err := jh.resumeJob(queue.ResumePayload{TaskHeader: queue.TaskHeader{DeliveryID: "d-abort", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, RunID: run.ID,
 		TaskID: "1.1", ByButton: true, Decision: runner.DecisionAbort}); err != nil {
 		t.Fatal(err)
 	}
@@ -209,14 +210,14 @@ func TestRunJobAbort(t *testing.T) {
 	if cr := jh.gh.checkRuns[run.Task("1.1").CheckRunID]; cr.Conclusion != ports.ConclusionCancelled {
 		t.Fatalf("check run = %+v", cr)
 	}
-	if got := queued[RunPayload](jh, TypeRun); len(got) != 0 {
+	if got := queued[queue.RunPayload](jh, queue.TypeRun); len(got) != 0 {
 		t.Fatalf("an abort continued the run: %+v", got)
 	}
 }
 
 func TestResumeWithoutARun(t *testing.T) {
 	jh := newJobsHarness(t)
-	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 5, Number: 3,
+	if err := jh.resumeJob(queue.ResumePayload{TaskHeader: queue.TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 5, Number: 3,
 		Decision: runner.DecisionApprove}); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +331,7 @@ func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
 	if err := jh.runJob(p); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := jh.store.Get(context.Background(), RunIDFor("d-run-2"))
+	again, _ := jh.store.Get(context.Background(), queue.RunIDFor("d-run-2"))
 	if again.Status != lifecycle.StatusSucceeded || again.PR == run.PR || again.PRClosed {
 		t.Fatalf("second run = %s pr %d (first %d) closed %t", again.Status, again.PR, run.PR, again.PRClosed)
 	}
@@ -413,11 +414,11 @@ func TestRunSurvivesDeletedComments(t *testing.T) {
 	jh.gh.deleteComment(deletedEsc)
 
 	jh.gh.refs["heads/akira/issue-4"] = run.Head
-	if err := jh.resumeJob(ResumePayload{TaskHeader: TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 900, Number: run.PR,
+	if err := jh.resumeJob(queue.ResumePayload{TaskHeader: queue.TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 900, Number: run.PR,
 		Decision: runner.DecisionSkip}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	conts := queued[RunPayload](jh, TypeRun)
+	conts := queued[queue.RunPayload](jh, queue.TypeRun)
 	if len(conts) != 1 {
 		t.Fatalf("continuations = %+v", conts)
 	}
@@ -558,7 +559,7 @@ func TestRunStopsWhenPeopleTakeItsPullRequestOrBranch(t *testing.T) {
 			if _, _, err := jh.store.Decide(ctx, run.ID, lifecycle.Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry}}, ""); err != nil {
 				t.Fatal(err)
 			}
-			cont := RunPayload{TaskHeader: TaskHeader{DeliveryID: "cont-1", InstallationID: 7, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerContinue, RunID: run.ID}
+			cont := queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: "cont-1", InstallationID: 7, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerContinue, RunID: run.ID}
 			if err := jh.runJob(cont); err != nil {
 				t.Fatalf("continuation: %v", err)
 			}

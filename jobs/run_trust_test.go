@@ -8,6 +8,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 type permsOf map[string]string
@@ -42,7 +43,7 @@ func TestCheckPlanTrust(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkPlanTrust(context.Background(), perms, RunPayload{TaskHeader: TaskHeader{Owner: "o", Repo: "r"}, TrustPlan: tt.trust},
+			err := checkPlanTrust(context.Background(), perms, queue.RunPayload{TaskHeader: queue.TaskHeader{Owner: "o", Repo: "r"}, TrustPlan: tt.trust},
 				&lifecycle.Run{Plan: tt.plan}, &ports.Issue{Author: tt.author})
 			var up *UntrustedPlanError
 			switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 // fakeDeliveries is GitHub's list of the App's webhook deliveries, in pages of two, newest first.
@@ -85,8 +86,8 @@ func TestSweepRedeliversWhatFailedOnServerSide(t *testing.T) {
 
 func TestHandleSweep(t *testing.T) {
 	jh := newJobsHarness(t)
-	task := NewSweepTask("")
-	if task.Type() != TypeSweep {
+	task := queue.NewSweepTask("")
+	if task.Type() != queue.TypeSweep {
 		t.Fatalf("sweep task type %q", task.Type())
 	}
 	// A worker without the App's credentials has nothing to sweep with.
@@ -117,21 +118,21 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	readings := queued[CIPayload](jh, TypeCI)
+	readings := queued[queue.CIPayload](jh, queue.TypeCI)
 	if len(readings) != 1 || readings[0].RunID != run.ID || readings[0].Head != "" || !strings.HasPrefix(readings[0].Key, "poll-") {
 		t.Fatalf("readings after two polls = %+v, want one poll reading of %s", readings, run.ID)
 	}
 
 	// A CI report for the run's head on its branch is routed to it; another commit, another branch are not.
-	report := func(head, branch string) IntakePayload {
-		return IntakePayload{Event: EventCheckSuite, Body: &CIIntake{HeadSHA: head, Branches: []string{branch}, Name: "test", Conclusion: "failure"}}
+	report := func(head, branch string) queue.IntakePayload {
+		return queue.IntakePayload{Event: queue.EventCheckSuite, Body: &queue.CIIntake{HeadSHA: head, Branches: []string{branch}, Name: "test", Conclusion: "failure"}}
 	}
-	for _, p := range []IntakePayload{report(old, "akira/issue-5"), report(h1, "feature"), report(h1, "akira/issue-5")} {
+	for _, p := range []queue.IntakePayload{report(old, "akira/issue-5"), report(h1, "feature"), report(h1, "akira/issue-5")} {
 		if err := jh.intake(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	readings = queued[CIPayload](jh, TypeCI)
+	readings = queued[queue.CIPayload](jh, queue.TypeCI)
 	if len(readings) != 2 {
 		t.Fatalf("readings = %+v, want the poll's and one for the report on h1", readings)
 	}
@@ -143,7 +144,7 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 
 	// A reading through the task: a green head marks the pull request ready and ends the wait.
 	jh.gh.ci.checks[h1] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
-	task, err := TaskOptions{}.withDefaults().newTask(TypeCI, CIPayload{Version: PayloadVersion, RunID: run.ID, InstallationID: 7, Head: h1, Key: "d-green"}, resumeTimeout, intakeMaxRetry)
+	task, err := queue.TaskOptions{}.NewCITask(queue.CIPayload{Version: queue.PayloadVersion, RunID: run.ID, InstallationID: 7, Head: h1, Key: "d-green"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 		t.Errorf("waiting for CI = %v, want none", ids)
 	}
 
-	if err := (CIPayload{Version: PayloadVersion}).Validate(); err == nil || !strings.Contains(err.Error(), "run, installation and key are required") {
+	if err := (queue.CIPayload{Version: queue.PayloadVersion}).Validate(); err == nil || !strings.Contains(err.Error(), "run, installation and key are required") {
 		t.Errorf("Validate of an empty CI payload = %v", err)
 	}
 }
@@ -181,7 +182,7 @@ func TestRunReaperLoop(t *testing.T) {
 	ended := make(chan struct{})
 	go func() { jh.h.reaper.RunReaper(loop, time.Hour); close(ended) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(queued[RunPayload](jh, TypeRun)) == 0 || len(queued[CIPayload](jh, TypeCI)) == 0 {
+	for len(queued[queue.RunPayload](jh, queue.TypeRun)) == 0 || len(queued[queue.CIPayload](jh, queue.TypeCI)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the reaper's first round queued nothing; log:\n%s", jh.logs.String())
 		}
@@ -189,10 +190,10 @@ func TestRunReaperLoop(t *testing.T) {
 	}
 	cancel()
 	<-ended
-	if conts := queued[RunPayload](jh, TypeRun); len(conts) != 1 || conts[0].RunID != "dead" {
+	if conts := queued[queue.RunPayload](jh, queue.TypeRun); len(conts) != 1 || conts[0].RunID != "dead" {
 		t.Errorf("continuations = %+v, want one of the dead run", conts)
 	}
-	if rs := queued[CIPayload](jh, TypeCI); len(rs) != 1 || rs[0].RunID != waiting.ID {
+	if rs := queued[queue.CIPayload](jh, queue.TypeCI); len(rs) != 1 || rs[0].RunID != waiting.ID {
 		t.Errorf("CI readings = %+v, want one of %s", rs, waiting.ID)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 )
@@ -43,7 +44,7 @@ func NewWorker(rdb redis.UniversalClient, cfg WorkerConfig) *asynq.Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	queues := Queues()
+	queues := queue.Queues()
 	if cfg.Queue != "" {
 		queues = map[string]int{cfg.Queue: 1}
 	}
@@ -117,8 +118,8 @@ func jobOf(t *asynq.Task) (delivery, run string) {
 	if json.Unmarshal(t.Payload(), &h) != nil {
 		return "", ""
 	}
-	if h.RunID == "" && h.DeliveryID != "" && (t.Type() == TypeRun || t.Type() == TypeHandoff) {
-		h.RunID = RunIDFor(h.DeliveryID)
+	if h.RunID == "" && h.DeliveryID != "" && (t.Type() == queue.TypeRun || t.Type() == queue.TypeHandoff) {
+		h.RunID = queue.RunIDFor(h.DeliveryID)
 	}
 	return h.DeliveryID, h.RunID
 }

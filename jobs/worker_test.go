@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/queue"
 )
 
 // TestWorkerLogsEveryFailedAttempt: each failed attempt of a job is one log line of the worker with
@@ -35,15 +36,15 @@ func TestWorkerLogsEveryFailedAttempt(t *testing.T) {
 	jh.gh.mu.Lock()
 	jh.gh.fail["Permission"], jh.gh.failTimes["Permission"] = errors.New("github: 502 Bad Gateway"), 2
 	jh.gh.mu.Unlock()
-	intake := withDefaults(IntakePayload{TaskHeader: TaskHeader{DeliveryID: "d-intake-" + randomHex(t, 3), Sender: "alice"}, Event: EventIssueComment,
-		Body: &CommentIntake{ID: 51, Number: 4, Author: "alice", Body: "/akira status"}})
+	intake := withDefaults(queue.IntakePayload{TaskHeader: queue.TaskHeader{DeliveryID: "d-intake-" + randomHex(t, 3), Sender: "alice"}, Event: queue.EventIssueComment,
+		Body: &queue.CommentIntake{ID: 51, Number: 4, Author: "alice", Body: "/akira status"}})
 	if err := jh.h.d.Enqueuer.EnqueueIntake(context.Background(), intake); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, jh, intake.JobID(), logs)
 
 	// A run job whose payload cannot be read is not retried: the line says so, with its run.
-	bad := asynq.NewTask(TypeRun, []byte(`{"v":1,"delivery_id":"d-bad","trigger":"nonsense"}`), asynq.TaskID("d-bad"),
+	bad := asynq.NewTask(queue.TypeRun, []byte(`{"v":1,"delivery_id":"d-bad","trigger":"nonsense"}`), asynq.TaskID("d-bad"),
 		asynq.Queue(jh.queue), asynq.MaxRetry(3))
 	if _, err := asynq.NewClientFromRedisClient(rdb).Enqueue(bad); err != nil {
 		t.Fatal(err)
@@ -74,9 +75,9 @@ func TestWorkerLogsEveryFailedAttempt(t *testing.T) {
 		failed = append(failed, line(l))
 	}
 	want := []line{
-		{"WARN", "job failed; retried", TypeIntake, intake.JobID(), intake.DeliveryID, "", "502 Bad Gateway", 1, intakeMaxRetry + 1},
-		{"WARN", "job failed; retried", TypeIntake, intake.JobID(), intake.DeliveryID, "", "502 Bad Gateway", 2, intakeMaxRetry + 1},
-		{"ERROR", "job failed; not retried (archived)", TypeRun, "d-bad", "d-bad", RunIDFor("d-bad"), "trigger", 1, 4},
+		{"WARN", "job failed; retried", queue.TypeIntake, intake.JobID(), intake.DeliveryID, "", "502 Bad Gateway", 1, queue.IntakeMaxRetry + 1},
+		{"WARN", "job failed; retried", queue.TypeIntake, intake.JobID(), intake.DeliveryID, "", "502 Bad Gateway", 2, queue.IntakeMaxRetry + 1},
+		{"ERROR", "job failed; not retried (archived)", queue.TypeRun, "d-bad", "d-bad", queue.RunIDFor("d-bad"), "trigger", 1, 4},
 	}
 	if len(failed) != len(want) {
 		t.Fatalf("%d failed-job lines, want %d:\n%s", len(failed), len(want), logs.String())

@@ -16,15 +16,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/config"
 )
 
-func fairPayload(inst int64, owner, repo, delivery string) jobs.RunPayload {
-	return jobs.RunPayload{TaskHeader: jobs.TaskHeader{Version: jobs.PayloadVersion, DeliveryID: delivery, InstallationID: inst, Owner: owner, Repo: repo}, Trigger: lifecycle.TriggerIssue, Number: 3}
+func fairPayload(inst int64, owner, repo, delivery string) queue.RunPayload {
+	return queue.RunPayload{TaskHeader: queue.TaskHeader{Version: queue.PayloadVersion, DeliveryID: delivery, InstallationID: inst, Owner: owner, Repo: repo}, Trigger: lifecycle.TriggerIssue, Number: 3}
 }
 
 // fairLine fills a fair gate of two workers: installation 7 (octo/demo) ran a run job of ten
@@ -44,7 +44,7 @@ func fairLine(t *testing.T, rdb *redis.Client, prefix string) *fair.Gate {
 	if err := f.Acquire(ctx, fairPayload(7, "octo", "demo", "d1").Ticket()); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []jobs.RunPayload{fairPayload(7, "octo", "demo", "d2"), fairPayload(7, "octo", "demo", "d3"), fairPayload(9, "acme", "web", "e1")} {
+	for _, p := range []queue.RunPayload{fairPayload(7, "octo", "demo", "d2"), fairPayload(7, "octo", "demo", "d3"), fairPayload(9, "acme", "web", "e1")} {
 		if err := f.List(ctx, p.Ticket()); err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestQueueByInstallation(t *testing.T) {
 		t.Fatalf("installation 7: %+v", a)
 	}
 	for i, w := range a.Waiting {
-		if w.Position != i+1 || w.RunID != jobs.RunIDFor("d"+string(rune('2'+i))) || w.EstimatedStart == nil {
+		if w.Position != i+1 || w.RunID != queue.RunIDFor("d"+string(rune('2'+i))) || w.EstimatedStart == nil {
 			t.Fatalf("installation 7's waiting run %d: %+v", i, w)
 		}
 		// One at a time, ten minutes each (the one run job that finished took ten).
@@ -110,7 +110,7 @@ func TestQueueByInstallation(t *testing.T) {
 	br.login(f.read, "/ui/queue")
 	page := br.get("/ui/queue")
 	for _, want := range []string{"Installation 7: 1 running (at most 1), 2 waiting", "Installation 9: 0 running (at most 1), 1 waiting",
-		`<td class="num">2</td><td><a href="/ui/runs/` + jobs.RunIDFor("d3") + `">`, `acme/web</td><td><span class="state state-queued">waiting</span></td><td>next</td>`} {
+		`<td class="num">2</td><td><a href="/ui/runs/` + queue.RunIDFor("d3") + `">`, `acme/web</td><td><span class="state state-queued">waiting</span></td><td>next</td>`} {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("the queue page lacks %q:\n%s", want, page.body)
 		}

@@ -16,12 +16,13 @@ import (
 
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
 // Starter starts runs handed off through the API (jobs.Controller).
 type Starter interface {
-	StartHandoff(ctx context.Context, req jobs.HandoffRequest, tasks int) (store.Handoff, bool, error)
+	StartHandoff(ctx context.Context, req queue.HandoffRequest, tasks int) (store.Handoff, bool, error)
 }
 
 // handoffStore is what starting a run reads besides runs: the handoff records and the repository's
@@ -174,7 +175,7 @@ func (s *server) apiStart(c *gin.Context) {
 		abortJSON(c, http.StatusBadRequest, "Idempotency-Key is longer than 128 characters")
 		return
 	}
-	h, created, err := s.d.Starter.StartHandoff(c, jobs.HandoffRequest{Owner: owner, Repo: repo, Base: body.Base, Plan: body.Plan,
+	h, created, err := s.d.Starter.StartHandoff(c, queue.HandoffRequest{Owner: owner, Repo: repo, Base: body.Base, Plan: body.Plan,
 		PlanPath: body.PlanPath, Agent: body.Agent, BudgetUSD: body.Budget, Reference: body.Reference, Notify: body.Notify, Token: tok,
 		Key: key, Via: viaOf(c)}, tasks)
 	if reused, ok := errors.AsType[*store.KeyReusedError](err); ok {

@@ -19,6 +19,7 @@ import (
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -36,11 +37,11 @@ func newStartFixture(t *testing.T) *startFixture {
 	f := newFixture(t)
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	t.Cleanup(func() { rdb.Close() })
-	queue := "akira-admin-start-" + f.runID + "-" + strings.ReplaceAll(t.Name(), "/", "-")
+	qname := "akira-admin-start-" + f.runID + "-" + strings.ReplaceAll(t.Name(), "/", "-")
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	t.Cleanup(func() { _ = insp.DeleteQueue(queue, true) })
-	ctl := &jobs.Controller{Store: f.store, Enqueuer: jobs.NewEnqueuer(client, jobs.TaskOptions{Queue: queue})}
+	t.Cleanup(func() { _ = insp.DeleteQueue(qname, true) })
+	ctl := &jobs.Controller{Store: f.store, Enqueuer: queue.NewEnqueuer(client, queue.TaskOptions{Queue: qname})}
 	starter, err := f.store.CreateTokenFor(context.Background(), "editor", store.ScopeStart, []string{"octo/demo"})
 	if err != nil {
 		t.Fatal(err)
@@ -51,22 +52,22 @@ func newStartFixture(t *testing.T) *startFixture {
 	}
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(f.srv.Close)
-	return &startFixture{fixture: f, queue: queue, insp: insp, starter: starter}
+	return &startFixture{fixture: f, queue: qname, insp: insp, starter: starter}
 }
 
 // handoffs are the handoff jobs queued.
-func (f *startFixture) handoffs(t *testing.T) []jobs.HandoffPayload {
+func (f *startFixture) handoffs(t *testing.T) []queue.HandoffPayload {
 	t.Helper()
 	tasks, err := f.insp.ListPendingTasks(f.queue)
 	if err != nil && !strings.Contains(err.Error(), "not found") {
 		t.Fatal(err)
 	}
-	var out []jobs.HandoffPayload
+	var out []queue.HandoffPayload
 	for _, tk := range tasks {
-		if tk.Type != jobs.TypeHandoff {
+		if tk.Type != queue.TypeHandoff {
 			continue
 		}
-		var p jobs.HandoffPayload
+		var p queue.HandoffPayload
 		if err := json.Unmarshal(tk.Payload, &p); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -83,11 +84,11 @@ func TestFollowEvents(t *testing.T) {
 func TestMCPInProcess(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
 	prefix := "akira-remote-test:" + strings.ReplaceAll(time.Now().Format("150405.000000000"), ".", "") + ":"
-	queue := "akira-remote-test-" + prefix[len("akira-remote-test:"):len(prefix)-1]
+	qname := "akira-remote-test-" + prefix[len("akira-remote-test:"):len(prefix)-1]
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = insp.DeleteQueue(queue, true)
+		_ = insp.DeleteQueue(qname, true)
 		iter := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
 		for iter.Next(ctx) {
 			rdb.Del(ctx, iter.Val())
@@ -106,7 +107,7 @@ func TestMCPInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := admin.NewServer(admin.Deps{Store: rs, Queue: insp,
-		Controller: &jobs.Controller{Store: rs, Enqueuer: jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), jobs.TaskOptions{Queue: queue})}})
+		Controller: &jobs.Controller{Store: rs, Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), queue.TaskOptions{Queue: qname})}})
 	if err != nil {
 		t.Fatal(err)
 	}

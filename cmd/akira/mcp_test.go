@@ -24,6 +24,7 @@ import (
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -151,9 +152,9 @@ func TestMCPAnswersAPipedSession(t *testing.T) {
 	// by an earlier one would hold the branch.
 	prefix := fmt.Sprintf("akira-mcp-pipe-%s-%d:", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
 	st := store.NewStore(rdb, prefix)
-	queue := "akira-mcp-pipe-" + fmt.Sprint(time.Now().UnixNano())
+	qname := "akira-mcp-pipe-" + fmt.Sprint(time.Now().UnixNano())
 	insp := asynq.NewInspectorFromRedisClient(rdb)
-	t.Cleanup(func() { _ = insp.DeleteQueue(queue, true) })
+	t.Cleanup(func() { _ = insp.DeleteQueue(qname, true) })
 	run, _, err := st.Create(ctx, &lifecycle.Run{ID: "r-piped-" + fmt.Sprint(time.Now().UnixNano()), Owner: "octo", Repo: "svc",
 		Branch: "akira/issue-1", Status: lifecycle.StatusRunning})
 	if err != nil {
@@ -164,7 +165,7 @@ func TestMCPAnswersAPipedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := admin.NewServer(admin.Deps{Store: st, Queue: insp,
-		Controller: &jobs.Controller{Store: st, Enqueuer: jobs.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), jobs.TaskOptions{Queue: queue})}})
+		Controller: &jobs.Controller{Store: st, Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), queue.TaskOptions{Queue: qname})}})
 	if err != nil {
 		t.Fatal(err)
 	}

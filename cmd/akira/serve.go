@@ -31,6 +31,7 @@ import (
 	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/agent"
 	"github.com/akira-bot/akira/runner/agent/profiles"
@@ -388,7 +389,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	inspector := asynq.NewInspectorFromRedisClient(rdb)
-	metrics, err := metrics.NewMetrics(reg, inspector, jobs.Queue)
+	metrics, err := metrics.NewMetrics(reg, inspector, queue.Queue)
 	if err != nil {
 		return err
 	}
@@ -418,7 +419,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		go func() { defer close(relayDone); relay.Run(relayCtx) }()
 		defer func() { stopRelay(); <-relayDone }()
 	}
-	enq := jobs.NewEnqueuer(asynqClient, jobs.TaskOptions{}).WithFair(fg)
+	enq := queue.NewEnqueuer(asynqClient, queue.TaskOptions{}).WithFair(fg)
 
 	ready := []app.ReadinessCheck{{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}}
 	health, err := app.NewHealth(ready, 0, log)
@@ -547,7 +548,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		go fg.Heartbeat(reapCtx)
 		// Every worker's scheduler queues the sweep; the task is unique per interval, so one runs.
 		sched = asynq.NewSchedulerFromRedisClient(rdb, &asynq.SchedulerOpts{Logger: sharedClientLogger{jobs.AsynqLogger(log)}, LogLevel: asynq.WarnLevel})
-		if _, err := sched.Register(fmt.Sprintf("@every %s", jobs.SweepInterval), jobs.NewSweepTask("")); err != nil {
+		if _, err := sched.Register(fmt.Sprintf("@every %s", queue.SweepInterval), queue.NewSweepTask("")); err != nil {
 			return fmt.Errorf("serve: schedule the redelivery sweep: %w", err)
 		}
 		if err := sched.Start(); err != nil {

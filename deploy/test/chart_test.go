@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner/config"
 )
 
@@ -376,7 +376,7 @@ func TestChartAutoscaling(t *testing.T) {
 	}
 	md := so.Spec.Triggers[0].Metadata
 	// asynq keeps a queue's pending tasks in the list asynq:{<queue>}:pending.
-	if want := fmt.Sprintf("asynq:{%s}:pending", jobs.Queue); md["listName"] != want || md["address"] != "prod-akira-redis:6379" {
+	if want := fmt.Sprintf("asynq:{%s}:pending", queue.Queue); md["listName"] != want || md["address"] != "prod-akira-redis:6379" {
 		t.Errorf("trigger metadata = %v; want listName %s on the chart's Redis", md, want)
 	}
 	ref := so.Spec.Triggers[0].AuthenticationRef

@@ -57,7 +57,7 @@ import (
 
 // Defaults of the fair gate.
 const (
-	// DefaultTaskQueue is jobs.Queue, the queue run tasks are on unless a worker says otherwise (a
+	// DefaultTaskQueue is queue.Queue, the queue run tasks are on unless a worker says otherwise (a
 	// test in jobs holds the two equal).
 	DefaultTaskQueue = "akira"
 	// LeaseTTL is how long a run's slot outlives its job's last renewal (every third of it).

@@ -26,7 +26,7 @@ func newTestFair(t *testing.T, cfg config.Fair, workers int) (*Gate, *fairClock)
 	return f, clock
 }
 
-// fairRun is the run job a delivery starts on repo, as jobs.RunPayload.Ticket makes it.
+// fairRun is the run job a delivery starts on repo, as queue.RunPayload.Ticket makes it.
 func fairRun(inst int64, repo, delivery string) Ticket {
 	return Ticket{JobID: "run:" + delivery, RunID: "run-" + delivery, Installation: inst, Repo: repo, Number: 1}
 }

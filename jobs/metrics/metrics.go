@@ -87,7 +87,7 @@ func NewMetrics(reg prometheus.Registerer, insp QueueInspector, queues ...string
 	cs := []prometheus.Collector{m.jobs, m.taskDuration, m.attempts, m.escalations, m.tokens, m.cost, m.reapedRuns, m.redelivered, m.refused}
 	if insp != nil {
 		if len(queues) == 0 {
-			return nil, errors.New("metrics: a queue inspector needs the queues it reads: pass jobs.Queue (or your workers' queues)")
+			return nil, errors.New("metrics: a queue inspector needs the queues it reads: pass queue.Queue (or your workers' queues)")
 		}
 		cs = append(cs, &queueCollector{insp: insp, queues: queues, desc: prometheus.NewDesc(
 			"akira_queue_tasks", "Tasks in the asynq queue, by state.", []string{"queue", "state"}, nil)})

@@ -42,7 +42,7 @@ const (
 	// DefaultStateRetention is how long a finished run's state is kept for /akira status and replies.
 	DefaultStateRetention = 30 * 24 * time.Hour
 	// DefaultStaleAfter is how long a queued or running run may go without a write before a new run
-	// may take its branch: longer than any job's timeout (jobs.DefaultTimeout, 3 hours, and a test in
+	// may take its branch: longer than any job's timeout (queue.DefaultTimeout, 3 hours, and a test in
 	// jobs holds it so), so only a run whose jobs all died qualifies.
 	DefaultStaleAfter = 4 * time.Hour
 )

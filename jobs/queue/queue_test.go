@@ -1,4 +1,4 @@
-package jobs
+package queue
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner"
@@ -147,7 +148,7 @@ func TestDecodeRejectsWithoutRetry(t *testing.T) {
 // TestEnqueuer enqueues into a real Redis and reads the tasks back with asynq's inspector: the options
 // must be on the stored task, and the second enqueue of the same delivery must be ErrDuplicate.
 func TestEnqueuer(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := redistest.Prefixed(t)
 	queue := strings.TrimSuffix(prefix, ":")
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
@@ -189,7 +190,7 @@ func TestEnqueuer(t *testing.T) {
 		t.Fatalf("second EnqueueIntake = %v, want ErrDuplicate", err)
 	}
 	info, err = insp.GetTaskInfo(queue, "intake:d-7")
-	if err != nil || info.Type != TypeIntake || info.MaxRetry != intakeMaxRetry || info.Timeout != intakeTimeout {
+	if err != nil || info.Type != TypeIntake || info.MaxRetry != IntakeMaxRetry || info.Timeout != IntakeTimeout {
 		t.Fatalf("intake task = %+v, %v", info, err)
 	}
 }
@@ -199,27 +200,5 @@ func TestEnqueuer(t *testing.T) {
 func TestStaleAfterOutlivesAJob(t *testing.T) {
 	if store.DefaultStaleAfter <= DefaultTimeout {
 		t.Errorf("store.DefaultStaleAfter = %v; want longer than DefaultTimeout %v", store.DefaultStaleAfter, DefaultTimeout)
-	}
-}
-
-// TestServeMuxRoutesEveryTaskType: the router is built from taskTypes, so every listed type reaches
-// its handler, and no two entries claim one name.
-func TestServeMuxRoutesEveryTaskType(t *testing.T) {
-	mux := NewServeMux(&Handler{})
-	seen := map[string]bool{}
-	for _, tt := range taskTypes {
-		if seen[tt.Name] {
-			t.Errorf("task type %s is listed twice", tt.Name)
-		}
-		seen[tt.Name] = true
-		if _, pattern := mux.Handler(asynq.NewTask(tt.Name, nil)); pattern != tt.Name {
-			t.Errorf("task type %s routes to %q", tt.Name, pattern)
-		}
-	}
-	for _, name := range []string{TypeIntake, TypeRun, TypeResume, TypePlan, TypeRollback, TypeSweep, TypeRecover, TypeNotify,
-		TypeAuditLine, TypePublish, TypeCI, TypeHandoff} {
-		if !seen[name] {
-			t.Errorf("task type %s is not in taskTypes: a worker would not serve it", name)
-		}
 	}
 }

@@ -1,0 +1,27 @@
+package queue
+
+import (
+	"errors"
+)
+
+// EventPullRequest is a pull request opened, reopened or pushed to.
+const EventPullRequest = "pull_request"
+
+// PullRequestEvent registers the pull request body (see IntakeEvents).
+var PullRequestEvent = IntakeEvent{Events: []string{EventPullRequest}, Key: "pull_request",
+	New: func() IntakeBody { return new(PullRequestIntake) }}
+
+// PullRequestIntake is a pull request opened, reopened or pushed to, from the repository itself.
+type PullRequestIntake struct {
+	Number  int    `json:"number"`
+	Action  string `json:"action"`
+	HeadRef string `json:"head_ref"`
+	HeadSHA string `json:"head_sha"`
+}
+
+func (pr *PullRequestIntake) check() error {
+	if pr.Number <= 0 || pr.HeadRef == "" {
+		return errors.New("pull request without a number and a head branch")
+	}
+	return nil
+}
