@@ -28,6 +28,7 @@ import (
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/fair"
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -125,7 +126,7 @@ func runWorker(ctx context.Context, ws workerSpec, log *slog.Logger) error {
 	fg = fair.New(rdb, ws.Prefix, op.Fair, ws.Concurrency)
 	fg.TaskQueue = ws.Queue
 	go fg.Heartbeat(ctx)
-	deps := jobs.Deps{
+	deps := flow.Deps{
 		Store: store.NewStore(rdb, ws.Prefix), Locker: locker, Fair: fg,
 		Enqueuer: queue.NewEnqueuer(client, queue.TaskOptions{Queue: ws.Queue}).WithFair(fg),
 		GitHub:   ghApp.Installations(),

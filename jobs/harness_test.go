@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
@@ -68,7 +69,7 @@ func newJobsHarness(t *testing.T) *jobsHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(Deps{
+	h, err := NewHandler(flow.Deps{
 		Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: queue.NewEnqueuer(client, queue.TaskOptions{Queue: qname}),
 		GitHub: gh.installations(), Operator: op, WorkDir: t.TempDir(),
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),

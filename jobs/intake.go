@@ -11,6 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -94,7 +95,7 @@ func (h *Intake) intake(ctx context.Context, p queue.IntakePayload) (string, err
 	if ev.Offline {
 		return ev.Handle(h, ctx, &intake{p: p, store: h.d.Store, log: log})
 	}
-	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	gh, err := flow.Installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -193,7 +194,7 @@ func (h *API) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.Job(queue.TypeAuditLine, metrics.ResultInvalid)
 		return err
 	}
-	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	gh, err := flow.Installation(ctx, h.d.GitHub, p.InstallationID)
 	if err == nil {
 		_, _, err = gh.CreateComment(ctx, p.Owner, p.Repo, p.Number, p.Body)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
@@ -90,12 +91,6 @@ func (c *Controller) StartHandoff(ctx context.Context, req queue.HandoffRequest,
 	return h, true, nil
 }
 
-// RepoInstallations finds the installation of the App on a repository (app/gh implements it);
-// ErrGitHubNotFound when the App is not installed there.
-type RepoInstallations interface {
-	RepoInstallation(ctx context.Context, owner, repo string) (int64, error)
-}
-
 // HandleHandoff turns a handoff into a run job.
 func (h *API) HandleHandoff(ctx context.Context, t *asynq.Task) error {
 	var p queue.HandoffPayload
@@ -128,7 +123,7 @@ func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, erro
 	if err != nil {
 		return metrics.ResultRetry, fmt.Errorf("jobs: installation of %s/%s: %w", p.Owner, p.Repo, err)
 	}
-	gh, err := installation(ctx, h.d.GitHub, inst)
+	gh, err := flow.Installation(ctx, h.d.GitHub, inst)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}

@@ -70,7 +70,7 @@ func (h *Recovery) checkEpoch(ctx context.Context, now time.Time) (bool, error) 
 
 // mayAnswer reports whether a delivery can carry an answer to an escalation: a comment written or
 // edited, or a check run's button (Re-run included).
-func mayAnswer(d Delivery) bool {
+func mayAnswer(d ports.Delivery) bool {
 	switch d.Event {
 	case "issue_comment":
 		return d.Action == "created" || d.Action == "edited"
@@ -92,12 +92,12 @@ type RecoverResult struct {
 // before since and whose intake task Redis no longer has (lost reports that), each marked recovered
 // first. A delivery whose task is still queued, or done and kept, was not lost: marking it would
 // make its own intake act as a replay.
-func Recover(ctx context.Context, deliveries Deliveries, st *store.Store, since time.Time, lost func(ctx context.Context, guid string) (bool, error)) (RecoverResult, error) {
+func Recover(ctx context.Context, deliveries ports.Deliveries, st *store.Store, since time.Time, lost func(ctx context.Context, guid string) (bool, error)) (RecoverResult, error) {
 	window, err := deliveriesSince(ctx, deliveries, since.Add(-RecoverWindow))
 	if err != nil {
 		return RecoverResult{}, fmt.Errorf("jobs: recover: %w", err)
 	}
-	latest := map[string]Delivery{}
+	latest := map[string]ports.Delivery{}
 	first := map[string]time.Time{}
 	acked := map[string]bool{}
 	var order []string

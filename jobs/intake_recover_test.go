@@ -23,7 +23,7 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 	ctx := context.Background()
 	since := time.Now()
 	at := func(ago time.Duration) time.Time { return since.Add(-ago) }
-	f := &fakeDeliveries{list: []Delivery{ // newest first, as GitHub lists them
+	f := &fakeDeliveries{list: []ports.Delivery{ // newest first, as GitHub lists them
 		{ID: 9, GUID: "after", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: since.Add(time.Hour)},
 		// GitHub's clock a little ahead of Akira's: still looked at.
 		{ID: 11, GUID: "skewed", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: since.Add(30 * time.Second)},
@@ -36,12 +36,12 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 		{ID: 2, GUID: "ancient", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(RecoverWindow + time.Hour)},
 	}}
 	// A button pressed on a check run is an answer too; a check run completing is not.
-	f.list = append(f.list[:3], append([]Delivery{
+	f.list = append(f.list[:3], append([]ports.Delivery{
 		{ID: 12, GUID: "button", Event: "check_run", Action: "requested_action", StatusCode: 202, DeliveredAt: at(150 * time.Second)},
 		{ID: 13, GUID: "completed", Event: "check_run", Action: "completed", StatusCode: 202, DeliveredAt: at(160 * time.Second)},
 	}, f.list[3:]...)...)
 	// "kept" reached the worker and its intake task is still in Redis: it was not lost.
-	f.list = append(f.list[:1], append([]Delivery{{ID: 10, GUID: "kept", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(30 * time.Second)}}, f.list[1:]...)...)
+	f.list = append(f.list[:1], append([]ports.Delivery{{ID: 10, GUID: "kept", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(30 * time.Second)}}, f.list[1:]...)...)
 	if err := jh.h.d.Enqueuer.EnqueueIntake(ctx, withDefaults(queue.IntakePayload{TaskHeader: queue.TaskHeader{DeliveryID: "kept"}, Event: "issue_comment",
 		Body: &queue.CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
 		t.Fatal(err)

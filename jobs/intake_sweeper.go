@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/metrics"
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
 )
 
@@ -26,25 +27,6 @@ const (
 	MaxRedeliveries = 5
 )
 
-// Delivery is one attempt of a webhook delivery, as GitHub lists them. Every attempt of a delivery
-// (the original and its redeliveries) shares the GUID, which is the X-GitHub-Delivery header.
-type Delivery struct {
-	ID          int64
-	GUID        string
-	StatusCode  int // Akira's answer; 0 when GitHub got none (timeout, connection refused)
-	Redelivery  bool
-	Event       string
-	Action      string // the payload's action ("created"), "" for events without one
-	DeliveredAt time.Time
-}
-
-// Deliveries reads the App's webhook deliveries and asks for redeliveries, as the App.
-type Deliveries interface {
-	// ListDeliveries returns one page, newest first, and the cursor of the next ("" on the last).
-	ListDeliveries(ctx context.Context, cursor string) ([]Delivery, string, error)
-	Redeliver(ctx context.Context, id int64) error
-}
-
 // SweepResult counts what a sweep did.
 type SweepResult struct {
 	Seen        int // deliveries (GUIDs) looked at
@@ -56,9 +38,9 @@ type SweepResult struct {
 // or no answer. A delivery Akira answered with a 4xx (bad signature, malformed, unknown repository)
 // is never redelivered: it would fail the same way. Akira drops duplicate deliveries by GUID, so a
 // redelivery of something that did arrive after all does no harm.
-func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *metrics.Metrics, log *slog.Logger) (SweepResult, error) {
+func Sweep(ctx context.Context, deliveries ports.Deliveries, now time.Time, m *metrics.Metrics, log *slog.Logger) (SweepResult, error) {
 	type history struct {
-		latest   Delivery
+		latest   ports.Delivery
 		attempts int
 		ok, bad  bool // an attempt succeeded; an attempt was refused with a 4xx
 	}
@@ -106,8 +88,8 @@ func Sweep(ctx context.Context, deliveries Deliveries, now time.Time, m *metrics
 }
 
 // deliveriesSince lists the deliveries GitHub made since cutoff, newest first (at most 100 pages).
-func deliveriesSince(ctx context.Context, deliveries Deliveries, cutoff time.Time) ([]Delivery, error) {
-	var out []Delivery
+func deliveriesSince(ctx context.Context, deliveries ports.Deliveries, cutoff time.Time) ([]ports.Delivery, error) {
+	var out []ports.Delivery
 	cursor := ""
 	for page := 0; page < 100; page++ {
 		ds, next, err := deliveries.ListDeliveries(ctx, cursor)

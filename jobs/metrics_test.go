@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -27,7 +28,7 @@ func TestRefusedTransitionLoggedAndCounted(t *testing.T) {
 	}
 	var logs syncBuffer
 	st := store.NewStore(rdb, prefix)
-	if _, err := NewHandler(Deps{Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: &queue.Enqueuer{}, GitHub: newFakeGitHub().installations(),
+	if _, err := NewHandler(flow.Deps{Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: &queue.Enqueuer{}, GitHub: newFakeGitHub().installations(),
 		Metrics: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
@@ -47,7 +48,7 @@ func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.Job(queue.TypePublish, metrics.ResultNoop)
 		return nil
 	}
-	gh, err := installation(ctx, h.d.GitHub, run.InstallationID)
+	gh, err := flow.Installation(ctx, h.d.GitHub, run.InstallationID)
 	if err == nil {
 		log.Info("publish job: performing effects left behind", "effects", len(run.Outbox), "repo", run.Owner+"/"+run.Repo)
 		_, err = h.publish(ctx, gh, run, log)

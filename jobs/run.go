@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/fair"
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
@@ -72,7 +73,7 @@ func (h *Runs) workFair(ctx context.Context, gh ports.GitHub, p queue.RunPayload
 func (h *Runs) runJob(ctx context.Context, p queue.RunPayload) (string, error) {
 	log := h.log.With("task", queue.TypeRun, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "trigger", p.Trigger)
-	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	gh, err := flow.Installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
@@ -112,7 +113,7 @@ func (h *Runs) runJob(ctx context.Context, p queue.RunPayload) (string, error) {
 
 func resultOf(err error) string {
 	switch {
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, flow.ErrBusy):
 		return metrics.ResultBusy
 	case errors.Is(err, asynq.SkipRetry), isRepoConfigError(err):
 		return metrics.ResultFailed
@@ -376,7 +377,7 @@ func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p queue.RunPayl
 	active := busy.Active
 	if p.Trigger != lifecycle.TriggerIssue && active.Status != lifecycle.StatusParked {
 		log.Info("run job: branch busy, waiting", "active_run", active.ID)
-		return metrics.ResultBusy, fmt.Errorf("%w (run %s)", ErrBusy, active.ID)
+		return metrics.ResultBusy, fmt.Errorf("%w (run %s)", flow.ErrBusy, active.ID)
 	}
 	number := p.Number
 	if number == 0 {
@@ -410,7 +411,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 			return metrics.ResultNoop, nil
 		}
 		log.Info("run job: branch locked by another worker, waiting")
-		return metrics.ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
+		return metrics.ResultBusy, fmt.Errorf("%w: %s", flow.ErrBusy, run.Branch)
 	}
 	if err != nil {
 		return metrics.ResultRetry, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
@@ -73,7 +74,7 @@ func (h *CIWatch) readCI(ctx context.Context, p queue.CIPayload) (string, error)
 		return metrics.ResultNoop, nil
 	}
 	log = log.With("repo", run.Owner+"/"+run.Repo, "head", short(run.CI.Head))
-	gh, err := installation(ctx, h.d.GitHub, run.InstallationID)
+	gh, err := flow.Installation(ctx, h.d.GitHub, run.InstallationID)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}

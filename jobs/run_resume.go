@@ -8,6 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
@@ -37,7 +38,7 @@ func (h *Resumer) HandleResume(ctx context.Context, t *asynq.Task) error {
 func (h *Resumer) resume(ctx context.Context, p queue.ResumePayload) (string, error) {
 	log := h.log.With("task", queue.TypeResume, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "decision", p.Decision, "by", p.Sender)
-	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	gh, err := flow.Installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
@@ -40,7 +41,7 @@ func (h *Rollbacks) HandleRollback(ctx context.Context, t *asynq.Task) error {
 func (h *Rollbacks) rollback(ctx context.Context, p queue.RollbackPayload) (string, error) {
 	log := h.log.With("task", queue.TypeRollback, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "number", p.Number, "rollback", p.TaskID, "by", p.Sender)
-	gh, err := installation(ctx, h.d.GitHub, p.InstallationID)
+	gh, err := flow.Installation(ctx, h.d.GitHub, p.InstallationID)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
@@ -86,7 +87,7 @@ func (h *Rollbacks) rollback(ctx context.Context, p queue.RollbackPayload) (stri
 	lk, err := h.d.Locker.Acquire(ctx, store.BranchLockName(run.Owner, run.Repo, run.Branch))
 	if errors.Is(err, store.ErrLocked) {
 		log.Info("rollback job: branch locked by another job, waiting")
-		return metrics.ResultBusy, fmt.Errorf("%w: %s", ErrBusy, run.Branch)
+		return metrics.ResultBusy, fmt.Errorf("%w: %s", flow.ErrBusy, run.Branch)
 	}
 	if err != nil {
 		return metrics.ResultRetry, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -470,10 +471,10 @@ func TestStatusOfARun(t *testing.T) {
 }
 
 func TestRetryPolicy(t *testing.T) {
-	if IsFailure(fmt.Errorf("wrapped: %w", ErrBusy)) || !IsFailure(errors.New("boom")) {
+	if IsFailure(fmt.Errorf("wrapped: %w", flow.ErrBusy)) || !IsFailure(errors.New("boom")) {
 		t.Fatal("a busy branch must not count as a failure, anything else must")
 	}
-	if d := RetryDelay(3, ErrBusy, nil); d != 5*time.Second {
+	if d := RetryDelay(3, flow.ErrBusy, nil); d != 5*time.Second {
 		t.Errorf("busy delay = %v", d)
 	}
 	for n, want := range map[int]time.Duration{0: 10 * time.Second, 1: 20 * time.Second, 3: 80 * time.Second, 12: 10 * time.Minute} {

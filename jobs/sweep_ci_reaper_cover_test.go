@@ -19,12 +19,12 @@ import (
 
 // fakeDeliveries is GitHub's list of the App's webhook deliveries, in pages of two, newest first.
 type fakeDeliveries struct {
-	list        []Delivery
+	list        []ports.Delivery
 	redelivered []int64
 	failList    error
 }
 
-func (f *fakeDeliveries) ListDeliveries(_ context.Context, cursor string) ([]Delivery, string, error) {
+func (f *fakeDeliveries) ListDeliveries(_ context.Context, cursor string) ([]ports.Delivery, string, error) {
 	if f.failList != nil {
 		return nil, "", f.failList
 	}
@@ -48,7 +48,7 @@ func (f *fakeDeliveries) Redeliver(_ context.Context, id int64) error {
 func TestSweepRedeliversWhatFailedOnServerSide(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ago time.Duration) time.Time { return now.Add(-ago) }
-	f := &fakeDeliveries{list: []Delivery{
+	f := &fakeDeliveries{list: []ports.Delivery{
 		{ID: 1, GUID: "lost", StatusCode: 502, Redelivery: true, DeliveredAt: at(time.Minute)},
 		{ID: 2, GUID: "fine", StatusCode: 202, DeliveredAt: at(2 * time.Minute)},
 		{ID: 3, GUID: "lost", StatusCode: 0, DeliveredAt: at(3 * time.Minute)},
@@ -94,7 +94,7 @@ func TestHandleSweep(t *testing.T) {
 	if err := jh.h.recovery.HandleSweep(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeDeliveries{list: []Delivery{{ID: 41, GUID: "g", StatusCode: 503, DeliveredAt: time.Now()}}}
+	f := &fakeDeliveries{list: []ports.Delivery{{ID: 41, GUID: "g", StatusCode: 503, DeliveredAt: time.Now()}}}
 	jh.h.d.Deliveries = f
 	if err := jh.h.recovery.HandleSweep(context.Background(), task); err != nil || !slices.Equal(f.redelivered, []int64{41}) {
 		t.Errorf("HandleSweep = %v, redelivered %v; want 41", err, f.redelivered)

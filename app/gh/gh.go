@@ -23,7 +23,6 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v60/github"
 
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/ports"
 )
 
@@ -390,22 +389,22 @@ func (t *tokenSource) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(creq)
 }
 
-// ListDeliveries implements jobs.Deliveries: one page of the App's webhook deliveries, newest first
+// ListDeliveries implements ports.Deliveries: one page of the App's webhook deliveries, newest first
 // (GET /app/hook/deliveries, as the App), and the cursor of the next page ("" on the last).
-func (a *App) ListDeliveries(ctx context.Context, cursor string) ([]jobs.Delivery, string, error) {
+func (a *App) ListDeliveries(ctx context.Context, cursor string) ([]ports.Delivery, string, error) {
 	ds, resp, err := a.appClient.Apps.ListHookDeliveries(ctx, &github.ListCursorOptions{PerPage: 100, Cursor: cursor})
 	if err != nil {
 		return nil, "", apiErr("list deliveries", err)
 	}
-	out := make([]jobs.Delivery, 0, len(ds))
+	out := make([]ports.Delivery, 0, len(ds))
 	for _, d := range ds {
-		out = append(out, jobs.Delivery{ID: d.GetID(), GUID: d.GetGUID(), StatusCode: d.GetStatusCode(),
+		out = append(out, ports.Delivery{ID: d.GetID(), GUID: d.GetGUID(), StatusCode: d.GetStatusCode(),
 			Redelivery: d.GetRedelivery(), Event: d.GetEvent(), Action: d.GetAction(), DeliveredAt: d.GetDeliveredAt().Time})
 	}
 	return out, resp.Cursor, nil
 }
 
-// Redeliver implements jobs.Deliveries: it asks GitHub to send a delivery again
+// Redeliver implements ports.Deliveries: it asks GitHub to send a delivery again
 // (POST /app/hook/deliveries/{id}/attempts).
 func (a *App) Redeliver(ctx context.Context, id int64) error {
 	if _, _, err := a.appClient.Apps.RedeliverHookDelivery(ctx, id); err != nil {

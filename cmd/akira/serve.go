@@ -29,6 +29,7 @@ import (
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/audit"
 	"github.com/akira-bot/akira/jobs/fair"
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -508,7 +509,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		if err != nil {
 			return withExit(2, fmt.Errorf("AKIRA_CONFIG: %w", err))
 		}
-		deps := jobs.Deps{
+		deps := flow.Deps{
 			Store: st, Locker: store.NewLocker(rdb, ""), Enqueuer: enq,
 			GitHub:   ghApp.Installations(),
 			Operator: op, Sandbox: box, NewAgent: agentFactory(env.WorkDir, getenv, log), WorkDir: env.WorkDir, Cache: cache,
@@ -596,7 +597,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 
 // agentFactory builds the agents of the operator's profiles for the workers, the same way akira run
 // does; getenv holds their keys (the environment, then --env-file).
-func agentFactory(workDir string, getenv func(string) string, log *slog.Logger) jobs.AgentFactory {
+func agentFactory(workDir string, getenv func(string) string, log *slog.Logger) flow.AgentFactory {
 	return func(name string, p config.AgentProfile) (agent.Agent, error) {
 		return profiles.New(name, p, profiles.Options{TempDir: workDir, Getenv: getenv, Logger: log})
 	}
