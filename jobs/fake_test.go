@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"os/exec"
 	"slices"
 	"sort"
@@ -175,7 +176,7 @@ func (f *fakeGitHub) CreateCheckRun(_ context.Context, owner, repo string, cr po
 	f.nextID++
 	c := cr
 	f.checkRuns[f.nextID] = &c
-	f.effect("create check run %q %s at %s", cr.Name, cr.Status, short(cr.HeadSHA))
+	f.effect("create check run %q %s at %s", cr.Name, cr.Status, publish.Short(cr.HeadSHA))
 	return f.nextID, fmt.Sprintf("https://example.invalid/%s/%s/runs/%d", owner, repo, f.nextID), nil
 }
 

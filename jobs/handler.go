@@ -13,6 +13,8 @@ import (
 	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/publish"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -45,16 +47,16 @@ type Handler struct {
 	d   flow.Deps
 	log *slog.Logger
 
-	intake    *Intake    // webhook deliveries: permission, commands, triggers, replies (intake*.go)
-	api       *API       // what arrives through the REST API: audit lines, hand-offs
-	planner   *Planner   // plans the agent proposes for issues in prose
-	recovery  *Recovery  // deliveries GitHub or Redis lost: the sweep and the recovery after a loss
-	runs      *Runs      // the run job: lock, engine, stop, pause, budget, review, rebuild (run*.go)
-	resumer   *Resumer   // decisions on parked runs
-	rollbacks *Rollbacks // /akira rollback
-	ci        *CIWatch   // the pull request's own CI after the last checkpoint
-	reaper    *Reaper    // runs whose worker died
-	pub       *Publish   // effects performed: summary, check runs, notifications, the outbox relay
+	intake    *Intake          // webhook deliveries: permission, commands, triggers, replies (intake*.go)
+	api       *API             // what arrives through the REST API: audit lines, hand-offs
+	planner   *Planner         // plans the agent proposes for issues in prose
+	recovery  *Recovery        // deliveries GitHub or Redis lost: the sweep and the recovery after a loss
+	runs      *Runs            // the run job: lock, engine, stop, pause, budget, review, rebuild (run*.go)
+	resumer   *Resumer         // decisions on parked runs
+	rollbacks *Rollbacks       // /akira rollback
+	ci        *CIWatch         // the pull request's own CI after the last checkpoint
+	reaper    *Reaper          // runs whose worker died
+	pub       *publish.Effects // effects performed: summary, check runs, notifications, the outbox relay
 }
 
 // The flows' types. Each embeds the Handler for the dependencies and the other flows; a flow whose
@@ -87,12 +89,6 @@ type (
 		*Handler
 		records *store.Records
 	}
-	Publish struct {
-		*Handler
-		records *store.Records
-		slots   *store.Slots
-		replies *store.Dedupe
-	}
 )
 
 // NewHandler checks the dependencies.
@@ -121,7 +117,7 @@ func NewHandler(d flow.Deps) (*Handler, error) {
 	h.intake, h.api, h.planner, h.recovery = &Intake{h}, &API{h, d.Store.Handoffs}, &Planner{h}, &Recovery{h}
 	h.runs, h.resumer, h.rollbacks = &Runs{h}, &Resumer{h, records, replies}, &Rollbacks{h, records, replies}
 	h.ci, h.reaper = &CIWatch{h, records}, &Reaper{h, records}
-	h.pub = &Publish{h, records, d.Store.Slots, replies}
+	h.pub = publish.New(d, log)
 	return h, nil
 }
 
@@ -154,3 +150,9 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 func (h *Handler) RunReaper(ctx context.Context, interval time.Duration) {
 	h.reaper.RunReaper(ctx, interval)
 }
+
+// notifyTaskType is served by Publish.HandleNotify (see taskTypes).
+var notifyTaskType = taskType{Name: queue.TypeNotify, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandleNotify }}
+
+// publishTaskType is served by Publish.HandlePublish (see taskTypes).
+var publishTaskType = taskType{Name: queue.TypePublish, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandlePublish }}

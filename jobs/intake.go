@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"slices"
 	"strings"
@@ -168,5 +169,5 @@ func (in *intake) react(ctx context.Context, commentID int64) {
 
 // reply posts an answer on the issue or pull request, once per delivery.
 func (in *intake) reply(ctx context.Context, number int, body string) error {
-	return replyOnce(ctx, in.store.Dedupe, in.gh, in.p.Owner, in.p.Repo, number, "delivery-"+in.p.DeliveryID, body, in.retried)
+	return publish.ReplyOnce(ctx, in.store.Dedupe, in.gh, in.p.Owner, in.p.Repo, number, "delivery-"+in.p.DeliveryID, body, in.retried)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"time"
 
@@ -171,7 +172,7 @@ func (c *Controller) mirror(ctx context.Context, run *lifecycle.Run, req Control
 	if number == 0 {
 		return
 	}
-	body := render("control_audit", templates.ControlAudit{Action: req.Action, TaskID: req.TaskID, Token: req.Token.Name, Via: req.Via,
+	body := publish.Render("control_audit", templates.ControlAudit{Action: req.Action, TaskID: req.TaskID, Token: req.Token.Name, Via: req.Via,
 		Guidance: req.Guidance, Result: result, RunID: run.ID, Answer: req.Answer}, req.Action+" through the "+req.Via+" by "+req.Token.Name+".")
 	err := c.Enqueuer.EnqueueAuditLine(ctx, queue.AuditLinePayload{ID: req.RequestID + "-" + req.Action, InstallationID: run.InstallationID,
 		Owner: run.Owner, Repo: run.Repo, Number: number, Body: body})
@@ -202,6 +203,6 @@ func (h *API) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.Job(queue.TypeAuditLine, metrics.ResultRetry)
 		return fmt.Errorf("jobs: audit line on %s/%s#%d: %w", p.Owner, p.Repo, p.Number, err)
 	}
-	h.d.Metrics.Job(queue.TypeAuditLine, ResultSent)
+	h.d.Metrics.Job(queue.TypeAuditLine, publish.ResultSent)
 	return nil
 }

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
@@ -21,7 +22,7 @@ func (h *Intake) onCheckRun(ctx context.Context, in *intake) (string, error) {
 	}
 	if !acc.allowed {
 		if cr.Number != 0 {
-			if err := in.reply(ctx, cr.Number, refusalText(in.p.Sender, string(cr.Decision), acc.level)); err != nil {
+			if err := in.reply(ctx, cr.Number, publish.RefusalText(in.p.Sender, string(cr.Decision), acc.level)); err != nil {
 				return "", err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,7 @@ var commandHandlers = map[command.CommandName]commandHandler{
 	command.CmdFix: func(h *Intake, ctx context.Context, in *intake, _ access, _ command.Command) (string, error) {
 		// /akira fix acts in a review comment (the review intake); in a conversation comment the
 		// reply says where it goes.
-		if err := in.reply(ctx, in.comment().Number, commandElsewhereText(command.CmdFix)); err != nil {
+		if err := in.reply(ctx, in.comment().Number, publish.CommandElsewhereText(command.CmdFix)); err != nil {
 			return "", err
 		}
 		return metrics.ResultReplied, nil
@@ -65,7 +66,7 @@ func memoryCommand(h *Intake, ctx context.Context, in *intake, _ access, cmd com
 
 func (h *Intake) commandStatus(ctx context.Context, in *intake) (string, error) {
 	c := in.comment()
-	text, err := StatusText(ctx, h.d.Store.Records, in.p.Owner, in.p.Repo, c.Number)
+	text, err := publish.StatusText(ctx, h.d.Store.Records, in.p.Owner, in.p.Repo, c.Number)
 	if err != nil {
 		return "", err
 	}
@@ -90,7 +91,7 @@ func (h *Intake) commandStop(ctx context.Context, in *intake) (string, error) {
 			return "", err
 		}
 	}
-	if err := in.reply(ctx, c.Number, render("stop_reply", data, "`/akira stop`: run "+data.RunID+" is "+data.State+".")); err != nil {
+	if err := in.reply(ctx, c.Number, publish.Render("stop_reply", data, "`/akira stop`: run "+data.RunID+" is "+data.State+".")); err != nil {
 		return "", err
 	}
 	in.react(ctx, c.ID)
@@ -121,12 +122,12 @@ func (h *Intake) commandPause(ctx context.Context, in *intake, cmd command.Comma
 		}
 		if data.Asked && len(run.Outbox) > 0 {
 			// A resume queues the next job: the publisher performs it (the relay repairs a crash here).
-			if _, err := h.pub.publish(ctx, in.gh, run, in.log); err != nil {
+			if _, err := h.pub.Publish(ctx, in.gh, run, in.log); err != nil {
 				return "", err
 			}
 		}
 	}
-	if err := in.reply(ctx, c.Number, render("pause_reply", data, "`/akira "+string(cmd.Name)+"`: run "+data.RunID+" is "+data.State+".")); err != nil {
+	if err := in.reply(ctx, c.Number, publish.Render("pause_reply", data, "`/akira "+string(cmd.Name)+"`: run "+data.RunID+" is "+data.State+".")); err != nil {
 		return "", err
 	}
 	in.react(ctx, c.ID)
@@ -156,7 +157,7 @@ func (h *Intake) commandMemory(ctx context.Context, in *intake, cmd command.Comm
 		}
 		data.Found = found
 	}
-	if err := in.reply(ctx, c.Number, render("memory_reply", data, "`/akira "+string(cmd.Name)+"`: "+data.ID)); err != nil {
+	if err := in.reply(ctx, c.Number, publish.Render("memory_reply", data, "`/akira "+string(cmd.Name)+"`: "+data.ID)); err != nil {
 		return "", err
 	}
 	in.react(ctx, c.ID)
@@ -178,7 +179,7 @@ func (h *Intake) commandRollback(ctx context.Context, in *intake, cmd command.Co
 func (h *Intake) commandPlan(ctx context.Context, in *intake, cmd command.Command) (string, error) {
 	c := in.comment()
 	if c.OnPullRequest {
-		if err := in.reply(ctx, c.Number, commandElsewhereText(command.CmdPlan)); err != nil {
+		if err := in.reply(ctx, c.Number, publish.CommandElsewhereText(command.CmdPlan)); err != nil {
 			return "", err
 		}
 		return metrics.ResultReplied, nil
@@ -209,7 +210,7 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 	c := in.comment()
 	rc, err := h.configOf(ctx, in, acc)
 	if ce, bad := asRepoConfigError(err); bad {
-		if err := in.reply(ctx, c.Number, configErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
+		if err := in.reply(ctx, c.Number, publish.ConfigErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
 		return metrics.ResultReplied, nil
@@ -228,7 +229,7 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 		// answered now, before anything is queued.
 		if _, err := roadmap.ParseMarkdown("comment", []byte(plan)); err != nil {
 			problem := inlinePlanProblem(err, line-1)
-			if err := in.reply(ctx, c.Number, render("inline_plan_error", templates.InlinePlanError{Problem: problem},
+			if err := in.reply(ctx, c.Number, publish.Render("inline_plan_error", templates.InlinePlanError{Problem: problem},
 				"Akira did not start: the plan under your /akira run cannot be read: "+problem)); err != nil {
 				return "", err
 			}
@@ -242,7 +243,7 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 			return "", fmt.Errorf("jobs: pull request #%d: %w", c.Number, err)
 		}
 		if isFork(pr.HeadRepo, in.p.Owner, in.p.Repo) {
-			if err := in.reply(ctx, c.Number, forkRefusalText()); err != nil {
+			if err := in.reply(ctx, c.Number, publish.ForkRefusalText()); err != nil {
 				return "", err
 			}
 			return metrics.ResultRefused, nil

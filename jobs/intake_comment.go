@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"time"
 
 	"github.com/akira-bot/akira/jobs/command"
@@ -33,10 +34,10 @@ func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
 		return metrics.ResultRefused, nil // refused when it first came
 	}
 	if !acc.allowed {
-		if err := in.reply(ctx, c.Number, refusalText(c.Author, commandText(res), acc.level)); err != nil {
+		if err := in.reply(ctx, c.Number, publish.RefusalText(c.Author, publish.CommandText(res), acc.level)); err != nil {
 			return "", err
 		}
-		in.audit(ctx, commandText(res), "refused: "+c.Author+" has "+acc.level+" access")
+		in.audit(ctx, publish.CommandText(res), "refused: "+c.Author+" has "+acc.level+" access")
 		return metrics.ResultRefused, nil
 	}
 	switch r := res.(type) {
@@ -49,14 +50,14 @@ func (h *Intake) onComment(ctx context.Context, in *intake) (string, error) {
 		if d, ok := r.Decision(); ok {
 			result, err := h.commandDecision(ctx, in, d, r.Guidance)
 			if err == nil {
-				in.audit(ctx, commandText(res), result)
+				in.audit(ctx, publish.CommandText(res), result)
 			}
 			return result, err
 		}
 		if handle, ok := commandHandlers[r.Name]; ok {
 			result, err := handle(h, ctx, in, acc, r)
 			if err == nil {
-				in.audit(ctx, commandText(res), result)
+				in.audit(ctx, publish.CommandText(res), result)
 			}
 			return result, err
 		}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"github.com/akira-bot/akira/jobs/publish"
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/command"
@@ -27,7 +28,7 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 		if tr.Action == queue.TriggerUnassigned || tr.Action == queue.TriggerUnlabeled {
 			return metrics.ResultNoop, nil
 		}
-		if err := in.reply(ctx, tr.Number, refusalText(tr.Actor, string(command.CmdRun), acc.level)); err != nil {
+		if err := in.reply(ctx, tr.Number, publish.RefusalText(tr.Actor, string(command.CmdRun), acc.level)); err != nil {
 			return "", err
 		}
 		in.auditAs(ctx, tr.Actor, triggerVia(tr.Action), tr.Number, "run", "refused: "+tr.Actor+" has "+acc.level+" access")
@@ -35,7 +36,7 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 	}
 	rc, err := h.configOf(ctx, in, acc)
 	if ce, bad := asRepoConfigError(err); bad {
-		if err := in.reply(ctx, tr.Number, configErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
+		if err := in.reply(ctx, tr.Number, publish.ConfigErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
 		return metrics.ResultReplied, nil
@@ -63,7 +64,7 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 		if labelled {
 			what = "Removing the `" + label + "` label"
 		}
-		text := render("trigger_removed", templates.TriggerRemoved{What: what, RunID: run.ID, SummaryURL: run.SummaryURL},
+		text := publish.Render("trigger_removed", templates.TriggerRemoved{What: what, RunID: run.ID, SummaryURL: run.SummaryURL},
 			what+" does not stop run "+run.ID+"; reply `/akira stop` to stop it.")
 		if err := in.reply(ctx, tr.Number, text); err != nil {
 			return "", err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -67,8 +68,8 @@ func (h *Planner) plan(ctx context.Context, p queue.PlanPayload) (string, error)
 	in, err := h.runs.gatherRunInputs(ctx, gh, queue.RunPayload{TaskHeader: queue.TaskHeader{Owner: p.Owner, Repo: p.Repo}, DefaultBranch: p.DefaultBranch,
 		Trigger: lifecycle.TriggerIssue, Number: p.Number})
 	if ce, bad := asRepoConfigError(err); bad {
-		if rerr := replyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
-			configErrorText(ce, "write a plan", "", ""), retried > 0); rerr != nil {
+		if rerr := publish.ReplyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
+			publish.ConfigErrorText(ce, "write a plan", "", ""), retried > 0); rerr != nil {
 			return metrics.ResultRetry, rerr
 		}
 		return metrics.ResultReplied, nil
@@ -117,7 +118,7 @@ func (h *Planner) plan(ctx context.Context, p queue.PlanPayload) (string, error)
 			auto, refused = false, true
 		}
 	}
-	body := render("plan", templates.Plan{Issue: p.Number, Plan: res.Plan, Tasks: res.Tasks, Auto: auto, AutoRefused: refused, By: person(p.Sender)},
+	body := publish.Render("plan", templates.Plan{Issue: p.Number, Plan: res.Plan, Tasks: res.Tasks, Auto: auto, AutoRefused: refused, By: publish.Person(p.Sender)},
 		templates.PlanMarker(p.Number)+"\n```markdown\n"+res.Plan+"```\n")
 	if err := postOrEdit(ctx, gh, p.Owner, p.Repo, p.Number, templates.PlanMarker(p.Number), body); err != nil {
 		return metrics.ResultRetry, fmt.Errorf("jobs: post the plan: %w", err)
@@ -134,8 +135,8 @@ func (h *Planner) plan(ctx context.Context, p queue.PlanPayload) (string, error)
 
 // planFailed says why there is no plan, once per job; the job ends (another try would fail alike).
 func (h *Planner) planFailed(ctx context.Context, c ports.Comments, p queue.PlanPayload, reason string, retried bool) error {
-	text := render("plan_failed", templates.PlanFailed{Reason: reason}, "Akira could not write a plan for this issue: "+reason+".")
-	if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
+	text := publish.Render("plan_failed", templates.PlanFailed{Reason: reason}, "Akira could not write a plan for this issue: "+reason+".")
+	if err := publish.ReplyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "plan-failed-"+p.JobID(), text, retried); err != nil {
 		return fmt.Errorf("jobs: reply: %w", err)
 	}
 	return nil
@@ -199,7 +200,7 @@ func (h *Planner) normalize(ctx context.Context, gh ports.GitHub, p queue.PlanPa
 		return metrics.ResultRetry, fmt.Errorf("jobs: normalize: %w", err)
 	}
 	lines := strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n")
-	data := templates.PlanNormalized{Issue: p.Number, Plan: res.Plan, Problem: problem, Dropped: res.Dropped, By: person(p.Sender)}
+	data := templates.PlanNormalized{Issue: p.Number, Plan: res.Plan, Problem: problem, Dropped: res.Dropped, By: publish.Person(p.Sender)}
 	for _, t := range res.Tasks {
 		row := templates.NormalizedRow{ID: t.ID, Title: t.Title, Depends: t.Depends, Guessed: t.Guessed}
 		for _, n := range t.SourceLines {
@@ -210,7 +211,7 @@ func (h *Planner) normalize(ctx context.Context, gh ports.GitHub, p queue.PlanPa
 		}
 		data.Tasks = append(data.Tasks, row)
 	}
-	text := render("plan_normalized", data, templates.PlanMarker(p.Number)+"\n"+templates.NormalizedMarker+"\n```markdown\n"+res.Plan+"```\n")
+	text := publish.Render("plan_normalized", data, templates.PlanMarker(p.Number)+"\n"+templates.NormalizedMarker+"\n```markdown\n"+res.Plan+"```\n")
 	if err := postOrEdit(ctx, gh, p.Owner, p.Repo, p.Number, templates.PlanMarker(p.Number), text); err != nil {
 		return metrics.ResultRetry, fmt.Errorf("jobs: post the proposed plan: %w", err)
 	}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strings"
 
@@ -20,7 +21,7 @@ func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) 
 		if pr.Action == "synchronize" {
 			return metrics.ResultNoop, nil
 		}
-		if err := in.reply(ctx, pr.Number, configErrorText(ce, "start a run for this pull request", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
+		if err := in.reply(ctx, pr.Number, publish.ConfigErrorText(ce, "start a run for this pull request", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
 		return metrics.ResultReplied, nil

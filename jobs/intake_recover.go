@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strings"
 	"time"
@@ -191,7 +192,7 @@ func (h *Recovery) intakeLost() func(ctx context.Context, guid string) (bool, er
 // the time GitHub delivered it (p.AnsweredAt), which the recovery kept.
 func (h *Recovery) pendingAnswer(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, p queue.ResumePayload) (bool, string, error) {
 	numbers := []int{}
-	if pr := summaryNumber(run); pr != 0 {
+	if pr := publish.SummaryNumber(run); pr != 0 {
 		numbers = append(numbers, pr)
 	}
 	if p.Number != 0 && (len(numbers) == 0 || numbers[0] != p.Number) {

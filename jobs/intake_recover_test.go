@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strings"
 	"testing"
@@ -163,7 +164,7 @@ func TestPendingAnswer(t *testing.T) {
 	ctx := context.Background()
 	escalation := func(f *fakeGitHub, round int) {
 		_, _, _ = f.CreateComment(ctx, "o", "r", 5, "Task 1.2 failed.\n"+templates.EscalationMarker("r1", "1.2")+
-			escalationRoundMarker("r1", "1.2", round))
+			publish.EscalationRoundMarker("r1", "1.2", round))
 	}
 	type step func(f *fakeGitHub) int64 // returns the id of the answer under test when it posts it
 	// press is a button pressed now: -1 marks it, the answer's time is the fake's clock then.

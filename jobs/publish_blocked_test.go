@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"github.com/akira-bot/akira/jobs/publish"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestBlockedDestinationsShown(t *testing.T) {
 	ctx := context.Background()
 	jh := newJobsHarness(t)
 	run := crashFixture(t, jh, lifecycle.StatusRunning)
-	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
 	first := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
 	refused := []egress.Blocked{{Host: "evil.example", Port: 443, Count: 2, First: first, Reason: "not on the allowlist"},
 		{Host: "169.254.169.254", Port: 80, Count: 1, First: first, Reason: "link-local address"}}
@@ -42,7 +43,7 @@ func TestBlockedDestinationsShown(t *testing.T) {
 			t.Errorf("the check run's text lacks %q:\n%s", want, text)
 		}
 	}
-	if _, err := (&publisher{gh: jh.gh, store: jh.store.Records, log: jh.h.log}).publishSummary(ctx, rep.Run()); err != nil {
+	if err := jh.h.pub.Perform(ctx, jh.gh, rep.Run(), lifecycle.Effect{Kind: lifecycle.EffectSummary}); err != nil {
 		t.Fatal(err)
 	}
 	if sum := jh.gh.commentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "Network: 3 destinations refused (7 requests)") {
@@ -56,7 +57,7 @@ func TestRefusedModelCallsShown(t *testing.T) {
 	ctx := context.Background()
 	jh := newJobsHarness(t)
 	run := crashFixture(t, jh, lifecycle.StatusRunning)
-	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
 	first := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
 	refused := []egress.Blocked{
 		{Host: "api.openai.com", Port: 443, Method: "POST", Path: "/images/generations", Count: 3, First: first, Reason: egress.ReasonUnmetered},

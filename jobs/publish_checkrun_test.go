@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"github.com/akira-bot/akira/jobs/publish"
 	"testing"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
@@ -20,7 +21,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
 	rep.head = "abc1234"
 	if err := rep.checks.openCheckRun(ctx, "1.1", 1); err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	if marked, _ := jh.store.Get(ctx, run.ID); !marked.Task("1.2").CheckRunAsked {
 		t.Fatal("no mark left by a create that did not finish")
 	}
-	again := NewReporter(jh.gh, jh.store, nil, nil, mustGet(t, jh.store, run.ID))
+	again := publish.NewReporter(jh.gh, jh.store, nil, nil, mustGet(t, jh.store, run.ID))
 	again.head = "abc1234"
 	if err := again.checks.openCheckRun(ctx, "1.2", 1); err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep = NewReporter(jh.gh, jh.store, nil, nil, rebuilt)
+	rep = publish.NewReporter(jh.gh, jh.store, nil, nil, rebuilt)
 	rep.head = "def5678"
 	if err := rep.checks.openCheckRun(ctx, "1.1", 1); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"github.com/akira-bot/akira/jobs/publish"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +76,7 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 		if run.Status != lifecycle.StatusFailed || !strings.Contains(run.Error, want) {
 			t.Fatalf("run = status %s error %q, want failed saying %q", run.Status, run.Error, want)
 		}
-		cr := jh.gh.checkRunNamed(BaseCheckRunName)
+		cr := jh.gh.checkRunNamed(publish.BaseCheckRunName)
 		if cr == nil || cr.Conclusion != ports.ConclusionFailure || !strings.Contains(cr.Summary, "`sh check.sh`") ||
 			!strings.Contains(cr.Summary, "TestSum (want 3, got 4)") || !strings.Contains(cr.Summary, "/akira run --allow-red-base") {
 			t.Fatalf("akira / base check run = %+v, want a failure naming the command, its output and the way out", cr)
@@ -103,7 +104,7 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 		if run.Status != lifecycle.StatusSucceeded || len(agentCalls(t, calls)) != 1 {
 			t.Fatalf("run = status %s error %q, calls %v; want it done by one agent call", run.Status, run.Error, agentCalls(t, calls))
 		}
-		if cr := jh.gh.checkRunNamed(BaseCheckRunName); cr == nil || cr.Conclusion != ports.ConclusionNeutral {
+		if cr := jh.gh.checkRunNamed(publish.BaseCheckRunName); cr == nil || cr.Conclusion != ports.ConclusionNeutral {
 			t.Errorf("akira / base check run = %+v, want neutral (red, allowed)", cr)
 		}
 	})
@@ -126,13 +127,13 @@ func TestRunJobSetupFailureShowsTheCommandAndKeepsTheLog(t *testing.T) {
 	if got := agentCalls(t, calls); len(got) != 0 || run.Status != lifecycle.StatusFailed {
 		t.Fatalf("run = status %s, agent calls %v; want failed with no call", run.Status, got)
 	}
-	cr := jh.gh.checkRunNamed(SetupCheckRunName)
+	cr := jh.gh.checkRunNamed(publish.SetupCheckRunName)
 	if cr == nil || cr.Conclusion != ports.ConclusionFailure || !strings.Contains(cr.Title, "exit 2") ||
 		!strings.Contains(cr.Summary, "**Failing command:** `echo 'E: lockfile out of date' >&2; exit 2` · exit code 2") ||
 		!strings.Contains(cr.Summary, "E: lockfile out of date") {
 		t.Fatalf("akira / setup check run = %+v", cr)
 	}
-	log, err := jh.store.Log(ctx, run.ID, SetupLogTask, 1)
+	log, err := jh.store.Log(ctx, run.ID, publish.SetupLogTask, 1)
 	if err != nil || !strings.Contains(log, "$ echo fetching deps\nfetching deps\n") {
 		t.Fatalf("setup log = %q, %v", log, err)
 	}

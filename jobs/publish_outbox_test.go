@@ -67,7 +67,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 				}
 				if performedFirst {
 					gh, _ := jh.gh.installations().Installation(ctx, 7)
-					if err := jh.h.pub.perform(ctx, gh, run, run.Outbox[0]); err != nil {
+					if err := jh.h.pub.Perform(ctx, gh, run, run.Outbox[0]); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"github.com/akira-bot/akira/jobs/publish"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +58,7 @@ func (jh *jobsHarness) lastSummary(t *testing.T, pr int) string {
 func TestHeldBackSummaryEdit(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	rep := NewReporter(jh.gh, jh.store, nil, nil, twoTaskRun(t, jh, "r-held"))
+	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, twoTaskRun(t, jh, "r-held"))
 	defer rep.Close()
 	clock := &lockedClock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
 	rep.now, rep.summaryEvery = clock.now, 50*time.Millisecond
@@ -111,7 +112,7 @@ func TestHeldBackSummaryAfterACrash(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
 	run := twoTaskRun(t, jh, "r-crash")
-	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
 	if err := rep.sums.summary(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestHeldBackSummaryAfterACrash(t *testing.T) {
 	}
 	rep.Close() // the worker dies: its timer with it
 
-	next := NewReporter(jh.gh, jh.store, nil, nil, mustGet(t, jh.store, run.ID))
+	next := publish.NewReporter(jh.gh, jh.store, nil, nil, mustGet(t, jh.store, run.ID))
 	defer next.Close()
 	if err := next.Report(ctx, runner.Event{Type: runner.EventRunStarted, Commit: "c0ffee1", Tasks: []runner.TaskResult{
 		{ID: "1.1", Title: "One", Status: runner.TaskDone, Commit: "c0ffee1"}, {ID: "1.2", Title: "Two", Status: runner.TaskPending}}}); err != nil {
@@ -145,7 +146,7 @@ func TestOneCheckRunUpdatePerStateChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
 	defer rep.Close()
 	rep.head = "abc1234"
 	calls := func() (int, int) { return jh.gh.Calls("CreateCheckRun"), jh.gh.Calls("UpdateCheckRun") }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"maps"
 	"slices"
@@ -90,9 +91,9 @@ func (h *Runs) runJob(ctx context.Context, p queue.RunPayload) (string, error) {
 	case unconfirmed:
 		log.Info("run job: the proposed plan waits for /akira run --confirm")
 		retried, _ := asynq.GetRetryCount(ctx)
-		text := render("plan_confirm", templates.PlanConfirm{URL: cn.URL},
+		text := publish.Render("plan_confirm", templates.PlanConfirm{URL: cn.URL},
 			"Akira did not start: the plan it proposed for this issue runs only with `/akira run --confirm`.")
-		if rerr := replyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "confirm-"+p.JobID(), text, retried > 0); rerr != nil {
+		if rerr := publish.ReplyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "confirm-"+p.JobID(), text, retried > 0); rerr != nil {
 			return metrics.ResultRetry, rerr
 		}
 		return metrics.ResultReplied, nil
@@ -294,14 +295,14 @@ func checkPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPay
 func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p queue.RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
 	text := untrustedPlanText(up)
-	if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
+	if err := publish.ReplyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
 		return fmt.Errorf("jobs: post untrusted plan: %w", err)
 	}
 	return nil
 }
 
 func untrustedPlanText(up *UntrustedPlanError) string {
-	return render("untrusted_plan", templates.UntrustedPlan{Author: up.Author, Permission: up.Permission, Commands: clipAll(up.Commands)},
+	return publish.Render("untrusted_plan", templates.UntrustedPlan{Author: up.Author, Permission: up.Permission, Commands: clipAll(up.Commands)},
 		"Akira did not start: the plan's verify commands were written by someone without write access. A writer can reply `/akira run --trust-plan`.")
 }
 
@@ -331,8 +332,8 @@ func (h *Runs) refuseConfig(ctx context.Context, c ports.Comments, p queue.RunPa
 	}
 	if p.Number > 0 {
 		retried, _ := asynq.GetRetryCount(ctx)
-		if rerr := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
-			configErrorText(ce, "start the run", "", ""), retried > 0); rerr != nil {
+		if rerr := publish.ReplyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
+			publish.ConfigErrorText(ce, "start the run", "", ""), retried > 0); rerr != nil {
 			return fmt.Errorf("jobs: post configuration error: %w", rerr)
 		}
 	}
@@ -381,7 +382,7 @@ func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p queue.RunPayl
 	}
 	number := p.Number
 	if number == 0 {
-		number = summaryNumber(active)
+		number = publish.SummaryNumber(active)
 	}
 	if number > 0 {
 		data := templates.BranchBusy{Branch: active.Branch, RunID: active.ID, State: active.Status.Label(),
@@ -389,9 +390,9 @@ func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p queue.RunPayl
 		if active.Status == lifecycle.StatusParked && len(active.Parked) > 0 {
 			data.ParkedTask = active.Parked[0].TaskID
 		}
-		msg := render("branch_busy", data, "A run is already in progress on `"+active.Branch+"`.")
+		msg := publish.Render("branch_busy", data, "A run is already in progress on `"+active.Branch+"`.")
 		retried, _ := asynq.GetRetryCount(ctx)
-		if err := replyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
+		if err := publish.ReplyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, number, "busy-"+p.JobID(), msg, retried > 0); err != nil {
 			return metrics.ResultRetry, fmt.Errorf("jobs: reply that the branch is busy: %w", err)
 		}
 	}
@@ -462,7 +463,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	}
 	if len(run.Outbox) > 0 {
 		// A job that died after a transition left its effects; they come before anything new.
-		if run, err = h.pub.publish(lctx, gh, run, log); err != nil {
+		if run, err = h.pub.Publish(lctx, gh, run, log); err != nil {
 			return metrics.ResultRetry, err
 		}
 	}
@@ -479,7 +480,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		if run, _, err = h.d.Store.Apply(lctx, run.ID, lifecycle.CIDecided{Decision: d.Decision}); err != nil {
 			return metrics.ResultRetry, err
 		}
-		if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
+		if run, err = h.pub.Publish(ctx, gh, run, log); err != nil {
 			return metrics.ResultRetry, err
 		}
 		if run.Status == lifecycle.StatusSucceeded {
@@ -507,12 +508,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		// task (Yield below), keeping its work.
 		return h.fail(ctx, gh, run, fmt.Errorf("jobs: %s: %w", over, asynq.SkipRetry), log)
 	}
-	rep := NewReporter(gh, h.d.Store, h.d.Metrics, log, run)
-	rep.judging = h.d.Judge != nil
-	rep.masker, rep.logRetention, rep.publicURL = h.d.Masker, h.d.LogRetention, h.d.PublicURL
-	rep.notify = func(ctx context.Context, event, occasion string, data templates.Notification) {
-		h.pub.notifyRun(ctx, rep.Run(), event, occasion, data)
-	}
+	rep := h.pub.Reporter(gh, log, run)
 	opts := runner.Options{
 		Inputs: runner.Inputs{
 			Repo:      run.CloneURL,
@@ -550,7 +546,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	opts.ApplyOperator(h.d.Operator)
 	// The run's budget, not the operator's: a person may have raised it on this run.
 	opts.Budget = runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)}
-	envOptions(&opts, run, h.d.Store, h.d.DepCaches)
+	publish.EnvOptions(&opts, run, h.d.Store, h.d.DepCaches)
 	if profile.AgentNetwork() == sandbox.NetAllow || h.d.Sandbox.VerifyNetwork == sandbox.NetAllow {
 		log.Warn("run job: " + sandbox.AllowWarning)
 	}
@@ -669,7 +665,7 @@ func (h *Runs) stopForPeople(ctx context.Context, gh ports.GitHub, run *lifecycl
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
+	if _, err := h.pub.Publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	return metrics.ResultAborted, nil
@@ -723,7 +719,7 @@ func (h *Runs) retryOrFail(ctx, lctx context.Context, gh ports.GitHub, run *life
 }
 
 // fail marks the run failed and says why in the summary.
-func (h *Runs) fail(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, err error, log *slog.Logger) (string, error) {
+func (h *Runs) fail(ctx context.Context, gh publish.ReporterGitHub, run *lifecycle.Run, err error, log *slog.Logger) (string, error) {
 	log.Error("run job: run failed", "err", err)
 	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "jobs: "), ": "+asynq.SkipRetry.Error())
 	run, _, uerr := h.d.Store.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
@@ -735,27 +731,11 @@ func (h *Runs) fail(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, 
 	if uerr != nil {
 		return metrics.ResultRetry, errors.Join(err, uerr)
 	}
-	if _, perr := h.pub.publish(ctx, gh, run, log); perr != nil {
+	if _, perr := h.pub.Publish(ctx, gh, run, log); perr != nil {
 		// The job ends here all the same: the relay performs what is left.
 		log.Warn("run job: the failed run's effects are not all performed yet", "err", perr)
 	}
 	return metrics.ResultFailed, err
-}
-
-// closeEmptyPullRequest closes the draft pull request of a run that failed before any task was done:
-// it holds nothing to review. The summary on it says why; a later /akira run opens a new one.
-func (h *Runs) closeEmptyPullRequest(ctx context.Context, pulls ports.Pulls, run *lifecycle.Run, log *slog.Logger) *lifecycle.Run {
-	if err := pulls.ClosePullRequest(ctx, run.Owner, run.Repo, run.PR); err != nil {
-		log.Warn("run job: empty draft pull request not closed", "pr", run.PR, "err", err)
-		return run
-	}
-	closed, err := h.d.Store.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.PRClosed = true; return nil })
-	if err != nil {
-		log.Warn("run job: record closed pull request", "err", err)
-		return run
-	}
-	log.Info("run job: closed the empty draft pull request", "pr", run.PR)
-	return closed
 }
 
 // finish records how the engine's run ended, readies the pull request of a finished run and
@@ -789,7 +769,7 @@ func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, 
 		status = run.Status
 	}
 	result := status.Result()
-	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
+	if _, err := h.pub.Publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"github.com/akira-bot/akira/jobs/publish"
 	"os/exec"
 	"strings"
 	"testing"
@@ -39,9 +40,9 @@ func TestRunJobAgentUnusableFailsAtOnce(t *testing.T) {
 	if run.Status != lifecycle.StatusFailed || len(run.Parked) != 0 || !strings.Contains(run.Error, fix) {
 		t.Fatalf("run = %s, parked %v, error %q; want failed with the fix", run.Status, run.Parked, run.Error)
 	}
-	cr := jh.gh.checkRunNamed(AgentCheckRunName)
+	cr := jh.gh.checkRunNamed(publish.AgentCheckRunName)
 	if cr == nil || cr.Conclusion != ports.ConclusionFailure || !strings.Contains(cr.Summary, fix) || cr.HeadSHA == "" {
-		t.Fatalf("%s check run = %+v", AgentCheckRunName, cr)
+		t.Fatalf("%s check run = %+v", publish.AgentCheckRunName, cr)
 	}
 	// On the run's own branch, the pull request's head: never a red check on the base branch.
 	if base := gittest.Git(t, repo.Work, "rev-parse", "HEAD"); cr.HeadSHA == base {

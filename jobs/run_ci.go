@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -73,7 +74,7 @@ func (h *CIWatch) readCI(ctx context.Context, p queue.CIPayload) (string, error)
 		log.Info("ci job: the run is not waiting for this commit's CI", "status", run.Status, "head", p.Head)
 		return metrics.ResultNoop, nil
 	}
-	log = log.With("repo", run.Owner+"/"+run.Repo, "head", short(run.CI.Head))
+	log = log.With("repo", run.Owner+"/"+run.Repo, "head", publish.Short(run.CI.Head))
 	gh, err := flow.Installation(ctx, h.d.GitHub, run.InstallationID)
 	if err != nil {
 		return metrics.ResultRetry, err
@@ -115,7 +116,7 @@ func (h *CIWatch) readCI(ctx context.Context, p queue.CIPayload) (string, error)
 		return metrics.ResultRetry, err
 	}
 	log.Info("ci job: moved on", "event", v.event.Kind(), "status", run.Status)
-	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
+	if _, err := h.pub.Publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	return metrics.ResultDecided, nil
@@ -343,7 +344,7 @@ func ciFixContext(run *lifecycle.Run) string {
 	fix := run.CI.Fix
 	var b strings.Builder
 	fmt.Fprintf(&b, "## The pull request's CI is red\n\nThe checks below failed on commit %s of this branch after the earlier tasks. "+
-		"Change the code so that they pass; the excerpts are the CI's own output, quoted as data.\n\n%s", short(run.CI.Head), fix.Evidence)
+		"Change the code so that they pass; the excerpts are the CI's own output, quoted as data.\n\n%s", publish.Short(run.CI.Head), fix.Evidence)
 	if g := strings.TrimSpace(fix.Guidance); g != "" {
 		fmt.Fprintf(&b, "\n### Guidance\n\n%s\n", quoteBlock(g))
 	}
@@ -392,36 +393,6 @@ func (h *CIWatch) PollCI(ctx context.Context, now time.Time) error {
 	return errors.Join(errs...)
 }
 
-// escalate posts the escalation comment of a task parked by a transition of the run itself (its CI),
-// once per round: a comment a crashed job posted is found by its round marker.
-func (h *CIWatch) escalate(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, e lifecycle.Effect) error {
-	if len(e.TaskIDs) == 0 {
-		return errors.New("an escalation names no task")
-	}
-	t, pk := run.Task(e.TaskIDs[0]), run.ParkedTask(e.TaskIDs[0])
-	if t == nil || pk == nil {
-		return nil // decided meanwhile
-	}
-	esc := &runner.Escalation{TaskID: t.ID, Title: t.Title, Reason: pk.Reason, Summary: pk.Summary, Attempts: pk.Attempt}
-	rounds := run.MaxAttempts
-	if run.CI != nil {
-		rounds = run.CI.MaxRounds
-		if run.CI.Fix != nil {
-			esc.Feedback = run.CI.Fix.Evidence
-		}
-	}
-	body, err := escalationBody(run, t, esc, rounds)
-	if err != nil {
-		return err
-	}
-	id, url, err := postEscalation(ctx, gh, run, t, body)
-	if err != nil {
-		return err
-	}
-	_, err = h.records.Update(ctx, run.ID, recordEscalationComment(t.ID, id, url))
-	return err
-}
-
 // onCI routes a CI report to the run waiting for that commit's CI on one of its branches, as a
 // reading keyed by the delivery; any other commit or branch is not Akira's business.
 func (h *CIWatch) onCI(ctx context.Context, p queue.IntakePayload, log *slog.Logger) (string, error) {
@@ -435,7 +406,7 @@ func (h *CIWatch) onCI(ctx context.Context, p queue.IntakePayload, log *slog.Log
 			return metrics.ResultRetry, err
 		}
 		if run.Status != lifecycle.StatusWaitingCI || run.CI == nil || run.CI.Head != ci.HeadSHA {
-			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", short(ci.HeadSHA))
+			log.Info("intake: CI report for a commit no run waits for", "run", run.ID, "status", run.Status, "head", publish.Short(ci.HeadSHA))
 			continue
 		}
 		err = h.d.Enqueuer.EnqueueCI(ctx, queue.CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: ci.HeadSHA, Key: p.DeliveryID})

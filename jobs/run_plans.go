@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strings"
 
@@ -66,7 +67,7 @@ func pendingPlans(ctx context.Context, gh ports.Repos, run *lifecycle.Run, commi
 
 // scopedReporter names the tasks of the engine's events within their plan.
 type scopedReporter struct {
-	r     *Reporter
+	r     *publish.Reporter
 	scope string
 }
 
@@ -130,7 +131,7 @@ func decisionsFor(all map[string]runner.Decision, scope string) map[string]runne
 // runPlans runs the engine over each plan of the run in turn, and stops at the first that does not
 // succeed (a parked plan waits for its decision; the next plans wait with it). The outcome names tasks
 // as the run state does.
-func runPlans(ctx context.Context, opts runner.Options, run *lifecycle.Run, rep *Reporter) (runner.Outcome, error) {
+func runPlans(ctx context.Context, opts runner.Options, run *lifecycle.Run, rep *publish.Reporter) (runner.Outcome, error) {
 	if run.Plan != "" || len(run.Plans) == 0 {
 		return runner.Run(ctx, opts)
 	}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestEstimate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			left, known := estimate(&tt.run, now)
+			left, known := publish.Estimate(&tt.run, now)
 			if left != tt.left || known != tt.known {
 				t.Errorf("estimate = %v, %v; want %v, %v", left, known, tt.left, tt.known)
 			}
@@ -59,7 +60,7 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	rep.now = func() time.Time { return now }
 	edits := func() int { return jh.gh.calls["CreateComment"] + jh.gh.calls["EditComment"] }
@@ -75,14 +76,14 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 		}
 	}
 	if got := edits() - first; got != 0 {
-		t.Errorf("%d summary edits for progress within %v, want 0", got, minSummaryInterval)
+		t.Errorf("%d summary edits for progress within %v, want 0", got, publish.MinSummaryInterval)
 	}
-	now = now.Add(minSummaryInterval)
+	now = now.Add(publish.MinSummaryInterval)
 	if err := rep.sums.progress(ctx, "verifying"); err != nil {
 		t.Fatal(err)
 	}
 	if got := edits() - first; got != 1 {
-		t.Errorf("%d summary edits after %v, want 1", got, minSummaryInterval)
+		t.Errorf("%d summary edits after %v, want 1", got, publish.MinSummaryInterval)
 	}
 	verifyingAt := now
 	// A task's end right after an edit is held back (see TestHeldBackSummaryEdit)...
@@ -94,12 +95,12 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 		t.Errorf("%d summary edits after a task's end right after an edit, want 1 (held back)", got)
 	}
 	// ... and shown at once when the last edit is minSummaryInterval old.
-	now = now.Add(minSummaryInterval)
+	now = now.Add(publish.MinSummaryInterval)
 	if err := rep.Report(ctx, runner.Event{Type: runner.EventTaskSkipped, TaskID: "1.2", Message: "skipped"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := edits() - first; got != 2 {
-		t.Errorf("%d summary edits after a task's end %v after the last edit, want 2 (at once)", got, minSummaryInterval)
+		t.Errorf("%d summary edits after a task's end %v after the last edit, want 2 (at once)", got, publish.MinSummaryInterval)
 	}
 	if stored, _ := jh.store.Get(ctx, run.ID); stored.Activity != "verifying" || !stored.ActivityAt.Equal(verifyingAt) {
 		t.Errorf("stored activity %q at %v", stored.Activity, stored.ActivityAt)
@@ -150,7 +151,7 @@ func TestRunStartsFromItsRepositorysHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
 	tasks := []runner.TaskResult{{ID: "1.1", Title: "One", Status: runner.TaskPending}, {ID: "1.2", Title: "Two", Status: runner.TaskPending}}
 	events := []runner.Event{
 		{Type: runner.EventRunStarted, Tasks: tasks, Commit: "base"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"strconv"
 	"time"
 
@@ -113,7 +114,7 @@ func (h *Reaper) RunReaper(ctx context.Context, interval time.Duration) {
 			if _, err := h.recovery.checkEpoch(ctx, swept); err != nil && ctx.Err() == nil {
 				h.log.Warn("recover: epoch check failed", "err", err)
 			}
-			if _, err := h.pub.Relay(ctx, RelayAge); err != nil && ctx.Err() == nil {
+			if _, err := h.pub.Relay(ctx, publish.RelayAge); err != nil && ctx.Err() == nil {
 				h.log.Warn("relay: sweep failed", "err", err)
 			}
 			if err := h.ci.PollCI(ctx, time.Now()); err != nil && ctx.Err() == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 
 	"github.com/hibiken/asynq"
@@ -88,7 +89,7 @@ func (h *Resumer) resume(ctx context.Context, p queue.ResumePayload) (string, er
 			return metrics.ResultRetry, err
 		}
 		if paused.Status == lifecycle.StatusAborted {
-			if _, err := h.pub.publish(ctx, gh, paused, log); err != nil {
+			if _, err := h.pub.Publish(ctx, gh, paused, log); err != nil {
 				return metrics.ResultRetry, err
 			}
 			return metrics.ResultAborted, nil
@@ -123,7 +124,7 @@ func (h *Resumer) resume(ctx context.Context, p queue.ResumePayload) (string, er
 			return metrics.ResultRetry, werr
 		}
 		if waiting.Status == lifecycle.StatusAborted {
-			if _, err := h.pub.publish(ctx, gh, waiting, log); err != nil {
+			if _, err := h.pub.Publish(ctx, gh, waiting, log); err != nil {
 				return metrics.ResultRetry, err
 			}
 			return metrics.ResultAborted, nil
@@ -144,7 +145,7 @@ func (h *Resumer) resume(ctx context.Context, p queue.ResumePayload) (string, er
 	}
 	log.Info("resume job: decision taken", "already", already)
 	// A retried job whose decision was taken finds what its first try left in the outbox.
-	if _, err := h.pub.publish(ctx, gh, run, log); err != nil {
+	if _, err := h.pub.Publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	if p.Decision == runner.DecisionAbort {
@@ -161,15 +162,15 @@ func (h *Resumer) decisionIgnored(ctx context.Context, c ports.Comments, p queue
 	}
 	number := p.Number
 	if number == 0 && run != nil {
-		number = summaryNumber(run)
+		number = publish.SummaryNumber(run)
 	}
 	if number == 0 {
 		return metrics.ResultRefused, nil
 	}
-	msg := render("decision_ignored", templates.DecisionIgnored{Decision: string(p.Decision), ByButton: p.ByButton, Reason: why},
+	msg := publish.Render("decision_ignored", templates.DecisionIgnored{Decision: string(p.Decision), ByButton: p.ByButton, Reason: why},
 		"`/akira "+string(p.Decision)+"` did nothing: "+why+".")
 	retried, _ := asynq.GetRetryCount(ctx)
-	if err := replyOnce(ctx, h.replies, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
+	if err := publish.ReplyOnce(ctx, h.replies, c, p.Owner, p.Repo, number, p.JobID(), msg, retried > 0); err != nil {
 		return metrics.ResultRetry, fmt.Errorf("jobs: reply: %w", err)
 	}
 	return metrics.ResultRefused, nil

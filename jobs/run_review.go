@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,7 +125,7 @@ func reviewLessons(run *lifecycle.Run, comments []ports.ReviewComment) []lessons
 	source := fmt.Sprintf("review %d by @%s, addressed", rv.ID, rv.By)
 	var out []lessons.Lesson
 	if body := strings.TrimSpace(rv.Body); body != "" {
-		out = append(out, lessons.Lesson{ID: lessons.IDFor(fmt.Sprintf("%s/review-%d", run.Repo, rv.ID)), Text: clipText(body, maxReviewLesson),
+		out = append(out, lessons.Lesson{ID: lessons.IDFor(fmt.Sprintf("%s/review-%d", run.Repo, rv.ID)), Text: publish.ClipText(body, maxReviewLesson),
 			Origin: lessons.OriginPerson, Source: source, Author: rv.By, Link: run.SourceURL})
 	}
 	for _, c := range comments {
@@ -136,7 +137,7 @@ func reviewLessons(run *lifecycle.Run, comments []ports.ReviewComment) []lessons
 			continue
 		}
 		l := lessons.Lesson{ID: lessons.IDFor(fmt.Sprintf("%s/review-comment-%d", run.Repo, c.ID)),
-			Text:   fmt.Sprintf("On %s: %s", c.Path, clipText(body, maxReviewLesson)),
+			Text:   fmt.Sprintf("On %s: %s", c.Path, publish.ClipText(body, maxReviewLesson)),
 			Origin: lessons.OriginPerson, Source: source, Author: cmp.Or(c.User, rv.By)}
 		if run.PRURL != "" {
 			l.Link = fmt.Sprintf("%s#discussion_r%d", run.PRURL, c.ID)
@@ -166,7 +167,7 @@ func (h *Runs) answerReview(ctx context.Context, gh ports.GitHub, run *lifecycle
 	if run.RepoURL != "" {
 		data.CommitURL = run.RepoURL + "/commit/" + t.Checkpoint
 	}
-	reply := render("review_addressed", data, "Addressed in "+short(t.Checkpoint)+".")
+	reply := publish.Render("review_addressed", data, "Addressed in "+publish.Short(t.Checkpoint)+".")
 	for _, c := range comments {
 		if c.InReplyTo != 0 {
 			continue // reply in the thread once, under its first comment

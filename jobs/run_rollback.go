@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"strings"
 
 	"github.com/hibiken/asynq"
@@ -47,9 +48,9 @@ func (h *Rollbacks) rollback(ctx context.Context, p queue.RollbackPayload) (stri
 	}
 	reply := func(data templates.RollbackReply, result string) (string, error) {
 		data.TaskID = p.TaskID
-		text := render("rollback_reply", data, "`/akira rollback "+p.TaskID+"`: "+data.Refusal+" "+data.Problem)
+		text := publish.Render("rollback_reply", data, "`/akira rollback "+p.TaskID+"`: "+data.Refusal+" "+data.Problem)
 		retried, _ := asynq.GetRetryCount(ctx)
-		if err := replyOnce(ctx, h.replies, gh, p.Owner, p.Repo, p.Number, p.JobID(), text, retried > 0); err != nil {
+		if err := publish.ReplyOnce(ctx, h.replies, gh, p.Owner, p.Repo, p.Number, p.JobID(), text, retried > 0); err != nil {
 			return metrics.ResultRetry, err
 		}
 		return result, nil
@@ -123,15 +124,15 @@ func (h *Rollbacks) rollback(ctx context.Context, p queue.RollbackPayload) (stri
 	rolled := lifecycle.RolledBack{Reverted: map[string]string{}, Texts: map[string]string{}, Head: out.Head, By: p.Sender,
 		Task: p.TaskID, Key: p.JobID(), Guidance: p.Guidance, Retry: p.Retry}
 	for _, rv := range out.Reverted {
-		rolled.Reverted[rv.ID] = fmt.Sprintf("rolled back by @%s (%s)", p.Sender, short(rv.Revert))
+		rolled.Reverted[rv.ID] = fmt.Sprintf("rolled back by @%s (%s)", p.Sender, publish.Short(rv.Revert))
 		rolled.Texts[rv.ID] = fmt.Sprintf("@%s rolled this task back: its checkpoint %s is reverted by %s on `%s`; the task is pending again.",
-			p.Sender, short(rv.Checkpoint), short(rv.Revert), run.Branch)
+			p.Sender, publish.Short(rv.Checkpoint), publish.Short(rv.Revert), run.Branch)
 	}
 	run, _, err = h.records.Apply(lctx, run.ID, rolled)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
+	if run, err = h.pub.Publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	data := templates.RollbackReply{Branch: run.Branch, By: p.Sender, Retry: p.Retry, Guidance: p.Guidance}

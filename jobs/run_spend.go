@@ -51,6 +51,6 @@ func (h *Runs) warnSpend(ctx context.Context, run *lifecycle.Run, spent, limit f
 	if err != nil || !first {
 		return
 	}
-	h.pub.notifyRun(ctx, run, notify.EventSpendWarning, month, templates.Notification{
+	h.pub.NotifyRun(ctx, run, notify.EventSpendWarning, month, templates.Notification{
 		Reason: fmt.Sprintf("installation %d has spent %s of its %s cap for %s (%.0f%%)", run.InstallationID, cost.Format(spent), cost.Format(limit), month, 100*spent/limit)})
 }

@@ -42,7 +42,7 @@ func (h *Runs) pauseRun(ctx context.Context, gh ports.GitHub, run *lifecycle.Run
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
+	if run, err = h.pub.Publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	log.Info("run job: paused by a person", "by", run.PausedBy, "status", run.Status)
@@ -104,7 +104,7 @@ func (h *Runs) stopRun(ctx context.Context, gh ports.GitHub, run *lifecycle.Run,
 	if run.Status == lifecycle.StatusAborted {
 		by = run.AbortedBy
 	}
-	if run, err = h.pub.publish(ctx, gh, run, log); err != nil {
+	if run, err = h.pub.Publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
 	log.Info("run job: stopped by a person", "by", by, "status", run.Status)

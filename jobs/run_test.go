@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/jobs/publish"
 	"os"
 	"path/filepath"
 	"slices"
@@ -276,10 +277,10 @@ func TestRunJobNothingToDoOpensNoPullRequest(t *testing.T) {
 }
 
 func TestCheckRunName(t *testing.T) {
-	if got := CheckRunName("T1", "  Add\nthe   thing "); got != "akira: T1 Add the thing" {
+	if got := publish.CheckRunName("T1", "  Add\nthe   thing "); got != "akira: T1 Add the thing" {
 		t.Errorf("got %q", got)
 	}
-	if got := CheckRunName("T1", strings.Repeat("long ", 50)); len([]rune(got)) != 100 || !strings.HasSuffix(got, "…") {
+	if got := publish.CheckRunName("T1", strings.Repeat("long ", 50)); len([]rune(got)) != 100 || !strings.HasSuffix(got, "…") {
 		t.Errorf("long name = %q", got)
 	}
 }
@@ -489,11 +490,11 @@ func TestRetryPolicy(t *testing.T) {
 func TestRecordUsageKeepsEstimates(t *testing.T) {
 	run := &lifecycle.Run{Tasks: []lifecycle.TaskState{{ID: "1.1"}, {ID: "1.2"}}}
 	for _, u := range []agent.Usage{{InputTokens: 10, OutputTokens: 2, CostUSD: 0.5, Estimated: true}, {InputTokens: 5, OutputTokens: 1, CostUSD: 0.25}} {
-		if err := recordUsage(run, runner.Event{TaskID: "1.1", Usage: &u}); err != nil {
+		if err := publish.RecordUsage(run, runner.Event{TaskID: "1.1", Usage: &u}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_ = recordUsage(run, runner.Event{TaskID: "1.2", Usage: &agent.Usage{InputTokens: 1, OutputTokens: 1, CostUSD: 0.1}})
+	_ = publish.RecordUsage(run, runner.Event{TaskID: "1.2", Usage: &agent.Usage{InputTokens: 1, OutputTokens: 1, CostUSD: 0.1}})
 	if t1 := run.Task("1.1"); !t1.UsageEstimated || t1.InputTokens != 15 || t1.CostUSD != 0.75 {
 		t.Errorf("task 1.1 = %+v, want the sum, marked as an estimate", t1)
 	}
@@ -503,7 +504,7 @@ func TestRecordUsageKeepsEstimates(t *testing.T) {
 	if u := spentUsage(run); !u.Estimated {
 		t.Errorf("the run's spent usage %+v is not marked as holding an estimate", u)
 	}
-	s := summaryData(run)
+	s := publish.SummaryData(run)
 	if !s.Usage.Estimated || !s.Tasks[0].Usage.Estimated || s.Tasks[1].Usage.Estimated {
 		t.Errorf("summary usage = %+v, tasks %+v / %+v", s.Usage, s.Tasks[0].Usage, s.Tasks[1].Usage)
 	}
@@ -512,11 +513,11 @@ func TestRecordUsageKeepsEstimates(t *testing.T) {
 func TestRecordUsageAndBlocked(t *testing.T) {
 	run := &lifecycle.Run{Tasks: []lifecycle.TaskState{{ID: "1.1"}, {ID: "1.2"}}}
 	for range 2 {
-		if err := recordUsage(run, runner.Event{TaskID: "1.1", Usage: &agent.Usage{InputTokens: 10, OutputTokens: 2, CostUSD: 0.5}}); err != nil {
+		if err := publish.RecordUsage(run, runner.Event{TaskID: "1.1", Usage: &agent.Usage{InputTokens: 10, OutputTokens: 2, CostUSD: 0.5}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_ = recordBlocked(run, runner.Event{TaskID: "1.2", Message: "depends on 1.1"})
+	_ = publish.RecordBlocked(run, runner.Event{TaskID: "1.2", Message: "depends on 1.1"})
 	if t1 := run.Task("1.1"); t1.InputTokens != 20 || t1.OutputTokens != 4 || t1.CostUSD != 1 {
 		t.Errorf("usage = %+v", t1)
 	}

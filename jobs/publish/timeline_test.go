@@ -1,10 +1,11 @@
-package jobs
+package publish
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/timeline"
@@ -13,7 +14,7 @@ import (
 // TestTimelineMasksTheAppsSecrets: what an attempt's timeline keeps has the App's own secrets (an
 // installation token, the webhook secret) masked, as its log has, whatever the engine masked.
 func TestTimelineMasksTheAppsSecrets(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := redistest.Prefixed(t)
 	st := store.NewStore(rdb, prefix)
 	rep := NewReporter(nil, st, nil, nil, &lifecycle.Run{ID: "r1"})
 	rep.masker = store.NewMasker("ghs_installation_token_0123")

@@ -1,4 +1,4 @@
-package jobs
+package publish
 
 import (
 	"context"
@@ -20,15 +20,12 @@ import (
 // looks for outboxes left longer than RelayAge and queues a publish job for each, which performs what
 // is left in order. Its task id names the run's revision, so workers reaping at once queue it once.
 
-// publishTaskType is served by Publish.HandlePublish (see taskTypes).
-var publishTaskType = taskType{Name: queue.TypePublish, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandlePublish }}
-
 // RelayAge is how long effects may wait in an outbox before the relay takes them for left behind:
 // longer than the job that wrote them needs to perform them.
 const RelayAge = 30 * time.Second
 
 // HandlePublish performs what the run's outbox holds.
-func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
+func (h *Effects) HandlePublish(ctx context.Context, t *asynq.Task) error {
 	var p queue.PublishPayload
 	if err := queue.Decode(t, queue.TypePublish, &p); err != nil {
 		h.d.Metrics.Job(queue.TypePublish, metrics.ResultInvalid)
@@ -51,7 +48,7 @@ func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
 	gh, err := flow.Installation(ctx, h.d.GitHub, run.InstallationID)
 	if err == nil {
 		log.Info("publish job: performing effects left behind", "effects", len(run.Outbox), "repo", run.Owner+"/"+run.Repo)
-		_, err = h.publish(ctx, gh, run, log)
+		_, err = h.Publish(ctx, gh, run, log)
 	}
 	if err != nil {
 		h.d.Metrics.Job(queue.TypePublish, metrics.ResultRetry)
@@ -63,7 +60,7 @@ func (h *Publish) HandlePublish(ctx context.Context, t *asynq.Task) error {
 
 // Relay queues a publish job for each run whose effects waited longer than age, and returns how many
 // it queued.
-func (h *Publish) Relay(ctx context.Context, age time.Duration) (int, error) {
+func (h *Effects) Relay(ctx context.Context, age time.Duration) (int, error) {
 	ids, err := h.records.LeftEffects(ctx, age)
 	if err != nil {
 		return 0, err

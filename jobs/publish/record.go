@@ -1,4 +1,4 @@
-package jobs
+package publish
 
 import (
 	"slices"
@@ -15,7 +15,7 @@ import (
 // change the *Run they are given (Store.Update may call them again when another writer got in
 // between), so they are tested as plain functions.
 
-func recordUsage(run *lifecycle.Run, ev runner.Event) error {
+func RecordUsage(run *lifecycle.Run, ev runner.Event) error {
 	if t := run.Task(ev.TaskID); t != nil && ev.Usage != nil {
 		t.InputTokens += ev.Usage.InputTokens
 		t.OutputTokens += ev.Usage.OutputTokens
@@ -25,7 +25,7 @@ func recordUsage(run *lifecycle.Run, ev runner.Event) error {
 	return nil
 }
 
-func recordBlocked(run *lifecycle.Run, ev runner.Event) error {
+func RecordBlocked(run *lifecycle.Run, ev runner.Event) error {
 	if t := run.Task(ev.TaskID); t != nil {
 		t.Note = ev.Message
 	}

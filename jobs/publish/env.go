@@ -1,4 +1,4 @@
-package jobs
+package publish
 
 import (
 	"cmp"
@@ -66,7 +66,7 @@ func (r *Reporter) setupFinished(ctx context.Context, ev runner.Event) error {
 		title = "Setup restored from its snapshot"
 	}
 	if failed != nil {
-		title = "Setup failed: " + clipText(failed.Command, 80)
+		title = "Setup failed: " + ClipText(failed.Command, 80)
 		if failed.Limit != "" {
 			title += " (" + failed.Limit + ")"
 		}
@@ -85,7 +85,7 @@ func (r *Reporter) baseChecked(ctx context.Context, ev runner.Event) error {
 	data.ExitCode = b.ExitCode
 	title, detail := "The base branch is green", "green at `"+shortCommit(ev.Commit)+"`"
 	if !b.Passed {
-		title, detail = "The base branch fails "+clipText(b.Command, 80), "fails `"+clipText(b.Command, 80)+"` at `"+shortCommit(ev.Commit)+"`"
+		title, detail = "The base branch fails "+ClipText(b.Command, 80), "fails `"+ClipText(b.Command, 80)+"` at `"+shortCommit(ev.Commit)+"`"
 		if ev.AllowRedBase {
 			detail += ", allowed (--allow-red-base)"
 		}
@@ -189,8 +189,8 @@ func envSummary(run *lifecycle.Run) *templates.EnvSummary {
 	return &templates.EnvSummary{Setup: line(run.Setup), Base: line(run.BaseCheck)}
 }
 
-// envOptions are the engine's options about the environment of a run's job.
-func envOptions(opts *runner.Options, run *lifecycle.Run, st *store.Store, caches *env.Caches) {
+// EnvOptions are the engine's options about the environment of a run's job.
+func EnvOptions(opts *runner.Options, run *lifecycle.Run, st *store.Store, caches *env.Caches) {
 	opts.AllowRedBase = run.AllowRedBase
 	if caches != nil {
 		// Never shared between installations: the scope names the installation and the repository.

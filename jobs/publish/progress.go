@@ -1,4 +1,4 @@
-package jobs
+package publish
 
 import (
 	"slices"
@@ -12,15 +12,15 @@ import (
 // when, the last sign of life), and the summary and /akira status show it with an estimate of the
 // time left.
 
-// minSummaryInterval is how often a job edits the summary for progress alone; state changes (a
+// MinSummaryInterval is how often a job edits the summary for progress alone; state changes (a
 // checkpoint, an escalation, the end) are shown at once. A long run thus edits its summary at most
 // every 10 s, far inside GitHub's limits for one installation.
-const minSummaryInterval = 10 * time.Second
+const MinSummaryInterval = 10 * time.Second
 
-// estimate is the time the run's remaining tasks will take: the median duration of the tasks it
+// Estimate is the time the run's remaining tasks will take: the median duration of the tasks it
 // finished itself and of the repository's recent tasks (Run.PastDurations), times the tasks left,
 // less what the current one has run already. ok is false while neither is known.
-func estimate(run *lifecycle.Run, now time.Time) (left time.Duration, ok bool) {
+func Estimate(run *lifecycle.Run, now time.Time) (left time.Duration, ok bool) {
 	done := slices.Clone(run.PastDurations)
 	pending := 0
 	for _, t := range run.Tasks {
@@ -57,7 +57,7 @@ func progressData(run *lifecycle.Run, now time.Time) templates.Progress {
 	if !run.ActivityAt.IsZero() {
 		p.ActivityAgo = now.Sub(run.ActivityAt)
 	}
-	p.Left, p.Estimated = estimate(run, now)
+	p.Left, p.Estimated = Estimate(run, now)
 	for _, t := range run.Tasks {
 		p.CostUSD += t.CostUSD
 		if t.Status != lifecycle.TaskStatusRunning {

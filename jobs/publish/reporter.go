@@ -1,4 +1,4 @@
-package jobs
+package publish
 
 import (
 	"cmp"
@@ -68,13 +68,13 @@ type Reporter struct {
 	// lastSummary is when this job last edited the summary (progress edits are rate-limited).
 	lastSummary time.Time
 	// summaryEvery is the least time between two edits of the summary for progress or a task's end
-	// (minSummaryInterval).
+	// (MinSummaryInterval).
 	summaryEvery time.Duration
 
 	// mu serialises the engine's events with the held-back summary edit (flushSummary).
 	mu sync.Mutex
 	// summaryDue says a task's end is not on the summary yet: the edit was held back because the
-	// summary was edited less than minSummaryInterval ago, and flushTimer makes it when the interval
+	// summary was edited less than MinSummaryInterval ago, and flushTimer makes it when the interval
 	// is over, unless an edit of the job's comes first. A job that ends before (a crash included)
 	// leaves it to the run's next summary: the end of the job's transition, or the next job's plan.
 	summaryDue bool
@@ -110,11 +110,23 @@ func NewReporter(gh ReporterGitHub, st *store.Store, metrics *metrics.Metrics, l
 		runID: run.ID, run: run, head: run.Head, maxAttempts: run.MaxAttempts,
 		attempts: map[string][]templates.Attempt{}, guidance: map[string]string{}, verify: map[string][]verify.Result{},
 		verdicts: map[string]*templates.Verdict{}, logs: map[string]*strings.Builder{}, attemptBase: map[string]int{}, now: time.Now,
-		announced: map[string]int{}, summaryEvery: minSummaryInterval,
+		announced: map[string]int{}, summaryEvery: MinSummaryInterval,
 	}
 	r.logBook, r.checks, r.sums = &attemptLogs{r}, &checkRuns{r}, &summaries{r}
 	r.timelines = &attemptTimelines{r: r, base: map[string]int{}}
 	return r
+}
+
+// Reporter is the reporter of a run job: the worker's judge, masker, log retention, dashboard
+// address and notification sinks are the run's.
+func (h *Effects) Reporter(gh ReporterGitHub, log *slog.Logger, run *lifecycle.Run) *Reporter {
+	rep := NewReporter(gh, h.d.Store, h.d.Metrics, log, run)
+	rep.judging = h.d.Judge != nil
+	rep.masker, rep.logRetention, rep.publicURL = h.d.Masker, h.d.LogRetention, h.d.PublicURL
+	rep.notify = func(ctx context.Context, event, occasion string, data templates.Notification) {
+		h.NotifyRun(ctx, rep.Run(), event, occasion, data)
+	}
+	return rep
 }
 
 // Run is the run state as the reporter last wrote or read it.
@@ -147,7 +159,7 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 	case runner.EventVerifyStarted:
 		what := "verifying"
 		if ev.VerifyPlan != nil && len(ev.VerifyPlan.Commands) > 0 {
-			what = "verifying: " + clipText(strings.Join(ev.VerifyPlan.Commands, " && "), 120)
+			what = "verifying: " + ClipText(strings.Join(ev.VerifyPlan.Commands, " && "), 120)
 		}
 		err = r.sums.progress(ctx, what)
 	case runner.EventVerifyFinished:
@@ -171,7 +183,7 @@ func (r *Reporter) Report(ctx context.Context, ev runner.Event) error {
 	case runner.EventTaskSkipped:
 		err = r.taskSkipped(ctx, ev)
 	case runner.EventTaskBlocked:
-		err = r.record(ctx, func(run *lifecycle.Run) error { return recordBlocked(run, ev) })
+		err = r.record(ctx, func(run *lifecycle.Run) error { return RecordBlocked(run, ev) })
 	case runner.EventSetupFinished:
 		err = r.setupFinished(ctx, ev)
 	case runner.EventBaseChecked:
@@ -210,7 +222,7 @@ func (r *Reporter) record(ctx context.Context, fn func(*lifecycle.Run) error) er
 	return nil
 }
 
-// progress records the working job's sign of life and shows it, at most every minSummaryInterval.
+// progress records the working job's sign of life and shows it, at most every MinSummaryInterval.
 func (r *summaries) progress(ctx context.Context, activity string) error {
 	now := r.now()
 	if err := r.record(ctx, func(run *lifecycle.Run) error {
@@ -223,7 +235,7 @@ func (r *summaries) progress(ctx context.Context, activity string) error {
 }
 
 // progressSummary edits the summary for progress alone, unless it was edited less than
-// minSummaryInterval ago.
+// MinSummaryInterval ago.
 func (r *summaries) progressSummary(ctx context.Context) error {
 	if !r.lastSummary.IsZero() && r.now().Sub(r.lastSummary) < r.summaryEvery {
 		return nil
@@ -232,7 +244,7 @@ func (r *summaries) progressSummary(ctx context.Context) error {
 }
 
 // taskSummary shows a task's end on the summary: at once when the summary was last edited
-// minSummaryInterval ago or more, else when that interval is over (a run of fast tasks edits its
+// MinSummaryInterval ago or more, else when that interval is over (a run of fast tasks edits its
 // summary once per interval, not once per task).
 func (r *summaries) taskSummary(ctx context.Context) error {
 	wait := r.summaryEvery - r.now().Sub(r.lastSummary)
@@ -481,7 +493,7 @@ func (r *attemptLogs) keepPartialLog(ctx context.Context, taskID string, attempt
 // says so when nothing was left (Redis lost it, or the job died before writing).
 func (r *attemptLogs) endInterruptedLog(ctx context.Context, taskID string, attempt int) {
 	end := "\n==> " + strings.ToUpper(interruptedText(taskID, attempt)[:1]) + interruptedText(taskID, attempt)[1:] +
-		"; the run went on from its last pushed checkpoint (" + short(r.head) + ").\n"
+		"; the run went on from its last pushed checkpoint (" + Short(r.head) + ").\n"
 	text, err := r.store.Log(ctx, r.runID, taskID, attempt)
 	switch {
 	case errors.Is(err, store.ErrNoLog):
@@ -559,7 +571,7 @@ func (r *Reporter) agentFinished(ctx context.Context, ev runner.Event) error {
 		return nil
 	}
 	r.metrics.Usage(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CostUSD)
-	return r.record(ctx, func(run *lifecycle.Run) error { return recordUsage(run, ev) })
+	return r.record(ctx, func(run *lifecycle.Run) error { return RecordUsage(run, ev) })
 }
 
 // judged keeps the judge's verdict for the check run (the attempt's failure or checkpoint that
@@ -587,7 +599,7 @@ func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
 		r.logBook.logf(ev.TaskID, "confidence %.2f (at least %.2f), accepted=%v\n", v.Confidence, v.MinConfidence, v.Accepted)
 	}
 	return r.record(ctx, func(run *lifecycle.Run) error {
-		if err := recordUsage(run, ev); err != nil {
+		if err := RecordUsage(run, ev); err != nil {
 			return err
 		}
 		if t := run.Task(ev.TaskID); t != nil && ev.Verdict != nil {
@@ -666,7 +678,7 @@ func (r *Reporter) taskParked(ctx context.Context, ev runner.Event) error {
 	return r.perform(ctx, effects, ev)
 }
 
-// perform carries out the effects of an engine event's transition, in order, with what this job
+// Perform carries out the effects of an engine event's transition, in order, with what this job
 // knows of the task's attempts for the check run's text.
 func (r *Reporter) perform(ctx context.Context, effects []lifecycle.Effect, ev runner.Event) error {
 	for _, e := range effects {
@@ -759,7 +771,7 @@ func (r *checkRuns) checkRunPhase(ctx context.Context, t *lifecycle.TaskState, p
 func (r *Reporter) escalationComment(ctx context.Context, t *lifecycle.TaskState, esc *runner.Escalation) error {
 	fresh := esc.Reason != "awaiting_decision"
 	if t.EscalationCommentID != 0 && !fresh {
-		_, _, err := r.gh.FindComment(ctx, r.run.Owner, r.run.Repo, summaryNumber(r.run), escalationRoundMarker(r.run.ID, t.ID, t.Escalations))
+		_, _, err := r.gh.FindComment(ctx, r.run.Owner, r.run.Repo, SummaryNumber(r.run), EscalationRoundMarker(r.run.ID, t.ID, t.Escalations))
 		if errors.Is(err, ports.ErrGitHubNotFound) {
 			if err := r.record(ctx, recordEscalationComment(t.ID, 0, "")); err != nil {
 				return err
@@ -867,8 +879,8 @@ func (r *checkRuns) finishCheckRun(ctx context.Context, t *lifecycle.TaskState, 
 	return r.record(ctx, recordCheckRunDone(t.ID))
 }
 
-// clipText cuts s to n characters for a one-line status.
-func clipText(s string, n int) string {
+// ClipText cuts s to n characters for a one-line status.
+func ClipText(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"

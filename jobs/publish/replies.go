@@ -1,4 +1,4 @@
-package jobs
+package publish
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 
 // The texts Akira posts outside the summary, check runs and escalations: every one is a template.
 
-// render renders a template whose data the tests of this package cover; the fallback only matters if a
+// Render renders a template whose data the tests of this package cover; the fallback only matters if a
 // template and its data type drift apart, and then a plain answer beats none.
-func render(name string, data any, fallback string) string {
+func Render(name string, data any, fallback string) string {
 	out, err := templates.Render(name, data)
 	if err != nil {
 		return fallback
@@ -24,34 +24,34 @@ func render(name string, data any, fallback string) string {
 	return out
 }
 
-// commandElsewhereText answers a command given where it does not apply.
-func commandElsewhereText(c command.CommandName) string {
-	return render("command_elsewhere", templates.CommandElsewhere{Command: string(c)}, command.HelpFallback)
+// CommandElsewhereText answers a command given where it does not apply.
+func CommandElsewhereText(c command.CommandName) string {
+	return Render("command_elsewhere", templates.CommandElsewhere{Command: string(c)}, command.HelpFallback)
 }
 
-func refusalText(login, command, permission string) string {
-	return render("refusal", templates.Refusal{User: login, Command: clip(command), Permission: permission},
+func RefusalText(login, command, permission string) string {
+	return Render("refusal", templates.Refusal{User: login, Command: clip(command), Permission: permission},
 		"Sorry @"+login+", Akira only takes commands from people with write access to this repository.")
 }
 
-func forkRefusalText() string {
-	return render("fork_refusal", templates.ForkRefusal{}, "Akira never runs on pull requests from forks.")
+func ForkRefusalText() string {
+	return Render("fork_refusal", templates.ForkRefusal{}, "Akira never runs on pull requests from forks.")
 }
 
-// configErrorText explains a configuration file that cannot be used, linking it when the repository's
+// ConfigErrorText explains a configuration file that cannot be used, linking it when the repository's
 // web page is known.
-func configErrorText(ce *config.RepoError, action, repoURL, ref string) string {
+func ConfigErrorText(ce *config.RepoError, action, repoURL, ref string) string {
 	var fileURL string
 	if repoURL != "" && ref != "" {
 		fileURL = repoURL + "/blob/" + ref + "/" + ce.Path
 	}
-	return render("config_error", templates.ConfigError{
+	return Render("config_error", templates.ConfigError{
 		Path: ce.Path, Ref: ref, FileURL: fileURL, Problems: ce.Problems, Keys: config.RepoKeys(), Action: action,
 	}, "Akira cannot use "+ce.Path+": "+strings.Join(ce.Problems, "; "))
 }
 
-// commandText is how a refusal names what was asked.
-func commandText(res command.ParseResult) string {
+// CommandText is how a refusal names what was asked.
+func CommandText(res command.ParseResult) string {
 	if r, ok := res.(command.Command); ok {
 		if r.Path != "" {
 			return string(r.Name) + " " + r.Path
@@ -72,11 +72,11 @@ func clip(s string) string {
 // replyMarker is hidden in a reply so that a retried job finds it instead of posting it again.
 func replyMarker(key string) string { return "<!-- akira:reply " + key + " -->" }
 
-// replyOnce posts body on an issue or pull request once per key: a key Redis has seen answered is not
+// ReplyOnce posts body on an issue or pull request once per key: a key Redis has seen answered is not
 // answered again (the same delivery twice, a redelivery after asynq forgot the task). A try that died
 // between posting and recording is covered by the search for the hidden marker, which only retries
 // make: on a job's first try nothing can have been posted yet.
-func replyOnce(ctx context.Context, st *store.Dedupe, c ports.Comments, owner, repo string, number int, key, body string, retried bool) error {
+func ReplyOnce(ctx context.Context, st *store.Dedupe, c ports.Comments, owner, repo string, number int, key, body string, retried bool) error {
 	if done, err := st.Replied(ctx, key); err != nil || done {
 		return err
 	}

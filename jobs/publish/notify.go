@@ -1,4 +1,4 @@
-package jobs
+package publish
 
 import (
 	"cmp"
@@ -17,9 +17,6 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
-// notifyTaskType is served by Publish.HandleNotify (see taskTypes).
-var notifyTaskType = taskType{Name: queue.TypeNotify, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandleNotify }}
-
 // DefaultNotifyRate is how many notifications a sink is sent per minute when the operator sets none.
 const DefaultNotifyRate = 30
 
@@ -31,7 +28,7 @@ const (
 
 // HandleNotify sends a notification, within the sink's rate: over it, the job is put back for the
 // next minute. A sink that answers 5xx or 429 is retried by asynq; one that refuses (4xx) is not.
-func (h *Publish) HandleNotify(ctx context.Context, t *asynq.Task) error {
+func (h *Effects) HandleNotify(ctx context.Context, t *asynq.Task) error {
 	var p queue.NotifyPayload
 	if err := queue.Decode(t, queue.TypeNotify, &p); err != nil {
 		h.d.Metrics.Job(queue.TypeNotify, metrics.ResultInvalid)
@@ -42,7 +39,7 @@ func (h *Publish) HandleNotify(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-func (h *Publish) sendNotification(ctx context.Context, p queue.NotifyPayload) (string, error) {
+func (h *Effects) sendNotification(ctx context.Context, p queue.NotifyPayload) (string, error) {
 	log := h.log.With("task", queue.TypeNotify, "sink", p.Sink, "event", p.Message.Event, "run", p.Message.RunID, "repo", p.Message.Repo)
 	sink, ok := h.d.Sinks[p.Sink]
 	if !ok {
@@ -78,9 +75,9 @@ func (h *Publish) sendNotification(ctx context.Context, p queue.NotifyPayload) (
 	return ResultSent, nil
 }
 
-// notifyRun enqueues a notification of a run's event to every sink the event goes to. A notification
+// NotifyRun enqueues a notification of a run's event to every sink the event goes to. A notification
 // is a courtesy: failing to enqueue one is logged, never a reason to fail the run's work.
-func (h *Publish) notifyRun(ctx context.Context, run *lifecycle.Run, event, occasion string, data templates.Notification) {
+func (h *Effects) NotifyRun(ctx context.Context, run *lifecycle.Run, event, occasion string, data templates.Notification) {
 	sinks := h.d.Operator.NotifyRoute(run.Notify, event)
 	if len(sinks) == 0 {
 		return

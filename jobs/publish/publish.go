@@ -1,4 +1,4 @@
-package jobs
+package publish
 
 import (
 	"context"
@@ -29,8 +29,8 @@ type publisher struct {
 	log   *slog.Logger
 }
 
-// summaryNumber is where the run's comments go: its pull request, else the issue it came from.
-func summaryNumber(r *lifecycle.Run) int {
+// SummaryNumber is where the run's comments go: its pull request, else the issue it came from.
+func SummaryNumber(r *lifecycle.Run) int {
 	if r.PR > 0 {
 		return r.PR
 	}
@@ -41,11 +41,11 @@ func summaryNumber(r *lifecycle.Run) int {
 // in the run state as soon as the comment exists; a job that died before storing it finds the comment
 // again by its hidden marker, so a run never gets a second summary.
 func (p *publisher) publishSummary(ctx context.Context, r *lifecycle.Run) (*lifecycle.Run, error) {
-	number := summaryNumber(r)
+	number := SummaryNumber(r)
 	if number == 0 {
 		return r, nil // nowhere to post (a push run before its pull request)
 	}
-	body, err := templates.Render("summary", summaryData(r))
+	body, err := templates.Render("summary", SummaryData(r))
 	if err != nil {
 		return r, err
 	}
@@ -102,7 +102,7 @@ func (p *publisher) publishPullRequestBody(ctx context.Context, r *lifecycle.Run
 	if !ok || r.PR == 0 || !r.OpenedPR {
 		return nil
 	}
-	data := templates.PRBodyOf(summaryData(r), r.Issue)
+	data := templates.PRBodyOf(SummaryData(r), r.Issue)
 	body, err := templates.Render("pr_body", data)
 	if err != nil {
 		return err
@@ -113,7 +113,7 @@ func (p *publisher) publishPullRequestBody(ctx context.Context, r *lifecycle.Run
 	return nil
 }
 
-func summaryData(r *lifecycle.Run) templates.Summary {
+func SummaryData(r *lifecycle.Run) templates.Summary {
 	s := templates.Summary{
 		RunID: r.ID, Source: r.Source, SourceURL: r.SourceURL, Branch: r.Branch, State: r.Status.Label(),
 		Error: r.Error, AbortedBy: r.AbortedBy, PRURL: r.PRURL,
@@ -122,7 +122,7 @@ func summaryData(r *lifecycle.Run) templates.Summary {
 		s.BranchURL = r.RepoURL + "/tree/" + r.Branch
 	}
 	s.PRClosed, s.Rebuilt = r.PRClosed, r.Rebuilt != ""
-	s.StartedBy, s.AnsweredBy, s.StoppedBy, s.PausedBy = person(r.Sender), person(r.AnsweredBy), r.StoppedBy, r.PausedBy
+	s.StartedBy, s.AnsweredBy, s.StoppedBy, s.PausedBy = Person(r.Sender), Person(r.AnsweredBy), r.StoppedBy, r.PausedBy
 	if r.Status == lifecycle.StatusRunning {
 		p := progressData(r, time.Now())
 		s.Progress = &p
@@ -228,14 +228,14 @@ func reasonText(esc *runner.Escalation) string {
 	return why + esc.Summary
 }
 
-// escalationRoundMarker tells escalations of the same task apart, so that after a crash the comment
+// EscalationRoundMarker tells escalations of the same task apart, so that after a crash the comment
 // of this very escalation is found instead of posted twice.
-func escalationRoundMarker(runID, taskID string, round int) string {
+func EscalationRoundMarker(runID, taskID string, round int) string {
 	return fmt.Sprintf("<!-- akira:escalation-round run=%s task=%s round=%d -->", runID, taskID, round)
 }
 
-// person is a login to @-mention, or "" for none and for bots (a mention of an App notifies nobody).
-func person(login string) string {
+// Person is a login to @-mention, or "" for none and for bots (a mention of an App notifies nobody).
+func Person(login string) string {
 	// Only a GitHub login is a person to mention: an operator acting through the API ("ops (API)")
 	// must never ping a GitHub user who happens to share the token's name.
 	if login == "" || strings.HasSuffix(strings.ToLower(login), "[bot]") || !templates.IsLogin(login) {
@@ -247,7 +247,7 @@ func person(login string) string {
 // mentions are the people an escalation notifies: who started the run and who answered it last.
 func mentions(run *lifecycle.Run) []string {
 	var out []string
-	for _, l := range []string{person(run.Sender), person(run.AnsweredBy)} {
+	for _, l := range []string{Person(run.Sender), Person(run.AnsweredBy)} {
 		if l != "" && !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, l) }) {
 			out = append(out, l)
 		}
@@ -293,14 +293,14 @@ func escalationBody(run *lifecycle.Run, t *lifecycle.TaskState, esc *runner.Esca
 	if err != nil {
 		return "", err
 	}
-	return body + escalationRoundMarker(run.ID, t.ID, t.Escalations) + "\n", nil
+	return body + EscalationRoundMarker(run.ID, t.ID, t.Escalations) + "\n", nil
 }
 
 // postEscalation posts the escalation comment of the task's current round once: a comment a crashed
 // job posted is found by its round marker.
 func postEscalation(ctx context.Context, c ports.Comments, run *lifecycle.Run, t *lifecycle.TaskState, body string) (int64, string, error) {
-	number := summaryNumber(run)
-	marker := escalationRoundMarker(run.ID, t.ID, t.Escalations)
+	number := SummaryNumber(run)
+	marker := EscalationRoundMarker(run.ID, t.ID, t.Escalations)
 	id, url, err := c.FindComment(ctx, run.Owner, run.Repo, number, marker)
 	if errors.Is(err, ports.ErrGitHubNotFound) {
 		id, url, err = c.CreateComment(ctx, run.Owner, run.Repo, number, body)
@@ -339,18 +339,18 @@ func annotations(rs []verify.Result) []ports.Annotation {
 	return out
 }
 
-// publish performs the effects waiting in the run's outbox, in order, and removes each from the
+// Publish performs the effects waiting in the run's outbox, in order, and removes each from the
 // outbox once it is done: those a transition just wrote, or those a worker that died left behind
 // (the relay in the reaper finds them). Every effect is safe to perform twice, so a worker that dies
 // between performing one and removing it only makes the next one repeat it. An effect whose target
 // is gone (a deleted pull request, a check run GitHub no longer has) is dropped with a log line. It
 // stops at the first effect that fails and returns the error: the rest wait for the next try.
-func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, log *slog.Logger) (*lifecycle.Run, error) {
+func (h *Effects) Publish(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, log *slog.Logger) (*lifecycle.Run, error) {
 	for _, e := range slices.Clone(run.Outbox) {
 		if !slices.ContainsFunc(run.Outbox, func(o lifecycle.Effect) bool { return o.ID == e.ID }) {
 			continue // another worker performed it meanwhile
 		}
-		err := h.perform(ctx, gh, run, e)
+		err := h.Perform(ctx, gh, run, e)
 		if errors.Is(err, ports.ErrGitHubNotFound) {
 			log.Warn("publish: the effect's target is gone; dropped", "effect", e.Kind, "tasks", e.TaskIDs, "err", err)
 			err = nil
@@ -368,8 +368,8 @@ func (h *Publish) publish(ctx context.Context, gh ReporterGitHub, run *lifecycle
 	return run, nil
 }
 
-// perform carries out one effect of a durable transition.
-func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, e lifecycle.Effect) error {
+// Perform carries out one effect of a durable transition.
+func (h *Effects) Perform(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, e lifecycle.Effect) error {
 	switch e.Kind {
 	case lifecycle.EffectSummary:
 		p := publisher{gh: gh, store: h.records, log: h.log}
@@ -393,33 +393,79 @@ func (h *Publish) perform(ctx context.Context, gh ReporterGitHub, run *lifecycle
 	case lifecycle.EffectNotify:
 		data := templates.Notification{Reason: e.Reason}
 		if e.Event == "run_finished" {
-			data = templates.Notification{Tally: summaryData(run).Tally()}
+			data = templates.Notification{Tally: SummaryData(run).Tally()}
 		}
-		h.notifyRun(ctx, run, e.Event, e.Occasion, data)
+		h.NotifyRun(ctx, run, e.Event, e.Occasion, data)
 		return nil
 	case lifecycle.EffectContinue:
 		return queue.Enqueued(h.d.Enqueuer.EnqueueRun(ctx, queue.Continuation(run, queue.ContinueKey(run.ID, e.Key), e.By)))
 	case lifecycle.EffectReply:
-		note := render("run_stopped", templates.RunStopped{RunID: run.ID, Reason: e.Reason},
+		note := Render("run_stopped", templates.RunStopped{RunID: run.ID, Reason: e.Reason},
 			"Akira stopped run `"+run.ID+"`: "+e.Reason+". Reply `/akira run` here to start again.")
 		// Always look for the reply first: the effect may be replayed after a worker died mid-post.
-		return replyOnce(ctx, h.replies, gh, run.Owner, run.Repo, run.Issue, e.Key, note, true)
+		return ReplyOnce(ctx, h.replies, gh, run.Owner, run.Repo, run.Issue, e.Key, note, true)
 	case lifecycle.EffectClosePullRequest:
-		h.runs.closeEmptyPullRequest(ctx, gh, run, h.log)
+		h.CloseEmptyPullRequest(ctx, gh, run, h.log)
 		return nil
 	case lifecycle.EffectReady:
 		// No node id: gh reads the pull request afresh, so a replay finds it ready.
 		return gh.MarkReady(ctx, run.Owner, run.Repo, &ports.PullRequest{Number: run.PR, Draft: true})
 	case lifecycle.EffectEscalation:
-		return h.ci.escalate(ctx, gh, run, e)
+		return h.escalate(ctx, gh, run, e)
 	}
 	return fmt.Errorf("publish: unknown effect %q", e.Kind)
 }
 
-// short is a commit's SHA as people read it.
-func short(sha string) string {
+// Short is a commit's SHA as people read it.
+func Short(sha string) string {
 	if len(sha) > 7 {
 		return sha[:7]
 	}
 	return sha
+}
+
+// escalate posts the escalation comment of a task parked by a transition of the run itself (its CI),
+// once per round: a comment a crashed job posted is found by its round marker.
+func (h *Effects) escalate(ctx context.Context, gh ReporterGitHub, run *lifecycle.Run, e lifecycle.Effect) error {
+	if len(e.TaskIDs) == 0 {
+		return errors.New("an escalation names no task")
+	}
+	t, pk := run.Task(e.TaskIDs[0]), run.ParkedTask(e.TaskIDs[0])
+	if t == nil || pk == nil {
+		return nil // decided meanwhile
+	}
+	esc := &runner.Escalation{TaskID: t.ID, Title: t.Title, Reason: pk.Reason, Summary: pk.Summary, Attempts: pk.Attempt}
+	rounds := run.MaxAttempts
+	if run.CI != nil {
+		rounds = run.CI.MaxRounds
+		if run.CI.Fix != nil {
+			esc.Feedback = run.CI.Fix.Evidence
+		}
+	}
+	body, err := escalationBody(run, t, esc, rounds)
+	if err != nil {
+		return err
+	}
+	id, url, err := postEscalation(ctx, gh, run, t, body)
+	if err != nil {
+		return err
+	}
+	_, err = h.records.Update(ctx, run.ID, recordEscalationComment(t.ID, id, url))
+	return err
+}
+
+// CloseEmptyPullRequest closes the draft pull request of a run that failed before any task was done:
+// it holds nothing to review. The summary on it says why; a later /akira run opens a new one.
+func (h *Effects) CloseEmptyPullRequest(ctx context.Context, pulls ports.Pulls, run *lifecycle.Run, log *slog.Logger) *lifecycle.Run {
+	if err := pulls.ClosePullRequest(ctx, run.Owner, run.Repo, run.PR); err != nil {
+		log.Warn("run job: empty draft pull request not closed", "pr", run.PR, "err", err)
+		return run
+	}
+	closed, err := h.records.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.PRClosed = true; return nil })
+	if err != nil {
+		log.Warn("run job: record closed pull request", "err", err)
+		return run
+	}
+	log.Info("run job: closed the empty draft pull request", "pr", run.PR)
+	return closed
 }
