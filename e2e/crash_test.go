@@ -18,6 +18,7 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/publish"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -159,7 +160,7 @@ func (e *env) checkInterrupted(run *lifecycle.Run, task string, attempt int) {
 	if next, err := e.store.Log(ctx, run.ID, task, ts.Attempts); err != nil || strings.Contains(next, "ended when its worker stopped") {
 		e.t.Errorf("the log of the attempt after the kill (%d): %v\n%s", ts.Attempts, err, next)
 	}
-	link := jobs.LogURL(e.spec.PublicURL, run.ID, task, attempt)
+	link := publish.LogURL(e.spec.PublicURL, run.ID, task, attempt)
 	found := false
 	for _, cr := range e.gh.CheckRuns(e.owner, e.repo) {
 		if strings.Contains(cr.ExternalID, task) && strings.Contains(cr.Text, ended) && strings.Contains(cr.Text, link) {

@@ -117,7 +117,7 @@ func NewHandler(d flow.Deps) (*Handler, error) {
 	h.intake, h.api, h.planner, h.recovery = &Intake{h}, &API{h, d.Store.Handoffs}, &Planner{h}, &Recovery{h}
 	h.runs, h.resumer, h.rollbacks = &Runs{h}, &Resumer{h, records, replies}, &Rollbacks{h, records, replies}
 	h.ci, h.reaper = &CIWatch{h, records}, &Reaper{h, records}
-	h.pub = publish.New(d, log)
+	h.pub = publish.New(&h.d, log)
 	return h, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/akira-bot/akira/internal/jobstest"
 	"log/slog"
 	"sync"
 	"testing"
@@ -23,7 +24,7 @@ import (
 // of its own, whose tasks the test reads back.
 type jobsHarness struct {
 	t     *testing.T
-	gh    *fakeGitHub
+	gh    *jobstest.GitHub
 	h     *Handler
 	store *store.Store
 	queue string
@@ -61,7 +62,7 @@ func newJobsHarness(t *testing.T) *jobsHarness {
 		_ = insp.DeleteQueue(qname, true)
 	})
 	logs := &syncBuffer{}
-	gh := newFakeGitHub()
+	gh := jobstest.NewGitHub()
 	st := store.NewStore(rdb, prefix)
 	op, err := config.ParseOperator([]byte("agents:\n  sh:\n    kind: exec\n    command: sh \"$AKIRA_TEST_AGENT\"\n    env: [AKIRA_TEST_AGENT]\ndefault_agent: sh\n" +
 		// The fake repositories have no CI of their own (run_ci_test.go plays one where it matters).
@@ -71,7 +72,7 @@ func newJobsHarness(t *testing.T) *jobsHarness {
 	}
 	h, err := NewHandler(flow.Deps{
 		Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: queue.NewEnqueuer(client, queue.TaskOptions{Queue: qname}),
-		GitHub: gh.installations(), Operator: op, WorkDir: t.TempDir(),
+		GitHub: gh.Installations(), Operator: op, WorkDir: t.TempDir(),
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	})
 	if err != nil {

@@ -271,14 +271,14 @@ func TestHandleAuditLinePostsAndRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jh.gh.failOnce("CreateComment", errors.New("502 bad gateway"))
+	jh.gh.FailOnce("CreateComment", errors.New("502 bad gateway"))
 	if err := jh.h.api.HandleAuditLine(ctx, task); err == nil || !strings.Contains(err.Error(), "o/r#9") {
 		t.Fatalf("HandleAuditLine with GitHub down = %v, want an error naming o/r#9", err)
 	}
 	if err := jh.h.api.HandleAuditLine(ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	if got := jh.gh.commentsOn(9); len(got) != 1 || got[0] != p.Body {
+	if got := jh.gh.CommentsOn(9); len(got) != 1 || got[0] != p.Body {
 		t.Errorf("comments on #9 = %q, want the line once", got)
 	}
 	if p.JobID() != "audit-line:q1-stop" {

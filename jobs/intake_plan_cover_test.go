@@ -40,7 +40,7 @@ func planFor(number int, delivery string) queue.PlanPayload {
 
 func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet people", Body: "Say hello somewhere.", Author: "alice"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Greet people", Body: "Say hello somewhere.", Author: "alice"}
 	planAgent(t, "Here is the plan:\n\n```markdown\n- [ ] 1.1 Add a greeting\n- [ ] 1.2 Test the greeting\n```")
 	ctx := context.Background()
 
@@ -51,7 +51,7 @@ func TestPlanJobPostsOnePlanThenTheRunFollowsIt(t *testing.T) {
 	if err := jh.planJob(planFor(4, "d-plan-2")); err != nil {
 		t.Fatal(err)
 	}
-	comments := jh.gh.commentsOn(4)
+	comments := jh.gh.CommentsOn(4)
 	if len(comments) != 1 || !strings.Contains(comments[0], templates.PlanMarker(4)) || !strings.Contains(comments[0], "1.2 Test the greeting") {
 		t.Fatalf("comments on #4 = %q, want the one plan", comments)
 	}
@@ -76,9 +76,9 @@ func TestPlanJobUnderPlanAutoRunsForAWriterOnly(t *testing.T) {
 	}{{"alice", 1}, {"rita", 0}} {
 		t.Run(tc.author, func(t *testing.T) {
 			jh, _ := runWorld(t, map[string]string{"README.md": "hi\n", ".github/akira.yml": "plan: auto\n"})
-			jh.gh.permissions["alice"] = "write"
-			jh.gh.permissions["rita"] = "read"
-			jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: tc.author}
+			jh.gh.Permissions["alice"] = "write"
+			jh.gh.Permissions["rita"] = "read"
+			jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: tc.author}
 			planAgent(t, "- [ ] 1.1 Add a greeting")
 			p := planFor(4, "d-auto")
 			p.FromRun = true
@@ -92,7 +92,7 @@ func TestPlanJobUnderPlanAutoRunsForAWriterOnly(t *testing.T) {
 			if tc.runs == 1 && (runs[0].Number != 4 || runs[0].Trigger != lifecycle.TriggerIssue) {
 				t.Errorf("run = %+v, want issue 4", runs[0])
 			}
-			if got := jh.gh.commentsOn(4); len(got) != 1 || !strings.Contains(got[0], "1.1 Add a greeting") {
+			if got := jh.gh.CommentsOn(4); len(got) != 1 || !strings.Contains(got[0], "1.1 Add a greeting") {
 				t.Errorf("comments = %q, want the plan", got)
 			}
 		})
@@ -112,12 +112,12 @@ func TestPlanJobSaysWhyThereIsNoPlan(t *testing.T) {
 				files[".github/akira.yml"] = tc.config
 			}
 			jh, _ := runWorld(t, files)
-			jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
+			jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
 			planAgent(t, tc.answer)
 			if err := jh.planJob(planFor(4, "d-none")); err != nil {
 				t.Fatalf("plan job = %v, want it to end (another try would fail alike)", err)
 			}
-			got := jh.gh.commentsOn(4)
+			got := jh.gh.CommentsOn(4)
 			if len(got) != 1 || !strings.Contains(got[0], tc.want) || strings.Contains(got[0], templates.PlanMarker(4)) {
 				t.Errorf("comments = %q, want one reply saying %q", got, tc.want)
 			}
@@ -127,12 +127,12 @@ func TestPlanJobSaysWhyThereIsNoPlan(t *testing.T) {
 
 func TestPlanJobExplainsABrokenConfiguration(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n", ".github/akira.yml": "roadmap: [\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Greet", Body: "Say hello.", Author: "alice"}
 	planAgent(t, "- [ ] 1.1 x")
 	if err := jh.planJob(planFor(4, "d-bad")); err != nil {
 		t.Fatal(err)
 	}
-	if got := jh.gh.commentsOn(4); len(got) != 1 || !strings.Contains(got[0], "akira.yml") {
+	if got := jh.gh.CommentsOn(4); len(got) != 1 || !strings.Contains(got[0], "akira.yml") {
 		t.Errorf("comments = %q, want one naming the broken configuration", got)
 	}
 }
@@ -163,10 +163,10 @@ func TestIssueTriggers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			jh := newJobsHarness(t)
-			jh.gh.permissions["alice"] = "write"
-			jh.gh.permissions["rita"] = "read"
+			jh.gh.Permissions["alice"] = "write"
+			jh.gh.Permissions["rita"] = "read"
 			if tt.config != "" {
-				jh.gh.files[":.github/akira.yml"] = tt.config
+				jh.gh.Files[":.github/akira.yml"] = tt.config
 			}
 			if tt.running {
 				r := newRun("busy", "akira/issue-4")
@@ -187,7 +187,7 @@ func TestIssueTriggers(t *testing.T) {
 					t.Errorf("run = %+v, want issue 4 by alice", r)
 				}
 			}
-			replies := jh.gh.commentsOn(4)
+			replies := jh.gh.CommentsOn(4)
 			if len(replies) != tt.replies {
 				t.Errorf("replies = %q, want %d", replies, tt.replies)
 			}

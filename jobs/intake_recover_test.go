@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"github.com/akira-bot/akira/internal/jobstest"
 	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strings"
@@ -98,7 +99,7 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	jh.gh.permissions["alice"], jh.gh.permissions["mallory"] = ports.PermWrite, "read"
+	jh.gh.Permissions["alice"], jh.gh.Permissions["mallory"] = ports.PermWrite, "read"
 	cases := []struct {
 		author, body string
 		queued       bool
@@ -150,8 +151,8 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 			t.Errorf("button %s: recovered resume queued = %v, want %v (%+v)", c.decision, got, c.queued, resumes)
 		}
 	}
-	if len(jh.gh.reactions) != 0 || len(jh.gh.comments) != 0 {
-		t.Errorf("a recovered delivery spoke: reactions %v, comments %d", jh.gh.reactions, len(jh.gh.comments))
+	if len(jh.gh.Reactions) != 0 || len(jh.gh.Comments) != 0 {
+		t.Errorf("a recovered delivery spoke: reactions %v, comments %d", jh.gh.Reactions, len(jh.gh.Comments))
 	}
 	if got := queued[queue.RunPayload](jh, queue.TypeRun); len(got) != 0 {
 		t.Errorf("a recovered /akira run started %d runs", len(got))
@@ -162,20 +163,22 @@ func TestRecoveredIntakeActsOnlyOnAnswers(t *testing.T) {
 // give it, after the run's latest escalation, which only Akira itself can have written.
 func TestPendingAnswer(t *testing.T) {
 	ctx := context.Background()
-	escalation := func(f *fakeGitHub, round int) {
+	escalation := func(f *jobstest.GitHub, round int) {
 		_, _, _ = f.CreateComment(ctx, "o", "r", 5, "Task 1.2 failed.\n"+templates.EscalationMarker("r1", "1.2")+
 			publish.EscalationRoundMarker("r1", "1.2", round))
 	}
-	type step func(f *fakeGitHub) int64 // returns the id of the answer under test when it posts it
+	type step func(f *jobstest.GitHub) int64 // returns the id of the answer under test when it posts it
 	// press is a button pressed now: -1 marks it, the answer's time is the fake's clock then.
-	press := func(f *fakeGitHub) int64 { return -1 }
+	press := func(f *jobstest.GitHub) int64 { return -1 }
 	person := func(number int, author, body string) step {
-		return func(f *fakeGitHub) int64 { f.addPersonComment(number, author, body); return 0 }
+		return func(f *jobstest.GitHub) int64 { f.AddPersonComment(number, author, body); return 0 }
 	}
 	answer := func(number int) step {
-		return func(f *fakeGitHub) int64 { return f.addPersonComment(number, "alice", "/akira retry say MAGIC-WORD") }
+		return func(f *jobstest.GitHub) int64 {
+			return f.AddPersonComment(number, "alice", "/akira retry say MAGIC-WORD")
+		}
 	}
-	esc := func(round int) step { return func(f *fakeGitHub) int64 { escalation(f, round); return 0 } }
+	esc := func(round int) step { return func(f *jobstest.GitHub) int64 { escalation(f, round); return 0 } }
 	cases := []struct {
 		name  string
 		steps []step
@@ -198,8 +201,8 @@ func TestPendingAnswer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFakeGitHub()
-			f.permissions["alice"], f.permissions["bob"], f.permissions["mallory"] = ports.PermWrite, ports.PermMaintain, "read"
+			f := jobstest.NewGitHub()
+			f.Permissions["alice"], f.Permissions["bob"], f.Permissions["mallory"] = ports.PermWrite, ports.PermMaintain, "read"
 			var id int64
 			var pressed time.Time
 			number := 0
@@ -207,16 +210,16 @@ func TestPendingAnswer(t *testing.T) {
 				got := s(f)
 				if got == -1 {
 					// The next comment id's time, as the fake gives comments times by id.
-					f.mu.Lock()
-					f.nextID++
-					pressed = (&fakeComment{ID: f.nextID}).createdAt()
-					f.mu.Unlock()
+					f.Mu.Lock()
+					f.NextID++
+					pressed = (&jobstest.Comment{ID: f.NextID}).CreatedAt()
+					f.Mu.Unlock()
 					number = 5
 					continue
 				}
 				if got != 0 {
 					id = got
-					for _, cm := range f.comments {
+					for _, cm := range f.Comments {
 						if cm.ID == got {
 							number = cm.Number
 						}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/akira-bot/akira/internal/jobstest"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func comment(author, body string, number int) queue.IntakePayload {
 func TestIntakeComments(t *testing.T) {
 	tests := []struct {
 		name   string
-		setup  func(*fakeGitHub)
+		setup  func(*jobstest.GitHub)
 		in     queue.IntakePayload
 		runs   int
 		resume []runner.DecisionKind
@@ -54,8 +55,8 @@ func TestIntakeComments(t *testing.T) {
 		},
 		{
 			name: "allowlisted reader runs",
-			setup: func(f *fakeGitHub) {
-				f.files[":.github/akira.yml"] = "allowlist: [rita]\n"
+			setup: func(f *jobstest.GitHub) {
+				f.Files[":.github/akira.yml"] = "allowlist: [rita]\n"
 			},
 			in: comment("rita", "/akira run", 4), runs: 1, effects: []string{"react eyes to comment 555"},
 		},
@@ -76,22 +77,22 @@ func TestIntakeComments(t *testing.T) {
 		},
 		{
 			name: "broken configuration is explained",
-			setup: func(f *fakeGitHub) {
-				f.files[":.github/akira.yaml"] = "roadmap: [\n"
+			setup: func(f *jobstest.GitHub) {
+				f.Files[":.github/akira.yaml"] = "roadmap: [\n"
 			},
 			in: comment("alice", "/akira run", 4), effects: []string{"comment #4: "},
 		},
 		{
 			name: "comment trigger off",
-			setup: func(f *fakeGitHub) {
-				f.files[":.github/akira.yml"] = "triggers:\n  issue_comment: false\n"
+			setup: func(f *jobstest.GitHub) {
+				f.Files[":.github/akira.yml"] = "triggers:\n  issue_comment: false\n"
 			},
 			in: comment("alice", "/akira run", 4),
 		},
 		{
 			name: "run on a fork's pull request is refused",
-			setup: func(f *fakeGitHub) {
-				f.pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "evil/r"}
+			setup: func(f *jobstest.GitHub) {
+				f.Pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "evil/r"}
 			},
 			in: func() queue.IntakePayload {
 				p := comment("alice", "/akira run", 4)
@@ -104,9 +105,9 @@ func TestIntakeComments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			jh := newJobsHarness(t)
-			jh.gh.permissions["alice"] = "write"
-			jh.gh.permissions["mona"] = "maintain"
-			jh.gh.permissions["rita"] = "read"
+			jh.gh.Permissions["alice"] = "write"
+			jh.gh.Permissions["mona"] = "maintain"
+			jh.gh.Permissions["rita"] = "read"
 			if tt.setup != nil {
 				tt.setup(jh.gh)
 			}
@@ -142,8 +143,8 @@ func TestIntakeComments(t *testing.T) {
 
 func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
 	jh := newJobsHarness(t)
-	jh.gh.permissions["alice"] = "admin"
-	jh.gh.pulls[9] = &ports.PullRequest{Number: 9, HeadRef: "feature", HeadSHA: "abc", HeadRepo: "o/r"}
+	jh.gh.Permissions["alice"] = "admin"
+	jh.gh.Pulls[9] = &ports.PullRequest{Number: 9, HeadRef: "feature", HeadSHA: "abc", HeadRepo: "o/r"}
 	p := comment("alice", "/akira run docs/PLAN.md", 9)
 	p.Body.(*queue.CommentIntake).OnPullRequest = true
 	if err := jh.intake(p); err != nil {
@@ -166,8 +167,8 @@ func TestIntakeRunOnPullRequestTargetsItsBranch(t *testing.T) {
 // after asynq had forgotten the task) answers help, status and a refusal once each.
 func TestIntakeRepliesOncePerDelivery(t *testing.T) {
 	jh := newJobsHarness(t)
-	jh.gh.permissions["alice"] = "write"
-	jh.gh.permissions["rita"] = "read"
+	jh.gh.Permissions["alice"] = "write"
+	jh.gh.Permissions["rita"] = "read"
 	for i, p := range []queue.IntakePayload{comment("alice", "/akira help", 4), comment("alice", "/akira status", 5), comment("rita", "/akira run", 6)} {
 		p.DeliveryID = fmt.Sprintf("same-delivery-%d", i)
 		for range 2 {
@@ -177,7 +178,7 @@ func TestIntakeRepliesOncePerDelivery(t *testing.T) {
 		}
 	}
 	for _, n := range []int{4, 5, 6} {
-		if got := jh.gh.commentsOn(n); len(got) != 1 {
+		if got := jh.gh.CommentsOn(n); len(got) != 1 {
 			t.Errorf("comments on #%d = %q, want one reply", n, got)
 		}
 	}
@@ -187,11 +188,11 @@ func TestIntakeRetriesWithoutDoublePosting(t *testing.T) {
 	for _, op := range []string{"Permission", "GetFile", "CreateComment", "PullRequestFiles", "AddReaction"} {
 		t.Run(op, func(t *testing.T) {
 			jh := newJobsHarness(t)
-			jh.gh.permissions["alice"] = "write"
-			jh.gh.permissions["rita"] = "read"
-			jh.gh.pullFiles[9] = []string{"ROADMAP.md"}
-			jh.gh.failOnce(op, errors.New("GitHub answered 502"))
-			jh.gh.lostAnswer["CreateComment"] = true // the first comment is made, its answer lost
+			jh.gh.Permissions["alice"] = "write"
+			jh.gh.Permissions["rita"] = "read"
+			jh.gh.PullFiles[9] = []string{"ROADMAP.md"}
+			jh.gh.FailOnce(op, errors.New("GitHub answered 502"))
+			jh.gh.LostAnswer["CreateComment"] = true // the first comment is made, its answer lost
 			payloads := []queue.IntakePayload{
 				comment("rita", "/akira run", 4),
 				comment("alice", "/akira help", 5),
@@ -199,10 +200,10 @@ func TestIntakeRetriesWithoutDoublePosting(t *testing.T) {
 				comment("alice", "/akira run", 6),
 			}
 			jh.process(payloads...)
-			if got := jh.gh.commentsOn(4); len(got) != 1 || !strings.Contains(got[0], "@rita") {
+			if got := jh.gh.CommentsOn(4); len(got) != 1 || !strings.Contains(got[0], "@rita") {
 				t.Errorf("comments on #4 = %q, want one refusal", got)
 			}
-			if got := jh.gh.commentsOn(5); len(got) != 1 {
+			if got := jh.gh.CommentsOn(5); len(got) != 1 {
 				t.Errorf("comments on #5 = %q, want one help", got)
 			}
 			var numbers []int
@@ -220,7 +221,7 @@ func TestIntakeRetriesWithoutDoublePosting(t *testing.T) {
 func TestIntakePushAndPullRequest(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(*fakeGitHub)
+		setup func(*jobstest.GitHub)
 		in    queue.IntakePayload
 		want  []lifecycle.Trigger
 	}{
@@ -231,27 +232,27 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Changed: []string{"README.md"}}}, nil},
 		{"push cut at 20 commits", nil,
 			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Truncated: true}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
-		{"push with the trigger off", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "triggers:\n  push: false\n" },
+		{"push with the trigger off", func(f *jobstest.GitHub) { f.Files[":.github/akira.yaml"] = "triggers:\n  push: false\n" },
 			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
-		{"push with a configured roadmap", func(f *fakeGitHub) { f.files[":.github/akira.yaml"] = "roadmap: docs/PLAN.md\n" },
+		{"push with a configured roadmap", func(f *jobstest.GitHub) { f.Files[":.github/akira.yaml"] = "roadmap: docs/PLAN.md\n" },
 			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Changed: []string{"docs/PLAN.md"}}}, []lifecycle.Trigger{lifecycle.TriggerPush}},
-		{"push with a broken configuration", func(f *fakeGitHub) { f.files[":.github/akira.yml"] = "nope: 1\n" },
+		{"push with a broken configuration", func(f *jobstest.GitHub) { f.Files[":.github/akira.yml"] = "nope: 1\n" },
 			queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: "main", Changed: []string{"ROADMAP.md"}}}, nil},
-		{"pull request changing a spec", func(f *fakeGitHub) { f.pullFiles[3] = []string{"specs/login/tasks.md"} },
+		{"pull request changing a spec", func(f *jobstest.GitHub) { f.PullFiles[3] = []string{"specs/login/tasks.md"} },
 			queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "alice"}, Event: queue.EventPullRequest, Body: &queue.PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}},
 			[]lifecycle.Trigger{lifecycle.TriggerPullRequest}},
-		{"pull request changing code", func(f *fakeGitHub) { f.pullFiles[3] = []string{"main.go"} },
+		{"pull request changing code", func(f *jobstest.GitHub) { f.PullFiles[3] = []string{"main.go"} },
 			queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "alice"}, Event: queue.EventPullRequest, Body: &queue.PullRequestIntake{Number: 3, Action: "opened", HeadRef: "spec"}}, nil},
-		{"pull request reopened by a triager", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
+		{"pull request reopened by a triager", func(f *jobstest.GitHub) { f.PullFiles[3] = []string{"ROADMAP.md"} },
 			queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "rita"}, Event: queue.EventPullRequest, Body: &queue.PullRequestIntake{Number: 3, Action: "reopened", HeadRef: "spec"}}, nil},
-		{"pull request from Akira's own branch", func(f *fakeGitHub) { f.pullFiles[3] = []string{"ROADMAP.md"} },
+		{"pull request from Akira's own branch", func(f *jobstest.GitHub) { f.PullFiles[3] = []string{"ROADMAP.md"} },
 			queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "alice"}, Event: queue.EventPullRequest, Body: &queue.PullRequestIntake{Number: 3, Action: "opened", HeadRef: "akira/issue-2"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			jh := newJobsHarness(t)
-			jh.gh.permissions["alice"] = "write"
-			jh.gh.permissions["rita"] = "triage"
+			jh.gh.Permissions["alice"] = "write"
+			jh.gh.Permissions["rita"] = "triage"
 			if tt.setup != nil {
 				tt.setup(jh.gh)
 			}
@@ -278,7 +279,7 @@ func TestIntakeCheckRunButtons(t *testing.T) {
 			Body: &queue.CheckRunIntake{ID: 1, RunID: "run1", TaskID: "1.2", Decision: runner.DecisionSkip, Number: 5}}
 	}
 	jh := newJobsHarness(t)
-	jh.gh.permissions["alice"] = "write"
+	jh.gh.Permissions["alice"] = "write"
 	if err := jh.intake(button("alice")); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestIntakeCheckRunButtons(t *testing.T) {
 	if len(resumes) != 1 || resumes[0].RunID != "run1" || resumes[0].TaskID != "1.2" || resumes[0].Decision != runner.DecisionSkip || !resumes[0].ByButton {
 		t.Fatalf("resumes = %+v", resumes)
 	}
-	if c := jh.gh.commentsOn(5); len(c) != 1 || !strings.Contains(c[0], "@rita") {
+	if c := jh.gh.CommentsOn(5); len(c) != 1 || !strings.Contains(c[0], "@rita") {
 		t.Fatalf("comments = %q, want one refusal", c)
 	}
 }
@@ -347,7 +348,7 @@ func addBody(t *testing.T, p *queue.IntakePayload, key, body string) {
 // is dropped for good, never retried as if GitHub were down.
 func TestIntakeUnknownRepositoryIsNotRetried(t *testing.T) {
 	jh := newJobsHarness(t)
-	jh.gh.fail["Permission"] = fmt.Errorf("get permission: %w", ports.ErrGitHubNotFound)
+	jh.gh.Fail["Permission"] = fmt.Errorf("get permission: %w", ports.ErrGitHubNotFound)
 	err := jh.intake(comment("alice", "/akira run", 4))
 	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, ports.ErrGitHubNotFound) {
 		t.Fatalf("intake = %v, want a not-found error that asynq does not retry", err)

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"github.com/akira-bot/akira/internal/jobstest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestRefusedTransitionLoggedAndCounted(t *testing.T) {
 	}
 	var logs syncBuffer
 	st := store.NewStore(rdb, prefix)
-	if _, err := NewHandler(flow.Deps{Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: &queue.Enqueuer{}, GitHub: newFakeGitHub().installations(),
+	if _, err := NewHandler(flow.Deps{Store: st, Locker: store.NewLocker(rdb, prefix), Enqueuer: &queue.Enqueuer{}, GitHub: jobstest.NewGitHub().Installations(),
 		Metrics: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestBlockedDestinationsShown(t *testing.T) {
 	if len(tk.Blocked) != 3 || tk.Blocked[0].Count != 5 || tk.Blocked[2].Who != "verification" {
 		t.Fatalf("blocked = %+v", tk.Blocked)
 	}
-	text := jh.gh.checkRuns[tk.CheckRunID].Text
+	text := jh.gh.CheckRuns[tk.CheckRunID].Text
 	for _, want := range []string{"evil.example:443", "169.254.169.254:80", "attempt 1, verification", tk.Blocked[0].Allow} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the check run's text lacks %q:\n%s", want, text)
@@ -46,7 +46,7 @@ func TestBlockedDestinationsShown(t *testing.T) {
 	if err := jh.h.pub.Perform(ctx, jh.gh, rep.Run(), lifecycle.Effect{Kind: lifecycle.EffectSummary}); err != nil {
 		t.Fatal(err)
 	}
-	if sum := jh.gh.commentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "Network: 3 destinations refused (7 requests)") {
+	if sum := jh.gh.CommentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "Network: 3 destinations refused (7 requests)") {
 		t.Fatalf("summary = %v", sum)
 	}
 }
@@ -75,7 +75,7 @@ func TestRefusedModelCallsShown(t *testing.T) {
 	if len(tk.Blocked) != 2 || tk.Blocked[0].Path != "/images/generations" || tk.Blocked[1].Method != "GET" || tk.Blocked[1].Path != "/files" {
 		t.Fatalf("blocked = %+v", tk.Blocked)
 	}
-	text := jh.gh.checkRuns[tk.CheckRunID].Text
+	text := jh.gh.CheckRuns[tk.CheckRunID].Text
 	for _, want := range []string{"`api.openai.com:443 POST /images/generations` | 3", "`api.openai.com:443 GET /files` | 1",
 		`api_paths: ["POST /images/generations"] in the agent's profile`} {
 		if !strings.Contains(text, want) {

@@ -2,11 +2,12 @@ package jobs
 
 import (
 	"context"
-	"github.com/akira-bot/akira/jobs/publish"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
@@ -39,19 +40,6 @@ func agentCalls(t *testing.T, file string) []string {
 	return strings.Fields(string(data))
 }
 
-// checkRunNamed returns the fake GitHub's check run with the name, or nil.
-func (f *fakeGitHub) checkRunNamed(name string) *ports.CheckRun {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range f.checkRuns {
-		if c.Name == name {
-			cc := *c
-			return &cc
-		}
-	}
-	return nil
-}
-
 func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 	files := map[string]string{
 		"check.sh":          "echo '--- FAIL: TestSum (want 3, got 4)'; exit 1\n",
@@ -61,7 +49,7 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 	t.Run("red", func(t *testing.T) {
 		jh, _ := runWorld(t, files)
 		calls := countingAgent(t, "")
-		jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+		jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 		if err := jh.runJob(issueRun(4)); err != nil {
 			t.Logf("run job: %v", err)
 		}
@@ -76,7 +64,7 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 		if run.Status != lifecycle.StatusFailed || !strings.Contains(run.Error, want) {
 			t.Fatalf("run = status %s error %q, want failed saying %q", run.Status, run.Error, want)
 		}
-		cr := jh.gh.checkRunNamed(publish.BaseCheckRunName)
+		cr := jh.gh.CheckRunNamed(publish.BaseCheckRunName)
 		if cr == nil || cr.Conclusion != ports.ConclusionFailure || !strings.Contains(cr.Summary, "`sh check.sh`") ||
 			!strings.Contains(cr.Summary, "TestSum (want 3, got 4)") || !strings.Contains(cr.Summary, "/akira run --allow-red-base") {
 			t.Fatalf("akira / base check run = %+v, want a failure naming the command, its output and the way out", cr)
@@ -84,14 +72,14 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 		if run.BaseCheck == nil || run.BaseCheck.Passed || run.BaseCheck.CheckRunID == 0 {
 			t.Errorf("run's base check = %+v", run.BaseCheck)
 		}
-		if !strings.Contains(strings.Join(jh.gh.commentsOn(run.PR), "\n"), "**Environment:** base branch ❌ fails `sh check.sh`") {
-			t.Errorf("the summary has no environment line: %q", jh.gh.commentsOn(run.PR))
+		if !strings.Contains(strings.Join(jh.gh.CommentsOn(run.PR), "\n"), "**Environment:** base branch ❌ fails `sh check.sh`") {
+			t.Errorf("the summary has no environment line: %q", jh.gh.CommentsOn(run.PR))
 		}
 	})
 	t.Run("allowed", func(t *testing.T) {
 		jh, _ := runWorld(t, files)
 		calls := countingAgent(t, "echo 'exit 0' > check.sh")
-		jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Fix the build", Body: "- [ ] 1.1 Fix it\n"}
+		jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Fix the build", Body: "- [ ] 1.1 Fix it\n"}
 		p := issueRun(4)
 		p.AllowRedBase = true
 		if err := jh.runJob(p); err != nil {
@@ -104,7 +92,7 @@ func TestRunJobRedBaseStopsBeforeAnyAgentCall(t *testing.T) {
 		if run.Status != lifecycle.StatusSucceeded || len(agentCalls(t, calls)) != 1 {
 			t.Fatalf("run = status %s error %q, calls %v; want it done by one agent call", run.Status, run.Error, agentCalls(t, calls))
 		}
-		if cr := jh.gh.checkRunNamed(publish.BaseCheckRunName); cr == nil || cr.Conclusion != ports.ConclusionNeutral {
+		if cr := jh.gh.CheckRunNamed(publish.BaseCheckRunName); cr == nil || cr.Conclusion != ports.ConclusionNeutral {
 			t.Errorf("akira / base check run = %+v, want neutral (red, allowed)", cr)
 		}
 	})
@@ -115,7 +103,7 @@ func TestRunJobSetupFailureShowsTheCommandAndKeepsTheLog(t *testing.T) {
 		".github/akira.yml": "setup:\n  - echo fetching deps\n  - \"echo 'E: lockfile out of date' >&2; exit 2\"\nverify: [\"true\"]\n",
 	})
 	calls := countingAgent(t, "")
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "One", Body: "- [ ] 1.1 First\n"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "One", Body: "- [ ] 1.1 First\n"}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Logf("run job: %v", err)
 	}
@@ -127,7 +115,7 @@ func TestRunJobSetupFailureShowsTheCommandAndKeepsTheLog(t *testing.T) {
 	if got := agentCalls(t, calls); len(got) != 0 || run.Status != lifecycle.StatusFailed {
 		t.Fatalf("run = status %s, agent calls %v; want failed with no call", run.Status, got)
 	}
-	cr := jh.gh.checkRunNamed(publish.SetupCheckRunName)
+	cr := jh.gh.CheckRunNamed(publish.SetupCheckRunName)
 	if cr == nil || cr.Conclusion != ports.ConclusionFailure || !strings.Contains(cr.Title, "exit 2") ||
 		!strings.Contains(cr.Summary, "**Failing command:** `echo 'E: lockfile out of date' >&2; exit 2` · exit code 2") ||
 		!strings.Contains(cr.Summary, "E: lockfile out of date") {

@@ -120,14 +120,14 @@ func TestAuditLineRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jh.gh.failOnce("CreateComment", errors.New("github: 502 Bad Gateway"))
+	jh.gh.FailOnce("CreateComment", errors.New("github: 502 Bad Gateway"))
 	if err := jh.h.api.HandleAuditLine(context.Background(), task); err == nil || errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("a GitHub failure must be retried: %v", err)
 	}
 	if err := jh.h.api.HandleAuditLine(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
-	if got := jh.gh.commentsOn(7); len(got) != 1 || !strings.Contains(got[0], "stopped through the API") {
+	if got := jh.gh.CommentsOn(7); len(got) != 1 || !strings.Contains(got[0], "stopped through the API") {
 		t.Errorf("comments on #7: %q", got)
 	}
 }

@@ -66,7 +66,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 					t.Fatalf("outbox = %+v, effects %+v", run.Outbox, effects)
 				}
 				if performedFirst {
-					gh, _ := jh.gh.installations().Installation(ctx, 7)
+					gh, _ := jh.gh.Installations().Installation(ctx, 7)
 					if err := jh.h.pub.Perform(ctx, gh, run, run.Outbox[0]); err != nil {
 						t.Fatal(err)
 					}
@@ -99,7 +99,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 					t.Fatalf("the relay still lists %v", left)
 				}
 				summaries := 0
-				for _, body := range jh.gh.commentsOn(7) {
+				for _, body := range jh.gh.CommentsOn(7) {
 					if strings.Contains(body, templates.SummaryMarker(run.ID)) {
 						summaries++
 					}
@@ -107,12 +107,12 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 				if summaries != 1 {
 					t.Fatalf("%d summary comments, want 1; effects %v", summaries, jh.gh.Effects())
 				}
-				if !strings.Contains(jh.gh.commentsOn(7)[0], run.Status.Label()) {
-					t.Errorf("the summary does not say the run is %s: %s", run.Status, jh.gh.commentsOn(7)[0])
+				if !strings.Contains(jh.gh.CommentsOn(7)[0], run.Status.Label()) {
+					t.Errorf("the summary does not say the run is %s: %s", run.Status, jh.gh.CommentsOn(7)[0])
 				}
 				for _, id := range tc.concluded {
 					tk := run.Task(id)
-					cr := jh.gh.checkRuns[tk.CheckRunID]
+					cr := jh.gh.CheckRuns[tk.CheckRunID]
 					if cr.Conclusion != tc.conclusion || !tk.CheckRunDone {
 						t.Errorf("check run of %s: %+v (done %v), want %s", id, cr, tk.CheckRunDone, tc.conclusion)
 					}
@@ -120,7 +120,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 				if n := len(queued[queue.RunPayload](jh, queue.TypeRun)); n != tc.continued {
 					t.Errorf("%d continuations queued, want %d", n, tc.continued)
 				}
-				replies := len(jh.gh.commentsOn(5))
+				replies := len(jh.gh.CommentsOn(5))
 				if tc.reply != (replies == 1) || replies > 1 {
 					t.Errorf("%d replies on the issue, want reply=%v", replies, tc.reply)
 				}
@@ -137,7 +137,7 @@ func TestEffectsReplayedOnceAfterCrash(t *testing.T) {
 func crashFixture(t *testing.T, jh *jobsHarness, from lifecycle.RunStatus) *lifecycle.Run {
 	t.Helper()
 	ctx := context.Background()
-	jh.gh.pulls[7] = &ports.PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
+	jh.gh.Pulls[7] = &ports.PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
 	open, _, err := jh.gh.CreateCheckRun(ctx, "o", "r", ports.CheckRun{Name: "akira: 1.1 one", Status: ports.CheckInProgress})
 	if err != nil {
 		t.Fatal(err)

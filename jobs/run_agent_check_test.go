@@ -30,7 +30,7 @@ func TestRunJobAgentUnusableFailsAtOnce(t *testing.T) {
 		t.Skipf("claude is installed here (%s)", p)
 	}
 	jh.h.d.Operator = op
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	err = jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, runner.ErrUsage) {
 		t.Fatalf("run job = %v, want a final usage error", err)
@@ -40,7 +40,7 @@ func TestRunJobAgentUnusableFailsAtOnce(t *testing.T) {
 	if run.Status != lifecycle.StatusFailed || len(run.Parked) != 0 || !strings.Contains(run.Error, fix) {
 		t.Fatalf("run = %s, parked %v, error %q; want failed with the fix", run.Status, run.Parked, run.Error)
 	}
-	cr := jh.gh.checkRunNamed(publish.AgentCheckRunName)
+	cr := jh.gh.CheckRunNamed(publish.AgentCheckRunName)
 	if cr == nil || cr.Conclusion != ports.ConclusionFailure || !strings.Contains(cr.Summary, fix) || cr.HeadSHA == "" {
 		t.Fatalf("%s check run = %+v", publish.AgentCheckRunName, cr)
 	}
@@ -49,7 +49,7 @@ func TestRunJobAgentUnusableFailsAtOnce(t *testing.T) {
 		t.Errorf("the check run is on the base branch's head %s", base)
 	}
 	// The summary on the draft pull request says it; nothing to review there, so it is closed.
-	if summary := jh.gh.commentsOn(run.PR); run.PR == 0 || len(summary) != 1 || !strings.Contains(summary[0], fix) {
+	if summary := jh.gh.CommentsOn(run.PR); run.PR == 0 || len(summary) != 1 || !strings.Contains(summary[0], fix) {
 		t.Fatalf("comments on pull request #%d = %q, want the failed summary with the fix", run.PR, summary)
 	}
 	if !run.PRClosed {

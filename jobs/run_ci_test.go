@@ -16,7 +16,7 @@ import (
 func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch) *lifecycle.Run {
 	t.Helper()
 	ctx := context.Background()
-	jh.gh.pulls[7] = &ports.PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
+	jh.gh.Pulls[7] = &ports.PullRequest{Number: 7, Draft: true, HeadRef: "akira/issue-5"}
 	w.Head = head
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "ci-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
 		Trigger: lifecycle.TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
@@ -49,20 +49,20 @@ func (jh *jobsHarness) readCI(t *testing.T, run *lifecycle.Run, key string) *lif
 func TestCIReadings(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 2})
-	jh.gh.ci.required = []string{"test"}
-	jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "lint", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
+	jh.gh.CI.Required = []string{"test"}
+	jh.gh.CI.Checks["h1"] = []ports.CICheck{{Name: "lint", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
 	run = jh.readCI(t, run, "d1")
 	if run.Status != lifecycle.StatusWaitingCI || len(run.CI.Checks) != 2 || run.CI.Checks[0].Name != "test" || !run.CI.Checks[0].Required {
 		t.Fatalf("a required check that has not reported is waited for: %s %+v", run.Status, run.CI.Checks)
 	}
-	if sum := jh.gh.commentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "⏳ running") || !strings.Contains(sum[0], "waiting for CI") {
+	if sum := jh.gh.CommentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "⏳ running") || !strings.Contains(sum[0], "waiting for CI") {
 		t.Fatalf("summary = %v", sum)
 	}
 
 	token := "ghs_" + strings.Repeat("A1b2", 9)
-	jh.gh.ci.checks["h1"] = append(jh.gh.ci.checks["h1"], ports.CICheck{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 2,
+	jh.gh.CI.Checks["h1"] = append(jh.gh.CI.Checks["h1"], ports.CICheck{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 2,
 		Status: "completed", Conclusion: "failure", URL: "https://example.invalid/job/2"})
-	jh.gh.ci.evidence["test"] = "##[group]Run go test\ncurl -H 'Authorization: token " + token + "'\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\n##[error]Process completed with exit code 1.\n"
+	jh.gh.CI.Evidence["test"] = "##[group]Run go test\ncurl -H 'Authorization: token " + token + "'\n--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\n##[error]Process completed with exit code 1.\n"
 	for _, key := range []string{"d2", "d2-again", "poll-1"} {
 		run = jh.readCI(t, run, key)
 	}
@@ -75,7 +75,7 @@ func TestCIReadings(t *testing.T) {
 	if n := len(queued[queue.RunPayload](jh, queue.TypeRun)); n != 1 {
 		t.Fatalf("%d continuations for one red head, want 1", n)
 	}
-	for _, c := range jh.gh.commentsOn(7) {
+	for _, c := range jh.gh.CommentsOn(7) {
 		if strings.Contains(c, token) {
 			t.Fatal("a token from the log reached a comment")
 		}
@@ -100,7 +100,7 @@ func TestCIReadings(t *testing.T) {
 	if _, err := jh.store.Update(context.Background(), run.ID, func(r *lifecycle.Run) error { r.CI.Head = "h2"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	jh.gh.ci.checks["h2"] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, Status: "completed", Conclusion: "success"},
+	jh.gh.CI.Checks["h2"] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, Status: "completed", Conclusion: "success"},
 		{Name: "ci/jenkins", Source: ports.CISourceStatus, Status: "completed", Conclusion: "success"}}
 	if _, err := jh.h.ci.readCI(context.Background(), queue.CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
 		t.Fatal(err)
@@ -109,8 +109,8 @@ func TestCIReadings(t *testing.T) {
 		t.Fatalf("a delivery about an old head moved the run: %s", r.Status)
 	}
 	run = jh.readCI(t, run, "d3")
-	if run.Status != lifecycle.StatusSucceeded || jh.gh.pulls[7].Draft || len(run.Outbox) != 0 {
-		t.Fatalf("green: %s, draft %v, outbox %+v", run.Status, jh.gh.pulls[7].Draft, run.Outbox)
+	if run.Status != lifecycle.StatusSucceeded || jh.gh.Pulls[7].Draft || len(run.Outbox) != 0 {
+		t.Fatalf("green: %s, draft %v, outbox %+v", run.Status, jh.gh.Pulls[7].Draft, run.Outbox)
 	}
 }
 
@@ -122,15 +122,15 @@ func TestCIGivesUp(t *testing.T) {
 	t.Run("red after the last round", func(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1, Round: 1})
-		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "build", Source: ports.CISourceCheckRun, App: "circleci", ID: 3, Status: "completed", Conclusion: "failure"}}
-		jh.gh.ci.evidence["build"] = "main.go:3: undefined: x"
+		jh.gh.CI.Checks["h1"] = []ports.CICheck{{Name: "build", Source: ports.CISourceCheckRun, App: "circleci", ID: 3, Status: "completed", Conclusion: "failure"}}
+		jh.gh.CI.Evidence["build"] = "main.go:3: undefined: x"
 		run = jh.readCI(t, run, "d1")
 		run = jh.readCI(t, run, "d2")
 		if run.Status != lifecycle.StatusParked || run.ParkedTask(lifecycle.CITaskID) == nil {
 			t.Fatalf("%s %+v", run.Status, run.Parked)
 		}
 		var escalations []string
-		for _, c := range jh.gh.commentsOn(7) {
+		for _, c := range jh.gh.CommentsOn(7) {
 			if strings.Contains(c, "escalation-round") {
 				escalations = append(escalations, c)
 			}
@@ -148,17 +148,17 @@ func TestCIGivesUp(t *testing.T) {
 		if _, err := jh.store.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.CI.Since = time.Now().Add(-2 * time.Hour); return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if run = jh.readCI(t, run, "d2"); run.Status != lifecycle.StatusSucceeded || !run.CI.None || jh.gh.pulls[7].Draft {
+		if run = jh.readCI(t, run, "d2"); run.Status != lifecycle.StatusSucceeded || !run.CI.None || jh.gh.Pulls[7].Draft {
 			t.Fatalf("after it: %s %+v", run.Status, run.CI)
 		}
-		if sum := jh.gh.commentsOn(7); !strings.Contains(sum[0], "No CI reported a check") {
+		if sum := jh.gh.CommentsOn(7); !strings.Contains(sum[0], "No CI reported a check") {
 			t.Errorf("summary = %s", sum[0])
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now().Add(-time.Hour), Timeout: time.Minute, Grace: time.Minute, MaxRounds: 1})
-		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "slow", Source: ports.CISourceStatus, Status: "in_progress"}}
+		jh.gh.CI.Checks["h1"] = []ports.CICheck{{Name: "slow", Source: ports.CISourceStatus, Status: "in_progress"}}
 		if run = jh.readCI(t, run, "d1"); run.Status != lifecycle.StatusParked || run.Parked[0].Reason != lifecycle.ReasonCITimeout {
 			t.Fatalf("%s %+v", run.Status, run.Parked)
 		}
@@ -167,16 +167,16 @@ func TestCIGivesUp(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1, RerunFlaky: true})
 		// e2e lost its runner; unit failed a test: only e2e is re-run, unit waits for the fix task.
-		jh.gh.ci.checks["h1"] = []ports.CICheck{{Name: "e2e", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"},
+		jh.gh.CI.Checks["h1"] = []ports.CICheck{{Name: "e2e", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 9, Status: "completed", Conclusion: "failure"},
 			{Name: "unit", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 10, Status: "completed", Conclusion: "failure"}}
-		jh.gh.ci.evidence["e2e"] = "##[group]Run make e2e\nok so far\n##[error]The runner has received a shutdown signal.\n"
-		jh.gh.ci.evidence["unit"] = "--- FAIL: TestAdd\n##[error]Process completed with exit code 1.\n"
+		jh.gh.CI.Evidence["e2e"] = "##[group]Run make e2e\nok so far\n##[error]The runner has received a shutdown signal.\n"
+		jh.gh.CI.Evidence["unit"] = "--- FAIL: TestAdd\n##[error]Process completed with exit code 1.\n"
 		run = jh.readCI(t, run, "d1")
-		if run.Status != lifecycle.StatusWaitingCI || !slices.Equal(jh.gh.ci.reruns, []int64{9}) || !slices.Equal(run.CI.Reran, []string{"e2e"}) {
-			t.Fatalf("%s reruns %v %+v", run.Status, jh.gh.ci.reruns, run.CI)
+		if run.Status != lifecycle.StatusWaitingCI || !slices.Equal(jh.gh.CI.Reruns, []int64{9}) || !slices.Equal(run.CI.Reran, []string{"e2e"}) {
+			t.Fatalf("%s reruns %v %+v", run.Status, jh.gh.CI.Reruns, run.CI)
 		}
-		if run = jh.readCI(t, run, "d2"); run.Status != lifecycle.StatusQueued || len(jh.gh.ci.reruns) != 1 {
-			t.Fatalf("red again after the re-run: %s, reruns %v", run.Status, jh.gh.ci.reruns)
+		if run = jh.readCI(t, run, "d2"); run.Status != lifecycle.StatusQueued || len(jh.gh.CI.Reruns) != 1 {
+			t.Fatalf("red again after the re-run: %s, reruns %v", run.Status, jh.gh.CI.Reruns)
 		}
 	})
 }
@@ -228,7 +228,7 @@ func TestMaskTokensAndExcerpt(t *testing.T) {
 func TestAbortWhileWaitingForCI(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})
-	jh.gh.refs["heads/akira/issue-5"] = "h1"
+	jh.gh.Refs["heads/akira/issue-5"] = "h1"
 	if _, err := jh.h.resumer.resume(context.Background(), queue.ResumePayload{TaskHeader: queue.TaskHeader{Version: queue.PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
 		Number: 7, CommentID: 99, Decision: "abort"}); err != nil {
 		t.Fatal(err)
@@ -237,7 +237,7 @@ func TestAbortWhileWaitingForCI(t *testing.T) {
 	if err != nil || run.Status != lifecycle.StatusAborted || run.AbortedBy != "alice" {
 		t.Fatalf("run = %+v, %v", run, err)
 	}
-	if sum := jh.gh.commentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "aborted by @alice") {
+	if sum := jh.gh.CommentsOn(7); len(sum) != 1 || !strings.Contains(sum[0], "aborted by @alice") {
 		t.Fatalf("summary = %v", sum)
 	}
 }

@@ -29,7 +29,7 @@ func withNotify(t *testing.T, jh *jobsHarness, events ...string) {
 func TestRunNotifiesTheOperatorsSinks(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
 	withNotify(t, jh, "escalation", "run_finished")
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	ctx := context.Background()
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestRepositoryChoosesItsNotifications(t *testing.T) {
 	// The repository turns run_finished off for itself; the operator routes it to ops.
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n", ".github/akira.yml": "notify:\n  run_finished: []\n"})
 	withNotify(t, jh, "run_finished")
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "One thing", Body: "- [ ] 1.1 First\n"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "One thing", Body: "- [ ] 1.1 First\n"}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestRepositoryChoosesItsNotifications(t *testing.T) {
 	// Without the repository's choice, the operator's routing holds.
 	jh2, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
 	withNotify(t, jh2, "run_finished")
-	jh2.gh.issues[4] = ports.Issue{Number: 4, Title: "One thing", Body: "- [ ] 1.1 First\n"}
+	jh2.gh.Issues[4] = ports.Issue{Number: 4, Title: "One thing", Body: "- [ ] 1.1 First\n"}
 	if err := jh2.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
 	}

@@ -26,14 +26,14 @@ func commentBy(author, body string, number int, id int64) queue.IntakePayload {
 
 func TestIntakeOperatorCommands(t *testing.T) {
 	jh := newJobsHarness(t)
-	jh.gh.permissions["alice"] = "write"
+	jh.gh.Permissions["alice"] = "write"
 	ctx := context.Background()
 
 	// /akira stop where there is no run says so, and asks nothing of anyone.
 	if err := jh.intake(commentBy("alice", "/akira stop", 4, 601)); err != nil {
 		t.Fatal(err)
 	}
-	if got := jh.gh.commentsOn(4); len(got) != 1 {
+	if got := jh.gh.CommentsOn(4); len(got) != 1 {
 		t.Fatalf("replies on #4 = %q, want one", got)
 	}
 
@@ -45,7 +45,7 @@ func TestIntakeOperatorCommands(t *testing.T) {
 	if r, _ := jh.store.Get(ctx, "busy"); r.Stop == nil || r.Stop.By != "alice" || r.Stop.Abort {
 		t.Errorf("stop request = %+v, want one by alice", r.Stop)
 	}
-	if got := jh.gh.commentsOn(9); len(got) != 1 || !strings.Contains(got[0], "busy") {
+	if got := jh.gh.CommentsOn(9); len(got) != 1 || !strings.Contains(got[0], "busy") {
 		t.Errorf("replies on #9 = %q, want one naming run busy", got)
 	}
 
@@ -57,7 +57,7 @@ func TestIntakeOperatorCommands(t *testing.T) {
 	if err != nil || len(ls) != 1 || ls[0].Text != "always run gofmt" || ls[0].Author != "alice" {
 		t.Fatalf("lessons = %+v, %v; want alice's one", ls, err)
 	}
-	replies := jh.gh.commentsOn(4)
+	replies := jh.gh.CommentsOn(4)
 	if !strings.Contains(replies[len(replies)-1], ls[0].ID) {
 		t.Errorf("remember reply %q does not name lesson %s", replies[len(replies)-1], ls[0].ID)
 	}
@@ -91,7 +91,7 @@ func TestIntakeOperatorCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := jh.gh.commentsOn(12); len(got) != 2 {
+	if got := jh.gh.CommentsOn(12); len(got) != 2 {
 		t.Errorf("replies on pull request 12 = %q, want two", got)
 	}
 	if plans := queued[queue.PlanPayload](jh, queue.TypePlan); len(plans) != 1 {
@@ -110,7 +110,7 @@ func (jh *jobsHarness) rollbackJob(p queue.RollbackPayload) error {
 
 func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	rb := func(task string, id int64) queue.RollbackPayload {
 		return queue.RollbackPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d-rb", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, Number: 4, CommentID: id, TaskID: task}
@@ -120,7 +120,7 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 	if err := jh.rollbackJob(rb("1.1", 700)); err != nil {
 		t.Fatal(err)
 	}
-	if got := jh.gh.commentsOn(4); len(got) != 1 {
+	if got := jh.gh.CommentsOn(4); len(got) != 1 {
 		t.Fatalf("replies = %q, want the refusal", got)
 	}
 
@@ -135,7 +135,7 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 	if err := jh.rollbackJob(rb("9.9", 701)); err != nil {
 		t.Fatal(err)
 	}
-	if got := jh.gh.commentsOn(4); len(got) != 2 || !strings.Contains(got[1], "9.9") {
+	if got := jh.gh.CommentsOn(4); len(got) != 2 || !strings.Contains(got[1], "9.9") {
 		t.Fatalf("replies = %q, want a refusal naming 9.9", got)
 	}
 
@@ -152,16 +152,16 @@ func TestRollbackJobRevertsATaskAndRefusesWhatItCannot(t *testing.T) {
 	if run.Status != lifecycle.StatusStopped || run.Task("1.2").Status != lifecycle.TaskStatusPending || run.Task("1.1").Status != lifecycle.TaskStatusPassed {
 		t.Errorf("run after rollback = %s, 1.1 %s, 1.2 %s; want stopped with 1.2 pending", run.Status, run.Task("1.1").Status, run.Task("1.2").Status)
 	}
-	replies := jh.gh.commentsOn(4)
+	replies := jh.gh.CommentsOn(4)
 	if last := replies[len(replies)-1]; !strings.Contains(last, "1.2") || !strings.Contains(last, "alice") {
 		t.Errorf("rollback reply = %q, want it to name 1.2 and alice", last)
 	}
 	// The same command delivered again does nothing more.
-	n := len(jh.gh.commentsOn(4))
+	n := len(jh.gh.CommentsOn(4))
 	if err := jh.rollbackJob(rb("1.2", 702)); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(jh.gh.commentsOn(4)); got != n {
+	if got := len(jh.gh.CommentsOn(4)); got != n {
 		t.Errorf("a redelivered rollback replied again (%d comments, had %d)", got, n)
 	}
 }
@@ -202,8 +202,8 @@ func stopAgent(t *testing.T) (mark string) {
 
 func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.Permissions["alice"] = "write"
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	mark := stopAgent(t)
 	ctx := context.Background()
 
@@ -251,13 +251,13 @@ func TestStopWhileWorkingThenRunContinues(t *testing.T) {
 
 func TestStopOfAQueuedRunEndsItsJob(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	// The run exists and waits in the queue when the abort comes.
 	p := issueRun(4)
 	stopAgent(t) // the first task would hang: the job must not start it
 	r := newRun(queue.RunIDFor(p.DeliveryID), "akira/issue-4")
-	r.Owner, r.Repo, r.InstallationID, r.CloneURL, r.Base = "o", "r", 7, jh.gh.info.CloneURL, "main"
+	r.Owner, r.Repo, r.InstallationID, r.CloneURL, r.Base = "o", "r", 7, jh.gh.Info.CloneURL, "main"
 	if _, _, err := jh.store.Create(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestStopOfAQueuedRunEndsItsJob(t *testing.T) {
 
 func TestBudgetRaiseContinuesARunParkedForItsBudget(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	ctx := context.Background()
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
@@ -333,7 +333,7 @@ func TestRollbackRefusesARunThatIsNotFinished(t *testing.T) {
 			if err := jh.rollbackJob(p); err != nil {
 				t.Fatal(err)
 			}
-			got := jh.gh.commentsOn(9)
+			got := jh.gh.CommentsOn(9)
 			if len(got) != 1 || !strings.Contains(got[0], "r-"+string(status)) || !strings.Contains(got[0], tc.want) {
 				t.Fatalf("replies = %q, want one refusal naming the run and %q", got, tc.want)
 			}

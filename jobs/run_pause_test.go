@@ -19,8 +19,8 @@ import (
 // finishes the run.
 func TestPauseWhileWorkingThenResume(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.Permissions["alice"] = "write"
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	mark := stopAgent(t)
 	ctx := context.Background()
 
@@ -49,7 +49,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 	if run.Status != lifecycle.StatusPaused || run.PausedBy != "alice" || run.Task("1.1").Status != lifecycle.TaskStatusPending || run.Pause != nil {
 		t.Fatalf("run = %s by %q, 1.1 %s, request %+v; want paused by alice with 1.1 pending", run.Status, run.PausedBy, run.Task("1.1").Status, run.Pause)
 	}
-	if replies := jh.gh.commentsOn(4); len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "Pausing run") {
+	if replies := jh.gh.CommentsOn(4); len(replies) == 0 || !strings.Contains(replies[len(replies)-1], "Pausing run") {
 		t.Errorf("replies = %q", replies)
 	}
 
@@ -57,7 +57,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 	if err := jh.intake(commentBy("alice", "/akira pause", 4, 902)); err != nil {
 		t.Fatal(err)
 	}
-	if replies := jh.gh.commentsOn(4); !strings.Contains(replies[len(replies)-1], "nothing to pause") {
+	if replies := jh.gh.CommentsOn(4); !strings.Contains(replies[len(replies)-1], "nothing to pause") {
 		t.Errorf("reply to a second pause = %q", replies[len(replies)-1])
 	}
 
@@ -87,7 +87,7 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 	if err := jh.intake(commentBy("alice", "/akira resume", 4, 904)); err != nil {
 		t.Fatal(err)
 	}
-	if replies := jh.gh.commentsOn(4); !strings.Contains(replies[len(replies)-1], "nothing to resume") {
+	if replies := jh.gh.CommentsOn(4); !strings.Contains(replies[len(replies)-1], "nothing to resume") {
 		t.Errorf("reply to a resume of a finished run = %q", replies[len(replies)-1])
 	}
 }
@@ -97,12 +97,12 @@ func TestPauseWhileWorkingThenResume(t *testing.T) {
 // paused run takes an abort.
 func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	p := issueRun(4)
 	mark := stopAgent(t)
 	r := newRun(queue.RunIDFor(p.DeliveryID), "akira/issue-4")
-	r.Owner, r.Repo, r.InstallationID, r.CloneURL, r.Base = "o", "r", 7, jh.gh.info.CloneURL, "main"
+	r.Owner, r.Repo, r.InstallationID, r.CloneURL, r.Base = "o", "r", 7, jh.gh.Info.CloneURL, "main"
 	if _, _, err := jh.store.Create(ctx, r); err != nil {
 		t.Fatal(err)
 	}

@@ -34,10 +34,10 @@ func TestSpecPullRequestRunsEachChangedPlan(t *testing.T) {
 	gittest.Git(t, repo.Work, "commit", "-q", "-m", "specs")
 	gittest.Git(t, repo.Work, "push", "-q", "origin", "feature")
 	for path, content := range specs {
-		jh.gh.files["feature:"+path] = content
+		jh.gh.Files["feature:"+path] = content
 	}
-	jh.gh.pulls[6] = &ports.PullRequest{Number: 6, HeadRef: "feature", BaseRef: "main", HeadRepo: "o/r", URL: "https://example.invalid/o/r/pull/6"}
-	jh.gh.pullFiles[6] = []string{"specs/beta/tasks.md", "specs/alpha/tasks.md", "README.md"}
+	jh.gh.Pulls[6] = &ports.PullRequest{Number: 6, HeadRef: "feature", BaseRef: "main", HeadRepo: "o/r", URL: "https://example.invalid/o/r/pull/6"}
+	jh.gh.PullFiles[6] = []string{"specs/beta/tasks.md", "specs/alpha/tasks.md", "README.md"}
 	ctx := context.Background()
 
 	push := func(delivery string) queue.RunPayload {

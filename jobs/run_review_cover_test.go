@@ -29,8 +29,8 @@ func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			jh := newJobsHarness(t)
-			jh.gh.permissions["alice"] = "write"
-			jh.gh.permissions["rita"] = "read"
+			jh.gh.Permissions["alice"] = "write"
+			jh.gh.Permissions["rita"] = "read"
 			if err := jh.intake(tt.in); err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {
 				}
 			}
 			// Reviews are everyday traffic: nobody is answered.
-			if got := jh.gh.commentsOn(5); len(got) != 0 {
+			if got := jh.gh.CommentsOn(5); len(got) != 0 {
 				t.Errorf("comments = %q, want none", got)
 			}
 		})
@@ -55,7 +55,7 @@ func TestIntakeReviewStartsAReviewRunOnlyOnAkirasPullRequests(t *testing.T) {
 
 func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
 	ctx := context.Background()
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 	if err != nil || first.PR != 5 {
 		t.Fatalf("issue run = %+v, %v; want pull request 5", first, err)
 	}
-	jh.gh.reviewComments = map[int64][]ports.ReviewComment{77: {
+	jh.gh.ReviewThreads = map[int64][]ports.ReviewComment{77: {
 		{ID: 901, Path: "main.go", Line: 3, DiffHunk: "@@ -1 +1 @@\n-a\n+b", Body: "Name this better.", User: "rev"},
 		{ID: 902, Path: "main.go", Line: 3, Body: "Agreed.", User: "alice", InReplyTo: 901},
 	}}

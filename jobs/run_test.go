@@ -40,9 +40,9 @@ func runWorld(t *testing.T, files map[string]string) (*jobsHarness, gittest.Repo
 		files[".github/akira.yml"] = "verify: [\"test ! -e broken.txt\"]\n"
 	}
 	repo := gittest.New(t, files)
-	jh.gh.info.CloneURL = repo.Remote
+	jh.gh.Info.CloneURL = repo.Remote
 	for path, content := range files {
-		jh.gh.files[":"+path] = content
+		jh.gh.Files[":"+path] = content
 	}
 	script := filepath.Join(t.TempDir(), "agent.sh")
 	if err := os.WriteFile(script, []byte(agentScript), 0o755); err != nil {
@@ -84,7 +84,7 @@ func roadmapRun(number int) queue.RunPayload {
 
 func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "hi\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n", URL: "https://example.invalid/o/r/issues/4"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n", URL: "https://example.invalid/o/r/issues/4"}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatalf("run job: %v", err)
 	}
@@ -119,7 +119,7 @@ func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 	if len(effects) != len(want) {
 		t.Fatalf("effects = %q, want %d", effects, len(want))
 	}
-	summary := jh.gh.commentsOn(5)
+	summary := jh.gh.CommentsOn(5)
 	if len(summary) != 1 || !strings.Contains(summary[0], templates.SummaryMarker(run.ID)) {
 		t.Fatalf("comments on the pull request = %q, want the one summary", summary)
 	}
@@ -134,7 +134,7 @@ func TestRunJobIssuePlanOpensPullRequestFromItsOwnClone(t *testing.T) {
 
 func TestRunJobEscalatesThenResumes(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatalf("run job: %v", err)
 	}
@@ -150,12 +150,12 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 	if esc.EscalationCommentID == 0 || esc.CheckRunID == 0 {
 		t.Fatalf("task 1.2 = %+v", esc)
 	}
-	if cr := jh.gh.checkRuns[esc.CheckRunID]; cr.Conclusion != ports.ConclusionActionRequired || len(cr.Buttons) != 3 || cr.Buttons[0].Decision != runner.DecisionApprove {
+	if cr := jh.gh.CheckRuns[esc.CheckRunID]; cr.Conclusion != ports.ConclusionActionRequired || len(cr.Buttons) != 3 || cr.Buttons[0].Decision != runner.DecisionApprove {
 		t.Fatalf("check run = %+v", cr)
 	}
 
 	// A decision before the branch moved: a reader's... is refused at intake; here a writer skips.
-	jh.gh.refs["heads/akira/issue-4"] = run.Head
+	jh.gh.Refs["heads/akira/issue-4"] = run.Head
 	if err := jh.resumeJob(queue.ResumePayload{TaskHeader: queue.TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 900, Number: run.PR,
 		Decision: runner.DecisionSkip}); err != nil {
 		t.Fatalf("resume: %v", err)
@@ -180,7 +180,7 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 		}
 	}
 	var ignored []string
-	for _, c := range jh.gh.commentsOn(run.PR) {
+	for _, c := range jh.gh.CommentsOn(run.PR) {
 		if strings.Contains(c, "succeeded, not waiting for a decision") {
 			ignored = append(ignored, c)
 		}
@@ -194,13 +194,13 @@ func TestRunJobEscalatesThenResumes(t *testing.T) {
 
 func TestRunJobAbort(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n- [ ] 1.2 Later\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "prose"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "prose"}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	run, _ := jh.store.ByNumber(ctx, "o", "r", 4)
-	jh.gh.refs["heads/akira/issue-4"] = run.Head
+	jh.gh.Refs["heads/akira/issue-4"] = run.Head
 	if err := jh.resumeJob(queue.ResumePayload{TaskHeader: queue.TaskHeader{DeliveryID: "d-abort", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, RunID: run.ID,
 		TaskID: "1.1", ByButton: true, Decision: runner.DecisionAbort}); err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestRunJobAbort(t *testing.T) {
 	if run.Status != lifecycle.StatusAborted || run.AbortedBy != "alice" {
 		t.Fatalf("run = %s by %q", run.Status, run.AbortedBy)
 	}
-	if cr := jh.gh.checkRuns[run.Task("1.1").CheckRunID]; cr.Conclusion != ports.ConclusionCancelled {
+	if cr := jh.gh.CheckRuns[run.Task("1.1").CheckRunID]; cr.Conclusion != ports.ConclusionCancelled {
 		t.Fatalf("check run = %+v", cr)
 	}
 	if got := queued[queue.RunPayload](jh, queue.TypeRun); len(got) != 0 {
@@ -223,26 +223,26 @@ func TestResumeWithoutARun(t *testing.T) {
 		Decision: runner.DecisionApprove}); err != nil {
 		t.Fatal(err)
 	}
-	if c := jh.gh.commentsOn(3); len(c) != 1 || !strings.Contains(c[0], "there is no Akira run here to approve") {
+	if c := jh.gh.CommentsOn(3); len(c) != 1 || !strings.Contains(c[0], "there is no Akira run here to approve") {
 		t.Fatalf("comments = %q", c)
 	}
 }
 
 func TestRunJobRefusesBrokenConfiguration(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 One\n", ".github/akira.yml": "agent: nobody-has-this\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	err := jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("run job = %v, want a final error", err)
 	}
-	if c := jh.gh.commentsOn(4); len(c) != 1 || !strings.Contains(c[0], "agent") {
+	if c := jh.gh.CommentsOn(4); len(c) != 1 || !strings.Contains(c[0], "agent") {
 		t.Fatalf("comments = %q", c)
 	}
 }
 
 func TestRunJobBranchBusy(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Does fail\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestRunJobBranchBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The answer goes where the person asked.
-	busy := slices.DeleteFunc(jh.gh.commentsOn(4), func(c string) bool { return !strings.Contains(c, "already") })
+	busy := slices.DeleteFunc(jh.gh.CommentsOn(4), func(c string) bool { return !strings.Contains(c, "already") })
 	if len(busy) != 1 || !strings.Contains(busy[0], "1.1") {
 		t.Fatalf("busy replies = %q", busy)
 	}
@@ -260,7 +260,7 @@ func TestRunJobBranchBusy(t *testing.T) {
 
 func TestRunJobNothingToDoOpensNoPullRequest(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Done already", Body: "- [x] 1.1 Done\n"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Done already", Body: "- [x] 1.1 Done\n"}
 	if err := jh.runJob(issueRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestRunJobNothingToDoOpensNoPullRequest(t *testing.T) {
 	if run.Status != lifecycle.StatusSucceeded || run.PR != 0 {
 		t.Fatalf("run = %s pr %d", run.Status, run.PR)
 	}
-	if c := jh.gh.commentsOn(4); len(c) != 1 {
+	if c := jh.gh.CommentsOn(4); len(c) != 1 {
 		t.Fatalf("comments on the issue = %q, want the summary", c)
 	}
 }
@@ -287,7 +287,7 @@ func TestCheckRunName(t *testing.T) {
 
 func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "no roadmap here\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	err := jh.runJob(roadmapRun(4))
 	if !errors.Is(err, asynq.SkipRetry) || !errors.Is(err, runner.ErrInvalidPlan) {
 		t.Fatalf("run job = %v, want a final invalid-plan error", err)
@@ -296,7 +296,7 @@ func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
 	if run.Status != lifecycle.StatusFailed || !strings.Contains(run.Error, "ROADMAP.md not found") {
 		t.Fatalf("run = %s %q", run.Status, run.Error)
 	}
-	summary := jh.gh.commentsOn(4)
+	summary := jh.gh.CommentsOn(4)
 	if len(summary) != 1 || !strings.Contains(summary[0], "ROADMAP.md not found") {
 		t.Fatalf("comments on the issue = %q, want the failed summary", summary)
 	}
@@ -309,8 +309,8 @@ func TestRunJobFailsForGoodOnAnInvalidPlan(t *testing.T) {
 // the start commit, and the summary on it says why.
 func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
-	jh.gh.fail["CreateCheckRun"] = fmt.Errorf("checks app not installed: %w", asynq.SkipRetry)
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.Fail["CreateCheckRun"] = fmt.Errorf("checks app not installed: %w", asynq.SkipRetry)
 	err := jh.runJob(issueRun(4))
 	if !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("run job = %v, want a final error", err)
@@ -319,15 +319,15 @@ func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
 	if run.Status != lifecycle.StatusFailed || run.PR == 0 || !run.PRClosed {
 		t.Fatalf("run = %s pr %d closed %t", run.Status, run.PR, run.PRClosed)
 	}
-	if !jh.gh.closed[run.PR] {
+	if !jh.gh.Closed[run.PR] {
 		t.Fatalf("pull request #%d still open; effects %q", run.PR, jh.gh.Effects())
 	}
-	summary := jh.gh.commentsOn(run.PR)
+	summary := jh.gh.CommentsOn(run.PR)
 	if len(summary) != 1 || !strings.Contains(summary[0], "Akira closed its draft pull request") {
 		t.Fatalf("summary = %q", summary)
 	}
 	// /akira run again opens a new pull request rather than pushing to the closed one.
-	delete(jh.gh.fail, "CreateCheckRun")
+	delete(jh.gh.Fail, "CreateCheckRun")
 	p := issueRun(4)
 	p.DeliveryID = "d-run-2"
 	if err := jh.runJob(p); err != nil {
@@ -342,14 +342,14 @@ func TestRunJobFailingBeforeAnyTaskClosesItsPullRequest(t *testing.T) {
 // A run that fails after a checkpoint keeps its pull request open: the work there is reviewable.
 func TestRunJobFailingAfterACheckpointKeepsItsPullRequest(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
-	jh.gh.failAfter("CreateCheckRun", 1, fmt.Errorf("checks app removed: %w", asynq.SkipRetry))
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.FailAfter("CreateCheckRun", 1, fmt.Errorf("checks app removed: %w", asynq.SkipRetry))
 	if err := jh.runJob(issueRun(4)); !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("run job = %v, want a final error", err)
 	}
 	run, _ := jh.store.ByNumber(context.Background(), "o", "r", 4)
-	if run.Status != lifecycle.StatusFailed || run.PRClosed || jh.gh.closed[run.PR] || run.Tasks[0].Checkpoint == "" {
-		t.Fatalf("run = %s closed %t/%t, task 1.1 checkpoint %q", run.Status, run.PRClosed, jh.gh.closed[run.PR], run.Tasks[0].Checkpoint)
+	if run.Status != lifecycle.StatusFailed || run.PRClosed || jh.gh.Closed[run.PR] || run.Tasks[0].Checkpoint == "" {
+		t.Fatalf("run = %s closed %t/%t, task 1.1 checkpoint %q", run.Status, run.PRClosed, jh.gh.Closed[run.PR], run.Tasks[0].Checkpoint)
 	}
 }
 
@@ -358,12 +358,12 @@ func TestRunJobFailingAfterACheckpointKeepsItsPullRequest(t *testing.T) {
 // check run it left in progress. No task gets a second check run or a second checkpoint.
 func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 	jh, repo := runWorld(t, map[string]string{"README.md": "x\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
-	jh.gh.mu.Lock()
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n- [ ] 1.2 Second\n"}
+	jh.gh.Mu.Lock()
 	// 1.1's check run is opened for attempt 1 (no update when the attempt starts); call 1, its
 	// completion after the push, fails.
-	jh.gh.fail["UpdateCheckRun"], jh.gh.failTimes["UpdateCheckRun"] = errors.New("connection reset"), 1
-	jh.gh.mu.Unlock()
+	jh.gh.Fail["UpdateCheckRun"], jh.gh.FailTimes["UpdateCheckRun"] = errors.New("connection reset"), 1
+	jh.gh.Mu.Unlock()
 	if err := jh.runJob(issueRun(4)); err == nil {
 		t.Fatal("first job: want the error that ends it")
 	}
@@ -382,7 +382,7 @@ func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 	if n := jh.gh.Calls("CreateCheckRun"); n != 2 {
 		t.Errorf("%d check runs created, want one per task", n)
 	}
-	for id, cr := range jh.gh.checkRuns {
+	for id, cr := range jh.gh.CheckRuns {
 		if cr.Status != "completed" || cr.Conclusion != ports.ConclusionSuccess {
 			t.Errorf("check run %d %q: %s %s", id, cr.Name, cr.Status, cr.Conclusion)
 		}
@@ -398,7 +398,7 @@ func TestRunJobConcludesCheckRunsOfADeadJob(t *testing.T) {
 // are posted again (their new ids stored), and the skipped task's escalation is not.
 func TestRunSurvivesDeletedComments(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n- [ ] 1.3 Will fail too\n"})
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
@@ -411,11 +411,11 @@ func TestRunSurvivesDeletedComments(t *testing.T) {
 		t.Fatalf("parked = %+v, want 1.2 and 1.3", run.Parked)
 	}
 	deleted, deletedEsc := run.SummaryCommentID, run.Task("1.3").EscalationCommentID
-	jh.gh.deleteComment(deleted)
-	jh.gh.deleteComment(run.Task("1.2").EscalationCommentID)
-	jh.gh.deleteComment(deletedEsc)
+	jh.gh.DeleteComment(deleted)
+	jh.gh.DeleteComment(run.Task("1.2").EscalationCommentID)
+	jh.gh.DeleteComment(deletedEsc)
 
-	jh.gh.refs["heads/akira/issue-4"] = run.Head
+	jh.gh.Refs["heads/akira/issue-4"] = run.Head
 	if err := jh.resumeJob(queue.ResumePayload{TaskHeader: queue.TaskHeader{InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}, CommentID: 900, Number: run.PR,
 		Decision: runner.DecisionSkip}); err != nil {
 		t.Fatalf("resume: %v", err)
@@ -436,7 +436,7 @@ func TestRunSurvivesDeletedComments(t *testing.T) {
 		t.Fatalf("escalation of 1.3 = %d (deleted %d), want it posted again", esc.EscalationCommentID, deletedEsc)
 	}
 	var escalations []string
-	for _, c := range jh.gh.commentsOn(run.PR) {
+	for _, c := range jh.gh.CommentsOn(run.PR) {
 		if strings.Contains(c, "akira:escalation-round") {
 			escalations = append(escalations, c)
 		}
@@ -445,7 +445,7 @@ func TestRunSurvivesDeletedComments(t *testing.T) {
 		t.Fatalf("escalations on the pull request = %q, want 1.3's posted again", escalations)
 	}
 	var summaries int
-	for _, c := range jh.gh.commentsOn(run.PR) {
+	for _, c := range jh.gh.CommentsOn(run.PR) {
 		if strings.Contains(c, templates.SummaryMarker(run.ID)) {
 			summaries++
 		}
@@ -457,15 +457,15 @@ func TestRunSurvivesDeletedComments(t *testing.T) {
 
 func TestStatusOfARun(t *testing.T) {
 	jh, _ := runWorld(t, map[string]string{"ROADMAP.md": "- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
+	jh.gh.Permissions["alice"] = "write"
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "x", Body: "prose"}
 	if err := jh.runJob(roadmapRun(4)); err != nil {
 		t.Fatal(err)
 	}
 	if err := jh.intake(comment("alice", "/akira status", 4)); err != nil {
 		t.Fatal(err)
 	}
-	c := jh.gh.commentsOn(4)
+	c := jh.gh.CommentsOn(4)
 	if len(c) != 1 || !strings.Contains(c[0], "1 of 2 tasks done") || !strings.Contains(c[0], "1.2") {
 		t.Fatalf("status = %q", c)
 	}
@@ -538,15 +538,15 @@ func TestRunStopsWhenPeopleTakeItsPullRequestOrBranch(t *testing.T) {
 		name, why string
 		act       func(jh *jobsHarness, repo gittest.Repo, run *lifecycle.Run)
 	}{
-		{"closed", "was closed", func(jh *jobsHarness, _ gittest.Repo, run *lifecycle.Run) { jh.gh.closed[run.PR] = true }},
+		{"closed", "was closed", func(jh *jobsHarness, _ gittest.Repo, run *lifecycle.Run) { jh.gh.Closed[run.PR] = true }},
 		{"branch deleted", "was deleted", func(jh *jobsHarness, repo gittest.Repo, run *lifecycle.Run) {
 			gittest.Git(jh.t, repo.Work, "--git-dir="+repo.Remote, "update-ref", "-d", "refs/heads/"+run.Branch)
-			delete(jh.gh.refs, "heads/"+run.Branch)
+			delete(jh.gh.Refs, "heads/"+run.Branch)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			jh, repo := runWorld(t, map[string]string{"ROADMAP.md": "# Plan\n\n- [ ] 1.1 Works\n- [ ] 1.2 Does fail\n"})
-			jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
+			jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Roadmap", Body: "Please run the roadmap."}
 			if err := jh.runJob(roadmapRun(4)); err != nil {
 				t.Fatal(err)
 			}
@@ -555,7 +555,7 @@ func TestRunStopsWhenPeopleTakeItsPullRequestOrBranch(t *testing.T) {
 			if run.Status != lifecycle.StatusParked {
 				t.Fatalf("run = %s", run.Status)
 			}
-			jh.gh.refs["heads/"+run.Branch] = run.Head
+			jh.gh.Refs["heads/"+run.Branch] = run.Head
 			tc.act(jh, repo, run)
 			// A decision taken before anyone noticed: the continuation finds the pull request or branch gone.
 			if _, _, err := jh.store.Decide(ctx, run.ID, lifecycle.Decision{TaskID: "1.2", Decision: runner.Decision{Kind: runner.DecisionRetry}}, ""); err != nil {
@@ -569,10 +569,10 @@ func TestRunStopsWhenPeopleTakeItsPullRequestOrBranch(t *testing.T) {
 			if run.Status != lifecycle.StatusAborted || !strings.Contains(run.Error, tc.why) {
 				t.Fatalf("run = %s %q, want stopped because it %s", run.Status, run.Error, tc.why)
 			}
-			if cr := jh.gh.checkRuns[run.Task("1.2").CheckRunID]; cr.Status != "completed" {
+			if cr := jh.gh.CheckRuns[run.Task("1.2").CheckRunID]; cr.Status != "completed" {
 				t.Errorf("1.2's check run is %s", cr.Status)
 			}
-			notes := jh.gh.commentsOn(4)
+			notes := jh.gh.CommentsOn(4)
 			if len(notes) != 1 || !strings.Contains(notes[0], tc.why) {
 				t.Errorf("notes on the issue = %q", notes)
 			}

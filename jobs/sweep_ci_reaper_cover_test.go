@@ -143,7 +143,7 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 	}
 
 	// A reading through the task: a green head marks the pull request ready and ends the wait.
-	jh.gh.ci.checks[h1] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
+	jh.gh.CI.Checks[h1] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, App: ports.CIAppActions, ID: 1, Status: "completed", Conclusion: "success"}}
 	task, err := queue.TaskOptions{}.NewCITask(queue.CIPayload{Version: queue.PayloadVersion, RunID: run.ID, InstallationID: 7, Head: h1, Key: "d-green"})
 	if err != nil {
 		t.Fatal(err)
@@ -152,8 +152,8 @@ func TestCIReportsArePolledAndRouted(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := jh.store.Get(ctx, run.ID)
-	if got.Status != lifecycle.StatusSucceeded || jh.gh.pulls[7].Draft {
-		t.Errorf("after a green reading: run %s, draft %v; want succeeded and ready", got.Status, jh.gh.pulls[7].Draft)
+	if got.Status != lifecycle.StatusSucceeded || jh.gh.Pulls[7].Draft {
+		t.Errorf("after a green reading: run %s, draft %v; want succeeded and ready", got.Status, jh.gh.Pulls[7].Draft)
 	}
 	// Nothing waits any more: the poll queues nothing new.
 	if ids, _ := jh.store.WaitingForCI(ctx); len(ids) != 0 {

@@ -29,13 +29,13 @@ func TestWorkerLogsEveryFailedAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Shutdown()
-	jh.gh.permissions["alice"] = "write"
-	jh.gh.issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n"}
+	jh.gh.Permissions["alice"] = "write"
+	jh.gh.Issues[4] = ports.Issue{Number: 4, Title: "Two things", Body: "- [ ] 1.1 First\n"}
 
 	// An intake whose permission check meets GitHub's 502 twice, then goes through.
-	jh.gh.mu.Lock()
-	jh.gh.fail["Permission"], jh.gh.failTimes["Permission"] = errors.New("github: 502 Bad Gateway"), 2
-	jh.gh.mu.Unlock()
+	jh.gh.Mu.Lock()
+	jh.gh.Fail["Permission"], jh.gh.FailTimes["Permission"] = errors.New("github: 502 Bad Gateway"), 2
+	jh.gh.Mu.Unlock()
 	intake := withDefaults(queue.IntakePayload{TaskHeader: queue.TaskHeader{DeliveryID: "d-intake-" + randomHex(t, 3), Sender: "alice"}, Event: queue.EventIssueComment,
 		Body: &queue.CommentIntake{ID: 51, Number: 4, Author: "alice", Body: "/akira status"}})
 	if err := jh.h.d.Enqueuer.EnqueueIntake(context.Background(), intake); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/jobs/publish"
 )
 
 const owner, repo = "octo", "hello"
@@ -432,7 +433,7 @@ func TestCheckRunAnnotationBatches(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	ctx := context.Background()
 	sha := e.srv.Branch(owner, repo, "main")
-	name := jobs.CheckRunName("T1", "Parse the config")
+	name := publish.CheckRunName("T1", "Parse the config")
 	if name != "akira: T1 Parse the config" {
 		t.Fatalf("CheckRunName = %q", name)
 	}

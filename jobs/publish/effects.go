@@ -11,7 +11,7 @@ import (
 // runs, replies, notifications, the pull request's state. A flow that changes a run reaches it
 // through Publish (the outbox) or the Reporter (a run job's engine events).
 type Effects struct {
-	d       flow.Deps
+	d       *flow.Deps
 	log     *slog.Logger
 	records *store.Records
 	slots   *store.Slots
@@ -19,6 +19,6 @@ type Effects struct {
 }
 
 // New returns the publishing flow of a worker.
-func New(d flow.Deps, log *slog.Logger) *Effects {
+func New(d *flow.Deps, log *slog.Logger) *Effects {
 	return &Effects{d: d, log: log, records: d.Store.Records, slots: d.Store.Slots, replies: d.Store.Dedupe}
 }

@@ -1,8 +1,7 @@
-package jobs
+package publish
 
 import (
 	"context"
-	"github.com/akira-bot/akira/jobs/publish"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +31,7 @@ func (c *lockedClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func twoTaskRun(t *testing.T, jh *jobsHarness, id string) *lifecycle.Run {
+func twoTaskRun(t *testing.T, jh *harness, id string) *lifecycle.Run {
 	t.Helper()
 	run, _, err := jh.store.Create(context.Background(), &lifecycle.Run{ID: id, Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
 		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusRunning}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusPending}}})
@@ -43,9 +42,9 @@ func twoTaskRun(t *testing.T, jh *jobsHarness, id string) *lifecycle.Run {
 }
 
 // lastSummary is the body of the run's summary comment as GitHub has it.
-func (jh *jobsHarness) lastSummary(t *testing.T, pr int) string {
+func (jh *harness) lastSummary(t *testing.T, pr int) string {
 	t.Helper()
-	bodies := jh.gh.commentsOn(pr)
+	bodies := jh.gh.CommentsOn(pr)
 	if len(bodies) != 1 {
 		t.Fatalf("%d comments on #%d, want the one summary", len(bodies), pr)
 	}
@@ -56,9 +55,9 @@ func (jh *jobsHarness) lastSummary(t *testing.T, pr int) string {
 // interval is over, without waiting for another event; once the job is over (Close), nothing held
 // back is edited any more (the job's end publishes the state itself).
 func TestHeldBackSummaryEdit(t *testing.T) {
-	jh := newJobsHarness(t)
+	jh := newHarness(t)
 	ctx := context.Background()
-	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, twoTaskRun(t, jh, "r-held"))
+	rep := NewReporter(jh.gh, jh.store, nil, nil, twoTaskRun(t, jh, "r-held"))
 	defer rep.Close()
 	clock := &lockedClock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
 	rep.now, rep.summaryEvery = clock.now, 50*time.Millisecond
@@ -109,10 +108,10 @@ func TestHeldBackSummaryEdit(t *testing.T) {
 // TestHeldBackSummaryAfterACrash: the job dies while a task's end is held back from the summary; the
 // next job shows it with the plan it reads from the branch, so the summary converges.
 func TestHeldBackSummaryAfterACrash(t *testing.T) {
-	jh := newJobsHarness(t)
+	jh := newHarness(t)
 	ctx := context.Background()
 	run := twoTaskRun(t, jh, "r-crash")
-	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
 	if err := rep.sums.summary(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +124,7 @@ func TestHeldBackSummaryAfterACrash(t *testing.T) {
 	}
 	rep.Close() // the worker dies: its timer with it
 
-	next := publish.NewReporter(jh.gh, jh.store, nil, nil, mustGet(t, jh.store, run.ID))
+	next := NewReporter(jh.gh, jh.store, nil, nil, mustGet(t, jh.store, run.ID))
 	defer next.Close()
 	if err := next.Report(ctx, runner.Event{Type: runner.EventRunStarted, Commit: "c0ffee1", Tasks: []runner.TaskResult{
 		{ID: "1.1", Title: "One", Status: runner.TaskDone, Commit: "c0ffee1"}, {ID: "1.2", Title: "Two", Status: runner.TaskPending}}}); err != nil {
@@ -139,14 +138,14 @@ func TestHeldBackSummaryAfterACrash(t *testing.T) {
 // TestOneCheckRunUpdatePerStateChange: a task's check run is opened for its first attempt, so the
 // attempt's start sends nothing; a failed attempt, the next attempt and the end each send one update.
 func TestOneCheckRunUpdatePerStateChange(t *testing.T) {
-	jh := newJobsHarness(t)
+	jh := newHarness(t)
 	ctx := context.Background()
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-cr", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5, MaxAttempts: 2,
 		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
 	defer rep.Close()
 	rep.head = "abc1234"
 	calls := func() (int, int) { return jh.gh.Calls("CreateCheckRun"), jh.gh.Calls("UpdateCheckRun") }
@@ -169,7 +168,7 @@ func TestOneCheckRunUpdatePerStateChange(t *testing.T) {
 		}
 	}
 	id := mustGet(t, jh.store, run.ID).Task("1.1").CheckRunID
-	cr := jh.gh.checkRuns[id]
+	cr := jh.gh.CheckRuns[id]
 	if cr == nil || cr.Conclusion != ports.ConclusionSuccess {
 		t.Fatalf("check run %+v, want it concluded success", cr)
 	}

@@ -1,8 +1,7 @@
-package jobs
+package publish
 
 import (
 	"context"
-	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"testing"
 	"time"
@@ -42,7 +41,7 @@ func TestEstimate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			left, known := publish.Estimate(&tt.run, now)
+			left, known := Estimate(&tt.run, now)
 			if left != tt.left || known != tt.known {
 				t.Errorf("estimate = %v, %v; want %v, %v", left, known, tt.left, tt.known)
 			}
@@ -53,17 +52,17 @@ func TestEstimate(t *testing.T) {
 // TestSummaryEditsForProgressAreRateLimited: progress and a task's end edit the summary at most every
 // minSummaryInterval.
 func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
-	jh := newJobsHarness(t)
+	jh := newHarness(t)
 	ctx := context.Background()
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-progress", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
 		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPending}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	rep.now = func() time.Time { return now }
-	edits := func() int { return jh.gh.calls["CreateComment"] + jh.gh.calls["EditComment"] }
+	edits := func() int { return jh.gh.CallCounts["CreateComment"] + jh.gh.CallCounts["EditComment"] }
 
 	if err := rep.sums.summary(ctx); err != nil {
 		t.Fatal(err)
@@ -76,14 +75,14 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 		}
 	}
 	if got := edits() - first; got != 0 {
-		t.Errorf("%d summary edits for progress within %v, want 0", got, publish.MinSummaryInterval)
+		t.Errorf("%d summary edits for progress within %v, want 0", got, MinSummaryInterval)
 	}
-	now = now.Add(publish.MinSummaryInterval)
+	now = now.Add(MinSummaryInterval)
 	if err := rep.sums.progress(ctx, "verifying"); err != nil {
 		t.Fatal(err)
 	}
 	if got := edits() - first; got != 1 {
-		t.Errorf("%d summary edits after %v, want 1", got, publish.MinSummaryInterval)
+		t.Errorf("%d summary edits after %v, want 1", got, MinSummaryInterval)
 	}
 	verifyingAt := now
 	// A task's end right after an edit is held back (see TestHeldBackSummaryEdit)...
@@ -95,12 +94,12 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 		t.Errorf("%d summary edits after a task's end right after an edit, want 1 (held back)", got)
 	}
 	// ... and shown at once when the last edit is minSummaryInterval old.
-	now = now.Add(publish.MinSummaryInterval)
+	now = now.Add(MinSummaryInterval)
 	if err := rep.Report(ctx, runner.Event{Type: runner.EventTaskSkipped, TaskID: "1.2", Message: "skipped"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := edits() - first; got != 2 {
-		t.Errorf("%d summary edits after a task's end %v after the last edit, want 2 (at once)", got, publish.MinSummaryInterval)
+		t.Errorf("%d summary edits after a task's end %v after the last edit, want 2 (at once)", got, MinSummaryInterval)
 	}
 	if stored, _ := jh.store.Get(ctx, run.ID); stored.Activity != "verifying" || !stored.ActivityAt.Equal(verifyingAt) {
 		t.Errorf("stored activity %q at %v", stored.Activity, stored.ActivityAt)
@@ -110,7 +109,7 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 // TestTaskHistory: a task its agent finished joins its repository's history, which the next run of
 // that repository (and no other) starts from, newest first and capped.
 func TestTaskHistory(t *testing.T) {
-	jh := newJobsHarness(t)
+	jh := newHarness(t)
 	ctx := context.Background()
 	for i := 1; i <= store.HistoryLen+5; i++ {
 		if err := jh.store.RecordTaskDuration(ctx, "Owner", "Repo", time.Duration(i)*time.Second); err != nil {
@@ -139,7 +138,7 @@ func TestTaskHistory(t *testing.T) {
 // TestRunStartsFromItsRepositorysHistory: the reporter gives a new run the repository's history and
 // adds the durations of the tasks its agent finishes; an approved task's time is not a measure.
 func TestRunStartsFromItsRepositorysHistory(t *testing.T) {
-	jh := newJobsHarness(t)
+	jh := newHarness(t)
 	ctx := context.Background()
 	for _, d := range []time.Duration{3 * time.Minute, 5 * time.Minute} {
 		if err := jh.store.RecordTaskDuration(ctx, "o", "r", d); err != nil {
@@ -151,7 +150,7 @@ func TestRunStartsFromItsRepositorysHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := publish.NewReporter(jh.gh, jh.store, nil, nil, run)
+	rep := NewReporter(jh.gh, jh.store, nil, nil, run)
 	tasks := []runner.TaskResult{{ID: "1.1", Title: "One", Status: runner.TaskPending}, {ID: "1.2", Title: "Two", Status: runner.TaskPending}}
 	events := []runner.Event{
 		{Type: runner.EventRunStarted, Tasks: tasks, Commit: "base"},
