@@ -139,7 +139,7 @@ type Run struct {
 	// MaxParallel is how many independent tasks the run does at once.
 	MaxParallel int `json:"max_parallel,omitempty"`
 	// TaskStartedAt is when the current task started; Activity the working job's last sign of life
-	// ("the agent is working", "verifying: go test ./...") and ActivityAt when (see jobs/run_progress.go).
+	// ("the agent is working", "verifying: go test ./...") and ActivityAt when (see jobs/publish/progress.go).
 	TaskStartedAt time.Time `json:"task_started_at,omitzero"`
 	// PastDurations are the repository's recent task durations when the run started (jobs/run_history.go),
 	// for the estimate of its time left before it has finished a task of its own.

@@ -74,7 +74,7 @@ type IntakeBody interface {
 }
 
 // Answerer is a body that may answer an escalation: only such a delivery is acted on when a
-// recovery replays it after Redis lost its data (see intake_recover.go).
+// recovery replays it after Redis lost its data (see jobs/intake_recover.go).
 type Answerer interface{ Answer() bool }
 
 // IntakeEvent is one kind of delivery the intake acts on.

@@ -12,7 +12,7 @@ const (
 )
 
 // CIEvent registers the CI report body (see IntakeEvents). It is offline: a CI report only matters to
-// a run waiting for that commit, so nothing is asked of GitHub before CIWatch.onCI (run_ci.go) looks.
+// a run waiting for that commit, so nothing is asked of GitHub before CIWatch.onCI (jobs/run_ci.go) looks.
 var CIEvent = IntakeEvent{Events: []string{EventCheckSuite, EventWorkflowRun, EventStatus}, Key: "ci",
 	New: func() IntakeBody { return new(CIIntake) }}
 
