@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/recovery"
+
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/fair"
@@ -47,16 +49,16 @@ type Handler struct {
 	d   flow.Deps
 	log *slog.Logger
 
-	intake    *Intake          // webhook deliveries: permission, commands, triggers, replies (intake*.go)
-	api       *API             // what arrives through the REST API: audit lines, hand-offs
-	planner   *Planner         // plans the agent proposes for issues in prose
-	recovery  *Recovery        // deliveries GitHub or Redis lost: the sweep and the recovery after a loss
-	runs      *Runs            // the run job: lock, engine, stop, pause, budget, review, rebuild (run*.go)
-	resumer   *Resumer         // decisions on parked runs
-	rollbacks *Rollbacks       // /akira rollback
-	ci        *CIWatch         // the pull request's own CI after the last checkpoint
-	reaper    *Reaper          // runs whose worker died
-	pub       *publish.Effects // effects performed: summary, check runs, notifications, the outbox relay
+	intake    *Intake            // webhook deliveries: permission, commands, triggers, replies (intake*.go)
+	api       *API               // what arrives through the REST API: audit lines, hand-offs
+	planner   *Planner           // plans the agent proposes for issues in prose
+	recovery  *recovery.Recovery // deliveries GitHub or Redis lost: the sweep and the recovery after a loss
+	runs      *Runs              // the run job: lock, engine, stop, pause, budget, review, rebuild (run*.go)
+	resumer   *Resumer           // decisions on parked runs
+	rollbacks *Rollbacks         // /akira rollback
+	ci        *CIWatch           // the pull request's own CI after the last checkpoint
+	reaper    *Reaper            // runs whose worker died
+	pub       *publish.Effects   // effects performed: summary, check runs, notifications, the outbox relay
 }
 
 // The flows' types. Each embeds the Handler for the dependencies and the other flows; a flow whose
@@ -68,10 +70,9 @@ type (
 		*Handler
 		handoffs *store.Handoffs
 	}
-	Planner  struct{ *Handler }
-	Recovery struct{ *Handler }
-	Runs     struct{ *Handler }
-	Resumer  struct {
+	Planner struct{ *Handler }
+	Runs    struct{ *Handler }
+	Resumer struct {
 		*Handler
 		records *store.Records
 		replies *store.Dedupe
@@ -114,7 +115,7 @@ func NewHandler(d flow.Deps) (*Handler, error) {
 	}
 	h := &Handler{d: d, log: log}
 	records, replies := d.Store.Records, d.Store.Dedupe
-	h.intake, h.api, h.planner, h.recovery = &Intake{h}, &API{h, d.Store.Handoffs}, &Planner{h}, &Recovery{h}
+	h.intake, h.api, h.planner, h.recovery = &Intake{h}, &API{h, d.Store.Handoffs}, &Planner{h}, recovery.New(&h.d, log)
 	h.runs, h.resumer, h.rollbacks = &Runs{h}, &Resumer{h, records, replies}, &Rollbacks{h, records, replies}
 	h.ci, h.reaper = &CIWatch{h, records}, &Reaper{h, records}
 	h.pub = publish.New(&h.d, log)
@@ -156,3 +157,9 @@ var notifyTaskType = taskType{Name: queue.TypeNotify, Handle: func(h *Handler) a
 
 // publishTaskType is served by Publish.HandlePublish (see taskTypes).
 var publishTaskType = taskType{Name: queue.TypePublish, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandlePublish }}
+
+// recoverTaskType is served by Recovery.HandleRecover (see taskTypes).
+var recoverTaskType = taskType{Name: queue.TypeRecover, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleRecover }}
+
+// sweepTaskType is served by Recovery.HandleSweep (see taskTypes).
+var sweepTaskType = taskType{Name: queue.TypeSweep, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleSweep }}

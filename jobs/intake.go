@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 
@@ -135,9 +136,6 @@ type access struct {
 	cfg *config.Repo
 }
 
-// writeLevels may command Akira whatever the repository's configuration says.
-var writeLevels = []string{ports.PermAdmin, ports.PermMaintain, ports.PermWrite}
-
 // authorize allows write, maintain and admin, then the repository's allowlist. Errors are failures to
 // ask GitHub; a broken configuration only means the allowlist grants nothing.
 func (h *Intake) authorize(ctx context.Context, in *intake, login string) (access, error) {
@@ -145,7 +143,7 @@ func (h *Intake) authorize(ctx context.Context, in *intake, login string) (acces
 	if err != nil {
 		return access{}, fmt.Errorf("jobs: permission of %s: %w", login, err)
 	}
-	if slices.Contains(writeLevels, strings.ToLower(level)) {
+	if slices.Contains(flow.WriteLevels, strings.ToLower(level)) {
 		return access{allowed: true, level: level}, nil
 	}
 	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 
@@ -114,7 +115,7 @@ func (h *Planner) plan(ctx context.Context, p queue.PlanPayload) (string, error)
 		if err != nil {
 			return metrics.ResultRetry, fmt.Errorf("jobs: permission of the issue's author: %w", err)
 		}
-		if !slices.Contains(writeLevels, strings.ToLower(level)) {
+		if !slices.Contains(flow.WriteLevels, strings.ToLower(level)) {
 			auto, refused = false, true
 		}
 	}

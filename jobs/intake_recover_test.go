@@ -2,12 +2,14 @@ package jobs
 
 import (
 	"context"
-	"github.com/akira-bot/akira/internal/jobstest"
-	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/akira-bot/akira/internal/jobstest"
+	"github.com/akira-bot/akira/jobs/publish"
+	"github.com/akira-bot/akira/jobs/recovery"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
@@ -35,7 +37,7 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 		{ID: 5, GUID: "answer", Event: "issue_comment", Action: "created", StatusCode: 202, Redelivery: true, DeliveredAt: at(4 * time.Minute)},
 		{ID: 4, GUID: "deleted", Event: "issue_comment", Action: "deleted", StatusCode: 202, DeliveredAt: at(5 * time.Minute)},
 		{ID: 3, GUID: "answer", Event: "issue_comment", Action: "created", StatusCode: 0, DeliveredAt: at(6 * time.Minute)},
-		{ID: 2, GUID: "ancient", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(RecoverWindow + time.Hour)},
+		{ID: 2, GUID: "ancient", Event: "issue_comment", Action: "created", StatusCode: 202, DeliveredAt: at(recovery.RecoverWindow + time.Hour)},
 	}}
 	// A button pressed on a check run is an answer too; a check run completing is not.
 	f.list = append(f.list[:3], append([]ports.Delivery{
@@ -48,11 +50,11 @@ func TestRecoverReplaysAcknowledgedComments(t *testing.T) {
 		Body: &queue.CommentIntake{ID: 1, Number: 5, Author: "alice", Body: "/akira run"}})); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Recover(ctx, f, jh.store, since, jh.h.recovery.intakeLost())
+	res, err := recovery.Recover(ctx, f, jh.store, since, jh.h.recovery.IntakeLost())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res != (RecoverResult{Seen: 5, Kept: 1, Redelivered: 4}) || !slices.Equal(f.redelivered, []int64{5, 12, 8, 11}) {
+	if res != (recovery.RecoverResult{Seen: 5, Kept: 1, Redelivered: 4}) || !slices.Equal(f.redelivered, []int64{5, 12, 8, 11}) {
 		t.Errorf("recover = %+v, redelivered %v; want the answer (its newest attempt, 5), the button (12), the edit (8), the skewed one (11)", res, f.redelivered)
 	}
 	for guid, want := range map[string]bool{"answer": true, "button": true, "completed": false, "edited": true, "skewed": true, "kept": false, "push": false, "failed": false, "after": false, "ancient": false} {
@@ -73,7 +75,7 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	for i, want := range []bool{true, false, false} {
-		got, err := jh.h.recovery.checkEpoch(ctx, now.Add(time.Duration(i)*time.Millisecond))
+		got, err := jh.h.recovery.CheckEpoch(ctx, now.Add(time.Duration(i)*time.Millisecond))
 		if err != nil || got != want {
 			t.Fatalf("check %d = %v, %v; want %v", i, got, err, want)
 		}
@@ -82,7 +84,7 @@ func TestCheckEpochQueuesOneRecoveryPerLoss(t *testing.T) {
 	if err := jh.store.Client().Del(ctx, jh.prefix+"epoch", "asynq:queues").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := jh.h.recovery.checkEpoch(ctx, now.Add(time.Second)); err != nil || !got {
+	if got, err := jh.h.recovery.CheckEpoch(ctx, now.Add(time.Second)); err != nil || !got {
 		t.Fatalf("check after the loss = %v, %v; want a recovery", got, err)
 	}
 	if got := queued[queue.RecoverPayload](jh, queue.TypeRecover); len(got) != 2 || got[0].Epoch == got[1].Epoch {
@@ -232,7 +234,7 @@ func TestPendingAnswer(t *testing.T) {
 			if !pressed.IsZero() {
 				p.ByButton, p.AnsweredAt, p.RunID, p.TaskID = true, pressed, "r1", "1.2"
 			}
-			got, why, err := h.recovery.pendingAnswer(ctx, f, run, p)
+			got, why, err := h.recovery.PendingAnswer(ctx, f, run, p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"maps"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 
@@ -285,7 +286,7 @@ func checkPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPay
 	if err != nil {
 		return fmt.Errorf("jobs: permission of the plan's author %s: %w", is.Author, err)
 	}
-	if slices.Contains(writeLevels, strings.ToLower(level)) {
+	if slices.Contains(flow.WriteLevels, strings.ToLower(level)) {
 		return nil
 	}
 	return &UntrustedPlanError{Author: author, Permission: level, Commands: cmds}

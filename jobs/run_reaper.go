@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"strconv"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -111,7 +112,7 @@ func (h *Reaper) RunReaper(ctx context.Context, interval time.Duration) {
 		}
 		if time.Since(swept) >= sweepInterval-interval/2 {
 			swept = time.Now()
-			if _, err := h.recovery.checkEpoch(ctx, swept); err != nil && ctx.Err() == nil {
+			if _, err := h.recovery.CheckEpoch(ctx, swept); err != nil && ctx.Err() == nil {
 				h.log.Warn("recover: epoch check failed", "err", err)
 			}
 			if _, err := h.pub.Relay(ctx, publish.RelayAge); err != nil && ctx.Err() == nil {

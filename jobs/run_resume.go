@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 
@@ -67,7 +68,7 @@ func (h *Resumer) resume(ctx context.Context, p queue.ResumePayload) (string, er
 	}
 	log = log.With("run", run.ID)
 	if p.Recovered {
-		pending, why, err := h.recovery.pendingAnswer(ctx, gh, run, p)
+		pending, why, err := h.recovery.PendingAnswer(ctx, gh, run, p)
 		if err != nil {
 			return metrics.ResultRetry, err
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/recovery"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
@@ -58,20 +60,20 @@ func TestSweepRedeliversWhatFailedOnServerSide(t *testing.T) {
 		{ID: 7, GUID: "hopeless", StatusCode: 500, DeliveredAt: at(7 * time.Minute)},
 		{ID: 8, GUID: "hopeless", StatusCode: 500, DeliveredAt: at(8 * time.Minute)},
 		{ID: 9, GUID: "hopeless", StatusCode: 500, DeliveredAt: at(9 * time.Minute)},
-		{ID: 10, GUID: "ancient", StatusCode: 500, DeliveredAt: at(SweepWindow + time.Hour)},
+		{ID: 10, GUID: "ancient", StatusCode: 500, DeliveredAt: at(recovery.SweepWindow + time.Hour)},
 	}}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.NewMetrics(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Sweep(context.Background(), f, now, m, slog.New(slog.DiscardHandler))
+	res, err := recovery.Sweep(context.Background(), f, now, m, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The newest attempt of the lost delivery is redelivered; a 2xx or 4xx one never is; five failed
 	// attempts are enough; what is older than the window is not looked at.
-	if res != (SweepResult{Seen: 4, Redelivered: 1, GivenUp: 1}) || !slices.Equal(f.redelivered, []int64{1}) {
+	if res != (recovery.SweepResult{Seen: 4, Redelivered: 1, GivenUp: 1}) || !slices.Equal(f.redelivered, []int64{1}) {
 		t.Errorf("sweep = %+v, redelivered %v; want 4 seen, delivery 1 redelivered, 1 given up", res, f.redelivered)
 	}
 	if got := counterValue(t, reg, "akira_redeliveries_total", "result", "given_up"); got != 1 {
@@ -79,7 +81,7 @@ func TestSweepRedeliversWhatFailedOnServerSide(t *testing.T) {
 	}
 
 	f.failList = errors.New("401 bad credentials")
-	if _, err := Sweep(context.Background(), f, now, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "sweep: 401 bad credentials") {
+	if _, err := recovery.Sweep(context.Background(), f, now, nil, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "sweep: 401 bad credentials") {
 		t.Errorf("sweep with GitHub refusing = %v", err)
 	}
 }

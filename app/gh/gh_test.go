@@ -19,9 +19,9 @@ import (
 
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/publish"
+	"github.com/akira-bot/akira/jobs/recovery"
 )
 
 const owner, repo = "octo", "hello"
@@ -882,14 +882,14 @@ func TestSweepRedeliversWhatFailed(t *testing.T) {
 	add("later-ok", 200, 39*time.Minute)
 	add("bad-signature", 401, 30*time.Minute)
 	add("unknown-repo", 404, 29*time.Minute)
-	for i := range jobs.MaxRedeliveries {
+	for i := range recovery.MaxRedeliveries {
 		add("hopeless", 500, time.Duration(20-i)*time.Minute)
 	}
 	// Enough successful deliveries to take three pages of 100.
 	for i := range 250 {
 		add(fmt.Sprintf("ok-%d", i), 200, time.Duration(10*60-i)*time.Second)
 	}
-	res, err := jobs.Sweep(context.Background(), e.app, now, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	res, err := recovery.Sweep(context.Background(), e.app, now, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

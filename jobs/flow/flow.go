@@ -100,3 +100,6 @@ func Installation(ctx context.Context, in ports.Installations, id int64) (ports.
 	}
 	return gh, nil
 }
+
+// WriteLevels may command Akira whatever the repository's configuration says.
+var WriteLevels = []string{ports.PermAdmin, ports.PermMaintain, ports.PermWrite}

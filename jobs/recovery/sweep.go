@@ -1,4 +1,4 @@
-package jobs
+package recovery
 
 import (
 	"context"
@@ -13,9 +13,6 @@ import (
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
 )
-
-// sweepTaskType is served by Recovery.HandleSweep (see taskTypes).
-var sweepTaskType = taskType{Name: queue.TypeSweep, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleSweep }}
 
 // Sweeper defaults.
 const (

@@ -1,13 +1,15 @@
-package jobs
+package recovery
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/flow"
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 
@@ -32,9 +34,6 @@ import (
 // An answer the run acted on before the loss is older than the escalation that followed it, or its
 // task is done on the branch, so it never acts twice.
 
-// recoverTaskType is served by Recovery.HandleRecover (see taskTypes).
-var recoverTaskType = taskType{Name: queue.TypeRecover, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleRecover }}
-
 const (
 	// RecoverWindow is how far back a recovery looks: as far as the sweep, since an answer may wait
 	// in a long queue before a job acts on it.
@@ -46,8 +45,8 @@ const (
 	recoverClockSkew = 2 * time.Minute
 )
 
-// checkEpoch queues a recovery when Redis has lost the epoch key. It reports whether it queued one.
-func (h *Recovery) checkEpoch(ctx context.Context, now time.Time) (bool, error) {
+// CheckEpoch queues a recovery when Redis has lost the epoch key. It reports whether it queued one.
+func (h *Recovery) CheckEpoch(ctx context.Context, now time.Time) (bool, error) {
 	epoch := now.UTC().Format(time.RFC3339Nano)
 	fresh, err := h.d.Store.NewEpoch(ctx, epoch)
 	if err != nil || !fresh {
@@ -155,7 +154,7 @@ func (h *Recovery) HandleRecover(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.Job(queue.TypeRecover, metrics.ResultNoop)
 		return nil
 	}
-	res, err := Recover(ctx, h.d.Deliveries, h.d.Store, p.Since, h.intakeLost())
+	res, err := Recover(ctx, h.d.Deliveries, h.d.Store, p.Since, h.IntakeLost())
 	if err != nil {
 		h.d.Metrics.Job(queue.TypeRecover, metrics.ResultRetry)
 		return err
@@ -165,9 +164,9 @@ func (h *Recovery) HandleRecover(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
-// intakeLost returns a check of whether Redis no longer has the intake task of a delivery (the webhook
+// IntakeLost returns a check of whether Redis no longer has the intake task of a delivery (the webhook
 // enqueues it, with the delivery's GUID in its id, before it answers GitHub).
-func (h *Recovery) intakeLost() func(ctx context.Context, guid string) (bool, error) {
+func (h *Recovery) IntakeLost() func(ctx context.Context, guid string) (bool, error) {
 	insp := asynq.NewInspectorFromRedisClient(h.d.Store.Client()) // shares the store's pool; not closed
 	name := h.d.Enqueuer.Options().Queue
 	return func(ctx context.Context, guid string) (bool, error) {
@@ -185,12 +184,12 @@ func (h *Recovery) intakeLost() func(ctx context.Context, guid string) (bool, er
 	}
 }
 
-// pendingAnswer reports whether a recovered decision is still the answer run waits for: the first
+// PendingAnswer reports whether a recovered decision is still the answer run waits for: the first
 // answer, by someone who may give it, after the run's latest escalation. The escalation counts only
 // when Akira wrote it (a person quoting its marker cannot hide an answer); a reply may be on the pull
 // request or on the issue the run came from. A reply is placed by its comment's time, a button by
 // the time GitHub delivered it (p.AnsweredAt), which the recovery kept.
-func (h *Recovery) pendingAnswer(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, p queue.ResumePayload) (bool, string, error) {
+func (h *Recovery) PendingAnswer(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, p queue.ResumePayload) (bool, string, error) {
 	numbers := []int{}
 	if pr := publish.SummaryNumber(run); pr != 0 {
 		numbers = append(numbers, pr)
@@ -243,7 +242,7 @@ func (h *Recovery) pendingAnswer(ctx context.Context, gh ports.GitHub, run *life
 		if err != nil {
 			return false, "", fmt.Errorf("jobs: permission of %s: %w", c.Author, err)
 		}
-		if slices.Contains(writeLevels, strings.ToLower(level)) {
+		if slices.Contains(flow.WriteLevels, strings.ToLower(level)) {
 			return false, fmt.Sprintf("comment %d answered first", c.ID), nil
 		}
 	}
