@@ -163,3 +163,27 @@ var recoverTaskType = taskType{Name: queue.TypeRecover, Handle: func(h *Handler)
 
 // sweepTaskType is served by Recovery.HandleSweep (see taskTypes).
 var sweepTaskType = taskType{Name: queue.TypeSweep, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleSweep }}
+
+// runTaskType is served by Runs.HandleRun (see taskTypes).
+var runTaskType = taskType{Name: queue.TypeRun, Handle: func(h *Handler) asynq.HandlerFunc { return h.runs.HandleRun }}
+
+// ciTaskType is served by CIWatch.HandleCI (see taskTypes).
+var ciTaskType = taskType{Name: queue.TypeCI, Handle: func(h *Handler) asynq.HandlerFunc { return h.ci.HandleCI }}
+
+// resumeTaskType is served by Resumer.HandleResume (see taskTypes).
+var resumeTaskType = taskType{Name: queue.TypeResume, Handle: func(h *Handler) asynq.HandlerFunc { return h.resumer.HandleResume }}
+
+// rollbackTaskType is served by Rollbacks.HandleRollback (see taskTypes).
+var rollbackTaskType = taskType{Name: queue.TypeRollback, Handle: func(h *Handler) asynq.HandlerFunc { return h.rollbacks.HandleRollback }}
+
+// planTaskType is served by Planner.HandlePlan (see taskTypes).
+var planTaskType = taskType{Name: queue.TypePlan, Handle: func(h *Handler) asynq.HandlerFunc { return h.planner.HandlePlan }}
+
+// intakeTaskType is served by Intake.HandleIntake (see taskTypes).
+var intakeTaskType = taskType{Name: queue.TypeIntake, Handle: func(h *Handler) asynq.HandlerFunc { return h.intake.HandleIntake }}
+
+// auditLineTaskType is served by API.HandleAuditLine (see taskTypes).
+var auditLineTaskType = taskType{Name: queue.TypeAuditLine, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleAuditLine }}
+
+// handoffTaskType is served by API.HandleHandoff (see taskTypes).
+var handoffTaskType = taskType{Name: queue.TypeHandoff, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleHandoff }}

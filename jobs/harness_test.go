@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/akira-bot/akira/internal/jobstest"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/akira-bot/akira/internal/jobstest"
 
 	"github.com/hibiken/asynq"
 

@@ -21,9 +21,6 @@ import (
 	"github.com/akira-bot/akira/runner/config"
 )
 
-// intakeTaskType is served by Intake.HandleIntake (see taskTypes).
-var intakeTaskType = taskType{Name: queue.TypeIntake, Handle: func(h *Handler) asynq.HandlerFunc { return h.intake.HandleIntake }}
-
 // intakeHandler acts on the deliveries of one trigger event: its payload's body is the
 // queue.IntakeEvent of the same Key.
 type intakeHandler struct {
@@ -146,8 +143,8 @@ func (h *Intake) authorize(ctx context.Context, in *intake, login string) (acces
 	if slices.Contains(flow.WriteLevels, strings.ToLower(level)) {
 		return access{allowed: true, level: level}, nil
 	}
-	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
-	if _, bad := asRepoConfigError(err); bad {
+	rc, err := h.d.RepoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
+	if _, bad := flow.AsRepoConfigError(err); bad {
 		in.log.Warn("intake: allowlist unavailable", "err", err)
 		return access{level: level}, nil
 	}

@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 
@@ -184,9 +185,6 @@ func (c *Controller) mirror(ctx context.Context, run *lifecycle.Run, req Control
 		log.Warn("control: audit line not queued", "run", run.ID, "err", err)
 	}
 }
-
-// auditLineTaskType is served by API.HandleAuditLine (see taskTypes).
-var auditLineTaskType = taskType{Name: queue.TypeAuditLine, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleAuditLine }}
 
 // HandleAuditLine posts the line.
 func (h *API) HandleAuditLine(ctx context.Context, t *asynq.Task) error {

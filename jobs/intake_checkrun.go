@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+
 	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/metrics"

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"strconv"
 	"strings"
+
+	"github.com/akira-bot/akira/jobs/flow"
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/lifecycle"
@@ -209,7 +211,7 @@ func (h *Intake) commandDecision(ctx context.Context, in *intake, d runner.Decis
 func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd command.Command) (string, error) {
 	c := in.comment()
 	rc, err := h.configOf(ctx, in, acc)
-	if ce, bad := asRepoConfigError(err); bad {
+	if ce, bad := flow.AsRepoConfigError(err); bad {
 		if err := in.reply(ctx, c.Number, publish.ConfigErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}
@@ -242,7 +244,7 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 		if err != nil {
 			return "", fmt.Errorf("jobs: pull request #%d: %w", c.Number, err)
 		}
-		if isFork(pr.HeadRepo, in.p.Owner, in.p.Repo) {
+		if flow.IsFork(pr.HeadRepo, in.p.Owner, in.p.Repo) {
 			if err := in.reply(ctx, c.Number, publish.ForkRefusalText()); err != nil {
 				return "", err
 			}
@@ -262,13 +264,7 @@ func (h *Intake) configOf(ctx context.Context, in *intake, acc access) (config.R
 	if acc.cfg != nil {
 		return *acc.cfg, nil
 	}
-	return h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
-}
-
-// isFork reports whether a pull request's head lives outside the repository. A deleted head repository
-// counts as a fork: nothing proves it was this repository.
-func isFork(headRepo, owner, repo string) bool {
-	return headRepo == "" || !strings.EqualFold(headRepo, owner+"/"+repo)
+	return h.d.RepoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
 }
 
 // inlinePlanProblem says what is wrong with a plan pasted in a comment, with the lines of the comment

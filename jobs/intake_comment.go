@@ -3,8 +3,9 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/metrics"

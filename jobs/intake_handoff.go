@@ -13,7 +13,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/flow"
-	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -28,9 +27,6 @@ import (
 // the run as the run job will (configuration, agent) and queues the run job, which opens the pull
 // request as for any other trigger. The API answers at once with the run's id: it is derived from
 // the handoff's key, so the run job creates the run under the id the caller already holds.
-
-// handoffTaskType is served by API.HandleHandoff (see taskTypes).
-var handoffTaskType = taskType{Name: queue.TypeHandoff, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleHandoff }}
 
 // CheckPlanText reads a plan given as text (markdown task checkboxes) the way the run job will, and
 // says how many tasks it has; the error names the line of each problem.
@@ -132,7 +128,7 @@ func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, erro
 	// Plan the run now as the run job will: a configuration or an agent the run job would refuse is
 	// told to the caller, who has no issue to read a reply on.
 	in, err := h.runs.gatherRunInputs(ctx, gh, rp)
-	if ce, bad := asRepoConfigError(err); bad {
+	if ce, bad := flow.AsRepoConfigError(err); bad {
 		return refuse(ce.Error())
 	}
 	if errors.Is(err, ports.ErrGitHubNotFound) {
@@ -143,7 +139,7 @@ func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, erro
 	}
 	planned, err := planRun(rp, id, in, h.d.Operator)
 	if err != nil {
-		if ce, bad := asRepoConfigError(err); bad {
+		if ce, bad := flow.AsRepoConfigError(err); bad {
 			return refuse(ce.Error())
 		}
 		return refuse(err.Error())
@@ -167,39 +163,4 @@ func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, erro
 	}
 	log.Info("handoff: run queued")
 	return metrics.ResultAccepted, nil
-}
-
-// planAPIRun fills in what a handed-off run takes from its request instead of GitHub.
-func planAPIRun(run *lifecycle.Run, p queue.RunPayload, rc config.Repo, op config.Operator) error {
-	run.Branch = store.HandoffBranch(rc.BranchPrefix, run.ID)
-	if p.Base != "" {
-		run.Base = p.Base
-	}
-	if p.Agent != "" {
-		name, _, err := op.Agent(p.Agent)
-		if err != nil {
-			return fmt.Errorf("jobs: agent %q: %w: %w", p.Agent, err, asynq.SkipRetry)
-		}
-		run.Agent = name
-	}
-	if p.Notify != nil {
-		run.Notify = p.Notify
-	}
-	run.Reference = p.Reference
-	by := strings.TrimSuffix(p.Sender, " (API)")
-	if p.Plan != "" {
-		run.Roadmap, run.Plan = "", p.Plan
-		run.PlanSource = "the plan handed off by " + by
-		run.Source = run.PlanSource
-	} else {
-		run.Source = run.Roadmap + ", handed off by " + by
-		if run.RepoURL != "" {
-			run.SourceURL = run.RepoURL + "/blob/" + run.Base + "/" + run.Roadmap
-		}
-	}
-	if p.Reference != "" {
-		run.Source += " (reference " + p.Reference + ")"
-	}
-	run.Title = "Akira: " + run.Source
-	return nil
 }

@@ -3,8 +3,10 @@ package jobs
 import (
 	"context"
 	"errors"
-	"github.com/akira-bot/akira/jobs/publish"
 	"strings"
+
+	"github.com/akira-bot/akira/jobs/flow"
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/lifecycle"
@@ -35,7 +37,7 @@ func (h *Intake) onIssueTrigger(ctx context.Context, in *intake) (string, error)
 		return metrics.ResultRefused, nil
 	}
 	rc, err := h.configOf(ctx, in, acc)
-	if ce, bad := asRepoConfigError(err); bad {
+	if ce, bad := flow.AsRepoConfigError(err); bad {
 		if err := in.reply(ctx, tr.Number, publish.ConfigErrorText(ce, "start the run", in.p.RepoURL, in.p.DefaultBranch)); err != nil {
 			return "", err
 		}

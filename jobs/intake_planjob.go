@@ -26,9 +26,6 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
-// planTaskType is served by Planner.HandlePlan (see taskTypes).
-var planTaskType = taskType{Name: queue.TypePlan, Handle: func(h *Handler) asynq.HandlerFunc { return h.planner.HandlePlan }}
-
 // Most issues are written in prose. `/akira run` on one (no task checkboxes, no path) first asks the
 // repository's agent for a plan and posts it as a comment; the next `/akira run` runs that plan, read
 // back from the comment (or the issue's own checklist, if someone edited one in). `/akira plan
@@ -68,7 +65,7 @@ func (h *Planner) plan(ctx context.Context, p queue.PlanPayload) (string, error)
 	retried, _ := asynq.GetRetryCount(ctx)
 	in, err := h.runs.gatherRunInputs(ctx, gh, queue.RunPayload{TaskHeader: queue.TaskHeader{Owner: p.Owner, Repo: p.Repo}, DefaultBranch: p.DefaultBranch,
 		Trigger: lifecycle.TriggerIssue, Number: p.Number})
-	if ce, bad := asRepoConfigError(err); bad {
+	if ce, bad := flow.AsRepoConfigError(err); bad {
 		if rerr := publish.ReplyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
 			publish.ConfigErrorText(ce, "write a plan", "", ""), retried > 0); rerr != nil {
 			return metrics.ResultRetry, rerr

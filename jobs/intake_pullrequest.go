@@ -3,9 +3,11 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strings"
+
+	"github.com/akira-bot/akira/jobs/flow"
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
@@ -15,8 +17,8 @@ import (
 
 func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) {
 	pr := in.p.Body.(*queue.PullRequestIntake)
-	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
-	if ce, bad := asRepoConfigError(err); bad {
+	rc, err := h.d.RepoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
+	if ce, bad := flow.AsRepoConfigError(err); bad {
 		// Said once when the pull request opens, not on every push to it.
 		if pr.Action == "synchronize" {
 			return metrics.ResultNoop, nil

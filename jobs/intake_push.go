@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -12,8 +13,8 @@ import (
 
 func (h *Intake) onPush(ctx context.Context, in *intake) (string, error) {
 	push := in.p.Body.(*queue.PushIntake)
-	rc, err := h.repoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
-	if _, bad := asRepoConfigError(err); bad {
+	rc, err := h.d.RepoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
+	if _, bad := flow.AsRepoConfigError(err); bad {
 		// Nobody to answer on a push; the next command or pull request reports it.
 		in.log.Warn("intake: invalid repository configuration", "err", err)
 		return metrics.ResultNoop, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/command"
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -26,7 +27,7 @@ func (h *Intake) onReview(ctx context.Context, in *intake) (string, error) {
 		return metrics.ResultRefused, nil
 	}
 	rc, err := h.configOf(ctx, in, acc)
-	if _, bad := asRepoConfigError(err); bad {
+	if _, bad := flow.AsRepoConfigError(err); bad {
 		return metrics.ResultNoop, nil
 	}
 	if err != nil {

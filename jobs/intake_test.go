@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/internal/jobstest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/akira-bot/akira/internal/jobstest"
 
 	"github.com/hibiken/asynq"
 

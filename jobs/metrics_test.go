@@ -3,10 +3,11 @@ package jobs
 import (
 	"context"
 	"errors"
-	"github.com/akira-bot/akira/internal/jobstest"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/akira-bot/akira/internal/jobstest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"

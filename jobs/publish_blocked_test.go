@@ -2,10 +2,11 @@ package jobs
 
 import (
 	"context"
-	"github.com/akira-bot/akira/jobs/publish"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/runner"

@@ -29,9 +29,6 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
-// runTaskType is served by Runs.HandleRun (see taskTypes).
-var runTaskType = taskType{Name: queue.TypeRun, Handle: func(h *Handler) asynq.HandlerFunc { return h.runs.HandleRun }}
-
 // HandleRun starts or continues a run: branch lock, fresh installation token for git, the engine with
 // the GitHub reporter, and the run state at the end. A parked run ends the job (successfully): it
 // holds no worker while people decide.
@@ -124,7 +121,7 @@ func resultOf(err error) string {
 }
 
 func isRepoConfigError(err error) bool {
-	_, ok := asRepoConfigError(err)
+	_, ok := flow.AsRepoConfigError(err)
 	return ok
 }
 
@@ -327,7 +324,7 @@ func clipAll(cmds []string) []string {
 // refuseConfig answers a configuration problem where the people who can fix it will see it, and
 // makes the job end without a retry. Other errors are returned as they are.
 func (h *Runs) refuseConfig(ctx context.Context, c ports.Comments, p queue.RunPayload, err error) error {
-	ce, ok := asRepoConfigError(err)
+	ce, ok := flow.AsRepoConfigError(err)
 	if !ok {
 		return err
 	}

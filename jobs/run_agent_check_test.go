@@ -3,10 +3,11 @@ package jobs
 import (
 	"context"
 	"errors"
-	"github.com/akira-bot/akira/jobs/publish"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"log/slog"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 
@@ -32,9 +33,6 @@ import (
 // quotes what failed, the last round's red escalates. It judges what GitHub says now, not what a
 // delivery said, so deliveries that come twice or out of order change nothing; and a transition only
 // leaves waiting_ci for the head it read, so two readings never start two fix rounds.
-
-// ciTaskType is served by CIWatch.HandleCI (see taskTypes).
-var ciTaskType = taskType{Name: queue.TypeCI, Handle: func(h *Handler) asynq.HandlerFunc { return h.ci.HandleCI }}
 
 // CIPollInterval is how often a waiting run's CI is read without a webhook.
 const CIPollInterval = 30 * time.Second

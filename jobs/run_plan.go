@@ -11,6 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -65,7 +66,7 @@ func (h *Runs) gatherRunInputs(ctx context.Context, gh inputsGitHub, p queue.Run
 	if p.DefaultBranch != "" {
 		in.Repo.DefaultBranch = p.DefaultBranch
 	}
-	if in.Config, err = h.intake.repoConfig(ctx, gh, p.Owner, p.Repo, in.Repo.DefaultBranch); err != nil {
+	if in.Config, err = h.d.RepoConfig(ctx, gh, p.Owner, p.Repo, in.Repo.DefaultBranch); err != nil {
 		return in, err
 	}
 	switch p.Trigger {
@@ -180,7 +181,7 @@ func planRun(p queue.RunPayload, id string, in runInputs, op config.Operator) (*
 		}
 	case lifecycle.TriggerPullRequest, lifecycle.TriggerReview:
 		pr := in.PR
-		if isFork(pr.HeadRepo, p.Owner, p.Repo) {
+		if flow.IsFork(pr.HeadRepo, p.Owner, p.Repo) {
 			return nil, fmt.Errorf("jobs: pull request #%d comes from the fork %q; fork pull requests are never run: %w",
 				p.Number, pr.HeadRepo, asynq.SkipRetry)
 		}
@@ -242,4 +243,39 @@ func planName(source string) string {
 		return "issue.md"
 	}
 	return source
+}
+
+// planAPIRun fills in what a handed-off run takes from its request instead of GitHub.
+func planAPIRun(run *lifecycle.Run, p queue.RunPayload, rc config.Repo, op config.Operator) error {
+	run.Branch = store.HandoffBranch(rc.BranchPrefix, run.ID)
+	if p.Base != "" {
+		run.Base = p.Base
+	}
+	if p.Agent != "" {
+		name, _, err := op.Agent(p.Agent)
+		if err != nil {
+			return fmt.Errorf("jobs: agent %q: %w: %w", p.Agent, err, asynq.SkipRetry)
+		}
+		run.Agent = name
+	}
+	if p.Notify != nil {
+		run.Notify = p.Notify
+	}
+	run.Reference = p.Reference
+	by := strings.TrimSuffix(p.Sender, " (API)")
+	if p.Plan != "" {
+		run.Roadmap, run.Plan = "", p.Plan
+		run.PlanSource = "the plan handed off by " + by
+		run.Source = run.PlanSource
+	} else {
+		run.Source = run.Roadmap + ", handed off by " + by
+		if run.RepoURL != "" {
+			run.SourceURL = run.RepoURL + "/blob/" + run.Base + "/" + run.Roadmap
+		}
+	}
+	if p.Reference != "" {
+		run.Source += " (reference " + p.Reference + ")"
+	}
+	run.Title = "Akira: " + run.Source
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -161,7 +162,7 @@ func TestPlanRun(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("planRun = %+v, %v; want an error about %q", run, err, tt.err)
 				}
-				if _, isConfig := asRepoConfigError(err); !isConfig && !errors.Is(err, asynq.SkipRetry) {
+				if _, isConfig := flow.AsRepoConfigError(err); !isConfig && !errors.Is(err, asynq.SkipRetry) {
 					t.Fatalf("error %v is neither a configuration error nor final", err)
 				}
 				return

@@ -3,9 +3,10 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"slices"
 	"strings"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"

@@ -20,9 +20,6 @@ import (
 	"github.com/akira-bot/akira/templates"
 )
 
-// resumeTaskType is served by Resumer.HandleResume (see taskTypes).
-var resumeTaskType = taskType{Name: queue.TypeResume, Handle: func(h *Handler) asynq.HandlerFunc { return h.resumer.HandleResume }}
-
 // HandleResume applies a human decision to a parked run: it acts only while the run is parked on that
 // task and its branch is where the run left it; otherwise it replies why nothing happened. Approve,
 // retry and skip enqueue a job that continues the run; abort ends it.

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"strings"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 
@@ -18,9 +19,6 @@ import (
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/templates"
 )
-
-// rollbackTaskType is served by Rollbacks.HandleRollback (see taskTypes).
-var rollbackTaskType = taskType{Name: queue.TypeRollback, Handle: func(h *Handler) asynq.HandlerFunc { return h.rollbacks.HandleRollback }}
 
 // Results of a rollback job.
 const (

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/akira-bot/akira/jobs/publish"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/akira-bot/akira/app/gh"
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/templates"
 )
@@ -17,7 +17,7 @@ import (
 // loadRepoConfig is how the intake and the workers read a repository's configuration: the one loader,
 // over the real client's contents API, from the default branch.
 func loadRepoConfig(ctx context.Context, c *gh.Client, validate ...func(config.Repo) error) (config.Repo, error) {
-	rc, _, err := config.LoadRepo(ctx, jobs.DefaultBranchFiles(c, owner, repo, "main"), validate...)
+	rc, _, err := config.LoadRepo(ctx, flow.DefaultBranchFiles(c, owner, repo, "main"), validate...)
 	return rc, err
 }
 
