@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/publish"
+	"github.com/akira-bot/akira/jobs/runs"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -99,7 +99,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	})
 	recovery := time.Since(killed)
 	t.Logf("recovery: the agent worked again %.1f s after its worker was killed (lease %v, reaper every %v)",
-		recovery.Seconds(), store.DefaultLockTTL, jobs.DefaultReapInterval)
+		recovery.Seconds(), store.DefaultLockTTL, runs.DefaultReapInterval)
 	t.Logf("akira-bench: recovery.seconds %.1f", recovery.Seconds()) // held to its goal by `make bench`
 	run = e.waitStatus(1, lifecycle.StatusSucceeded)
 

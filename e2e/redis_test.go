@@ -15,8 +15,8 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/runs"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
 )
@@ -95,7 +95,7 @@ func TestRedisOutageWithAOF(t *testing.T) {
 	e.eventually("the agent to work on task 1.2 again", func() bool { return e.agentCalls("1.2") >= 2 })
 	recovery := time.Since(back)
 	t.Logf("recovery: the agent worked again %.1f s after Redis (AOF) came back from a 20 s outage (lock TTL %v, reaper every %v)",
-		recovery.Seconds(), store.DefaultLockTTL, jobs.DefaultReapInterval)
+		recovery.Seconds(), store.DefaultLockTTL, runs.DefaultReapInterval)
 	if recovery > 30*time.Second {
 		t.Errorf("recovery took %v, want under 30 s", recovery.Round(100*time.Millisecond))
 	}

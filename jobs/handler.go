@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/runs"
+
 	"github.com/akira-bot/akira/jobs/recovery"
 
 	"github.com/hibiken/asynq"
@@ -19,9 +21,6 @@ import (
 	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
-
-// errNothingToDo ends a job that finds its work already done (a duplicate, a finished run).
-var errNothingToDo = errors.New("jobs: nothing to do")
 
 // IsFailure is the asynq.Config.IsFailure of a worker: waiting for a busy branch, or for a slot of
 // the fair gate, is not a failure.
@@ -43,7 +42,7 @@ func RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 }
 
 // Handler is a worker's wiring: the dependencies, and one small type per flow that serves the flow's
-// task types. A flow reaches another only through its field here (h.pub.publish, h.runs.escalate),
+// task types. A flow reaches another only through its field (h.pub.Publish, h.runs.GatherRunInputs),
 // so what a flow needs of the others shows at the call.
 type Handler struct {
 	d   flow.Deps
@@ -51,44 +50,22 @@ type Handler struct {
 
 	intake    *Intake            // webhook deliveries: permission, commands, triggers, replies (intake*.go)
 	api       *API               // what arrives through the REST API: audit lines, hand-offs
-	planner   *Planner           // plans the agent proposes for issues in prose
+	planner   *runs.Planner      // plans the agent proposes for issues in prose
 	recovery  *recovery.Recovery // deliveries GitHub or Redis lost: the sweep and the recovery after a loss
-	runs      *Runs              // the run job: lock, engine, stop, pause, budget, review, rebuild (run*.go)
-	resumer   *Resumer           // decisions on parked runs
-	rollbacks *Rollbacks         // /akira rollback
-	ci        *CIWatch           // the pull request's own CI after the last checkpoint
-	reaper    *Reaper            // runs whose worker died
+	runs      *runs.Runs         // the run job: lock, engine, stop, pause, budget, review, rebuild
+	resumer   *runs.Resumer      // decisions on parked runs
+	rollbacks *runs.Rollbacks    // /akira rollback
+	ci        *runs.CIWatch      // the pull request's own CI after the last checkpoint
+	reaper    *runs.Reaper       // runs whose worker died
 	pub       *publish.Effects   // effects performed: summary, check runs, notifications, the outbox relay
 }
 
-// The flows' types. Each embeds the Handler for the dependencies and the other flows; a flow whose
-// use of Redis is a few of the store's concerns holds those (h.records, h.replies), not the whole store,
-// so what it keeps in Redis shows in its type. Intake and Runs use most of the store.
+// The intake flow's types. Each embeds the Handler for the dependencies and the other flows.
 type (
 	Intake struct{ *Handler }
 	API    struct {
 		*Handler
 		handoffs *store.Handoffs
-	}
-	Planner struct{ *Handler }
-	Runs    struct{ *Handler }
-	Resumer struct {
-		*Handler
-		records *store.Records
-		replies *store.Dedupe
-	}
-	Rollbacks struct {
-		*Handler
-		records *store.Records
-		replies *store.Dedupe
-	}
-	CIWatch struct {
-		*Handler
-		records *store.Records
-	}
-	Reaper struct {
-		*Handler
-		records *store.Records
 	}
 )
 
@@ -114,11 +91,12 @@ func NewHandler(d flow.Deps) (*Handler, error) {
 		}
 	}
 	h := &Handler{d: d, log: log}
-	records, replies := d.Store.Records, d.Store.Dedupe
-	h.intake, h.api, h.planner, h.recovery = &Intake{h}, &API{h, d.Store.Handoffs}, &Planner{h}, recovery.New(&h.d, log)
-	h.runs, h.resumer, h.rollbacks = &Runs{h}, &Resumer{h, records, replies}, &Rollbacks{h, records, replies}
-	h.ci, h.reaper = &CIWatch{h, records}, &Reaper{h, records}
-	h.pub = publish.New(&h.d, log)
+	// Below first: publishing and recovery reach no other flow; the run flow reaches them; the
+	// intake reaches all three.
+	h.pub, h.recovery = publish.New(&h.d, log), recovery.New(&h.d, log)
+	rf := runs.New(&h.d, log, h.pub, h.recovery)
+	h.runs, h.resumer, h.rollbacks, h.ci, h.reaper, h.planner = rf.Runs, rf.Resumer, rf.Rollbacks, rf.CI, rf.Reaper, rf.Planner
+	h.intake, h.api = &Intake{h}, &API{h, d.Store.Handoffs}
 	return h, nil
 }
 

@@ -42,7 +42,7 @@ var intakeHandlers = map[string]intakeHandler{
 	// A CI report only matters to a run waiting for that commit: nothing is asked of GitHub before
 	// CIWatch.onCI (run_ci.go) looks.
 	queue.CIEvent.Key: {Offline: true, Handle: func(h *Intake, ctx context.Context, in *intake) (string, error) {
-		return h.ci.onCI(ctx, in.p, in.log)
+		return h.ci.OnCI(ctx, in.p, in.log)
 	}},
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/runs"
+
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/jobs/flow"
@@ -127,7 +129,7 @@ func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, erro
 		Base: p.Base, Reference: p.Reference, Agent: p.Agent, Notify: p.Notify}
 	// Plan the run now as the run job will: a configuration or an agent the run job would refuse is
 	// told to the caller, who has no issue to read a reply on.
-	in, err := h.runs.gatherRunInputs(ctx, gh, rp)
+	in, err := h.runs.GatherRunInputs(ctx, gh, rp)
 	if ce, bad := flow.AsRepoConfigError(err); bad {
 		return refuse(ce.Error())
 	}
@@ -137,7 +139,7 @@ func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, erro
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
-	planned, err := planRun(rp, id, in, h.d.Operator)
+	planned, err := runs.PlanRun(rp, id, in, h.d.Operator)
 	if err != nil {
 		if ce, bad := flow.AsRepoConfigError(err); bad {
 			return refuse(ce.Error())

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/runs"
+
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -33,7 +35,7 @@ func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch)
 
 func (jh *jobsHarness) readCI(t *testing.T, run *lifecycle.Run, key string) *lifecycle.Run {
 	t.Helper()
-	if _, err := jh.h.ci.readCI(context.Background(), queue.CIPayload{RunID: run.ID, InstallationID: 7, Key: key}); err != nil {
+	if _, err := jh.h.ci.ReadCI(context.Background(), queue.CIPayload{RunID: run.ID, InstallationID: 7, Key: key}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := jh.store.Get(context.Background(), run.ID)
@@ -82,11 +84,11 @@ func TestCIReadings(t *testing.T) {
 	}
 
 	// The fix round's prompt and checkpoint.
-	plan, source := ciFixPlan(run)
+	plan, source := runs.CIFixPlan(run)
 	if !strings.Contains(plan, `"fix CI: test"`) || !strings.Contains(plan, "go test ./...") || source != "ci-1.json" {
 		t.Errorf("fix plan = %s (%s)", plan, source)
 	}
-	if ctx := ciFixContext(run); !strings.Contains(ctx, "got 3, want 4") {
+	if ctx := runs.CIFixContext(run); !strings.Contains(ctx, "got 3, want 4") {
 		t.Errorf("fix prompt = %s", ctx)
 	}
 
@@ -102,7 +104,7 @@ func TestCIReadings(t *testing.T) {
 	}
 	jh.gh.CI.Checks["h2"] = []ports.CICheck{{Name: "test", Source: ports.CISourceCheckRun, Status: "completed", Conclusion: "success"},
 		{Name: "ci/jenkins", Source: ports.CISourceStatus, Status: "completed", Conclusion: "success"}}
-	if _, err := jh.h.ci.readCI(context.Background(), queue.CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
+	if _, err := jh.h.ci.ReadCI(context.Background(), queue.CIPayload{RunID: run.ID, InstallationID: 7, Head: "h1", Key: "stale"}); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := jh.store.Get(context.Background(), run.ID); r.Status != lifecycle.StatusWaitingCI {
@@ -193,7 +195,7 @@ func TestFlakyCause(t *testing.T) {
 		{"main.go:3:2: undefined: frobnicate", ""},
 		{"", ""},
 	} {
-		if got := flakyCause(tc.log); got != tc.want {
+		if got := runs.FlakyCause(tc.log); got != tc.want {
 			t.Errorf("flakyCause(%q) = %q, want %q", tc.log, got, tc.want)
 		}
 	}
@@ -203,7 +205,7 @@ func TestMaskTokensAndExcerpt(t *testing.T) {
 	for _, tok := range []string{"ghp_" + strings.Repeat("x", 36), "github_pat_" + strings.Repeat("A", 40), "sk-ant-" + strings.Repeat("k", 30),
 		"AKIAABCDEFGHIJKLMNOP", "xoxb-1234567890-abc", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.abcdefghijklmnop",
 		"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----"} {
-		if got := MaskTokens("before " + tok + " after"); got != "before [masked] after" {
+		if got := runs.MaskTokens("before " + tok + " after"); got != "before [masked] after" {
 			t.Errorf("MaskTokens(%q) = %q", tok, got)
 		}
 	}
@@ -214,11 +216,11 @@ func TestMaskTokensAndExcerpt(t *testing.T) {
 			b.WriteString("--- FAIL: TestImportant\n")
 		}
 	}
-	out := logExcerpt(b.String(), 4096)
+	out := runs.LogExcerpt(b.String(), 4096)
 	if !strings.Contains(out, "--- FAIL: TestImportant") || len(out) > 4096+4 || !strings.Contains(out, "…") {
 		t.Errorf("excerpt (%d bytes) lost the failure: %q", len(out), out[:min(200, len(out))])
 	}
-	if logExcerpt("short\n", 100) != "short\n" {
+	if runs.LogExcerpt("short\n", 100) != "short\n" {
 		t.Error("a short log is kept whole")
 	}
 }
@@ -229,7 +231,7 @@ func TestAbortWhileWaitingForCI(t *testing.T) {
 	jh := newJobsHarness(t)
 	run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 1})
 	jh.gh.Refs["heads/akira/issue-5"] = "h1"
-	if _, err := jh.h.resumer.resume(context.Background(), queue.ResumePayload{TaskHeader: queue.TaskHeader{Version: queue.PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
+	if _, err := jh.h.resumer.Resume(context.Background(), queue.ResumePayload{TaskHeader: queue.TaskHeader{Version: queue.PayloadVersion, DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"},
 		Number: 7, CommentID: 99, Decision: "abort"}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/runs"
+
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -286,7 +288,7 @@ func TestBudgetRaiseContinuesARunParkedForItsBudget(t *testing.T) {
 	}
 	// A raise where the run waits for another reason changes nothing: the command starts no second run
 	// either (its delivery is the run's own).
-	if parkedForBudget(run) {
+	if runs.ParkedForBudget(run) {
 		t.Fatal("a run parked for a failed verification counts as parked for its budget")
 	}
 	// Parked because its budget is spent, as the engine would have it.

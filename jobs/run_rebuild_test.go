@@ -3,6 +3,8 @@ package jobs
 import (
 	"slices"
 	"testing"
+
+	"github.com/akira-bot/akira/jobs/runs"
 )
 
 func TestTrailerValues(t *testing.T) {
@@ -19,7 +21,7 @@ func TestTrailerValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := trailerValues(tt.msg, tt.key); !slices.Equal(got, tt.want) {
+			if got := runs.TrailerValues(tt.msg, tt.key); !slices.Equal(got, tt.want) {
 				t.Errorf("trailerValues = %q, want %q", got, tt.want)
 			}
 		})
@@ -40,7 +42,7 @@ func TestIssueOfBranch(t *testing.T) {
 		{"akira/roadmap", "akira/", 0, false},
 	}
 	for _, tt := range tests {
-		if got, ok := issueOfBranch(tt.branch, tt.prefix); got != tt.want || ok != tt.ok {
+		if got, ok := runs.IssueOfBranch(tt.branch, tt.prefix); got != tt.want || ok != tt.ok {
 			t.Errorf("issueOfBranch(%q, %q) = %d, %v; want %d, %v", tt.branch, tt.prefix, got, ok, tt.want, tt.ok)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/akira-bot/akira/jobs/runs"
+
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -82,7 +84,7 @@ func TestReviewRunAddressesTheReviewAndAnswersItsThreads(t *testing.T) {
 	}
 	// Its checkpoint on the pull request's branch names the review.
 	log := gittest.Git(t, repo.Work, "--git-dir="+repo.Remote, "log", "-1", "--format=%s%n%b", "akira/issue-4")
-	if !strings.HasPrefix(log, "akira: address review 77") || !strings.Contains(log, TrailerReview+": 77") {
+	if !strings.HasPrefix(log, "akira: address review 77") || !strings.Contains(log, runs.TrailerReview+": 77") {
 		t.Errorf("head of the branch = %q, want the review's checkpoint", log)
 	}
 	// The thread is answered once, under its first comment, and the reviewer asked to look again.

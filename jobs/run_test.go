@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/runs"
+
 	"github.com/akira-bot/akira/jobs/publish"
 
 	"github.com/hibiken/asynq"
@@ -502,7 +504,7 @@ func TestRecordUsageKeepsEstimates(t *testing.T) {
 	if run.Task("1.2").UsageEstimated {
 		t.Error("task 1.2's exact usage is marked as an estimate")
 	}
-	if u := spentUsage(run); !u.Estimated {
+	if u := runs.SpentUsage(run); !u.Estimated {
 		t.Errorf("the run's spent usage %+v is not marked as holding an estimate", u)
 	}
 	s := publish.SummaryData(run)

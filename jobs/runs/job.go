@@ -1,4 +1,4 @@
-package jobs
+package runs
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func (h *Runs) runJob(ctx context.Context, p queue.RunPayload) (string, error) {
 	up, untrusted := errors.AsType[*UntrustedPlanError](err)
 	cn, unconfirmed := errors.AsType[*ConfirmNeededError](err)
 	switch busy, isBusy := errors.AsType[*store.BranchBusyError](err); {
-	case errors.Is(err, errNothingToDo):
+	case errors.Is(err, ErrNothingToDo):
 		log.Info("run job: nothing to do")
 		return metrics.ResultNoop, nil
 	case errors.Is(err, errPlanning):
@@ -131,13 +131,13 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p queue.RunPaylo
 	if p.Trigger == lifecycle.TriggerContinue {
 		run, err := h.d.Store.Get(ctx, p.RunID)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, errNothingToDo
+			return nil, ErrNothingToDo
 		}
 		if err != nil {
 			return nil, err
 		}
 		if run.Status != lifecycle.StatusQueued && run.Status != lifecycle.StatusRunning {
-			return nil, errNothingToDo
+			return nil, ErrNothingToDo
 		}
 		return run, nil
 	}
@@ -156,34 +156,34 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p queue.RunPaylo
 	id := queue.RunIDFor(p.DeliveryID)
 	if run, err := h.d.Store.Get(ctx, id); err == nil {
 		if run.Status.Terminal() || run.Status == lifecycle.StatusParked {
-			return nil, errNothingToDo
+			return nil, ErrNothingToDo
 		}
 		return run, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	in, err := h.gatherRunInputs(ctx, gh, p)
+	in, err := h.GatherRunInputs(ctx, gh, p)
 	if err != nil {
 		return nil, err
 	}
 	var ownPR *ports.PullRequest
-	if n, ok := issueOfBranch(p.Branch, in.Config.BranchPrefix); ok && p.Trigger == lifecycle.TriggerPullRequest && p.CommentID != 0 && in.PR != nil {
+	if n, ok := IssueOfBranch(p.Branch, in.Config.BranchPrefix); ok && p.Trigger == lifecycle.TriggerPullRequest && p.CommentID != 0 && in.PR != nil {
 		// `/akira run` on the pull request of an issue's run that Redis has no record of (it would have
 		// been revived above): the run is the issue's, its plan the issue's checklist, not a plan file.
 		ownPR = in.PR
 		p.Trigger, p.Number, p.Branch, p.HeadSHA = lifecycle.TriggerIssue, n, "", ""
-		if in, err = h.gatherRunInputs(ctx, gh, p); err != nil {
+		if in, err = h.GatherRunInputs(ctx, gh, p); err != nil {
 			return nil, err
 		}
 	}
-	run, err := planRun(p, id, in, h.d.Operator)
+	run, err := PlanRun(p, id, in, h.d.Operator)
 	if err == nil && ownPR != nil && run.PR == 0 {
 		run.PR, run.PRURL, run.PRNodeID, run.OpenedPR = ownPR.Number, ownPR.URL, ownPR.NodeID, true
 	}
 	if errors.Is(err, errNeedsConfirm) {
 		return nil, &ConfirmNeededError{URL: in.PostedPlanURL}
 	}
-	if errors.Is(err, errNeedsPlan) || errors.Is(err, errNeedsNormalize) {
+	if errors.Is(err, ErrNeedsPlan) || errors.Is(err, errNeedsNormalize) {
 		// An issue in prose: write a plan first; the plan job posts it (and, under plan: auto, runs it).
 		// A checklist no format reads: the plan job proposes a rewrite, which waits for --confirm.
 		perr := h.d.Enqueuer.EnqueuePlan(ctx, queue.PlanPayload{TaskHeader: queue.TaskHeader{DeliveryID: planIssueKey(p), InstallationID: p.InstallationID, Owner: p.Owner, Repo: p.Repo, Sender: p.Sender}, DefaultBranch: in.Repo.DefaultBranch, Number: p.Number, CommentID: p.CommentID, FromRun: true, Normalize: errors.Is(err, errNeedsNormalize)})
@@ -195,7 +195,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p queue.RunPaylo
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPlanTrust(ctx, gh, p, run, in.Issue); err != nil {
+	if err := CheckPlanTrust(ctx, gh, p, run, in.Issue); err != nil {
 		return nil, err
 	}
 	// The branch's commits say whether a pull request's push left anything to do, and whether the
@@ -212,7 +212,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p queue.RunPaylo
 			return nil, err
 		}
 		if len(pending) == 0 {
-			return nil, errNothingToDo
+			return nil, ErrNothingToDo
 		}
 		if len(run.Plans) > 0 {
 			run.Plans = pending
@@ -220,7 +220,7 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p queue.RunPaylo
 	}
 	if existing := adoptLostRun(run, p.DeliveryID, lostID, known); existing != nil {
 		if existing.Status.Terminal() || existing.Status == lifecycle.StatusParked {
-			return nil, errNothingToDo
+			return nil, ErrNothingToDo
 		}
 		return existing, nil
 	}
@@ -252,12 +252,12 @@ func (e *UntrustedPlanError) Error() string {
 	return fmt.Sprintf("the plan's verify commands were written by %s (%s access) and no writer vouched for them", e.Author, e.Permission)
 }
 
-// checkPlanTrust refuses an issue plan with verify commands whose author has no write access, unless
+// CheckPlanTrust refuses an issue plan with verify commands whose author has no write access, unless
 // the payload says a writer vouched for it. The commenter's own permission was checked at intake;
 // this is about who wrote the commands. A plan without verify commands is only text for the agent.
 // A plan file in the repository is not checked: only people with push access put files on a branch
 // (a fork's pull request is refused), and a commit's author field proves nothing about who pushed it.
-func checkPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPayload, run *lifecycle.Run, is *ports.Issue) error {
+func CheckPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPayload, run *lifecycle.Run, is *ports.Issue) error {
 	if run.Plan == "" || p.TrustPlan || is == nil || run.PlanFromComment {
 		return nil
 	}
@@ -292,14 +292,14 @@ func checkPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPay
 // refuseUntrustedPlan shows the commands Akira will not run and how a writer confirms them.
 func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p queue.RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
-	text := untrustedPlanText(up)
+	text := UntrustedPlanText(up)
 	if err := publish.ReplyOnce(ctx, h.d.Store.Dedupe, c, p.Owner, p.Repo, p.Number, "untrusted-"+p.JobID(), text, retried > 0); err != nil {
 		return fmt.Errorf("jobs: post untrusted plan: %w", err)
 	}
 	return nil
 }
 
-func untrustedPlanText(up *UntrustedPlanError) string {
+func UntrustedPlanText(up *UntrustedPlanError) string {
 	return publish.Render("untrusted_plan", templates.UntrustedPlan{Author: up.Author, Permission: up.Permission, Commands: clipAll(up.Commands)},
 		"Akira did not start: the plan's verify commands were written by someone without write access. A writer can reply `/akira run --trust-plan`.")
 }
@@ -449,11 +449,11 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	// this job waited.
 	run, _, err = h.d.Store.Transition(lctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if !lifecycle.Allowed(r.Status, lifecycle.EventJobStarted) {
-			return nil, errNothingToDo
+			return nil, ErrNothingToDo
 		}
 		return lifecycle.JobStarted{Dashboard: h.d.PublicURL}, nil
 	})
-	if errors.Is(err, errNothingToDo) {
+	if errors.Is(err, ErrNothingToDo) {
 		return metrics.ResultNoop, nil
 	}
 	if err != nil {
@@ -522,7 +522,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		Limits: runner.Limits{
 			MaxAttempts:  run.MaxAttempts,
 			MaxParallel:  run.MaxParallel,
-			Spent:        runner.Spent{Usage: spentUsage(run), WorkTime: run.WorkTime},
+			Spent:        runner.Spent{Usage: SpentUsage(run), WorkTime: run.WorkTime},
 			AgentTimeout: time.Duration(profile.Timeout),
 		},
 		Hooks: runner.Hooks{

@@ -1,4 +1,4 @@
-package jobs
+package runs
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func (h *Planner) plan(ctx context.Context, p queue.PlanPayload) (string, error)
 		return metrics.ResultRetry, err
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
-	in, err := h.runs.gatherRunInputs(ctx, gh, queue.RunPayload{TaskHeader: queue.TaskHeader{Owner: p.Owner, Repo: p.Repo}, DefaultBranch: p.DefaultBranch,
+	in, err := h.runs.GatherRunInputs(ctx, gh, queue.RunPayload{TaskHeader: queue.TaskHeader{Owner: p.Owner, Repo: p.Repo}, DefaultBranch: p.DefaultBranch,
 		Trigger: lifecycle.TriggerIssue, Number: p.Number})
 	if ce, bad := flow.AsRepoConfigError(err); bad {
 		if rerr := publish.ReplyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "config-"+p.JobID(),
@@ -178,7 +178,7 @@ func postedPlan(ctx context.Context, c ports.Comments, owner, repo string, numbe
 // normalize has the planner agent rewrite an issue's checklist that no format reads with
 // confidence, and posts the rewrite beside the lines each task came from. Nothing runs: a person
 // reads it and replies /akira run --confirm (whatever plan: auto says).
-func (h *Planner) normalize(ctx context.Context, gh ports.GitHub, p queue.PlanPayload, in runInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
+func (h *Planner) normalize(ctx context.Context, gh ports.GitHub, p queue.PlanPayload, in RunInputs, ag agent.Agent, profile config.AgentProfile, log *slog.Logger) (string, error) {
 	retried, _ := asynq.GetRetryCount(ctx)
 	body := in.Issue.Body
 	a := roadmap.Assess("issue.md", []byte(body), "")

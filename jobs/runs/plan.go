@@ -1,4 +1,4 @@
-package jobs
+package runs
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	"github.com/akira-bot/akira/runner/roadmap"
 )
 
-// runInputs is what GitHub says about a new run's repository and the issue or pull request it is for.
-type runInputs struct {
+// RunInputs is what GitHub says about a new run's repository and the issue or pull request it is for.
+type RunInputs struct {
 	Repo   ports.RepoInfo
 	Config config.Repo
 	// Issue is set for TriggerIssue, PR for TriggerPullRequest.
@@ -32,14 +32,14 @@ type runInputs struct {
 	PlanFiles []string
 	// Prior is the latest run of the pull request a review run addresses, when Redis knows it.
 	Prior *lifecycle.Run
-	// PostedPlan is the plan Akira posted for an issue without a checklist, and its comment's link;
+	// postedPlan is the plan Akira posted for an issue without a checklist, and its comment's link;
 	// PostedNormalized says it rewrites a checklist Akira could not read (it runs only with --confirm).
-	PostedPlan, PostedPlanURL string
+	postedPlan, PostedPlanURL string
 	PostedNormalized          bool
 }
 
-// errNeedsPlan stops a run of an issue written in prose that has no plan yet.
-var errNeedsPlan = errors.New("jobs: the issue has no task checklist and no plan yet")
+// ErrNeedsPlan stops a run of an issue written in prose that has no plan yet.
+var ErrNeedsPlan = errors.New("jobs: the issue has no task checklist and no plan yet")
 
 // errNeedsNormalize stops a run of an issue whose checklist no format reads with confidence: the
 // planner agent proposes a rewrite first, which runs only once a person confirms it.
@@ -55,9 +55,9 @@ type inputsGitHub interface {
 	ports.Comments
 }
 
-// gatherRunInputs asks GitHub what planRun needs.
-func (h *Runs) gatherRunInputs(ctx context.Context, gh inputsGitHub, p queue.RunPayload) (runInputs, error) {
-	var in runInputs
+// GatherRunInputs asks GitHub what PlanRun needs.
+func (h *Runs) GatherRunInputs(ctx context.Context, gh inputsGitHub, p queue.RunPayload) (RunInputs, error) {
+	var in RunInputs
 	info, err := gh.Repository(ctx, p.Owner, p.Repo)
 	if err != nil {
 		return in, fmt.Errorf("jobs: repository: %w", err)
@@ -77,7 +77,7 @@ func (h *Runs) gatherRunInputs(ctx context.Context, gh inputsGitHub, p queue.Run
 		}
 		in.Issue = &is
 		if p.Path == "" && p.Plan == "" && (!hasTasks(is.Body) || needsNormalize(is.Body)) {
-			if in.PostedPlan, in.PostedPlanURL, in.PostedNormalized, err = postedPlan(ctx, gh, p.Owner, p.Repo, p.Number); err != nil {
+			if in.postedPlan, in.PostedPlanURL, in.PostedNormalized, err = postedPlan(ctx, gh, p.Owner, p.Repo, p.Number); err != nil {
 				return in, err
 			}
 		}
@@ -112,9 +112,9 @@ func agentConfigError(err error) error {
 	return &config.RepoError{Path: config.RepoPaths[0], Problems: []string{"agent: " + err.Error()}, Err: err}
 }
 
-// planRun works out a new run, id, from its payload and what GitHub said: the branch, the plan, the
+// PlanRun works out a new run, id, from its payload and what GitHub said: the branch, the plan, the
 // agent and the attempts. It is pure, so every trigger's planning is tested without GitHub.
-func planRun(p queue.RunPayload, id string, in runInputs, op config.Operator) (*lifecycle.Run, error) {
+func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*lifecycle.Run, error) {
 	run := &lifecycle.Run{ID: id, Owner: p.Owner, Repo: p.Repo, InstallationID: p.InstallationID, Trigger: p.Trigger,
 		Sender: p.Sender, Base: in.Repo.DefaultBranch, CloneURL: in.Repo.CloneURL, RepoURL: in.Repo.HTMLURL}
 	if _, err := lifecycle.Apply(run, lifecycle.Created{}, time.Now()); err != nil {
@@ -161,16 +161,16 @@ func planRun(p queue.RunPayload, id string, in runInputs, op config.Operator) (*
 			run.Roadmap, run.Plan = "", is.Body
 			run.PlanSource = "issue #" + strconv.Itoa(p.Number)
 			run.Source, run.SourceURL = run.PlanSource, is.URL
-		case in.PostedPlan != "" && in.PostedNormalized && !p.Confirm:
+		case in.postedPlan != "" && in.PostedNormalized && !p.Confirm:
 			return nil, errNeedsConfirm
-		case in.PostedPlan != "":
-			run.Roadmap, run.Plan, run.PlanFromComment = "", in.PostedPlan, true
+		case in.postedPlan != "":
+			run.Roadmap, run.Plan, run.PlanFromComment = "", in.postedPlan, true
 			run.PlanSource = "the plan for issue #" + strconv.Itoa(p.Number)
 			run.Source, run.SourceURL = run.PlanSource, in.PostedPlanURL
 		case needsNormalize(is.Body):
 			return nil, errNeedsNormalize
 		default:
-			return nil, errNeedsPlan
+			return nil, ErrNeedsPlan
 		}
 	case lifecycle.TriggerPush:
 		run.Branch = runner.DefaultBranch(rc.BranchPrefix, run.Roadmap)

@@ -1,4 +1,4 @@
-package jobs
+package runs
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/akira-bot/akira/runner/agent"
 )
 
-// spentUsage is what the run's agents reported using, over all its jobs.
-func spentUsage(run *lifecycle.Run) agent.Usage {
+// SpentUsage is what the run's agents reported using, over all its jobs.
+func SpentUsage(run *lifecycle.Run) agent.Usage {
 	var u agent.Usage
 	for _, t := range run.Tasks {
 		u = u.Add(agent.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD, Estimated: t.UsageEstimated})
@@ -21,8 +21,8 @@ func spentUsage(run *lifecycle.Run) agent.Usage {
 	return u
 }
 
-// parkedForBudget reports whether every task the run waits on waits because its budget is spent.
-func parkedForBudget(run *lifecycle.Run) bool {
+// ParkedForBudget reports whether every task the run waits on waits because its budget is spent.
+func ParkedForBudget(run *lifecycle.Run) bool {
 	if run.Status != lifecycle.StatusParked || len(run.Parked) == 0 {
 		return false
 	}
@@ -45,17 +45,17 @@ func (h *Runs) raiseBudget(ctx context.Context, p queue.RunPayload) (*lifecycle.
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
-	if err != nil || !parkedForBudget(prev) {
+	if err != nil || !ParkedForBudget(prev) {
 		return nil, err
 	}
 	limit, _ := h.d.Operator.RaiseCost(p.BudgetUSD)
 	run, _, err := h.d.Store.Transition(ctx, prev.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
-		if !parkedForBudget(r) {
-			return nil, errNothingToDo
+		if !ParkedForBudget(r) {
+			return nil, ErrNothingToDo
 		}
 		return lifecycle.BudgetRaised{CostUSD: limit, Key: "budget-" + p.DeliveryID, By: p.Sender}, nil
 	})
-	if errors.Is(err, errNothingToDo) {
+	if errors.Is(err, ErrNothingToDo) {
 		return nil, nil
 	}
 	if err != nil {

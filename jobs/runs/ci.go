@@ -1,4 +1,4 @@
-package jobs
+package runs
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func (h *CIWatch) HandleCI(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.Job(queue.TypeCI, metrics.ResultInvalid)
 		return err
 	}
-	result, err := h.readCI(ctx, p)
+	result, err := h.ReadCI(ctx, p)
 	h.d.Metrics.Job(queue.TypeCI, result)
 	return err
 }
@@ -59,7 +59,7 @@ type ciVerdict struct {
 	changed bool            // the reading differs from the run's last
 }
 
-func (h *CIWatch) readCI(ctx context.Context, p queue.CIPayload) (string, error) {
+func (h *CIWatch) ReadCI(ctx context.Context, p queue.CIPayload) (string, error) {
 	log := h.log.With("task", queue.TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
 	run, err := h.records.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -103,11 +103,11 @@ func (h *CIWatch) readCI(ctx context.Context, p queue.CIPayload) (string, error)
 	head := run.CI.Head
 	run, _, err = h.records.Transition(ctx, run.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if r.Status != lifecycle.StatusWaitingCI || r.CI == nil || r.CI.Head != head {
-			return nil, errNothingToDo // another reading moved it on
+			return nil, ErrNothingToDo // another reading moved it on
 		}
 		return v.event, nil
 	})
-	if errors.Is(err, errNothingToDo) {
+	if errors.Is(err, ErrNothingToDo) {
 		return metrics.ResultNoop, nil
 	}
 	if err != nil {
@@ -160,7 +160,7 @@ func (h *CIWatch) judgeCI(ctx context.Context, gh ports.CI, run *lifecycle.Run, 
 			if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
 				return ciVerdict{}, fmt.Errorf("jobs: log of %s: %w", c.Name, err)
 			}
-			if cause := flakyCause(text); cause != "" {
+			if cause := FlakyCause(text); cause != "" {
 				h.log.Info("ci job: re-running a job that failed outside the change", "run", run.ID, "check", c.Name, "cause", cause)
 				rerun, names = append(rerun, c), append(names, c.Name)
 			}
@@ -237,7 +237,7 @@ func (h *CIWatch) ciEvidence(ctx context.Context, gh ports.CI, run *lifecycle.Ru
 		if c.URL != "" {
 			fmt.Fprintf(&b, "%s\n", c.URL)
 		}
-		excerpt := MaskTokens(h.d.Masker.Mask(logExcerpt(text, maxEvidencePerCheck)))
+		excerpt := MaskTokens(h.d.Masker.Mask(LogExcerpt(text, maxEvidencePerCheck)))
 		if strings.TrimSpace(excerpt) == "" {
 			excerpt = "(no output was available)"
 		}
@@ -266,9 +266,9 @@ var flakyFailures = []struct {
 	{regexp.MustCompile(`(?i)\b(502 Bad Gateway|503 Service Unavailable|504 Gateway Time-?out|429 Too Many Requests)\b|rate limit exceeded`), "a service answered with an error"},
 }
 
-// flakyCause says why a failed Actions job looks like it failed outside the change ("" when it does
+// FlakyCause says why a failed Actions job looks like it failed outside the change ("" when it does
 // not): only such a job is re-run (ci.rerun_flaky); any other failure is the fix task's business.
-func flakyCause(log string) string {
+func FlakyCause(log string) string {
 	for _, f := range flakyFailures {
 		if f.re.MatchString(log) {
 			return f.cause
@@ -280,9 +280,9 @@ func flakyCause(log string) string {
 // failureLine finds the lines of a log that say what went wrong.
 var failureLine = regexp.MustCompile(`(?i)(##\[error\]|\berror\b|\bfail(ed|ure)?\b|\bpanic\b|--- FAIL|\bexception\b|traceback|assert)`)
 
-// logExcerpt keeps the lines of a log that say what failed (with one line around each) and its last
+// LogExcerpt keeps the lines of a log that say what failed (with one line around each) and its last
 // lines, within n bytes; a log that fits is kept whole.
-func logExcerpt(text string, n int) string {
+func LogExcerpt(text string, n int) string {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	if len(text) <= n {
 		return text
@@ -327,8 +327,8 @@ var tokenShapes = regexp.MustCompile(`(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-
 // MaskTokens replaces every token-shaped string in text.
 func MaskTokens(text string) string { return tokenShapes.ReplaceAllString(text, "[masked]") }
 
-// ciFixPlan is a fix round's one-task plan, verified with the commands of the plan the run followed.
-func ciFixPlan(run *lifecycle.Run) (plan, source string) {
+// CIFixPlan is a fix round's one-task plan, verified with the commands of the plan the run followed.
+func CIFixPlan(run *lifecycle.Run) (plan, source string) {
 	task := map[string]any{"id": "fix", "title": "fix CI: " + run.CI.Fix.String()}
 	if v := verifyOf(run.Plan, run.PlanSource); len(v) > 0 {
 		task["verify"] = v
@@ -337,8 +337,8 @@ func ciFixPlan(run *lifecycle.Run) (plan, source string) {
 	return string(data) + "\n", lifecycle.CIScope(run.CI.Round) + ".json"
 }
 
-// ciFixContext is the prompt section of a fix round: what failed, and a person's guidance.
-func ciFixContext(run *lifecycle.Run) string {
+// CIFixContext is the prompt section of a fix round: what failed, and a person's guidance.
+func CIFixContext(run *lifecycle.Run) string {
 	fix := run.CI.Fix
 	var b strings.Builder
 	fmt.Fprintf(&b, "## The pull request's CI is red\n\nThe checks below failed on commit %s of this branch after the earlier tasks. "+
@@ -352,10 +352,10 @@ func ciFixContext(run *lifecycle.Run) string {
 // ciFixOptions turn the engine's options into a fix round's: its one task, its evidence, its trailer.
 func ciFixOptions(opts runner.Options, run *lifecycle.Run) runner.Options {
 	opts.Plan, opts.PlanSource = nil, ""
-	plan, source := ciFixPlan(run)
+	plan, source := CIFixPlan(run)
 	opts.Plan, opts.PlanSource, opts.Roadmap = []byte(plan), source, ""
 	opts.TaskScope = lifecycle.CIScope(run.CI.Round)
-	opts.Context = ciFixContext(run)
+	opts.Context = CIFixContext(run)
 	for _, name := range run.CI.Fix.Checks {
 		opts.Trailers = append(opts.Trailers, TrailerFixFor+": "+strings.Join(strings.Fields(name), " "))
 	}
@@ -391,9 +391,9 @@ func (h *CIWatch) PollCI(ctx context.Context, now time.Time) error {
 	return errors.Join(errs...)
 }
 
-// onCI routes a CI report to the run waiting for that commit's CI on one of its branches, as a
+// OnCI routes a CI report to the run waiting for that commit's CI on one of its branches, as a
 // reading keyed by the delivery; any other commit or branch is not Akira's business.
-func (h *CIWatch) onCI(ctx context.Context, p queue.IntakePayload, log *slog.Logger) (string, error) {
+func (h *CIWatch) OnCI(ctx context.Context, p queue.IntakePayload, log *slog.Logger) (string, error) {
 	ci := p.Body.(*queue.CIIntake)
 	for _, branch := range ci.Branches {
 		run, err := h.records.ActiveOnBranch(ctx, p.Owner, p.Repo, branch)

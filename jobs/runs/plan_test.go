@@ -1,4 +1,4 @@
-package jobs
+package runs
 
 import (
 	"errors"
@@ -25,8 +25,8 @@ func testOperator(t *testing.T) config.Operator {
 
 func TestPlanRunOfAProseIssueNeedsAPlan(t *testing.T) {
 	p := queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerIssue, Number: 4}
-	in := runInputs{Repo: ports.RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Issue: &ports.Issue{Number: 4, Body: "Please fix the login."}}
-	if _, err := planRun(p, "run1", in, testOperator(t)); !errors.Is(err, errNeedsPlan) {
+	in := RunInputs{Repo: ports.RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Issue: &ports.Issue{Number: 4, Body: "Please fix the login."}}
+	if _, err := PlanRun(p, "run1", in, testOperator(t)); !errors.Is(err, ErrNeedsPlan) {
 		t.Fatalf("planRun = %v, want errNeedsPlan", err)
 	}
 }
@@ -36,13 +36,13 @@ func TestPlanRun(t *testing.T) {
 	base := queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r", Sender: "alice"}}
 	tests := []struct {
 		name  string
-		edit  func(*queue.RunPayload, *runInputs)
+		edit  func(*queue.RunPayload, *RunInputs)
 		check func(t *testing.T, r *lifecycle.Run)
 		err   string
 	}{
 		{
 			name: "issue with task checkboxes runs them",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger, p.Number = lifecycle.TriggerIssue, 4
 				in.Issue = &ports.Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n- [ ] 1.2 Session\n", URL: "https://gh.example/o/r/issues/4"}
 			},
@@ -55,7 +55,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "a plan pasted under /akira run runs instead of the issue's checklist",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger, p.Number, p.CommentID, p.Plan = lifecycle.TriggerIssue, 4, 77, "- [ ] 9 Pasted\n"
 				in.Issue = &ports.Issue{Number: 4, Title: "Add login", Body: "- [ ] 1.1 Form\n"}
 			},
@@ -68,10 +68,10 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "issue in prose with Akira's plan runs the plan",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger, p.Number = lifecycle.TriggerIssue, 4
 				in.Issue = &ports.Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
-				in.PostedPlan, in.PostedPlanURL = "- [ ] 1 Fix it\n", "https://gh.example/o/r/issues/4#issuecomment-9"
+				in.postedPlan, in.PostedPlanURL = "- [ ] 1 Fix it\n", "https://gh.example/o/r/issues/4#issuecomment-9"
 			},
 			check: func(t *testing.T, r *lifecycle.Run) {
 				if r.Plan != "- [ ] 1 Fix it\n" || !r.PlanFromComment || r.Roadmap != "" || r.SourceURL != "https://gh.example/o/r/issues/4#issuecomment-9" {
@@ -81,7 +81,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "issue in prose with a path runs the file",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger, p.Number, p.Path = lifecycle.TriggerIssue, 4, "ROADMAP.md"
 				in.Issue = &ports.Issue{Number: 4, Title: "Fix it", Body: "Please fix the login."}
 			},
@@ -93,7 +93,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "a path wins over the issue's checkboxes",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger, p.Number, p.Path = lifecycle.TriggerIssue, 4, "docs/PLAN.md"
 				in.Issue = &ports.Issue{Number: 4, Body: "- [ ] one\n"}
 			},
@@ -105,7 +105,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "push runs the configured roadmap on its branch",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger = lifecycle.TriggerPush
 				in.Config.Roadmap, in.Config.BranchPrefix, in.Config.Agent, in.Config.MaxAttempts = "docs/ROADMAP.md", "bot/", "other", 2
 			},
@@ -117,7 +117,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "pull request runs on its own branch into its base",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
 				in.PR = &ports.PullRequest{Number: 9, URL: "https://gh.example/o/r/pull/9", NodeID: "PR_9", HeadRef: "spec", BaseRef: "develop", HeadRepo: "O/R"}
 			},
@@ -129,7 +129,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "pull request from a fork is never run",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
 				in.PR = &ports.PullRequest{Number: 9, HeadRef: "spec", HeadRepo: "mallory/r"}
 			},
@@ -137,7 +137,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "pull request whose branch changed",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
 				in.PR = &ports.PullRequest{Number: 9, HeadRef: "other", HeadRepo: "o/r"}
 			},
@@ -145,7 +145,7 @@ func TestPlanRun(t *testing.T) {
 		},
 		{
 			name: "an agent the operator does not offer",
-			edit: func(p *queue.RunPayload, in *runInputs) {
+			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger = lifecycle.TriggerPush
 				in.Config.Agent = "gpt-9"
 			},
@@ -155,9 +155,9 @@ func TestPlanRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := base
-			in := runInputs{Repo: info, Config: config.DefaultRepo()}
+			in := RunInputs{Repo: info, Config: config.DefaultRepo()}
 			tt.edit(&p, &in)
-			run, err := planRun(p, "run1", in, testOperator(t))
+			run, err := PlanRun(p, "run1", in, testOperator(t))
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("planRun = %+v, %v; want an error about %q", run, err, tt.err)

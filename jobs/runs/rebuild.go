@@ -1,4 +1,4 @@
-package jobs
+package runs
 
 import (
 	"context"
@@ -67,7 +67,7 @@ func adoptLostRun(run *lifecycle.Run, key, id string, known *lifecycle.Run) (exi
 func runIDOf(commits []ports.BranchCommit) string {
 	id := ""
 	for _, c := range commits {
-		if v := trailerValues(c.Message, runner.TrailerRun); len(v) > 0 {
+		if v := TrailerValues(c.Message, runner.TrailerRun); len(v) > 0 {
 			id = v[len(v)-1]
 		}
 	}
@@ -114,13 +114,13 @@ func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunReq
 	default:
 		rp.Trigger, rp.Branch = lifecycle.TriggerPullRequest, pr.HeadRef
 	}
-	in, err := h.gatherRunInputs(ctx, gh, rp)
+	in, err := h.GatherRunInputs(ctx, gh, rp)
 	if err != nil {
 		return nil, err
 	}
 	if pr != nil {
 		// Akira's own pull request of an issue run: the plan is the issue's.
-		if n, ok := issueOfBranch(pr.HeadRef, in.Config.BranchPrefix); ok {
+		if n, ok := IssueOfBranch(pr.HeadRef, in.Config.BranchPrefix); ok {
 			is, err := gh.GetIssue(ctx, p.Owner, p.Repo, n)
 			if err != nil {
 				return nil, fmt.Errorf("jobs: issue #%d: %w", n, err)
@@ -128,7 +128,7 @@ func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunReq
 			rp.Trigger, rp.Number, rp.Branch, in.Issue, in.PR = lifecycle.TriggerIssue, n, "", &is, nil
 		}
 	}
-	run, err := planRun(rp, "", in, h.d.Operator)
+	run, err := PlanRun(rp, "", in, h.d.Operator)
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +187,8 @@ func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunReq
 	return created, err
 }
 
-// issueOfBranch reads the issue number out of an issue run's branch name (<prefix>issue-<n>).
-func issueOfBranch(branch, prefix string) (int, bool) {
+// IssueOfBranch reads the issue number out of an issue run's branch name (<prefix>issue-<n>).
+func IssueOfBranch(branch, prefix string) (int, bool) {
 	rest, ok := strings.CutPrefix(branch, prefix+"issue-")
 	if !ok {
 		return 0, false
@@ -202,19 +202,19 @@ func issueOfBranch(branch, prefix string) (int, bool) {
 func checkpointsOf(commits []ports.BranchCommit) map[string]string {
 	done := map[string]string{}
 	for _, c := range commits {
-		for _, t := range trailerValues(c.Message, runner.TrailerTask) {
+		for _, t := range TrailerValues(c.Message, runner.TrailerTask) {
 			done[t] = c.SHA
 		}
-		for _, t := range trailerValues(c.Message, runner.TrailerRevert) {
+		for _, t := range TrailerValues(c.Message, runner.TrailerRevert) {
 			delete(done, t)
 		}
 	}
 	return done
 }
 
-// trailerValues returns the values of key among the trailers of a commit message: the "Key: value"
+// TrailerValues returns the values of key among the trailers of a commit message: the "Key: value"
 // lines of its last paragraph, as git interprets them.
-func trailerValues(msg, key string) []string {
+func TrailerValues(msg, key string) []string {
 	msg = strings.TrimRight(strings.ReplaceAll(msg, "\r\n", "\n"), "\n")
 	last := msg
 	if i := strings.LastIndex(msg, "\n\n"); i >= 0 {

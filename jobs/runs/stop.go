@@ -1,4 +1,4 @@
-package jobs
+package runs
 
 import (
 	"context"
@@ -126,11 +126,11 @@ func (h *Runs) reviveStopped(ctx context.Context, p queue.RunPayload) (*lifecycl
 	}
 	run, _, err := h.d.Store.Transition(ctx, prev.ID, func(r *lifecycle.Run) (lifecycle.Event, error) {
 		if !lifecycle.Allowed(r.Status, lifecycle.EventRevived) {
-			return nil, errNothingToDo
+			return nil, ErrNothingToDo
 		}
 		return lifecycle.Revived{}, nil
 	})
-	if errors.Is(err, errNothingToDo) {
+	if errors.Is(err, ErrNothingToDo) {
 		return nil, nil
 	}
 	return run, err

@@ -1,4 +1,4 @@
-package jobs
+package runs
 
 import (
 	"context"
@@ -29,12 +29,12 @@ func (h *Resumer) HandleResume(ctx context.Context, t *asynq.Task) error {
 		h.d.Metrics.Job(queue.TypeResume, metrics.ResultInvalid)
 		return err
 	}
-	result, err := h.resume(ctx, p)
+	result, err := h.Resume(ctx, p)
 	h.d.Metrics.Job(queue.TypeResume, result)
 	return err
 }
 
-func (h *Resumer) resume(ctx context.Context, p queue.ResumePayload) (string, error) {
+func (h *Resumer) Resume(ctx context.Context, p queue.ResumePayload) (string, error) {
 	log := h.log.With("task", queue.TypeResume, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "decision", p.Decision, "by", p.Sender)
 	gh, err := flow.Installation(ctx, h.d.GitHub, p.InstallationID)
