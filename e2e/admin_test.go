@@ -19,7 +19,7 @@ import (
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/internal/browsertest"
 	"github.com/akira-bot/akira/internal/githubtest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
@@ -30,7 +30,7 @@ func (e *env) adminServer() *httptest.Server {
 	e.t.Helper()
 	enq := queue.NewEnqueuer(asynq.NewClientFromRedisClient(e.rdb), queue.TaskOptions{Queue: e.spec.Queue})
 	h, err := admin.NewServer(admin.Deps{Store: e.store, Queue: asynq.NewInspectorFromRedisClient(e.rdb), Logger: testLogger(e.t),
-		Controller: &jobs.Controller{Store: e.store, Enqueuer: enq}})
+		Controller: &intake.Controller{Store: e.store, Enqueuer: enq}})
 	must(e.t, err)
 	srv := httptest.NewServer(h)
 	e.t.Cleanup(srv.Close)

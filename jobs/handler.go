@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/akira-bot/akira/jobs/intake"
+
 	"github.com/akira-bot/akira/jobs/runs"
 
 	"github.com/akira-bot/akira/jobs/recovery"
@@ -19,7 +21,6 @@ import (
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/publish"
 	"github.com/akira-bot/akira/jobs/queue"
-	"github.com/akira-bot/akira/jobs/store"
 )
 
 // IsFailure is the asynq.Config.IsFailure of a worker: waiting for a busy branch, or for a slot of
@@ -48,8 +49,8 @@ type Handler struct {
 	d   flow.Deps
 	log *slog.Logger
 
-	intake    *Intake            // webhook deliveries: permission, commands, triggers, replies (intake*.go)
-	api       *API               // what arrives through the REST API: audit lines, hand-offs
+	intake    *intake.Intake     // webhook deliveries: permission, commands, triggers, replies
+	api       *intake.API        // what arrives through the REST API: audit lines, hand-offs
 	planner   *runs.Planner      // plans the agent proposes for issues in prose
 	recovery  *recovery.Recovery // deliveries GitHub or Redis lost: the sweep and the recovery after a loss
 	runs      *runs.Runs         // the run job: lock, engine, stop, pause, budget, review, rebuild
@@ -59,15 +60,6 @@ type Handler struct {
 	reaper    *runs.Reaper       // runs whose worker died
 	pub       *publish.Effects   // effects performed: summary, check runs, notifications, the outbox relay
 }
-
-// The intake flow's types. Each embeds the Handler for the dependencies and the other flows.
-type (
-	Intake struct{ *Handler }
-	API    struct {
-		*Handler
-		handoffs *store.Handoffs
-	}
-)
 
 // NewHandler checks the dependencies.
 func NewHandler(d flow.Deps) (*Handler, error) {
@@ -96,7 +88,7 @@ func NewHandler(d flow.Deps) (*Handler, error) {
 	h.pub, h.recovery = publish.New(&h.d, log), recovery.New(&h.d, log)
 	rf := runs.New(&h.d, log, h.pub, h.recovery)
 	h.runs, h.resumer, h.rollbacks, h.ci, h.reaper, h.planner = rf.Runs, rf.Resumer, rf.Rollbacks, rf.CI, rf.Reaper, rf.Planner
-	h.intake, h.api = &Intake{h}, &API{h, d.Store.Handoffs}
+	h.intake, h.api = intake.New(&h.d, log, h.pub, rf)
 	return h, nil
 }
 

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"github.com/akira-bot/akira/jobs/intake"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +189,7 @@ func controlRun(t *testing.T, s *store.Store, id string, status lifecycle.RunSta
 func TestControlActions(t *testing.T) {
 	jh := newJobsHarness(t)
 	ctx := context.Background()
-	c := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
+	c := &intake.Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
 	controlRun(t, jh.store, "working", lifecycle.StatusRunning)
 	controlRun(t, jh.store, "parked", lifecycle.StatusParked, lifecycle.Parked{TaskID: "1.2"})
 	controlRun(t, jh.store, "parked-none", lifecycle.StatusParked)
@@ -198,23 +199,23 @@ func TestControlActions(t *testing.T) {
 
 	for _, tc := range []struct {
 		name            string
-		req             ControlRequest
+		req             intake.ControlRequest
 		want, wantError string
 	}{
-		{"stop a working run", ControlRequest{RunID: "working", Action: ActionStop}, "stop requested", ""},
-		{"stop a finished run", ControlRequest{RunID: "done", Action: ActionStop}, "", "run done is succeeded, not working"},
-		{"retry a working run", ControlRequest{RunID: "working", Action: ActionRetry}, "", "not waiting for a decision"},
-		{"retry a finished run", ControlRequest{RunID: "done", Action: ActionRetry}, "", "run done is succeeded"},
-		{"approve with nothing parked", ControlRequest{RunID: "parked-none", Action: ActionApprove}, "", "has no task waiting"},
-		{"skip a task that is not parked", ControlRequest{RunID: "parked", Action: ActionSkip, TaskID: "1.1"}, "", "task 1.1 of run parked is not waiting"},
-		{"unknown action", ControlRequest{RunID: "parked", Action: "explode"}, "", `unknown action "explode"`},
-		{"retry the parked task", ControlRequest{RunID: "parked", Action: ActionRetry, Guidance: "use the v2 API", RequestID: "q1"}, "retry queued", ""},
-		{"abort a queued run", ControlRequest{RunID: "queued", Action: ActionAbort, RequestID: "q2"}, "abort requested", ""},
+		{"stop a working run", intake.ControlRequest{RunID: "working", Action: intake.ActionStop}, "stop requested", ""},
+		{"stop a finished run", intake.ControlRequest{RunID: "done", Action: intake.ActionStop}, "", "run done is succeeded, not working"},
+		{"retry a working run", intake.ControlRequest{RunID: "working", Action: intake.ActionRetry}, "", "not waiting for a decision"},
+		{"retry a finished run", intake.ControlRequest{RunID: "done", Action: intake.ActionRetry}, "", "run done is succeeded"},
+		{"approve with nothing parked", intake.ControlRequest{RunID: "parked-none", Action: intake.ActionApprove}, "", "has no task waiting"},
+		{"skip a task that is not parked", intake.ControlRequest{RunID: "parked", Action: intake.ActionSkip, TaskID: "1.1"}, "", "task 1.1 of run parked is not waiting"},
+		{"unknown action", intake.ControlRequest{RunID: "parked", Action: "explode"}, "", `unknown action "explode"`},
+		{"retry the parked task", intake.ControlRequest{RunID: "parked", Action: intake.ActionRetry, Guidance: "use the v2 API", RequestID: "q1"}, "retry queued", ""},
+		{"abort a queued run", intake.ControlRequest{RunID: "queued", Action: intake.ActionAbort, RequestID: "q2"}, "abort requested", ""},
 	} {
 		tc.req.Token, tc.req.Via = ops, "api"
 		got, err := c.Control(ctx, tc.req)
 		if tc.wantError != "" {
-			if !errors.Is(err, ErrNotNow) || !strings.Contains(err.Error(), tc.wantError) {
+			if !errors.Is(err, intake.ErrNotNow) || !strings.Contains(err.Error(), tc.wantError) {
 				t.Errorf("%s: Control = %q, %v; want ErrNotNow with %q", tc.name, got, err, tc.wantError)
 			}
 			continue
@@ -223,7 +224,7 @@ func TestControlActions(t *testing.T) {
 			t.Errorf("%s: Control = %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
-	if _, err := c.Control(ctx, ControlRequest{RunID: "nope", Action: ActionStop, Token: ops}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := c.Control(ctx, intake.ControlRequest{RunID: "nope", Action: intake.ActionStop, Token: ops}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Control of an unknown run = %v, want ErrNotFound", err)
 	}
 
@@ -236,7 +237,7 @@ func TestControlActions(t *testing.T) {
 	}
 	// The retry goes through the resume job with the parked task and the guidance.
 	resumes := queued[queue.ResumePayload](jh, queue.TypeResume)
-	if len(resumes) != 1 || resumes[0].RunID != "parked" || resumes[0].TaskID != "1.2" || resumes[0].Decision != runner.DecisionKind(ActionRetry) ||
+	if len(resumes) != 1 || resumes[0].RunID != "parked" || resumes[0].TaskID != "1.2" || resumes[0].Decision != runner.DecisionKind(intake.ActionRetry) ||
 		resumes[0].Guidance != "use the v2 API" || resumes[0].Sender != "ops (api)" || resumes[0].Number != 9 || !resumes[0].ByButton {
 		t.Errorf("resume jobs = %+v, want one retry of task 1.2 of run parked", resumes)
 	}
@@ -245,7 +246,7 @@ func TestControlActions(t *testing.T) {
 	if err != nil || len(log) != 9 {
 		t.Fatalf("audit = %d entries, %v; want 9", len(log), err)
 	}
-	if e := log[len(log)-1]; e.Action != ActionStop || e.RunID != "working" || e.Result != "stop requested" || e.Repo != "o/r" || e.Via != "api" {
+	if e := log[len(log)-1]; e.Action != intake.ActionStop || e.RunID != "working" || e.Result != "stop requested" || e.Repo != "o/r" || e.Via != "api" {
 		t.Errorf("first audit entry = %+v", e)
 	}
 	if e := log[len(log)-2]; !strings.HasPrefix(e.Result, "refused: ") {

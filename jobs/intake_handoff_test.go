@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"github.com/akira-bot/akira/jobs/intake"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // one run and queue one handoff job; another token's same key is another request.
 func TestStartHandoffOncePerKey(t *testing.T) {
 	jh := newJobsHarness(t)
-	ctl := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
+	ctl := &intake.Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
 	req := queue.HandoffRequest{Owner: "octo", Repo: "demo", Plan: "- [ ] 1 One\n", Token: store.Token{ID: "t-1", Name: "editor", Scope: store.ScopeStart}, Key: "k"}
 	const n = 8
 	var wg sync.WaitGroup
@@ -99,7 +100,7 @@ func TestCheckPlanText(t *testing.T) {
 		{"- [ ] 1 One\n- [ ] 1 Again\n", 0, "plan:2: duplicate task id 1"},
 		{"Just do it.\n", 0, "no tasks"},
 	} {
-		n, err := CheckPlanText(tc.plan)
+		n, err := intake.CheckPlanText(tc.plan)
 		if n != tc.tasks || (err == nil) != (tc.problem == "") || (err != nil && !strings.Contains(err.Error(), tc.problem)) {
 			t.Errorf("CheckPlanText(%q) = %d, %v; want %d, %q", tc.plan, n, err, tc.tasks, tc.problem)
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/akira-bot/akira/jobs/command"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -356,25 +355,5 @@ func TestIntakeUnknownRepositoryIsNotRetried(t *testing.T) {
 	}
 	if effects := jh.gh.Effects(); len(effects) != 0 {
 		t.Fatalf("effects = %q, want none", effects)
-	}
-}
-
-// TestEveryCommandHasAHandler: the parser's commands and the intake's handlers are two lists; every
-// command the parser yields is run by a handler, a decision, or (help) the parser itself.
-func TestEveryCommandHasAHandler(t *testing.T) {
-	for _, name := range command.Names() {
-		cmd := command.Command{Name: name}
-		_, decision := cmd.Decision()
-		_, handled := commandHandlers[name]
-		switch {
-		case name == command.CmdHelp:
-			if handled {
-				t.Errorf("help has a handler; the parser answers it")
-			}
-		case decision && handled:
-			t.Errorf("%s is a decision and has a handler: the handler would never run", name)
-		case !decision && !handled:
-			t.Errorf("/akira %s has no handler in commandHandlers: a writer's command would be dropped", name)
-		}
 	}
 }

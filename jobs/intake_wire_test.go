@@ -66,28 +66,6 @@ func TestIntakePayloadWire(t *testing.T) {
 	}
 }
 
-// TestIntakeEventsAreDistinct: each registered trigger event has its own key, body type, events and
-// handler, so a payload's event names exactly one body and one handler.
-func TestIntakeEventsAreDistinct(t *testing.T) {
-	keys, types, events := map[string]bool{}, map[reflect.Type]bool{}, map[string]bool{}
-	if len(intakeHandlers) != len(queue.IntakeEvents) {
-		t.Errorf("%d intake handlers for %d intake events", len(intakeHandlers), len(queue.IntakeEvents))
-	}
-	for _, e := range queue.IntakeEvents {
-		typ := reflect.TypeOf(e.New())
-		if keys[e.Key] || types[typ] || intakeHandlers[e.Key].Handle == nil || len(e.Events) == 0 {
-			t.Errorf("intake event %v (%s): key or body type taken, or no handler or events", e.Events, typ)
-		}
-		keys[e.Key], types[typ] = true, true
-		for _, name := range e.Events {
-			if events[name] {
-				t.Errorf("webhook event %s is registered twice", name)
-			}
-			events[name] = true
-		}
-	}
-}
-
 // TestHeaderWire: the payloads that share TaskHeader keep the layout they had with the header's
 // fields of their own, so a task queued by the previous release reads the same.
 func TestHeaderWire(t *testing.T) {

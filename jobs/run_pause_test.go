@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"github.com/akira-bot/akira/jobs/intake"
 	"os"
 	"strings"
 	"testing"
@@ -106,8 +107,8 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	if _, _, err := jh.store.Create(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
-	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "p1"}); err != nil || res != "pause requested after the current task" {
+	c := &intake.Controller{Store: jh.store, Enqueuer: jh.h.d.Enqueuer}
+	if res, err := c.Control(ctx, intake.ControlRequest{RunID: r.ID, Action: intake.ActionPause, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "p1"}); err != nil || res != "pause requested after the current task" {
 		t.Fatalf("pause = %q, %v", res, err)
 	}
 	if err := jh.runJob(p); err != nil {
@@ -120,16 +121,16 @@ func TestPauseOfAQueuedRunBeforeItsClone(t *testing.T) {
 	if run.Status != lifecycle.StatusPaused || run.PausedBy != "ops (API)" {
 		t.Fatalf("run = %s by %q, want paused by ops (API)", run.Status, run.PausedBy)
 	}
-	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionPause, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "p2"}); err == nil {
+	if _, err := c.Control(ctx, intake.ControlRequest{RunID: r.ID, Action: intake.ActionPause, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "p2"}); err == nil {
 		t.Error("pausing a paused run must be refused")
 	}
-	if res, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r1"}); err != nil || res != "resumed" {
+	if res, err := c.Control(ctx, intake.ControlRequest{RunID: r.ID, Action: intake.ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r1"}); err != nil || res != "resumed" {
 		t.Fatalf("resume = %q, %v", res, err)
 	}
 	if got := queued[queue.PublishPayload](jh, queue.TypePublish); len(got) != 1 || got[0].RunID != r.ID {
 		t.Errorf("publish jobs after the resume = %+v, want one for the run", got)
 	}
-	if _, err := c.Control(ctx, ControlRequest{RunID: r.ID, Action: ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r2"}); err == nil {
+	if _, err := c.Control(ctx, intake.ControlRequest{RunID: r.ID, Action: intake.ActionResume, Token: store.Token{Name: "ops"}, Via: "API", RequestID: "r2"}); err == nil {
 		t.Error("resuming a queued run that was not asked to pause must be refused")
 	}
 

@@ -1,7 +1,7 @@
 // Package admin is Akira's operator surface on the admin address (AKIRA_ADMIN_ADDR), never the
 // public webhook address: the REST API under /api/v1, the dashboard under /ui, /metrics and pprof.
 // Both the API and the dashboard authenticate with the operator's API tokens; control actions go
-// through jobs.Controller, the same path as the comment commands, and are audited.
+// through intake.Controller, the same path as the comment commands, and are audited.
 package admin
 
 import (
@@ -26,8 +26,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/internal/cost"
-	"github.com/akira-bot/akira/jobs"
 	"github.com/akira-bot/akira/jobs/fair"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/templates"
@@ -52,9 +52,9 @@ type Store interface {
 	SessionKey(ctx context.Context) ([]byte, error)
 }
 
-// Controller carries out control actions (jobs.Controller).
+// Controller carries out control actions (intake.Controller).
 type Controller interface {
-	Control(ctx context.Context, req jobs.ControlRequest) (string, error)
+	Control(ctx context.Context, req intake.ControlRequest) (string, error)
 }
 
 // Queue is what the queue views read (asynq's Inspector).
@@ -139,7 +139,7 @@ func NewServer(d Deps) (http.Handler, error) {
 	authed.GET("/queue", s.apiQueue)
 	authed.GET("/audit", s.apiAudit)
 	authed.GET("/spend", s.apiSpend)
-	for _, a := range []string{jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip, jobs.ActionPause, jobs.ActionResume} {
+	for _, a := range []string{intake.ActionStop, intake.ActionAbort, intake.ActionRetry, intake.ActionApprove, intake.ActionSkip, intake.ActionPause, intake.ActionResume} {
 		authed.POST("/runs/:id/"+a, s.apiControl(a))
 	}
 
@@ -765,12 +765,12 @@ func (s *server) apiControl(action string) gin.HandlerFunc {
 				return
 			}
 		}
-		if action == jobs.ActionRetry && len(body.Guidance) > 4000 {
+		if action == intake.ActionRetry && len(body.Guidance) > 4000 {
 			abortJSON(c, http.StatusBadRequest, "guidance is longer than 4000 characters")
 			return
 		}
 		now := false
-		if action == jobs.ActionPause {
+		if action == intake.ActionPause {
 			switch c.Query("now") {
 			case "", "0", "false":
 			case "1", "true":
@@ -780,19 +780,19 @@ func (s *server) apiControl(action string) gin.HandlerFunc {
 				return
 			}
 		}
-		s.control(c, jobs.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: body.TaskID, Guidance: body.Guidance,
+		s.control(c, intake.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: body.TaskID, Guidance: body.Guidance,
 			Token: tok, Via: "API", RequestID: requestID(c, tok, c.Param("id")+"-"+action), Now: now})
 	}
 }
 
 // control carries out an API request's action and answers in JSON.
-func (s *server) control(c *gin.Context, req jobs.ControlRequest) {
+func (s *server) control(c *gin.Context, req intake.ControlRequest) {
 	log := s.log.With("run", req.RunID, "action", req.Action, "token", req.Token.Name, "via", req.Via)
 	result, err := s.d.Controller.Control(c, req)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		abortJSON(c, http.StatusNotFound, "no run %s", req.RunID)
-	case errors.Is(err, jobs.ErrNotNow):
+	case errors.Is(err, intake.ErrNotNow):
 		abortJSON(c, http.StatusConflict, "%v", err)
 	case err != nil:
 		log.Error("admin: control action failed", "err", err)

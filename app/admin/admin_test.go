@@ -27,7 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/timeline"
@@ -35,14 +35,14 @@ import (
 )
 
 // recordingController records the control requests it is given: the API's part ends there, and
-// e2e tests show the real jobs.Controller acting as the comment commands do.
+// e2e tests show the real intake.Controller acting as the comment commands do.
 type recordingController struct {
 	mu   sync.Mutex
-	reqs []jobs.ControlRequest
+	reqs []intake.ControlRequest
 	err  error
 }
 
-func (c *recordingController) Control(_ context.Context, req jobs.ControlRequest) (string, error) {
+func (c *recordingController) Control(_ context.Context, req intake.ControlRequest) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reqs = append(c.reqs, req)
@@ -331,7 +331,7 @@ func TestAPIAgainstOpenAPI(t *testing.T) {
 	if r := f.ctl.reqs[0]; r.Action != "retry" || r.TaskID != "1.2" || r.Guidance != "use the v2 client" || r.Token.Name != "ops" || r.Via != "API" || r.RunID != f.runID {
 		t.Errorf("retry request %+v", r)
 	}
-	f.ctl.err = jobs.ErrNotNow
+	f.ctl.err = intake.ErrNotNow
 	call("POST", run+"/approve", f.write, "", http.StatusConflict)
 	// The description itself is served.
 	resp, err := http.Get(f.srv.URL + "/api/v1/openapi.json")

@@ -14,13 +14,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
-// Starter starts runs handed off through the API (jobs.Controller).
+// Starter starts runs handed off through the API (intake.Controller).
 type Starter interface {
 	StartHandoff(ctx context.Context, req queue.HandoffRequest, tasks int) (store.Handoff, bool, error)
 }
@@ -162,7 +162,7 @@ func (s *server) apiStart(c *gin.Context) {
 	}
 	tasks := 0
 	if body.Plan != "" {
-		n, err := jobs.CheckPlanText(body.Plan)
+		n, err := intake.CheckPlanText(body.Plan)
 		if err != nil {
 			abortJSON(c, http.StatusUnprocessableEntity, "the plan cannot be read: %v", err)
 			return
@@ -311,11 +311,11 @@ func (s *server) apiEscalation(c *gin.Context) {
 		abortJSON(c, http.StatusBadRequest, "the body is not {\"action\", \"guidance\", \"task_id\"}: %v", err)
 		return
 	}
-	if !slices.Contains([]string{jobs.ActionApprove, jobs.ActionRetry, jobs.ActionSkip, jobs.ActionAbort}, body.Action) {
+	if !slices.Contains([]string{intake.ActionApprove, intake.ActionRetry, intake.ActionSkip, intake.ActionAbort}, body.Action) {
 		abortJSON(c, http.StatusBadRequest, "action %q is not one of approve, retry, skip, abort", body.Action)
 		return
 	}
-	if len(body.Guidance) > 4000 || (body.Guidance != "" && body.Action != jobs.ActionRetry) {
+	if len(body.Guidance) > 4000 || (body.Guidance != "" && body.Action != intake.ActionRetry) {
 		abortJSON(c, http.StatusBadRequest, "guidance goes with retry only, at most 4000 characters")
 		return
 	}
@@ -332,7 +332,7 @@ func (s *server) apiEscalation(c *gin.Context) {
 		abortJSON(c, http.StatusConflict, "escalation %d of run %s is task %s, not %s", n, run.ID, task, body.TaskID)
 		return
 	}
-	s.control(c, jobs.ControlRequest{RunID: run.ID, Action: body.Action, TaskID: task, Guidance: body.Guidance, Token: tok, Via: "API",
+	s.control(c, intake.ControlRequest{RunID: run.ID, Action: body.Action, TaskID: task, Guidance: body.Guidance, Token: tok, Via: "API",
 		RequestID: requestID(c, tok, run.ID+"-esc-"+task+"-"+body.Action), Answer: true})
 }
 

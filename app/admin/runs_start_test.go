@@ -17,13 +17,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
-// startFixture is an admin server whose Starter is the real jobs.Controller: a handoff is recorded
+// startFixture is an admin server whose Starter is the real intake.Controller: a handoff is recorded
 // in Redis and its job queued on a queue of the test's own.
 type startFixture struct {
 	*fixture
@@ -41,7 +41,7 @@ func newStartFixture(t *testing.T) *startFixture {
 	client := asynq.NewClientFromRedisClient(rdb)
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	t.Cleanup(func() { _ = insp.DeleteQueue(qname, true) })
-	ctl := &jobs.Controller{Store: f.store, Enqueuer: queue.NewEnqueuer(client, queue.TaskOptions{Queue: qname})}
+	ctl := &intake.Controller{Store: f.store, Enqueuer: queue.NewEnqueuer(client, queue.TaskOptions{Queue: qname})}
 	starter, err := f.store.CreateTokenFor(context.Background(), "editor", store.ScopeStart, []string{"octo/demo"})
 	if err != nil {
 		t.Fatal(err)

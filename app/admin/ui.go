@@ -20,7 +20,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/akira-bot/akira/internal/cost"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 	"github.com/akira-bot/akira/runner/timeline"
@@ -590,12 +590,12 @@ func (s *server) uiControl(c *gin.Context) {
 		return
 	}
 	switch action {
-	case jobs.ActionStop, jobs.ActionAbort, jobs.ActionRetry, jobs.ActionApprove, jobs.ActionSkip, jobs.ActionPause, jobs.ActionResume:
+	case intake.ActionStop, intake.ActionAbort, intake.ActionRetry, intake.ActionApprove, intake.ActionSkip, intake.ActionPause, intake.ActionResume:
 	default:
 		c.AbortWithStatus(http.StatusNotFound)
 		return
 	}
-	req := jobs.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: c.PostForm("task_id"), Guidance: c.PostForm("guidance"),
+	req := intake.ControlRequest{RunID: c.Param("id"), Action: action, TaskID: c.PostForm("task_id"), Guidance: c.PostForm("guidance"),
 		Token: tok, Via: "dashboard", RequestID: strconv.FormatInt(time.Now().UnixNano(), 36), Now: c.PostForm("now") == "1"}
 	result, err := s.d.Controller.Control(c, req)
 	switch {
@@ -603,7 +603,7 @@ func (s *server) uiControl(c *gin.Context) {
 		c.AbortWithStatus(http.StatusNotFound)
 	case err != nil:
 		msg := err.Error()
-		if !errors.Is(err, jobs.ErrNotNow) {
+		if !errors.Is(err, intake.ErrNotNow) {
 			s.log.Error("admin: control action failed", "run", req.RunID, "action", action, "err", err)
 			msg = "the action could not be carried out now; try again"
 		}

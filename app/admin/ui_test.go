@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/store"
 )
@@ -379,7 +379,7 @@ func TestDashboardControl(t *testing.T) {
 		want string
 		code int
 	}{
-		{fmt.Errorf("%w: the run is not parked", jobs.ErrNotNow), "?error=" + url.QueryEscape(jobs.ErrNotNow.Error()+": the run is not parked"), http.StatusSeeOther},
+		{fmt.Errorf("%w: the run is not parked", intake.ErrNotNow), "?error=" + url.QueryEscape(intake.ErrNotNow.Error()+": the run is not parked"), http.StatusSeeOther},
 		{errors.New("redis: connection refused"), "?error=" + url.QueryEscape("the action could not be carried out now; try again"), http.StatusSeeOther},
 		{store.ErrNotFound, "", http.StatusNotFound},
 	} {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
@@ -107,7 +107,7 @@ func TestMCPInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := admin.NewServer(admin.Deps{Store: rs, Queue: insp,
-		Controller: &jobs.Controller{Store: rs, Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), queue.TaskOptions{Queue: qname})}})
+		Controller: &intake.Controller{Store: rs, Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), queue.TaskOptions{Queue: qname})}})
 	if err != nil {
 		t.Fatal(err)
 	}

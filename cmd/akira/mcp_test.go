@@ -22,7 +22,7 @@ import (
 	"github.com/akira-bot/akira/app/admin"
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/internal/redistest"
-	"github.com/akira-bot/akira/jobs"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
@@ -165,7 +165,7 @@ func TestMCPAnswersAPipedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := admin.NewServer(admin.Deps{Store: st, Queue: insp,
-		Controller: &jobs.Controller{Store: st, Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), queue.TaskOptions{Queue: qname})}})
+		Controller: &intake.Controller{Store: st, Enqueuer: queue.NewEnqueuer(asynq.NewClientFromRedisClient(rdb), queue.TaskOptions{Queue: qname})}})
 	if err != nil {
 		t.Fatal(err)
 	}

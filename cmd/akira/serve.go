@@ -30,6 +30,7 @@ import (
 	"github.com/akira-bot/akira/jobs/audit"
 	"github.com/akira-bot/akira/jobs/fair"
 	"github.com/akira-bot/akira/jobs/flow"
+	"github.com/akira-bot/akira/jobs/intake"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -565,7 +566,7 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 		adminHandler, err := admin.NewServer(admin.Deps{
 			Store: st, Queue: inspector, Fair: fg, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: log,
 			MetricsOpen: env.MetricsOpen, Pprof: env.Pprof,
-			Controller:    &jobs.Controller{Store: st, Enqueuer: enq, Logger: log},
+			Controller:    &intake.Controller{Store: st, Enqueuer: enq, Logger: log},
 			SecureCookies: strings.HasPrefix(env.PublicURL, "https://"),
 		})
 		if err != nil {
