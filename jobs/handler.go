@@ -42,9 +42,9 @@ func RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	return time.Duration(math.Min(float64(10*time.Second)*math.Pow(2, float64(n)), float64(10*time.Minute)))
 }
 
-// Handler is a worker's wiring: the dependencies, and one small type per flow that serves the flow's
-// task types. A flow reaches another only through its field (h.pub.Publish, h.runs.GatherRunInputs),
-// so what a flow needs of the others shows at the call.
+// Handler is a worker's wiring: the dependencies, and the flows' types that serve the task types. The
+// flows are packages stacked one way (jobs/intake on jobs/runs on jobs/recovery and jobs/publish), each
+// handed the ones below it here, so the compiler keeps a lower flow from calling a higher one.
 type Handler struct {
 	d   flow.Deps
 	log *slog.Logger
@@ -92,19 +92,29 @@ func NewHandler(d flow.Deps) (*Handler, error) {
 	return h, nil
 }
 
-// taskType is one asynq task type: its name and its handler. Each lives in a file of its own with
-// its payload (Validate, JobID), its constructor and its enqueue method; taskTypes lists them.
+// taskType is one asynq task type: its name (the constant beside its payload in jobs/queue) and its
+// handler on a worker's flows.
 type taskType struct {
 	Name string
 	// Handle picks the handler of the type from a worker's flows.
 	Handle func(h *Handler) asynq.HandlerFunc
 }
 
-// taskTypes are every task type a worker serves. A new task type is a file (its constant, payload
-// and handler, and a taskType value) and a line here.
+// taskTypes are every task type a worker serves. A new task type is its payload's file in
+// jobs/queue, its handler on its flow's type, and a line here.
 var taskTypes = []taskType{
-	intakeTaskType, runTaskType, resumeTaskType, planTaskType, rollbackTaskType, sweepTaskType, recoverTaskType, notifyTaskType,
-	auditLineTaskType, publishTaskType, ciTaskType, handoffTaskType,
+	{queue.TypeIntake, func(h *Handler) asynq.HandlerFunc { return h.intake.HandleIntake }},
+	{queue.TypeAuditLine, func(h *Handler) asynq.HandlerFunc { return h.api.HandleAuditLine }},
+	{queue.TypeHandoff, func(h *Handler) asynq.HandlerFunc { return h.api.HandleHandoff }},
+	{queue.TypeRun, func(h *Handler) asynq.HandlerFunc { return h.runs.HandleRun }},
+	{queue.TypeResume, func(h *Handler) asynq.HandlerFunc { return h.resumer.HandleResume }},
+	{queue.TypeRollback, func(h *Handler) asynq.HandlerFunc { return h.rollbacks.HandleRollback }},
+	{queue.TypeCI, func(h *Handler) asynq.HandlerFunc { return h.ci.HandleCI }},
+	{queue.TypePlan, func(h *Handler) asynq.HandlerFunc { return h.planner.HandlePlan }},
+	{queue.TypeSweep, func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleSweep }},
+	{queue.TypeRecover, func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleRecover }},
+	{queue.TypeNotify, func(h *Handler) asynq.HandlerFunc { return h.pub.HandleNotify }},
+	{queue.TypePublish, func(h *Handler) asynq.HandlerFunc { return h.pub.HandlePublish }},
 }
 
 // NewServeMux routes the task types to h.
@@ -121,39 +131,3 @@ func NewServeMux(h *Handler) *asynq.ServeMux {
 func (h *Handler) RunReaper(ctx context.Context, interval time.Duration) {
 	h.reaper.RunReaper(ctx, interval)
 }
-
-// notifyTaskType is served by Publish.HandleNotify (see taskTypes).
-var notifyTaskType = taskType{Name: queue.TypeNotify, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandleNotify }}
-
-// publishTaskType is served by Publish.HandlePublish (see taskTypes).
-var publishTaskType = taskType{Name: queue.TypePublish, Handle: func(h *Handler) asynq.HandlerFunc { return h.pub.HandlePublish }}
-
-// recoverTaskType is served by Recovery.HandleRecover (see taskTypes).
-var recoverTaskType = taskType{Name: queue.TypeRecover, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleRecover }}
-
-// sweepTaskType is served by Recovery.HandleSweep (see taskTypes).
-var sweepTaskType = taskType{Name: queue.TypeSweep, Handle: func(h *Handler) asynq.HandlerFunc { return h.recovery.HandleSweep }}
-
-// runTaskType is served by Runs.HandleRun (see taskTypes).
-var runTaskType = taskType{Name: queue.TypeRun, Handle: func(h *Handler) asynq.HandlerFunc { return h.runs.HandleRun }}
-
-// ciTaskType is served by CIWatch.HandleCI (see taskTypes).
-var ciTaskType = taskType{Name: queue.TypeCI, Handle: func(h *Handler) asynq.HandlerFunc { return h.ci.HandleCI }}
-
-// resumeTaskType is served by Resumer.HandleResume (see taskTypes).
-var resumeTaskType = taskType{Name: queue.TypeResume, Handle: func(h *Handler) asynq.HandlerFunc { return h.resumer.HandleResume }}
-
-// rollbackTaskType is served by Rollbacks.HandleRollback (see taskTypes).
-var rollbackTaskType = taskType{Name: queue.TypeRollback, Handle: func(h *Handler) asynq.HandlerFunc { return h.rollbacks.HandleRollback }}
-
-// planTaskType is served by Planner.HandlePlan (see taskTypes).
-var planTaskType = taskType{Name: queue.TypePlan, Handle: func(h *Handler) asynq.HandlerFunc { return h.planner.HandlePlan }}
-
-// intakeTaskType is served by Intake.HandleIntake (see taskTypes).
-var intakeTaskType = taskType{Name: queue.TypeIntake, Handle: func(h *Handler) asynq.HandlerFunc { return h.intake.HandleIntake }}
-
-// auditLineTaskType is served by API.HandleAuditLine (see taskTypes).
-var auditLineTaskType = taskType{Name: queue.TypeAuditLine, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleAuditLine }}
-
-// handoffTaskType is served by API.HandleHandoff (see taskTypes).
-var handoffTaskType = taskType{Name: queue.TypeHandoff, Handle: func(h *Handler) asynq.HandlerFunc { return h.api.HandleHandoff }}
