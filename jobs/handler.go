@@ -43,7 +43,7 @@ func RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 }
 
 // Handler is a worker's wiring: the dependencies, and the flows' types that serve the task types. The
-// flows are packages stacked one way (jobs/intake on jobs/runs on jobs/recovery and jobs/publish), each
+// flows are packages stacked one way (jobs/intake on jobs/runs on jobs/recovery on jobs/publish), each
 // handed the ones below it here, so the compiler keeps a lower flow from calling a higher one.
 type Handler struct {
 	d   flow.Deps
@@ -83,8 +83,8 @@ func NewHandler(d flow.Deps) (*Handler, error) {
 		}
 	}
 	h := &Handler{d: d, log: log}
-	// Below first: publishing and recovery reach no other flow; the run flow reaches them; the
-	// intake reaches all three.
+	// Below first: publishing reaches no other flow, recovery reaches publishing, the run flow both,
+	// and the intake all three.
 	h.pub, h.recovery = publish.New(&h.d, log), recovery.New(&h.d, log)
 	rf := runs.New(&h.d, log, h.pub, h.recovery)
 	h.runs, h.resumer, h.rollbacks, h.ci, h.reaper, h.planner = rf.Runs, rf.Resumer, rf.Rollbacks, rf.CI, rf.Reaper, rf.Planner

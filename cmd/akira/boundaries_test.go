@@ -41,6 +41,22 @@ func TestPackageBoundaries(t *testing.T) {
 			t.Errorf("jobs/lifecycle depends on %s: the status words are lifecycle's, and templates reads them", dep)
 		}
 	}
+	// The flows of jobs/ are packages stacked one way: the root wires intake, intake reaches runs, runs	// reaches recovery and publish, and every flow reaches the shared packages below (queue, flow,
+	// store, ports, lifecycle, ...), which reach no flow.
+	layer := map[string]int{"jobs": 5, "jobs/intake": 4, "jobs/runs": 3, "jobs/recovery": 2, "jobs/publish": 1}
+	for _, line := range list("-f", `{{.ImportPath}}:{{join .Imports ","}}`, module+"jobs/...") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		from := strings.TrimPrefix(pkg, module)
+		for _, imp := range strings.Split(imports, ",") {
+			to, ours := strings.CutPrefix(imp, module)
+			if !ours || !strings.HasPrefix(to, "jobs") {
+				continue
+			}
+			if lt, isFlow := layer[to]; isFlow && lt >= layer[from] {
+				t.Errorf("%s imports %s: a flow is reached only from a flow above it (jobs → intake → runs → recovery → publish)", from, to)
+			}
+		}
+	}
 	for _, pkg := range list(module + "...") {
 		if pkg == module+"jobs/bridge" {
 			t.Errorf("%s is back: app/gh implements jobs' interfaces with jobs' types, nothing converts between them", pkg)
