@@ -238,7 +238,9 @@ func setTask(t *TaskState, to string) error {
 	return nil
 }
 
-// clone copies what apply may change in place, so that a refused event leaves the run as it was.
+// clone copies what apply may change in place, so that a refused event leaves the run as it was. Of
+// the tasks it copies the list only (a pointer each): an event changes a task through EditTask,
+// which replaces the task in the list and leaves the one before's untouched.
 func clone(r *Run) *Run {
 	c := *r
 	c.Tasks = slices.Clone(r.Tasks)
