@@ -111,8 +111,9 @@ type Run struct {
 	// a store shares its tasks with the store's own copy and with every other run read since, so a
 	// write through Task or Tasks[i] would show in all of them and, since the store writes only the
 	// tasks whose pointer was replaced, never reach Redis. A change goes through EditTask, which puts
-	// a copy in the list; a new task is appended, a removed one dropped from the list. The slice
-	// itself is the holder's: a shallow copy of a Run shares it, so clone it before editing the copy.
+	// a copy in the list; a new task is appended, a removed one dropped from the list. The list itself
+	// is shared too, by the runs a store returns (and by a shallow copy of a Run): a run is changed in
+	// the fn of the store's Update, which gets a list of its own; elsewhere clone the list first.
 	Tasks []*TaskState `json:"tasks,omitempty"`
 	// SummaryCommentID is the run's one summary comment, stored as soon as it exists.
 	SummaryCommentID int64  `json:"summary_comment_id,omitempty"`
@@ -183,6 +184,17 @@ type Run struct {
 	AllowRedBase bool      `json:"allow_red_base,omitempty"`
 	Setup        *EnvCheck `json:"setup,omitempty"`
 	BaseCheck    *EnvCheck `json:"base_check,omitempty"`
+
+	// edits, while Apply applies an event, are the tasks EditTask replaced, so that a refused event
+	// puts them back without Apply copying the whole list first.
+	edits *[]taskEdit
+}
+
+// taskEdit is a task EditTask replaced: old was at tasks[i].
+type taskEdit struct {
+	tasks []*TaskState
+	i     int
+	old   *TaskState
 }
 
 // EnvCheck is one step of a run's environment (its setup, or the base-branch health check) as the
@@ -311,6 +323,9 @@ func (r *Run) EditTask(id string) *TaskState {
 func (r *Run) editTaskAt(i int) *TaskState {
 	c := *r.Tasks[i]
 	c.Interrupted, c.Accept, c.Blocked = slices.Clip(c.Interrupted), slices.Clip(c.Accept), slices.Clip(c.Blocked)
+	if r.edits != nil {
+		*r.edits = append(*r.edits, taskEdit{tasks: r.Tasks, i: i, old: r.Tasks[i]})
+	}
 	r.Tasks[i] = &c
 	return &c
 }

@@ -199,8 +199,8 @@ func (s *Records) get(ctx context.Context, c redis.Cmdable, id string) (*lifecyc
 		return rec.run, err
 	}
 	if cached, ok := s.tasks.get(rec.run); ok {
-		// The tasks are shared with the cache and the runs read before: a pointer each is copied.
-		rec.run.Tasks = slices.Clone(cached.tasks)
+		// The list and its tasks are shared with the cache and the runs read before (see tasks.go).
+		rec.run.Tasks = cached.tasks
 		return rec.run, nil
 	}
 	if rec.run.Tasks, err = s.readTasks(ctx, c, id); err != nil {
@@ -244,8 +244,9 @@ func (s *Records) ActiveOnBranch(ctx context.Context, owner, repo, branch string
 // once (when another writer got in between) and must only change the run it is given; an error from
 // fn aborts the update and is returned as is. fn changes a task through r.EditTask, never in place:
 // the run's tasks are shared with the store's copy and with the runs returned before, which must
-// stay as they were (see tasks.go); the list r.Tasks is fn's own. The indexes follow the run: a
-// number it gains is indexed, and when it turns terminal it frees its branch and its state starts to
+// stay as they were (see tasks.go); the list r.Tasks is fn's own. The run returned shares its list
+// with the store: read it, and change the run through Update. The indexes follow the run: a number
+// it gains is indexed, and when it turns terminal it frees its branch and its state starts to
 // expire.
 func (s *Records) Update(ctx context.Context, id string, fn func(*lifecycle.Run) error) (*lifecycle.Run, error) {
 	key := s.runKey(id)
@@ -292,7 +293,7 @@ func (s *Records) Update(ctx context.Context, id string, fn func(*lifecycle.Run)
 		}
 		var stored map[*lifecycle.TaskState][]byte
 		if s.tasks.check {
-			if stored, err = unchangedInPlace(id, base.stored, r.Tasks); err != nil {
+			if stored, err = unchangedInPlace(id, base, r.Tasks); err != nil {
 				s.tasks.drop(id)
 				return err
 			}

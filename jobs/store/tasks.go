@@ -25,13 +25,14 @@ import (
 // revision, and reads them again from Redis otherwise. A record written before the split still has its
 // tasks inline: it is read as it is and split at its next change.
 //
-// The tasks are shared, not copied: the list kept here, the runs Get and Update return and the list a
-// change works on hold the same *TaskState values, and a change replaces the tasks it changes
-// (lifecycle.Run.EditTask) instead of writing into them. So a change copies a pointer per task, tells
-// what it changed by the pointers it replaced, and a reader keeps the run it was given as it was
-// while later changes go on. A write into a shared task in place breaks all of that silently: the
-// change is not stored (its pointer was not replaced), yet every holder of the task sees it. In test
-// binaries every change checks that it did not happen (see checkInPlace).
+// The tasks are shared, not copied: the list kept here is the one of the run the last change returned
+// and of the runs Get returns since, the list a change's fn works on is a copy of it (a pointer per
+// task), and a change replaces the tasks it changes (lifecycle.Run.EditTask) instead of writing into
+// them. So a change copies a pointer per task, tells what it changed by the pointers it replaced, and
+// a reader keeps the run it was given as it was while later changes go on. A write into a shared task
+// in place, or into the list of a run the store returned, breaks all of that silently: the change is
+// not stored (or is, by the next change of anything), yet every holder sees it. In test binaries
+// every change checks that neither happened (see checkInPlace).
 
 // taskOrderField is the tasks key's field holding the task ids in order.
 const taskOrderField = ""
@@ -56,9 +57,12 @@ type cachedTasks struct {
 	// its revisions again, at another time.
 	rev     int64
 	created time.Time
-	tasks   []*lifecycle.TaskState
-	// stored is each task as it was stored (JSON), kept while the store checks for changes in place.
+	// tasks is shared with the runs the store returned: nobody changes it.
+	tasks []*lifecycle.TaskState
+	// stored is each task as it was stored (JSON) and list a copy of tasks, kept while the store
+	// checks for changes in place.
 	stored map[*lifecycle.TaskState][]byte
+	list   []*lifecycle.TaskState
 }
 
 // taskCache is the store's tasks of the runs it changed last.
@@ -71,8 +75,8 @@ type taskCache struct {
 	check bool
 }
 
-// get returns the run's tasks at rev, or false. The list is the cache's own: the caller copies it
-// before changing it.
+// get returns the run's tasks at rev, or false. The list is shared: the caller copies it before
+// changing it.
 func (c *taskCache) get(r *lifecycle.Run) (cachedTasks, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -100,9 +104,11 @@ func (c *taskCache) keep(id string, e cachedTasks, live bool) {
 		delete(c.runs, id)
 		return
 	}
-	// The list (a pointer per task) is copied: the run it came from is its holder's, who may replace
-	// tasks in it.
-	e.tasks = slices.Clone(e.tasks)
+	// The list is the run's that the change returns, not a copy: copying a pointer per task costs
+	// what the run's length does (and more while the GC runs), and no holder changes it.
+	if c.check {
+		e.list = slices.Clone(e.tasks)
+	}
 	c.runs[id] = e
 	c.order = append(c.order, id)
 	for len(c.order) > maxCachedRuns {
@@ -127,10 +133,14 @@ func storedForm(ts []*lifecycle.TaskState) (map[*lifecycle.TaskState][]byte, err
 	return out, nil
 }
 
-// unchangedInPlace checks that every task of the run as it was before a change (stored: each as it
-// was stored, by its pointer) is still as it was stored, the tasks the change replaced included (a
-// reader may hold them), and returns the tasks after the change as stored.
-func unchangedInPlace(id string, stored map[*lifecycle.TaskState][]byte, after []*lifecycle.TaskState) (map[*lifecycle.TaskState][]byte, error) {
+// unchangedInPlace checks that the list of the run as it was before a change (base) is as it was
+// kept, and that each of its tasks is still as it was stored, the tasks the change replaced included
+// (a reader may hold them); it returns the tasks after the change as stored.
+func unchangedInPlace(id string, base cachedTasks, after []*lifecycle.TaskState) (map[*lifecycle.TaskState][]byte, error) {
+	if base.list != nil && !slices.Equal(base.tasks, base.list) {
+		return nil, fmt.Errorf("%w: run %s: the list of tasks of a run the store returned was changed", ErrChangedInPlace, id)
+	}
+	stored := base.stored
 	for t, was := range stored {
 		data, err := json.Marshal(t)
 		if err != nil {

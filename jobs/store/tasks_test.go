@@ -167,6 +167,39 @@ func TestChangeInPlaceIsCaught(t *testing.T) {
 	}
 }
 
+// TestChangeOfASharedListIsCaught: the runs the store returns share their list of tasks with it; a
+// holder that changes a run outside Update (EditTask on it, or a task put in its list) changes that
+// list, and in a test binary the next change fails with ErrChangedInPlace and stores nothing.
+func TestChangeOfASharedListIsCaught(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		change func(r *lifecycle.Run)
+	}{
+		{"EditTask outside Update", func(r *lifecycle.Run) { r.EditTask("1.2").Note = "local" }},
+		{"a task put in the list", func(r *lifecycle.Run) { r.Tasks[1] = &lifecycle.TaskState{ID: "1.2", Note: "local"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore(rdb, prefix)
+			id := "shared-list-" + strings.ReplaceAll(tc.name, " ", "-")
+			returned, _, err := s.Create(ctx, &lifecycle.Run{ID: id, Owner: "o", Repo: "r", Branch: id, Status: lifecycle.StatusRunning,
+				Tasks: []*lifecycle.TaskState{{ID: "1.1"}, {ID: "1.2"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(returned)
+			if _, err := s.Update(ctx, id, func(r *lifecycle.Run) error { r.Jobs++; return nil }); !errors.Is(err, ErrChangedInPlace) {
+				t.Fatalf("the next change: err = %v, want ErrChangedInPlace", err)
+			}
+			got, err := NewStore(rdb, prefix).Get(ctx, id)
+			if err != nil || got.Task("1.2").Note != "" || got.Jobs != 0 {
+				t.Fatalf("stored: %+v, %v", got, err)
+			}
+		})
+	}
+}
+
 // TestReadersKeepTheirRun: the runs Get and Update return share their tasks with the store, yet each
 // stays as it was returned while two workers' stores go on changing the run (run with -race: a
 // write into a shared task would be a data race with the readers).
