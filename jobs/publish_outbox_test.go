@@ -148,7 +148,7 @@ func crashFixture(t *testing.T, jh *jobsHarness, from lifecycle.RunStatus) *life
 	}
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "crash-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
 		Trigger: lifecycle.TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
-		Tasks: []lifecycle.TaskState{
+		Tasks: []*lifecycle.TaskState{
 			{ID: "1.1", Title: "one", Status: lifecycle.TaskStatusRunning, CheckRunID: open},
 			{ID: "1.2", Title: "two", Status: lifecycle.TaskStatusEscalated, CheckRunID: parked, CheckRunDone: true},
 		},

@@ -23,7 +23,7 @@ func waitingRun(t *testing.T, jh *jobsHarness, head string, w lifecycle.CIWatch)
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "ci-" + randomHex(t, 3), Owner: "o", Repo: "r", InstallationID: 7,
 		Trigger: lifecycle.TriggerIssue, Branch: "akira/issue-5", Base: "main", Issue: 5, PR: 7, OpenedPR: true, Sender: "alice",
 		Plan: "- [ ] one\n  - verify: `go test ./...`\n", PlanSource: "issue #5",
-		Tasks: []lifecycle.TaskState{{ID: "1", Title: "one", Status: lifecycle.TaskStatusPassed, Checkpoint: head}}, CI: &w})
+		Tasks: []*lifecycle.TaskState{{ID: "1", Title: "one", Status: lifecycle.TaskStatusPassed, Checkpoint: head}}, CI: &w})
 	if err != nil {
 		t.Fatal(err)
 	}

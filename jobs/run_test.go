@@ -491,7 +491,7 @@ func TestRetryPolicy(t *testing.T) {
 // An estimate of the egress proxy's stays marked as one in the run's record, whatever exact usage
 // is added to it, and shows as such in the summary.
 func TestRecordUsageKeepsEstimates(t *testing.T) {
-	run := &lifecycle.Run{Tasks: []lifecycle.TaskState{{ID: "1.1"}, {ID: "1.2"}}}
+	run := &lifecycle.Run{Tasks: []*lifecycle.TaskState{{ID: "1.1"}, {ID: "1.2"}}}
 	for _, u := range []agent.Usage{{InputTokens: 10, OutputTokens: 2, CostUSD: 0.5, Estimated: true}, {InputTokens: 5, OutputTokens: 1, CostUSD: 0.25}} {
 		if err := publish.RecordUsage(run, runner.Event{TaskID: "1.1", Usage: &u}); err != nil {
 			t.Fatal(err)
@@ -514,7 +514,7 @@ func TestRecordUsageKeepsEstimates(t *testing.T) {
 }
 
 func TestRecordUsageAndBlocked(t *testing.T) {
-	run := &lifecycle.Run{Tasks: []lifecycle.TaskState{{ID: "1.1"}, {ID: "1.2"}}}
+	run := &lifecycle.Run{Tasks: []*lifecycle.TaskState{{ID: "1.1"}, {ID: "1.2"}}}
 	for range 2 {
 		if err := publish.RecordUsage(run, runner.Event{TaskID: "1.1", Usage: &agent.Usage{InputTokens: 10, OutputTokens: 2, CostUSD: 0.5}}); err != nil {
 			t.Fatal(err)

@@ -79,7 +79,7 @@ func newFixture(t *testing.T) *fixture {
 	ctx := context.Background()
 	run, _, err := st.Create(ctx, &lifecycle.Run{ID: "r-admin-1", Owner: "octo", Repo: "demo", InstallationID: 7, Branch: "akira/issue-1",
 		Source: "issue #1", Issue: 1, Title: "Docs for the parser", Sender: "alice", RepoURL: "https://github.example/octo/demo", PR: 2, PRURL: "https://github.example/octo/demo/pull/2", Status: lifecycle.StatusParked,
-		Tasks: []lifecycle.TaskState{
+		Tasks: []*lifecycle.TaskState{
 			{ID: "1.1", Title: "Add <b>bold</b> parser", Status: lifecycle.TaskStatusPassed, Attempts: 2, Checkpoint: "3f2a9c1d7e5b4a6f8091a2b3c4d5e6f708192a3b",
 				CostUSD: 0.12, InputTokens: 1000, OutputTokens: 200, UsageEstimated: true, Judgement: &templates.Judgement{Confidence: 0.93, Accepted: true}},
 			{ID: "1.2", Title: "Write docs", Status: lifecycle.TaskStatusEscalated, Attempts: 3},
@@ -293,7 +293,7 @@ func TestAPIAgainstOpenAPI(t *testing.T) {
 	call("GET", "/api/v1/queue", f.read, "", http.StatusOK)
 	call("GET", "/api/v1/audit", f.read, "", http.StatusOK)
 	// Spend: what a change to the run adds counts for its installation, repository and month.
-	if _, err := f.store.Update(context.Background(), f.runID, func(r *lifecycle.Run) error { r.Tasks[1].CostUSD = 0.5; return nil }); err != nil {
+	if _, err := f.store.Update(context.Background(), f.runID, func(r *lifecycle.Run) error { r.EditTask(r.Tasks[1].ID).CostUSD = 0.5; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	month := store.SpendMonth(time.Now())

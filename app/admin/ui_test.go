@@ -292,7 +292,7 @@ func TestDashboardPages(t *testing.T) {
 	wantPage(t, "log", b.get(run+"/tasks/1.1/attempts/1/log"), http.StatusOK, "hello from the agent")
 	// Spend: this month's, by installation and repository, with its CSV.
 	wantPage(t, "spend before any cost", b.get("/ui/spend"), http.StatusOK, "Nothing spent this month.")
-	if _, err := f.store.Update(context.Background(), f.runID, func(r *lifecycle.Run) error { r.Tasks[1].CostUSD = 0.5; return nil }); err != nil {
+	if _, err := f.store.Update(context.Background(), f.runID, func(r *lifecycle.Run) error { r.EditTask(r.Tasks[1].ID).CostUSD = 0.5; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	month := store.SpendMonth(time.Now())

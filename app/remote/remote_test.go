@@ -102,7 +102,7 @@ func TestMCPInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, _, err := rs.Create(ctx, &lifecycle.Run{ID: "r-parked", Owner: "octo", Repo: "demo", InstallationID: 7, PR: 2, Branch: "akira/issue-1", Status: lifecycle.StatusParked,
-		Tasks:  []lifecycle.TaskState{{ID: "1", Title: "Flaky", Status: lifecycle.TaskStatusEscalated}},
+		Tasks:  []*lifecycle.TaskState{{ID: "1", Title: "Flaky", Status: lifecycle.TaskStatusEscalated}},
 		Parked: []lifecycle.Parked{{TaskID: "1", Reason: "max_attempts", At: time.Now()}}}); err != nil {
 		t.Fatal(err)
 	}

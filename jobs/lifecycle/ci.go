@@ -166,10 +166,10 @@ type CIGaveUp struct {
 func (CIGaveUp) Kind() EventKind { return EventCIGaveUp }
 func (e CIGaveUp) apply(r *Run, now time.Time) ([]Effect, error) {
 	r.CI.Checks = e.Checks
-	t := r.Task(CITaskID)
+	t := r.EditTask(CITaskID)
 	if t == nil {
-		r.Tasks = append(r.Tasks, TaskState{ID: CITaskID, Title: "the pull request's CI", Status: TaskStatusPending})
-		t = &r.Tasks[len(r.Tasks)-1]
+		t = &TaskState{ID: CITaskID, Title: "the pull request's CI", Status: TaskStatusPending}
+		r.Tasks = append(r.Tasks, t)
 	}
 	if err := setTask(t, TaskStatusEscalated); err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ type CIDecided struct{ Decision runner.Decision }
 
 func (CIDecided) Kind() EventKind { return EventCIDecided }
 func (e CIDecided) apply(r *Run, _ time.Time) ([]Effect, error) {
-	t := r.Task(CITaskID)
+	t := r.EditTask(CITaskID)
 	if t == nil || r.CI == nil {
 		return nil, fmt.Errorf("run %s has no CI escalation", r.ID)
 	}

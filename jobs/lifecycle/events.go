@@ -89,7 +89,7 @@ func (e Rebuilt) apply(r *Run, now time.Time) ([]Effect, error) {
 	}
 	r.Tasks, r.Parked = nil, nil
 	for _, t := range e.Tasks {
-		ts := TaskState{ID: t.ID, Title: t.Title, Status: TaskStatusPending}
+		ts := &TaskState{ID: t.ID, Title: t.Title, Status: TaskStatusPending}
 		switch {
 		case t.Done:
 			ts.Status, ts.Checkpoint = TaskStatusPassed, t.Checkpoint
@@ -105,7 +105,7 @@ func (e Rebuilt) apply(r *Run, now time.Time) ([]Effect, error) {
 		r.Status = StatusParked
 	case !e.Settled:
 		return nil, fmt.Errorf("no task of run %s is parked", r.ID)
-	case !slices.ContainsFunc(r.Tasks, func(t TaskState) bool { return t.Status != TaskStatusPassed }):
+	case !slices.ContainsFunc(r.Tasks, func(t *TaskState) bool { return t.Status != TaskStatusPassed }):
 		r.Status, r.FinishedAt = StatusSucceeded, now
 	default:
 		r.Status = StatusStopped
@@ -150,35 +150,49 @@ func (e PlanRead) apply(r *Run, _ time.Time) ([]Effect, error) {
 	if e.Past != nil {
 		r.PastDurations = e.Past
 	}
-	old := map[string]TaskState{}
+	old := map[string]*TaskState{}
 	for _, t := range r.Tasks {
 		old[t.ID] = t
 	}
-	tasks := make([]TaskState, 0, len(e.Engine.Tasks))
+	tasks := make([]*TaskState, 0, len(e.Engine.Tasks))
 	for _, tr := range e.Engine.Tasks {
-		t, ok := old[tr.ID]
-		if !ok {
-			t = TaskState{ID: tr.ID, Status: TaskStatusPending}
+		t, stored := old[tr.ID]
+		if !stored {
+			t = &TaskState{ID: tr.ID, Status: TaskStatusPending}
 		}
-		t.Title = tr.Title
+		// A task the plan leaves as it was stays the stored one: the store writes only the tasks
+		// replaced, and a job's first event should not rewrite the whole run.
+		edit := func() *TaskState {
+			if stored {
+				c := *t
+				c.Interrupted = slices.Clip(c.Interrupted)
+				t, stored = &c, false
+			}
+			return t
+		}
+		if t.Title != tr.Title {
+			edit().Title = tr.Title
+		}
 		switch tr.Status {
 		case runner.TaskDone:
 			if t.Status != TaskStatusPassed {
-				if err := setTask(&t, TaskStatusPassed); err != nil {
+				if err := setTask(edit(), TaskStatusPassed); err != nil {
 					return nil, err
 				}
 				t.Note = tr.Note
 			}
-			if tr.Commit != "" {
-				t.Checkpoint = tr.Commit
+			if tr.Commit != "" && t.Checkpoint != tr.Commit {
+				edit().Checkpoint = tr.Commit
 			}
 		case runner.TaskSkipped:
-			if err := setTask(&t, TaskStatusSkipped); err != nil {
-				return nil, err
+			if t.Status != TaskStatusSkipped {
+				if err := setTask(edit(), TaskStatusSkipped); err != nil {
+					return nil, err
+				}
 			}
 		case runner.TaskPending:
 			if t.Status == TaskStatusRunning {
-				if err := setTask(&t, TaskStatusPending); err != nil {
+				if err := setTask(edit(), TaskStatusPending); err != nil {
 					return nil, err
 				}
 				if t.Attempts > 0 && !slices.Contains(t.Interrupted, t.Attempts) {
@@ -194,7 +208,7 @@ func (e PlanRead) apply(r *Run, _ time.Time) ([]Effect, error) {
 	if len(e.Engine.Tasks) > 0 {
 		scope = ScopeOf(e.Engine.Tasks[0].ID)
 	}
-	var before, after []TaskState
+	var before, after []*TaskState
 	for _, t := range r.Tasks {
 		switch ts := ScopeOf(t.ID); {
 		case ts == scope:
@@ -210,9 +224,9 @@ func (e PlanRead) apply(r *Run, _ time.Time) ([]Effect, error) {
 	return []Effect{{Kind: EffectSummary}}, nil
 }
 
-// task returns the run's task or an error naming it.
+// task returns the run's task to change (see Run.EditTask) or an error naming it.
 func task(r *Run, id string) (*TaskState, error) {
-	t := r.Task(id)
+	t := r.EditTask(id)
 	if t == nil {
 		return nil, fmt.Errorf("task %s is not in the run", id)
 	}
@@ -488,9 +502,9 @@ func abort(r *Run, by, why string) error {
 	if why != "" {
 		r.Error = why
 	}
-	for i := range r.Tasks {
-		if t := &r.Tasks[i]; t.Status == TaskStatusPending || t.Status == TaskStatusRunning || t.Status == TaskStatusEscalated {
-			if err := setTask(t, TaskStatusAborted); err != nil {
+	for i, t := range r.Tasks {
+		if t.Status == TaskStatusPending || t.Status == TaskStatusRunning || t.Status == TaskStatusEscalated {
+			if err := setTask(r.editTaskAt(i), TaskStatusAborted); err != nil {
 				return err
 			}
 		}
@@ -542,9 +556,9 @@ func (Stopped) apply(r *Run, _ time.Time) ([]Effect, error) {
 		r.Parked = nil
 	} else {
 		r.Status, r.StoppedBy = StatusStopped, req.By
-		for i := range r.Tasks {
-			if r.Tasks[i].Status == TaskStatusRunning {
-				if err := setTask(&r.Tasks[i], TaskStatusPending); err != nil {
+		for i, t := range r.Tasks {
+			if t.Status == TaskStatusRunning {
+				if err := setTask(r.editTaskAt(i), TaskStatusPending); err != nil {
 					return nil, err
 				}
 			}
@@ -579,9 +593,9 @@ type Failed struct{ Message string }
 func (Failed) Kind() EventKind { return EventFailed }
 func (e Failed) apply(r *Run, _ time.Time) ([]Effect, error) {
 	r.Status, r.Error = StatusFailed, e.Message
-	for i := range r.Tasks {
-		if r.Tasks[i].Status == TaskStatusRunning {
-			if err := setTask(&r.Tasks[i], TaskStatusFailed); err != nil {
+	for i, t := range r.Tasks {
+		if t.Status == TaskStatusRunning {
+			if err := setTask(r.editTaskAt(i), TaskStatusFailed); err != nil {
 				return nil, err
 			}
 		}
@@ -643,11 +657,11 @@ func (RolledBack) Kind() EventKind { return EventRolledBack }
 func (e RolledBack) apply(r *Run, _ time.Time) ([]Effect, error) {
 	var out []Effect
 	for i := range r.Tasks {
-		t := &r.Tasks[i]
-		note, ok := e.Reverted[t.ID]
+		note, ok := e.Reverted[r.Tasks[i].ID]
 		if !ok {
 			continue
 		}
+		t := r.editTaskAt(i)
 		if err := setTask(t, TaskStatusPending); err != nil {
 			return nil, err
 		}

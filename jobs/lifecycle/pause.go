@@ -36,9 +36,9 @@ func (Paused) apply(r *Run, _ time.Time) ([]Effect, error) {
 	}
 	r.Pause = nil
 	r.Status, r.PausedBy = StatusPaused, req.By
-	for i := range r.Tasks {
-		if r.Tasks[i].Status == TaskStatusRunning {
-			if err := setTask(&r.Tasks[i], TaskStatusPending); err != nil {
+	for i, t := range r.Tasks {
+		if t.Status == TaskStatusRunning {
+			if err := setTask(r.editTaskAt(i), TaskStatusPending); err != nil {
 				return nil, err
 			}
 		}

@@ -107,8 +107,14 @@ type Run struct {
 	Agent       string    `json:"agent,omitempty"`
 	MaxAttempts int       `json:"max_attempts,omitempty"`
 	Status      RunStatus `json:"status"`
-	// Tasks are in execution order.
-	Tasks []TaskState `json:"tasks,omitempty"`
+	// Tasks are in execution order. A task in the list is never changed in place: the run returned by
+	// a store shares its tasks with the store's own copy and with every other run read since, so a
+	// write through Task or Tasks[i] would show in all of them and, since the store writes only the
+	// tasks whose pointer was replaced, never reach Redis. A change goes through EditTask, which puts
+	// a copy in the list; a new task is appended, a removed one dropped from the list. The list itself
+	// is shared too, by the runs a store returns (and by a shallow copy of a Run): a run is changed in
+	// the fn of the store's Update, which gets a list of its own; elsewhere clone the list first.
+	Tasks []*TaskState `json:"tasks,omitempty"`
 	// SummaryCommentID is the run's one summary comment, stored as soon as it exists.
 	SummaryCommentID int64  `json:"summary_comment_id,omitempty"`
 	SummaryURL       string `json:"summary_url,omitempty"`
@@ -178,6 +184,17 @@ type Run struct {
 	AllowRedBase bool      `json:"allow_red_base,omitempty"`
 	Setup        *EnvCheck `json:"setup,omitempty"`
 	BaseCheck    *EnvCheck `json:"base_check,omitempty"`
+
+	// edits, while Apply applies an event, are the tasks EditTask replaced, so that a refused event
+	// puts them back without Apply copying the whole list first.
+	edits *[]taskEdit
+}
+
+// taskEdit is a task EditTask replaced: old was at tasks[i].
+type taskEdit struct {
+	tasks []*TaskState
+	i     int
+	old   *TaskState
 }
 
 // EnvCheck is one step of a run's environment (its setup, or the base-branch health check) as the
@@ -277,14 +294,40 @@ func (r *Run) ParkedTask(id string) *Parked {
 	return nil
 }
 
-// Task returns the task with the id, or nil.
+// Task returns the task with the id, or nil, to read only: it may be shared with other runs read from
+// the same store (see Tasks). To change it, use EditTask.
 func (r *Run) Task(id string) *TaskState {
-	for i := range r.Tasks {
-		if r.Tasks[i].ID == id {
-			return &r.Tasks[i]
+	for _, t := range r.Tasks {
+		if t.ID == id {
+			return t
 		}
 	}
 	return nil
+}
+
+// EditTask returns the task with the id to change, or nil: a copy of it, put in its place in
+// r.Tasks, so that runs sharing the task as it was keep it as it was, and the store sees the task
+// changed by its pointer alone (without comparing every task of the run). The copy shares the
+// task's slices and judgement: replace them, never change their elements in place (append is
+// safe: the copy's slices are clipped, so an append makes a new array).
+func (r *Run) EditTask(id string) *TaskState {
+	for i, t := range r.Tasks {
+		if t.ID == id {
+			return r.editTaskAt(i)
+		}
+	}
+	return nil
+}
+
+// editTaskAt is EditTask of the i-th task.
+func (r *Run) editTaskAt(i int) *TaskState {
+	c := *r.Tasks[i]
+	c.Interrupted, c.Accept, c.Blocked = slices.Clip(c.Interrupted), slices.Clip(c.Accept), slices.Clip(c.Blocked)
+	if r.edits != nil {
+		*r.edits = append(*r.edits, taskEdit{tasks: r.Tasks, i: i, old: r.Tasks[i]})
+	}
+	r.Tasks[i] = &c
+	return &c
 }
 
 // PlanFiles are the plan files of the run, in the order they run.

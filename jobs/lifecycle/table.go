@@ -206,7 +206,10 @@ func Apply(r *Run, ev Event, now time.Time) ([]Effect, error) {
 		return nil, &TransitionError{Run: r.ID, From: string(r.Status), Event: kind}
 	}
 	before := clone(r)
+	var edits []taskEdit
+	r.edits = &edits
 	effects, err := ev.apply(r, now)
+	r.edits = nil
 	if err == nil && !slices.Contains(rule.Moves, Move{before.Status, r.Status}) {
 		err = &TransitionError{Run: r.ID, From: string(before.Status), Event: kind, To: string(r.Status)}
 	}
@@ -219,6 +222,10 @@ func Apply(r *Run, ev Event, now time.Time) ([]Effect, error) {
 		var te *TransitionError
 		if errors.As(err, &te) && te.Run == "" {
 			te.Run = r.ID
+		}
+		for i := len(edits) - 1; i >= 0; i-- {
+			e := edits[i]
+			e.tasks[e.i] = e.old
 		}
 		*r = *before
 		return nil, err
@@ -238,10 +245,12 @@ func setTask(t *TaskState, to string) error {
 	return nil
 }
 
-// clone copies what apply may change in place, so that a refused event leaves the run as it was.
+// clone copies what apply may change in place, so that a refused event leaves the run as it was. The
+// tasks are not copied, nor their list: an event changes a task through EditTask, which leaves the
+// task as it was and notes the one it replaced in the list for Apply to put back (copying the list
+// at every event would cost what the run's length does).
 func clone(r *Run) *Run {
 	c := *r
-	c.Tasks = slices.Clone(r.Tasks)
 	c.Parked = slices.Clone(r.Parked)
 	c.Outbox = slices.Clone(r.Outbox)
 	if r.Decisions != nil {

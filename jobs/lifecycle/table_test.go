@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -20,13 +21,13 @@ var now = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 func fixture(s RunStatus) *Run {
 	r := fixtureRun(s)
 	r.CI = &CIWatch{Head: "h", Since: now.Add(-time.Minute), Timeout: time.Hour, Grace: time.Minute, MaxRounds: 2}
-	r.Tasks = append(r.Tasks, TaskState{ID: CITaskID, Title: "the pull request's CI", Status: TaskStatusEscalated})
+	r.Tasks = append(r.Tasks, &TaskState{ID: CITaskID, Title: "the pull request's CI", Status: TaskStatusEscalated})
 	return r
 }
 
 func fixtureRun(s RunStatus) *Run {
 	return &Run{ID: "r1", Status: s, Issue: 5, PR: 7, Sender: "alice", Jobs: 2, Rev: 9, Roadmap: "ROADMAP.md",
-		Tasks: []TaskState{
+		Tasks: []*TaskState{
 			{ID: "1.1", Title: "one", Status: TaskStatusRunning, CheckRunID: 11},
 			{ID: "1.2", Title: "two", Status: TaskStatusEscalated, CheckRunID: 12, CheckRunDone: true},
 			{ID: "1.3", Title: "three", Status: TaskStatusPending},
@@ -189,8 +190,9 @@ func TestEveryStateAndEvent(t *testing.T) {
 				if rule.Event == EventRebuilt {
 					run.Rev = 0 // a run just planned, not stored
 				}
-				before := clone(run)
+				before, list, stored := clone(run), slices.Clone(run.Tasks), tasksAsStored(t, run)
 				effects, err := Apply(run, sample(rule.Event), now)
+				notChangedInPlace(t, stored)
 				w, allowed := want[from][rule.Event]
 				if allowed != Allowed(from, rule.Event) {
 					t.Fatalf("the test says allowed=%v, the table %v", allowed, !allowed)
@@ -203,7 +205,7 @@ func TestEveryStateAndEvent(t *testing.T) {
 					if !strings.Contains(err.Error(), string(rule.Event)) || (from != StatusNew && !strings.Contains(err.Error(), string(from))) {
 						t.Fatalf("the error %q must name the event and the state", err)
 					}
-					if !reflect.DeepEqual(run, before) {
+					if !reflect.DeepEqual(run, before) || !slices.Equal(run.Tasks, list) {
 						t.Fatalf("a refused event changed the run:\n%+v\n%+v", run, before)
 					}
 					return
@@ -243,9 +245,10 @@ func TestTaskTable(t *testing.T) {
 		}
 	}
 	run := fixture(StatusRunning)
-	run.Task("1.1").Status = TaskStatusAborted
-	before := clone(run)
+	run.Task("1.1").Status = TaskStatusAborted // the fixture is the test's own: nothing shares it
+	before, list, stored := clone(run), slices.Clone(run.Tasks), tasksAsStored(t, run)
 	_, err := Apply(run, sample(EventTaskCheckpointed), now)
+	notChangedInPlace(t, stored)
 	var te *TransitionError
 	if !errors.As(err, &te) || te.Task != "1.1" || te.From != TaskStatusAborted || !strings.Contains(err.Error(), "task 1.1") {
 		t.Fatalf("err = %v, want the task's refusal", err)
@@ -253,8 +256,8 @@ func TestTaskTable(t *testing.T) {
 	if te.Run != "r1" {
 		t.Errorf("the refusal names run %q", te.Run)
 	}
-	if !reflect.DeepEqual(run, before) {
-		t.Fatal("a refused task event changed the run")
+	if !reflect.DeepEqual(run, before) || !slices.Equal(run.Tasks, list) {
+		t.Fatal("a refused task event changed the run (or left a task it replaced in the list)")
 	}
 	// Events about a task the run does not have name it.
 	for _, ev := range []Event{TaskStarted{Engine: runner.Event{TaskID: "9.9"}}, AttemptStarted{Engine: runner.Event{TaskID: "9.9"}},
@@ -445,7 +448,7 @@ func TestOutcomes(t *testing.T) {
 	})
 	t.Run("plan read keeps the other plans' tasks in order", func(t *testing.T) {
 		run := &Run{ID: "r3", Status: StatusRunning, Roadmap: "ROADMAP.md", Plans: []string{"a.md", "b.md", "c.md"},
-			Tasks: []TaskState{{ID: "a.md#1", Status: TaskStatusPassed}, {ID: "b.md#1", Status: TaskStatusRunning},
+			Tasks: []*TaskState{{ID: "a.md#1", Status: TaskStatusPassed}, {ID: "b.md#1", Status: TaskStatusRunning},
 				{ID: "c.md#1", Status: TaskStatusPending}}}
 		_, err := Apply(run, PlanRead{Engine: runner.Event{Tasks: []runner.TaskResult{{ID: "b.md#1", Status: runner.TaskPending},
 			{ID: "b.md#2", Status: runner.TaskSkipped}}}, Past: []time.Duration{time.Second}}, now)
@@ -461,16 +464,24 @@ func TestOutcomes(t *testing.T) {
 		}
 	})
 	t.Run("a task a dead job left running keeps its attempt as interrupted, once", func(t *testing.T) {
-		run := &Run{ID: "r4", Status: StatusRunning, Tasks: []TaskState{
+		run := &Run{ID: "r4", Status: StatusRunning, Tasks: []*TaskState{
 			{ID: "1", Status: TaskStatusPassed, Attempts: 1},
 			{ID: "2", Status: TaskStatusRunning, Attempts: 2},
 			{ID: "3", Status: TaskStatusRunning}, // the job died before its first attempt
 		}}
 		read := PlanRead{Engine: runner.Event{Tasks: []runner.TaskResult{{ID: "1", Status: runner.TaskDone},
 			{ID: "2", Status: runner.TaskPending}, {ID: "3", Status: runner.TaskPending}}}}
-		for range 2 { // the second read (a later plan, a retried job) finds nothing running
+		for i := range 2 { // the second read (a later plan, a retried job) finds nothing running
+			kept := slices.Clone(run.Tasks)
 			if _, err := Apply(run, read, now); err != nil {
 				t.Fatal(err)
+			}
+			// A task the read leaves as it was stays the stored one (the store writes the tasks
+			// replaced); the first read changes 2 and 3 only.
+			for j, tk := range run.Tasks {
+				if same, want := tk == kept[j], i == 1 || tk.ID == "1"; same != want {
+					t.Errorf("read %d: task %s kept its pointer: %v, want %v", i+1, tk.ID, same, want)
+				}
 			}
 		}
 		if got := run.Task("2"); got.Status != TaskStatusPending || !slices.Equal(got.Interrupted, []int{2}) {
@@ -483,6 +494,31 @@ func TestOutcomes(t *testing.T) {
 			t.Errorf("task 1 interrupted %v, want none", got.Interrupted)
 		}
 	})
+}
+
+// tasksAsStored is each task of the run as JSON, by its pointer: what a store's readers share.
+func tasksAsStored(t *testing.T, r *Run) map[*TaskState]string {
+	t.Helper()
+	out := make(map[*TaskState]string, len(r.Tasks))
+	for _, tk := range r.Tasks {
+		data, err := json.Marshal(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[tk] = string(data)
+	}
+	return out
+}
+
+// notChangedInPlace fails when a task held before an event was changed in place: an event changes a
+// task through EditTask, since a stored run's tasks are shared with its readers.
+func notChangedInPlace(t *testing.T, stored map[*TaskState]string) {
+	t.Helper()
+	for tk, was := range stored {
+		if data, _ := json.Marshal(tk); string(data) != was {
+			t.Errorf("task %s was changed in place:\n%s\nwas\n%s", tk.ID, data, was)
+		}
+	}
 }
 
 // TestOutbox: effects of one write get distinct ids, Done removes one once, and a refused event leaves

@@ -16,7 +16,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 	jh := newHarness(t)
 	ctx := context.Background()
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-checks", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
-		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusRunning}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusRunning}}})
+		Status: lifecycle.StatusRunning, Tasks: []*lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusRunning}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusRunning}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestCheckRunLookupOnlyAfterACrash(t *testing.T) {
 
 	// A run rebuilt from its branch lost its marks with Redis: its creates look first.
 	rebuilt, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-rebuilt", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
-		Status: lifecycle.StatusRunning, Rebuilt: "d-rebuild", Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusRunning}}})
+		Status: lifecycle.StatusRunning, Rebuilt: "d-rebuild", Tasks: []*lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusRunning}}})
 	if err != nil {
 		t.Fatal(err)
 	}

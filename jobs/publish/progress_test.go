@@ -13,8 +13,8 @@ import (
 
 func TestEstimate(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	task := func(status string, attempts int, d time.Duration) lifecycle.TaskState {
-		return lifecycle.TaskState{ID: "x", Status: status, Attempts: attempts, Duration: d}
+	task := func(status string, attempts int, d time.Duration) *lifecycle.TaskState {
+		return &lifecycle.TaskState{ID: "x", Status: status, Attempts: attempts, Duration: d}
 	}
 	tests := []struct {
 		name  string
@@ -22,21 +22,21 @@ func TestEstimate(t *testing.T) {
 		left  time.Duration
 		known bool
 	}{
-		{"nothing finished yet", lifecycle.Run{Tasks: []lifecycle.TaskState{task(lifecycle.TaskStatusRunning, 1, 0), task(lifecycle.TaskStatusPending, 0, 0)}}, 0, false},
-		{"odd count: the median", lifecycle.Run{Tasks: []lifecycle.TaskState{
+		{"nothing finished yet", lifecycle.Run{Tasks: []*lifecycle.TaskState{task(lifecycle.TaskStatusRunning, 1, 0), task(lifecycle.TaskStatusPending, 0, 0)}}, 0, false},
+		{"odd count: the median", lifecycle.Run{Tasks: []*lifecycle.TaskState{
 			task(lifecycle.TaskStatusPassed, 1, time.Minute), task(lifecycle.TaskStatusPassed, 2, 5*time.Minute), task(lifecycle.TaskStatusPassed, 1, 3*time.Minute),
 			task(lifecycle.TaskStatusPending, 0, 0), task(lifecycle.TaskStatusPending, 0, 0)}}, 6 * time.Minute, true},
-		{"even count: the mean of the middle two", lifecycle.Run{Tasks: []lifecycle.TaskState{
+		{"even count: the mean of the middle two", lifecycle.Run{Tasks: []*lifecycle.TaskState{
 			task(lifecycle.TaskStatusPassed, 1, 2*time.Minute), task(lifecycle.TaskStatusPassed, 1, 4*time.Minute), task(lifecycle.TaskStatusPending, 0, 0)}}, 3 * time.Minute, true},
-		{"done by an earlier run: not a measure", lifecycle.Run{Tasks: []lifecycle.TaskState{
+		{"done by an earlier run: not a measure", lifecycle.Run{Tasks: []*lifecycle.TaskState{
 			task(lifecycle.TaskStatusPassed, 0, 0), task(lifecycle.TaskStatusPassed, 1, 10*time.Minute), task(lifecycle.TaskStatusPending, 0, 0)}}, 10 * time.Minute, true},
-		{"the current task's time counts", lifecycle.Run{TaskStartedAt: now.Add(-4 * time.Minute), Tasks: []lifecycle.TaskState{
+		{"the current task's time counts", lifecycle.Run{TaskStartedAt: now.Add(-4 * time.Minute), Tasks: []*lifecycle.TaskState{
 			task(lifecycle.TaskStatusPassed, 1, 10*time.Minute), task(lifecycle.TaskStatusRunning, 1, 0), task(lifecycle.TaskStatusPending, 0, 0)}}, 16 * time.Minute, true},
 		{"nothing finished yet, the repository's history known", lifecycle.Run{PastDurations: []time.Duration{2 * time.Minute, 8 * time.Minute, 4 * time.Minute},
-			Tasks: []lifecycle.TaskState{task(lifecycle.TaskStatusPending, 0, 0), task(lifecycle.TaskStatusPending, 0, 0)}}, 8 * time.Minute, true},
+			Tasks: []*lifecycle.TaskState{task(lifecycle.TaskStatusPending, 0, 0), task(lifecycle.TaskStatusPending, 0, 0)}}, 8 * time.Minute, true},
 		{"this run's tasks and the history together", lifecycle.Run{PastDurations: []time.Duration{time.Minute, time.Minute},
-			Tasks: []lifecycle.TaskState{task(lifecycle.TaskStatusPassed, 1, 10*time.Minute), task(lifecycle.TaskStatusPending, 0, 0)}}, time.Minute, true},
-		{"never negative", lifecycle.Run{TaskStartedAt: now.Add(-time.Hour), Tasks: []lifecycle.TaskState{
+			Tasks: []*lifecycle.TaskState{task(lifecycle.TaskStatusPassed, 1, 10*time.Minute), task(lifecycle.TaskStatusPending, 0, 0)}}, time.Minute, true},
+		{"never negative", lifecycle.Run{TaskStartedAt: now.Add(-time.Hour), Tasks: []*lifecycle.TaskState{
 			task(lifecycle.TaskStatusPassed, 1, time.Minute), task(lifecycle.TaskStatusRunning, 1, 0)}}, 0, true},
 	}
 	for _, tt := range tests {
@@ -55,7 +55,7 @@ func TestSummaryEditsForProgressAreRateLimited(t *testing.T) {
 	jh := newHarness(t)
 	ctx := context.Background()
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-progress", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
-		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPending}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusPending}}})
+		Status: lifecycle.StatusRunning, Tasks: []*lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPending}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestRunStartsFromItsRepositorysHistory(t *testing.T) {
 		}
 	}
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-history", Owner: "o", Repo: "r", Branch: "akira/issue-6", Issue: 6, PR: 7,
-		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPending}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusPending}}})
+		Status: lifecycle.StatusRunning, Tasks: []*lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPending}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}

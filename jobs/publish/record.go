@@ -13,10 +13,14 @@ import (
 // What the run's record keeps besides its state: usage, notes, and the ids of what was published (check
 // runs, comments, the pull request). Status changes are the lifecycle's (jobs/lifecycle); these only
 // change the *Run they are given (Store.Update may call them again when another writer got in
-// between), so they are tested as plain functions.
+// between), so they are tested as plain functions. A task is changed through EditTask, never in
+// place: the run's tasks are shared with the runs the store returned before (see lifecycle.Run.Tasks).
 
 func RecordUsage(run *lifecycle.Run, ev runner.Event) error {
-	if t := run.Task(ev.TaskID); t != nil && ev.Usage != nil {
+	if ev.Usage == nil {
+		return nil
+	}
+	if t := run.EditTask(ev.TaskID); t != nil {
 		t.InputTokens += ev.Usage.InputTokens
 		t.OutputTokens += ev.Usage.OutputTokens
 		t.CostUSD += ev.Usage.CostUSD
@@ -26,7 +30,7 @@ func RecordUsage(run *lifecycle.Run, ev runner.Event) error {
 }
 
 func RecordBlocked(run *lifecycle.Run, ev runner.Event) error {
-	if t := run.Task(ev.TaskID); t != nil {
+	if t := run.EditTask(ev.TaskID); t != nil {
 		t.Note = ev.Message
 	}
 	return nil
@@ -35,7 +39,7 @@ func RecordBlocked(run *lifecycle.Run, ev runner.Event) error {
 // recordCheckRunOpened stores a task's new check run at once, so a crash cannot make a second one.
 func recordCheckRunOpened(taskID string, id int64, url, head string) func(*lifecycle.Run) error {
 	return func(run *lifecycle.Run) error {
-		if t := run.Task(taskID); t != nil {
+		if t := run.EditTask(taskID); t != nil {
 			t.CheckRunID, t.CheckRunURL, t.CheckRunDone, t.CheckRunAsked, t.CheckRunHead = id, url, false, false, head
 		}
 		return nil
@@ -45,7 +49,7 @@ func recordCheckRunOpened(taskID string, id int64, url, head string) func(*lifec
 // recordCheckRunAsked marks a task whose check run is about to be asked of GitHub (see openCheckRun).
 func recordCheckRunAsked(taskID string) func(*lifecycle.Run) error {
 	return func(run *lifecycle.Run) error {
-		if t := run.Task(taskID); t != nil {
+		if t := run.EditTask(taskID); t != nil {
 			t.CheckRunAsked = true
 		}
 		return nil
@@ -54,7 +58,7 @@ func recordCheckRunAsked(taskID string) func(*lifecycle.Run) error {
 
 func recordCheckRunDone(taskID string) func(*lifecycle.Run) error {
 	return func(run *lifecycle.Run) error {
-		if t := run.Task(taskID); t != nil {
+		if t := run.EditTask(taskID); t != nil {
 			t.CheckRunDone = true
 		}
 		return nil
@@ -63,7 +67,7 @@ func recordCheckRunDone(taskID string) func(*lifecycle.Run) error {
 
 func recordEscalationComment(taskID string, id int64, url string) func(*lifecycle.Run) error {
 	return func(run *lifecycle.Run) error {
-		if t := run.Task(taskID); t != nil {
+		if t := run.EditTask(taskID); t != nil {
 			t.EscalationCommentID, t.EscalationURL = id, url
 		}
 		return nil
@@ -105,7 +109,7 @@ const maxBlocked = 50
 // (who), one entry per attempt, who and destination.
 func recordRefused(taskID string, attempt int, who string, refused []egress.Blocked) func(*lifecycle.Run) error {
 	return func(run *lifecycle.Run) error {
-		t := run.Task(taskID)
+		t := run.EditTask(taskID)
 		if t == nil {
 			return nil
 		}

@@ -334,7 +334,7 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 	// is found done from its trailers now, and its check run gets the conclusion it missed.
 	for _, t := range r.run.Tasks {
 		if t.Status == lifecycle.TaskStatusPassed && t.CheckRunID != 0 && !t.CheckRunDone {
-			if err := r.checks.finishCheckRun(ctx, &t, lifecycle.TaskStatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
+			if err := r.checks.finishCheckRun(ctx, t, lifecycle.TaskStatusPassed, "", ports.CheckRun{Conclusion: ports.ConclusionSuccess, Title: "Verified"}); err != nil {
 				return err
 			}
 		}
@@ -602,7 +602,10 @@ func (r *Reporter) judged(ctx context.Context, ev runner.Event) error {
 		if err := RecordUsage(run, ev); err != nil {
 			return err
 		}
-		if t := run.Task(ev.TaskID); t != nil && ev.Verdict != nil {
+		if ev.Verdict == nil {
+			return nil
+		}
+		if t := run.EditTask(ev.TaskID); t != nil {
 			t.Judgement = &templates.Judgement{Confidence: v.Confidence, Accepted: v.Accepted}
 		}
 		return nil

@@ -28,8 +28,7 @@ func statusData(run *lifecycle.Run) templates.Status {
 	s := templates.Status{RunID: run.ID, State: run.Status.Label(), Branch: run.Branch, Total: len(run.Tasks),
 		SummaryURL: run.SummaryURL, PRURL: run.PRURL}
 	var current *lifecycle.TaskState
-	for i := range run.Tasks {
-		t := &run.Tasks[i]
+	for _, t := range run.Tasks {
 		switch t.Status {
 		case lifecycle.TaskStatusPassed, lifecycle.TaskStatusSkipped:
 			s.Done++

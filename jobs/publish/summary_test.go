@@ -34,7 +34,7 @@ func (c *lockedClock) advance(d time.Duration) {
 func twoTaskRun(t *testing.T, jh *harness, id string) *lifecycle.Run {
 	t.Helper()
 	run, _, err := jh.store.Create(context.Background(), &lifecycle.Run{ID: id, Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5,
-		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusRunning}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusPending}}})
+		Status: lifecycle.StatusRunning, Tasks: []*lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusRunning}, {ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestOneCheckRunUpdatePerStateChange(t *testing.T) {
 	jh := newHarness(t)
 	ctx := context.Background()
 	run, _, err := jh.store.Create(ctx, &lifecycle.Run{ID: "r-cr", Owner: "o", Repo: "r", Branch: "akira/issue-4", Issue: 4, PR: 5, MaxAttempts: 2,
-		Status: lifecycle.StatusRunning, Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPending}}})
+		Status: lifecycle.StatusRunning, Tasks: []*lifecycle.TaskState{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPending}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,6 +135,15 @@ func (s *Records) Create(ctx context.Context, r *lifecycle.Run) (run *lifecycle.
 			}
 		}
 		nr := *r
+		// The store keeps its own copy of the tasks it is given: their caller built them and may go on
+		// changing them in place, and the store shares what it keeps with every reader.
+		if r.Tasks != nil {
+			nr.Tasks = make([]*lifecycle.TaskState, len(r.Tasks))
+			for i, t := range r.Tasks {
+				c := *t
+				nr.Tasks[i] = &c
+			}
+		}
 		now := s.now()
 		nr.CreatedAt, nr.UpdatedAt, nr.Rev = now, now, 1
 		if nr.Status == lifecycle.StatusNew {
@@ -146,9 +155,15 @@ func (s *Records) Create(ctx context.Context, r *lifecycle.Run) (run *lifecycle.
 		if err != nil {
 			return fmt.Errorf("jobs: create run: %w", err)
 		}
-		writes, err := diffTasks(nil, nil, nr.Tasks, true)
+		writes, err := diffTasks(nil, nr.Tasks, true)
 		if err != nil {
 			return fmt.Errorf("jobs: create run: %w", err)
+		}
+		var stored map[*lifecycle.TaskState][]byte
+		if s.tasks.check {
+			if stored, err = storedForm(nr.Tasks); err != nil {
+				return fmt.Errorf("jobs: create run: %w", err)
+			}
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, key, data, 0)
@@ -163,7 +178,7 @@ func (s *Records) Create(ctx context.Context, r *lifecycle.Run) (run *lifecycle.
 		})
 		run, created = &nr, true
 		if err == nil {
-			s.tasks.put(&nr, writes.sums)
+			s.tasks.put(&nr, stored)
 		}
 		return err
 	}
@@ -184,7 +199,8 @@ func (s *Records) get(ctx context.Context, c redis.Cmdable, id string) (*lifecyc
 		return rec.run, err
 	}
 	if cached, ok := s.tasks.get(rec.run); ok {
-		rec.run.Tasks = slices.Clone(cached.tasks)
+		// The list and its tasks are shared with the cache and the runs read before (see tasks.go).
+		rec.run.Tasks = cached.tasks
 		return rec.run, nil
 	}
 	if rec.run.Tasks, err = s.readTasks(ctx, c, id); err != nil {
@@ -226,8 +242,12 @@ func (s *Records) ActiveOnBranch(ctx context.Context, owner, repo, branch string
 
 // Update applies fn to the run atomically and returns the stored result. fn may be called more than
 // once (when another writer got in between) and must only change the run it is given; an error from
-// fn aborts the update and is returned as is. The indexes follow the run: a number it gains is
-// indexed, and when it turns terminal it frees its branch and its state starts to expire.
+// fn aborts the update and is returned as is. fn changes a task through r.EditTask, never in place:
+// the run's tasks are shared with the store's copy and with the runs returned before, which must
+// stay as they were (see tasks.go); the list r.Tasks is fn's own. The run returned shares its list
+// with the store: read it, and change the run through Update. The indexes follow the run: a number
+// it gains is indexed, and when it turns terminal it frees its branch and its state starts to
+// expire.
 func (s *Records) Update(ctx context.Context, id string, fn func(*lifecycle.Run) error) (*lifecycle.Run, error) {
 	key := s.runKey(id)
 	var out *lifecycle.Run
@@ -245,9 +265,13 @@ func (s *Records) Update(ctx context.Context, id string, fn func(*lifecycle.Run)
 					return err
 				}
 			}
-			base.sums = taskSums(base.tasks)
+			if s.tasks.check {
+				if base.stored, err = storedForm(base.tasks); err != nil {
+					return fmt.Errorf("jobs: update run %s: %w", id, err)
+				}
+			}
 		}
-		// fn changes a copy of the list; base is what the tasks key holds.
+		// fn changes a copy of the list (a pointer per task); base is what the tasks key holds.
 		r.Tasks = slices.Clone(base.tasks)
 		if err := fn(r); err != nil {
 			s.tasks.drop(id)
@@ -263,9 +287,16 @@ func (s *Records) Update(ctx context.Context, id string, fn func(*lifecycle.Run)
 		if err != nil {
 			return fmt.Errorf("jobs: update run %s: %w", id, err)
 		}
-		writes, err := diffTasks(base.tasks, base.sums, r.Tasks, rec.inline)
+		writes, err := diffTasks(base.tasks, r.Tasks, rec.inline)
 		if err != nil {
 			return fmt.Errorf("jobs: update run %s: %w", id, err)
+		}
+		var stored map[*lifecycle.TaskState][]byte
+		if s.tasks.check {
+			if stored, err = unchangedInPlace(id, base, r.Tasks); err != nil {
+				s.tasks.drop(id)
+				return err
+			}
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			ttl := time.Duration(0)
@@ -275,7 +306,7 @@ func (s *Records) Update(ctx context.Context, id string, fn func(*lifecycle.Run)
 			p.Set(ctx, key, data, ttl)
 			s.queueTaskWrites(ctx, p, id, writes, ttl)
 			// What the change added to the run's cost counts in this month's spend.
-			s.queueSpend(ctx, p, r, tasksCost(r.Tasks)-tasksCost(base.tasks), r.UpdatedAt)
+			s.queueSpend(ctx, p, r, writes.cost, r.UpdatedAt)
 			s.listing.indexRun(ctx, p, r)
 			for _, n := range r.Numbers() {
 				ik := s.indexKey(r.Owner, r.Repo, n)
@@ -311,7 +342,7 @@ func (s *Records) Update(ctx context.Context, id string, fn func(*lifecycle.Run)
 			s.tasks.drop(id)
 			return err
 		}
-		s.tasks.put(r, writes.sums)
+		s.tasks.put(r, stored)
 		out = r
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 
 func newRun(id, branch string) *lifecycle.Run {
 	return &lifecycle.Run{ID: id, Owner: "Octo", Repo: "Hello", InstallationID: 1, Trigger: lifecycle.TriggerIssue, Issue: 4, Branch: branch,
-		Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "one", Status: lifecycle.TaskStatusPending}, {ID: "1.2", Title: "two", Status: lifecycle.TaskStatusPending}}}
+		Tasks: []*lifecycle.TaskState{{ID: "1.1", Title: "one", Status: lifecycle.TaskStatusPending}, {ID: "1.2", Title: "two", Status: lifecycle.TaskStatusPending}}}
 }
 
 func TestStoreCreateAndFind(t *testing.T) {
@@ -176,7 +176,7 @@ func TestStoreDecide(t *testing.T) {
 		r.Status = lifecycle.StatusParked
 		r.Parked = []lifecycle.Parked{{TaskID: "1.2", Attempt: 3}}
 		r.Head = "aaaaaaaaaa"
-		r.Tasks[1].Status = lifecycle.TaskStatusEscalated
+		r.EditTask("1.2").Status = lifecycle.TaskStatusEscalated
 		return nil
 	}
 	tests := []struct {

@@ -59,15 +59,6 @@ func (s *Spend) WarnOnce(ctx context.Context, installationID int64, month string
 	return first, nil
 }
 
-// tasksCost is what a run's tasks cost together.
-func tasksCost(ts []lifecycle.TaskState) float64 {
-	var usd float64
-	for i := range ts {
-		usd += ts[i].CostUSD
-	}
-	return usd
-}
-
 // Months lists the months with any spend, newest first.
 func (s *Spend) Months(ctx context.Context) ([]string, error) {
 	months, err := s.rdb.SMembers(ctx, s.spendMonthsKey()).Result()

@@ -22,14 +22,14 @@ func TestSpendFollowsTheRunRecord(t *testing.T) {
 	mk := func(id string, inst int64, repo string) {
 		t.Helper()
 		r := &lifecycle.Run{ID: id, Owner: "octo", Repo: repo, InstallationID: inst, Branch: "b-" + id, Status: lifecycle.StatusRunning,
-			Tasks: []lifecycle.TaskState{{ID: "1.1", Title: "One"}, {ID: "1.2", Title: "Two"}}}
+			Tasks: []*lifecycle.TaskState{{ID: "1.1", Title: "One"}, {ID: "1.2", Title: "Two"}}}
 		if _, _, err := s.Create(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cost := func(id string, task int, usd float64) {
 		t.Helper()
-		if _, err := s.Update(ctx, id, func(r *lifecycle.Run) error { r.Tasks[task].CostUSD = usd; return nil }); err != nil {
+		if _, err := s.Update(ctx, id, func(r *lifecycle.Run) error { r.EditTask(r.Tasks[task].ID).CostUSD = usd; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func TestSpendFollowsTheRunRecord(t *testing.T) {
 	cost("a", 1, 0.05) // goes down: nothing taken back
 	cost("b", 0, 2)
 	cost("c", 1, 0.30)
-	if _, err := s.Update(ctx, "c", func(r *lifecycle.Run) error { r.Tasks[0].CostUSD = 100; return errors.New("refused") }); err == nil {
+	if _, err := s.Update(ctx, "c", func(r *lifecycle.Run) error { r.EditTask("1.1").CostUSD = 100; return errors.New("refused") }); err == nil {
 		t.Fatal("the failing change was stored")
 	}
 	now = now.Add(2 * time.Hour) // December

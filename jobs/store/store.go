@@ -59,7 +59,7 @@ func NewStore(rdb redis.UniversalClient, prefix string) *Store {
 	audit := &AuditTrail{conn: c}
 	return &Store{
 		conn:       c,
-		Records:    &Records{conn: c, listing: listing},
+		Records:    &Records{conn: c, listing: listing, tasks: taskCache{check: checkInPlace}},
 		Listing:    listing,
 		Keyring:    &Keyring{conn: c, audit: audit},
 		AuditTrail: audit,

@@ -1,15 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"math"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,6 +24,15 @@ import (
 // tagged with the record's revision: a change finds them there while no other writer moved the
 // revision, and reads them again from Redis otherwise. A record written before the split still has its
 // tasks inline: it is read as it is and split at its next change.
+//
+// The tasks are shared, not copied: the list kept here is the one of the run the last change returned
+// and of the runs Get returns since, the list a change's fn works on is a copy of it (a pointer per
+// task), and a change replaces the tasks it changes (lifecycle.Run.EditTask) instead of writing into
+// them. So a change copies a pointer per task, tells what it changed by the pointers it replaced, and
+// a reader keeps the run it was given as it was while later changes go on. A write into a shared task
+// in place, or into the list of a run the store returned, breaks all of that silently: the change is
+// not stored (or is, by the next change of anything), yet every holder sees it. In test binaries
+// every change checks that neither happened (see checkInPlace).
 
 // taskOrderField is the tasks key's field holding the task ids in order.
 const taskOrderField = ""
@@ -32,15 +40,29 @@ const taskOrderField = ""
 // maxCachedRuns bounds the runs whose tasks a store keeps.
 const maxCachedRuns = 16
 
-// cachedTasks are a run's tasks as of a revision of its record, with the digest of each (taskSum)
-// taken when they were stored.
+// checkInPlace is whether a store checks, at every change of a run, that the tasks the change did
+// not replace are still as they were stored: a write made in place to a shared task (bypassing
+// EditTask) fails the change with ErrChangedInPlace instead of being lost. It costs an encoding of
+// every task per change, so it is on in test binaries only (and off in the benchmarks that measure
+// a change).
+var checkInPlace = testing.Testing()
+
+// ErrChangedInPlace is returned, when the store checks for it, by a change that finds a task the run
+// shares with its readers changed in place instead of through lifecycle.Run.EditTask.
+var ErrChangedInPlace = errors.New("jobs: a shared task was changed in place (use Run.EditTask)")
+
+// cachedTasks are a run's tasks as of a revision of its record.
 type cachedTasks struct {
 	// rev and created name the revision: a run rebuilt under the same id after Redis lost it starts
 	// its revisions again, at another time.
 	rev     int64
 	created time.Time
-	tasks   []lifecycle.TaskState
-	sums    []uint64
+	// tasks is shared with the runs the store returned: nobody changes it.
+	tasks []*lifecycle.TaskState
+	// stored is each task as it was stored (JSON) and list a copy of tasks, kept while the store
+	// checks for changes in place.
+	stored map[*lifecycle.TaskState][]byte
+	list   []*lifecycle.TaskState
 }
 
 // taskCache is the store's tasks of the runs it changed last.
@@ -49,10 +71,12 @@ type taskCache struct {
 	runs map[string]cachedTasks
 	// order is the runs from least to most recently used.
 	order []string
+	// check: see checkInPlace.
+	check bool
 }
 
-// get returns the run's tasks at rev and their digests, or false. The tasks are shared: the caller
-// copies the slice before changing it.
+// get returns the run's tasks at rev, or false. The list is shared: the caller copies it before
+// changing it.
 func (c *taskCache) get(r *lifecycle.Run) (cachedTasks, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -63,9 +87,10 @@ func (c *taskCache) get(r *lifecycle.Run) (cachedTasks, bool) {
 	return e, true
 }
 
-// put keeps the tasks of run r (tasks and their digests sums); a finished run's are dropped instead.
-func (c *taskCache) put(r *lifecycle.Run, sums []uint64) {
-	c.keep(r.ID, cachedTasks{rev: r.Rev, created: r.CreatedAt, tasks: r.Tasks, sums: sums}, !r.Status.Terminal())
+// put keeps the tasks of run r (and, when checking, stored: each as stored); a finished run's are
+// dropped instead.
+func (c *taskCache) put(r *lifecycle.Run, stored map[*lifecycle.TaskState][]byte) {
+	c.keep(r.ID, cachedTasks{rev: r.Rev, created: r.CreatedAt, tasks: r.Tasks, stored: stored}, !r.Status.Terminal())
 }
 
 func (c *taskCache) keep(id string, e cachedTasks, live bool) {
@@ -79,7 +104,11 @@ func (c *taskCache) keep(id string, e cachedTasks, live bool) {
 		delete(c.runs, id)
 		return
 	}
-	e.tasks = slices.Clone(e.tasks)
+	// The list is the run's that the change returns, not a copy: copying a pointer per task costs
+	// what the run's length does (and more while the GC runs), and no holder changes it.
+	if c.check {
+		e.list = slices.Clone(e.tasks)
+	}
 	c.runs[id] = e
 	c.order = append(c.order, id)
 	for len(c.order) > maxCachedRuns {
@@ -88,87 +117,52 @@ func (c *taskCache) keep(id string, e cachedTasks, live bool) {
 	}
 }
 
-// drop forgets a run's tasks: a change that failed may have changed them in place.
+// drop forgets a run's tasks.
 func (c *taskCache) drop(id string) { c.keep(id, cachedTasks{}, false) }
 
-// A change gets a copy of the task list whose tasks share what they hold behind references (slices,
-// the judgement) with the stored ones: copying all of that for every event would cost as much as the
-// tasks before it. Whether a task changed is told by its fields held by value, and by a digest of
-// what it holds behind references taken when it was stored, so a change made in place is seen too.
-// (Code changing a task replaces its slices rather than changing them in place all the same: a change
-// that is not stored must not show in the stored state.)
-
-var taskSeed = maphash.MakeSeed()
-
-// taskSum digests what a task holds behind references.
-func taskSum(t *lifecycle.TaskState) uint64 {
-	var h maphash.Hash
-	h.SetSeed(taskSeed)
-	var b [8]byte
-	num := func(n int64) {
-		binary.LittleEndian.PutUint64(b[:], uint64(n))
-		h.Write(b[:])
-	}
-	str := func(s string) {
-		num(int64(len(s)))
-		h.WriteString(s)
-	}
-	num(int64(len(t.Interrupted)))
-	for _, n := range t.Interrupted {
-		num(int64(n))
-	}
-	num(int64(len(t.Accept)))
-	for _, a := range t.Accept {
-		str(a)
-	}
-	num(int64(len(t.Blocked)))
-	for _, x := range t.Blocked {
-		str(x.TaskID)
-		num(int64(x.Attempt))
-		str(x.Who)
-		str(x.Host)
-		num(int64(x.Port))
-		str(x.Method)
-		str(x.Path)
-		num(int64(x.Count))
-		num(x.First.UnixNano())
-		str(x.Reason)
-		str(x.Allow)
-	}
-	if j := t.Judgement; j != nil {
-		num(1)
-		num(int64(math.Float64bits(j.Confidence)))
-		if j.Accepted {
-			num(1)
-		} else {
-			num(0)
+// storedForm is each task as JSON, for the check of changes in place.
+func storedForm(ts []*lifecycle.TaskState) (map[*lifecycle.TaskState][]byte, error) {
+	out := make(map[*lifecycle.TaskState][]byte, len(ts))
+	for _, t := range ts {
+		data, err := json.Marshal(t)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: task %s: %w", t.ID, err)
 		}
-	} else {
-		num(0)
+		out[t] = data
 	}
-	return h.Sum64()
+	return out, nil
 }
 
-// sameTask reports whether task b is a, whose digest was aSum when it was stored: every field held by
-// value compared, and the digest of the rest (TestSameTaskSeesEveryField fails when a field of
-// TaskState is left out of either).
-func sameTask(a *lifecycle.TaskState, aSum uint64, b *lifecycle.TaskState) bool {
-	return a.ID == b.ID && a.Title == b.Title && a.Status == b.Status && a.Attempts == b.Attempts &&
-		a.Duration == b.Duration && a.CheckRunID == b.CheckRunID && a.CheckRunURL == b.CheckRunURL &&
-		a.CheckRunDone == b.CheckRunDone && a.CheckRunAsked == b.CheckRunAsked && a.CheckRunHead == b.CheckRunHead &&
-		a.Checkpoint == b.Checkpoint && a.Note == b.Note && a.Unverified == b.Unverified &&
-		a.Escalations == b.Escalations && a.EscalationCommentID == b.EscalationCommentID &&
-		a.EscalationURL == b.EscalationURL && a.InputTokens == b.InputTokens && a.OutputTokens == b.OutputTokens &&
-		a.CostUSD == b.CostUSD && a.UsageEstimated == b.UsageEstimated && aSum == taskSum(b)
-}
-
-// taskSums digests each task.
-func taskSums(ts []lifecycle.TaskState) []uint64 {
-	out := make([]uint64, len(ts))
-	for i := range ts {
-		out[i] = taskSum(&ts[i])
+// unchangedInPlace checks that the list of the run as it was before a change (base) is as it was
+// kept, and that each of its tasks is still as it was stored, the tasks the change replaced included
+// (a reader may hold them); it returns the tasks after the change as stored.
+func unchangedInPlace(id string, base cachedTasks, after []*lifecycle.TaskState) (map[*lifecycle.TaskState][]byte, error) {
+	if base.list != nil && !slices.Equal(base.tasks, base.list) {
+		return nil, fmt.Errorf("%w: run %s: the list of tasks of a run the store returned was changed", ErrChangedInPlace, id)
 	}
-	return out
+	stored := base.stored
+	for t, was := range stored {
+		data, err := json.Marshal(t)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: task %s: %w", t.ID, err)
+		}
+		if !bytes.Equal(was, data) {
+			return nil, fmt.Errorf("%w: run %s, task %s is now %s, was stored as %s", ErrChangedInPlace, id, t.ID, data, was)
+		}
+	}
+	next := make(map[*lifecycle.TaskState][]byte, len(after))
+	for _, t := range after {
+		if was, kept := stored[t]; kept {
+			next[t] = was
+			continue
+		}
+		data, err := json.Marshal(t)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: task %s: %w", t.ID, err)
+		}
+		next[t] = data
+	}
+	return next, nil
 }
 
 // storedRun is a run's record as read: inline says its tasks came inline (a record from before the
@@ -195,7 +189,7 @@ func (s *Records) readRecord(ctx context.Context, c redis.Cmdable, id string) (s
 }
 
 // readTasks reads a run's tasks from its tasks key, in order.
-func (s *Records) readTasks(ctx context.Context, c redis.Cmdable, id string) ([]lifecycle.TaskState, error) {
+func (s *Records) readTasks(ctx context.Context, c redis.Cmdable, id string) ([]*lifecycle.TaskState, error) {
 	fields, err := c.HGetAll(ctx, s.tasksKey(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("jobs: tasks of run %s: %w", id, err)
@@ -204,7 +198,7 @@ func (s *Records) readTasks(ctx context.Context, c redis.Cmdable, id string) ([]
 }
 
 // decodeTasks makes the tasks of a tasks key's fields.
-func decodeTasks(id string, fields map[string]string) ([]lifecycle.TaskState, error) {
+func decodeTasks(id string, fields map[string]string) ([]*lifecycle.TaskState, error) {
 	if len(fields) == 0 {
 		return nil, nil
 	}
@@ -212,14 +206,14 @@ func decodeTasks(id string, fields map[string]string) ([]lifecycle.TaskState, er
 	if err := json.Unmarshal([]byte(fields[taskOrderField]), &order); err != nil {
 		return nil, fmt.Errorf("jobs: task order of run %s: %w", id, err)
 	}
-	tasks := make([]lifecycle.TaskState, 0, len(order))
+	tasks := make([]*lifecycle.TaskState, 0, len(order))
 	for _, tid := range order {
 		raw, ok := fields[tid]
 		if !ok {
 			return nil, fmt.Errorf("jobs: run %s: task %s is in the order but not stored", id, tid)
 		}
-		var t lifecycle.TaskState
-		if err := json.Unmarshal([]byte(raw), &t); err != nil {
+		t := new(lifecycle.TaskState)
+		if err := json.Unmarshal([]byte(raw), t); err != nil {
 			return nil, fmt.Errorf("jobs: run %s: task %s: %w", id, tid, err)
 		}
 		tasks = append(tasks, t)
@@ -236,56 +230,66 @@ func encodeRecord(r *lifecycle.Run) ([]byte, error) {
 
 // taskWrites are the changes a new state of a run's tasks makes to its tasks key: the tasks that
 // changed or are new, the ids of those gone, and the order when it changed (everything, with all, for
-// a record whose tasks were inline). sums are the digests of the new state.
+// a record whose tasks were inline). cost is what the change added to the tasks' cost.
 type taskWrites struct {
 	set     []any // field, value, field, value...
 	removed []string
-	sums    []uint64
+	cost    float64
 }
 
-// diffTasks compares the tasks after a change with before, whose digests are sums.
-func diffTasks(before []lifecycle.TaskState, sums []uint64, after []lifecycle.TaskState, all bool) (taskWrites, error) {
-	w := taskWrites{sums: make([]uint64, len(after))}
+// diffTasks compares the tasks after a change with before: a task whose pointer the change replaced
+// (lifecycle.Run.EditTask) changed, one it kept did not. Nothing is compared field by field, so what
+// a change costs is a pointer comparison per task besides the tasks it changed.
+func diffTasks(before, after []*lifecycle.TaskState, all bool) (taskWrites, error) {
+	var w taskWrites
 	set := func(t *lifecycle.TaskState) error {
 		data, err := json.Marshal(t)
 		if err != nil {
 			return fmt.Errorf("jobs: task %s: %w", t.ID, err)
 		}
 		w.set = append(w.set, t.ID, data)
+		w.cost += t.CostUSD
 		return nil
+	}
+	if i := slices.Index(after, nil); i >= 0 {
+		return taskWrites{}, fmt.Errorf("jobs: task %d of %d is nil", i+1, len(after))
 	}
 	sameOrder := !all && len(before) == len(after)
 	for i := 0; sameOrder && i < len(after); i++ {
-		sameOrder = before[i].ID == after[i].ID
+		sameOrder = before[i] == after[i] || before[i].ID == after[i].ID
 	}
 	if sameOrder {
-		// The usual change: the same tasks, one or two of them changed; compared in place.
-		for i := range after {
-			if w.sums[i] = taskSum(&after[i]); !sameTask(&before[i], sums[i], &after[i]) {
-				if err := set(&after[i]); err != nil {
+		// The usual change: the same tasks, one or two of them replaced.
+		for i, t := range after {
+			if t != before[i] {
+				if err := set(t); err != nil {
 					return taskWrites{}, err
 				}
+				w.cost -= before[i].CostUSD
 			}
 		}
 		return w, nil
 	}
-	old := make(map[string]int, len(before))
-	for i := range before {
-		old[before[i].ID] = i
+	old := make(map[string]*lifecycle.TaskState, len(before))
+	for _, t := range before {
+		old[t.ID] = t
 	}
 	ids := make([]string, len(after))
-	for i := range after {
-		t := &after[i]
-		ids[i], w.sums[i] = t.ID, taskSum(t)
-		if j, ok := old[t.ID]; all || !ok || !sameTask(&before[j], sums[j], t) {
+	for i, t := range after {
+		ids[i] = t.ID
+		if b, ok := old[t.ID]; all || b != t {
 			if err := set(t); err != nil {
 				return taskWrites{}, err
+			}
+			if ok {
+				w.cost -= b.CostUSD
 			}
 		}
 		delete(old, t.ID)
 	}
-	for id := range old {
+	for id, t := range old {
 		w.removed = append(w.removed, id)
+		w.cost -= t.CostUSD
 	}
 	order, err := json.Marshal(ids)
 	if err != nil {
