@@ -246,14 +246,23 @@ func (s *server) onPullRequest(ev *pullRequestEvent) (queue.IntakePayload, strin
 	if s.isBot(ev.Sender) || s.isBot(&pr.User) {
 		return p, "pull request by a bot"
 	}
-	if pr.Head.Repo == nil || pr.Base.Repo == nil || !strings.EqualFold(pr.Head.Repo.FullName, pr.Base.Repo.FullName) {
+	var fork string
+	switch {
+	case pr.Head.Repo == nil || pr.Base.Repo == nil:
+		// A deleted head repository proves nothing about where the head lives: a fork's, never run.
 		return p, "fork pull requests are never run"
+	case !strings.EqualFold(pr.Head.Repo.FullName, pr.Base.Repo.FullName):
+		if ev.Action == "synchronize" {
+			return p, "fork pull requests are never run automatically"
+		}
+		// Opened or reopened: the intake says once how a writer can run it.
+		fork = pr.Head.Repo.FullName
 	}
 	number := pr.Number
 	if number == 0 {
 		number = ev.Number
 	}
-	p.Body = &queue.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA}
+	p.Body = &queue.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA, Fork: fork}
 	return p, ""
 }
 

@@ -164,18 +164,23 @@ func TestPullRequests(t *testing.T) {
 		payload  map[string]any
 		reason   string
 		accepted bool
+		// fork is the head repository an accepted fork's pull request names.
+		fork string
 	}{
-		{"opened", pullRequestJSON(repo, "opened", pr, head, "alice", nil), "", true},
-		{"synchronize", pullRequestJSON(repo, "synchronize", pr, head, "alice", nil), "", true},
-		{"reopened", pullRequestJSON(repo, "reopened", pr, head, "alice", nil), "", true},
-		{"closed", pullRequestJSON(repo, "closed", pr, head, "alice", nil), "pull request closed", false},
-		{"from a fork", pullRequestJSON(repo, "opened", pr, head, "mallory", fork), "fork pull requests are never run", false},
+		{"opened", pullRequestJSON(repo, "opened", pr, head, "alice", nil), "", true, ""},
+		{"synchronize", pullRequestJSON(repo, "synchronize", pr, head, "alice", nil), "", true, ""},
+		{"reopened", pullRequestJSON(repo, "reopened", pr, head, "alice", nil), "", true, ""},
+		{"closed", pullRequestJSON(repo, "closed", pr, head, "alice", nil), "pull request closed", false, ""},
+		// A fork's pull request is only answered (the intake says how a writer runs it), never run by a push.
+		{"opened from a fork", pullRequestJSON(repo, "opened", pr, head, "mallory", fork), "", true, "mallory/widgets"},
+		{"reopened from a fork", pullRequestJSON(repo, "reopened", pr, head, "mallory", fork), "", true, "mallory/widgets"},
+		{"pushed to from a fork", pullRequestJSON(repo, "synchronize", pr, head, "mallory", fork), "fork pull requests are never run automatically", false, ""},
 		{"head repository deleted", func() map[string]any {
 			m := pullRequestJSON(repo, "opened", pr, head, "alice", nil)
 			m["pull_request"].(map[string]any)["head"].(map[string]any)["repo"] = nil
 			return m
-		}(), "fork pull requests are never run", false},
-		{"by a bot", pullRequestJSON(repo, "opened", pr, head, "renovate[bot]", nil), "pull request by a bot", false},
+		}(), "fork pull requests are never run", false, ""},
+		{"by a bot", pullRequestJSON(repo, "opened", pr, head, "renovate[bot]", nil), "pull request by a bot", false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(h.enq.enqueued())
@@ -188,8 +193,8 @@ func TestPullRequests(t *testing.T) {
 				return
 			}
 			expect(t, got, http.StatusAccepted, resultAccepted)
-			p := h.lastIntake(repo, queue.EventPullRequest, "alice")
-			want := &queue.PullRequestIntake{Number: 3, Action: tt.payload["action"].(string), HeadRef: "spec", HeadSHA: head}
+			p := h.lastIntake(repo, queue.EventPullRequest, tt.payload["sender"].(map[string]any)["login"].(string))
+			want := &queue.PullRequestIntake{Number: 3, Action: tt.payload["action"].(string), HeadRef: "spec", HeadSHA: head, Fork: tt.fork}
 			if !reflect.DeepEqual(bodyOf[queue.PullRequestIntake](p), want) {
 				t.Fatalf("pull request = %+v, want %+v", bodyOf[queue.PullRequestIntake](p), want)
 			}

@@ -32,6 +32,9 @@ func TestIntakeComments(t *testing.T) {
 		resume []runner.DecisionKind
 		// effects are what GitHub saw, in order; replies are matched by a fragment of their first line.
 		effects []string
+		// trigger, when set, is what the queued run must be: its trigger and the head it starts at.
+		trigger lifecycle.Trigger
+		head    string
 	}{
 		{
 			name: "writer runs", in: comment("alice", "/akira run", 4), runs: 1,
@@ -90,16 +93,41 @@ func TestIntakeComments(t *testing.T) {
 			in: comment("alice", "/akira run", 4),
 		},
 		{
-			name: "run on a fork's pull request is refused",
+			name: "a writer's run on a fork's pull request runs its head as a fork run",
 			setup: func(f *jobstest.GitHub) {
-				f.Pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "evil/r"}
+				f.Pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "eve/r", HeadSHA: "f0f0"}
 			},
 			in: func() queue.IntakePayload {
 				p := comment("alice", "/akira run", 4)
 				p.Body.(*queue.CommentIntake).OnPullRequest = true
 				return p
 			}(),
-			effects: []string{"comment #4: "},
+			runs: 1, trigger: lifecycle.TriggerFork, head: "f0f0",
+			effects: []string{"react eyes to comment 555"},
+		},
+		{
+			name: "a reader's run on a fork's pull request is refused",
+			setup: func(f *jobstest.GitHub) {
+				f.Pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "eve/r", HeadSHA: "f0f0"}
+			},
+			in: func() queue.IntakePayload {
+				p := comment("rita", "/akira run", 4)
+				p.Body.(*queue.CommentIntake).OnPullRequest = true
+				return p
+			}(),
+			effects: []string{"comment #4: Sorry @rita"},
+		},
+		{
+			name: "run on a pull request whose fork was deleted is refused",
+			setup: func(f *jobstest.GitHub) {
+				f.Pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadSHA: "f0f0"}
+			},
+			in: func() queue.IntakePayload {
+				p := comment("alice", "/akira run", 4)
+				p.Body.(*queue.CommentIntake).OnPullRequest = true
+				return p
+			}(),
+			effects: []string{"comment #4: Akira cannot run this pull request"},
 		},
 	}
 	for _, tt := range tests {
@@ -117,6 +145,9 @@ func TestIntakeComments(t *testing.T) {
 			runs := queued[queue.RunPayload](jh, queue.TypeRun)
 			if len(runs) != tt.runs {
 				t.Errorf("runs queued = %+v, want %d", runs, tt.runs)
+			}
+			if tt.trigger != "" && (len(runs) != 1 || runs[0].Trigger != tt.trigger || runs[0].HeadSHA != tt.head || runs[0].Branch != "") {
+				t.Errorf("runs queued = %+v, want one %s run at %s", runs, tt.trigger, tt.head)
 			}
 			var decisions []runner.DecisionKind
 			for _, r := range queued[queue.ResumePayload](jh, queue.TypeResume) {
@@ -268,6 +299,46 @@ func TestIntakePushAndPullRequest(t *testing.T) {
 			}
 			if effects := jh.gh.Effects(); len(effects) != 0 {
 				t.Errorf("effects on GitHub = %q, want none", effects)
+			}
+		})
+	}
+}
+
+// TestIntakeForkPullRequest: a fork's pull request that changes plan files queues nothing; it gets
+// one answer saying how a writer runs it, however often it is opened again, and a fork's branch
+// named like Akira's is answered all the same. One that changes only code gets nothing.
+func TestIntakeForkPullRequest(t *testing.T) {
+	fork := func(action, head string) queue.IntakePayload {
+		return queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "eve"}, Event: queue.EventPullRequest,
+			Body: &queue.PullRequestIntake{Number: 3, Action: action, HeadRef: head, HeadSHA: "f0f0", Fork: "eve/r"}}
+	}
+	tests := []struct {
+		name    string
+		files   []string
+		in      []queue.IntakePayload
+		effects []string
+	}{
+		{"spec changes, opened then reopened", []string{"specs/login/tasks.md", "main.go"},
+			[]queue.IntakePayload{fork("opened", "spec"), fork("reopened", "spec")},
+			[]string{"comment #3: This pull request comes from the fork `eve/r` and changes plan files Akira can run (`specs/login/tasks.md`). Akira does not run a fork's work by itself."}},
+		{"a fork's branch named like Akira's", []string{"ROADMAP.md"}, []queue.IntakePayload{fork("opened", "akira/issue-2")},
+			[]string{"comment #3: This pull request comes from the fork `eve/r` and changes plan files Akira can run (`ROADMAP.md`). Akira does not run a fork's work by itself."}},
+		{"code only", []string{"main.go"}, []queue.IntakePayload{fork("opened", "spec")}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jh := newJobsHarness(t)
+			jh.gh.PullFiles[3] = tt.files
+			for _, in := range tt.in {
+				if err := jh.intake(in); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if runs := queued[queue.RunPayload](jh, queue.TypeRun); len(runs) != 0 {
+				t.Errorf("runs queued for a fork's pull request: %+v", runs)
+			}
+			if got := jh.gh.Effects(); !slices.Equal(got, tt.effects) {
+				t.Errorf("effects on GitHub = %q, want %q", got, tt.effects)
 			}
 		})
 	}

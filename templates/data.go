@@ -467,10 +467,34 @@ type UntrustedPlan struct {
 	Author     string
 	Permission string
 	Commands   []string
+	// Fork is the fork ("owner/name") whose plan files carry the commands, in place of an author.
+	Fork string
 }
 
-// ForkRefusal answers /akira run on a pull request from a fork.
+// ForkRefusal answers /akira run on a pull request whose head repository was deleted.
 type ForkRefusal struct{}
+
+// ForkNotice answers a pull request from the fork Fork that changes the plan files Files: nothing runs
+// until a writer asks, and then on Branch.
+type ForkNotice struct {
+	Fork   string
+	Files  []string
+	Branch string
+}
+
+// ForkRefused answers a writer's /akira run on a fork's pull request that changes the workflow files
+// Workflows, or whose head moved from Asked to Now after the command.
+type ForkRefused struct {
+	Workflows  []string
+	Asked, Now string
+}
+
+// ForkRun tells a fork's pull request where Akira runs it: Branch (at Head), with pull request PR.
+type ForkRun struct {
+	Branch, BranchURL string
+	Head              string
+	PR                int
+}
 
 // BranchBusy answers a run asked for on a branch another run owns.
 type BranchBusy struct {
@@ -659,6 +683,8 @@ type PRBody struct {
 	SourceURL string
 	// Issue is the issue the run came from; the body then says "Closes #<n>".
 	Issue int
+	// Fork is the fork's pull request a fork run works for; the body names it.
+	Fork  *PRFork
 	Tasks []PRTask
 	// State is one of the Run constants; "" while the pull request opens (working).
 	State string
@@ -666,6 +692,13 @@ type PRBody struct {
 	ParkedTask, ParkedTitle, EscalationURL string
 	// StoppedBy, PausedBy and AbortedBy say who; Error why the run failed.
 	StoppedBy, PausedBy, AbortedBy, Error string
+}
+
+// PRFork is the pull request from a fork (Repo, branch Ref) that a run's pull request works for, from
+// its head Head.
+type PRFork struct {
+	Number          int
+	Repo, Ref, Head string
 }
 
 // PRBodyOf is the pull request's body for a run as its summary shows it; issue is the issue it came

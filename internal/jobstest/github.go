@@ -480,6 +480,24 @@ func (f *GitHub) GetRef(_ context.Context, _, _, ref string) (string, error) {
 	return "", fmt.Errorf("%s: %w", ref, ports.ErrGitHubNotFound)
 }
 
+func (f *GitHub) CreateRef(_ context.Context, _, _, ref, sha string) error {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if err := f.Call("CreateRef"); err != nil {
+		return err
+	}
+	ref = strings.TrimPrefix(ref, "refs/")
+	if _, ok := f.Refs[ref]; ok {
+		return fmt.Errorf("%s: reference already exists", ref)
+	}
+	if f.Refs == nil {
+		f.Refs = map[string]string{}
+	}
+	f.Refs[ref] = sha
+	f.Effect("create ref %s at %s", ref, sha)
+	return nil
+}
+
 func (f *GitHub) BranchCommits(_ context.Context, _, _, base, head string) ([]ports.BranchCommit, error) {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/ports"
@@ -34,6 +35,26 @@ func AsRepoConfigError(err error) (*config.RepoError, bool) {
 // counts as a fork: nothing proves it was this repository.
 func IsFork(headRepo, owner, repo string) bool {
 	return headRepo == "" || !strings.EqualFold(headRepo, owner+"/"+repo)
+}
+
+// ForkBranch is the branch of the repository a fork's pull request number runs on: Akira cannot push
+// to a fork, so its run starts a branch of its own at the fork's head.
+func ForkBranch(prefix string, number int) string {
+	return prefix + "pr-" + strconv.Itoa(number)
+}
+
+// ForkOfBranch is the fork's pull request whose run branch is (ForkBranch); ok is false for any other
+// branch. A fork run's branch holds the fork's content, so a plan file on it is not a writer's.
+func ForkOfBranch(prefix, branch string) (number int, ok bool) {
+	n, found := strings.CutPrefix(branch, prefix+"pr-")
+	if !found {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil || i <= 0 || strconv.Itoa(i) != n {
+		return 0, false
+	}
+	return i, true
 }
 
 // RepoConfig reads the repository's .github/akira.yml (or .yaml) from its default branch, never from a

@@ -244,13 +244,20 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 		if err != nil {
 			return "", fmt.Errorf("jobs: pull request #%d: %w", c.Number, err)
 		}
-		if flow.IsFork(pr.HeadRepo, in.p.Owner, in.p.Repo) {
+		switch {
+		case pr.HeadRepo == "":
+			// The fork was deleted: nothing shows whose work the head is.
 			if err := in.reply(ctx, c.Number, publish.ForkRefusalText()); err != nil {
 				return "", err
 			}
 			return metrics.ResultRefused, nil
+		case flow.IsFork(pr.HeadRepo, in.p.Owner, in.p.Repo):
+			// A writer asked: the run starts a branch of this repository at the head as it is now,
+			// and never takes in what the fork pushes after this moment.
+			run.Trigger, run.HeadSHA = lifecycle.TriggerFork, pr.HeadSHA
+		default:
+			run.Trigger, run.Branch, run.HeadSHA = lifecycle.TriggerPullRequest, pr.HeadRef, pr.HeadSHA
 		}
-		run.Trigger, run.Branch, run.HeadSHA = lifecycle.TriggerPullRequest, pr.HeadRef, pr.HeadSHA
 	}
 	if err := queue.Enqueued(h.d.Enqueuer.EnqueueRun(ctx, run)); err != nil {
 		return "", err

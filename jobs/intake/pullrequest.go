@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/akira-bot/akira/jobs/flow"
@@ -13,6 +14,7 @@ import (
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/templates"
 )
 
 func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) {
@@ -31,15 +33,20 @@ func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if strings.HasPrefix(pr.HeadRef, rc.BranchPrefix) || !rc.Triggers.PullRequest {
+	// A fork's branch may be named anything: only the repository's own akira/ branches are Akira's.
+	if (pr.Fork == "" && strings.HasPrefix(pr.HeadRef, rc.BranchPrefix)) || !rc.Triggers.PullRequest {
 		return metrics.ResultNoop, nil
 	}
 	files, err := in.gh.PullRequestFiles(ctx, in.p.Owner, in.p.Repo, pr.Number)
 	if err != nil {
 		return "", fmt.Errorf("jobs: files of pull request #%d: %w", pr.Number, err)
 	}
-	if !slices.ContainsFunc(files, func(f string) bool { return f == rc.Roadmap || config.MatchAny(rc.Specs, f) }) {
+	plans := slices.DeleteFunc(files, func(f string) bool { return f != rc.Roadmap && !config.MatchAny(rc.Specs, f) })
+	if len(plans) == 0 {
 		return metrics.ResultNoop, nil
+	}
+	if pr.Fork != "" {
+		return h.forkNotice(ctx, in, pr, plans, rc)
 	}
 	// Pushing to a branch of the repository needs write access, but reopening a pull request needs only
 	// triage: the person who set it going must be allowed to start runs.
@@ -57,4 +64,17 @@ func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) 
 		return "", err
 	}
 	return metrics.ResultAccepted, nil
+}
+
+// forkNotice answers a fork's pull request that changes plan files: nothing runs by itself, and a
+// writer's `/akira run` runs it on a branch of the repository. Said once per pull request, however
+// often it is reopened; no permission is asked, since nothing runs.
+func (h *Intake) forkNotice(ctx context.Context, in *intake, pr *queue.PullRequestIntake, plans []string, rc config.Repo) (string, error) {
+	text := publish.Render("fork_notice", templates.ForkNotice{Fork: pr.Fork, Files: plans, Branch: flow.ForkBranch(rc.BranchPrefix, pr.Number)},
+		"Akira does not run pull requests from forks by themselves: someone with write access can reply `/akira run`.")
+	key := "fork-notice-" + in.p.Owner + "/" + in.p.Repo + "#" + strconv.Itoa(pr.Number)
+	if err := publish.ReplyOnce(ctx, in.store.Dedupe, in.gh, in.p.Owner, in.p.Repo, pr.Number, key, text, true); err != nil {
+		return "", err
+	}
+	return metrics.ResultReplied, nil
 }

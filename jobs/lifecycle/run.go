@@ -30,7 +30,22 @@ const (
 	TriggerReview Trigger = "review"
 	// TriggerAPI is a run handed off through the REST API (POST /api/v1/runs, akira handoff, akira mcp).
 	TriggerAPI Trigger = "api"
+	// TriggerFork is a writer's `/akira run` on a pull request from a fork: Akira cannot push to the fork,
+	// so the run works on a branch of the repository (akira/pr-<n>) that starts at the fork's head, and
+	// opens a pull request of its own that names the fork's.
+	TriggerFork Trigger = "fork"
 )
+
+// Fork is the pull request from a fork that a fork run (TriggerFork) works for.
+type Fork struct {
+	Number int    `json:"number"`
+	URL    string `json:"url,omitempty"`
+	// Repo is the fork ("owner/name") and Ref its branch; Head is the commit the run's branch started
+	// at: the fork's head when a writer asked, never a later one.
+	Repo string `json:"repo"`
+	Ref  string `json:"ref,omitempty"`
+	Head string `json:"head"`
+}
 
 // ReviewRequest is a review for a run to address: a review requesting changes, or `/akira fix` in a
 // review comment.
@@ -134,6 +149,8 @@ type Run struct {
 	Notify map[string][]string `json:"notify,omitempty"`
 	// Review is the review a review run addresses.
 	Review *ReviewRequest `json:"review,omitempty"`
+	// Fork is the fork's pull request a fork run works for (trigger fork); its number finds the run too.
+	Fork *Fork `json:"fork,omitempty"`
 	// CI is the run's watch of its pull request's own CI; nil when it does not watch.
 	CI *CIWatch `json:"ci,omitempty"`
 	// Budget is what the run may spend (the operator's, lowered by the repository's, raised by
@@ -375,6 +392,9 @@ func (r *Run) Numbers() []int {
 	}
 	if r.PR > 0 && r.PR != r.Issue {
 		out = append(out, r.PR)
+	}
+	if r.Fork != nil && r.Fork.Number > 0 && r.Fork.Number != r.PR {
+		out = append(out, r.Fork.Number)
 	}
 	return out
 }

@@ -236,6 +236,13 @@ type Repos interface {
 	Repository(ctx context.Context, owner, repo string) (RepoInfo, error)
 }
 
+// Refs creates branches.
+type Refs interface {
+	// CreateRef creates ref ("heads/<branch>") at sha, a commit of the repository or of a fork's
+	// pull request into it (GitHub keeps those as refs/pull/<n>/head); an existing ref is an error.
+	CreateRef(ctx context.Context, owner, repo, ref, sha string) error
+}
+
 // ReviewComment is a comment of a review on a line of a pull request's diff.
 type ReviewComment struct {
 	ID       int64
@@ -275,6 +282,7 @@ type GitHub interface {
 	Permissions
 	Pulls
 	Repos
+	Refs
 	Reviews
 	GitAuth
 	CI

@@ -103,6 +103,7 @@ func (p *publisher) publishPullRequestBody(ctx context.Context, r *lifecycle.Run
 		return nil
 	}
 	data := templates.PRBodyOf(SummaryData(r), r.Issue)
+	data.Fork = prFork(r)
 	body, err := templates.Render("pr_body", data)
 	if err != nil {
 		return err
@@ -161,11 +162,36 @@ func SummaryData(r *lifecycle.Run) templates.Summary {
 
 // pullRequestBody is the body of a run's draft pull request: where the tasks come from, and the tasks.
 func pullRequestBody(run *lifecycle.Run, tasks []runner.TaskResult) (string, error) {
-	body := templates.PRBody{RunID: run.ID, Source: run.Source, SourceURL: run.SourceURL, Issue: run.Issue}
+	body := templates.PRBody{RunID: run.ID, Source: run.Source, SourceURL: run.SourceURL, Issue: run.Issue, Fork: prFork(run)}
 	for _, t := range tasks {
 		body.Tasks = append(body.Tasks, templates.PRTask{ID: t.ID, Title: t.Title, Done: t.Status == runner.TaskDone})
 	}
 	return templates.Render("pr_body", body)
+}
+
+// prFork is the fork's pull request a run's pull request names; nil for a run that is not a fork's.
+func prFork(run *lifecycle.Run) *templates.PRFork {
+	if run.Fork == nil {
+		return nil
+	}
+	return &templates.PRFork{Number: run.Fork.Number, Repo: run.Fork.Repo, Ref: run.Fork.Ref, Head: run.Fork.Head}
+}
+
+// announceFork tells a fork's pull request where Akira runs it, once its own pull request is open.
+// Keyed by the run: a later job, or a retried one, finds it said (in Redis, else by its marker).
+func announceFork(ctx context.Context, replies *store.Dedupe, c ports.Comments, run *lifecycle.Run) error {
+	if run.Fork == nil || run.PR == 0 {
+		return nil
+	}
+	data := templates.ForkRun{Branch: run.Branch, Head: run.Fork.Head, PR: run.PR}
+	if run.RepoURL != "" {
+		data.BranchURL = run.RepoURL + "/tree/" + run.Branch
+	}
+	text := Render("fork_run", data, fmt.Sprintf("Akira runs this pull request on `%s`: follow it in #%d.", run.Branch, run.PR))
+	if err := ReplyOnce(ctx, replies, c, run.Owner, run.Repo, run.Fork.Number, "fork-run-"+run.ID, text, true); err != nil {
+		return fmt.Errorf("jobs: tell #%d where it runs: %w", run.Fork.Number, err)
+	}
+	return nil
 }
 
 // ensurePullRequest finds the draft pull request of the run's branch, or opens it; the branch already

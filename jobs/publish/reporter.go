@@ -348,6 +348,9 @@ func (r *Reporter) runStarted(ctx context.Context, ev runner.Event) error {
 			return err
 		}
 	}
+	if err := announceFork(ctx, r.store.Dedupe, r.gh, r.run); err != nil {
+		return err
+	}
 	return r.perform(ctx, effects, ev)
 }
 

@@ -11,12 +11,14 @@ const EventPullRequest = "pull_request"
 var PullRequestEvent = IntakeEvent{Events: []string{EventPullRequest}, Key: "pull_request",
 	New: func() IntakeBody { return new(PullRequestIntake) }}
 
-// PullRequestIntake is a pull request opened, reopened or pushed to, from the repository itself.
+// PullRequestIntake is a pull request opened, reopened or pushed to, from the repository itself, or
+// opened or reopened from a fork (Fork names it): a fork's is only answered, never run by itself.
 type PullRequestIntake struct {
 	Number  int    `json:"number"`
 	Action  string `json:"action"`
 	HeadRef string `json:"head_ref"`
 	HeadSHA string `json:"head_sha"`
+	Fork    string `json:"fork,omitempty"`
 }
 
 func (pr *PullRequestIntake) check() error {

@@ -34,6 +34,8 @@ func TestRunPayloadValidate(t *testing.T) {
 		{"push", func(p *RunPayload) { p.Trigger, p.Number = lifecycle.TriggerPush, 0 }, ""},
 		{"pull request", func(p *RunPayload) { p.Trigger, p.Branch = lifecycle.TriggerPullRequest, "feature" }, ""},
 		{"pull request without branch", func(p *RunPayload) { p.Trigger = lifecycle.TriggerPullRequest }, "without a number and a branch"},
+		{"fork", func(p *RunPayload) { p.Trigger, p.HeadSHA = lifecycle.TriggerFork, "f0f0" }, ""},
+		{"fork without its head", func(p *RunPayload) { p.Trigger = lifecycle.TriggerFork }, "without a pull request number and its head"},
 		{"continue", func(p *RunPayload) { p.Trigger, p.RunID = lifecycle.TriggerContinue, "abc" }, ""},
 		{"continue without run", func(p *RunPayload) { p.Trigger = lifecycle.TriggerContinue }, "continue without a run id"},
 		{"issue without number", func(p *RunPayload) { p.Number = 0 }, "without an issue number"},

@@ -21,7 +21,8 @@ type RunPayload struct {
 	Number int `json:"number,omitempty"`
 	// Branch is the pull request's head branch (trigger pull_request).
 	Branch string `json:"branch,omitempty"`
-	// HeadSHA is the pushed commit (push) or the pull request's head (pull_request).
+	// HeadSHA is the pushed commit (push) or the pull request's head (pull_request, fork): a fork run's
+	// branch starts at this commit, the head a writer asked to run.
 	HeadSHA string `json:"head_sha,omitempty"`
 	// Path is the roadmap named by `/akira run <path>`; empty means the repository's configured one.
 	Path string `json:"path,omitempty"`
@@ -81,6 +82,10 @@ func (p RunPayload) Validate() error {
 	case lifecycle.TriggerPullRequest:
 		if p.Number <= 0 || p.Branch == "" {
 			errs = append(errs, errors.New("pull_request trigger without a number and a branch"))
+		}
+	case lifecycle.TriggerFork:
+		if p.Number <= 0 || p.HeadSHA == "" {
+			errs = append(errs, errors.New("fork trigger without a pull request number and its head"))
 		}
 	case lifecycle.TriggerContinue:
 		if p.RunID == "" {

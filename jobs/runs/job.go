@@ -79,6 +79,7 @@ func (h *Runs) runJob(ctx context.Context, p queue.RunPayload) (string, error) {
 	run, err := h.resolveRun(ctx, gh, p)
 	up, untrusted := errors.AsType[*UntrustedPlanError](err)
 	cn, unconfirmed := errors.AsType[*ConfirmNeededError](err)
+	fr, forkRefused := errors.AsType[*ForkRefusedError](err)
 	switch busy, isBusy := errors.AsType[*store.BranchBusyError](err); {
 	case errors.Is(err, ErrNothingToDo):
 		log.Info("run job: nothing to do")
@@ -97,8 +98,16 @@ func (h *Runs) runJob(ctx context.Context, p queue.RunPayload) (string, error) {
 		return metrics.ResultReplied, nil
 	case isBusy:
 		return h.branchBusy(ctx, gh, p, busy, log)
+	case forkRefused:
+		log.Info("run job: the fork's pull request is not run", "why", fr.Error())
+		retried, _ := asynq.GetRetryCount(ctx)
+		text := publish.Render("fork_refused", templates.ForkRefused{Workflows: fr.Workflows, Asked: fr.Asked, Now: fr.Now}, "Akira did not start: "+strings.TrimPrefix(fr.Error(), "jobs: ")+".")
+		if rerr := publish.ReplyOnce(ctx, h.d.Store.Dedupe, gh, p.Owner, p.Repo, p.Number, "fork-"+p.JobID(), text, retried > 0); rerr != nil {
+			return metrics.ResultRetry, rerr
+		}
+		return metrics.ResultRefused, nil
 	case untrusted:
-		log.Info("run job: untrusted plan", "author", up.Author, "permission", up.Permission, "commands", len(up.Commands))
+		log.Info("run job: untrusted plan", "author", up.Author, "fork", up.Fork, "permission", up.Permission, "commands", len(up.Commands))
 		if rerr := h.refuseUntrustedPlan(ctx, gh, p, up); rerr != nil {
 			return metrics.ResultRetry, rerr
 		}
@@ -198,6 +207,11 @@ func (h *Runs) resolveRun(ctx context.Context, gh ports.GitHub, p queue.RunPaylo
 	if err := CheckPlanTrust(ctx, gh, p, run, in.Issue); err != nil {
 		return nil, err
 	}
+	if _, forkBranch := flow.ForkOfBranch(in.Config.BranchPrefix, run.Branch); run.Fork != nil || forkBranch {
+		if err := h.prepareForkBranch(ctx, gh, p, run, in.Config.BranchPrefix); err != nil {
+			return nil, err
+		}
+	}
 	// The branch's commits say whether a pull request's push left anything to do, and whether the
 	// branch belongs to a run Redis lost.
 	lostID, commits, known, err := branchRun(ctx, h.d.Store.Records, gh, run)
@@ -246,17 +260,23 @@ var errPlanning = errors.New("jobs: planning first")
 type UntrustedPlanError struct {
 	Author, Permission string
 	Commands           []string
+	// Fork is where the plan files came from, for a fork's content (Author is then unknown).
+	Fork string
 }
 
 func (e *UntrustedPlanError) Error() string {
+	if e.Fork != "" {
+		return fmt.Sprintf("the plan's verify commands come from the fork %s and no writer vouched for them", e.Fork)
+	}
 	return fmt.Sprintf("the plan's verify commands were written by %s (%s access) and no writer vouched for them", e.Author, e.Permission)
 }
 
 // CheckPlanTrust refuses an issue plan with verify commands whose author has no write access, unless
 // the payload says a writer vouched for it. The commenter's own permission was checked at intake;
 // this is about who wrote the commands. A plan without verify commands is only text for the agent.
-// A plan file in the repository is not checked: only people with push access put files on a branch
-// (a fork's pull request is refused), and a commit's author field proves nothing about who pushed it.
+// A plan file in the repository is not checked here: only people with push access put files on a
+// branch, and a commit's author field proves nothing about who pushed it. The exception is a fork's
+// content on a branch of the repository, which CheckForkPlanTrust checks.
 func CheckPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPayload, run *lifecycle.Run, is *ports.Issue) error {
 	if run.Plan == "" || p.TrustPlan || is == nil || run.PlanFromComment {
 		return nil
@@ -289,6 +309,118 @@ func CheckPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPay
 	return &UntrustedPlanError{Author: author, Permission: level, Commands: cmds}
 }
 
+// prepareForkBranch checks the plan files of a fork's content and, for a new fork run, starts its branch
+// at the fork's head. It serves a fork run, and a run of the pull request Akira opened for one (its
+// branch holds the fork's files too, which no writer put there).
+func (h *Runs) prepareForkBranch(ctx context.Context, gh ports.GitHub, p queue.RunPayload, run *lifecycle.Run, prefix string) error {
+	start, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
+	missing := errors.Is(err, ports.ErrGitHubNotFound)
+	switch {
+	case missing && run.Fork == nil:
+		return nil // the engine says the branch is gone
+	case missing:
+		start = run.Fork.Head
+	case err != nil:
+		return fmt.Errorf("jobs: branch %s: %w", run.Branch, err)
+	}
+	if err := CheckForkPlanTrust(ctx, gh, p, run, start); err != nil {
+		if up, ok := errors.AsType[*UntrustedPlanError](err); ok {
+			if up.Fork, err = forkName(ctx, gh, run, prefix); err != nil {
+				return err
+			}
+			return up
+		}
+		return err
+	}
+	if !missing {
+		// An earlier run's branch (or an earlier try's): the run continues there, and what the
+		// fork pushed since is not taken in.
+		return nil
+	}
+	if err := gh.CreateRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch, start); err != nil {
+		return fmt.Errorf("jobs: start %s at the fork's head %s: %w", run.Branch, start, err)
+	}
+	h.log.Info("run job: started a branch at a fork's head", "repo", run.Owner+"/"+run.Repo, "branch", run.Branch,
+		"fork", run.Fork.Repo, "head", start)
+	return nil
+}
+
+// forkName names the fork whose content the run's branch holds, for a refusal: the fork run's own, or
+// for a run of the pull request Akira opened for one, the fork of the pull request its branch names.
+func forkName(ctx context.Context, pulls ports.Pulls, run *lifecycle.Run, prefix string) (string, error) {
+	if run.Fork != nil {
+		return run.Fork.Repo, nil
+	}
+	n, _ := flow.ForkOfBranch(prefix, run.Branch)
+	pr, err := pulls.GetPullRequest(ctx, run.Owner, run.Repo, n)
+	if errors.Is(err, ports.ErrGitHubNotFound) || (err == nil && pr.HeadRepo == "") {
+		return fmt.Sprintf("behind #%d", n), nil // gone with its fork: the branch still holds its content
+	}
+	if err != nil {
+		return "", fmt.Errorf("jobs: pull request #%d: %w", n, err)
+	}
+	return pr.HeadRepo, nil
+}
+
+// CheckForkPlanTrust refuses the verify commands that content from a fork adds to the run's plan
+// files, unless a writer vouched for them (/akira run --trust-plan): nothing shows who wrote a fork's
+// files, so only commands already in the base branch's copy of a file count as a writer's. ref is the
+// commit the run starts from. The refusal names the fork of a fork run; the caller names it otherwise.
+func CheckForkPlanTrust(ctx context.Context, repos ports.Repos, p queue.RunPayload, run *lifecycle.Run, ref string) error {
+	if p.TrustPlan || run.Plan != "" {
+		return nil
+	}
+	files := run.Plans
+	if len(files) == 0 {
+		files = []string{run.Roadmap}
+	}
+	var cmds []string
+	for _, f := range files {
+		head, err := planVerify(ctx, repos, run, ref, f)
+		if err != nil {
+			return err
+		}
+		base, err := planVerify(ctx, repos, run, run.Base, f)
+		if err != nil {
+			return err
+		}
+		for _, c := range head {
+			if !slices.Contains(base, c) && !slices.Contains(cmds, c) {
+				cmds = append(cmds, c)
+			}
+		}
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	up := &UntrustedPlanError{Permission: ports.PermNone, Commands: cmds}
+	if run.Fork != nil {
+		up.Fork = run.Fork.Repo
+	}
+	return up
+}
+
+// planVerify lists the verify commands of the plan file path at ref; none when it is missing or does
+// not parse (the engine then says what is wrong with it).
+func planVerify(ctx context.Context, repos ports.Repos, run *lifecycle.Run, ref, path string) ([]string, error) {
+	data, err := repos.GetFile(ctx, run.Owner, run.Repo, ref, path)
+	if errors.Is(err, ports.ErrGitHubNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: plan file %s at %s: %w", path, ref, err)
+	}
+	rm, err := roadmap.Parse(path, data)
+	if err != nil {
+		return nil, nil
+	}
+	var cmds []string
+	for _, t := range rm.Tasks {
+		cmds = append(cmds, t.Verify...)
+	}
+	return cmds, nil
+}
+
 // refuseUntrustedPlan shows the commands Akira will not run and how a writer confirms them.
 func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p queue.RunPayload, up *UntrustedPlanError) error {
 	retried, _ := asynq.GetRetryCount(ctx)
@@ -300,7 +432,7 @@ func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p queu
 }
 
 func UntrustedPlanText(up *UntrustedPlanError) string {
-	return publish.Render("untrusted_plan", templates.UntrustedPlan{Author: up.Author, Permission: up.Permission, Commands: clipAll(up.Commands)},
+	return publish.Render("untrusted_plan", templates.UntrustedPlan{Author: up.Author, Permission: up.Permission, Commands: clipAll(up.Commands), Fork: up.Fork},
 		"Akira did not start: the plan's verify commands were written by someone without write access. A writer can reply `/akira run --trust-plan`.")
 }
 
@@ -374,7 +506,8 @@ func (h *Runs) restoreLostRun(ctx context.Context, run *lifecycle.Run, worked ti
 // because a parked run may wait for days).
 func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p queue.RunPayload, busy *store.BranchBusyError, log *slog.Logger) (string, error) {
 	active := busy.Active
-	if p.Trigger != lifecycle.TriggerIssue && active.Status != lifecycle.StatusParked {
+	command := p.Trigger == lifecycle.TriggerIssue || p.Trigger == lifecycle.TriggerFork
+	if !command && active.Status != lifecycle.StatusParked {
 		log.Info("run job: branch busy, waiting", "active_run", active.ID)
 		return metrics.ResultBusy, fmt.Errorf("%w (run %s)", flow.ErrBusy, active.ID)
 	}
@@ -384,7 +517,7 @@ func (h *Runs) branchBusy(ctx context.Context, c ports.Comments, p queue.RunPayl
 	}
 	if number > 0 {
 		data := templates.BranchBusy{Branch: active.Branch, RunID: active.ID, State: active.Status.Label(),
-			FromCommand: p.Trigger == lifecycle.TriggerIssue, SummaryURL: active.SummaryURL}
+			FromCommand: command, SummaryURL: active.SummaryURL}
 		if active.Status == lifecycle.StatusParked && len(active.Parked) > 0 {
 			data.ParkedTask = active.Parked[0].TaskID
 		}

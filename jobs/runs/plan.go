@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,8 +29,10 @@ type RunInputs struct {
 	// Issue is set for TriggerIssue, PR for TriggerPullRequest.
 	Issue *ports.Issue
 	PR    *ports.PullRequest
-	// PlanFiles are the plan files the pull request changes (trigger pull_request), in path order.
+	// PlanFiles are the plan files the pull request changes (trigger pull_request, fork), in path order.
 	PlanFiles []string
+	// Workflows are the workflow files a fork's pull request changes (trigger fork).
+	Workflows []string
 	// Prior is the latest run of the pull request a review run addresses, when Redis knows it.
 	Prior *lifecycle.Run
 	// postedPlan is the plan Akira posted for an issue without a checklist, and its comment's link;
@@ -103,6 +106,22 @@ func (h *Runs) GatherRunInputs(ctx context.Context, gh inputsGitHub, p queue.Run
 			return in, fmt.Errorf("jobs: files of pull request #%d: %w", p.Number, err)
 		}
 		in.PlanFiles = changedPlans(files, in.Config)
+	case lifecycle.TriggerFork:
+		// The files first, then the head: a head still at the commit the writer asked for was the
+		// head these files were listed at.
+		files, err := gh.PullRequestFiles(ctx, p.Owner, p.Repo, p.Number)
+		if err != nil {
+			return in, fmt.Errorf("jobs: files of pull request #%d: %w", p.Number, err)
+		}
+		if in.PR, err = gh.GetPullRequest(ctx, p.Owner, p.Repo, p.Number); err != nil {
+			return in, fmt.Errorf("jobs: pull request #%d: %w", p.Number, err)
+		}
+		in.PlanFiles = changedPlans(files, in.Config)
+		for _, f := range files {
+			if config.MatchAny([]string{config.WorkflowPaths}, f) {
+				in.Workflows = append(in.Workflows, f)
+			}
+		}
 	}
 	return in, nil
 }
@@ -179,6 +198,10 @@ func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*
 		if err := planAPIRun(run, p, rc, op); err != nil {
 			return nil, err
 		}
+	case lifecycle.TriggerFork:
+		if err := planForkRun(run, p, in); err != nil {
+			return nil, err
+		}
 	case lifecycle.TriggerPullRequest, lifecycle.TriggerReview:
 		pr := in.PR
 		if flow.IsFork(pr.HeadRepo, p.Owner, p.Repo) {
@@ -194,16 +217,7 @@ func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*
 			planReviewRun(run, p, in.Prior)
 			break
 		}
-		// A spec pull request runs the plan files it changes, on its own branch.
-		if p.Path == "" && len(in.PlanFiles) > 0 && !slices.Equal(in.PlanFiles, []string{rc.Roadmap}) {
-			run.Plans = in.PlanFiles
-			run.Roadmap = rc.Roadmap
-			run.Source = strings.Join(in.PlanFiles, ", ")
-			if run.RepoURL != "" && len(in.PlanFiles) == 1 {
-				run.SourceURL = run.RepoURL + "/blob/" + run.Branch + "/" + in.PlanFiles[0]
-			}
-			run.Title = "Akira: " + run.Source
-		}
+		planSpecFiles(run, p, in)
 	default:
 		return nil, fmt.Errorf("jobs: a new run cannot have trigger %s: %w", p.Trigger, asynq.SkipRetry)
 	}
@@ -217,6 +231,63 @@ func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*
 		run.Title = "Akira: " + run.Source
 	}
 	return run, nil
+}
+
+// planSpecFiles makes a pull request's run (its own, or a fork's) run the plan files it changes.
+func planSpecFiles(run *lifecycle.Run, p queue.RunPayload, in RunInputs) {
+	rc := in.Config
+	if p.Path == "" && len(in.PlanFiles) > 0 && !slices.Equal(in.PlanFiles, []string{rc.Roadmap}) {
+		run.Plans = in.PlanFiles
+		run.Roadmap = rc.Roadmap
+		run.Source = strings.Join(in.PlanFiles, ", ")
+		if run.RepoURL != "" && len(in.PlanFiles) == 1 {
+			run.SourceURL = run.RepoURL + "/blob/" + run.Branch + "/" + in.PlanFiles[0]
+		}
+		run.Title = "Akira: " + run.Source
+	}
+}
+
+// ForkRefusedError stops a writer's `/akira run` on a fork's pull request that Akira will not put on a
+// branch of the repository as it is: it changes workflow files, or its head moved after the command.
+type ForkRefusedError struct {
+	Workflows  []string
+	Asked, Now string
+}
+
+func (e *ForkRefusedError) Error() string {
+	if len(e.Workflows) > 0 {
+		return "jobs: the fork's pull request changes workflow files: " + strings.Join(e.Workflows, ", ")
+	}
+	return "jobs: the fork's pull request moved from " + e.Asked + " to " + e.Now + " after /akira run"
+}
+
+// planForkRun plans a writer's run of a fork's pull request: a branch of the repository that starts
+// at the head the writer asked for, the base the pull request goes into, and a pull request of the
+// run's own that names the fork's. The configuration is the default branch's (in.Config), as for
+// every run; nothing of the fork's is read here.
+func planForkRun(run *lifecycle.Run, p queue.RunPayload, in RunInputs) error {
+	pr := in.PR
+	if pr.HeadRepo == "" || !flow.IsFork(pr.HeadRepo, p.Owner, p.Repo) {
+		return fmt.Errorf("jobs: pull request #%d does not come from a fork that exists: %w", p.Number, asynq.SkipRetry)
+	}
+	if len(in.Workflows) > 0 {
+		return &ForkRefusedError{Workflows: in.Workflows}
+	}
+	if pr.HeadSHA != p.HeadSHA {
+		return &ForkRefusedError{Asked: p.HeadSHA, Now: pr.HeadSHA}
+	}
+	run.Branch, run.Base = flow.ForkBranch(in.Config.BranchPrefix, p.Number), pr.BaseRef
+	run.Fork = &lifecycle.Fork{Number: pr.Number, URL: pr.URL, Repo: pr.HeadRepo, Ref: pr.HeadRef, Head: p.HeadSHA}
+	planSpecFiles(run, p, in)
+	if run.Source == "" {
+		// The roadmap as the fork has it, on the run's branch.
+		run.Source = run.Roadmap
+		if run.RepoURL != "" {
+			run.SourceURL = run.RepoURL + "/blob/" + run.Branch + "/" + run.Roadmap
+		}
+	}
+	run.Title = cmp.Or(run.Title, "Akira: "+run.Source) + fmt.Sprintf(" (from #%d)", p.Number)
+	return nil
 }
 
 // hasTasks reports whether an issue body holds a task checklist Akira can run.

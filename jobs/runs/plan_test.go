@@ -136,6 +136,47 @@ func TestPlanRun(t *testing.T) {
 			err: "fork",
 		},
 		{
+			name: "a fork's pull request runs on a branch of the repository at the head asked for",
+			edit: func(p *queue.RunPayload, in *RunInputs) {
+				p.Trigger, p.Number, p.HeadSHA, p.CommentID = lifecycle.TriggerFork, 9, "f0f0", 77
+				in.PR = &ports.PullRequest{Number: 9, URL: "https://gh.example/o/r/pull/9", HeadRef: "spec", HeadSHA: "f0f0", BaseRef: "develop", HeadRepo: "eve/r"}
+				in.PlanFiles = []string{"specs/login/tasks.md"}
+			},
+			check: func(t *testing.T, r *lifecycle.Run) {
+				want := lifecycle.Fork{Number: 9, URL: "https://gh.example/o/r/pull/9", Repo: "eve/r", Ref: "spec", Head: "f0f0"}
+				if r.Branch != "akira/pr-9" || r.Base != "develop" || r.PR != 0 || r.Fork == nil || *r.Fork != want ||
+					strings.Join(r.Plans, ",") != "specs/login/tasks.md" || r.Title != "Akira: specs/login/tasks.md (from #9)" ||
+					r.SourceURL != "https://gh.example/o/r/blob/akira/pr-9/specs/login/tasks.md" {
+					t.Errorf("run = %+v, fork %+v", r, r.Fork)
+				}
+				if got := r.Numbers(); len(got) != 1 || got[0] != 9 {
+					t.Errorf("the run is found by %v; want the fork's pull request", got)
+				}
+			},
+		},
+		{
+			name: "a fork's pull request that changes the roadmap runs it from the run's branch",
+			edit: func(p *queue.RunPayload, in *RunInputs) {
+				p.Trigger, p.Number, p.HeadSHA = lifecycle.TriggerFork, 9, "f0f0"
+				in.PR = &ports.PullRequest{Number: 9, HeadRef: "spec", HeadSHA: "f0f0", BaseRef: "main", HeadRepo: "eve/r"}
+				in.PlanFiles = []string{"ROADMAP.md"}
+			},
+			check: func(t *testing.T, r *lifecycle.Run) {
+				if r.Branch != "akira/pr-9" || r.Roadmap != "ROADMAP.md" || len(r.Plans) != 0 ||
+					r.SourceURL != "https://gh.example/o/r/blob/akira/pr-9/ROADMAP.md" || r.Title != "Akira: ROADMAP.md (from #9)" {
+					t.Errorf("run = %+v", r)
+				}
+			},
+		},
+		{
+			name: "a fork run of a pull request whose fork is gone",
+			edit: func(p *queue.RunPayload, in *RunInputs) {
+				p.Trigger, p.Number, p.HeadSHA = lifecycle.TriggerFork, 9, "f0f0"
+				in.PR = &ports.PullRequest{Number: 9, HeadRef: "spec", HeadSHA: "f0f0"}
+			},
+			err: "fork that exists",
+		},
+		{
 			name: "pull request whose branch changed",
 			edit: func(p *queue.RunPayload, in *RunInputs) {
 				p.Trigger, p.Number, p.Branch = lifecycle.TriggerPullRequest, 9, "spec"
@@ -174,6 +215,32 @@ func TestPlanRun(t *testing.T) {
 				t.Errorf("run = %+v", run)
 			}
 			tt.check(t, run)
+		})
+	}
+}
+
+// TestPlanRunRefusesAFork: a fork's pull request that changes workflow files, or whose head moved
+// after the writer's command, is answered, not run.
+func TestPlanRunRefusesAFork(t *testing.T) {
+	p := queue.RunPayload{TaskHeader: queue.TaskHeader{DeliveryID: "d", InstallationID: 7, Owner: "o", Repo: "r"}, Trigger: lifecycle.TriggerFork, Number: 9, HeadSHA: "f0f0"}
+	tests := []struct {
+		name      string
+		head      string
+		workflows []string
+		want      ForkRefusedError
+	}{
+		{"workflow files", "f0f0", []string{".github/workflows/ci.yml"}, ForkRefusedError{Workflows: []string{".github/workflows/ci.yml"}}},
+		{"head moved", "e1e1", nil, ForkRefusedError{Asked: "f0f0", Now: "e1e1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := RunInputs{Repo: ports.RepoInfo{DefaultBranch: "main"}, Config: config.DefaultRepo(), Workflows: tt.workflows,
+				PR: &ports.PullRequest{Number: 9, HeadRef: "spec", HeadSHA: tt.head, BaseRef: "main", HeadRepo: "eve/r"}, PlanFiles: []string{"ROADMAP.md"}}
+			run, err := PlanRun(p, "run1", in, testOperator(t))
+			fr, ok := errors.AsType[*ForkRefusedError](err)
+			if !ok || strings.Join(fr.Workflows, ",") != strings.Join(tt.want.Workflows, ",") || fr.Asked != tt.want.Asked || fr.Now != tt.want.Now {
+				t.Fatalf("PlanRun = %+v, %v; want %+v", run, err, tt.want)
+			}
 		})
 	}
 }

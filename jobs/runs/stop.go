@@ -114,7 +114,7 @@ func (h *Runs) stopRun(ctx context.Context, gh ports.GitHub, run *lifecycle.Run,
 // reviveStopped continues a stopped run of the issue or pull request instead of starting a second one
 // beside it; nil when its latest run is not stopped.
 func (h *Runs) reviveStopped(ctx context.Context, p queue.RunPayload) (*lifecycle.Run, error) {
-	if p.Number <= 0 || (p.Trigger != lifecycle.TriggerIssue && p.Trigger != lifecycle.TriggerPullRequest) {
+	if p.Number <= 0 || (p.Trigger != lifecycle.TriggerIssue && p.Trigger != lifecycle.TriggerPullRequest && p.Trigger != lifecycle.TriggerFork) {
 		return nil, nil
 	}
 	prev, err := h.d.Store.ByNumber(ctx, p.Owner, p.Repo, p.Number)
