@@ -121,6 +121,10 @@ func taskSum(t *lifecycle.TaskState) uint64 {
 	for _, a := range t.Accept {
 		str(a)
 	}
+	num(int64(len(t.Workflows)))
+	for _, w := range t.Workflows {
+		str(w)
+	}
 	num(int64(len(t.Blocked)))
 	for _, x := range t.Blocked {
 		str(x.TaskID)
