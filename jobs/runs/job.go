@@ -545,6 +545,9 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	// The run's budget, not the operator's: a person may have raised it on this run.
 	opts.Budget = runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)}
 	publish.EnvOptions(&opts, run, h.d.Store, h.d.DepCaches)
+	if err := h.repoRules(lctx, gh, run, &opts, log); err != nil {
+		return metrics.ResultRetry, err
+	}
 	if profile.AgentNetwork() == sandbox.NetAllow || h.d.Sandbox.VerifyNetwork == sandbox.NetAllow {
 		log.Warn("run job: " + sandbox.AllowWarning)
 	}
