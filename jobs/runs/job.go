@@ -773,6 +773,13 @@ func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, 
 	if _, err := h.pub.Publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
 	}
+	if run.Status == lifecycle.StatusWaitingCI && run.CI != nil {
+		// The CI is read at once, not at the next poll: a repository without CI is done now.
+		err := h.d.Enqueuer.EnqueueCI(ctx, queue.CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: run.CI.Head, Key: "waiting"})
+		if err != nil && !errors.Is(err, queue.ErrDuplicate) {
+			log.Warn("run job: CI not read at once; the next poll reads it", "err", err)
+		}
+	}
 	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))
 	return result, nil
 }
