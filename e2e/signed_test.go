@@ -156,3 +156,27 @@ func gitOutput(dir string, args ...string) (string, error) {
 	out, err := exec.Command("git", append([]string{"--git-dir=" + dir}, args...)...).Output()
 	return string(out), err
 }
+
+// TestSignedCallsPerTask measures what a signed checkpoint costs GitHub: the marginal calls of a task
+// (1 vs 11 tasks) when a ruleset on the base requires signatures, so that every checkpoint goes
+// through the API, next to the same runs pushed with git, measured in the same run (`make bench`).
+func TestSignedCallsPerTask(t *testing.T) {
+	ruleset := func(e *env) { e.gh.RequireSignatures(e.owner, e.repo, "main", githubtest.SignaturesByRuleset) }
+	perTask := func(one, eleven callCount) (rest, git float64) {
+		return float64(eleven.rest-one.rest) / 10, float64(eleven.git-one.git) / 10
+	}
+	signedOne, signedEleven := runTasks(t, 1, ruleset), runTasks(t, 11, ruleset)
+	gitOne, gitEleven := runTasks(t, 1), runTasks(t, 11)
+	t.Logf("signed, 11 tasks: %d REST, %d git\n%s", signedEleven.rest, signedEleven.git, signedEleven)
+	signedRest, signedGit := perTask(signedOne, signedEleven)
+	gitRest, gitGit := perTask(gitOne, gitEleven)
+	t.Logf("akira-bench: github.signed.rest_per_task %.1f", signedRest)
+	t.Logf("akira-bench: github.signed.git_per_task %.1f", signedGit)
+	t.Logf("akira-bench: github.pushed.rest_per_task %.1f", gitRest)
+	t.Logf("akira-bench: github.pushed.git_per_task %.1f", gitGit)
+	// Counts, not times: a signed checkpoint is one createCommitOnBranch instead of a push, and the
+	// fetch of GitHub's commit. (The summary's edits follow the clock: half a call of slack.)
+	if signedRest > gitRest+1.5 {
+		t.Errorf("%.1f REST calls per signed task, %.1f per pushed one: want one more (the commit)", signedRest, gitRest)
+	}
+}
