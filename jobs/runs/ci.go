@@ -140,6 +140,9 @@ func noCI(ctx context.Context, gh ports.GitHub, run *lifecycle.Run) (bool, error
 		return false, nil
 	}
 	base, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Base)
+	if errors.Is(err, ports.ErrGitHubNotFound) {
+		return false, nil // no base to read (renamed, deleted): the grace period decides
+	}
 	if err != nil {
 		return false, fmt.Errorf("jobs: head of %s: %w", run.Base, err)
 	}
