@@ -53,10 +53,14 @@ func (c callCount) String() string {
 }
 
 // runTasks runs one issue of n trivial tasks through a fresh fake GitHub and counts the calls it made,
-// from the /akira run comment to the run's last effect on GitHub.
-func runTasks(t *testing.T, n int) callCount {
+// from the /akira run comment to the run's last effect on GitHub. setup, when given, changes the
+// repository first (a rule of its base branch).
+func runTasks(t *testing.T, n int, setup ...func(*env)) callCount {
 	e := newEnv(t, false)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	for _, f := range setup {
+		f(e)
+	}
 	var body strings.Builder
 	for i := range n {
 		fmt.Fprintf(&body, "- [ ] Add thing %d\n", i+1)

@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/hibiken/asynq"
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs/lifecycle"
@@ -12,6 +15,23 @@ import (
 
 // ciOperator watches CI with a short grace period; the tests play the CI.
 const ciOperator = "ci:\n  watch: last\n  timeout: 10m\n  grace: 5m\n  max_fix_rounds: 1\n"
+
+// A repository has a CI when GitHub Actions has a workflow to run, or another CI reported on its
+// base: without either, a run does not wait for checks that cannot come (TestNoCIAtAll). actionsRepo
+// is a repository with a GitHub Actions workflow.
+var actionsRepo = map[string]string{"README.md": "# demo\n",
+	".github/workflows/ci.yml": "on: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps: [{run: make test}]\n"}
+
+// jenkinsOnBase gives the repository another app's CI: Jenkins reported on the default branch's head.
+func (e *env) jenkinsOnBase() {
+	e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: e.gh.Branch(e.owner, e.repo, "main"), Context: "ci/jenkins", State: "success"})
+}
+
+// circleOnBase gives the repository another app's CI: a CircleCI check run on the default branch's head.
+func (e *env) circleOnBase() {
+	e.gh.AddForeignCheckRun(e.owner, e.repo, githubtest.ForeignCheckRun{App: githubtest.CIApp{ID: 77, Slug: "circleci", Name: "CircleCI"},
+		Name: "build", HeadSHA: e.gh.Branch(e.owner, e.repo, "main"), HeadBranch: "main", Conclusion: "success"})
+}
 
 // waitCI waits until the run of number waits for the CI of a commit other than old, and returns it.
 func (e *env) waitCI(number int, old string) *lifecycle.Run {
@@ -53,11 +73,13 @@ func TestCIThroughGitHub(t *testing.T) {
 	token := "ghp_" + strings.Repeat("Zz9", 12)
 	cases := []struct {
 		name, event string
+		files       map[string]string
+		ci          func(e *env) // the repository's CI beside GitHub Actions, on its base
 		fail        func(e *env, branch, head string)
 		pass        func(e *env, branch, head string)
 		quote       string
 	}{
-		{name: "actions", event: queue.EventCheckSuite,
+		{name: "actions", event: queue.EventCheckSuite, files: actionsRepo,
 			fail: func(e *env, branch, head string) {
 				e.gh.AddWorkflowRun(e.owner, e.repo, githubtest.WorkflowRun{Name: "CI", HeadSHA: head, HeadBranch: branch, Jobs: []githubtest.WorkflowJob{
 					{Name: "lint", Conclusion: "success", Log: "ok\n"},
@@ -68,7 +90,7 @@ func TestCIThroughGitHub(t *testing.T) {
 					Jobs: []githubtest.WorkflowJob{{Name: "lint", Conclusion: "success"}, {Name: "test", Conclusion: "success"}}})
 			},
 			quote: "add_test.go:9: got 3, want 4"},
-		{name: "third-party check run", event: queue.EventCheckSuite,
+		{name: "third-party check run", event: queue.EventCheckSuite, ci: (*env).circleOnBase,
 			fail: func(e *env, branch, head string) {
 				e.gh.AddForeignCheckRun(e.owner, e.repo, githubtest.ForeignCheckRun{App: githubtest.CIApp{ID: 77, Slug: "circleci", Name: "CircleCI"},
 					Name: "build", HeadSHA: head, HeadBranch: branch, Conclusion: "failure", Title: "Build failed", Summary: "make: *** [all] Error 2",
@@ -79,7 +101,7 @@ func TestCIThroughGitHub(t *testing.T) {
 					Name: "build", HeadSHA: head, HeadBranch: branch, Conclusion: "success"})
 			},
 			quote: "main.go:3: failure: undefined: frobnicate"},
-		{name: "commit status", event: queue.EventStatus,
+		{name: "commit status", event: queue.EventStatus, ci: (*env).jenkinsOnBase,
 			fail: func(e *env, _, head string) {
 				e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: head, Context: "ci/jenkins", State: "failure", Description: "2 tests failed in suite payments"})
 			},
@@ -91,7 +113,13 @@ func TestCIThroughGitHub(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnvWith(t, false, redisAddr(t), ciOperator)
-			e.createRepo(map[string]string{"README.md": "# demo\n"})
+			if tc.files == nil {
+				tc.files = map[string]string{"README.md": "# demo\n"}
+			}
+			e.createRepo(tc.files)
+			if tc.ci != nil {
+				tc.ci(e)
+			}
 			e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "CI", User: "alice", Body: "- [ ] Add one\n"})
 			e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
 			run := e.waitCI(1, "")
@@ -148,6 +176,7 @@ func TestCIThroughGitHub(t *testing.T) {
 func TestCIStaysRed(t *testing.T) {
 	e := newEnvWith(t, false, redisAddr(t), ciOperator)
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.jenkinsOnBase()
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "CI", User: "alice", Body: "- [ ] Add one\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
 	run := e.waitCI(1, "")
@@ -184,6 +213,7 @@ func TestCIStaysRed(t *testing.T) {
 func TestCIWatchEach(t *testing.T) {
 	e := newEnvWith(t, false, redisAddr(t), strings.Replace(ciOperator, "watch: last", "watch: each", 1))
 	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.jenkinsOnBase()
 	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Each", User: "alice", Body: "- [ ] Add one\n- [ ] Add two\n"})
 	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
 	run := e.waitCI(1, "")
@@ -212,4 +242,38 @@ func TestCIWatchEach(t *testing.T) {
 	status(run.CI.Head, "success")
 	e.waitStatus(1, lifecycle.StatusSucceeded)
 	e.eventually("the pull request to be ready", func() bool { return !e.onlyPR(branch).Draft })
+}
+
+// TestNoCIAtAll: a repository with no workflow and no other app's check or status on its base has no
+// CI that could report: the run does not wait the grace period (an hour here) for one, and marks its
+// pull request ready as soon as its tasks are done, saying so in the summary.
+func TestNoCIAtAll(t *testing.T) {
+	e := newEnvWith(t, false, redisAddr(t), "ci:\n  watch: last\n  timeout: 2h\n  grace: 1h\n")
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "No CI", User: "alice", Body: "- [ ] Add one\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded, lifecycle.StatusParked, lifecycle.StatusFailed)
+	if run.Status != lifecycle.StatusSucceeded || run.CI == nil || !run.CI.None {
+		t.Fatalf("run is %s, CI %+v; want it done without waiting for a CI there is not", run.Status, run.CI)
+	}
+	pr := e.onlyPR(run.Branch)
+	if pr.Draft {
+		t.Error("the pull request is still a draft")
+	}
+	if len(e.commentsWith(pr.Number, "No CI reported a check")) != 1 {
+		t.Error("the summary does not say that there was no CI")
+	}
+	// The CI was read as the run began to wait for it, not at the next poll.
+	done, err := asynq.NewInspectorFromRedisClient(e.rdb).ListCompletedTasks(e.spec.Queue)
+	must(t, err)
+	var readAtOnce bool
+	for _, ti := range done {
+		var p queue.CIPayload
+		if ti.Type == queue.TypeCI && json.Unmarshal(ti.Payload, &p) == nil && p.Key == "waiting" && p.Head == run.CI.Head {
+			readAtOnce = true
+		}
+	}
+	if !readAtOnce {
+		t.Error("no CI reading was queued when the run began to wait for its CI")
+	}
 }

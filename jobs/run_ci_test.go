@@ -117,8 +117,9 @@ func TestCIReadings(t *testing.T) {
 }
 
 // TestCIGivesUp: red after the last fix round parks the run on the CI with the evidence in the
-// escalation; a commit with no CI at all succeeds after the grace period; checks that never finish
-// park it after the timeout; a flaky Actions job is re-run once first.
+// escalation; a repository with no CI at all succeeds at once, one whose CI has not reported on the
+// commit after the grace period; checks that never finish park it after the timeout; a flaky Actions
+// job is re-run once first.
 func TestCIGivesUp(t *testing.T) {
 	ctx := context.Background()
 	t.Run("red after the last round", func(t *testing.T) {
@@ -142,21 +143,49 @@ func TestCIGivesUp(t *testing.T) {
 		}
 	})
 	t.Run("no CI", func(t *testing.T) {
+		// No workflow at the head and nothing of another app on the base: nothing could report, so
+		// the first reading ends the wait, well within the grace period.
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Hour, MaxRounds: 1})
-		if run = jh.readCI(t, run, "d1"); run.Status != lifecycle.StatusWaitingCI {
-			t.Fatalf("within the grace period: %s", run.Status)
-		}
-		if _, err := jh.store.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.CI.Since = time.Now().Add(-2 * time.Hour); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if run = jh.readCI(t, run, "d2"); run.Status != lifecycle.StatusSucceeded || !run.CI.None || jh.gh.Pulls[7].Draft {
-			t.Fatalf("after it: %s %+v", run.Status, run.CI)
+		jh.gh.Refs["heads/main"] = "b1"
+		if run = jh.readCI(t, run, "d1"); run.Status != lifecycle.StatusSucceeded || !run.CI.None || jh.gh.Pulls[7].Draft {
+			t.Fatalf("a repository without CI: %s %+v", run.Status, run.CI)
 		}
 		if sum := jh.gh.CommentsOn(7); !strings.Contains(sum[0], "No CI reported a check") {
 			t.Errorf("summary = %s", sum[0])
 		}
 	})
+	// A CI that could report and has not yet is waited for until the grace period ends: a workflow at
+	// the head (GitHub Actions starts it), or another app's check or status on the base's head.
+	for _, tc := range []struct {
+		name       string
+		workflows  []string
+		baseChecks []ports.CICheck
+	}{
+		{name: "a workflow at the head", workflows: []string{".github/workflows/ci.yml"}},
+		{name: "another app's check on the base", baseChecks: []ports.CICheck{{Name: "build", Source: ports.CISourceCheckRun, App: "circleci", Status: "completed", Conclusion: "success"}}},
+		{name: "a status on the base", baseChecks: []ports.CICheck{{Name: "ci/jenkins", Source: ports.CISourceStatus, Status: "completed", Conclusion: "success"}}},
+	} {
+		t.Run("CI not reported yet: "+tc.name, func(t *testing.T) {
+			jh := newJobsHarness(t)
+			run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now(), Timeout: time.Hour, Grace: time.Hour, MaxRounds: 1})
+			jh.gh.Refs["heads/main"] = "b1"
+			jh.gh.CI.Workflows["h1"] = tc.workflows
+			jh.gh.CI.Checks["b1"] = tc.baseChecks
+			if run = jh.readCI(t, run, "d1"); run.Status != lifecycle.StatusWaitingCI {
+				t.Fatalf("within the grace period: %s", run.Status)
+			}
+			if _, err := jh.store.Update(ctx, run.ID, func(r *lifecycle.Run) error { r.CI.Since = time.Now().Add(-2 * time.Hour); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if run = jh.readCI(t, run, "d2"); run.Status != lifecycle.StatusSucceeded || !run.CI.None || jh.gh.Pulls[7].Draft {
+				t.Fatalf("after it: %s %+v", run.Status, run.CI)
+			}
+			if sum := jh.gh.CommentsOn(7); !strings.Contains(sum[0], "No CI reported a check") {
+				t.Errorf("summary = %s", sum[0])
+			}
+		})
+	}
 	t.Run("timeout", func(t *testing.T) {
 		jh := newJobsHarness(t)
 		run := waitingRun(t, jh, "h1", lifecycle.CIWatch{Since: time.Now().Add(-time.Hour), Timeout: time.Minute, Grace: time.Minute, MaxRounds: 1})

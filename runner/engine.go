@@ -1170,7 +1170,13 @@ func (e *engine) park(ctx context.Context, t *roadmap.Task, esc Escalation) erro
 	msg := fmt.Sprintf("akira: parked %s %s\n\n%s\n\n%s: %s\nAkira-Parked: %s\n", t.ID, oneLine(t.Title),
 		strings.TrimSpace(esc.Summary), TrailerRun, e.o.RunID, t.ID)
 	sha, err := e.ws.PushParked(ctx, e.key(t.ID), msg)
-	if err != nil {
+	kept := err == nil
+	if errors.Is(err, workspace.ErrRefused) {
+		// GitHub would not hold the work (a workflow file from an App without the workflows
+		// permission, a secret its push protection found): the task is parked all the same, with
+		// nothing to approve, rather than the run failing on it.
+		e.o.Logger.Warn("runner: the remote refused to keep the parked work; the task is parked without it", "task", t.ID, "err", err)
+	} else if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
 	if esc.HeadSHA != "" {
@@ -1182,10 +1188,12 @@ func (e *engine) park(ctx context.Context, t *roadmap.Task, esc Escalation) erro
 	if err := e.ws.Reset(ctx); err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
-	esc.ParkedCommit = sha
+	if kept {
+		esc.ParkedCommit = sha
+	}
 	// A dry run pushes nothing: the parked commit lives only in the workspace, which is removed at
 	// the end, so there is no ref to name.
-	if !e.o.DryRun {
+	if !e.o.DryRun && kept {
 		esc.ParkedRef = e.ws.ParkedRef(e.key(t.ID))
 	}
 	return e.markParked(ctx, t, esc)

@@ -21,6 +21,7 @@ auto_setup: true
 budget: {cost_usd: 3, tokens: 1000, wall_time: 1h}
 env: [GOFLAGS]
 protected_paths: ["secrets/**"]
+allow_workflows: true
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +46,9 @@ protected_paths: ["secrets/**"]
 			}
 			if !o.AutoSetup || !slices.Equal(o.ProtectedPaths, op.ProtectedPaths) || o.MinConfidence != op.MinConfidence() {
 				t.Errorf("auto setup %v, protected %v, confidence %v; want the operator's", o.AutoSetup, o.ProtectedPaths, o.MinConfidence)
+			}
+			if !o.AllowWorkflows {
+				t.Error("AllowWorkflows = false, want the operator's allow_workflows")
 			}
 			if o.Budget != (Budget{CostUSD: 3, Tokens: 1000, WallTime: time.Hour}) {
 				t.Errorf("Budget = %+v", o.Budget)

@@ -592,6 +592,8 @@ type CheckRun struct {
 	Duration      time.Duration
 	Checkpoint    string
 	CheckpointURL string
+	// Workflows are the workflow files the checkpoint changes (a repository that allows it).
+	Workflows []string
 	// Attempts are shown in the text, newest last.
 	Attempts []Attempt
 	// Accept are the task's acceptance criteria: with no judge, a checklist for the reviewer.

@@ -268,6 +268,11 @@ var cases = []struct {
 		Agent: "claude", Usage: Usage{InputTokens: 5000, OutputTokens: 1000, CostUSD: 0.1234}, Duration: 95 * time.Second,
 		Checkpoint: sha1, CheckpointURL: "https://github.com/o/r/commit/" + sha1,
 	}},
+	{"checkrun_summary_workflows", "checkrun_summary", CheckRun{
+		RunID: "r1", TaskID: "T4", TaskTitle: "Add the release workflow", Status: lifecycle.TaskStatusPassed, Attempt: 1, MaxAttempts: 3,
+		Verify: []Command{{Command: "actionlint", Duration: time.Second}}, Checkpoint: sha1,
+		Workflows: []string{".github/workflows/ci.yml", ".github/workflows/release.yml"},
+	}},
 	{"checkrun_summary_estimated", "checkrun_summary", CheckRun{
 		RunID: "r1", TaskID: "T2", TaskTitle: "Estimated", Status: lifecycle.TaskStatusRunning, Attempt: 1, MaxAttempts: 3,
 		Agent: "codex", Usage: Usage{InputTokens: 300, OutputTokens: 2500, CostUSD: 0.0384, Estimated: true}, Duration: 30 * time.Second,

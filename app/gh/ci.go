@@ -163,6 +163,28 @@ func (c *Client) RequiredChecks(ctx context.Context, owner, repo, branch string)
 	return out, nil
 }
 
+// WorkflowFiles lists the GitHub Actions workflows at ref: the .yml and .yaml files directly in
+// .github/workflows, which is all GitHub reads (one contents call; no directory is no workflow).
+func (c *Client) WorkflowFiles(ctx context.Context, owner, repo, ref string) ([]string, error) {
+	_, dir, _, err := c.gh.Repositories.GetContents(ctx, owner, repo, workflowsDir, &github.RepositoryContentGetOptions{Ref: ref})
+	if StatusOf(err) == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apiErr("list "+workflowsDir, err)
+	}
+	var out []string
+	for _, e := range dir {
+		if e.GetType() == "file" && (strings.HasSuffix(e.GetName(), ".yml") || strings.HasSuffix(e.GetName(), ".yaml")) {
+			out = append(out, e.GetPath())
+		}
+	}
+	return out, nil
+}
+
+// workflowsDir is where GitHub Actions reads a repository's workflows.
+const workflowsDir = ".github/workflows"
+
 func (c *Client) protectionChecks(ctx context.Context, owner, repo, branch string) ([]string, error) {
 	// go-github's Branch drops the protection GitHub sends with it; read the fields Akira needs.
 	req, err := c.gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/branches/%s", url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(branch)), nil)

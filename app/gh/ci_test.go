@@ -109,3 +109,33 @@ func TestCIChecksAndEvidence(t *testing.T) {
 		githubtest.CheckRequestsAgainstOpenAPI(t, p, e.srv.Requests())
 	}
 }
+
+// The workflows a repository has at a commit are the .yml and .yaml files directly in
+// .github/workflows; a repository without the folder has none.
+func TestWorkflowFiles(t *testing.T) {
+	e := newEnv(t, map[string]string{"README.md": "# hello\n"}, nil)
+	ctx := context.Background()
+	if got, err := e.c.WorkflowFiles(ctx, owner, repo, "main"); err != nil || len(got) != 0 {
+		t.Fatalf("no workflows folder: %v, %v", got, err)
+	}
+	head := e.srv.PushCommit(owner, repo, githubtest.Push{Files: map[string]string{
+		".github/workflows/ci.yml": "on: push\n", ".github/workflows/release.yaml": "on: push\n",
+		".github/workflows/README.md": "notes\n", ".github/workflows/shared/lint.yml": "on: workflow_call\n",
+	}})
+	got, err := e.c.WorkflowFiles(ctx, owner, repo, head)
+	if err != nil || !slices.Equal(got, []string{".github/workflows/ci.yml", ".github/workflows/release.yaml"}) {
+		t.Errorf("workflows = %v, %v", got, err)
+	}
+}
+
+// Whether the installation holds the workflows permission is what GitHub says of its token.
+func TestWorkflowsGranted(t *testing.T) {
+	ctx := context.Background()
+	for _, granted := range []bool{false, true} {
+		e := newEnv(t, nil, nil)
+		e.srv.SetWorkflowsPermission(owner, granted) // before the client's first token
+		if ok, err := e.c.WorkflowsGranted(ctx); err != nil || ok != granted {
+			t.Errorf("granted %v: WorkflowsGranted = %v, %v", granted, ok, err)
+		}
+	}
+}

@@ -32,6 +32,11 @@ func (c *Client) SignedCommits(owner, repo string) *SignedCommits {
 
 var _ workspace.CommitAPI = (*SignedCommits)(nil)
 
+// CommitAPI implements ports.SignedCommits: the repository's API committer, as the engine takes it.
+func (c *Client) CommitAPI(owner, repo string) workspace.CommitAPI {
+	return c.SignedCommits(owner, repo)
+}
+
 // maxGraphQLCommitBytes keeps a createCommitOnBranch request well under what GitHub accepts in one
 // GraphQL call; a larger checkpoint goes through the Git database one blob at a time.
 const maxGraphQLCommitBytes = 8 << 20

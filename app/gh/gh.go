@@ -274,6 +274,18 @@ func (c *Client) Token(ctx context.Context) (string, error) {
 	return tok, nil
 }
 
+// WorkflowsGranted implements ports.Grants: whether the installation holds the workflows permission
+// (write), read from what GitHub said of the token it minted, so it costs no call of its own. An
+// installation that has not accepted the permission yet (the App asked for it after it was installed)
+// does not hold it.
+func (c *Client) WorkflowsGranted(ctx context.Context) (bool, error) {
+	level, err := c.tokens.workflows(ctx)
+	if err != nil {
+		return false, fmt.Errorf("gh: installation %d permissions: %w", c.id, err)
+	}
+	return level == "write", nil
+}
+
 // GitAuthHeader returns a complete header line, "Authorization: Basic <base64(x-access-token:<token>)>",
 // with a token valid for a while yet (see Token): the value for git's http.extraheader.
 func (c *Client) GitAuthHeader(ctx context.Context) (string, error) {
@@ -338,6 +350,10 @@ func (t *tokenSource) resetLocked() {
 func (t *tokenSource) token(ctx context.Context, margin time.Duration) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.tokenLocked(ctx, margin)
+}
+
+func (t *tokenSource) tokenLocked(ctx context.Context, margin time.Duration) (string, error) {
 	if exp, ok := t.observeLocked(); ok {
 		if t.life > 0 {
 			margin = min(margin, t.life/4)
@@ -352,6 +368,21 @@ func (t *tokenSource) token(ctx context.Context, margin time.Duration) (string, 
 	}
 	t.observeLocked()
 	return tok, nil
+}
+
+// workflows is the installation's workflows permission as GitHub stated it when it minted the token
+// in use ("write", "read", or "" without it), minting one first when there is none.
+func (t *tokenSource) workflows(ctx context.Context) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, err := t.tokenLocked(ctx, restTokenMargin); err != nil {
+		return "", err
+	}
+	p, err := t.cur.Permissions()
+	if err != nil {
+		return "", err
+	}
+	return p.GetWorkflows(), nil
 }
 
 // observeLocked returns the expiry of the current token, recording the life of one not seen before;

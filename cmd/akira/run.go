@@ -256,8 +256,6 @@ func runRun(ctx context.Context, cmd *cobra.Command, f *runFlags) error {
 			MaxParallel:  f.parallel,
 			AgentTimeout: f.agentTimeout,
 			AllowRedBase: f.allowRedBase,
-			// Only akira run reads allow_workflows; the App takes it up next (see the README).
-			AllowWorkflows: op.AllowWorkflows,
 		},
 		Hooks: runner.Hooks{
 			Reporter: reporter,

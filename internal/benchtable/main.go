@@ -56,6 +56,7 @@ func main() {
 		{"recovery after SIGKILL", "./e2e/", "^TestWorkerKilledMidRun$", "", "", false},
 		{"idle RSS", "./cmd/akira/", "^TestIdleRSS$", "", "", true},
 		{"GitHub calls per task", "./e2e/", "^TestGitHubCallsPerTask$", "", "", true},
+		{"GitHub calls per signed checkpoint", "./e2e/", "^TestSignedCallsPerTask$", "", "", true},
 		{"egress proxy per model call", "./runner/egress/", "^$", "^BenchmarkProxyOverhead$", modelCalls, true},
 		// Minutes, most of them Go compiling its standard library in the sandbox.
 		{"setup with a cold and a warm dependency cache", "./cmd/akira/", "^TestEnvExamples$", "", "", false},
@@ -195,6 +196,10 @@ func printTable(w io.Writer, f map[string]float64, quick bool, took time.Duratio
 		fmt.Sprintf("%.1f", restPerTask), "—", "—", "≤ 3", verdict(restPerTask <= 3)})
 	rows = append(rows, row{"git requests per task (marginal, 1 vs 11 tasks; one push is 2)",
 		fmt.Sprintf("%.1f", get("github.git_per_task")), "—", "—", "—", ""})
+	rows = append(rows, ratioRow("GitHub REST calls per task, checkpoints signed through the API (a ruleset requires it; GraphQL counted)", "calls",
+		get("github.signed.rest_per_task"), get("github.pushed.rest_per_task"), "pushed with git", 2))
+	rows = append(rows, ratioRow("git requests per task, checkpoints signed through the API (GitHub's commit fetched back)", "requests",
+		get("github.signed.git_per_task"), get("github.pushed.git_per_task"), "pushed with git", 0))
 	growthSizes, growthRuns := []int{1000}, "the median of 5 runs"
 	if quick {
 		growthSizes, growthRuns = []int{40}, "one run"

@@ -57,6 +57,8 @@ type installation struct {
 	id      int64
 	account string
 	created time.Time
+	// workflows: the installation holds the workflows permission (SetWorkflowsPermission).
+	workflows bool
 }
 
 type token struct {
@@ -64,6 +66,8 @@ type token struct {
 	installationID int64
 	repos          map[string]bool // nil: every repository of the installation
 	expiresAt      time.Time
+	// workflows: the installation held the workflows permission when the token was minted.
+	workflows bool
 }
 
 // maxJWTLifetime is GitHub's limit on how far in the future a JWT's exp may be.
@@ -163,6 +167,9 @@ func (s *Server) mintToken(installationID int64, repos map[string]bool) *token {
 		installationID: installationID,
 		repos:          repos,
 		expiresAt:      s.clock().Add(s.tokenTTL).Truncate(time.Second),
+	}
+	if in := s.installations[installationID]; in != nil {
+		t.workflows = in.workflows
 	}
 	s.tokens[t.value] = t
 	return t

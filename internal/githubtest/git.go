@@ -120,6 +120,9 @@ func (s *Server) CreateRepo(owner, name string, files map[string]string, opts ..
 		rs.installationID = s.ensureInstallation(owner).id
 	}
 	s.repos[repoKey(owner, name)] = rs
+	if err := s.writeSignatureHook(rs); err != nil { // the hook guards the workflows permission too
+		s.fatalf("create repo %s/%s: %v", owner, name, err)
+	}
 	s.notePushes(rs, owner)
 	return rs.snapshot()
 }
@@ -147,6 +150,9 @@ func (s *Server) Fork(owner, name, forkOwner string) Repo {
 		private: parent.private, dir: dir, parent: parent, created: now(), issues: map[int]*issue{},
 		roles: map[string]string{}}
 	s.repos[repoKey(forkOwner, name)] = rs
+	if err := s.writeSignatureHook(rs); err != nil { // the hook guards the workflows permission too
+		s.fatalf("fork %s/%s: %v", owner, name, err)
+	}
 	s.notePushes(rs, forkOwner)
 	return rs.snapshot()
 }
@@ -426,6 +432,10 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	// A public repository (a fork a pull request comes from, say) can be fetched by anyone; pushing
 	// takes a token of an installation that covers it.
 	allowed := rs != nil && (s.tokenCovers(tok, rs) || (!rs.private && isGitRead(r)))
+	workflows := "none" // the pre-receive hook refuses workflow changes from a token without the permission
+	if tok.workflows {
+		workflows = "write"
+	}
 	s.mu.Unlock()
 	if !allowed {
 		http.Error(w, "Repository not found.", http.StatusNotFound)
@@ -466,6 +476,7 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
 			"REMOTE_USER=x-access-token",
 			"GITHUBTEST_RULES_URL=" + s.ts.URL + "/" + rs.fullName() + "/rules",
+			"GITHUBTEST_WORKFLOWS=" + workflows,
 		},
 		Stderr: &stderr,
 	}

@@ -167,6 +167,12 @@ func (s *Server) createRef(w http.ResponseWriter, r *http.Request, c *call) {
 		writeUnprocessable(w, "Reference already exists")
 		return
 	}
+	if typ == "commit" {
+		if msg := s.workflowRefusal(ctx, c.repo, c.tok, "", sha); msg != "" {
+			writeUnprocessable(w, msg)
+			return
+		}
+	}
 	if _, err := s.git(ctx, dir, nil, nil, "update-ref", ref, sha, strings.Repeat("0", 40)); err != nil {
 		writeUnprocessable(w, "Reference already exists")
 		return

@@ -335,10 +335,13 @@ func (s *Server) buildTree(ctx context.Context, rs *repoState, base string, entr
 			p.target = blobs[i]
 		}
 	}
-	// Whatever was at each path (a file, or a directory's files) goes first.
-	if _, err := s.git(ctx, rs.dir, []byte(strings.Join(order, "\x00")+"\x00"), env, "--literal-pathspecs", "rm", "--cached", "-r", "-q",
-		"--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
-		return "", "", err
+	// Whatever was at each path (a file, or a directory's files) goes first. No entries at all is the
+	// base tree itself (createCommitOnBranch without file changes makes an empty commit).
+	if len(order) > 0 {
+		if _, err := s.git(ctx, rs.dir, []byte(strings.Join(order, "\x00")+"\x00"), env, "--literal-pathspecs", "rm", "--cached", "-r", "-q",
+			"--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+			return "", "", err
+		}
 	}
 	var info bytes.Buffer
 	for i, path := range order {
@@ -535,6 +538,10 @@ func (s *Server) updateRef(w http.ResponseWriter, r *http.Request, c *call) {
 			writeUnprocessable(w, "Update is not a fast forward")
 			return
 		}
+	}
+	if msg := s.workflowRefusal(ctx, rs, c.tok, old, sha); msg != "" {
+		writeUnprocessable(w, msg)
+		return
 	}
 	if bad := s.unsignedCommits(ctx, rs, ref, old, sha); len(bad) > 0 {
 		writeJSON(w, http.StatusUnprocessableEntity, obj{

@@ -230,6 +230,23 @@ func TestCreateCommitOnBranch(t *testing.T) {
 	if out := graphQL(t, s, tok, createCommitMutation, map[string]any{"input": input}); out["errors"] == nil {
 		t.Errorf("no expectedHeadOid: %v, want an error", out)
 	}
+
+	// No file changes: an empty commit (a run's start commit), signed, on the same tree.
+	out = graphQL(t, s, tok, createCommitMutation, map[string]any{"input": map[string]any{
+		"branch":          map[string]any{"repositoryNameWithOwner": "octo/hello", "branchName": "main"},
+		"message":         map[string]any{"headline": "akira: start run r1", "body": "Akira-Run: r1"},
+		"fileChanges":     map[string]any{},
+		"expectedHeadOid": sha,
+	}})
+	commit, _ = out["data"].(map[string]any)["createCommitOnBranch"].(map[string]any)["commit"].(map[string]any)
+	empty, _ := commit["oid"].(string)
+	if empty == "" || !s.Verified("octo", "hello", empty) || s.Branch("octo", "hello", "main") != empty {
+		t.Fatalf("empty commit: %v", out)
+	}
+	dir := "--git-dir=" + s.GitDir("octo", "hello")
+	if got, want := mustGit(t, "", dir, "rev-parse", empty+"^{tree}"), mustGit(t, "", dir, "rev-parse", sha+"^{tree}"); got != want {
+		t.Errorf("the empty commit's tree is %s, its parent's %s", got, want)
+	}
 }
 
 // mergeState reads a pull request through the API twice (GitHub answers unknown until it computed),

@@ -132,6 +132,10 @@ func (s *Server) createCommitOnBranch(w http.ResponseWriter, r *http.Request, to
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	if msg := s.workflowRefusal(ctx, rs, tok, head, sha); msg != "" {
+		fail("FORBIDDEN", msg)
+		return
+	}
 	if _, err := s.git(ctx, rs.dir, nil, nil, "update-ref", ref, sha, head); err != nil {
 		fail("STALE_DATA", fmt.Sprintf("Expected branch to point to \"%s\" but it did not. Pull and try again.", head))
 		return

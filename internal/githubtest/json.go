@@ -110,7 +110,7 @@ func (s *Server) installationJSON(in *installation) obj {
 		"target_id":            acct["id"],
 		"target_type":          acct["type"],
 		"repository_selection": "selected",
-		"permissions":          appPermissions,
+		"permissions":          installationPermissions(in),
 		"events":               appEvents,
 		"access_tokens_url":    s.api("app/installations/%d/access_tokens", in.id),
 		"repositories_url":     s.api("installation/repositories"),

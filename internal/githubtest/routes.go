@@ -319,7 +319,7 @@ func (s *Server) createInstallationToken(w http.ResponseWriter, r *http.Request,
 	resp := obj{
 		"token":                t.value,
 		"expires_at":           t.expiresAt.UTC().Format(time.RFC3339),
-		"permissions":          appPermissions,
+		"permissions":          installationPermissions(in),
 		"repository_selection": "selected",
 	}
 	if scopedRepos != nil {

@@ -25,10 +25,33 @@ const signedRefsFile = "githubtest-signed-refs"
 // preReceiveHook refuses, as GitHub's rulesets do, a push that brings a branch requiring signatures a
 // commit GitHub did not sign. It reads the lists the server keeps beside the repository (receive-pack
 // runs hooks in the git directory).
+//
+// It also refuses, as GitHub does, a push that changes a workflow file from a token without the
+// workflows permission (workflows.go): serveGit says which in GITHUBTEST_WORKFLOWS.
 const preReceiveHook = `#!/bin/sh
-# githubtest: required signatures (see signatures.go).
+# githubtest: required signatures (see signatures.go) and the workflows permission (workflows.go).
+updates=$(cat)
+zero=0000000000000000000000000000000000000000
 status=0
+if [ "$GITHUBTEST_WORKFLOWS" = none ]; then
+	while read old new ref; do
+		[ -n "$ref" ] && [ "$new" != $zero ] || continue
+		if [ "$old" = $zero ]; then
+			files=$(for c in $(git rev-list "$new" --not --all); do git diff-tree --no-commit-id --name-only -r --root --no-renames "$c" -- .github/workflows/; done)
+		else
+			files=$(git diff --name-only --no-renames "$old" "$new" -- .github/workflows/)
+		fi
+		[ -z "$files" ] && continue
+		set -- $files
+		printf 'error: refusing to allow a GitHub App to create or update workflow \140%s\140 without \140workflows\140 permission\n' "$1" >&2
+		status=1
+	done <<EOF
+$updates
+EOF
+	[ $status = 0 ] || exit $status
+fi
 while read old new ref; do
+	[ -n "$ref" ] || continue
 	grep -qxF "$ref" ` + signedRefsFile + ` 2>/dev/null || continue
 	[ "$new" = 0000000000000000000000000000000000000000 ] && continue
 	if [ "$old" = 0000000000000000000000000000000000000000 ]; then
@@ -51,7 +74,9 @@ while read old new ref; do
 	for c in $bad; do echo "  $c" >&2; done
 	echo "" >&2
 	status=1
-done
+done <<EOF
+$updates
+EOF
 exit $status
 `
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/jobs/ports"
+	"github.com/akira-bot/akira/runner/workspace"
 )
 
 // GitHub is a recording fake of the GitHub ports, in the style of Prow's fake client: it keeps
@@ -49,6 +50,12 @@ type GitHub struct {
 	CI         CI
 	// ReviewThreads are the comments of a review, by review id.
 	ReviewThreads map[int64][]ports.ReviewComment
+	// SignedBranches are the branches whose rules require signed commits; Commits, when set, makes the
+	// commits the engine publishes through the API (without it such a commit fails).
+	SignedBranches map[string]bool
+	Commits        workspace.CommitAPI
+	// WorkflowsGrant says the installation holds the workflows permission.
+	WorkflowsGrant bool
 }
 
 type Comment struct {
@@ -93,7 +100,7 @@ func NewGitHub() *GitHub {
 		Permissions: map[string]string{}, Files: map[string]string{}, Issues: map[int]ports.Issue{}, Pulls: map[int]*ports.PullRequest{}, Closed: map[int]bool{}, OKCalls: map[string]int{},
 		PullFiles: map[int][]string{}, Refs: map[string]string{}, CheckRuns: map[int64]*ports.CheckRun{}, Fail: map[string]error{},
 		CallCounts: map[string]int{}, FailTimes: map[string]int{}, LostAnswer: map[string]bool{}, NextID: 100,
-		CI: CI{Checks: map[string][]ports.CICheck{}, Evidence: map[string]string{}},
+		CI: CI{Checks: map[string][]ports.CICheck{}, Evidence: map[string]string{}, Workflows: map[string][]string{}},
 	}
 }
 
@@ -554,6 +561,8 @@ type CI struct {
 	Evidence map[string]string
 	Reruns   []int64
 	Required []string
+	// Workflows are the workflow files per ref (a commit or a branch).
+	Workflows map[string][]string
 }
 
 func (f *GitHub) CIChecks(_ context.Context, _, _, sha string) ([]ports.CICheck, error) {
@@ -589,6 +598,45 @@ func (f *GitHub) RequiredChecks(context.Context, string, string, string) ([]stri
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
 	return slices.Clone(f.CI.Required), f.Call("RequiredChecks")
+}
+
+// WorkflowFiles answers from CI.Workflows (ref → files).
+func (f *GitHub) WorkflowFiles(_ context.Context, _, _, ref string) ([]string, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if err := f.Call("WorkflowFiles"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(f.CI.Workflows[ref]), nil
+}
+
+func (f *GitHub) SignaturesRequired(_ context.Context, _, _, branch string) (bool, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	return f.SignedBranches[branch], f.Call("SignaturesRequired")
+}
+
+func (f *GitHub) CommitAPI(_, _ string) workspace.CommitAPI {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	f.CallCounts["CommitAPI"]++
+	if f.Commits != nil {
+		return f.Commits
+	}
+	return noCommitAPI{}
+}
+
+// noCommitAPI is the API committer of a fake that was given none.
+type noCommitAPI struct{}
+
+func (noCommitAPI) CreateCommit(context.Context, workspace.APICommit) (string, error) {
+	return "", fmt.Errorf("jobstest: no commits through the API in this test")
+}
+
+func (f *GitHub) WorkflowsGranted(context.Context) (bool, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	return f.WorkflowsGrant, f.Call("WorkflowsGranted")
 }
 
 // short is a commit's SHA as the effects read it.

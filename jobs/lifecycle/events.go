@@ -287,6 +287,7 @@ func (e TaskCheckpointed) apply(r *Run, _ time.Time) ([]Effect, error) {
 		return nil, err
 	}
 	t.Checkpoint, t.Note, t.Unverified = ev.Commit, ev.Message, ev.Unverified
+	t.Workflows = ev.Workflows
 	if ev.Attempt > 0 {
 		t.Attempts = ev.Attempt
 	}

@@ -256,6 +256,9 @@ type TaskState struct {
 	// Checkpoint is the commit that finished the task.
 	Checkpoint string `json:"checkpoint,omitempty"`
 	Note       string `json:"note,omitempty"`
+	// Workflows are the workflow files (.github/workflows/**) the checkpoint changes, where the
+	// repository and the operator allow it.
+	Workflows []string `json:"workflows,omitempty"`
 	// Accept are the task's acceptance criteria; Unverified says its checkpoint was made with no
 	// verification command run and no criteria stated.
 	Accept     []string `json:"accept,omitempty"`

@@ -286,6 +286,8 @@ type GitHub interface {
 	Reviews
 	GitAuth
 	CI
+	SignedCommits
+	Grants
 }
 
 // Installations hands out the GitHub client of an installation.
@@ -355,4 +357,7 @@ type CI interface {
 	// RequiredChecks are the checks the branch's protection requires, when the App may read it (nil
 	// otherwise).
 	RequiredChecks(ctx context.Context, owner, repo, branch string) ([]string, error)
+	// WorkflowFiles lists the GitHub Actions workflows at ref: the .yml and .yaml files directly in
+	// .github/workflows (none when there is no such directory).
+	WorkflowFiles(ctx context.Context, owner, repo, ref string) ([]string, error)
 }

@@ -814,7 +814,7 @@ func (r *checkRuns) checkRunData(t *lifecycle.TaskState, status string, attempt 
 		Judging: r.judging, Verdict: r.verdicts[t.ID],
 	}
 	if status == lifecycle.TaskStatusPassed {
-		d.Checkpoint = t.Checkpoint
+		d.Checkpoint, d.Workflows = t.Checkpoint, t.Workflows
 		if r.run.RepoURL != "" && t.Checkpoint != "" {
 			d.CheckpointURL = r.run.RepoURL + "/commit/" + t.Checkpoint
 		}

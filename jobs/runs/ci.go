@@ -87,7 +87,14 @@ func (h *CIWatch) ReadCI(ctx context.Context, p queue.CIPayload) (string, error)
 		log.Info("ci job: required checks unknown", "err", err)
 		required = nil
 	}
-	v, err := h.judgeCI(ctx, gh, run, checks, required, time.Now())
+	now := time.Now()
+	none := false
+	if len(checks) == 0 && len(required) == 0 && now.Sub(run.CI.Since) < run.CI.Grace {
+		if none, err = noCI(ctx, gh, run); err != nil {
+			return metrics.ResultRetry, err
+		}
+	}
+	v, err := h.judgeCI(ctx, gh, run, checks, required, none, now)
 	if err != nil {
 		return metrics.ResultRetry, err
 	}
@@ -120,8 +127,35 @@ func (h *CIWatch) ReadCI(ctx context.Context, p queue.CIPayload) (string, error)
 	return metrics.ResultDecided, nil
 }
 
-// judgeCI decides what a reading of the head's checks means for the run; a nil event waits.
-func (h *CIWatch) judgeCI(ctx context.Context, gh ports.CI, run *lifecycle.Run, checks []ports.CICheck, required []string, now time.Time) (ciVerdict, error) {
+// noCI says the repository has no CI that could report on the head: no GitHub Actions workflow at the
+// head (a task may have added one), and no check or status of another app on the base branch's head,
+// where a CI of another app reports too. The grace period lets a slow CI report its first check; with
+// no CI there is nothing to wait for.
+func noCI(ctx context.Context, gh ports.GitHub, run *lifecycle.Run) (bool, error) {
+	workflows, err := gh.WorkflowFiles(ctx, run.Owner, run.Repo, run.CI.Head)
+	if err != nil {
+		return false, fmt.Errorf("jobs: workflows at %s: %w", publish.Short(run.CI.Head), err)
+	}
+	if len(workflows) > 0 {
+		return false, nil
+	}
+	base, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Base)
+	if errors.Is(err, ports.ErrGitHubNotFound) {
+		return false, nil // no base to read (renamed, deleted): the grace period decides
+	}
+	if err != nil {
+		return false, fmt.Errorf("jobs: head of %s: %w", run.Base, err)
+	}
+	checks, err := gh.CIChecks(ctx, run.Owner, run.Repo, base)
+	if err != nil {
+		return false, fmt.Errorf("jobs: checks of %s: %w", run.Base, err)
+	}
+	return len(checks) == 0, nil
+}
+
+// judgeCI decides what a reading of the head's checks means for the run; a nil event waits. none
+// says the repository has no CI at all (see noCI): no check is then waited for.
+func (h *CIWatch) judgeCI(ctx context.Context, gh ports.CI, run *lifecycle.Run, checks []ports.CICheck, required []string, none bool, now time.Time) (ciVerdict, error) {
 	w := run.CI
 	results, pending := ciResults(checks, required)
 	elapsed := now.Sub(w.Since)
@@ -133,7 +167,7 @@ func (h *CIWatch) judgeCI(ctx context.Context, gh ports.CI, run *lifecycle.Run, 
 	}
 	switch {
 	case len(checks) == 0 && len(required) == 0:
-		if elapsed < w.Grace {
+		if elapsed < w.Grace && !none {
 			return ciVerdict{}, nil
 		}
 		return ciVerdict{event: lifecycle.CIPassed{None: true}}, nil

@@ -678,6 +678,9 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	// The run's budget, not the operator's: a person may have raised it on this run.
 	opts.Budget = runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)}
 	publish.EnvOptions(&opts, run, h.d.Store, h.d.DepCaches)
+	if err := h.repoRules(lctx, gh, run, &opts, log); err != nil {
+		return metrics.ResultRetry, err
+	}
 	if profile.AgentNetwork() == sandbox.NetAllow || h.d.Sandbox.VerifyNetwork == sandbox.NetAllow {
 		log.Warn("run job: " + sandbox.AllowWarning)
 	}
@@ -902,6 +905,13 @@ func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, 
 	result := status.Result()
 	if _, err := h.pub.Publish(ctx, gh, run, log); err != nil {
 		return metrics.ResultRetry, err
+	}
+	if run.Status == lifecycle.StatusWaitingCI && run.CI != nil {
+		// The CI is read at once, not at the next poll: a repository without CI is done now.
+		err := h.d.Enqueuer.EnqueueCI(ctx, queue.CIPayload{RunID: run.ID, InstallationID: run.InstallationID, Head: run.CI.Head, Key: "waiting"})
+		if err != nil && !errors.Is(err, queue.ErrDuplicate) {
+			log.Warn("run job: CI not read at once; the next poll reads it", "err", err)
+		}
 	}
 	log.Info("run job: done", "status", status, "head", out.Head, "parked", len(out.Parked))
 	return result, nil

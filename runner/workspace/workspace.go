@@ -41,6 +41,10 @@ const DefaultGitTimeout = 10 * time.Minute
 // ErrPushRejected marks a push the remote refused because the branch moved under the run.
 var ErrPushRejected = errors.New("push rejected: the remote branch moved")
 
+// ErrRefused marks a push the remote declined for what it holds, whatever the ref: GitHub refuses a
+// workflow file from an App without the workflows permission, and a secret its push protection finds.
+var ErrRefused = errors.New("the remote refused what the push holds")
+
 // Identity is a commit author and committer.
 type Identity struct {
 	Name  string
@@ -714,6 +718,10 @@ func rejected(out string) bool {
 	return false
 }
 
+// refusedByRemote says git's push output reports a ref the remote declined (a hook, a rule), not a
+// ref that moved or a connection that failed.
+func refusedByRemote(out string) bool { return strings.Contains(out, "[remote rejected]") }
+
 // parkedPrefix is where failed task work waits for a human decision, namespaced by branch so that
 // runs on different branches never see each other's parked work.
 func (w *Workspace) parkedPrefix() string { return parkedPrefix(w.Branch) }
@@ -733,7 +741,8 @@ func (w *Workspace) Parked(taskID string) string { return w.parked[refSafe(taskI
 
 // PushParked commits the current working tree (the failed work) on top of the last checkpoint
 // without moving the branch, and force-pushes it to the task's parked ref so that a later run can
-// approve it. It returns the parked commit.
+// approve it. It returns the parked commit; when the remote refuses to hold it (ErrRefused), the
+// commit too, which then lives only in the workspace.
 func (w *Workspace) PushParked(ctx context.Context, taskID, message string) (string, error) {
 	if _, err := w.Stage(ctx); err != nil {
 		return "", err
@@ -747,7 +756,10 @@ func (w *Workspace) PushParked(ctx context.Context, taskID, message string) (str
 		w.parked[refSafe(taskID)] = sha
 		return sha, nil
 	}
-	if _, err := w.remote(ctx, w.Dir, "push", "--quiet", "--", w.opts.Remote, "+"+sha+":"+ref); err != nil {
+	if out, err := w.remote(ctx, w.Dir, "push", "--quiet", "--", w.opts.Remote, "+"+sha+":"+ref); err != nil {
+		if refusedByRemote(out + err.Error()) {
+			return sha, fmt.Errorf("workspace: push parked work: %w: %w", ErrRefused, err)
+		}
 		return "", fmt.Errorf("workspace: push parked work: %w", err)
 	}
 	w.parked[refSafe(taskID)] = sha

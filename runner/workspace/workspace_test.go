@@ -302,6 +302,35 @@ func TestParkedWorkRoundTrip(t *testing.T) {
 	}
 }
 
+// A remote that declines the parked ref for what it holds (GitHub refusing a workflow file from an App
+// without the workflows permission; here a hidden ref) is ErrRefused, with the parked commit made in
+// the workspace, and nothing parked on the remote; a push that fails otherwise is not.
+func TestParkedWorkRefusedByTheRemote(t *testing.T) {
+	repo := gittest.New(t, map[string]string{"README.md": "hello\n"})
+	ctx := context.Background()
+	w := open(t, repo.Remote, "akira/x")
+	if err := w.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo.Remote, "config", "receive.hideRefs", "refs/akira/parked")
+	write(t, w.Dir, "failed.txt", "work the remote will not hold\n")
+	sha, err := w.PushParked(ctx, "1", "akira: parked 1\n")
+	if !errors.Is(err, ErrRefused) || sha == "" {
+		t.Fatalf("PushParked = %q, %v; want the local commit and ErrRefused", sha, err)
+	}
+	if got, err := w.Git(ctx, "show", sha+":failed.txt"); err != nil || got != "work the remote will not hold" {
+		t.Errorf("the parked commit holds %q, %v", got, err)
+	}
+	if w.Parked("1") != "" {
+		t.Errorf("Parked = %q after the remote refused it", w.Parked("1"))
+	}
+
+	w.opts.Remote = filepath.Join(t.TempDir(), "gone.git")
+	if _, err := w.PushParked(ctx, "1", "akira: parked 1\n"); err == nil || errors.Is(err, ErrRefused) {
+		t.Errorf("a push to a remote that is not there = %v; want an error that is not ErrRefused", err)
+	}
+}
+
 func TestInvalidBranchAndMissingBase(t *testing.T) {
 	repo := gittest.New(t, map[string]string{"README.md": "hello\n"})
 	w, err := Clone(context.Background(), Options{Remote: repo.Remote, WorkDir: t.TempDir()})
