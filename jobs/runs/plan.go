@@ -138,6 +138,7 @@ func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*
 		run.Budget.CostUSD, _ = op.RaiseCost(p.BudgetUSD)
 	}
 	run.AllowRedBase = p.AllowRedBase
+	run.SyncOff = rc.SyncOff()
 	run.Roadmap = rc.Roadmap
 	if p.Path != "" {
 		run.Roadmap = p.Path
