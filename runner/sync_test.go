@@ -514,3 +514,25 @@ func TestPlanFileFromTheBase(t *testing.T) {
 		t.Errorf("sync off: %v, want the plan not found on the branch", err)
 	}
 }
+
+// `akira status` reads the branch alone: the newest Akira-Sync trailer says which base commit the
+// branch was last brought up to date with.
+func TestBranchStatusSynced(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks, "README.md": "demo\n"})
+	m := &baseMover{t: t, remote: f.repo.Remote, at: 2, files: map[string]string{"base.txt": "from main\n"}}
+	out, _, err := f.run(t, Options{Inputs: Inputs{RunID: "run-11"}, Limits: Limits{AllowRedBase: true},
+		Hooks: Hooks{BaseMoved: m.BaseMoved}, Agent: f.agent(`echo x > "$AKIRA_TASK_ID.txt"`)})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("Run: %+v, %v", out, err)
+	}
+	rep, err := BranchStatus(context.Background(), StatusOptions{Repo: f.repo.Remote, WorkDir: f.workDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Synced != "main@"+m.moved {
+		t.Errorf("synced = %q, want main@%s", rep.Synced, m.moved)
+	}
+	if never, err := BranchStatus(context.Background(), StatusOptions{Repo: f.repo.Remote, WorkDir: f.workDir, Branch: "akira/other"}); err != nil || never.Synced != "" {
+		t.Errorf("a branch never pushed: synced %q, %v", never.Synced, err)
+	}
+}

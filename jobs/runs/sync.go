@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -125,6 +126,12 @@ func (w *baseWatch) beforeReady(ctx context.Context, pr *ports.PullRequest) (boo
 		return false, nil // a person left the branch behind this base; nothing moved since
 	}
 	behind, cmp, err := w.behind(ctx, mark)
+	if errors.Is(err, ports.ErrGitHubNotFound) {
+		// The branch or its base is gone: there is nothing to merge (the job's start, or the next
+		// one's, finds out what people did).
+		w.log.Warn("run job: the branch not compared with its base", "err", err)
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
