@@ -274,6 +274,9 @@ func CheckPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPay
 	}
 	author := is.Author
 	if p.Plan != "" {
+		if p.Trigger == queue.TriggerAPI {
+			return nil // a plan handed off with an API token is the operator's, as any hand-off's
+		}
 		author = p.Sender // a plan pasted in the comment is the commenter's
 	}
 	if author == "" {
@@ -560,6 +563,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	}
 	if run.Plan != "" {
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
+		opts.TaskScope = handedOffScope(run)
 	}
 	if rv := run.Review; rv != nil {
 		var comments []ports.ReviewComment
