@@ -36,7 +36,7 @@ type HandoffRequest struct {
 	// pull request, as `/akira run` on the issue does, with the issue's checklist unless a plan is given.
 	Issue  int
 	Notify map[string][]string
-	Token     store.Token
+	Token  store.Token
 	// Key is the client's Idempotency-Key ("" for none).
 	Key string
 	// Via is how the request came (store.ViaAPI when empty; ViaMCP, ViaCLI), for the audit.
