@@ -58,8 +58,14 @@ func (w *baseWatch) start(ctx context.Context, pr *ports.PullRequest) {
 		return
 	}
 	if s := pr.MergeableState; s == ports.MergeStateDirty || s == ports.MergeStateBehind {
-		w.log.Info("run job: the pull request's merge is "+s+"; the base is merged before the next task", "pr", pr.Number)
-		if err := w.bases.MarkBaseMoved(ctx, r.Owner, r.Repo, r.Branch, "mergeable_state "+s+" at "+pr.HeadSHA); err != nil {
+		// A mark already there says as much, and may be the one beforeReady left: replacing it
+		// would lose that a job already tried to merge this base.
+		mark, err := w.bases.BaseMark(ctx, r.Owner, r.Repo, r.Branch)
+		if err == nil && mark == "" {
+			w.log.Info("run job: the pull request's merge is "+s+"; the base is merged before the next task", "pr", pr.Number)
+			err = w.bases.MarkBaseMoved(ctx, r.Owner, r.Repo, r.Branch, "mergeable_state "+s+" at "+pr.HeadSHA)
+		}
+		if err != nil {
 			w.log.Warn("run job: the pull request's mergeable_state not kept", "err", err)
 		}
 	}
