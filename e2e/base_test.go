@@ -12,6 +12,7 @@ import (
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs/lifecycle"
+	"github.com/akira-bot/akira/jobs/queue"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
@@ -350,5 +351,41 @@ func TestFollowUpsOnTheSamePullRequest(t *testing.T) {
 	// the plan file's, the hand-off's); the merge of the base was clean.
 	if calls := e.callsPerTask(); calls["1.1"] != 3 || calls["1.2"] != 1 || calls["sync"] != 0 {
 		t.Errorf("agent calls %v, want 1.1 of three plans and 1.2, once each", calls)
+	}
+}
+
+// TestBaseMovesWhileWaitingForCI: with ci.watch, the tasks are done and the run waits for the pull
+// request's CI when main moves. The CI's green on the old head does not ready the pull request: the
+// run merges the base, and its CI is judged again on the merge, whose green readies it.
+func TestBaseMovesWhileWaitingForCI(t *testing.T) {
+	e := newEnvWith(t, false, redisAddr(t), ciOperator)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.DeliverPushes(true)
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "CI", User: "alice", Body: "- [ ] Add one\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitCI(1, "")
+	head, branch := run.CI.Head, run.Branch
+	base := e.moveBase(map[string]string{"base.txt": "from main\n"})
+
+	green := func(sha string) {
+		e.gh.AddStatus(e.owner, e.repo, githubtest.Status{SHA: sha, Context: "ci/jenkins", State: "success", Description: "all green"})
+		e.ciReport(queue.EventStatus, branch, sha, "success")
+	}
+	green(head)
+	run = e.waitCI(1, head)
+	merges := e.merges(branch)
+	if len(merges) != 1 || merges[0].SHA != run.CI.Head || merges[0].Trailers["Akira-Sync"] != "main@"+base {
+		t.Fatalf("the run waits for CI on %s; merges %+v: want the merge of main@%s", run.CI.Head, merges, base)
+	}
+	if !e.onlyPR(branch).Draft {
+		t.Fatal("the pull request turned ready on the CI of a head behind its base")
+	}
+	green(run.CI.Head)
+	run = e.waitStatus(1, lifecycle.StatusSucceeded)
+	if pr := e.onlyPR(branch); pr.Draft {
+		t.Error("the pull request is still a draft after the merge's CI passed")
+	}
+	if run.CI.Head != merges[0].SHA {
+		t.Errorf("the CI judged %s, want the merge %s", run.CI.Head, merges[0].SHA)
 	}
 }

@@ -75,3 +75,33 @@ func TestSyncTask(t *testing.T) {
 		t.Error("a plan task the run does not have was started")
 	}
 }
+
+// The CI is green but the base moved meanwhile: the pull request does not turn ready; the run is
+// queued for the job that merges the base, and waits for the CI of the merge.
+func TestCIPassedBehindTheBase(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	run := &Run{ID: "r1", Status: StatusRunning, PR: 5, OpenedPR: true}
+	if _, err := Apply(run, EngineFinished{Status: StatusSucceeded, Outcome: runner.Outcome{Head: "h1"}, CI: &CIWatch{Timeout: time.Hour}}, now); err != nil {
+		t.Fatal(err)
+	}
+	effects, err := Apply(run, CIPassed{Sync: true}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != StatusQueued || !slices.Equal(kinds(effects), []EffectKind{EffectContinue, EffectSummary}) || effects[0].Key != "ci-sync-h1" {
+		t.Fatalf("run %s, effects %+v; want queued to merge the base, no ready", run.Status, effects)
+	}
+	if _, err := Apply(run, JobStarted{}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(run, EngineFinished{Status: StatusSucceeded, Outcome: runner.Outcome{Head: "m1"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != StatusWaitingCI || run.CI.Head != "m1" {
+		t.Fatalf("after the merge: %s, CI of %q; want the merge's", run.Status, run.CI.Head)
+	}
+	effects, err = Apply(run, CIPassed{}, now)
+	if err != nil || run.Status != StatusSucceeded || !slices.Contains(kinds(effects), EffectReady) {
+		t.Fatalf("green on the merge: %s, %v, %v", run.Status, kinds(effects), err)
+	}
+}
