@@ -214,9 +214,9 @@ func (s *server) onPush(ev *pushEvent) (queue.IntakePayload, string) {
 		return p, "branch deleted"
 	case !isBranch:
 		return p, "push to " + ev.Ref + " is not to a branch"
-	case ev.Repository != nil && branch != ev.Repository.DefaultBranch:
-		return p, "push to " + branch + " is not to the default branch"
 	}
+	// A push to any branch goes on: the branch may be the base of Akira's runs, which then merge it
+	// (the intake knows; the webhook asks nothing). Only the default branch's roadmap starts runs.
 	push := &queue.PushIntake{Branch: branch, After: ev.After, Truncated: len(ev.Commits) >= maxPushCommits}
 	commits := ev.Commits
 	if ev.HeadCommit != nil {

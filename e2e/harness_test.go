@@ -196,6 +196,8 @@ func randomHex(t testing.TB, n int) string {
 //     kills its worker meanwhile);
 //   - a task titled "... patient ..." needs MAGIC-WORD like a flaky one, then behaves like a slow one;
 //   - a task titled "... breaking ..." changes two files, which fail a check.sh unless MAGIC-WORD;
+//   - the sync task (the merge of a base that moved) resolves each conflicted file by keeping every
+//     side, unless the file holds UNRESOLVABLE and the prompt no MAGIC-WORD;
 //   - any other task writes one file named after the task.
 const agentScript = `#!/bin/sh
 set -e
@@ -213,6 +215,14 @@ if [ "$AKIRA_TASK_ID" = plan ]; then
 	else
 		printf 'Here is the plan.\n\n~~~markdown\n## Phase 1\n\n- [ ] 1 Add the form\n- [ ] 2 Add the handler\n  - depends: 1\n  - verify: test -f out-1.txt\n~~~\n'
 	fi
+	exit 0
+fi
+if [ "$AKIRA_TASK_ID" = sync ]; then
+	for f in $(grep -rl '^<<<<<<< ' --exclude-dir=.git . || true); do
+		if grep -q UNRESOLVABLE "$f" && ! grep -q MAGIC-WORD "$AKIRA_PROMPT_FILE"; then continue; fi
+		grep -v -e '^<<<<<<< ' -e '^||||||| ' -e '^=======$' -e '^>>>>>>> ' "$f" > "$f.resolved" || true
+		mv "$f.resolved" "$f"
+	done
 	exit 0
 fi
 case "$AKIRA_TASK_TITLE" in

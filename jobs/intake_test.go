@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -341,6 +342,49 @@ func TestIntakeForkPullRequest(t *testing.T) {
 				t.Errorf("effects on GitHub = %q, want %q", got, tt.effects)
 			}
 		})
+	}
+}
+
+// A push to a branch marks the branches of Akira's runs standing on it (their next job merges it) and
+// starts a run only on the default branch: a push to another branch marks and starts nothing else.
+func TestIntakePushMarksTheBranchesOnItsBase(t *testing.T) {
+	jh := newJobsHarness(t)
+	ctx := context.Background()
+	for _, b := range []struct{ base, branch string }{{"main", "akira/issue-1"}, {"release", "akira/pr-7"}} {
+		if err := jh.store.WatchBase(ctx, "o", "r", b.base, b.branch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push := func(branch, after string, changed ...string) {
+		t.Helper()
+		if err := jh.intake(queue.IntakePayload{Event: queue.EventPush, Body: &queue.PushIntake{Branch: branch, After: after, Changed: changed}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marks := func() []string {
+		var out []string
+		for _, b := range []string{"akira/issue-1", "akira/pr-7"} {
+			m, err := jh.store.BaseMark(ctx, "o", "r", b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b+"="+m)
+		}
+		return out
+	}
+	push("release", "r1", "ROADMAP.md")
+	if got, want := marks(), []string{"akira/issue-1=", "akira/pr-7=r1"}; !slices.Equal(got, want) {
+		t.Fatalf("marks after a push to release = %v, want %v", got, want)
+	}
+	if runs := queued[queue.RunPayload](jh, queue.TypeRun); len(runs) != 0 {
+		t.Fatalf("a push to release queued runs %+v (only the default branch's roadmap starts one)", runs)
+	}
+	push("main", "m1", "README.md")
+	if got, want := marks(), []string{"akira/issue-1=m1", "akira/pr-7=r1"}; !slices.Equal(got, want) {
+		t.Fatalf("marks after a push to main = %v, want %v", got, want)
+	}
+	if effects := jh.gh.Effects(); len(effects) != 0 {
+		t.Errorf("effects on GitHub = %q, want none", effects)
 	}
 }
 

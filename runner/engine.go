@@ -66,6 +66,12 @@ type engine struct {
 	syncPlan    []byte
 	syncOff     bool
 	syncSkipped bool
+	// syncDue says the next syncBase merges the base without asking Options.BaseMoved: the plan came
+	// from the base (a follow-up's new plan file), or BaseMoved was asked already by prepare.
+	// syncDecided: the decision about the sync task was acted on (it is this run's, and a later
+	// merge of a base that moved again is a sync of its own).
+	syncDue     bool
+	syncDecided bool
 
 	// byID and ids index rm once: choosing the next task must not cost a scan of the plan per
 	// candidate (roadmap.Task is a linear search), which made each choice cost O(tasks²).
@@ -250,6 +256,14 @@ func (e *engine) prepare(ctx context.Context) error {
 	data := e.o.Plan
 	if data == nil {
 		data, err = ws.ReadFile(e.roadmapPath)
+		if errors.Is(err, os.ErrNotExist) && !ws.Created && e.canSync() {
+			// A follow-up on an existing branch names a plan file the base gained since: the plan is
+			// the base's, and the base is merged in before the first task (the checkpoints then tick
+			// the merged file).
+			if b, ok, berr := ws.ReadBase(ctx, e.roadmapPath); berr == nil && ok {
+				data, err, e.syncDue = b, nil, true
+			}
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("runner: %w: %s not found on branch %s", ErrInvalidPlan, e.roadmapPath, branch)
 		} else if err != nil {
@@ -259,6 +273,13 @@ func (e *engine) prepare(ctx context.Context) error {
 	rm, err := roadmap.ParseAs(e.source, data, e.o.Convention)
 	if err != nil {
 		return fmt.Errorf("runner: %w: %w", ErrInvalidPlan, err)
+	}
+	if rm.Task(SyncTaskID) != nil {
+		// The sync task's events, escalation, decisions and parked work are named by its id, and the
+		// engine treats a task by that id as the merge of the base: a task of the plan with the same
+		// id would be mistaken for it, whether or not this run merges its base.
+		return fmt.Errorf("runner: %w: %s: task id %q is reserved for the task that brings the branch up to date with its base; give the task another id",
+			ErrInvalidPlan, e.source, SyncTaskID)
 	}
 	e.rm = rm
 	e.indexTasks()
@@ -321,9 +342,11 @@ func (e *engine) prepare(ctx context.Context) error {
 			}
 		}
 	}
-	if e.hasPending() {
+	if e.hasPending() || e.syncWanted(ctx) {
 		// Before setup, which may take minutes, and on the run's own head (the App shows the
-		// failure on its pull request, never on the base branch).
+		// failure on its pull request, never on the base branch). A job with no task left that
+		// only brings the branch up to date verifies the merge (or has the agent resolve it) in
+		// the same environment as a task.
 		if err := e.checkAgent(ctx); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/akira-bot/akira/runner/config"
 	"github.com/akira-bot/akira/runner/roadmap"
@@ -32,6 +33,9 @@ type BranchReport struct {
 	// Exists says the branch is on the remote; a missing branch has everything still to do.
 	Exists bool
 	Tasks  []TaskResult
+	// Synced is the base commit the branch was last brought up to date with ("<base>@<sha>", the
+	// newest Akira-Sync trailer); "" when its base was never merged into it.
+	Synced string
 }
 
 // BranchStatus reads a branch's progress from the remote alone: the plan as it is on the branch, the
@@ -75,6 +79,18 @@ func BranchStatus(ctx context.Context, o StatusOptions) (BranchReport, error) {
 	doneBy, err := ws.Checkpoints(ctx, TrailerTask, TrailerRevert)
 	if err != nil {
 		return BranchReport{}, fmt.Errorf("runner: status: %w", err)
+	}
+	if !ws.Created {
+		synced, err := ws.Git(ctx, "log", "--format=%(trailers:key="+TrailerSync+",valueonly)", "refs/remotes/origin/"+ws.Base+"..HEAD")
+		if err != nil {
+			return BranchReport{}, fmt.Errorf("runner: status: %w", err)
+		}
+		for _, line := range strings.Split(synced, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				rep.Synced = line // newest first
+				break
+			}
+		}
 	}
 	for _, t := range rm.Tasks {
 		r := TaskResult{ID: t.ID, Title: t.Title, Phase: t.Phase, Status: TaskPending}

@@ -42,10 +42,17 @@ func (e *engine) syncTask() *roadmap.Task {
 // abort decision; a sync left parked halts the run (no task starts on a branch that cannot take the
 // base).
 func (e *engine) syncBase(ctx context.Context) error {
-	if e.o.BaseMoved == nil || e.syncOff || e.syncSkipped || e.halted != "" || e.o.only != nil {
+	if !e.canSync() || e.syncSkipped || e.halted != "" {
 		return nil
 	}
-	if !e.o.BaseMoved(ctx) {
+	// BaseMoved is asked unless prepare asked it already (syncDue); a decision waiting about the sync
+	// goes on whatever it says.
+	moved := e.syncDue
+	e.syncDue = false
+	if !moved {
+		moved = e.o.BaseMoved(ctx)
+	}
+	if !moved && !e.syncDecisionWaits() {
 		return nil
 	}
 	s, err := e.ws.MergeBase(ctx)
@@ -69,7 +76,8 @@ func (e *engine) syncBase(ctx context.Context) error {
 		return err
 	}
 	var guide Decision
-	if d, ok := e.o.Decisions[SyncTaskID]; ok {
+	if d, ok := e.o.Decisions[SyncTaskID]; ok && !e.syncDecided {
+		e.syncDecided = true
 		if err := e.emit(ctx, e.taskEvent(EventTaskDecided, t, Event{Decision: &d})); err != nil {
 			return err
 		}
@@ -104,6 +112,32 @@ func (e *engine) syncBase(ctx context.Context) error {
 		e.syncNote = f.text(0)
 	}
 	return e.attempts(ctx, t, guide)
+}
+
+// canSync says this run may merge its base: the caller asks about the base (Options.BaseMoved), the
+// repository did not turn syncing off, and the run is not one task's rerun.
+func (e *engine) canSync() bool {
+	return e.o.BaseMoved != nil && !e.syncOff && e.o.only == nil
+}
+
+// syncDecisionWaits says a person's decision about the sync task is still to be acted on: a sync left
+// parked by an earlier job goes on (or stays parked) whatever BaseMoved says now.
+func (e *engine) syncDecisionWaits() bool {
+	_, ok := e.o.Decisions[SyncTaskID]
+	return ok && !e.syncDecided
+}
+
+// syncWanted says, before any task, whether a job with no task left has a sync to do; the answer of
+// BaseMoved is kept for the sync itself (syncDue), so the caller is asked once.
+func (e *engine) syncWanted(ctx context.Context) bool {
+	if !e.canSync() {
+		return false
+	}
+	if e.syncDue || e.syncDecisionWaits() {
+		return true
+	}
+	e.syncDue = e.o.BaseMoved(ctx)
+	return e.syncDue
 }
 
 // verifySync runs the repository's verification on the merged tree and, when it passes, commits and

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -372,5 +373,166 @@ esac`
 	}
 	if msg := gittest.Git(t, f.repo.Remote, "log", "-1", "--format=%B", synced[0].Commit); !strings.Contains(msg, "Approved by a human without passing verification.") {
 		t.Errorf("merge message:\n%s", msg)
+	}
+}
+
+// A plan task whose id is the sync task's would be mistaken for it (its events, escalation, decisions
+// and parked work are named by the id, and the engine merges the base under it): the plan is refused,
+// saying which id and what to do, whether or not the run merges its base, and nothing is pushed.
+func TestSyncTaskIDReserved(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config string
+		hook   func(context.Context) bool
+	}{
+		{"syncing", "", func(context.Context) bool { return false }},
+		{"sync off", "sync: off\n", func(context.Context) bool { return false }},
+		{"no base watch (akira run)", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"plan.yaml": "tasks:\n  - id: sync\n    title: Synchronise the caches\n"}
+			if tc.config != "" {
+				files[".github/akira.yml"] = tc.config
+			}
+			f := newFixture(t, files)
+			_, _, err := f.run(t, Options{Inputs: Inputs{Roadmap: "plan.yaml"}, Hooks: Hooks{BaseMoved: tc.hook},
+				Agent: f.agent(`echo x > caches.txt`)})
+			if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), `task id "sync" is reserved`) || !strings.Contains(err.Error(), "another id") {
+				t.Fatalf("Run: %v, want the reserved id named", err)
+			}
+			if log := f.log(t, "akira/plan"); len(log) != 0 {
+				t.Errorf("branch log = %q, want nothing pushed", log)
+			}
+		})
+	}
+	// An id that only begins with it is another id: it runs.
+	f := newFixture(t, map[string]string{"plan.yaml": "tasks:\n  - id: sync-2\n    title: Synchronise the caches\n"})
+	out, _, err := f.run(t, Options{Inputs: Inputs{Roadmap: "plan.yaml"}, Hooks: Hooks{BaseMoved: func(context.Context) bool { return false }},
+		Agent: f.agent(`echo x > caches.txt`)})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("sync-2: %+v, %v", out, err)
+	}
+}
+
+// A job with no task left (every task done, the run continued to bring its branch up to date before
+// its pull request turns ready) merges the base in the environment a task has: setup runs first, so
+// the merge's verification sees what setup made.
+func TestBaseMovedWithNoTaskLeft(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks, ".gitignore": "deps/\n",
+		".github/akira.yml": "setup:\n  - mkdir -p deps && echo ok > deps/ready\n"})
+	agent := f.agent(`echo x > "$AKIRA_TASK_ID.txt"`)
+	out, _, err := f.run(t, Options{Inputs: Inputs{RunID: "run-6"}, Agent: agent})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("first job: %+v, %v", out, err)
+	}
+	base := pushToBase(t, f.repo.Remote, map[string]string{"base.txt": "from main\n"})
+	asked := 0
+	out, rec, err := f.run(t, Options{
+		Inputs: Inputs{RunID: "run-6", Verify: []string{"test -f deps/ready && test -f base.txt"}},
+		Hooks:  Hooks{BaseMoved: func(context.Context) bool { asked++; return true }},
+		Agent:  agent,
+	})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("sync job: %+v, %v", out, err)
+	}
+	if !slices.Equal(out.Synced, []string{"main@" + base}) {
+		t.Fatalf("synced = %v, want main@%s", out.Synced, base)
+	}
+	if len(rec.of(EventSetupFinished, "")) != 1 {
+		t.Error("setup did not run before the merge was verified")
+	}
+	if asked != 1 {
+		t.Errorf("BaseMoved asked %d times, want once (its answer before setup is the sync's)", asked)
+	}
+}
+
+// A sync parked by an earlier job stays the run's business whatever BaseMoved says now: its decision
+// is acted on (here: retry with guidance) before any task starts.
+func TestSyncDecisionActedOnWhenTheBaseIsQuiet(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": greetRoadmap, "greet.txt": "hello\n"})
+	m := &baseMover{t: t, remote: f.repo.Remote, at: 2, files: map[string]string{"greet.txt": "hello from main\n"}}
+	opts := Options{
+		Inputs: Inputs{RunID: "run-7", Verify: []string{"grep -q main greet.txt"}},
+		Limits: Limits{MaxAttempts: 1, AllowRedBase: true},
+		Hooks:  Hooks{BaseMoved: m.BaseMoved},
+		Agent: f.agent(logCall + `case "$AKIRA_TASK_ID" in
+G1) echo "hello from the branch" > greet.txt ;;
+G2) echo note > note.txt ;;
+sync) grep -q "keep both" "$AKIRA_PROMPT_FILE" && printf 'hello from the branch and main\n' > greet.txt ;;
+esac`),
+	}
+	out, _, err := f.run(t, opts)
+	if err != nil || out.Status != StatusParked || len(out.Parked) != 1 || out.Parked[0].TaskID != SyncTaskID {
+		t.Fatalf("first job: %+v, %v", out, err)
+	}
+	opts.Hooks.BaseMoved = func(context.Context) bool { return false }
+	opts.Decisions = map[string]Decision{SyncTaskID: {Kind: DecisionRetry, Guidance: "keep both"}}
+	out, _, err = f.run(t, opts)
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("retry: %+v, %v", out, err)
+	}
+	want := []string{"akira: G1 Greet from the branch|G1", "akira: bring akira/roadmap up to date with main|", "akira: G2 Write a note|G2"}
+	if log := f.log(t, "akira/roadmap"); !slices.Equal(log, want) {
+		t.Errorf("branch log = %q, want %q", log, want)
+	}
+}
+
+// A follow-up on an existing branch that names a plan file the base gained since the branch was made:
+// the plan is read from the base, the base is merged in before the first task, and the tasks tick
+// the merged file.
+func TestPlanFileFromTheBase(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks})
+	agent := f.agent(logCall + `echo x > "$AKIRA_TASK_ID.txt"`)
+	if out, _, err := f.run(t, Options{Inputs: Inputs{RunID: "run-8", Branch: "akira/issue-1"}, Agent: agent}); err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("first run: %+v, %v", out, err)
+	}
+	base := pushToBase(t, f.repo.Remote, map[string]string{"plans/more.md": "# More\n\n- [ ] M1: One more\n"})
+	out, _, err := f.run(t, Options{
+		Inputs: Inputs{RunID: "run-9", Branch: "akira/issue-1", Roadmap: "plans/more.md"},
+		Hooks:  Hooks{BaseMoved: func(context.Context) bool { return false }},
+		Agent:  agent,
+	})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("follow-up: %+v, %v", out, err)
+	}
+	wantStatuses(t, out, map[string]TaskStatus{"M1": TaskDone, SyncTaskID: TaskDone})
+	log := f.log(t, "akira/issue-1")
+	if n := len(log); n < 2 || log[n-2] != "akira: bring akira/issue-1 up to date with main|" || log[n-1] != "akira: M1 One more|M1" {
+		t.Errorf("branch log = %q, want the merge of main@%s, then M1", log, base)
+	}
+	if got := gittest.Git(t, f.repo.Remote, "show", "akira/issue-1:plans/more.md"); !strings.Contains(got, "- [x] M1: One more") {
+		t.Errorf("plans/more.md on the branch =\n%s", got)
+	}
+	// Without a base to merge (sync: off), the plan must be on the branch, as before.
+	pushToBase(t, f.repo.Remote, map[string]string{".github/akira.yml": "sync: off\n", "plans/other.md": "- [ ] O1: Other\n"})
+	_, _, err = f.run(t, Options{
+		Inputs: Inputs{RunID: "run-10", Branch: "akira/issue-1", Roadmap: "plans/other.md"},
+		Hooks:  Hooks{BaseMoved: func(context.Context) bool { return false }},
+		Agent:  agent,
+	})
+	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), "not found on branch") {
+		t.Errorf("sync off: %v, want the plan not found on the branch", err)
+	}
+}
+
+// `akira status` reads the branch alone: the newest Akira-Sync trailer says which base commit the
+// branch was last brought up to date with.
+func TestBranchStatusSynced(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": threeTasks, "README.md": "demo\n"})
+	m := &baseMover{t: t, remote: f.repo.Remote, at: 2, files: map[string]string{"base.txt": "from main\n"}}
+	out, _, err := f.run(t, Options{Inputs: Inputs{RunID: "run-11"}, Limits: Limits{AllowRedBase: true},
+		Hooks: Hooks{BaseMoved: m.BaseMoved}, Agent: f.agent(`echo x > "$AKIRA_TASK_ID.txt"`)})
+	if err != nil || out.Status != StatusSucceeded {
+		t.Fatalf("Run: %+v, %v", out, err)
+	}
+	rep, err := BranchStatus(context.Background(), StatusOptions{Repo: f.repo.Remote, WorkDir: f.workDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Synced != "main@"+m.moved {
+		t.Errorf("synced = %q, want main@%s", rep.Synced, m.moved)
+	}
+	if never, err := BranchStatus(context.Background(), StatusOptions{Repo: f.repo.Remote, WorkDir: f.workDir, Branch: "akira/other"}); err != nil || never.Synced != "" {
+		t.Errorf("a branch never pushed: synced %q, %v", never.Synced, err)
 	}
 }

@@ -106,6 +106,10 @@ type Summary struct {
 	Blocked BlockedSection
 	// Environment is the run's setup and base-branch health check; nil when it had neither.
 	Environment *EnvSummary
+	// Synced is the base commit the run last merged into its branch ("main@0123456789ab"), Syncs how
+	// many times it merged its base; empty when the base never moved under it.
+	Synced string
+	Syncs  int
 }
 
 // Count is how many tasks have the status.
@@ -556,6 +560,8 @@ type Status struct {
 	PRURL        string
 	// Progress is set while the run is running.
 	Progress *Progress
+	// Synced is the base commit the run last merged into its branch ("main@0123456789ab").
+	Synced string
 }
 
 // Progress is what a working run is doing now.

@@ -76,6 +76,17 @@ var cases = []struct {
 		Tasks: []Task{{ID: "T1", Title: "Only", Status: lifecycle.TaskStatusSkipped, Attempts: 2}},
 		Usage: Usage{InputTokens: 10, OutputTokens: 5},
 	}},
+	{"summary_synced", "summary", Summary{
+		RunID: "r3", Source: "issue #4", State: "done", PRURL: "https://github.com/o/r/pull/7", Synced: "main@0123456789ab", Syncs: 1,
+		Tasks: []Task{{ID: "1.1", Title: "Only", Status: lifecycle.TaskStatusPassed, Attempts: 1, Duration: 2 * time.Second, Checkpoint: "abc"},
+			{ID: "sync", Title: "Bring akira/issue-4 up to date with main", Status: lifecycle.TaskStatusPassed, Attempts: 1, Checkpoint: "def"}},
+	}},
+	{"summary_synced_twice", "summary", Summary{
+		RunID: "r3", State: "parked", ParkedTask: "1.2", Synced: "main@ba9876543210", Syncs: 2,
+		Tasks: []Task{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPassed, Attempts: 1, Checkpoint: "abc"},
+			{ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusEscalated, Attempts: 2},
+			{ID: "sync", Title: "Bring akira/issue-4 up to date with main", Status: lifecycle.TaskStatusPassed, Attempts: 0, Checkpoint: "def"}},
+	}},
 	{"summary_failed", "summary", Summary{RunID: "r4", State: "failed", Error: "clone failed: repository not found"}},
 	{"summary_failed_closed", "summary", Summary{RunID: "r7", State: "failed", Error: "agent claude: executable not found", PRClosed: true,
 		Tasks: []Task{{ID: "1", Title: "Add login", Status: lifecycle.TaskStatusFailed, Attempts: 1}}}},
@@ -258,6 +269,7 @@ var cases = []struct {
 	{"status_parked", "status", Status{RunID: "r1", State: "parked", Done: 1, Total: 1, CurrentID: "T1", CurrentTitle: "One",
 		PRURL: "https://github.com/o/r/pull/4"}},
 	{"status_done", "status", Status{RunID: "r1", State: "done", Done: 3, Total: 3}},
+	{"status_synced", "status", Status{RunID: "r1", State: "done", Branch: "akira/issue-4", Done: 3, Total: 3, Synced: "main@0123456789ab"}},
 
 	{"checkrun_summary_success", "checkrun_summary", CheckRun{
 		RunID: "r1", TaskID: "T1", TaskTitle: "Parse config", Status: lifecycle.TaskStatusPassed, Attempt: 2, MaxAttempts: 3,

@@ -262,6 +262,9 @@ type RunDetail struct {
 	Parked []ParkedTask `json:"parked"`
 	// CI is the pull request's own CI, when the run watches it.
 	CI *lifecycle.CIWatch `json:"ci,omitempty"`
+	// Synced are the base commits the run merged into its branch as its base moved ("<base>@<sha>"),
+	// oldest first.
+	Synced []string `json:"synced,omitempty"`
 }
 
 // TaskDetail is one task of a run.
@@ -316,11 +319,17 @@ type ParkedTask struct {
 
 func summaryOf(r *lifecycle.Run) RunSummary {
 	s := RunSummary{ID: r.ID, Repo: r.Owner + "/" + r.Repo, Status: string(r.Status), Source: r.Source, Branch: r.Branch,
-		PRURL: r.PRURL, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, TasksTotal: len(r.Tasks), Reference: r.Reference}
+		PRURL: r.PRURL, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Reference: r.Reference}
 	costs := make([]float64, 0, len(r.Tasks))
 	for _, t := range r.Tasks {
-		if t.Checkpoint != "" {
+		switch {
+		case lifecycle.IsSyncTask(t.ID):
+			// The merge of the base is no task of the plan (its cost counts all the same).
+		case t.Checkpoint != "":
 			s.TasksDone++
+			s.TasksTotal++
+		default:
+			s.TasksTotal++
 		}
 		costs = append(costs, t.CostUSD)
 		s.CostEstimated = s.CostEstimated || t.UsageEstimated
@@ -335,7 +344,7 @@ func summaryOf(r *lifecycle.Run) RunSummary {
 }
 
 func detailOf(r *lifecycle.Run) RunDetail {
-	d := RunDetail{RunSummary: summaryOf(r), Agent: r.Agent, Error: r.Error, Tasks: []TaskDetail{}, Parked: []ParkedTask{}}
+	d := RunDetail{RunSummary: summaryOf(r), Agent: r.Agent, Error: r.Error, Tasks: []TaskDetail{}, Parked: []ParkedTask{}, Synced: r.Synced}
 	for _, t := range r.Tasks {
 		td := TaskDetail{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, DurationSecs: t.Duration.Seconds(),
 			CostUSD: t.CostUSD, CostEstimated: t.UsageEstimated, InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, Checkpoint: t.Checkpoint,

@@ -42,6 +42,9 @@ type StartBody struct {
 	Budget     float64             `json:"budget"`
 	Reference  string              `json:"reference"`
 	Notify     map[string][]string `json:"notify"`
+	// Issue names an issue the run is for: it runs on the issue's branch and continues its pull
+	// request, with the issue's checklist unless plan or plan_path is given.
+	Issue int `json:"issue"`
 }
 
 // StartResult answers POST /api/v1/runs.
@@ -117,8 +120,10 @@ func checkStart(b StartBody) (status int, msg string) {
 		return http.StatusBadRequest, "repository " + strconv.Quote(b.Repository) + " is not owner/name"
 	case b.Plan != "" && b.PlanPath != "":
 		return http.StatusBadRequest, "give plan or plan_path, not both"
-	case strings.TrimSpace(b.Plan) == "" && b.PlanPath == "":
-		return http.StatusBadRequest, "plan (the plan's text) or plan_path (a plan file of the repository) is required"
+	case b.Issue < 0:
+		return http.StatusBadRequest, "issue must be an issue's number"
+	case strings.TrimSpace(b.Plan) == "" && b.PlanPath == "" && b.Issue == 0:
+		return http.StatusBadRequest, "plan (the plan's text), plan_path (a plan file of the repository) or issue (an issue whose checklist runs) is required"
 	case len(b.Plan) > maxPlanBytes:
 		return http.StatusRequestEntityTooLarge, "plan is longer than " + strconv.Itoa(maxPlanBytes) + " bytes"
 	case b.PlanPath != "" && (strings.HasPrefix(b.PlanPath, "/") || slices.Contains(strings.Split(b.PlanPath, "/"), "..") ||
@@ -176,7 +181,7 @@ func (s *server) apiStart(c *gin.Context) {
 		return
 	}
 	h, created, err := s.d.Starter.StartHandoff(c, queue.HandoffRequest{Owner: owner, Repo: repo, Base: body.Base, Plan: body.Plan,
-		PlanPath: body.PlanPath, Agent: body.Agent, BudgetUSD: body.Budget, Reference: body.Reference, Notify: body.Notify, Token: tok,
+		PlanPath: body.PlanPath, Agent: body.Agent, BudgetUSD: body.Budget, Reference: body.Reference, Notify: body.Notify, Issue: body.Issue, Token: tok,
 		Key: key, Via: viaOf(c)}, tasks)
 	if reused, ok := errors.AsType[*store.KeyReusedError](err); ok {
 		abortJSON(c, http.StatusUnprocessableEntity, "Idempotency-Key %q started run %s for a different request in the last %s: "+

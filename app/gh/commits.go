@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
+	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner/workspace"
 )
 
@@ -237,6 +238,15 @@ func (c *Client) CompareWithBase(ctx context.Context, owner, repo, base, head st
 	}
 	return BaseComparison{Status: cmp.GetStatus(), AheadBy: cmp.GetAheadBy(), BehindBy: cmp.GetBehindBy(),
 		MergeBase: cmp.GetMergeBaseCommit().GetSHA(), BaseHead: cmp.GetBaseCommit().GetSHA()}, nil
+}
+
+// CompareBase is CompareWithBase in the ports' terms: how a run's branch stands against its base.
+func (c *Client) CompareBase(ctx context.Context, owner, repo, base, head string) (ports.BaseComparison, error) {
+	cmp, err := c.CompareWithBase(ctx, owner, repo, base, head)
+	if err != nil {
+		return ports.BaseComparison{}, err
+	}
+	return ports.BaseComparison{AheadBy: cmp.AheadBy, BehindBy: cmp.BehindBy, BaseHead: cmp.BaseHead}, nil
 }
 
 // PullMergeability is what GitHub says of a pull request's merge: Known is false while GitHub still

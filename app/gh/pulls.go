@@ -19,6 +19,7 @@ func toPR(p *github.PullRequest) *ports.PullRequest {
 		Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Draft: p.GetDraft(),
 		HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), BaseRef: p.GetBase().GetRef(),
 		HeadRepo: p.GetHead().GetRepo().GetFullName(), Closed: p.GetState() == "closed", Merged: p.GetMerged(),
+		MergeableState: p.GetMergeableState(),
 	}
 }
 

@@ -181,6 +181,9 @@ func remoteStatus(ctx context.Context, out io.Writer, server, runID, repo string
 	if run.Error != "" {
 		fmt.Fprintf(out, "error: %s\n", run.Error)
 	}
+	if n := len(run.Synced); n > 0 {
+		fmt.Fprintf(out, "brought up to date with %s\n", shortSynced(run.Synced[n-1]))
+	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tCOMMIT")

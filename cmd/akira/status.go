@@ -13,6 +13,15 @@ import (
 
 func init() { subcommands = append(subcommands, newStatusCmd) }
 
+// shortSynced is a merged base commit ("<base>@<sha>") as the merge's own note says it: its sha cut to
+// 12 characters.
+func shortSynced(s string) string {
+	if base, sha, ok := strings.Cut(s, "@"); ok && len(sha) > 12 {
+		return base + "@" + sha[:12]
+	}
+	return s
+}
+
 func newStatusCmd() *cobra.Command {
 	var repo, roadmapPath, branch, base, workDir, server, runID, attempt string
 	cmd := &cobra.Command{
@@ -75,7 +84,11 @@ the cost so far.`,
 			if rep.Exists {
 				state = "on the remote"
 			}
-			fmt.Fprintf(out, "branch %s (%s, from %s) · plan %s\n\n", rep.Branch, state, rep.Base, rep.Roadmap)
+			fmt.Fprintf(out, "branch %s (%s, from %s) · plan %s\n", rep.Branch, state, rep.Base, rep.Roadmap)
+			if rep.Synced != "" {
+				fmt.Fprintf(out, "brought up to date with %s\n", shortSynced(rep.Synced))
+			}
+			fmt.Fprintln(out)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TASK\tSTATUS\tCOMMIT\tNOTE")
 			count := map[runner.TaskStatus]int{}

@@ -207,6 +207,20 @@ func (s *Server) AddIssue(owner, repo string, in Issue) Issue {
 	return is.snapshot()
 }
 
+// EditIssue changes an issue's body, as its author editing it on GitHub does (a follow-up adds
+// checklist items).
+func (s *Server) EditIssue(owner, repo string, number int, body string) {
+	rs := s.repo(owner, repo)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is := rs.issues[number]
+	if is == nil {
+		s.fatalf("edit issue: no issue %s/%s#%d", owner, repo, number)
+		return
+	}
+	is.body, is.updated = body, now()
+}
+
 // Issue returns an issue (or the issue side of a pull request) by number.
 func (s *Server) Issue(owner, repo string, number int) (Issue, bool) {
 	rs := s.repo(owner, repo)

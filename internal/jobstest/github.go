@@ -529,6 +529,33 @@ func (f *GitHub) BranchCommits(_ context.Context, _, _, base, head string) ([]po
 	return cs, nil
 }
 
+// CompareBase counts, in the local bare repository the fake serves (Info.CloneURL), the commits
+// each side has that the other lacks.
+func (f *GitHub) CompareBase(_ context.Context, _, _, base, head string) (ports.BaseComparison, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if err := f.Call("CompareBase"); err != nil {
+		return ports.BaseComparison{}, err
+	}
+	if f.Info.CloneURL == "" {
+		return ports.BaseComparison{}, fmt.Errorf("%s...%s: %w", base, head, ports.ErrGitHubNotFound)
+	}
+	git := func(args ...string) (string, error) {
+		out, err := exec.Command("git", append([]string{"--git-dir=" + f.Info.CloneURL}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	counts, err := git("rev-list", "--left-right", "--count", "refs/heads/"+base+"...refs/heads/"+head, "--")
+	if err != nil {
+		return ports.BaseComparison{}, fmt.Errorf("%s...%s: %w", base, head, ports.ErrGitHubNotFound)
+	}
+	var c ports.BaseComparison
+	if _, err := fmt.Sscanf(counts, "%d %d", &c.BehindBy, &c.AheadBy); err != nil {
+		return ports.BaseComparison{}, fmt.Errorf("%s...%s: %q: %w", base, head, counts, err)
+	}
+	c.BaseHead, _ = git("rev-parse", "refs/heads/"+base)
+	return c, nil
+}
+
 func (f *GitHub) Repository(context.Context, string, string) (ports.RepoInfo, error) {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()

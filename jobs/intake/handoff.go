@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,14 +73,18 @@ func (c *Controller) StartHandoff(ctx context.Context, req queue.HandoffRequest,
 	}
 	delivery := "api-" + hex.EncodeToString(b)
 	id := queue.RunIDFor(delivery)
-	h := store.Handoff{ID: id, Repo: req.Owner + "/" + req.Repo, Base: req.Base, Branch: store.HandoffBranch(config.DefaultBranchPrefix, id),
+	branch := store.HandoffBranch(config.DefaultBranchPrefix, id)
+	if req.Issue > 0 {
+		branch = config.DefaultBranchPrefix + "issue-" + strconv.Itoa(req.Issue)
+	}
+	h := store.Handoff{ID: id, Repo: req.Owner + "/" + req.Repo, Base: req.Base, Branch: branch,
 		Reference: req.Reference, Created: time.Now().UTC(), Tasks: tasks}
 	if prev, created, err := c.Store.Claim(ctx, h, req.Token.ID, req.Key, req.Fingerprint()); err != nil || !created {
 		return prev, false, err
 	}
 	p := queue.HandoffPayload{Version: queue.PayloadVersion, DeliveryID: delivery, Owner: req.Owner, Repo: req.Repo, Base: req.Base,
 		Plan: req.Plan, PlanPath: req.PlanPath, Agent: req.Agent, BudgetUSD: req.BudgetUSD, Reference: req.Reference,
-		Notify: req.Notify, TokenName: req.Token.Name}
+		Issue: req.Issue, Notify: req.Notify, TokenName: req.Token.Name}
 	if err := queue.Enqueued(c.Enqueuer.EnqueueHandoff(ctx, p)); err != nil {
 		// Nothing was queued: the key must not keep answering with a run that will never exist.
 		return store.Handoff{}, false, errors.Join(err, c.Store.Drop(ctx, id, req.Token.ID, req.Key))
@@ -126,7 +131,7 @@ func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, erro
 		return metrics.ResultRetry, err
 	}
 	rp := queue.RunPayload{TaskHeader: queue.TaskHeader{Version: queue.PayloadVersion, DeliveryID: p.DeliveryID, InstallationID: inst, Owner: p.Owner, Repo: p.Repo, Sender: p.TokenName + " (API)"}, Trigger: queue.TriggerAPI, Path: p.PlanPath, Plan: p.Plan, BudgetUSD: p.BudgetUSD,
-		Base: p.Base, Reference: p.Reference, Agent: p.Agent, Notify: p.Notify}
+		Base: p.Base, Reference: p.Reference, Agent: p.Agent, Notify: p.Notify, Number: p.Issue}
 	// Plan the run now as the run job will: a configuration or an agent the run job would refuse is
 	// told to the caller, who has no issue to read a reply on.
 	in, err := h.runs.GatherRunInputs(ctx, gh, rp)
@@ -134,6 +139,9 @@ func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, erro
 		return refuse(ce.Error())
 	}
 	if errors.Is(err, ports.ErrGitHubNotFound) {
+		if p.Issue > 0 {
+			return refuse(fmt.Sprintf("GitHub does not know %s/%s or its issue #%d: %v", p.Owner, p.Repo, p.Issue, err))
+		}
 		return refuse(fmt.Sprintf("GitHub does not know %s/%s: %v", p.Owner, p.Repo, err))
 	}
 	if err != nil {

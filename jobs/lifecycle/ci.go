@@ -94,16 +94,23 @@ func (e CIRead) apply(r *Run, _ time.Time) ([]Effect, error) {
 type CIPassed struct {
 	Checks []CICheckResult
 	None   bool
+	// Sync: the base moved while the run waited, so the pull request does not turn ready yet: the run
+	// continues with a job that merges the base, and waits for the CI of the merge.
+	Sync bool
 }
 
 func (CIPassed) Kind() EventKind { return EventCIPassed }
 func (e CIPassed) apply(r *Run, _ time.Time) ([]Effect, error) {
 	r.CI.Checks, r.CI.None = e.Checks, e.None
-	if r.CI.More {
-		// ci.watch: each: green lets the next task start.
+	if r.CI.More || e.Sync {
+		// ci.watch: each: green lets the next task start; a base that moved is merged first.
+		key := "ci-next-" + short(r.CI.Head)
+		if !r.CI.More {
+			key = "ci-sync-" + short(r.CI.Head)
+		}
 		r.CI.More = false
 		r.Status = StatusQueued
-		return []Effect{{Kind: EffectContinue, Key: "ci-next-" + short(r.CI.Head), By: r.Sender}, {Kind: EffectSummary}}, nil
+		return []Effect{{Kind: EffectContinue, Key: key, By: r.Sender}, {Kind: EffectSummary}}, nil
 	}
 	r.Status = StatusSucceeded
 	return succeeded(r), nil

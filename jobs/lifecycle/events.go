@@ -211,6 +211,9 @@ func (e PlanRead) apply(r *Run, _ time.Time) ([]Effect, error) {
 	var before, after []*TaskState
 	for _, t := range r.Tasks {
 		switch ts := ScopeOf(t.ID); {
+		case ts == scope && IsSyncTask(t.ID) && !slices.ContainsFunc(tasks, func(n *TaskState) bool { return n.ID == t.ID }):
+			// The merge of the base is in no plan: a sync an earlier job parked (or finished) stays.
+			tasks = append(tasks, t)
 		case ts == scope:
 		case r.PlanIndex(ts) < r.PlanIndex(scope), ts != scope && r.PlanIndex(ts) == r.PlanIndex(scope) && strings.HasPrefix(scope, "ci-"):
 			// Earlier plans, and earlier fix rounds of the CI, come first.
@@ -239,6 +242,9 @@ type TaskStarted struct{ Engine runner.Event }
 
 func (TaskStarted) Kind() EventKind { return EventTaskStarted }
 func (e TaskStarted) apply(r *Run, now time.Time) ([]Effect, error) {
+	if IsSyncTask(e.Engine.TaskID) {
+		startSync(r, e.Engine)
+	}
 	t, err := task(r, e.Engine.TaskID)
 	if err != nil {
 		return nil, err
@@ -255,6 +261,20 @@ func (e TaskStarted) apply(r *Run, now time.Time) ([]Effect, error) {
 		out = append(out, Effect{Kind: EffectCheckRun, Phase: PhaseOpen, TaskIDs: []string{t.ID}})
 	}
 	return append(out, Effect{Kind: EffectSummary}), nil
+}
+
+// startSync gives the run the engine's merge of the base as a task when the merge starts: it is in no
+// plan, so the plan read at the job's start does not list it. A task left from an earlier merge (done,
+// or skipped by decision) is a new merge now: the base moved again. One waiting for a decision (or a
+// dead job's) goes on as it is.
+func startSync(r *Run, ev runner.Event) {
+	t := r.Task(ev.TaskID)
+	switch {
+	case t == nil:
+		r.Tasks = append(r.Tasks, &TaskState{ID: ev.TaskID, Title: ev.TaskTitle, Status: TaskStatusPending})
+	case t.Status == TaskStatusPassed || t.Status == TaskStatusSkipped:
+		*r.EditTask(ev.TaskID) = TaskState{ID: ev.TaskID, Title: ev.TaskTitle, Status: TaskStatusPending}
+	}
 }
 
 // AttemptStarted: the agent starts an attempt at a task.
@@ -293,6 +313,9 @@ func (e TaskCheckpointed) apply(r *Run, _ time.Time) ([]Effect, error) {
 	}
 	t.Duration = ev.Duration
 	r.Head = ev.Commit
+	if synced := r.Base + "@" + ev.BaseCommit; IsSyncTask(t.ID) && ev.BaseCommit != "" && r.LastSynced() != synced {
+		r.Synced = append(slices.Clone(r.Synced), synced)
+	}
 	ids := []string{t.ID}
 	return []Effect{{Kind: EffectMetric, Event: TaskStatusPassed, TaskIDs: ids},
 		{Kind: EffectCheckRun, Phase: PhasePassed, TaskIDs: ids}, {Kind: EffectSummary}}, nil

@@ -201,6 +201,11 @@ type Run struct {
 	AllowRedBase bool      `json:"allow_red_base,omitempty"`
 	Setup        *EnvCheck `json:"setup,omitempty"`
 	BaseCheck    *EnvCheck `json:"base_check,omitempty"`
+	// SyncOff is the repository's `sync: off`: the run never merges its base when the base moves.
+	SyncOff bool `json:"sync_off,omitempty"`
+	// Synced are the base commits the run merged into its branch as "<base>@<sha>", oldest first
+	// (the sync task's checkpoints).
+	Synced []string `json:"synced,omitempty"`
 
 	// edits, while Apply applies an event, are the tasks EditTask replaced, so that a refused event
 	// puts them back without Apply copying the whole list first.
@@ -212,6 +217,20 @@ type taskEdit struct {
 	tasks []*TaskState
 	i     int
 	old   *TaskState
+}
+
+// IsSyncTask says a task of the run is the engine's merge of the base (runner.SyncTaskID, within a
+// plan's scope on a run of several plans), not a task of the plan.
+func IsSyncTask(id string) bool {
+	return id == runner.SyncTaskID || strings.HasSuffix(id, "#"+runner.SyncTaskID)
+}
+
+// LastSynced is the base commit the run last merged into its branch ("<base>@<sha>"), "" when none.
+func (r *Run) LastSynced() string {
+	if len(r.Synced) == 0 {
+		return ""
+	}
+	return r.Synced[len(r.Synced)-1]
 }
 
 // EnvCheck is one step of a run's environment (its setup, or the base-branch health check) as the

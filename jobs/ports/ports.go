@@ -171,6 +171,10 @@ type PullRequest struct {
 	HeadRepo string
 	// Closed is true for a closed pull request, Merged for a merged one (closed too).
 	Closed, Merged bool
+	// MergeableState is GitHub's word on the pull request's merge when it was read by number
+	// (MergeStateDirty, MergeStateBehind, clean, blocked, ...; "unknown" while GitHub computes it, ""
+	// when the listing it came from does not say).
+	MergeableState string
 }
 
 // NewPullRequest is a pull request to open.
@@ -288,6 +292,7 @@ type GitHub interface {
 	CI
 	SignedCommits
 	Grants
+	Bases
 }
 
 // Installations hands out the GitHub client of an installation.

@@ -123,6 +123,7 @@ func SummaryData(r *lifecycle.Run) templates.Summary {
 		s.BranchURL = r.RepoURL + "/tree/" + r.Branch
 	}
 	s.PRClosed, s.Rebuilt = r.PRClosed, r.Rebuilt != ""
+	s.Synced, s.Syncs = SyncedText(r), len(r.Synced)
 	s.StartedBy, s.AnsweredBy, s.StoppedBy, s.PausedBy = Person(r.Sender), Person(r.AnsweredBy), r.StoppedBy, r.PausedBy
 	if r.Status == lifecycle.StatusRunning {
 		p := progressData(r, time.Now())

@@ -32,8 +32,11 @@ type HandoffRequest struct {
 	BudgetUSD      float64
 	// Reference is the caller's conversation or ticket id, kept on the run and shown on its pull request.
 	Reference string
-	Notify    map[string][]string
-	Token     store.Token
+	// Issue names an issue the run is for (0: none): it runs on the issue's branch and continues its
+	// pull request, as `/akira run` on the issue does, with the issue's checklist unless a plan is given.
+	Issue  int
+	Notify map[string][]string
+	Token  store.Token
 	// Key is the client's Idempotency-Key ("" for none).
 	Key string
 	// Via is how the request came (store.ViaAPI when empty; ViaMCP, ViaCLI), for the audit.
@@ -52,6 +55,7 @@ type HandoffPayload struct {
 	Agent      string              `json:"agent,omitempty"`
 	BudgetUSD  float64             `json:"budget_usd,omitempty"`
 	Reference  string              `json:"reference,omitempty"`
+	Issue      int                 `json:"issue,omitempty"`
 	Notify     map[string][]string `json:"notify,omitempty"`
 	TokenName  string              `json:"token"`
 }
@@ -68,6 +72,9 @@ func (p HandoffPayload) Validate() error {
 	if p.Plan != "" && p.PlanPath != "" {
 		errs = append(errs, errors.New("plan and plan_path exclude each other"))
 	}
+	if p.Issue < 0 {
+		errs = append(errs, errors.New("issue must be a positive number"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("handoff payload: %w", err)
 	}
@@ -81,7 +88,8 @@ func (r HandoffRequest) Fingerprint() string {
 		Owner, Repo, Base, Plan, PlanPath, Agent, Reference string
 		BudgetUSD                                           float64
 		Notify                                              map[string][]string
-	}{r.Owner, r.Repo, r.Base, r.Plan, r.PlanPath, r.Agent, r.Reference, r.BudgetUSD, r.Notify})
+		Issue                                               int `json:",omitempty"`
+	}{r.Owner, r.Repo, r.Base, r.Plan, r.PlanPath, r.Agent, r.Reference, r.BudgetUSD, r.Notify, r.Issue})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:16])
 }

@@ -1,13 +1,14 @@
 package queue
 
-// EventPush is a push to the default branch: the roadmap may have changed.
+// EventPush is a push to a branch: the base of Akira's branches may have moved, and on the default
+// branch the roadmap may have changed.
 const EventPush = "push"
 
 // PushEvent registers the push body (see IntakeEvents).
 var PushEvent = IntakeEvent{Events: []string{EventPush}, Key: "push",
 	New: func() IntakeBody { return new(PushIntake) }}
 
-// PushIntake is a push to the default branch.
+// PushIntake is a push to a branch.
 type PushIntake struct {
 	Branch string `json:"branch"`
 	After  string `json:"after"`

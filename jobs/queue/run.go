@@ -17,7 +17,8 @@ const TypeRun = "akira:run"
 type RunPayload struct {
 	TaskHeader
 	Trigger lifecycle.Trigger `json:"trigger"`
-	// Number is the issue (trigger issue) or pull request (trigger pull_request) number.
+	// Number is the issue (trigger issue, and a hand-off that names one: trigger api) or pull request
+	// (trigger pull_request) number.
 	Number int `json:"number,omitempty"`
 	// Branch is the pull request's head branch (trigger pull_request).
 	Branch string `json:"branch,omitempty"`

@@ -102,6 +102,15 @@ func (h *CIWatch) ReadCI(ctx context.Context, p queue.CIPayload) (string, error)
 		log.Info("ci job: still waiting", "checks", len(checks))
 		return metrics.ResultNoop, nil
 	}
+	if passed, ok := v.event.(lifecycle.CIPassed); ok && !run.CI.More && run.PR != 0 && run.OpenedPR {
+		// Green, and the pull request would turn ready: not behind its base (sync.go).
+		again, err := newBaseWatch(h.d.Store.Bases, gh, run, log).beforeReady(ctx, nil)
+		if err != nil {
+			return metrics.ResultRetry, err
+		}
+		passed.Sync = again
+		v.event = passed
+	}
 	for _, c := range v.rerun {
 		if err := gh.RerunFailedJobs(ctx, run.Owner, run.Repo, c.ID); err != nil {
 			return metrics.ResultRetry, fmt.Errorf("jobs: re-run %s: %w", c.Name, err)

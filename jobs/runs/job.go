@@ -294,6 +294,9 @@ func CheckPlanTrust(ctx context.Context, perms ports.Permissions, p queue.RunPay
 	}
 	author := is.Author
 	if p.Plan != "" {
+		if p.Trigger == queue.TriggerAPI {
+			return nil // a plan handed off with an API token is the operator's, as any hand-off's
+		}
 		author = p.Sender // a plan pasted in the comment is the commenter's
 	}
 	if author == "" {
@@ -619,11 +622,14 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		}
 	}
 
-	if why, err := h.goneByPeople(lctx, gh, run); err != nil {
+	pr, why, err := h.goneByPeople(lctx, gh, run)
+	if err != nil {
 		return metrics.ResultRetry, err
 	} else if why != "" {
 		return h.stopForPeople(ctx, gh, run, why, log)
 	}
+	bases := newBaseWatch(h.d.Store.Bases, gh, run, log)
+	bases.start(lctx, pr)
 
 	_, profile, err := h.d.Operator.Agent(run.Agent)
 	if err != nil {
@@ -675,6 +681,10 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		AgentNetwork: profile.AgentNetwork(),
 	}
 	opts.ApplyOperator(h.d.Operator)
+	if !run.SyncOff {
+		// Before each task and after the last: merge the base when it moved (sync.go).
+		opts.BaseMoved = bases.moved
+	}
 	// The run's budget, not the operator's: a person may have raised it on this run.
 	opts.Budget = runner.Budget{CostUSD: run.Budget.CostUSD, Tokens: run.Budget.Tokens, WallTime: time.Duration(run.Budget.WallTime)}
 	publish.EnvOptions(&opts, run, h.d.Store, h.d.DepCaches)
@@ -689,6 +699,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	}
 	if run.Plan != "" {
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
+		opts.TaskScope = handedOffScope(run)
 	}
 	if rv := run.Review; rv != nil {
 		var comments []ports.ReviewComment
@@ -756,24 +767,28 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	if runErr != nil {
 		return h.retryOrFail(ctx, lctx, gh, run, runErr, log)
 	}
-	return h.finish(ctx, gh, run, out, handed, log)
+	bases.ended(ctx, run)
+	return h.finish(ctx, gh, run, out, handed, bases, log)
 }
 
 // goneByPeople says why the run cannot go on when a person closed its pull request or deleted its
-// branch since the last job; "" when both are still there.
-func (h *Runs) goneByPeople(ctx context.Context, gh ports.GitHub, run *lifecycle.Run) (string, error) {
+// branch since the last job; "" when both are still there. It returns the pull request as it read it
+// (nil when the run has none yet).
+func (h *Runs) goneByPeople(ctx context.Context, gh ports.GitHub, run *lifecycle.Run) (*ports.PullRequest, string, error) {
+	var pr *ports.PullRequest
 	if run.PR != 0 {
-		pr, err := gh.GetPullRequest(ctx, run.Owner, run.Repo, run.PR)
+		var err error
+		pr, err = gh.GetPullRequest(ctx, run.Owner, run.Repo, run.PR)
 		if err != nil && !errors.Is(err, ports.ErrGitHubNotFound) {
-			return "", fmt.Errorf("jobs: pull request #%d: %w", run.PR, err)
+			return nil, "", fmt.Errorf("jobs: pull request #%d: %w", run.PR, err)
 		}
 		switch {
 		case err != nil:
-			return fmt.Sprintf("pull request #%d no longer exists", run.PR), nil
+			return nil, fmt.Sprintf("pull request #%d no longer exists", run.PR), nil
 		case pr.Merged:
-			return fmt.Sprintf("pull request #%d was merged", run.PR), nil
+			return pr, fmt.Sprintf("pull request #%d was merged", run.PR), nil
 		case pr.Closed:
-			return fmt.Sprintf("pull request #%d was closed", run.PR), nil
+			return pr, fmt.Sprintf("pull request #%d was closed", run.PR), nil
 		}
 	}
 	// A branch the run pushed to before (its pull request comes from it, or a checkpoint is on it)
@@ -781,13 +796,13 @@ func (h *Runs) goneByPeople(ctx context.Context, gh ports.GitHub, run *lifecycle
 	if run.PR != 0 || run.Checkpointed() {
 		_, err := gh.GetRef(ctx, run.Owner, run.Repo, "heads/"+run.Branch)
 		if errors.Is(err, ports.ErrGitHubNotFound) {
-			return fmt.Sprintf("the branch `%s` was deleted", run.Branch), nil
+			return pr, fmt.Sprintf("the branch `%s` was deleted", run.Branch), nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("jobs: branch %s: %w", run.Branch, err)
+			return nil, "", fmt.Errorf("jobs: branch %s: %w", run.Branch, err)
 		}
 	}
-	return "", nil
+	return pr, "", nil
 }
 
 // stopForPeople ends a run whose pull request or branch a person took away: the run is stopped (not
@@ -874,15 +889,29 @@ func (h *Runs) fail(ctx context.Context, gh publish.ReporterGitHub, run *lifecyc
 
 // finish records how the engine's run ended, readies the pull request of a finished run and
 // publishes the final summary.
-func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, out runner.Outcome, handed map[string]lifecycle.Decision, log *slog.Logger) (string, error) {
+func (h *Runs) finish(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, out runner.Outcome, handed map[string]lifecycle.Decision, bases *baseWatch, log *slog.Logger) (string, error) {
 	status := lifecycle.EngineStatus(out.Status)
 	yielded := out.Status == runner.StatusYielded
 	// Only Akira's own draft is marked ready: a person's pull request (a spec pull request) is theirs.
 	// A run that watches its CI is readied when its CI is green (run_ci.go).
 	if status == lifecycle.StatusSucceeded && !yielded && run.PR != 0 && run.OpenedPR && run.CI == nil {
-		pr := &ports.PullRequest{Number: run.PR, Draft: true} // no node id: gh reads the PR afresh, so a retried job finds it ready
-		if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
-			return metrics.ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
+		// Read afresh (a retried job finds it ready), with what GitHub says of its merge.
+		pr, err := gh.GetPullRequest(ctx, run.Owner, run.Repo, run.PR)
+		if err != nil {
+			return metrics.ResultRetry, fmt.Errorf("jobs: pull request #%d: %w", run.PR, err)
+		}
+		again, err := bases.beforeReady(ctx, pr)
+		switch {
+		case err != nil:
+			return metrics.ResultRetry, err
+		case again:
+			// The base moved after the engine's last look: the pull request stays a draft, and the
+			// job that continues the run merges the base first.
+			yielded = true
+		default:
+			if err := gh.MarkReady(ctx, run.Owner, run.Repo, pr); err != nil {
+				return metrics.ResultRetry, fmt.Errorf("jobs: mark pull request #%d ready: %w", run.PR, err)
+			}
 		}
 	}
 	if status == lifecycle.StatusSucceeded && !yielded && run.Review != nil {

@@ -122,6 +122,16 @@ func (h *Runs) GatherRunInputs(ctx context.Context, gh inputsGitHub, p queue.Run
 				in.Workflows = append(in.Workflows, f)
 			}
 		}
+	case queue.TriggerAPI:
+		if p.Number > 0 {
+			// A hand-off that names an issue continues it: the issue's title, and its checklist
+			// unless the hand-off brings a plan.
+			is, err := gh.GetIssue(ctx, p.Owner, p.Repo, p.Number)
+			if err != nil {
+				return in, fmt.Errorf("jobs: issue #%d: %w", p.Number, err)
+			}
+			in.Issue = &is
+		}
 	}
 	return in, nil
 }
@@ -157,6 +167,7 @@ func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*
 		run.Budget.CostUSD, _ = op.RaiseCost(p.BudgetUSD)
 	}
 	run.AllowRedBase = p.AllowRedBase
+	run.SyncOff = rc.SyncOff()
 	run.Roadmap = rc.Roadmap
 	if p.Path != "" {
 		run.Roadmap = p.Path
@@ -165,7 +176,7 @@ func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*
 	case lifecycle.TriggerIssue:
 		is := in.Issue
 		run.Issue = p.Number
-		run.Branch = rc.BranchPrefix + "issue-" + strconv.Itoa(p.Number)
+		run.Branch = IssueBranch(rc.BranchPrefix, p.Number)
 		run.Title = is.Title
 		switch {
 		case p.Plan != "":
@@ -174,6 +185,15 @@ func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*
 			run.Source = run.PlanSource
 			if run.RepoURL != "" && p.CommentID != 0 {
 				run.SourceURL = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
+			}
+		case p.Path != "" && p.Path != rc.Roadmap:
+			// A plan file other than the roadmap names its tasks within its path ("<path>#<id>"),
+			// as a spec pull request's do: the issue's branch may hold the checkpoints of the
+			// issue's own checklist (a follow-up on the same pull request), whose ids ("1.1", ...)
+			// the file's tasks would otherwise be taken for.
+			run.Plans, run.Roadmap, run.Source = []string{p.Path}, rc.Roadmap, p.Path
+			if run.RepoURL != "" {
+				run.SourceURL = run.RepoURL + "/blob/" + run.Base + "/" + p.Path
 			}
 		case p.Path != "":
 		case hasTasks(is.Body) && !needsNormalize(is.Body):
@@ -195,7 +215,7 @@ func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*
 		run.Branch = runner.DefaultBranch(rc.BranchPrefix, run.Roadmap)
 		run.Title = "Akira: tasks from " + run.Roadmap
 	case queue.TriggerAPI:
-		if err := planAPIRun(run, p, rc, op); err != nil {
+		if err := planAPIRun(run, p, in.Issue, rc, op); err != nil {
 			return nil, err
 		}
 	case lifecycle.TriggerFork:
@@ -316,9 +336,14 @@ func planName(source string) string {
 	return source
 }
 
-// planAPIRun fills in what a handed-off run takes from its request instead of GitHub.
-func planAPIRun(run *lifecycle.Run, p queue.RunPayload, rc config.Repo, op config.Operator) error {
+// planAPIRun fills in what a handed-off run takes from its request instead of GitHub. A hand-off that
+// names an issue (is) runs on the issue's branch, so it continues the issue's pull request as a
+// follow-up `/akira run` does, with the issue's checklist unless it brings a plan.
+func planAPIRun(run *lifecycle.Run, p queue.RunPayload, is *ports.Issue, rc config.Repo, op config.Operator) error {
 	run.Branch = store.HandoffBranch(rc.BranchPrefix, run.ID)
+	if is != nil {
+		run.Issue, run.Branch = is.Number, IssueBranch(rc.BranchPrefix, is.Number)
+	}
 	if p.Base != "" {
 		run.Base = p.Base
 	}
@@ -334,7 +359,14 @@ func planAPIRun(run *lifecycle.Run, p queue.RunPayload, rc config.Repo, op confi
 	}
 	run.Reference = p.Reference
 	by := strings.TrimSuffix(p.Sender, " (API)")
-	if p.Plan != "" {
+	if is != nil && p.Plan == "" && p.Path == "" {
+		if !hasTasks(is.Body) {
+			return fmt.Errorf("jobs: issue #%d has no task checklist, and the hand-off brings no plan: %w", is.Number, asynq.SkipRetry)
+		}
+		run.Roadmap, run.Plan = "", is.Body
+		run.PlanSource = "issue #" + strconv.Itoa(is.Number)
+		run.Source, run.SourceURL = run.PlanSource+", handed off by "+by, is.URL
+	} else if p.Plan != "" {
 		run.Roadmap, run.Plan = "", p.Plan
 		run.PlanSource = "the plan handed off by " + by
 		run.Source = run.PlanSource
@@ -343,10 +375,32 @@ func planAPIRun(run *lifecycle.Run, p queue.RunPayload, rc config.Repo, op confi
 		if run.RepoURL != "" {
 			run.SourceURL = run.RepoURL + "/blob/" + run.Base + "/" + run.Roadmap
 		}
+		if is != nil && run.Roadmap != rc.Roadmap {
+			// On the issue's branch, as `/akira run <path>` on the issue: the file's tasks are
+			// named within its path (see PlanRun).
+			run.Plans, run.Roadmap = []string{run.Roadmap}, rc.Roadmap
+		}
 	}
 	if p.Reference != "" {
 		run.Source += " (reference " + p.Reference + ")"
 	}
 	run.Title = "Akira: " + run.Source
+	if is != nil && is.Title != "" {
+		run.Title = is.Title // the issue's pull request, whoever opens it
+	}
 	return nil
 }
+
+// handedOffScope names on the branch the tasks of a plan handed off for an issue ("handoff-<run>#1.1"):
+// the issue's branch holds the checkpoints of the issue's own checklist, whose ids ("1.1", ...) the
+// handed-off plan's tasks would otherwise be taken for. "" for any other run.
+func handedOffScope(run *lifecycle.Run) string {
+	if run.Trigger != queue.TriggerAPI || run.Issue == 0 || run.Plan == "" || run.PlanSource == "issue #"+strconv.Itoa(run.Issue) {
+		return ""
+	}
+	return "handoff-" + run.ID
+}
+
+// IssueBranch is the branch of an issue's runs: every run for the issue (a `/akira run` on it, a
+// follow-up, a hand-off naming it) continues the same branch and pull request.
+func IssueBranch(prefix string, number int) string { return prefix + "issue-" + strconv.Itoa(number) }

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,7 +99,11 @@ func TestPlanRun(t *testing.T) {
 				in.Issue = &ports.Issue{Number: 4, Body: "- [ ] one\n"}
 			},
 			check: func(t *testing.T, r *lifecycle.Run) {
-				if r.Plan != "" || r.Roadmap != "docs/PLAN.md" || r.Title != "Akira: docs/PLAN.md" {
+				// Another file than the roadmap: its tasks are scoped by its path, so the issue's
+				// branch's checkpoints of another plan are never taken for them.
+				if r.Plan != "" || r.Roadmap != "ROADMAP.md" || !slices.Equal(r.Plans, []string{"docs/PLAN.md"}) ||
+					r.ScopeFor("docs/PLAN.md") != "docs/PLAN.md" || r.Title != "Akira: docs/PLAN.md" || r.Branch != "akira/issue-4" ||
+					r.SourceURL != "https://gh.example/o/r/blob/main/docs/PLAN.md" {
 					t.Errorf("run = %+v", r)
 				}
 			},

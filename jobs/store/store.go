@@ -2,7 +2,8 @@
 // their tasks (Records), the list of runs (Listing), API tokens (Keyring), the audit trail, plans
 // handed off through the API (Handoffs), lessons and base-branch memory (Memory), attempt logs
 // (Logs), once-only marks for GitHub deliveries (Dedupe), task durations (History), notification
-// rate slots (Slots) and branch locks (Locker). Every change to a run is a read-modify-write inside
+// rate slots (Slots), the branches on each base branch and whether their base moved (Bases) and
+// branch locks (Locker). Every change to a run is a read-modify-write inside
 // WATCH/MULTI, so two writers never lose each other's update and a conditional transition (parked →
 // queued only when still parked on that task at that head) cannot race.
 package store
@@ -47,6 +48,7 @@ type Store struct {
 	*Dedupe
 	*History
 	*Slots
+	*Bases
 }
 
 // NewStore returns a store whose keys start with prefix (DefaultPrefix when empty).
@@ -71,6 +73,7 @@ func NewStore(rdb redis.UniversalClient, prefix string) *Store {
 		Dedupe:     &Dedupe{conn: c},
 		History:    &History{conn: c},
 		Slots:      &Slots{conn: c},
+		Bases:      &Bases{conn: c},
 	}
 }
 
