@@ -23,6 +23,8 @@ type worker struct {
 	recovery *recovery.Recovery
 	runs     *Runs
 	ci       *CIWatch
+	rebuilds *Rebuilds
+	spend    *SpendCap
 }
 
 // The run flow's types, one per task type or loop.
@@ -53,6 +55,11 @@ type (
 	}
 	// Planner writes the plans of issues in prose (akira:plan).
 	Planner struct{ *worker }
+	// Rebuilds rebuilds the record of a run Redis lost from its branch, for the run job, a decision or
+	// a rollback that finds none.
+	Rebuilds struct{ *worker }
+	// SpendCap holds runs to the operator's monthly spend caps and warns as a month's spend nears one.
+	SpendCap struct{ *worker }
 )
 
 // Flows are the run flow's types of one worker.
@@ -69,7 +76,8 @@ type Flows struct {
 func New(d *flow.Deps, log *slog.Logger, pub *publish.Effects, rec *recovery.Recovery) Flows {
 	w := &worker{d: d, log: log, pub: pub, recovery: rec}
 	records, replies := d.Store.Records, d.Store.Dedupe
-	w.runs, w.ci = &Runs{w}, &CIWatch{w, records}
+	w.runs, w.ci, w.rebuilds = &Runs{w}, &CIWatch{w, records}, &Rebuilds{w}
+	w.spend = &SpendCap{w}
 	return Flows{
 		Runs: w.runs, Resumer: &Resumer{w, records, replies}, Rollbacks: &Rollbacks{w, records, replies},
 		CI: w.ci, Reaper: &Reaper{w, records}, Planner: &Planner{w},

@@ -640,7 +640,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		return h.fail(ctx, gh, run, fmt.Errorf("jobs: %w: %w", err, asynq.SkipRetry), log)
 	}
 
-	if over := h.spendCapReached(ctx, run); over != "" && !run.Checkpointed() {
+	if over := h.spend.spendCapReached(ctx, run); over != "" && !run.Checkpointed() {
 		// A run that has done nothing yet does not start; one that has pauses before its next
 		// task (Yield below), keeping its work.
 		return h.fail(ctx, gh, run, fmt.Errorf("jobs: %s: %w", over, asynq.SkipRetry), log)
@@ -720,7 +720,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		if pauseAsked.Load() {
 			return true
 		}
-		if over := h.spendCapReached(ctx, run); over != "" {
+		if over := h.spend.spendCapReached(ctx, run); over != "" {
 			// The installation's month is spent: the run pauses here, for a person to resume
 			// once the operator raises the cap or the month turns.
 			log.Warn("run job: pausing: " + over)
@@ -750,7 +750,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 		out, runErr = runPlans(sctx, opts, run, rep)
 	}
 	// The month's warning, when this run's last task took the installation past 80% of its cap.
-	_ = h.spendCapReached(ctx, run)
+	_ = h.spend.spendCapReached(ctx, run)
 	stopped := errors.Is(context.Cause(sctx), errStopRequested)
 	pausedNow := errors.Is(context.Cause(sctx), errPauseNow)
 	cancelStop(nil)

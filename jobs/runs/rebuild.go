@@ -82,8 +82,8 @@ var errNoLostRun = errors.New("jobs: no lost run to rebuild")
 // `/akira run` on it would plan, under the id its branch names, with its done tasks from the trailers
 // and its parked tasks from their parked refs. The rebuilt run is stored parked so that the decision
 // applies to it as to any parked run. errNoLostRun when there is nothing to rebuild or nothing waits.
-func (h *Runs) rebuildParkedRun(ctx context.Context, gh ports.GitHub, p queue.ResumePayload) (*lifecycle.Run, error) {
-	return h.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
+func (h *Rebuilds) rebuildParkedRun(ctx context.Context, gh ports.GitHub, p queue.ResumePayload) (*lifecycle.Run, error) {
+	return h.rebuilds.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 		Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender})
 }
 
@@ -100,7 +100,7 @@ type lostRunRequest struct {
 
 // rebuildLostRun is rebuildParkedRun for any command: with Settled, a lost run with nothing parked is
 // rebuilt too (succeeded when every task is done on its branch, else stopped).
-func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunRequest) (*lifecycle.Run, error) {
+func (h *Rebuilds) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunRequest) (*lifecycle.Run, error) {
 	if p.Number <= 0 {
 		return nil, errNoLostRun
 	}
@@ -114,7 +114,7 @@ func (h *Runs) rebuildLostRun(ctx context.Context, gh ports.GitHub, p lostRunReq
 	default:
 		rp.Trigger, rp.Branch = lifecycle.TriggerPullRequest, pr.HeadRef
 	}
-	in, err := h.GatherRunInputs(ctx, gh, rp)
+	in, err := h.runs.GatherRunInputs(ctx, gh, rp)
 	if err != nil {
 		return nil, err
 	}

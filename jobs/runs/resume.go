@@ -49,7 +49,7 @@ func (h *Resumer) Resume(ctx context.Context, p queue.ResumePayload) (string, er
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the record of a parked run: its branch still knows it.
-		run, err = h.runs.rebuildParkedRun(ctx, gh, p)
+		run, err = h.rebuilds.rebuildParkedRun(ctx, gh, p)
 		// Nothing to rebuild: no branch with a lost run, nothing parked on it, or nothing GitHub knows
 		// or Akira can read to rebuild it from.
 		if errors.Is(err, errNoLostRun) || errors.Is(err, ports.ErrGitHubNotFound) || isRepoConfigError(err) {

@@ -56,7 +56,7 @@ func (h *Rollbacks) rollback(ctx context.Context, p queue.RollbackPayload) (stri
 	run, err := h.records.ByNumber(ctx, p.Owner, p.Repo, p.Number)
 	if errors.Is(err, store.ErrNotFound) {
 		// Redis may have lost the run's record: its branch still says which tasks are done.
-		run, err = h.runs.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
+		run, err = h.rebuilds.rebuildLostRun(ctx, gh, lostRunRequest{Key: p.JobID(), InstallationID: p.InstallationID,
 			Owner: p.Owner, Repo: p.Repo, Number: p.Number, Sender: p.Sender, Settled: true})
 		if errors.Is(err, errNoLostRun) || errors.Is(err, ports.ErrGitHubNotFound) || isRepoConfigError(err) {
 			log.Info("rollback job: no run, and no lost run to rebuild", "why", err)

@@ -21,7 +21,7 @@ const spendCapActor = "the monthly spend cap"
 // spendCapReached says, in words for the run's summary, why run's installation may spend no more
 // this month (its cap, spent by its runs' recorded costs); "" while it may, or when it has no cap or
 // the spend cannot be read (a cap is a budget, not a reason to stop work Redis cannot account).
-func (h *Runs) spendCapReached(ctx context.Context, run *lifecycle.Run) string {
+func (h *SpendCap) spendCapReached(ctx context.Context, run *lifecycle.Run) string {
 	limit := h.d.Operator.Spend.CapFor(run.InstallationID)
 	if limit <= 0 {
 		return ""
@@ -46,7 +46,7 @@ func (h *Runs) spendCapReached(ctx context.Context, run *lifecycle.Run) string {
 
 // warnSpend tells the operator's sinks (event spend_warning) that the installation's month is past
 // spendWarnAt of its cap, once per installation and month.
-func (h *Runs) warnSpend(ctx context.Context, run *lifecycle.Run, spent, limit float64, month string) {
+func (h *SpendCap) warnSpend(ctx context.Context, run *lifecycle.Run, spent, limit float64, month string) {
 	first, err := h.d.Store.WarnOnce(ctx, run.InstallationID, month)
 	if err != nil || !first {
 		return
