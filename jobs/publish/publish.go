@@ -114,6 +114,7 @@ func (p *publisher) publishPullRequestBody(ctx context.Context, r *lifecycle.Run
 	return nil
 }
 
+// SummaryData is what the summary comment shows of a run.
 func SummaryData(r *lifecycle.Run) templates.Summary {
 	s := templates.Summary{
 		RunID: r.ID, Source: r.Source, SourceURL: r.SourceURL, Branch: r.Branch, State: r.Status.Label(),

@@ -16,6 +16,7 @@ import (
 // between), so they are tested as plain functions. A task is changed through EditTask, never in
 // place: the run's tasks are shared with the runs the store returned before (see lifecycle.Run.Tasks).
 
+// RecordUsage adds an attempt's tokens and cost to its task.
 func RecordUsage(run *lifecycle.Run, ev runner.Event) error {
 	if ev.Usage == nil {
 		return nil
@@ -29,6 +30,7 @@ func RecordUsage(run *lifecycle.Run, ev runner.Event) error {
 	return nil
 }
 
+// RecordBlocked keeps the destinations an attempt was refused on its task.
 func RecordBlocked(run *lifecycle.Run, ev runner.Event) error {
 	if t := run.EditTask(ev.TaskID); t != nil {
 		t.Note = ev.Message

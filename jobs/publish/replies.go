@@ -29,11 +29,13 @@ func CommandElsewhereText(c command.CommandName) string {
 	return Render("command_elsewhere", templates.CommandElsewhere{Command: string(c)}, command.HelpFallback)
 }
 
+// RefusalText answers a command from someone who may not give it.
 func RefusalText(login, command, permission string) string {
 	return Render("refusal", templates.Refusal{User: login, Command: clip(command), Permission: permission},
 		"Sorry @"+login+", Akira only takes commands from people with write access to this repository.")
 }
 
+// ForkRefusalText answers a command that would run a fork's work on its own.
 func ForkRefusalText() string {
 	return Render("fork_refusal", templates.ForkRefusal{}, "Akira never runs on pull requests from forks.")
 }

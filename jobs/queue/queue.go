@@ -61,6 +61,7 @@ type Payload interface {
 	JobID() string
 }
 
+// CheckVersion refuses a payload of a version this worker does not know (see PayloadVersion).
 func CheckVersion(v int) error {
 	if v != PayloadVersion {
 		return fmt.Errorf("version %d, want %d", v, PayloadVersion)
@@ -187,6 +188,8 @@ func Continuation(run *lifecycle.Run, key, sender string) RunPayload {
 	return RunPayload{TaskHeader: TaskHeader{DeliveryID: key, InstallationID: run.InstallationID, Owner: run.Owner, Repo: run.Repo, Sender: sender}, Trigger: lifecycle.TriggerContinue, RunID: run.ID}
 }
 
+// ContinueKey is the delivery id of the run task that continues runID after a decision; the resume
+// task's own id makes it unique, so a retried resume job enqueues the continuation once.
 func ContinueKey(runID, resumeTaskID string) string {
 	return "continue:" + runID + ":" + strings.TrimPrefix(resumeTaskID, "resume:")
 }

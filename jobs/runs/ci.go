@@ -59,6 +59,7 @@ type ciVerdict struct {
 	changed bool            // the reading differs from the run's last
 }
 
+// ReadCI reads the pull request's CI at the run's head once and moves the run on what it finds.
 func (h *CIWatch) ReadCI(ctx context.Context, p queue.CIPayload) (string, error) {
 	log := h.log.With("task", queue.TypeCI, "installation", p.InstallationID, "run", p.RunID, "key", p.Key)
 	run, err := h.records.Get(ctx, p.RunID)

@@ -434,6 +434,7 @@ func (h *Runs) refuseUntrustedPlan(ctx context.Context, c ports.Comments, p queu
 	return nil
 }
 
+// UntrustedPlanText is the reply that lists the verify commands of a plan whose author has no write access.
 func UntrustedPlanText(up *UntrustedPlanError) string {
 	return publish.Render("untrusted_plan", templates.UntrustedPlan{Author: up.Author, Permission: up.Permission, Commands: clipAll(up.Commands), Fork: up.Fork},
 		"Akira did not start: the plan's verify commands were written by someone without write access. A writer can reply `/akira run --trust-plan`.")

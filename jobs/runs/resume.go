@@ -34,6 +34,7 @@ func (h *Resumer) HandleResume(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
+// Resume acts on one decision (see HandleResume); its result is the job's metric result.
 func (h *Resumer) Resume(ctx context.Context, p queue.ResumePayload) (string, error) {
 	log := h.log.With("task", queue.TypeResume, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "decision", p.Decision, "by", p.Sender)
