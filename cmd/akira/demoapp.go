@@ -14,12 +14,13 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/akira-bot/akira/internal/loopback"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -354,12 +355,11 @@ func demoToken(ctx context.Context, redisURL string) (string, error) {
 
 // freeLoopbackAddr is a loopback address whose port is free now: serve binds it a moment later.
 func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		return "", fmt.Errorf("demo-app: find a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addr, nil
 }
 
 // randomSecret is a secret of the demo's (the webhook's, Redis's): its ports are open to every local user.

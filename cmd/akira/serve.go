@@ -578,7 +578,13 @@ func serve(ctx context.Context, roles serveRoles, getenv func(string) string) er
 			}
 		}()
 	}
-	log.Info("akira serving", "addr", webLn.Addr().String(), "admin_addr", env.AdminAddr, "web", roles.web, "worker", roles.worker, "version", version)
+	// The addresses bound, not the ones asked for: with port 0 (tests, several processes on one host)
+	// this line is how a caller learns where Akira answers.
+	adminAddr := "off"
+	if adminLn != nil {
+		adminAddr = adminLn.Addr().String()
+	}
+	log.Info("akira serving", "addr", webLn.Addr().String(), "admin_addr", adminAddr, "web", roles.web, "worker", roles.worker, "version", version)
 	err = app.Serve(ctx, webLn, mux, 30*time.Second)
 	if worker != nil {
 		// Stop taking jobs; running ones get AKIRA_SHUTDOWN_TIMEOUT to reach a safe point, after which

@@ -42,7 +42,7 @@ func appEnv(t *testing.T, fake *githubtest.Server) []string {
 	mustWrite(t, op, "default_agent: script\nagents:\n  script:\n    kind: exec\n    command: sh agent.sh\nsandbox:\n  mode: none\nci:\n  watch: off\n")
 	return []string{fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()), "GITHUB_PRIVATE_KEY_PATH=" + key, "GITHUB_WEBHOOK_SECRET=s",
 		"GITHUB_API_URL=" + fake.URL(), "AKIRA_CONFIG=" + op, "AKIRA_WORKDIR=" + t.TempDir(), "AKIRA_BOT_LOGIN=akira[bot]",
-		"AKIRA_ADDR=" + freeAddr(t), "AKIRA_ADMIN_ADDR=" + freeAddr(t)}
+		"AKIRA_ADDR=127.0.0.1:0", "AKIRA_ADMIN_ADDR=127.0.0.1:0"}
 }
 
 // TestServeBinaryWithoutRedis: akira serve with no Redis at REDIS_URL exits 2 at once, naming the
@@ -122,7 +122,7 @@ func TestServeBinarySecondOnTakenPort(t *testing.T) {
 		}
 	}
 	// The admin address alone taken: named as such.
-	env = append(env, "AKIRA_ADDR="+freeAddr(t))
+	env = append(env, "AKIRA_ADDR=127.0.0.1:0")
 	out, code = serveOnce(t, env, "serve")
 	if code != 2 || !strings.Contains(out, "AKIRA_ADMIN_ADDR: ") || !strings.Contains(out, "address already in use") || strings.Contains(out, "akira serving") {
 		t.Fatalf("admin address taken: exit %d:\n%s", code, out)

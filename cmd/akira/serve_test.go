@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,19 +19,21 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/internal/githubtest"
+	"github.com/akira-bot/akira/internal/loopback"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/internal/sandboxtest"
 	"github.com/akira-bot/akira/jobs/store"
 )
 
+// freeAddr is a loopback address nothing listens on now, for a test that must name the address
+// before a process binds it; prefer AKIRA_ADDR=127.0.0.1:0 and the "akira serving" line.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // startServe starts the real `akira serve` binary against the fake GitHub and returns its base URL.
@@ -110,13 +111,14 @@ func startServeWith(t testing.TB, fake *githubtest.Server, s serveSetup) (string
 	opFile := filepath.Join(dir, "akira.yaml")
 	mustWrite(t, s.keyPath, string(fake.PrivateKeyPEM()))
 	mustWrite(t, opFile, s.operator)
-	addr, adminAddr := freeAddr(t), freeAddr(t)
-	adminBases.Store("http://"+addr, "http://"+adminAddr)
 	cmd := exec.Command(akiraBin, append([]string{"serve"}, s.args...)...)
 	cmd.Env = append(os.Environ(),
 		fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()), "GITHUB_PRIVATE_KEY_PATH="+s.keyPath, "GITHUB_WEBHOOK_SECRET=serve-secret",
-		"GITHUB_API_URL="+fake.URL(), "AKIRA_ADDR="+addr, "REDIS_URL="+s.redisURL,
-		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+s.workDir, "AKIRA_SHUTDOWN_TIMEOUT=5s", "AKIRA_ADMIN_ADDR="+adminAddr)
+		"GITHUB_API_URL="+fake.URL(), "REDIS_URL="+s.redisURL,
+		// Port 0: the process binds ports nobody holds and names them in its "akira serving" line. A
+		// port picked free here and bound there later can be taken by another test in between.
+		"AKIRA_ADDR=127.0.0.1:0", "AKIRA_ADMIN_ADDR=127.0.0.1:0",
+		"AKIRA_CONFIG="+opFile, "AKIRA_WORKDIR="+s.workDir, "AKIRA_SHUTDOWN_TIMEOUT=5s")
 	cmd.Env = append(cmd.Env, s.env...)
 	logs := &lockedLog{}
 	stderr, err := cmd.StderrPipe()
@@ -141,7 +143,20 @@ func startServeWith(t testing.TB, fake *githubtest.Server, s serveSetup) (string
 			t.Logf("akira serve log:\n%s", logs.String())
 		}
 	})
+	var addr, adminAddr string
+	waitFor(t, `akira serve's "akira serving" line`, func() bool {
+		if addr, adminAddr = servingAddrs(logs.String()); addr != "" {
+			return true
+		}
+		select {
+		case <-logDone:
+			t.Fatalf("akira serve ended before it served")
+		default:
+		}
+		return false
+	})
 	base := "http://" + addr
+	adminBases.Store(base, "http://"+adminAddr)
 	waitFor(t, "akira serve to answer /healthz", func() bool {
 		resp, err := http.Get(base + "/healthz")
 		if err != nil {
@@ -151,6 +166,22 @@ func startServeWith(t testing.TB, fake *githubtest.Server, s serveSetup) (string
 		return resp.StatusCode == http.StatusOK
 	})
 	return base, cmd, logs
+}
+
+// servingAddrs reads the webhook and admin addresses from a serve log's "akira serving" line; empty
+// before the line.
+func servingAddrs(log string) (addr, admin string) {
+	for _, line := range strings.Split(log, "\n") {
+		var entry struct {
+			Msg       string `json:"msg"`
+			Addr      string `json:"addr"`
+			AdminAddr string `json:"admin_addr"`
+		}
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "akira serving" {
+			return entry.Addr, entry.AdminAddr
+		}
+	}
+	return "", ""
 }
 
 // commentPayload is the issue_comment webhook of login commenting body on issue of octo/svc; the
@@ -395,7 +426,7 @@ func TestServeMissingAgentProgram(t *testing.T) {
 	cmd := exec.Command(akiraBin, "serve")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, fmt.Sprintf("GITHUB_APP_ID=%d", fake.AppID()),
 		"GITHUB_PRIVATE_KEY_PATH=" + key, "GITHUB_WEBHOOK_SECRET=s", "GITHUB_API_URL=" + fake.URL(), "AKIRA_CONFIG=" + op,
-		"AKIRA_ADDR=" + freeAddr(t), "REDIS_URL=redis://" + redistest.Own(t) + "/0"}
+		"AKIRA_ADDR=127.0.0.1:0", "REDIS_URL=redis://" + redistest.Own(t) + "/0"}
 	out, _ := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), `agent "claude": no-such-agent-cli is not installed`) {
 		t.Fatalf("exit %d: %s; want exit 2 naming the profile and its program", code, out)

@@ -237,9 +237,8 @@ func anyStrings(v any) []string {
 // signed with secret and refuses one signed with anything else.
 func serveWithEnvFile(t *testing.T, fake *githubtest.Server, envFile, secret string) {
 	t.Helper()
-	addr := freeAddr(t)
 	cmd := exec.Command(akiraBin, "serve", "--web-only", "--env-file", envFile)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AKIRA_ADDR=" + addr,
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AKIRA_ADDR=127.0.0.1:0",
 		"REDIS_URL=redis://" + redistest.Own(t) + "/0"}
 	logs := &lockedLog{}
 	cmd.Stdout, cmd.Stderr = &lineWriter{logs}, &lineWriter{logs}
@@ -247,6 +246,11 @@ func serveWithEnvFile(t *testing.T, fake *githubtest.Server, envFile, secret str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var addr string
+	waitFor(t, `akira serve --env-file's "akira serving" line`, func() bool {
+		addr, _ = servingAddrs(logs.String())
+		return addr != ""
+	})
 	base := "http://" + addr
 	waitFor(t, "akira serve --env-file to answer /healthz", func() bool {
 		resp, err := http.Get(base + "/healthz")

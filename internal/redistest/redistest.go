@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/internal/loopback"
+
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
@@ -249,13 +251,13 @@ func passTime(m *miniredis.Miniredis, stop <-chan struct{}) {
 	}
 }
 
+// freePort is a port for a redis-server, which must be told its port before it binds it.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.FreePort()
 	if err != nil {
 		return 0, fmt.Errorf("redistest: find a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return port, nil
 }
 
 // waitAnswer polls addr until a Redis answers PING there; a server that starts takes milliseconds,

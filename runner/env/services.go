@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/akira-bot/akira/internal/loopback"
+
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/sandbox"
@@ -248,10 +250,9 @@ func (s *Services) Stop() {
 // freePort is a TCP port free on the host's loopback now. In a sandbox the port is the service's own
 // namespace's; free on the host too so that it can be bridged there (network: allow).
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.FreePort()
 	if err != nil {
 		return 0, errors.New("no free port on the loopback: " + err.Error())
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return port, nil
 }
