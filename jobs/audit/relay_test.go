@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/akira-bot/akira/internal/loopback"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/akira-bot/akira/internal/redistest"
@@ -143,12 +145,12 @@ func checkOnceInOrder(t *testing.T, evs []Event, n int) {
 // every event exactly once, in order, each signed. The sink's state is logged once down, once up.
 func TestHTTPSinkDownThenUp(t *testing.T) {
 	st, locker := testStore(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the ephemeral range: the address is listened on again later, and a port the kernel had
+	// handed out could be an outgoing connection's by then.
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
@@ -167,7 +169,7 @@ func TestHTTPSinkDownThenUp(t *testing.T) {
 	}
 
 	rc := &receiver{t: t, secret: secret, refuse: 2}
-	ln, err = net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("listen on the sink's address again: %v", err)
 	}
