@@ -188,19 +188,16 @@ func (c *Controller) mirror(ctx context.Context, run *lifecycle.Run, req Control
 
 // HandleAuditLine posts the line.
 func (h *API) HandleAuditLine(ctx context.Context, t *asynq.Task) error {
-	var p queue.AuditLinePayload
-	if err := queue.Decode(t, queue.TypeAuditLine, &p); err != nil {
-		h.d.Metrics.Job(queue.TypeAuditLine, metrics.ResultInvalid)
-		return err
-	}
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypeAuditLine, h.postAuditLine)
+}
+
+func (h *API) postAuditLine(ctx context.Context, p queue.AuditLinePayload) (string, error) {
 	gh, err := flow.Installation(ctx, h.d.GitHub, p.InstallationID)
 	if err == nil {
 		_, _, err = gh.CreateComment(ctx, p.Owner, p.Repo, p.Number, p.Body)
 	}
 	if err != nil {
-		h.d.Metrics.Job(queue.TypeAuditLine, metrics.ResultRetry)
-		return fmt.Errorf("jobs: audit line on %s/%s#%d: %w", p.Owner, p.Repo, p.Number, err)
+		return metrics.ResultRetry, fmt.Errorf("jobs: audit line on %s/%s#%d: %w", p.Owner, p.Repo, p.Number, err)
 	}
-	h.d.Metrics.Job(queue.TypeAuditLine, publish.ResultSent)
-	return nil
+	return publish.ResultSent, nil
 }

@@ -96,14 +96,7 @@ func (c *Controller) StartHandoff(ctx context.Context, req queue.HandoffRequest,
 
 // HandleHandoff turns a handoff into a run job.
 func (h *API) HandleHandoff(ctx context.Context, t *asynq.Task) error {
-	var p queue.HandoffPayload
-	if err := queue.Decode(t, queue.TypeHandoff, &p); err != nil {
-		h.d.Metrics.Job(queue.TypeHandoff, metrics.ResultInvalid)
-		return err
-	}
-	result, err := h.handoff(ctx, p)
-	h.d.Metrics.Job(queue.TypeHandoff, result)
-	return err
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypeHandoff, h.handoff)
 }
 
 func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, error) {

@@ -69,21 +69,13 @@ type intake struct {
 // passes, except the refusal itself. Every failure to talk to GitHub is returned, so asynq retries the
 // job with backoff; every reply is keyed by the delivery, so a retry never posts it twice.
 func (h *Intake) HandleIntake(ctx context.Context, t *asynq.Task) error {
-	p, err := queue.DecodeIntakePayload(t)
-	if err != nil {
-		h.d.Metrics.Job(queue.TypeIntake, metrics.ResultInvalid)
-		return err
-	}
-	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.Job(queue.TypeIntake, metrics.ResultQueued)
-		return err
-	}
-	result, err := h.intake(ctx, p)
-	h.d.Metrics.Job(queue.TypeIntake, result)
-	return err
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypeIntake, h.intake)
 }
 
 func (h *Intake) intake(ctx context.Context, p queue.IntakePayload) (string, error) {
+	if result, err := h.d.Paused(ctx, p.InstallationID); err != nil {
+		return result, err
+	}
 	log := h.log.With("task", queue.TypeIntake, "delivery", p.DeliveryID, "event", p.Event,
 		"installation", p.InstallationID, "repo", p.Owner+"/"+p.Repo)
 	registered, _ := queue.IntakeEventOf(p.Event) // Validate passed: the event is registered

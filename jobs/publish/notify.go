@@ -10,6 +10,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
 	"github.com/akira-bot/akira/jobs/notify"
@@ -29,14 +30,7 @@ const (
 // HandleNotify sends a notification, within the sink's rate: over it, the job is put back for the
 // next minute. A sink that answers 5xx or 429 is retried by asynq; one that refuses (4xx) is not.
 func (h *Effects) HandleNotify(ctx context.Context, t *asynq.Task) error {
-	var p queue.NotifyPayload
-	if err := queue.Decode(t, queue.TypeNotify, &p); err != nil {
-		h.d.Metrics.Job(queue.TypeNotify, metrics.ResultInvalid)
-		return err
-	}
-	result, err := h.sendNotification(ctx, p)
-	h.d.Metrics.Job(queue.TypeNotify, result)
-	return err
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypeNotify, h.sendNotification)
 }
 
 func (h *Effects) sendNotification(ctx context.Context, p queue.NotifyPayload) (string, error) {

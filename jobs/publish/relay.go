@@ -26,24 +26,20 @@ const RelayAge = 30 * time.Second
 
 // HandlePublish performs what the run's outbox holds.
 func (h *Effects) HandlePublish(ctx context.Context, t *asynq.Task) error {
-	var p queue.PublishPayload
-	if err := queue.Decode(t, queue.TypePublish, &p); err != nil {
-		h.d.Metrics.Job(queue.TypePublish, metrics.ResultInvalid)
-		return err
-	}
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypePublish, h.publishLeftBehind)
+}
+
+func (h *Effects) publishLeftBehind(ctx context.Context, p queue.PublishPayload) (string, error) {
 	log := h.log.With("task", queue.TypePublish, "installation", p.InstallationID, "run", p.RunID)
 	run, err := h.records.Get(ctx, p.RunID)
 	if errors.Is(err, store.ErrNotFound) {
-		h.d.Metrics.Job(queue.TypePublish, metrics.ResultNoop)
-		return h.records.ForgetOutbox(ctx, p.RunID)
+		return metrics.ResultNoop, h.records.ForgetOutbox(ctx, p.RunID)
 	}
 	if err != nil {
-		h.d.Metrics.Job(queue.TypePublish, metrics.ResultRetry)
-		return err
+		return metrics.ResultRetry, err
 	}
 	if len(run.Outbox) == 0 {
-		h.d.Metrics.Job(queue.TypePublish, metrics.ResultNoop)
-		return nil
+		return metrics.ResultNoop, nil
 	}
 	gh, err := flow.Installation(ctx, h.d.GitHub, run.InstallationID)
 	if err == nil {
@@ -51,11 +47,9 @@ func (h *Effects) HandlePublish(ctx context.Context, t *asynq.Task) error {
 		_, err = h.Publish(ctx, gh, run, log)
 	}
 	if err != nil {
-		h.d.Metrics.Job(queue.TypePublish, metrics.ResultRetry)
-		return err
+		return metrics.ResultRetry, err
 	}
-	h.d.Metrics.Job(queue.TypePublish, metrics.ResultSucceeded)
-	return nil
+	return metrics.ResultSucceeded, nil
 }
 
 // Relay queues a publish job for each run whose effects waited longer than age, and returns how many

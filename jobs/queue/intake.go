@@ -208,7 +208,7 @@ func (o TaskOptions) NewIntakeTask(p IntakePayload) (*asynq.Task, error) {
 	return o.newTask(TypeIntake, p, IntakeTimeout, IntakeMaxRetry)
 }
 
-// DecodeIntakePayload reads a TypeIntake payload; see decode.
+// DecodeIntakePayload reads a TypeIntake payload; see Decode.
 func DecodeIntakePayload(t *asynq.Task) (IntakePayload, error) {
 	var p IntakePayload
 	return p, Decode(t, TypeIntake, &p)

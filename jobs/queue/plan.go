@@ -60,7 +60,7 @@ func (o TaskOptions) NewPlanTask(p PlanPayload) (*asynq.Task, error) {
 	return o.newTask(TypePlan, p, PlanTimeout, o.MaxRetry)
 }
 
-// DecodePlanPayload reads a TypePlan payload; see decode.
+// DecodePlanPayload reads a TypePlan payload; see Decode.
 func DecodePlanPayload(t *asynq.Task) (PlanPayload, error) {
 	var p PlanPayload
 	return p, Decode(t, TypePlan, &p)

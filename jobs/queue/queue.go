@@ -127,7 +127,7 @@ func (o TaskOptions) newTask(typ string, p Payload, timeout time.Duration, maxRe
 	), nil
 }
 
-// decode reads a task's payload into p. A payload that can never be processed is an error wrapping
+// Decode reads a task's payload into p. A payload that can never be processed is an error wrapping
 // asynq.SkipRetry, so asynq archives it instead of retrying it.
 func Decode(t *asynq.Task, typ string, p Payload) error {
 	if t.Type() != typ {

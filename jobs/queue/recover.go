@@ -56,9 +56,3 @@ func (e *Enqueuer) EnqueueRecover(ctx context.Context, p RecoverPayload) error {
 	}
 	return e.enqueue(ctx, t)
 }
-
-// DecodeRecoverPayload reads a TypeRecover payload; see decode.
-func DecodeRecoverPayload(t *asynq.Task) (RecoverPayload, error) {
-	var p RecoverPayload
-	return p, Decode(t, TypeRecover, &p)
-}

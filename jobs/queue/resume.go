@@ -82,7 +82,7 @@ func (o TaskOptions) NewResumeTask(p ResumePayload) (*asynq.Task, error) {
 	return o.newTask(TypeResume, p, ResumeTimeout, o.MaxRetry)
 }
 
-// DecodeResumePayload reads a TypeResume payload; see decode.
+// DecodeResumePayload reads a TypeResume payload; see Decode.
 func DecodeResumePayload(t *asynq.Task) (ResumePayload, error) {
 	var p ResumePayload
 	return p, Decode(t, TypeResume, &p)

@@ -67,7 +67,7 @@ func (o TaskOptions) NewRollbackTask(p RollbackPayload) (*asynq.Task, error) {
 	return o.newTask(TypeRollback, p, PlanTimeout, o.MaxRetry)
 }
 
-// DecodeRollbackPayload reads a TypeRollback payload; see decode.
+// DecodeRollbackPayload reads a TypeRollback payload; see Decode.
 func DecodeRollbackPayload(t *asynq.Task) (RollbackPayload, error) {
 	var p RollbackPayload
 	return p, Decode(t, TypeRollback, &p)

@@ -114,7 +114,7 @@ func (o TaskOptions) NewRunTask(p RunPayload) (*asynq.Task, error) {
 	return o.newTask(TypeRun, p, o.Timeout, o.MaxRetry)
 }
 
-// DecodeRunPayload reads a TypeRun payload; see decode.
+// DecodeRunPayload reads a TypeRun payload; see Decode.
 func DecodeRunPayload(t *asynq.Task) (RunPayload, error) {
 	var p RunPayload
 	return p, Decode(t, TypeRun, &p)

@@ -144,24 +144,20 @@ func Recover(ctx context.Context, deliveries ports.Deliveries, st *store.Store, 
 
 // HandleRecover runs one recovery.
 func (h *Recovery) HandleRecover(ctx context.Context, t *asynq.Task) error {
-	p, err := queue.DecodeRecoverPayload(t)
-	if err != nil {
-		h.d.Metrics.Job(queue.TypeRecover, metrics.ResultInvalid)
-		return err
-	}
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypeRecover, h.recoverEpoch)
+}
+
+func (h *Recovery) recoverEpoch(ctx context.Context, p queue.RecoverPayload) (string, error) {
 	if h.d.Deliveries == nil {
 		h.log.Warn("recover: no access to the App's deliveries; answers Redis lost are not replayed", "epoch", p.Epoch)
-		h.d.Metrics.Job(queue.TypeRecover, metrics.ResultNoop)
-		return nil
+		return metrics.ResultNoop, nil
 	}
 	res, err := Recover(ctx, h.d.Deliveries, h.d.Store, p.Since, h.IntakeLost())
 	if err != nil {
-		h.d.Metrics.Job(queue.TypeRecover, metrics.ResultRetry)
-		return err
+		return metrics.ResultRetry, err
 	}
-	h.d.Metrics.Job(queue.TypeRecover, metrics.ResultSucceeded)
 	h.log.Info("recover: done", "epoch", p.Epoch, "comments", res.Seen, "kept", res.Kept, "redelivered", res.Redelivered, "capped", res.Capped)
-	return nil
+	return metrics.ResultSucceeded, nil
 }
 
 // IntakeLost returns a check of whether Redis no longer has the intake task of a delivery (the webhook

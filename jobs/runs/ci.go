@@ -42,14 +42,7 @@ const TrailerFixFor = "Akira-Fix-For"
 
 // HandleCI reads a waiting run's CI.
 func (h *CIWatch) HandleCI(ctx context.Context, t *asynq.Task) error {
-	var p queue.CIPayload
-	if err := queue.Decode(t, queue.TypeCI, &p); err != nil {
-		h.d.Metrics.Job(queue.TypeCI, metrics.ResultInvalid)
-		return err
-	}
-	result, err := h.ReadCI(ctx, p)
-	h.d.Metrics.Job(queue.TypeCI, result)
-	return err
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypeCI, h.ReadCI)
 }
 
 // ciVerdict is what one reading of the head's checks decides.

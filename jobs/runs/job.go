@@ -33,24 +33,19 @@ import (
 // the GitHub reporter, and the run state at the end. A parked run ends the job (successfully): it
 // holds no worker while people decide.
 func (h *Runs) HandleRun(ctx context.Context, t *asynq.Task) error {
-	p, err := queue.DecodeRunPayload(t)
-	if err != nil {
-		h.d.Metrics.Job(queue.TypeRun, metrics.ResultInvalid)
-		return err
-	}
-	// A rate-limited installation's run waits out the limit in the queue, before any GitHub call.
-	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.Job(queue.TypeRun, metrics.ResultQueued)
-		return err
-	}
-	result, err := h.runJob(ctx, p)
-	h.d.Metrics.Job(queue.TypeRun, result)
-	if result != metrics.ResultQueued && (err == nil || errors.Is(err, asynq.SkipRetry)) {
-		// The job ended without taking its turn (nothing to do, a reply, a plan first) and will not
-		// be tried again: its place in line goes. A slot it took was freed by work's caller.
-		_ = h.d.Fair.Unlist(context.WithoutCancel(ctx), p.Ticket())
-	}
-	return err
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypeRun, func(ctx context.Context, p queue.RunPayload) (string, error) {
+		// A rate-limited installation's run waits out the limit in the queue, before any GitHub call.
+		if result, err := h.d.Paused(ctx, p.InstallationID); err != nil {
+			return result, err
+		}
+		result, err := h.runJob(ctx, p)
+		if result != metrics.ResultQueued && (err == nil || errors.Is(err, asynq.SkipRetry)) {
+			// The job ended without taking its turn (nothing to do, a reply, a plan first) and will
+			// not be tried again: its place in line goes. A slot it took was freed by work's caller.
+			_ = h.d.Fair.Unlist(context.WithoutCancel(ctx), p.Ticket())
+		}
+		return result, err
+	})
 }
 
 // workFair is h.work behind the fair gate (jobs/fair): the run's turn and a slot of its installation

@@ -41,21 +41,13 @@ const (
 
 // HandlePlan writes and posts a plan for an issue.
 func (h *Planner) HandlePlan(ctx context.Context, t *asynq.Task) error {
-	p, err := queue.DecodePlanPayload(t)
-	if err != nil {
-		h.d.Metrics.Job(queue.TypePlan, metrics.ResultInvalid)
-		return err
-	}
-	if err := h.d.Fair.Paused(ctx, p.InstallationID); err != nil {
-		h.d.Metrics.Job(queue.TypePlan, metrics.ResultQueued)
-		return err
-	}
-	result, err := h.plan(ctx, p)
-	h.d.Metrics.Job(queue.TypePlan, result)
-	return err
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypePlan, h.plan)
 }
 
 func (h *Planner) plan(ctx context.Context, p queue.PlanPayload) (string, error) {
+	if result, err := h.d.Paused(ctx, p.InstallationID); err != nil {
+		return result, err
+	}
 	log := h.log.With("task", queue.TypePlan, "delivery", p.DeliveryID, "installation", p.InstallationID,
 		"repo", p.Owner+"/"+p.Repo, "issue", p.Number)
 	gh, err := flow.Installation(ctx, h.d.GitHub, p.InstallationID)

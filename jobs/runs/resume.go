@@ -24,14 +24,7 @@ import (
 // task and its branch is where the run left it; otherwise it replies why nothing happened. Approve,
 // retry and skip enqueue a job that continues the run; abort ends it.
 func (h *Resumer) HandleResume(ctx context.Context, t *asynq.Task) error {
-	p, err := queue.DecodeResumePayload(t)
-	if err != nil {
-		h.d.Metrics.Job(queue.TypeResume, metrics.ResultInvalid)
-		return err
-	}
-	result, err := h.Resume(ctx, p)
-	h.d.Metrics.Job(queue.TypeResume, result)
-	return err
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypeResume, h.Resume)
 }
 
 // Resume acts on one decision (see HandleResume); its result is the job's metric result.

@@ -27,14 +27,7 @@ const (
 
 // HandleRollback reverts a task's checkpoint on the branch of the run of an issue or pull request.
 func (h *Rollbacks) HandleRollback(ctx context.Context, t *asynq.Task) error {
-	p, err := queue.DecodeRollbackPayload(t)
-	if err != nil {
-		h.d.Metrics.Job(queue.TypeRollback, metrics.ResultInvalid)
-		return err
-	}
-	result, err := h.rollback(ctx, p)
-	h.d.Metrics.Job(queue.TypeRollback, result)
-	return err
+	return flow.Handle(ctx, t, h.d.Metrics, queue.TypeRollback, h.rollback)
 }
 
 func (h *Rollbacks) rollback(ctx context.Context, p queue.RollbackPayload) (string, error) {
