@@ -200,7 +200,7 @@ func (s *server) onIssueComment(ev *issueCommentEvent) (queue.IntakePayload, str
 		return p, "no command in comment"
 	}
 	p.Body = &queue.CommentIntake{ID: ev.Comment.ID, Number: ev.Issue.Number, OnPullRequest: ev.Issue.PullRequest != nil,
-		Author: ev.Comment.User.Login, Body: ev.Comment.Body}
+		Author: ev.Comment.User.Login, Body: ev.Comment.Body, CreatedAt: ev.Comment.CreatedAt}
 	return p, ""
 }
 
@@ -252,17 +252,17 @@ func (s *server) onPullRequest(ev *pullRequestEvent) (queue.IntakePayload, strin
 		// A deleted head repository proves nothing about where the head lives: a fork's, never run.
 		return p, "fork pull requests are never run"
 	case !strings.EqualFold(pr.Head.Repo.FullName, pr.Base.Repo.FullName):
-		if ev.Action == "synchronize" {
-			return p, "fork pull requests are never run automatically"
-		}
-		// Opened or reopened: the intake says once how a writer can run it.
+		// Never run by itself. Opened or reopened: the intake says once how a writer can run it;
+		// every push: the intake remembers when the head was seen, so that a writer's command runs
+		// only a head pushed before it.
 		fork = pr.Head.Repo.FullName
 	}
 	number := pr.Number
 	if number == 0 {
 		number = ev.Number
 	}
-	p.Body = &queue.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA, Fork: fork}
+	p.Body = &queue.PullRequestIntake{Number: number, Action: ev.Action, HeadRef: pr.Head.Ref, HeadSHA: pr.Head.SHA, Fork: fork,
+		UpdatedAt: pr.UpdatedAt}
 	return p, ""
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs/queue"
@@ -59,7 +60,7 @@ func TestCommentsEnqueued(t *testing.T) {
 			got := h.send("issue_comment", issueCommentJSON(repo, 1, false, 77, "rita", body))
 			expect(t, got, http.StatusAccepted, resultAccepted)
 			p := h.lastIntake(repo, queue.EventIssueComment, "rita")
-			want := &queue.CommentIntake{ID: 77, Number: 1, Author: "rita", Body: body}
+			want := &queue.CommentIntake{ID: 77, Number: 1, Author: "rita", Body: body, CreatedAt: mustTime(t, commentCreatedAt)}
 			if !reflect.DeepEqual(bodyOf[queue.CommentIntake](p), want) || bodyOf[queue.PushIntake](p) != nil || bodyOf[queue.PullRequestIntake](p) != nil || bodyOf[queue.CheckRunIntake](p) != nil {
 				t.Fatalf("intake = %+v, comment %+v", p, bodyOf[queue.CommentIntake](p))
 			}
@@ -173,10 +174,11 @@ func TestPullRequests(t *testing.T) {
 		{"synchronize", pullRequestJSON(repo, "synchronize", pr, head, "alice", nil), "", true, ""},
 		{"reopened", pullRequestJSON(repo, "reopened", pr, head, "alice", nil), "", true, ""},
 		{"closed", pullRequestJSON(repo, "closed", pr, head, "alice", nil), "pull request closed", false, ""},
-		// A fork's pull request is only answered (the intake says how a writer runs it), never run by a push.
+		// A fork's pull request is never run by itself: opened, the intake says how a writer runs it;
+		// every head is handed on so that the intake knows when GitHub showed it.
 		{"opened from a fork", pullRequestJSON(repo, "opened", pr, head, "mallory", fork), "", true, "mallory/widgets"},
 		{"reopened from a fork", pullRequestJSON(repo, "reopened", pr, head, "mallory", fork), "", true, "mallory/widgets"},
-		{"pushed to from a fork", pullRequestJSON(repo, "synchronize", pr, head, "mallory", fork), "fork pull requests are never run automatically", false, ""},
+		{"pushed to from a fork", pullRequestJSON(repo, "synchronize", pr, head, "mallory", fork), "", true, "mallory/widgets"},
 		{"head repository deleted", func() map[string]any {
 			m := pullRequestJSON(repo, "opened", pr, head, "alice", nil)
 			m["pull_request"].(map[string]any)["head"].(map[string]any)["repo"] = nil
@@ -196,7 +198,8 @@ func TestPullRequests(t *testing.T) {
 			}
 			expect(t, got, http.StatusAccepted, resultAccepted)
 			p := h.lastIntake(repo, queue.EventPullRequest, tt.payload["sender"].(map[string]any)["login"].(string))
-			want := &queue.PullRequestIntake{Number: 3, Action: tt.payload["action"].(string), HeadRef: "spec", HeadSHA: head, Fork: tt.fork}
+			want := &queue.PullRequestIntake{Number: 3, Action: tt.payload["action"].(string), HeadRef: "spec", HeadSHA: head, Fork: tt.fork,
+				UpdatedAt: mustTime(t, pullRequestUpdatedAt)}
 			if !reflect.DeepEqual(bodyOf[queue.PullRequestIntake](p), want) {
 				t.Fatalf("pull request = %+v, want %+v", bodyOf[queue.PullRequestIntake](p), want)
 			}
@@ -263,4 +266,13 @@ func TestEnqueueFailures(t *testing.T) {
 func bodyOf[T any](p queue.IntakePayload) *T {
 	b, _ := any(p.Body).(*T)
 	return b
+}
+
+func mustTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
 }

@@ -248,6 +248,12 @@ func baseJSON(r githubtest.Repo, action, sender string) map[string]any {
 	return m
 }
 
+// commentCreatedAt and pullRequestUpdatedAt are the times in the payloads, as GitHub writes them.
+const (
+	commentCreatedAt     = "2026-11-26T12:00:00Z"
+	pullRequestUpdatedAt = "2026-11-26T11:58:31Z"
+)
+
 func issueCommentJSON(r githubtest.Repo, number int, isPR bool, commentID int64, author, body string) map[string]any {
 	m := baseJSON(r, "created", author)
 	issue := map[string]any{"number": number, "title": "Add a thing", "state": "open", "user": userJSON("octocat")}
@@ -255,7 +261,8 @@ func issueCommentJSON(r githubtest.Repo, number int, isPR bool, commentID int64,
 		issue["pull_request"] = map[string]any{"url": fmt.Sprintf("https://api.github.com/repos/%s/pulls/%d", r.FullName(), number)}
 	}
 	m["issue"] = issue
-	m["comment"] = map[string]any{"id": commentID, "body": body, "user": userJSON(author), "author_association": "MEMBER"}
+	m["comment"] = map[string]any{"id": commentID, "body": body, "user": userJSON(author), "author_association": "MEMBER",
+		"created_at": commentCreatedAt, "updated_at": commentCreatedAt}
 	return m
 }
 
@@ -294,9 +301,10 @@ func pullRequestJSON(r githubtest.Repo, action string, pr githubtest.PullRequest
 	m["number"] = pr.Number
 	m["pull_request"] = map[string]any{
 		"number": pr.Number, "state": "open", "title": pr.Title, "body": nil, "draft": pr.Draft,
-		"user": userJSON(pr.User),
-		"head": map[string]any{"ref": pr.Head, "sha": headSHA, "repo": headRepo, "label": pr.Head},
-		"base": map[string]any{"ref": pr.Base, "sha": strings.Repeat("b", 40), "repo": repoJSON(r), "label": pr.Base},
+		"user":       userJSON(pr.User),
+		"head":       map[string]any{"ref": pr.Head, "sha": headSHA, "repo": headRepo, "label": pr.Head},
+		"base":       map[string]any{"ref": pr.Base, "sha": strings.Repeat("b", 40), "repo": repoJSON(r), "label": pr.Base},
+		"created_at": "2026-11-20T09:00:00Z", "updated_at": pullRequestUpdatedAt,
 	}
 	return m
 }

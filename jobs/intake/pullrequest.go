@@ -19,6 +19,15 @@ import (
 
 func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) {
 	pr := in.p.Body.(*queue.PullRequestIntake)
+	if pr.Fork != "" {
+		// When each head of a fork was first seen decides which head a writer's command may run.
+		if err := h.d.Store.SawForkHead(ctx, in.p.Owner, in.p.Repo, pr.Number, pr.HeadSHA, pr.UpdatedAt); err != nil {
+			return "", err
+		}
+		if pr.Action == "synchronize" {
+			return metrics.ResultNoop, nil // never run by itself; told how once, when opened
+		}
+	}
 	rc, err := h.d.RepoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
 	if ce, bad := flow.AsRepoConfigError(err); bad {
 		// Said once when the pull request opens, not on every push to it.

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"errors"
+	"time"
 )
 
 // EventIssueComment is a comment on an issue or a pull request: a slash command.
@@ -19,6 +20,9 @@ type CommentIntake struct {
 	OnPullRequest bool   `json:"on_pull_request,omitempty"`
 	Author        string `json:"author"`
 	Body          string `json:"body"`
+	// CreatedAt is the comment's created_at, GitHub's time: a fork's head pushed after it is not
+	// run by its command.
+	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
 func (c *CommentIntake) check() error {

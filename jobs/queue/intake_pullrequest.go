@@ -2,6 +2,7 @@ package queue
 
 import (
 	"errors"
+	"time"
 )
 
 // EventPullRequest is a pull request opened, reopened or pushed to.
@@ -19,6 +20,9 @@ type PullRequestIntake struct {
 	HeadRef string `json:"head_ref"`
 	HeadSHA string `json:"head_sha"`
 	Fork    string `json:"fork,omitempty"`
+	// UpdatedAt is the pull request's updated_at in the webhook: GitHub's time of the change that
+	// sent it (for a fork, when its head was seen; see store.ForkHeads).
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 func (pr *PullRequestIntake) check() error {

@@ -2,8 +2,8 @@
 // their tasks (Records), the list of runs (Listing), API tokens (Keyring), the audit trail, plans
 // handed off through the API (Handoffs), lessons and base-branch memory (Memory), attempt logs
 // (Logs), once-only marks for GitHub deliveries (Dedupe), task durations (History), notification
-// rate slots (Slots), the branches on each base branch and whether their base moved (Bases) and
-// branch locks (Locker). Every change to a run is a read-modify-write inside
+// rate slots (Slots), the branches on each base branch and whether their base moved (Bases), when
+// each head of a fork's pull request was first seen (ForkHeads) and branch locks (Locker). Every change to a run is a read-modify-write inside
 // WATCH/MULTI, so two writers never lose each other's update and a conditional transition (parked →
 // queued only when still parked on that task at that head) cannot race.
 package store
@@ -49,6 +49,7 @@ type Store struct {
 	*History
 	*Slots
 	*Bases
+	*ForkHeads
 }
 
 // NewStore returns a store whose keys start with prefix (DefaultPrefix when empty).
@@ -74,6 +75,7 @@ func NewStore(rdb redis.UniversalClient, prefix string) *Store {
 		History:    &History{conn: c},
 		Slots:      &Slots{conn: c},
 		Bases:      &Bases{conn: c},
+		ForkHeads:  &ForkHeads{conn: c},
 	}
 }
 
