@@ -31,6 +31,9 @@ type Task struct {
 	Unverified bool
 	// Judgement is the acceptance judge's latest verdict on the task, when one judged it.
 	Judgement *Judgement
+	// Sync: the row is the merge of the base, no task of the plan; the totals leave it out (as
+	// /akira status and the API do), its attempts and cost count all the same.
+	Sync bool
 }
 
 // Usage is what the agent consumed; zero fields are unknown and left out. Estimated: the figures
@@ -116,7 +119,7 @@ type Summary struct {
 func (s Summary) Count(status string) int {
 	n := 0
 	for _, t := range s.Tasks {
-		if t.Status == status {
+		if t.Status == status && !t.Sync {
 			n++
 		}
 	}
@@ -150,6 +153,17 @@ func (s Summary) Tally() string {
 		return "none started"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// PlanTasks is how many of the rows are tasks of the plan (the merge of the base is not).
+func (s Summary) PlanTasks() int {
+	n := 0
+	for _, t := range s.Tasks {
+		if !t.Sync {
+			n++
+		}
+	}
+	return n
 }
 
 // Attempts is the total number of attempts over all tasks.

@@ -79,13 +79,13 @@ var cases = []struct {
 	{"summary_synced", "summary", Summary{
 		RunID: "r3", Source: "issue #4", State: "done", PRURL: "https://github.com/o/r/pull/7", Synced: "main@0123456789ab", Syncs: 1,
 		Tasks: []Task{{ID: "1.1", Title: "Only", Status: lifecycle.TaskStatusPassed, Attempts: 1, Duration: 2 * time.Second, Checkpoint: "abc"},
-			{ID: "sync", Title: "Bring akira/issue-4 up to date with main", Status: lifecycle.TaskStatusPassed, Attempts: 1, Checkpoint: "def"}},
+			{ID: "sync", Title: "Bring akira/issue-4 up to date with main", Status: lifecycle.TaskStatusPassed, Attempts: 1, Checkpoint: "def", Sync: true}},
 	}},
 	{"summary_synced_twice", "summary", Summary{
 		RunID: "r3", State: "parked", ParkedTask: "1.2", Synced: "main@ba9876543210", Syncs: 2,
 		Tasks: []Task{{ID: "1.1", Title: "One", Status: lifecycle.TaskStatusPassed, Attempts: 1, Checkpoint: "abc"},
 			{ID: "1.2", Title: "Two", Status: lifecycle.TaskStatusEscalated, Attempts: 2},
-			{ID: "sync", Title: "Bring akira/issue-4 up to date with main", Status: lifecycle.TaskStatusPassed, Attempts: 0, Checkpoint: "def"}},
+			{ID: "sync", Title: "Bring akira/issue-4 up to date with main", Status: lifecycle.TaskStatusPassed, Attempts: 0, Checkpoint: "def", Sync: true}},
 	}},
 	{"summary_failed", "summary", Summary{RunID: "r4", State: "failed", Error: "clone failed: repository not found"}},
 	{"summary_failed_closed", "summary", Summary{RunID: "r7", State: "failed", Error: "agent claude: executable not found", PRClosed: true,

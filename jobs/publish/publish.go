@@ -134,7 +134,7 @@ func SummaryData(r *lifecycle.Run) templates.Summary {
 		tt := templates.Task{ID: t.ID, Title: t.Title, Status: t.Status, Attempts: t.Attempts, Duration: t.Duration,
 			Checkpoint: t.Checkpoint, CheckRunURL: t.CheckRunURL, Unverified: t.Unverified && t.Status == lifecycle.TaskStatusPassed,
 			Usage:     templates.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens, CostUSD: t.CostUSD, Estimated: t.UsageEstimated},
-			Judgement: t.Judgement}
+			Judgement: t.Judgement, Sync: lifecycle.IsSyncTask(t.ID)}
 		tt.LogURL = TaskPageURL(r.Dashboard, r.ID, t.ID)
 		if t.Checkpoint != "" && r.RepoURL != "" {
 			tt.CheckpointURL = r.RepoURL + "/commit/" + t.Checkpoint

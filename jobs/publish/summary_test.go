@@ -186,3 +186,21 @@ func TestParkedLabelReadsAsNeedsADecision(t *testing.T) {
 		t.Errorf("stop reply for a parked run = %q; want it worded as needing a decision", text)
 	}
 }
+
+// TestSummaryLeavesTheMergeOutOfTheTotals: the merge of the base has its row (its attempts count) but
+// is no task of the plan, in a run's own tasks or a plan file's (scoped by its path).
+func TestSummaryLeavesTheMergeOutOfTheTotals(t *testing.T) {
+	run := &lifecycle.Run{ID: "r1", Status: lifecycle.StatusParked, Tasks: []*lifecycle.TaskState{
+		{ID: "1.1", Status: lifecycle.TaskStatusPassed, Attempts: 1},
+		{ID: "sync", Status: lifecycle.TaskStatusPassed, Attempts: 2},
+		{ID: "specs/a/tasks.md#T001", Status: lifecycle.TaskStatusEscalated, Attempts: 3},
+		{ID: "specs/a/tasks.md#sync", Status: lifecycle.TaskStatusEscalated, Attempts: 1},
+	}}
+	s := SummaryData(run)
+	if len(s.Tasks) != 4 || s.PlanTasks() != 2 || s.Attempts() != 7 {
+		t.Fatalf("rows %d, plan tasks %d, attempts %d; want 4, 2, 7", len(s.Tasks), s.PlanTasks(), s.Attempts())
+	}
+	if got, want := s.Tally(), "1 passed, 1 needs a decision"; got != want {
+		t.Errorf("tally %q, want %q", got, want)
+	}
+}
