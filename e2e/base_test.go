@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -341,6 +342,25 @@ func TestFollowUpsOnTheSamePullRequest(t *testing.T) {
 	samePR("a hand-off naming the issue", handed)
 	if handed.ID != out["id"] {
 		t.Errorf("the hand-off's run is %s, the API answered %v", handed.ID, out["id"])
+	}
+
+	// 4. A hand-off naming the issue and another base: the issue's pull request is open into main,
+	// so it is refused, with what to do, and no second pull request is opened.
+	e.gh.PushCommit(e.owner, e.repo, githubtest.Push{Branch: "release", From: "main", Files: map[string]string{"RELEASE": "1\n"}})
+	code, other := startRun(t, api.URL, editor, "", `{"repository":"octo/demo","issue":1,"base":"release","plan":"- [ ] Add five\n"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("hand-off into release: %d %v", code, other)
+	}
+	var refused map[string]any
+	e.eventually("the hand-off into release to be refused", func() bool {
+		refused = apiRun(t, api.URL, editor, other["id"].(string))
+		return refused["status"] == string(lifecycle.StatusFailed)
+	})
+	if msg, _ := refused["error"].(string); !strings.Contains(msg, fmt.Sprintf("pull request #%d is open into main", pr.Number)) || !strings.Contains(msg, "leave base out") {
+		t.Errorf("hand-off into another base: %v", refused)
+	}
+	if n := len(e.gh.PullRequests(e.owner, e.repo)); n != 1 {
+		t.Errorf("%d pull requests after a hand-off into another base, want the one", n)
 	}
 
 	want := map[string]int{"1.1": 1, "1.2": 1, "plans/more.md#1.1": 1, "handoff-" + handed.ID + "#1.1": 1}

@@ -153,6 +153,21 @@ func (h *API) handoff(ctx context.Context, p queue.HandoffPayload) (string, erro
 			return metrics.ResultRetry, err
 		}
 	}
+	if planned.Issue > 0 {
+		// A hand-off naming an issue continues the issue's branch (see PlanRun), and so its open pull
+		// request: into that pull request's base, never a second pull request into another.
+		open, err := gh.FindPullRequest(ctx, p.Owner, p.Repo, planned.Branch, "")
+		switch {
+		case errors.Is(err, ports.ErrGitHubNotFound):
+		case err != nil:
+			return metrics.ResultRetry, fmt.Errorf("jobs: pull request of %s: %w", planned.Branch, err)
+		case p.Base != "" && !strings.EqualFold(open.BaseRef, p.Base):
+			return refuse(fmt.Sprintf("issue #%d's pull request #%d is open into %s, and a hand-off naming the issue continues it: leave base out, or name %s",
+				planned.Issue, open.Number, open.BaseRef, open.BaseRef))
+		default:
+			rp.Base = open.BaseRef
+		}
+	}
 	if p.Base != "" {
 		if _, err := gh.GetRef(ctx, p.Owner, p.Repo, "heads/"+p.Base); errors.Is(err, ports.ErrGitHubNotFound) {
 			return refuse(fmt.Sprintf("%s/%s has no branch %s", p.Owner, p.Repo, p.Base))
