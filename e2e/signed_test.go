@@ -180,3 +180,40 @@ func TestSignedCallsPerTask(t *testing.T) {
 		t.Errorf("%.1f REST calls per signed task, %.1f per pushed one: want one more (the commit)", signedRest, gitRest)
 	}
 }
+
+// TestSignedRollback: where a ruleset requires signed commits, `/akira rollback` makes its revert
+// through GitHub's API like the checkpoints (a revert pushed with git would be refused): the revert
+// is Verified, carries its trailers, undoes the task's files (an executable's deletion), and nothing
+// is pushed with git; the task is pending again.
+func TestSignedRollback(t *testing.T) {
+	e := newFilesEnv(t, "")
+	e.createRepo(map[string]string{"README.md": "# demo\n", ".github/akira.yml": "agent: files\n"})
+	e.gh.RequireSignatures(e.owner, e.repo, "main", githubtest.SignaturesByRuleset)
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Assets", User: "alice",
+		Body: "- [ ] Add a binary logo\n- [ ] Add an executable tool\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	run := e.waitStatus(1, lifecycle.StatusSucceeded, lifecycle.StatusParked, lifecycle.StatusFailed)
+	if run.Status != lifecycle.StatusSucceeded {
+		t.Fatalf("run is %s: %s", run.Status, run.Error)
+	}
+	pr := e.onlyPR(run.Branch)
+	e.comment(pr.Number, "alice", "/akira rollback 1.2", true, http.StatusAccepted)
+	e.eventually("the rollback's reply", func() bool { return len(e.commentsWith(pr.Number, "rolled back on")) == 1 })
+
+	last := e.gh.Log(e.owner, e.repo, run.Branch)[0] // newest first
+	if last.Trailers["Akira-Revert"] != "1.2" || !e.gh.Verified(e.owner, e.repo, last.SHA) {
+		t.Errorf("the newest commit %s %q (trailers %v): want the Verified revert of 1.2", last.SHA[:7], last.Subject, last.Trailers)
+	}
+	if _, ok := e.gh.FileAt(e.owner, e.repo, run.Branch, "tool.sh"); ok {
+		t.Error("tool.sh is still on the branch")
+	}
+	if _, ok := e.gh.FileAt(e.owner, e.repo, run.Branch, "logo.png"); !ok {
+		t.Error("the rollback of 1.2 took 1.1's logo.png too")
+	}
+	if _, pushes := e.apiCommits(); pushes != 0 {
+		t.Errorf("%d pushes over git; want every commit, the revert too, through the API", pushes)
+	}
+	if tk := e.waitStatus(1, lifecycle.StatusStopped).Task("1.2"); tk.Status != lifecycle.TaskStatusPending {
+		t.Errorf("task 1.2 after the rollback: %+v", tk)
+	}
+}

@@ -41,6 +41,9 @@ type RollbackOptions struct {
 	// that the same request made again (a job retried after its push) finds its reverts on the branch
 	// and reports them instead of failing or reverting anything twice.
 	RequestID string
+	// CommitAPI, when set, makes each revert commit through GitHub's API (which signs it), as for
+	// the run's checkpoints where the base's rules require signed commits; nothing is pushed with git.
+	CommitAPI workspace.CommitAPI
 }
 
 // TrailerRollback is "<request id> <reverted checkpoint>" on a revert commit of a named rollback.
@@ -207,11 +210,19 @@ func Rollback(ctx context.Context, o RollbackOptions) (RollbackOutcome, error) {
 		if err != nil {
 			return RollbackOutcome{}, fmt.Errorf("runner: rollback %s: %w", t.ID, err)
 		}
+		if o.CommitAPI != nil {
+			// One API commit per revert, each on GitHub's last: the workspace then stands on it.
+			if sha, err = ws.PushAPI(ctx, o.CommitAPI); err != nil {
+				return RollbackOutcome{}, fmt.Errorf("runner: rollback %s: %w", t.ID, err)
+			}
+		}
 		t.Revert = sha
 		out.Reverted = append(out.Reverted, t)
 	}
-	if err := ws.Push(ctx); err != nil {
-		return RollbackOutcome{}, fmt.Errorf("runner: rollback: %w", err)
+	if o.CommitAPI == nil {
+		if err := ws.Push(ctx); err != nil {
+			return RollbackOutcome{}, fmt.Errorf("runner: rollback: %w", err)
+		}
 	}
 	out.Head = ws.Head()
 	return out, nil

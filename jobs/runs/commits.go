@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/ports"
 	"github.com/akira-bot/akira/runner"
 	"github.com/akira-bot/akira/runner/config"
+	"github.com/akira-bot/akira/runner/workspace"
 )
 
 // repoRules sets what the repository's rules and the installation's grants decide of a run's engine:
@@ -18,16 +20,12 @@ import (
 // GitHub's workflows permission, without which GitHub refuses the push of such a change. The rules
 // are read at every job, so a ruleset added while a run waited for a decision holds for its next task.
 func (h *Runs) repoRules(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, opts *runner.Options, log *slog.Logger) error {
-	signed := h.d.Operator.Commits == config.CommitsGitHub
-	if !signed {
-		required, err := gh.SignaturesRequired(ctx, run.Owner, run.Repo, run.Base)
-		if err != nil {
-			return fmt.Errorf("jobs: signature rules of %s: %w", run.Base, err)
-		}
-		signed = required
+	api, err := signedCommits(ctx, h.d, gh, run)
+	if err != nil {
+		return err
 	}
-	if signed {
-		opts.CommitAPI = gh.CommitAPI(run.Owner, run.Repo)
+	if api != nil {
+		opts.CommitAPI = api
 		log.Info("run job: checkpoints go through GitHub's API, which signs them", "base", run.Base, "operator", h.d.Operator.Commits == config.CommitsGitHub)
 	}
 	if opts.AllowWorkflows {
@@ -43,4 +41,23 @@ func (h *Runs) repoRules(ctx context.Context, gh ports.GitHub, run *lifecycle.Ru
 		}
 	}
 	return nil
+}
+
+// signedCommits is GitHub's commit API for the commits Akira adds to run's branch when they must be
+// signed (the base's rules accept only signed commits, or the operator's commits: github), nil when
+// they may be pushed with git. Checkpoints and rollbacks ask it alike: a revert pushed with git
+// would be refused by the same rule.
+func signedCommits(ctx context.Context, d *flow.Deps, gh ports.GitHub, run *lifecycle.Run) (workspace.CommitAPI, error) {
+	signed := d.Operator.Commits == config.CommitsGitHub
+	if !signed {
+		required, err := gh.SignaturesRequired(ctx, run.Owner, run.Repo, run.Base)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: signature rules of %s: %w", run.Base, err)
+		}
+		signed = required
+	}
+	if !signed {
+		return nil, nil
+	}
+	return gh.CommitAPI(run.Owner, run.Repo), nil
 }

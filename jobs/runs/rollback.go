@@ -90,7 +90,11 @@ func (h *Rollbacks) rollback(ctx context.Context, p queue.RollbackPayload) (stri
 		}
 	}()
 	lctx := lk.Context()
-	opts := runner.RollbackOptions{Repo: run.CloneURL, TaskID: p.TaskID, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base,
+	api, err := signedCommits(lctx, h.d, gh, run)
+	if err != nil {
+		return metrics.ResultRetry, err
+	}
+	opts := runner.RollbackOptions{CommitAPI: api, Repo: run.CloneURL, TaskID: p.TaskID, Roadmap: run.Roadmap, Branch: run.Branch, Base: run.Base,
 		RunID: run.ID, Author: h.d.Author, WorkDir: h.d.WorkDir, Cache: h.d.Cache, GitAuth: gh.GitAuthHeader,
 		// A retry of this job after its push finds its reverts instead of refusing.
 		RequestID: p.JobID()}
