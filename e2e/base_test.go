@@ -372,6 +372,29 @@ func TestFollowUpsOnTheSamePullRequest(t *testing.T) {
 	if calls := e.callsPerTask(); calls["1.1"] != 3 || calls["1.2"] != 1 || calls["sync"] != 0 {
 		t.Errorf("agent calls %v, want 1.1 of three plans and 1.2, once each", calls)
 	}
+
+	// 5. A plan pasted under /akira run: its 1.1 is not the checklist's 1.1, done long ago.
+	e.comment(1, "alice", "/akira run\n\n- [ ] Add six\n", false, http.StatusAccepted)
+	pasted := next(lifecycle.StatusSucceeded)
+	samePR("a pasted plan", pasted)
+	scoped := "comment-" + pasted.ID + "#1.1"
+	if got := e.taskCommits(first.Branch); got[scoped] != 1 || got["1.1"] != 1 {
+		t.Fatalf("checkpoints on the branch %v, want %s once (and the checklist's 1.1 still once)", got, scoped)
+	}
+	if calls := e.callsPerTask(); calls["1.1"] != 4 {
+		t.Errorf("agent calls %v, want the pasted plan's task done too", calls)
+	}
+
+	// 6. Its task rolled back by the name the summary shows (the plan's own, 1.1): the revert is of
+	// the pasted plan's checkpoint, not the checklist's.
+	e.comment(pr.Number, "alice", "/akira rollback 1.1", true, http.StatusAccepted)
+	e.eventually("the rollback's reply", func() bool { return len(e.commentsWith(pr.Number, "rolled back on")) == 1 })
+	if last := e.gh.Log(e.owner, e.repo, first.Branch)[0]; last.Trailers["Akira-Revert"] != scoped {
+		t.Errorf("the newest commit %q (trailers %v): want the revert of %s", last.Subject, last.Trailers, scoped)
+	}
+	if _, ok := e.gh.FileAt(e.owner, e.repo, first.Branch, "out-1.1.txt"); !ok {
+		t.Error("the checklist's 1.1 was undone too")
+	}
 }
 
 // TestBaseMovesWhileWaitingForCI: with ci.watch, the tasks are done and the run waits for the pull

@@ -695,7 +695,7 @@ func (h *Runs) work(ctx context.Context, gh ports.GitHub, run *lifecycle.Run, lo
 	}
 	if run.Plan != "" {
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
-		opts.TaskScope = handedOffScope(run)
+		opts.TaskScope = planScope(run)
 	}
 	if rv := run.Review; rv != nil {
 		var comments []ports.ReviewComment

@@ -181,7 +181,7 @@ func PlanRun(p queue.RunPayload, id string, in RunInputs, op config.Operator) (*
 		switch {
 		case p.Plan != "":
 			run.Roadmap, run.Plan = "", p.Plan
-			run.PlanSource = "the plan in a comment on #" + strconv.Itoa(p.Number)
+			run.PlanSource = pastedPlanSource + strconv.Itoa(p.Number)
 			run.Source = run.PlanSource
 			if run.RepoURL != "" && p.CommentID != 0 {
 				run.SourceURL = fmt.Sprintf("%s/issues/%d#issuecomment-%d", run.RepoURL, p.Number, p.CommentID)
@@ -391,14 +391,24 @@ func planAPIRun(run *lifecycle.Run, p queue.RunPayload, is *ports.Issue, rc conf
 	return nil
 }
 
-// handedOffScope names on the branch the tasks of a plan handed off for an issue ("handoff-<run>#1.1"):
-// the issue's branch holds the checkpoints of the issue's own checklist, whose ids ("1.1", ...) the
-// handed-off plan's tasks would otherwise be taken for. "" for any other run.
-func handedOffScope(run *lifecycle.Run) string {
-	if run.Trigger != queue.TriggerAPI || run.Issue == 0 || run.Plan == "" || run.PlanSource == "issue #"+strconv.Itoa(run.Issue) {
+// pastedPlanSource begins the PlanSource of a plan pasted under `/akira run` in a comment.
+const pastedPlanSource = "the plan in a comment on #"
+
+// planScope names on the branch the tasks of a plan that runs on an issue's branch without being the
+// issue's own: one handed off for the issue ("handoff-<run>#1.1") or pasted under `/akira run` in a
+// comment ("comment-<run>#1.1"). The issue's branch holds the checkpoints of the issue's checklist
+// (and of earlier plans), whose ids ("1.1", ...) the plan's tasks would otherwise be taken for, and
+// skipped as done. "" for any other run.
+func planScope(run *lifecycle.Run) string {
+	switch {
+	case run.Plan == "":
 		return ""
+	case run.Trigger == queue.TriggerAPI && run.Issue != 0 && run.PlanSource != "issue #"+strconv.Itoa(run.Issue):
+		return "handoff-" + run.ID
+	case run.Trigger == lifecycle.TriggerIssue && strings.HasPrefix(run.PlanSource, pastedPlanSource):
+		return "comment-" + run.ID
 	}
-	return "handoff-" + run.ID
+	return ""
 }
 
 // IssueBranch is the branch of an issue's runs: every run for the issue (a `/akira run` on it, a

@@ -100,6 +100,11 @@ func (h *Rollbacks) rollback(ctx context.Context, p queue.RollbackPayload) (stri
 		RequestID: p.JobID()}
 	if run.Plan != "" {
 		opts.Plan, opts.PlanSource = []byte(run.Plan), run.PlanSource
+		// A plan named within a scope on the branch (handed off, pasted): its task "1.1" is
+		// "<scope>#1.1" on the branch, as the run named it.
+		if scope := planScope(run); scope != "" {
+			opts.TaskScope, opts.TaskID = scope, strings.TrimPrefix(p.TaskID, scope+"#")
+		}
 	}
 	out, err := runner.Rollback(lctx, opts)
 	var conflict *runner.RevertConflictError
