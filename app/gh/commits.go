@@ -43,7 +43,7 @@ func (c *Client) CommitAPI(owner, repo string) workspace.CommitAPI {
 const maxGraphQLCommitBytes = 8 << 20
 
 // CreateCommit makes the commit with GraphQL's createCommitOnBranch when it can say everything the
-// commit holds (one parent; regular files that stay regular files), else with the Git database API
+// commit holds (one parent; regular files that stay regular files; at least one change), else with the Git database API
 // (blobs, a tree over the parent's, the commit, then the ref), which checks the tree GitHub built
 // before the branch moves. A branch that moved is workspace.ErrPushRejected.
 func (s *SignedCommits) CreateCommit(ctx context.Context, c workspace.APICommit) (string, error) {
@@ -57,7 +57,9 @@ func (s *SignedCommits) CreateCommit(ctx context.Context, c workspace.APICommit)
 }
 
 func graphQLFits(c workspace.APICommit) bool {
-	if len(c.Parents) != 1 {
+	// createCommitOnBranch is not documented to take a commit without file changes (the run's start
+	// commit): that one goes through the Git database, which is.
+	if len(c.Parents) != 1 || len(c.Changes) == 0 {
 		return false
 	}
 	size := 0
@@ -154,9 +156,14 @@ func (s *SignedCommits) createCommitGitDatabase(ctx context.Context, c workspace
 		}
 		entries = append(entries, e)
 	}
-	tree, _, err := gc.CreateTree(ctx, s.owner, s.repo, c.BaseTree, entries)
-	if err != nil {
-		return "", apiErr("create tree", err)
+	// A commit that changes no file (the run's start commit) keeps its parent's tree: "create a
+	// tree" takes at least one entry, "create a commit" any tree.
+	tree := &github.Tree{SHA: github.String(c.BaseTree)}
+	if len(entries) > 0 {
+		var err error
+		if tree, _, err = gc.CreateTree(ctx, s.owner, s.repo, c.BaseTree, entries); err != nil {
+			return "", apiErr("create tree", err)
+		}
 	}
 	if c.Tree != "" && tree.GetSHA() != c.Tree {
 		return "", fmt.Errorf("gh: create commit on %s: GitHub's tree %s is not the checkpoint's %s: %w", c.Branch, tree.GetSHA(), c.Tree, workspace.ErrAPICommitMismatch)

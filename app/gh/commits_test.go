@@ -153,6 +153,37 @@ func TestSignedCheckpointsThroughTheAPI(t *testing.T) {
 	}
 }
 
+// The run's start commit changes no file: it goes through the Git database on the parent's tree (no
+// tree to create, no createCommitOnBranch, which is not documented to take an empty change), on a
+// branch that does not exist yet, signed.
+func TestSignedEmptyCommitThroughTheAPI(t *testing.T) {
+	e := newEnv(t, map[string]string{"README.md": "# hello\n"}, nil)
+	ctx := context.Background()
+	w := e.clone(t, "akira/new")
+	api := e.c.SignedCommits(owner, repo)
+	parentTree, _ := w.Git(ctx, "rev-parse", "HEAD^{tree}")
+	if _, err := w.Commit(ctx, "akira: start run r1\n\nAkira-Run: r1\n"); err != nil {
+		t.Fatal(err)
+	}
+	sha, err := w.PushAPI(ctx, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.srv.Log(owner, repo, "akira/new")[0]
+	if c.SHA != sha || c.Trailers["Akira-Run"] != "r1" || !e.srv.Verified(owner, repo, sha) {
+		t.Errorf("start commit = %+v (verified %v)", c, e.srv.Verified(owner, repo, sha))
+	}
+	if tree, _ := w.Git(ctx, "rev-parse", sha+"^{tree}"); tree != parentTree {
+		t.Errorf("start commit's tree %s, want its parent's %s", tree, parentTree)
+	}
+	if n, g, trees := len(e.requests("POST", "/git/commits")), len(e.requests("POST", "/graphql")), len(e.requests("POST", "/git/trees")); n != 1 || g != 0 || trees != 0 {
+		t.Errorf("%d Git database commits, %d GraphQL calls, %d trees created; want one commit on the parent's tree", n, g, trees)
+	}
+	if p, ok := githubtest.OpenAPISubsetPath(); ok {
+		githubtest.CheckRequestsAgainstOpenAPI(t, p, e.srv.Requests())
+	}
+}
+
 // A merge of the base (two parents) goes through the Git database, signed.
 func TestSignedMergeThroughTheAPI(t *testing.T) {
 	e := newEnv(t, map[string]string{"README.md": "# hello\n", "app.txt": "a\nb\nc\n"}, nil)
