@@ -15,6 +15,7 @@
 package redistest
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,8 +167,22 @@ var (
 )
 
 // startThrowaway starts redis-server on a free loopback port, without persistence, for the rest of
-// the process.
+// the process. The port is chosen before the server binds it, so another process may take it in
+// between (another test binary's throwaway server, even): a server that cannot bind it, or a Redis
+// answering there that is not this one, makes it try another port.
 func startThrowaway(bin string) (string, error) {
+	var errs []error
+	for range 3 {
+		addr, err := startThrowawayOnce(bin)
+		if err == nil {
+			return addr, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", errors.Join(errs...)
+}
+
+func startThrowawayOnce(bin string) (string, error) {
 	dir, err := os.MkdirTemp("", "akira-redistest-")
 	if err != nil {
 		return "", fmt.Errorf("redistest: %w", err)
@@ -197,12 +213,67 @@ func startThrowaway(bin string) (string, error) {
 	lifelines = append(lifelines, w)
 	lifelinesMu.Unlock()
 	a := "127.0.0.1:" + strconv.Itoa(port)
-	if err := waitAnswer(a); err != nil {
+	if err := waitOwnAnswer(a, dir, logFile); err != nil {
 		log, _ := os.ReadFile(logFile)
 		w.Close()
 		return "", fmt.Errorf("redistest: redis-server on %s: %w\n%s", a, err, log)
 	}
 	return a, nil
+}
+
+// waitOwnAnswer polls addr until the redis-server started in dir answers there. A Redis that answers
+// with another directory is not this one; a log that says the port was taken ends the wait at once.
+func waitOwnAnswer(addr, dir, logFile string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if answers(addr) {
+			if got := configDir(addr); !sameDir(got, dir) {
+				return fmt.Errorf("another Redis answers there (its dir %q)", got)
+			}
+			return nil
+		}
+		if log, _ := os.ReadFile(logFile); strings.Contains(string(log), "Address already in use") {
+			return errors.New("the port was taken before redis-server bound it")
+		}
+		if time.Now().After(deadline) {
+			return errors.New("no answer to PING within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// configDir is the working directory of the Redis at addr (CONFIG GET dir), empty when it will not say.
+func configDir(addr string) string {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("CONFIG GET dir\r\n")); err != nil {
+		return ""
+	}
+	// *2\r\n$3\r\ndir\r\n$<n>\r\n<dir>\r\n
+	r := bufio.NewReader(conn)
+	var lines []string
+	for range 5 {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return ""
+		}
+		lines = append(lines, strings.TrimRight(line, "\r\n"))
+	}
+	return lines[4]
+}
+
+// sameDir says whether a and b name one directory (a temporary directory may be reached by a link).
+func sameDir(a, b string) bool {
+	if a == "" {
+		return false
+	}
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return a == b || (errA == nil && errB == nil && ra == rb)
 }
 
 // Own returns the address of a Redis of tb alone, empty, stopped when tb ends: a throwaway
@@ -260,18 +331,6 @@ func freePort() (int, error) {
 	return port, nil
 }
 
-// waitAnswer polls addr until a Redis answers PING there; a server that starts takes milliseconds,
-// the bound only keeps a broken one from hanging the tests.
-func waitAnswer(addr string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for !answers(addr) {
-		if time.Now().After(deadline) {
-			return errors.New("no answer to PING within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return nil
-}
 
 // answers reports whether a Redis answers PING at addr.
 func answers(addr string) bool {

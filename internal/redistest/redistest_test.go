@@ -203,3 +203,28 @@ func TestNoTestFlushesOrDialsASharedRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestThrowawayIsItsOwn: a throwaway redis-server is only taken for started when the Redis answering
+// on its port is the one started in its directory; another's, or a port taken before it bound it,
+// means another port.
+func TestThrowawayIsItsOwn(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("no redis-server")
+	}
+	other := StartServer(t, false)
+	if err := waitOwnAnswer(other.Addr, other.dir, filepath.Join(other.dir, "redis.log")); err != nil {
+		t.Fatalf("its own server: %v", err)
+	}
+	elsewhere := t.TempDir()
+	if err := waitOwnAnswer(other.Addr, elsewhere, filepath.Join(elsewhere, "redis.log")); err == nil || !strings.Contains(err.Error(), "another Redis answers there") {
+		t.Fatalf("a server started elsewhere answering on the port: %v", err)
+	}
+	taken := t.TempDir()
+	log := filepath.Join(taken, "redis.log")
+	if err := os.WriteFile(log, []byte("# Warning: Could not create server TCP listening socket 127.0.0.1:20001: bind: Address already in use\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitOwnAnswer("127.0.0.1:1", taken, log); err == nil || !strings.Contains(err.Error(), "port was taken") {
+		t.Fatalf("a server that could not bind: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,18 +38,27 @@ func StartServer(tb testing.TB, aof bool) *Server {
 		}
 		testnotes.Skip(tb, "Redis restart tests (a redis-server of their own)", installHint)
 	}
-	port, err := freePort()
-	if err != nil {
-		tb.Fatal(err)
+	// The port is chosen before the server binds it: one taken meanwhile (or another Redis answering
+	// there) means another port.
+	var errs []error
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s := &Server{tb: tb, Addr: "127.0.0.1:" + strconv.Itoa(port), port: port, dir: tb.TempDir(), aof: aof}
+		if err := s.start(bin); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		tb.Cleanup(s.Stop)
+		return s
 	}
-	s := &Server{tb: tb, Addr: "127.0.0.1:" + strconv.Itoa(port), port: port, dir: tb.TempDir(), aof: aof}
-	s.start(bin)
-	tb.Cleanup(s.Stop)
-	return s
+	tb.Fatal(errors.Join(errs...))
+	return nil
 }
 
-func (s *Server) start(bin string) {
-	s.tb.Helper()
+func (s *Server) start(bin string) error {
 	aof := "no"
 	if s.aof {
 		aof = "yes"
@@ -57,12 +67,15 @@ func (s *Server) start(bin string) {
 		"--appendonly", aof, "--appendfsync", "always", "--dir", s.dir, "--daemonize", "no",
 		"--logfile", filepath.Join(s.dir, "redis.log"))
 	if err := s.cmd.Start(); err != nil {
-		s.tb.Fatalf("redistest: start redis-server: %v", err)
+		return fmt.Errorf("redistest: start redis-server: %w", err)
 	}
-	if err := waitAnswer(s.Addr); err != nil {
-		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-		s.tb.Fatalf("redistest: redis-server on %s: %v\n%s", s.Addr, err, log)
+	logFile := filepath.Join(s.dir, "redis.log")
+	if err := waitOwnAnswer(s.Addr, s.dir, logFile); err != nil {
+		log, _ := os.ReadFile(logFile)
+		s.Stop()
+		return fmt.Errorf("redistest: redis-server on %s: %w\n%s", s.Addr, err, log)
 	}
+	return nil
 }
 
 // Stop stops the server the way a pod is stopped (SIGTERM, then wait). Stopping a stopped server
@@ -94,7 +107,9 @@ func (s *Server) Start() {
 	if err != nil {
 		s.tb.Fatal(fmt.Errorf("redistest: %w", err))
 	}
-	s.start(bin)
+	if err := s.start(bin); err != nil {
+		s.tb.Fatal(err)
+	}
 }
 
 // Wipe empties this server (FLUSHALL), as a Redis that lost its data would be. Only a server of the
