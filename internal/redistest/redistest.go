@@ -331,7 +331,6 @@ func freePort() (int, error) {
 	return port, nil
 }
 
-
 // answers reports whether a Redis answers PING at addr.
 func answers(addr string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
