@@ -121,8 +121,8 @@ var fixtureOutcomes = map[string]string{
 	"ping/with-app_id.payload.json":       resultAcknowledged,
 	"ping/with-organization.payload.json": resultAcknowledged,
 
-	"pull_request/closed.payload.json":                             resultIgnored,
-	"pull_request/closed.with-organization.payload.json":           resultIgnored,
+	"pull_request/closed.payload.json":                             resultAccepted,
+	"pull_request/closed.with-organization.payload.json":           resultAccepted,
 	"pull_request/opened.payload.json":                             resultAccepted,
 	"pull_request/opened.with-null-body.json":                      resultAccepted,
 	"pull_request/opened.with-organization.payload.json":           resultAccepted,
@@ -212,7 +212,7 @@ func TestFixtureConformance(t *testing.T) {
 			switch event {
 			case "pull_request":
 				pr := bodyOf[queue.PullRequestIntake](p)
-				if pr == nil || pr.Number != 2 || pr.HeadRef != "changes" || !strings.HasPrefix(pr.HeadSHA, "ec26c3e") || p.Sender != "Codertocat" {
+				if pr == nil || pr.Number != 2 || pr.HeadRef != "changes" || !strings.HasPrefix(pr.HeadSHA, "ec26c3e") || p.Sender != "Codertocat" || pr.UpdatedAt.IsZero() {
 					t.Fatalf("pull request = %+v", pr)
 				}
 			case "status":

@@ -240,10 +240,14 @@ func (s *server) onPullRequest(ev *pullRequestEvent) (queue.IntakePayload, strin
 	pr := ev.PullRequest
 	switch ev.Action {
 	case "opened", "synchronize", "reopened":
+	case "closed":
+		// A person closing (or merging) the pull request of a run that still works stops it; the
+		// intake finds whether there is one.
 	default:
 		return p, "pull request " + ev.Action
 	}
-	if s.isBot(ev.Sender) || s.isBot(&pr.User) {
+	// A bot's pull request is not run; but a person closing one (Akira's own) stops its run.
+	if s.isBot(ev.Sender) || (ev.Action != "closed" && s.isBot(&pr.User)) {
 		return p, "pull request by a bot"
 	}
 	var fork string

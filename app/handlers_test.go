@@ -173,7 +173,15 @@ func TestPullRequests(t *testing.T) {
 		{"opened", pullRequestJSON(repo, "opened", pr, head, "alice", nil), "", true, ""},
 		{"synchronize", pullRequestJSON(repo, "synchronize", pr, head, "alice", nil), "", true, ""},
 		{"reopened", pullRequestJSON(repo, "reopened", pr, head, "alice", nil), "", true, ""},
-		{"closed", pullRequestJSON(repo, "closed", pr, head, "alice", nil), "pull request closed", false, ""},
+		// Closed (or merged): the intake stops the pull request's run, if one still works.
+		{"closed", pullRequestJSON(repo, "closed", pr, head, "alice", nil), "", true, ""},
+		{"edited", pullRequestJSON(repo, "edited", pr, head, "alice", nil), "pull request edited", false, ""},
+		{"Akira's own closed by a person", func() map[string]any {
+			m := pullRequestJSON(repo, "closed", pr, head, "alice", nil)
+			m["pull_request"].(map[string]any)["user"] = userJSON("akira-test[bot]")
+			return m
+		}(), "", true, ""},
+		{"closed by a bot", pullRequestJSON(repo, "closed", pr, head, "renovate[bot]", nil), "pull request by a bot", false, ""},
 		// A fork's pull request is never run by itself: opened, the intake says how a writer runs it;
 		// every head is handed on so that the intake knows when GitHub showed it.
 		{"opened from a fork", pullRequestJSON(repo, "opened", pr, head, "mallory", fork), "", true, "mallory/widgets"},

@@ -11,6 +11,7 @@ import (
 	"github.com/akira-bot/akira/internal/githubtest"
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/templates"
+	"github.com/hibiken/asynq"
 )
 
 // agentAlive reports whether the scripted agent of a task still runs.
@@ -186,4 +187,49 @@ func (e *env) startWorkerWith(settings string) {
 	must(e.t, os.WriteFile(file, append(op, []byte(settings)...), 0o644))
 	e.spec.OperatorFile = file
 	e.startWorkerProcess("worker")
+}
+
+// TestClosingThePullRequestStopsItsRun: a person with write access closing the run's pull request
+// while the agent works stops the run, as /akira stop would (the agent ended, the branch at its last
+// checkpoint, stopped by them); the same close by a reader stops nothing.
+func TestClosingThePullRequestStopsItsRun(t *testing.T) {
+	e := newEnv(t, false)
+	e.createRepo(map[string]string{"README.md": "# demo\n"})
+	e.gh.AddIssue(e.owner, e.repo, githubtest.Issue{Number: 1, Title: "Long", User: "alice",
+		Body: "- [ ] Add one\n- [ ] Add a slow thing\n"})
+	e.comment(1, "alice", "/akira run", false, http.StatusAccepted)
+	e.waitFile("started-1.2")
+	run := e.runOf(1)
+	pr := e.onlyPR(run.Branch)
+	closed := func(by string) string {
+		t.Helper()
+		repo := e.repository()
+		delivery := "closed-" + randomHex(t, 4)
+		e.deliver("pull_request", delivery, map[string]any{
+			"action": "closed", "number": pr.Number, "installation": e.installation(), "repository": repo, "sender": user(by),
+			"pull_request": map[string]any{"number": pr.Number, "state": "closed", "merged": false, "user": user(e.gh.BotLogin()),
+				"head": map[string]any{"ref": run.Branch, "sha": e.gh.Branch(e.owner, e.repo, run.Branch), "repo": repo},
+				"base": map[string]any{"ref": "main", "sha": e.gh.Branch(e.owner, e.repo, "main"), "repo": repo}},
+		}, http.StatusAccepted)
+		return delivery
+	}
+
+	refused := closed("mallory")
+	insp := asynq.NewInspectorFromRedisClient(e.rdb)
+	e.eventually("the intake of the reader's close", func() bool {
+		info, err := insp.GetTaskInfo(e.spec.Queue, "intake:"+refused)
+		return err == nil && info.State == asynq.TaskStateCompleted
+	})
+	if !e.agentAlive("1.2") || e.runOf(1).Status != lifecycle.StatusRunning {
+		t.Fatal("a reader's close stopped the run")
+	}
+	closed("alice")
+	e.eventually("the agent to be ended", func() bool { return !e.agentAlive("1.2") })
+	stopped := e.waitStatus(1, lifecycle.StatusStopped)
+	if stopped.ID != run.ID || stopped.StoppedBy != "alice" {
+		t.Errorf("run %s stopped by %q, want alice", stopped.ID, stopped.StoppedBy)
+	}
+	if got := e.taskCommits(run.Branch); len(got) != 1 || got["1.1"] != 1 {
+		t.Errorf("checkpoints after the close = %v, want only 1.1", got)
+	}
 }

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/akira-bot/akira/jobs/flow"
 	"github.com/akira-bot/akira/jobs/publish"
+	"github.com/akira-bot/akira/jobs/store"
 
 	"github.com/akira-bot/akira/jobs/lifecycle"
 	"github.com/akira-bot/akira/jobs/metrics"
@@ -27,6 +29,9 @@ func (h *Intake) onPullRequest(ctx context.Context, in *intake) (string, error) 
 		if pr.Action == "synchronize" {
 			return metrics.ResultNoop, nil // never run by itself; told how once, when opened
 		}
+	}
+	if pr.Action == "closed" {
+		return h.pullRequestClosed(ctx, in, pr)
 	}
 	rc, err := h.d.RepoConfig(ctx, in.gh, in.p.Owner, in.p.Repo, in.p.DefaultBranch)
 	if ce, bad := flow.AsRepoConfigError(err); bad {
@@ -86,4 +91,34 @@ func (h *Intake) forkNotice(ctx context.Context, in *intake, pr *queue.PullReque
 		return "", err
 	}
 	return metrics.ResultReplied, nil
+}
+
+// pullRequestClosed stops the run of a pull request a person closed or merged while the run still
+// works or waits: closing says "not this", and a run that went on would push to a closed pull request
+// and spend for nobody. Stopping needs write access, as /akira stop does (closing needs only triage):
+// a closer without it stops nothing. The run can go on after a reopening and /akira run.
+func (h *Intake) pullRequestClosed(ctx context.Context, in *intake, pr *queue.PullRequestIntake) (string, error) {
+	run, err := h.d.Store.ByNumber(ctx, in.p.Owner, in.p.Repo, pr.Number)
+	if errors.Is(err, store.ErrNotFound) {
+		return metrics.ResultNoop, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !lifecycle.Allowed(run.Status, lifecycle.EventStopAsked) {
+		return metrics.ResultNoop, nil // ended already, or stopping
+	}
+	acc, err := h.authorize(ctx, in, in.p.Sender)
+	if err != nil {
+		return "", err
+	}
+	if !acc.allowed {
+		in.log.Info("intake: pull request closed by someone who may not stop its run", "number", pr.Number, "run", run.ID, "by", in.p.Sender)
+		return metrics.ResultRefused, nil
+	}
+	if _, asked, err := h.d.Store.RequestStop(ctx, run.ID, in.p.Sender, false); err != nil || !asked {
+		return metrics.ResultNoop, err
+	}
+	in.log.Info("intake: pull request closed; its run stops", "number", pr.Number, "run", run.ID, "by", in.p.Sender)
+	return metrics.ResultAccepted, nil
 }
