@@ -126,9 +126,13 @@ func Rollback(ctx context.Context, o RollbackOptions) (RollbackOutcome, error) {
 		}
 		return o.TaskScope + "#" + id
 	}
+	// The same request made again finds its reverts. Through the API each revert is a commit of its
+	// own, so a request that failed between two (GitHub answering 5xx, the worker killed) left some:
+	// it goes on with the rest; one that finished has nothing left and reports them.
+	var prev []RevertedTask
 	if o.RequestID != "" {
-		if prev, err := earlierRollback(ctx, ws, o.RequestID, rm); err != nil || len(prev) > 0 {
-			return RollbackOutcome{Branch: branch, Reverted: prev, Head: ws.Head()}, err
+		if prev, err = earlierRollback(ctx, ws, o.RequestID, rm); err != nil {
+			return RollbackOutcome{}, err
 		}
 	}
 	done, err := ws.Checkpoints(ctx, TrailerTask, TrailerRevert)
@@ -136,6 +140,9 @@ func Rollback(ctx context.Context, o RollbackOptions) (RollbackOutcome, error) {
 		return RollbackOutcome{}, fmt.Errorf("runner: rollback: %w", err)
 	}
 	if done[key(o.TaskID)] == "" {
+		if len(prev) > 0 {
+			return RollbackOutcome{Branch: branch, Reverted: prev, Head: ws.Head()}, nil
+		}
 		return RollbackOutcome{}, fmt.Errorf("runner: %w: task %s has no checkpoint on %s", ErrUsage, o.TaskID, branch)
 	}
 	// The task and its dependents, transitively; of those, the ones with a checkpoint.
@@ -168,7 +175,7 @@ func Rollback(ctx context.Context, o RollbackOptions) (RollbackOutcome, error) {
 	slices.SortFunc(targets, func(a, b RevertedTask) int {
 		return slices.Index(newestFirst, a.Checkpoint) - slices.Index(newestFirst, b.Checkpoint)
 	})
-	out := RollbackOutcome{Branch: branch}
+	out := RollbackOutcome{Branch: branch, Reverted: prev}
 	current := rm
 	for _, t := range targets {
 		msg := fmt.Sprintf("akira: revert %s %s\n\nRolled back: this checkpoint is undone and the task is pending again.\n\n%s: %s\n%s: %s\n",

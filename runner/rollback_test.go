@@ -181,3 +181,45 @@ func TestRollbackRequestIsIdempotent(t *testing.T) {
 		t.Errorf("a new request for a rolled-back task = %v; want ErrUsage", err)
 	}
 }
+
+// TestRollbackRequestFinishesWhatItStarted: a request whose reverts landed only in part (through
+// GitHub's API each revert is a commit of its own, and GitHub can fail between two) reverts the rest
+// when it is made again, and reports every revert of the request, the earlier ones included.
+func TestRollbackRequestFinishesWhatItStarted(t *testing.T) {
+	f := newFixture(t, map[string]string{"ROADMAP.md": dependentTasks})
+	agent := f.agent(logCall + `echo "$AKIRA_TASK_TITLE" > "$AKIRA_TASK_ID.txt"`)
+	if _, _, err := f.run(t, Options{Agent: agent}); err != nil {
+		t.Fatal(err)
+	}
+	opts := RollbackOptions{Repo: f.repo.Remote, WorkDir: f.workDir, RunID: "run-x", RequestID: "rollback:comment:42"}
+	// The request for T2 reverts T3 first (newest first); only that revert landed.
+	part := opts
+	part.TaskID = "T3"
+	if _, err := Rollback(context.Background(), part); err != nil {
+		t.Fatal(err)
+	}
+	opts.TaskID = "T2"
+	out, err := Rollback(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("the request made again: %v", err)
+	}
+	var ids []string
+	for _, r := range out.Reverted {
+		ids = append(ids, r.ID)
+	}
+	if !slices.Equal(ids, []string{"T3", "T2"}) {
+		t.Fatalf("reverted %v; want T3 (before) and T2 (now)", ids)
+	}
+	for _, id := range []string{"T2", "T3"} {
+		if f.branchFile(t, "akira/roadmap", id+".txt") != "" {
+			t.Errorf("%s.txt still on the branch", id)
+		}
+	}
+	if f.branchFile(t, "akira/roadmap", "T1.txt") == "" {
+		t.Error("T1.txt was reverted too")
+	}
+	commits := len(f.log(t, "akira/roadmap"))
+	if again, err := Rollback(context.Background(), opts); err != nil || len(again.Reverted) != 2 || len(f.log(t, "akira/roadmap")) != commits {
+		t.Errorf("the finished request made again: %+v, %v, %d new commits", again.Reverted, err, len(f.log(t, "akira/roadmap"))-commits)
+	}
+}
