@@ -20,13 +20,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/akira-bot/akira/internal/loopback"
-
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
 	"github.com/akira-bot/akira/internal/githubtest"
+	"github.com/akira-bot/akira/internal/loopback"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/runner/sandbox"
 )

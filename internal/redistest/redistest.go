@@ -15,7 +15,6 @@
 package redistest
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -31,11 +30,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/akira-bot/akira/internal/loopback"
-
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/akira-bot/akira/internal/loopback"
 	"github.com/akira-bot/akira/internal/testnotes"
 )
 
@@ -244,26 +242,15 @@ func waitOwnAnswer(addr, dir, logFile string) error {
 
 // configDir is the working directory of the Redis at addr (CONFIG GET dir), empty when it will not say.
 func configDir(addr string) string {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	got, err := rdb.ConfigGet(ctx, "dir").Result()
 	if err != nil {
 		return ""
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("CONFIG GET dir\r\n")); err != nil {
-		return ""
-	}
-	// *2\r\n$3\r\ndir\r\n$<n>\r\n<dir>\r\n
-	r := bufio.NewReader(conn)
-	var lines []string
-	for range 5 {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return ""
-		}
-		lines = append(lines, strings.TrimRight(line, "\r\n"))
-	}
-	return lines[4]
+	return got["dir"]
 }
 
 // sameDir says whether a and b name one directory (a temporary directory may be reached by a link).

@@ -19,10 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/akira-bot/akira/internal/loopback"
-
 	"github.com/redis/go-redis/v9"
 
+	"github.com/akira-bot/akira/internal/loopback"
 	"github.com/akira-bot/akira/internal/redistest"
 	"github.com/akira-bot/akira/jobs/store"
 )

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/akira-bot/akira/internal/loopback"
-
 	"github.com/akira-bot/akira/runner/egress"
 	"github.com/akira-bot/akira/runner/proc"
 	"github.com/akira-bot/akira/runner/sandbox"
